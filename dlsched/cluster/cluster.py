@@ -1,0 +1,116 @@
+"""Nodes and clusters. GPUs are numbered globally 0..G-1, node by node."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlsched.cluster.gpu_types import GpuType, gpu_type
+from dlsched.cluster.topology import LinkLevel, Topology
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A machine. ``nvlink_domain`` GPUs share an NVLink island (0: PCIe only).
+
+    ``pool`` is an optional node group (a Philly virtual cluster, a Kueue node label).
+    """
+
+    name: str
+    gpu_type: str
+    num_gpus: int
+    cpus: float = 0.0
+    memory_gb: float = 0.0
+    rack: str = "rack-0"
+    nvlink_domain: int = 0
+    pool: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.num_gpus < 0:
+            raise ValueError(f"node {self.name}: num_gpus must be >= 0")
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """An immutable cluster description with index arrays derived once.
+
+    ``gpu_node[g]`` is the node of GPU ``g``; ``node_first_gpu[n]`` its first GPU;
+    ``node_type[n]`` an integer code into ``type_names``.
+    """
+
+    name: str
+    nodes: tuple[Node, ...]
+    topology: Topology = field(default_factory=Topology)
+    gpu_node: np.ndarray = field(init=False, repr=False, compare=False)
+    node_first_gpu: np.ndarray = field(init=False, repr=False, compare=False)
+    node_gpus: np.ndarray = field(init=False, repr=False, compare=False)
+    node_type: np.ndarray = field(init=False, repr=False, compare=False)
+    node_rack: np.ndarray = field(init=False, repr=False, compare=False)
+    type_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    pools: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"cluster {self.name}: node names are not unique")
+        counts = np.array([n.num_gpus for n in self.nodes], dtype=np.int64)
+        first = np.concatenate([[0], np.cumsum(counts)[:-1]]) if len(counts) else counts
+        types = tuple(sorted({n.gpu_type for n in self.nodes if n.num_gpus > 0}))
+        racks = sorted({n.rack for n in self.nodes})
+        rack_index = {r: i for i, r in enumerate(racks)}
+        type_index = {t: i for i, t in enumerate(types)}
+        self._set("node_gpus", _frozen(counts))
+        self._set("node_first_gpu", _frozen(first.astype(np.int64)))
+        self._set("gpu_node", _frozen(np.repeat(np.arange(len(counts)), counts)))
+        self._set("node_type", _frozen(np.array(
+            [type_index.get(n.gpu_type, -1) for n in self.nodes], dtype=np.int64)))
+        self._set("node_rack", _frozen(np.array([rack_index[n.rack] for n in self.nodes],
+                                                dtype=np.int64)))
+        self._set("type_names", types)
+        self._set("pools", frozenset(n.pool for n in self.nodes if n.pool is not None))
+
+    def _set(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+
+    @property
+    def num_gpus(self) -> int:
+        return int(self.node_gpus.sum())
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+    def gpus_by_type(self) -> dict[str, int]:
+        counts: Counter[str] = Counter()
+        for n in self.nodes:
+            if n.num_gpus:
+                counts[n.gpu_type] += n.num_gpus
+        return dict(sorted(counts.items()))
+
+    def gpu_type_of(self, gpu: int) -> GpuType:
+        return gpu_type(self.nodes[int(self.gpu_node[gpu])].gpu_type)
+
+    def link(self, a: int, b: int) -> LinkLevel:
+        """The slowest link between two GPUs."""
+        if a == b:
+            return LinkLevel.SAME_GPU
+        na, nb = int(self.gpu_node[a]), int(self.gpu_node[b])
+        if na != nb:
+            same_rack = self.node_rack[na] == self.node_rack[nb]
+            return LinkLevel.RACK if same_rack else LinkLevel.NETWORK
+        domain = self.nodes[na].nvlink_domain
+        first = int(self.node_first_gpu[na])
+        if domain and (a - first) // domain == (b - first) // domain:
+            return LinkLevel.NVLINK
+        return LinkLevel.PCIE
+
+    def describe(self) -> str:
+        types = ", ".join(f"{c} {t}" for t, c in self.gpus_by_type().items())
+        return f"{self.name}: {self.num_nodes} nodes, {self.num_gpus} GPUs ({types})"
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

@@ -1,0 +1,39 @@
+"""Errors that name where bad input came from (file, line, field)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DlschedError(Exception):
+    """Base class of every error dlsched raises on purpose."""
+
+
+@dataclass(frozen=True)
+class InputLocation:
+    """Where a value came from: a file, a 1-based line and a field (column) name."""
+
+    path: str
+    line: int | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        parts = [self.path]
+        if self.line is not None:
+            parts.append(str(self.line))
+        if self.field is not None:
+            parts.append(self.field)
+        return ":".join(parts)
+
+
+class InputError(DlschedError):
+    """A malformed or impossible value in an input file, e.g. ``philly.csv:17:duration: ...``."""
+
+    def __init__(self, location: InputLocation, message: str) -> None:
+        self.location = location
+        self.message = message
+        super().__init__(f"{location}: {message}")
+
+
+class ConfigError(DlschedError):
+    """An inconsistent configuration (cluster, run or tenant file)."""

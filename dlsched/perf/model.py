@@ -1,0 +1,101 @@
+"""The throughput-model interface and the duration-based linear model.
+
+A model answers ``rate(spec, placement)``: work units per second for a job whose workers sit where
+``placement`` says (GPU type and node of each worker, in allocation order). Models are registered by
+name; a trace names the one its jobs need (``Trace.throughput``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from dlsched.cluster.gpu_types import gpu_type
+from dlsched.workload.job import JobSpec
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a job's workers run: the GPU type and node index of each worker."""
+
+    gpu_types: tuple[str, ...]
+    nodes: tuple[int, ...]
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.gpu_types)
+
+    def workers_per_node(self) -> tuple[int, ...]:
+        """Workers on each used node, largest first (Pollux's placement string, e.g. (2, 2))."""
+        return tuple(sorted(Counter(self.nodes).values(), reverse=True))
+
+    @classmethod
+    def single_node(cls, gpu_type_name: str, workers: int) -> Placement:
+        return cls((gpu_type_name,) * workers, (0,) * workers)
+
+
+class ThroughputModel(Protocol):
+    name: str
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        """Work units per second on this allocation; 0 when the job cannot run there."""
+        ...
+
+    def reference_rate(self, spec: JobSpec) -> float:
+        """Rate at the requested size on the best GPU type (for oracle duration estimates)."""
+        ...
+
+
+class LinearScaling:
+    """Duration traces: work is seconds at the requested GPU count on the reference type.
+
+    Speed scales linearly with the number of workers (``n / requested``) and, on heterogeneous
+    clusters, with the slowest worker's ``relative_speed`` divided by the reference type's
+    (synchronous data parallelism runs at the pace of the slowest worker).
+    """
+
+    name = "linear"
+
+    def __init__(self, reference_type: str | None = None) -> None:
+        self.reference_speed = gpu_type(reference_type).relative_speed if reference_type else None
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        gpu_types = placement.gpu_types
+        if not gpu_types:
+            return 0.0
+        workers = len(gpu_types)
+        requested = max(spec.num_gpus, 1)
+        if self.reference_speed is None:
+            return workers / requested
+        slowest = min(gpu_type(t).relative_speed for t in gpu_types)
+        return workers / requested * slowest / self.reference_speed
+
+    def reference_rate(self, spec: JobSpec) -> float:
+        return 1.0
+
+
+MODEL_FACTORIES: dict[str, Callable[[], ThroughputModel]] = {"linear": LinearScaling}
+
+
+def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:
+    MODEL_FACTORIES[name] = factory
+
+
+def get_throughput_model(name: str) -> ThroughputModel:
+    _load_builtin_models()
+    if name not in MODEL_FACTORIES:
+        raise KeyError(f"unknown throughput model {name!r} (known: {sorted(MODEL_FACTORIES)})")
+    return MODEL_FACTORIES[name]()
+
+
+def _load_builtin_models() -> None:
+    import importlib
+
+    for module in ("gavel_table", "pollux_table"):
+        try:
+            importlib.import_module(f"dlsched.perf.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"dlsched.perf.{module}":
+                raise

@@ -1,0 +1,1 @@
+"""Scheduling policies from the literature, one module per paper, each a registered Profile."""

@@ -1,0 +1,84 @@
+"""Tiresias (Gu et al., NSDI'19): discretized two-dimensional least-attained-service (2D-LAS).
+
+Rules implemented (paper §3.2 and §4.1):
+- A job's attained service is GPUs x time it has run (2D: spatial and temporal).
+- K priority queues split by attained-service thresholds; a job starts in queue 0 and is demoted
+  when its attained service crosses the next threshold. Higher queues go first; within a queue,
+  jobs are ordered FIFO by submission time (the paper's default: §4.1).
+- Jobs in higher queues preempt running jobs of lower queues.
+- Starvation: a waiting job whose wait since it last ran exceeds ``promote_knob`` times its last
+  execution time is promoted back to queue 0 (the paper's PROMOTEKNOB; 0 disables it).
+It needs no job duration (non-clairvoyant). A cycle is scheduled for the next demotion or
+promotion time, so queue changes take effect when they happen.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+from dlsched.scheduling.plugins.preemption import Preemption
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+DEFAULT_THRESHOLDS = (3600.0 * 1.0,)
+
+
+class DiscretizedLas:
+    """QueueSort and wake-ups for 2D-LAS with queue thresholds in GPU-seconds."""
+
+    name = "tiresias-2dlas"
+
+    def __init__(self, thresholds: tuple[float, ...], promote_knob: float) -> None:
+        if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
+            raise ValueError(f"queue thresholds must be positive and increasing: {thresholds}")
+        self.thresholds = thresholds
+        self.promote_knob = promote_knob
+        self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
+
+    def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
+        """A promoted job restarts its count in queue 0 (Tiresias §4.1, starvation)."""
+        if self._starving(state, job):
+            self._offsets[job.job_id] = job.attained_service(state.now)
+
+    def queue_of(self, state: CycleState, job: Job) -> int:
+        if self._starving(state, job):
+            return 0
+        service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
+        return bisect.bisect_right(self.thresholds, service)
+
+    def sort_key(self, state: CycleState, job: Job) -> tuple[int, float, str]:
+        return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
+
+    def _starving(self, state: CycleState, job: Job) -> bool:
+        if not self.promote_knob or not job.status.is_waiting or job.last_run_seconds <= 0:
+            return False
+        return state.now - job.queued_since >= self.promote_knob * job.last_run_seconds
+
+    def next_wakeup(self, state: CycleState) -> float | None:
+        now = state.now
+        times = [t for job in state.snapshot.running if (t := self._demotion(state, job))]
+        if self.promote_knob:
+            times += [job.queued_since + self.promote_knob * job.last_run_seconds
+                      for job in state.snapshot.waiting
+                      if job.last_run_seconds > 0 and not self._starving(state, job)]
+        future = [t for t in times if t > now]
+        return min(future) if future else None
+
+    def _demotion(self, state: CycleState, job: Job) -> float | None:
+        gpus = len(job.allocation)
+        service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
+        level = bisect.bisect_right(self.thresholds, service)
+        if level >= len(self.thresholds) or gpus == 0:
+            return None
+        return state.now + (self.thresholds[level] - service) / gpus
+
+
+@register_policy("tiresias")
+def tiresias(thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, promote_knob: float = 0.0,
+             min_runtime: float = 0.0, placement: str = "consolidated") -> Profile:
+    """Tiresias discretized 2D-LAS with preemption (Gu et al., NSDI'19)."""
+    order = DiscretizedLas(tuple(thresholds), promote_knob)
+    return Profile("tiresias", order, plugins=(order, Preemption(order, min_runtime)),
+                   placement=placement)

@@ -1,0 +1,1 @@
+"""The scheduler core shared by the simulator and the runtime: plugins, profiles, the cycle."""

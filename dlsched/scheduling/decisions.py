@@ -1,0 +1,31 @@
+"""What a scheduling cycle decides, as data the clock-and-executor side applies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: str
+    gpus: tuple[int, ...]
+    shares: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    job_id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """Evictions are applied before starts. ``reasons`` says why each waiting job still waits;
+    jobs the cycle did not look at share ``default_reason``."""
+
+    starts: tuple[Start, ...] = ()
+    preemptions: tuple[Preempt, ...] = ()
+    reasons: dict[str, str] = field(default_factory=dict)
+    default_reason: str = ""
+    next_wakeup: float | None = None
+    order: tuple[str, ...] = ()

@@ -1,0 +1,1 @@
+"""Generic plugins: filters, placement scores, gang permit, preemption."""

@@ -1,0 +1,68 @@
+"""Filter plugins: GPU type and node pool constraints."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+
+class GpuTypeFilter:
+    """Keeps nodes whose GPU type the job allows (``JobSpec.gpu_types``; empty allows all)."""
+
+    name = "gpu-type"
+
+    def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
+        allowed = job.spec.gpu_types
+        if not allowed:
+            return mask
+        cluster = state.cluster
+        codes = [i for i, t in enumerate(cluster.type_names) if t in allowed]
+        return mask & np.isin(cluster.node_type, codes)
+
+
+class NodePoolFilter:
+    """Keeps the nodes of the job's pool (a Philly virtual cluster) when the cluster has it.
+
+    A job whose pool the cluster does not define may run on any node: pools describe how a
+    cluster is partitioned, and a trace replayed on another cluster should still run.
+    """
+
+    name = "node-pool"
+
+    def __init__(self) -> None:
+        self._masks: dict[tuple[int, str], np.ndarray] = {}
+
+    def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
+        pool = job.spec.pool
+        cluster = state.cluster
+        if pool is None or pool not in cluster.pools:
+            return mask
+        return mask & self._pool_mask(cluster, pool)
+
+    def _pool_mask(self, cluster: Cluster, pool: str) -> np.ndarray:
+        key = (id(cluster), pool)
+        cached = self._masks.get(key)
+        if cached is None:
+            cached = np.array([n.pool == pool for n in cluster.nodes], dtype=bool)
+            self._masks[key] = cached
+        return cached
+
+
+class RunnableFilter:
+    """Drops nodes whose GPU type the throughput model says the job cannot run on (rate 0)."""
+
+    name = "runnable"
+
+    def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
+        from dlsched.perf.model import Placement
+
+        cluster = state.cluster
+        model = state.snapshot.throughput
+        bad = [i for i, t in enumerate(cluster.type_names)
+               if model.rate(job.spec, Placement.single_node(t, 1)) <= 0]
+        if not bad:
+            return mask
+        return mask & ~np.isin(cluster.node_type, bad)

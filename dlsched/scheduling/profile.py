@@ -1,0 +1,83 @@
+"""A profile: the plugins a policy enables at each extension point, with score weights.
+
+A plugin may implement several extension points (Tiresias sorts the queue and asks for wake-ups);
+the profile sorts them into per-point lists once, when it is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlsched.scheduling.framework import (
+    BlockedPlugin,
+    FilterPlugin,
+    PermitPlugin,
+    PostFilterPlugin,
+    PreFilterPlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+    WakeupPlugin,
+)
+from dlsched.scheduling.plugins.filters import GpuTypeFilter, NodePoolFilter, RunnableFilter
+from dlsched.scheduling.plugins.gang import GangPermit
+from dlsched.scheduling.plugins.scores import BestFit, Consolidated, Spread, TopologyScore
+
+PLACEMENTS = ("consolidated", "spread", "best-fit", "topology")
+
+
+def placement_scores(name: str) -> tuple[tuple[ScorePlugin, float], ...]:
+    """Score plugins and weights for a named placement strategy."""
+    if name == "consolidated":
+        return ((Consolidated(), 1.0),)
+    if name == "spread":
+        return ((Spread(), 1.0),)
+    if name == "best-fit":
+        return ((BestFit(), 1.0),)
+    if name == "topology":
+        return ((TopologyScore(), 2.0), (Consolidated(), 1.0))
+    raise ValueError(f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+
+
+def default_filters() -> tuple[FilterPlugin, ...]:
+    return (GpuTypeFilter(), NodePoolFilter(), RunnableFilter())
+
+
+@dataclass
+class Profile:
+    """``strict_fifo``: stop at the first job that does not fit (no job overtakes it).
+    ``round_seconds``: also run a cycle every round (None: only on events and wake-ups)."""
+
+    name: str
+    queue_sort: QueueSortPlugin
+    plugins: Sequence[Any] = ()
+    placement: str = "consolidated"
+    filters: Sequence[FilterPlugin] = field(default_factory=default_filters)
+    strict_fifo: bool = False
+    round_seconds: float | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        everything = [self.queue_sort, *self.plugins, GangPermit()]
+        self.pre_filters = _having(everything, PreFilterPlugin)
+        self.post_filters = _having(everything, PostFilterPlugin)
+        self.permits = _having(everything, PermitPlugin)
+        self.reserves = _having(everything, ReservePlugin)
+        self.blocked = _having(everything, BlockedPlugin)
+        self.wakeups = _having(everything, WakeupPlugin)
+        self.scores = placement_scores(self.placement)
+        self.take_limit = 1 if self.placement == "spread" else None
+
+    @property
+    def preemptive(self) -> bool:
+        return bool(self.post_filters)
+
+
+def _having(plugins: Sequence[Any], point: type) -> tuple[Any, ...]:
+    seen: list[Any] = []
+    for plugin in plugins:
+        if isinstance(plugin, point) and plugin not in seen:
+            seen.append(plugin)
+    return tuple(seen)

@@ -1,0 +1,193 @@
+"""The scheduler core: the job table, GPU bookkeeping and the state machine, driven by a policy.
+
+Both the simulator and the runtime own one ``Scheduler``; they differ only in the ``Clock`` and
+the ``Executor`` they pass in. Everything that changes a job goes through here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.perf.model import Placement, ThroughputModel
+from dlsched.scheduling.cycle import run_cycle
+from dlsched.scheduling.decisions import CycleResult, Start
+from dlsched.scheduling.interfaces import Clock, Executor
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.state import ClusterSnapshot
+from dlsched.workload.job import Job, JobSpec, JobStatus
+
+
+@dataclass
+class Timeline:
+    """Cluster state after each cycle: time, GPUs in use, jobs waiting, jobs running."""
+
+    times: list[float] = field(default_factory=list)
+    used_gpus: list[float] = field(default_factory=list)
+    waiting: list[int] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+
+    def record(self, now: float, used: float, waiting: int, running: int) -> None:
+        if self.times and self.times[-1] == now:
+            self.used_gpus[-1], self.waiting[-1], self.running[-1] = used, waiting, running
+            return
+        if self.times and (self.used_gpus[-1], self.waiting[-1], self.running[-1]) == (
+                used, waiting, running):
+            return
+        self.times.append(now)
+        self.used_gpus.append(used)
+        self.waiting.append(waiting)
+        self.running.append(running)
+
+
+@dataclass
+class CoreConfig:
+    """``restart_overhead``: seconds a job makes no progress after it is resumed (checkpoint
+    reload); ``start_overhead``: the same on its first start."""
+
+    restart_overhead: float = 30.0
+    start_overhead: float = 0.0
+
+
+class Scheduler:
+    def __init__(self, cluster: Cluster, profile: Profile, throughput: ThroughputModel,
+                 clock: Clock, executor: Executor, config: CoreConfig | None = None) -> None:
+        self.cluster = cluster
+        self.profile = profile
+        self.throughput = throughput
+        self.clock = clock
+        self.executor = executor
+        self.config = config or CoreConfig()
+        self.jobs: dict[str, Job] = {}
+        self.waiting: dict[str, Job] = {}
+        self.running: dict[str, Job] = {}
+        self.free = np.ones(cluster.num_gpus, dtype=np.float64)
+        self.timeline = Timeline()
+        self.cycles = 0
+        self.cycle_seconds = 0.0
+        self.last_result: CycleResult | None = None
+        self.on_finish: Callable[[Job], None] | None = None
+
+    # -- events ---------------------------------------------------------------------------
+    def submit(self, spec: JobSpec) -> Job:
+        if spec.job_id in self.jobs:
+            raise ValueError(f"job {spec.job_id} already submitted")
+        job = Job(spec)
+        job.queued_since = self.clock.now()
+        self.jobs[spec.job_id] = job
+        self.waiting[spec.job_id] = job
+        return job
+
+    def finish(self, job_id: str) -> None:
+        job = self.running.pop(job_id)
+        now = self.clock.now()
+        self._settle(job, now)
+        job.done_work = job.spec.work
+        job.set_status(JobStatus.FINISHED)
+        job.finish_time = now
+        self._release(job)
+        if self.on_finish is not None:
+            self.on_finish(job)
+
+    def cancel(self, job_id: str) -> None:
+        job = self.jobs[job_id]
+        now = self.clock.now()
+        if job.status is JobStatus.RUNNING:
+            self.executor.stop(job, now)
+            self._settle(job, now)
+            self._release(job)
+            del self.running[job_id]
+        self.waiting.pop(job_id, None)
+        job.set_status(JobStatus.CANCELLED)
+        job.finish_time = now
+
+    # -- the cycle ------------------------------------------------------------------------
+    def snapshot(self) -> ClusterSnapshot:
+        return ClusterSnapshot(self.cluster, self.clock.now(), self.free,
+                               tuple(self.running.values()), tuple(self.waiting.values()),
+                               self.throughput)
+
+    def cycle(self) -> CycleResult:
+        started = time.perf_counter()
+        result = run_cycle(self.profile, self.snapshot())
+        self.apply(result)
+        self.cycles += 1
+        self.cycle_seconds += time.perf_counter() - started
+        self.last_result = result
+        self._record()
+        return result
+
+    def apply(self, result: CycleResult) -> None:
+        now = self.clock.now()
+        for preempt in result.preemptions:
+            self._preempt(self.running[preempt.job_id], now, preempt.reason)
+        for start in result.starts:
+            self._start(self.waiting.pop(start.job_id), start, now)
+        for job_id, reason in result.reasons.items():
+            self.jobs[job_id].pending_reason = reason
+        if result.default_reason:
+            for job in self.waiting.values():
+                if job.job_id not in result.reasons:
+                    job.pending_reason = result.default_reason
+
+    def _start(self, job: Job, start: Start, now: float) -> None:
+        job.set_status(JobStatus.RUNNING)
+        job.allocation, job.shares = start.gpus, start.shares
+        for gpu, share in zip(start.gpus, start.shares, strict=True):
+            self.free[gpu] -= share
+        resumed = job.first_start is not None
+        overhead = self.config.restart_overhead if resumed else self.config.start_overhead
+        job.first_start = now if job.first_start is None else job.first_start
+        job.run_started = now
+        job.progress_time = job.attained_time = now
+        job.productive_from = now + overhead
+        job.rate = self.throughput.rate(job.spec, self.placement_of(job))
+        job.pending_reason = ""
+        job.epoch += 1
+        self.running[job.job_id] = job
+        self.executor.start(job, now)
+
+    def _preempt(self, job: Job, now: float, reason: str) -> None:
+        self.executor.stop(job, now)
+        self._settle(job, now)
+        self._release(job)
+        del self.running[job.job_id]
+        job.set_status(JobStatus.PREEMPTED)
+        job.preemptions += 1
+        job.queued_since = now
+        job.pending_reason = reason
+        job.epoch += 1
+        self.waiting[job.job_id] = job
+
+    def _settle(self, job: Job, now: float) -> None:
+        """Fold progress and service up to ``now`` into the job's counters."""
+        job.done_work = job.work_done(now)
+        job.progress_time = now
+        held = now - (job.run_started if job.run_started is not None else now)
+        job.attained = job.attained_service(now)
+        job.attained_time = now
+        job.gpu_seconds += held * sum(job.shares)
+        job.last_run_seconds = held
+
+    def _release(self, job: Job) -> None:
+        for gpu, share in zip(job.allocation, job.shares, strict=True):
+            self.free[gpu] = min(1.0, self.free[gpu] + share)
+        job.rate = 0.0
+        job.run_started = None
+
+    def placement_of(self, job: Job) -> Placement:
+        nodes = tuple(int(self.cluster.gpu_node[g]) for g in job.allocation)
+        types = tuple(self.cluster.nodes[n].gpu_type for n in nodes)
+        return Placement(types, nodes)
+
+    def _record(self) -> None:
+        used = float(self.cluster.num_gpus - self.free.sum())
+        self.timeline.record(self.clock.now(), used, len(self.waiting), len(self.running))
+
+    @property
+    def idle(self) -> bool:
+        return not self.waiting and not self.running

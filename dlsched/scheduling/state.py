@@ -1,0 +1,121 @@
+"""The per-cycle view of the world: an immutable snapshot and a mutable scratchpad over it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.perf.model import ThroughputModel
+from dlsched.workload.job import Job
+
+FULL = 1.0
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    """The cluster as the scheduler core sees it at ``now``. ``free[g]`` is GPU g's free share.
+
+    ``running`` and ``waiting`` hold the core's job objects, which policies must only read.
+    """
+
+    cluster: Cluster
+    now: float
+    free: np.ndarray
+    running: tuple[Job, ...]
+    waiting: tuple[Job, ...]
+    throughput: ThroughputModel
+    down_nodes: frozenset[int] = frozenset()
+
+    def __post_init__(self) -> None:
+        free = np.array(self.free, dtype=np.float64)
+        free.flags.writeable = False
+        object.__setattr__(self, "free", free)
+
+    @property
+    def free_whole_gpus(self) -> int:
+        return int(np.count_nonzero(self.free >= FULL - EPS))
+
+
+@dataclass
+class CycleState:
+    """The scratchpad of one cycle: GPUs reserved so far, evictions, per-plugin data.
+
+    ``free`` starts as a copy of the snapshot's and changes as jobs are placed or evicted, so
+    later jobs in the same cycle see earlier decisions.
+    """
+
+    snapshot: ClusterSnapshot
+    free: np.ndarray
+    node_free: np.ndarray
+    evicted: dict[str, Job] = field(default_factory=dict)
+    started: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    scratch: dict[str, Any] = field(default_factory=dict)
+    blocked_by: str | None = None
+
+    @classmethod
+    def begin(cls, snapshot: ClusterSnapshot) -> CycleState:
+        free = snapshot.free.copy()
+        for node in snapshot.down_nodes:
+            free[_node_slice(snapshot.cluster, node)] = 0.0
+        return cls(snapshot, free, whole_free_per_node(snapshot.cluster, free))
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.snapshot.cluster
+
+    @property
+    def now(self) -> float:
+        return self.snapshot.now
+
+    @property
+    def free_whole(self) -> int:
+        return int(self.node_free.sum())
+
+    def capacity(self, share: float) -> np.ndarray:
+        """Per node: how many workers needing ``share`` of a GPU each could still be placed."""
+        if share >= FULL - EPS:
+            return self.node_free
+        fits = (self.free >= share - EPS).astype(np.int64)
+        return np.bincount(self.cluster.gpu_node, weights=fits,
+                           minlength=self.cluster.num_nodes).astype(np.int64)
+
+    def take(self, gpus: Sequence[int], share: float) -> None:
+        self._adjust(gpus, -share)
+
+    def give_back(self, gpus: Sequence[int], shares: Sequence[float]) -> None:
+        for gpu, s in zip(gpus, shares, strict=True):
+            self._adjust((gpu,), s)
+
+    def evict(self, job: Job) -> None:
+        self.evicted[job.job_id] = job
+        self.give_back(job.allocation, job.shares)
+
+    def _adjust(self, gpus: Sequence[int], delta: float) -> None:
+        gpu_node = self.cluster.gpu_node
+        for gpu in gpus:
+            before = self.free[gpu] >= FULL - EPS
+            value = self.free[gpu] + delta
+            self.free[gpu] = min(FULL, max(0.0, value))
+            after = self.free[gpu] >= FULL - EPS
+            if before != after:
+                self.node_free[gpu_node[gpu]] += 1 if after else -1
+
+
+def whole_free_per_node(cluster: Cluster, free: np.ndarray) -> np.ndarray:
+    whole = (free >= FULL - EPS).astype(np.int64)
+    return np.bincount(cluster.gpu_node, weights=whole, minlength=cluster.num_nodes).astype(
+        np.int64)
+
+
+def _node_slice(cluster: Cluster, node: int) -> slice:
+    start = int(cluster.node_first_gpu[node])
+    return slice(start, start + int(cluster.node_gpus[node]))
+
+
+def job_index(jobs: Sequence[Job]) -> Mapping[str, Job]:
+    return {j.job_id: j for j in jobs}

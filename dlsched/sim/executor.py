@@ -1,0 +1,24 @@
+"""The simulator's executor: a started job's completion becomes a future event.
+
+Completion time = start + pause (restart overhead) + remaining work / rate. A preempted job's
+pending completion is made stale by the job's ``epoch`` (lazy deletion from the heap).
+"""
+
+from __future__ import annotations
+
+from dlsched.sim.events import Event, EventQueue, Priority
+from dlsched.workload.job import Job
+
+
+class SimExecutor:
+    def __init__(self, events: EventQueue) -> None:
+        self.events = events
+
+    def start(self, job: Job, now: float) -> None:
+        if job.rate <= 0:
+            return  # cannot progress here; a policy that allows this will preempt it later
+        finish = max(now, job.productive_from) + job.remaining_work(now) / job.rate
+        self.events.schedule(finish, Event(Priority.FINISH, job.job_id, job.epoch))
+
+    def stop(self, job: Job, now: float) -> None:
+        """Nothing to tear down: the job's epoch changes, so its completion event is stale."""

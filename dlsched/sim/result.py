@@ -1,0 +1,79 @@
+"""What a simulation produces: one record per job, the cluster timeline, and run metadata."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dlsched import __version__
+from dlsched.scheduling.scheduler import Timeline
+from dlsched.workload.job import Job
+
+if TYPE_CHECKING:
+    from dlsched.sim.simulator import Simulator
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    job_id: str
+    queue: str
+    num_gpus: int
+    submit_time: float
+    first_start: float | None
+    finish_time: float | None
+    status: str
+    preemptions: int
+    gpu_seconds: float
+    work_done: float
+    work: float
+    pending_reason: str
+
+    @property
+    def jct(self) -> float | None:
+        return None if self.finish_time is None else self.finish_time - self.submit_time
+
+    @property
+    def queueing_delay(self) -> float | None:
+        return None if self.first_start is None else self.first_start - self.submit_time
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    policy: str
+    trace: str
+    cluster: str
+    seed: int
+    version: str
+    policy_options: tuple[tuple[str, str], ...] = ()
+    placement: str = "consolidated"
+    restart_overhead: float = 0.0
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    info: RunInfo
+    jobs: tuple[JobRecord, ...]
+    timeline: Timeline
+    total_gpus: int
+    cycles: int
+    cycle_seconds: float
+    wall_seconds: float
+    end_time: float
+
+
+def record_of(job: Job, now: float) -> JobRecord:
+    return JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
+                     job.first_start, job.finish_time, job.status.value, job.preemptions,
+                     job.gpu_seconds, job.work_done(now), job.spec.work, job.pending_reason)
+
+
+def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
+    now = sim.clock.time
+    info = RunInfo(policy=sim.profile.name, trace=sim.trace.name, cluster=sim.cluster.name,
+                   seed=sim.config.seed, version=__version__,
+                   policy_options=tuple(sorted(sim.profile.options.items())),
+                   placement=sim.profile.placement,
+                   restart_overhead=sim.config.restart_overhead)
+    jobs = tuple(record_of(job, now) for job in sim.core.jobs.values())
+    return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
+                            sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now)

@@ -1,0 +1,123 @@
+"""The simulator: the scheduler core driven by a simulated clock and executor over a trace.
+
+Per time step: pop every event at that time (completions, failures, arrivals, timers, in that
+order), then run one scheduling cycle if anything changed. Arrivals enter the heap one at a time
+from the sorted trace, which keeps the heap small.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.perf.model import ThroughputModel, get_throughput_model
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.scheduler import CoreConfig, Scheduler
+from dlsched.sim.clock import SimClock
+from dlsched.sim.events import Event, EventQueue, Priority
+from dlsched.sim.executor import SimExecutor
+from dlsched.sim.result import SimulationResult, collect_result
+from dlsched.workload.trace import Trace
+
+WAKEUP, ROUND = "wakeup", "round"
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """``round_seconds`` overrides the policy's round length (None keeps the policy's)."""
+
+    restart_overhead: float = 30.0
+    round_seconds: float | None = None
+    max_time: float | None = None
+    seed: int = 0
+
+
+class Simulator:
+    def __init__(self, cluster: Cluster, trace: Trace, profile: Profile,
+                 config: SimConfig | None = None, throughput: ThroughputModel | None = None,
+                 progress: Callable[[int, int], None] | None = None) -> None:
+        self.cluster, self.trace, self.profile = cluster, trace, profile
+        self.config = config or SimConfig()
+        self.events = EventQueue()
+        self.clock = SimClock()
+        self.core = Scheduler(cluster, profile,
+                              throughput or get_throughput_model(trace.throughput),
+                              self.clock, SimExecutor(self.events),
+                              CoreConfig(restart_overhead=self.config.restart_overhead))
+        self.round_seconds = self.config.round_seconds or profile.round_seconds
+        self.progress = progress
+        self._next_arrival = 0
+        self._wakeup_token = 0
+        self._wakeup_at: float | None = None
+        self._round_armed = False
+        self.finished = 0
+
+    def run(self) -> SimulationResult:
+        started = time.perf_counter()
+        self._push_arrival()
+        max_time = self.config.max_time
+        while self.events:
+            now = self.events.peek()
+            if max_time is not None and now > max_time:
+                break
+            self.clock.time = now
+            changed = False
+            while self.events and self.events.peek() == now:
+                changed |= self._handle(self.events.pop()[1])
+            if changed:
+                result = self.core.cycle()
+                self._arm_wakeup(result.next_wakeup)
+                self._arm_round()
+        return collect_result(self, time.perf_counter() - started)
+
+    def _handle(self, event: Event) -> bool:
+        if event.kind is Priority.ARRIVAL:
+            self.core.submit(event.payload)
+            self._push_arrival()
+            return True
+        if event.kind is Priority.FINISH:
+            return self._finish(event)
+        if event.payload == ROUND:
+            self._round_armed = False
+            return True
+        return event.token == self._wakeup_token
+
+    def _finish(self, event: Event) -> bool:
+        job = self.core.running.get(event.payload)
+        if job is None or job.epoch != event.token:
+            return False  # stale: the job was preempted after this was scheduled
+        self.core.finish(job.job_id)
+        self.finished += 1
+        if self.progress is not None and self.finished % 500 == 0:
+            self.progress(self.finished, len(self.trace))
+        return True
+
+    def _push_arrival(self) -> None:
+        jobs = self.trace.jobs
+        if self._next_arrival < len(jobs):
+            spec = jobs[self._next_arrival]
+            self.events.schedule(spec.submit_time, Event(Priority.ARRIVAL, spec))
+            self._next_arrival += 1
+
+    def _arm_wakeup(self, at: float | None) -> None:
+        now = self.clock.time
+        if at is None or at <= now or at == self._wakeup_at:
+            if at is None or at <= now:
+                self._wakeup_at = None
+            return
+        self._wakeup_token += 1
+        self._wakeup_at = at
+        self.events.schedule(at, Event(Priority.TIMER, WAKEUP, self._wakeup_token))
+
+    def _arm_round(self) -> None:
+        if self.round_seconds is None or self._round_armed or self.core.idle:
+            return
+        self._round_armed = True
+        self.events.schedule(self.clock.time + self.round_seconds, Event(Priority.TIMER, ROUND))
+
+
+def simulate(cluster: Cluster, trace: Trace, profile: Profile,
+             config: SimConfig | None = None, **kwargs: object) -> SimulationResult:
+    return Simulator(cluster, trace, profile, config, **kwargs).run()  # type: ignore[arg-type]

@@ -1,0 +1,174 @@
+"""The job model: an immutable ``JobSpec`` and the mutable ``Job`` the scheduler core owns.
+
+Work is measured in ``WorkUnit`` units. ``REFERENCE_SECONDS`` means "seconds of execution at the
+requested GPU count on the reference GPU type" (what duration-only traces such as Philly give);
+``ITERATIONS`` means training steps whose speed comes from a measured throughput model.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from dlsched.errors import DlschedError
+
+
+class WorkUnit(enum.Enum):
+    REFERENCE_SECONDS = "reference_seconds"
+    ITERATIONS = "iterations"
+
+
+class JobKind(enum.Enum):
+    TRAINING = "training"
+    SERVICE = "service"
+
+
+class JobStatus(enum.Enum):
+    PENDING = "pending"
+    RUNNING = "running"
+    PREEMPTED = "preempted"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL
+
+    @property
+    def is_waiting(self) -> bool:
+        return self in (JobStatus.PENDING, JobStatus.PREEMPTED)
+
+
+_TERMINAL = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
+    JobStatus.PENDING: frozenset({JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED}),
+    JobStatus.RUNNING: frozenset(
+        {JobStatus.PREEMPTED, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED}
+    ),
+    JobStatus.PREEMPTED: frozenset({JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED}),
+}
+
+
+class InvalidTransition(DlschedError):
+    """A job was asked to move between two states the state machine does not connect."""
+
+
+def check_transition(job_id: str, old: JobStatus, new: JobStatus) -> None:
+    if new not in _TRANSITIONS.get(old, frozenset()):
+        raise InvalidTransition(f"job {job_id}: {old.value} -> {new.value} is not allowed")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """What a user asked for. Immutable; a trace is a tuple of these.
+
+    ``num_gpus`` workers form a gang: all run or none. ``gpu_share`` below 1 asks for a fraction of
+    each GPU (Alibaba 2023 pods). ``min_gpus``/``max_gpus`` mark an elastic job.
+    """
+
+    job_id: str
+    submit_time: float
+    num_gpus: int
+    work: float
+    work_unit: WorkUnit = WorkUnit.REFERENCE_SECONDS
+    queue: str = "default"
+    gpu_types: tuple[str, ...] = ()
+    gpu_share: float = 1.0
+    model: str | None = None
+    batch_size: int | None = None
+    priority: int = 0
+    deadline: float | None = None
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+    cpus_per_gpu: float = 0.0
+    memory_gb_per_gpu: float = 0.0
+    pool: str | None = None
+    kind: JobKind = JobKind.TRAINING
+
+    def __post_init__(self) -> None:
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(f"job {self.job_id}: {problem}")
+
+    def problem(self) -> str | None:
+        """The first impossible value in this spec, or None."""
+        if self.num_gpus < 0:
+            return f"num_gpus must be >= 0, got {self.num_gpus}"
+        if not self.work > 0:
+            return f"work must be > 0, got {self.work}"
+        if self.submit_time < 0:
+            return f"submit_time must be >= 0, got {self.submit_time}"
+        if not 0 < self.gpu_share <= 1:
+            return f"gpu_share must be in (0, 1], got {self.gpu_share}"
+        if self.min_gpus is not None and self.min_gpus > self.num_gpus:
+            return f"min_gpus {self.min_gpus} > num_gpus {self.num_gpus}"
+        if self.max_gpus is not None and self.max_gpus < self.num_gpus:
+            return f"max_gpus {self.max_gpus} < num_gpus {self.num_gpus}"
+        return None
+
+    @property
+    def is_elastic(self) -> bool:
+        return self.min_gpus is not None or self.max_gpus is not None
+
+
+@dataclass(slots=True)
+class Job:
+    """A job's run-time state. Only the scheduler core mutates it; policies only read it.
+
+    Progress is kept as ``done_work`` up to ``progress_time``; while running at ``rate`` (work
+    units per second) after ``productive_from`` (a restart costs a pause), it grows linearly.
+    """
+
+    spec: JobSpec
+    status: JobStatus = JobStatus.PENDING
+    allocation: tuple[int, ...] = ()
+    shares: tuple[float, ...] = ()
+    rate: float = 0.0
+    done_work: float = 0.0
+    progress_time: float = 0.0
+    productive_from: float = 0.0
+    attained: float = 0.0
+    attained_time: float = 0.0
+    run_started: float | None = None
+    last_run_seconds: float = 0.0
+    queued_since: float = 0.0
+    first_start: float | None = None
+    finish_time: float | None = None
+    preemptions: int = 0
+    epoch: int = 0
+    gpu_seconds: float = 0.0
+    pending_reason: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.progress_time = self.spec.submit_time
+        self.queued_since = self.spec.submit_time
+
+    @property
+    def job_id(self) -> str:
+        return self.spec.job_id
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.allocation) if self.allocation else self.spec.num_gpus
+
+    def work_done(self, now: float) -> float:
+        if self.status is not JobStatus.RUNNING:
+            return self.done_work
+        since = max(self.progress_time, self.productive_from)
+        return min(self.spec.work, self.done_work + self.rate * max(0.0, now - since))
+
+    def remaining_work(self, now: float) -> float:
+        return max(0.0, self.spec.work - self.work_done(now))
+
+    def attained_service(self, now: float) -> float:
+        """GPU-seconds received so far (Tiresias' attained service)."""
+        if self.status is not JobStatus.RUNNING:
+            return self.attained
+        return self.attained + len(self.allocation) * (now - self.attained_time)
+
+    def set_status(self, new: JobStatus) -> None:
+        check_transition(self.job_id, self.status, new)
+        self.status = new
