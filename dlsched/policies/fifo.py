@@ -16,6 +16,7 @@ class SubmitOrder:
     """QueueSort by submission time, then job id."""
 
     name = "submit-order"
+    static = True
 
     def sort_key(self, state: CycleState, job: Job) -> tuple[float, str]:
         return (job.spec.submit_time, job.job_id)

@@ -26,6 +26,7 @@ class ShortestFirst:
     def __init__(self, remaining: bool) -> None:
         self.remaining = remaining
         self.name = "shortest-remaining" if remaining else "shortest-total"
+        self.static = False
 
     def sort_key(self, state: CycleState, job: Job) -> tuple[float, float, str]:
         return (oracle_seconds(state, job, self.remaining), job.spec.submit_time, job.job_id)

@@ -15,12 +15,13 @@ promotion time, so queue changes take effect when they happen.
 from __future__ import annotations
 
 import bisect
+import heapq
 
 from dlsched.scheduling.plugins.preemption import Preemption
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
 
 DEFAULT_THRESHOLDS = (3600.0 * 1.0,)
 
@@ -36,11 +37,19 @@ class DiscretizedLas:
         self.thresholds = thresholds
         self.promote_knob = promote_knob
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
+        self._demotions: list[tuple[float, str, float | None, Job]] = []
+        self._seeded = False
 
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
-        """A promoted job restarts its count in queue 0 (Tiresias §4.1, starvation)."""
+        """A promoted job restarts its count in queue 0 (Tiresias §4.1, starvation). The job
+        starts at ``now``: note when it will cross its next threshold."""
         if self._starving(state, job):
             self._offsets[job.job_id] = job.attained_service(state.now)
+        service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
+        level = bisect.bisect_right(self.thresholds, service)
+        if level < len(self.thresholds):
+            at = state.now + (self.thresholds[level] - service) / len(gpus)
+            heapq.heappush(self._demotions, (at, job.job_id, state.now, job))
 
     def queue_of(self, state: CycleState, job: Job) -> int:
         if self._starving(state, job):
@@ -57,22 +66,41 @@ class DiscretizedLas:
         return state.now - job.queued_since >= self.promote_knob * job.last_run_seconds
 
     def next_wakeup(self, state: CycleState) -> float | None:
-        now = state.now
-        times = [t for job in state.snapshot.running if (t := self._demotion(state, job))]
+        times = [self._next_demotion(state)]
         if self.promote_knob:
             times += [job.queued_since + self.promote_knob * job.last_run_seconds
                       for job in state.snapshot.waiting
                       if job.last_run_seconds > 0 and not self._starving(state, job)]
-        future = [t for t in times if t > now]
+        future = [t for t in times if t is not None and t > state.now]
         return min(future) if future else None
 
-    def _demotion(self, state: CycleState, job: Job) -> float | None:
-        gpus = len(job.allocation)
+    def _next_demotion(self, state: CycleState) -> float | None:
+        """Earliest future threshold crossing of a running job, from a heap of
+        (time, job id, start time, job) kept since each job started; stale entries (the job
+        stopped or restarted since) are dropped lazily."""
+        heap = self._demotions
+        if not self._seeded:
+            self._seeded = True
+            for job in state.snapshot.running:
+                self._push_demotion(state, job, job.run_started)
+        while heap:
+            at, _, started, job = heap[0]
+            if job.run_started != started or job.status is not JobStatus.RUNNING:
+                heapq.heappop(heap)
+            elif at <= state.now:
+                heapq.heappop(heap)
+                self._push_demotion(state, job, started)
+            else:
+                return at
+        return None
+
+    def _push_demotion(self, state: CycleState, job: Job, started: float | None) -> None:
+        gpus = len(job.allocation) or job.spec.num_gpus
         service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
         level = bisect.bisect_right(self.thresholds, service)
-        if level >= len(self.thresholds) or gpus == 0:
-            return None
-        return state.now + (self.thresholds[level] - service) / gpus
+        if level < len(self.thresholds) and gpus:
+            at = state.now + (self.thresholds[level] - service) / gpus
+            heapq.heappush(self._demotions, (at, job.job_id, started, job))
 
 
 @register_policy("tiresias")

@@ -3,13 +3,16 @@
 1. order the waiting jobs (QueueSort);
 2. for each: PreFilter, then place (Filter + Score, gang-whole);
 3. if it does not fit: PostFilter nominates victims; evict the fewest that let it fit;
-4. Permit and Reserve; strict FIFO stops at the first job that does not fit;
+4. Permit and Reserve; under strict FIFO the first job of a queue that does not fit blocks
+   the rest of its queue;
 5. collect the earliest wake-up any plugin asks for.
 
 The cycle reads a ``ClusterSnapshot`` and returns a ``CycleResult``; it never mutates jobs.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,30 +26,40 @@ from dlsched.workload.job import Job
 
 def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     state = CycleState.begin(snapshot)
-    order = sorted(snapshot.waiting, key=lambda j: profile.queue_sort.sort_key(state, j))
+    order = ordered_waiting(profile, state)
     starts: list[Start] = []
     preemptions: list[Preempt] = []
     reasons: dict[str, str] = {}
     misses: set[tuple] = set()
-    default_reason = ""
+    blocked: dict[str, str] = {}  # queue -> why its jobs wait (strict FIFO per queue)
     for job in order:
-        if state.blocked_by is not None:
-            default_reason = f"waiting behind {state.blocked_by} (strict FIFO)"
-            break
+        queue_reason = blocked.get(job.spec.queue)
+        if queue_reason is not None:
+            reasons[job.job_id] = queue_reason
+            continue
         status, evicted = _try_job(profile, state, job, misses)
         if status.ok:
             starts.append(Start(job.job_id, state.started[job.job_id],
                                 (job.spec.gpu_share,) * job.spec.num_gpus))
             preemptions.extend(Preempt(v.job_id, f"preempted by {job.job_id}") for v in evicted)
+            if evicted:
+                misses.clear()  # evictions may leave spare GPUs a failed shape could use
             continue
         reasons[job.job_id] = str(status)
         for plugin in profile.blocked:
             plugin.on_unschedulable(state, job, status)
         if profile.strict_fifo:
-            state.blocked_by = job.job_id
+            blocked[job.spec.queue] = f"waiting behind {job.job_id} (strict FIFO)"
     wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
-    return CycleResult(tuple(starts), tuple(preemptions), reasons, default_reason,
-                       min(wakeups) if wakeups else None, tuple(j.job_id for j in order))
+    return CycleResult(tuple(starts), tuple(preemptions), reasons,
+                       min(wakeups) if wakeups else None)
+
+
+def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:
+    """Waiting jobs in queue order. A static order (FIFO, SJF) arrives sorted from the core."""
+    if profile.static_order:
+        return state.snapshot.waiting
+    return sorted(state.snapshot.waiting, key=lambda j: profile.queue_sort.sort_key(state, j))
 
 
 def _try_job(profile: Profile, state: CycleState, job: Job,
@@ -66,8 +79,7 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
         if victims:
             return _place(profile, state, job), victims
-    if not profile.preemptive:
-        misses.add(shape)  # with preemption, the next job of this shape may outrank others
+    misses.add(shape)  # later jobs of this shape rank lower: they cannot fit either
     return status, ()
 
 
@@ -101,7 +113,7 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
     if not candidates:
         return ()
     mask, status = filter_nodes(state, job, profile.filters)
-    if not status.ok:
+    if not status.ok or not _enough_room(state, job, mask, candidates):
         return ()
     evicted: list[Job] = []
     for victim in candidates:
@@ -119,6 +131,20 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
         else:
             evicted.remove(victim)
     return tuple(evicted)
+
+
+def _enough_room(state: CycleState, job: Job, mask: np.ndarray,
+                 candidates: tuple[Job, ...]) -> bool:
+    """A cheap upper bound: could evicting every candidate free enough GPUs on usable nodes?"""
+    if job.spec.gpu_share < 1.0:
+        return True  # a freed GPU may host several fractional workers: no cheap bound
+    need = job.spec.num_gpus - _room(state, job, mask)
+    gpu_node = state.cluster.gpu_node
+    for victim in candidates:
+        if need <= 0:
+            return True
+        need -= sum(1 for g in victim.allocation if mask[gpu_node[g]])
+    return need <= 0
 
 
 def _room(state: CycleState, job: Job, mask: np.ndarray) -> int:

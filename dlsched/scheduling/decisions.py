@@ -20,12 +20,10 @@ class Preempt:
 
 @dataclass(frozen=True)
 class CycleResult:
-    """Evictions are applied before starts. ``reasons`` says why each waiting job still waits;
-    jobs the cycle did not look at share ``default_reason``."""
+    """Evictions are applied before starts. ``reasons`` says why each waiting job it looked at
+    still waits."""
 
     starts: tuple[Start, ...] = ()
     preemptions: tuple[Preempt, ...] = ()
     reasons: dict[str, str] = field(default_factory=dict)
-    default_reason: str = ""
     next_wakeup: float | None = None
-    order: tuple[str, ...] = ()

@@ -18,12 +18,46 @@ from dlsched.workload.job import Job
 
 def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
                  ) -> tuple[np.ndarray, Status]:
+    """Nodes that pass every filter. Filters marked ``static`` depend only on the job's spec:
+    their combined mask is cached per spec shape for the lifetime of the filter objects."""
+    mask = _static_mask(state, job, filters)
+    if not mask.any():
+        return mask, _first_failure(state, job, filters)
+    for plugin in filters:
+        if not getattr(plugin, "static", False):
+            mask = plugin.filter(state, job, mask)
+            if not mask.any():
+                return mask, unschedulable(plugin.name, "no node passes this filter")
+    return mask, SUCCESS
+
+
+_STATIC_MASKS: dict[tuple, np.ndarray] = {}
+
+
+def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> np.ndarray:
+    spec = job.spec
+    key = (id(state.cluster), id(state.snapshot.throughput), tuple(id(f) for f in filters),
+           spec.gpu_types, spec.pool, spec.model, spec.batch_size, spec.num_gpus)
+    mask = _STATIC_MASKS.get(key)
+    if mask is None:
+        mask = np.ones(state.cluster.num_nodes, dtype=bool)
+        for plugin in filters:
+            if getattr(plugin, "static", False):
+                mask = plugin.filter(state, job, mask)
+        mask.flags.writeable = False
+        if len(_STATIC_MASKS) > 100_000:
+            _STATIC_MASKS.clear()
+        _STATIC_MASKS[key] = mask
+    return mask
+
+
+def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> Status:
     mask = np.ones(state.cluster.num_nodes, dtype=bool)
     for plugin in filters:
         mask = plugin.filter(state, job, mask)
         if not mask.any():
-            return mask, unschedulable(plugin.name, "no node passes this filter")
-    return mask, SUCCESS
+            return unschedulable(plugin.name, "no node passes this filter")
+    return unschedulable("filter", "no node passes the filters")
 
 
 def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
@@ -36,25 +70,29 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if not status.ok:
         return (), status
     capacity = state.capacity(share)
-    usable = mask & (capacity > 0)
-    if int(capacity[usable].sum()) < need:
-        have = int(capacity[usable].sum())
+    nodes = np.flatnonzero(mask & (capacity > 0))
+    room = capacity[nodes]
+    have = int(room.sum()) if need > 1 else len(nodes)
+    if have < need:
         return (), unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes")
     chosen: list[int] = []
-    state.scratch["placing_nodes"] = []
+    placed_nodes: list[int] = []
+    state.scratch["placing_nodes"] = placed_nodes
     while len(chosen) < need:
         remaining = need - len(chosen)
-        nodes = np.flatnonzero(usable)
-        best = nodes[int(np.argmax(_total_score(state, job, nodes, capacity[nodes], remaining,
-                                                scores)))]
-        take = min(remaining, int(capacity[best]), take_limit or remaining)
-        gpus = pick_gpus(state, int(best), take, share)
+        index = int(np.argmax(_total_score(state, job, nodes, room, remaining, scores)))
+        best = int(nodes[index])
+        take = min(remaining, int(room[index]), take_limit or remaining)
+        gpus = pick_gpus(state, best, take, share)
         state.take(gpus, share)
         chosen.extend(gpus)
-        state.scratch["placing_nodes"].append(int(best))
-        capacity = state.capacity(share)
-        usable &= capacity > 0
-        if len(chosen) < need and not usable.any():
+        placed_nodes.append(best)
+        if len(chosen) >= need:
+            break
+        room[index] = state.capacity_of(best, share)
+        if room[index] <= 0:
+            nodes, room = np.delete(nodes, index), np.delete(room, index)
+        if len(chosen) < need and not len(nodes):
             state.give_back(chosen, [share] * len(chosen))
             return (), unschedulable("placement", "fragmented: no node combination fits")
     return tuple(chosen), SUCCESS
@@ -62,8 +100,8 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
 
 def _total_score(state: CycleState, job: Job, nodes: np.ndarray, capacity: np.ndarray,
                  need: int, scores: Sequence[tuple[ScorePlugin, float]]) -> np.ndarray:
-    if not scores:
-        return np.zeros(len(nodes))
+    if len(scores) == 1:
+        return scores[0][0].score(state, job, nodes, capacity, need)
     total = np.zeros(len(nodes))
     for plugin, weight in scores:
         total += weight * plugin.score(state, job, nodes, capacity, need)
@@ -77,6 +115,8 @@ def pick_gpus(state: CycleState, node: int, count: int, share: float) -> list[in
     cluster = state.cluster
     first = int(cluster.node_first_gpu[node])
     free = state.free[first:first + int(cluster.node_gpus[node])]
+    if share >= 1.0 - EPS and not cluster.nodes[node].nvlink_domain:
+        return [first + i for i, f in enumerate(free.tolist()) if f >= share - EPS][:count]
     fits = np.flatnonzero(free >= share - EPS)
     if share < 1.0 - EPS:
         order = fits[np.argsort(free[fits], kind="stable")]

@@ -48,7 +48,9 @@ def default_filters() -> tuple[FilterPlugin, ...]:
 @dataclass
 class Profile:
     """``strict_fifo``: stop at the first job that does not fit (no job overtakes it).
-    ``round_seconds``: also run a cycle every round (None: only on events and wake-ups)."""
+    ``round_seconds``: also run a cycle every round (None: only on events and wake-ups).
+    ``acts_on_running``: the policy changes running jobs even when none waits (elastic
+    resizing, periodic reallocation); otherwise a cycle with an empty queue is skipped."""
 
     name: str
     queue_sort: QueueSortPlugin
@@ -57,6 +59,7 @@ class Profile:
     filters: Sequence[FilterPlugin] = field(default_factory=default_filters)
     strict_fifo: bool = False
     round_seconds: float | None = None
+    acts_on_running: bool = False
     options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -69,6 +72,8 @@ class Profile:
         self.wakeups = _having(everything, WakeupPlugin)
         self.scores = placement_scores(self.placement)
         self.take_limit = 1 if self.placement == "spread" else None
+        # A static order depends only on the job (FIFO, SJF): the core keeps it sorted.
+        self.static_order = bool(getattr(self.queue_sort, "static", False))
 
     @property
     def preemptive(self) -> bool:

@@ -18,7 +18,8 @@ from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.state import ClusterSnapshot
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot
+from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
 
@@ -44,6 +45,9 @@ class Timeline:
         self.running.append(running)
 
 
+IDLE_RESULT = CycleResult()
+
+
 @dataclass
 class CoreConfig:
     """``restart_overhead``: seconds a job makes no progress after it is resumed (checkpoint
@@ -63,9 +67,14 @@ class Scheduler:
         self.executor = executor
         self.config = config or CoreConfig()
         self.jobs: dict[str, Job] = {}
-        self.waiting: dict[str, Job] = {}
+        static_key = None
+        if profile.static_order:
+            static_key = lambda job: profile.queue_sort.sort_key(None, job)  # noqa: E731
+        self.waiting = WaitingQueue(static_key)
         self.running: dict[str, Job] = {}
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
+        self.node_free = cluster.node_gpus.copy()
+        self.used_gpus = 0.0
         self.timeline = Timeline()
         self.cycles = 0
         self.cycle_seconds = 0.0
@@ -79,7 +88,7 @@ class Scheduler:
         job = Job(spec)
         job.queued_since = self.clock.now()
         self.jobs[spec.job_id] = job
-        self.waiting[spec.job_id] = job
+        self.waiting.add(job)
         return job
 
     def finish(self, job_id: str) -> None:
@@ -101,17 +110,20 @@ class Scheduler:
             self._settle(job, now)
             self._release(job)
             del self.running[job_id]
-        self.waiting.pop(job_id, None)
+        self.waiting.discard(job_id)
         job.set_status(JobStatus.CANCELLED)
         job.finish_time = now
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self) -> ClusterSnapshot:
-        return ClusterSnapshot(self.cluster, self.clock.now(), self.free,
-                               tuple(self.running.values()), tuple(self.waiting.values()),
+        return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
+                               tuple(self.running.values()), self.waiting.ordered(),
                                self.throughput)
 
     def cycle(self) -> CycleResult:
+        if not self.waiting and not self.profile.acts_on_running:
+            self._record()  # nothing waits: the policy has nothing to decide
+            return IDLE_RESULT
         started = time.perf_counter()
         result = run_cycle(self.profile, self.snapshot())
         self.apply(result)
@@ -129,16 +141,11 @@ class Scheduler:
             self._start(self.waiting.pop(start.job_id), start, now)
         for job_id, reason in result.reasons.items():
             self.jobs[job_id].pending_reason = reason
-        if result.default_reason:
-            for job in self.waiting.values():
-                if job.job_id not in result.reasons:
-                    job.pending_reason = result.default_reason
 
     def _start(self, job: Job, start: Start, now: float) -> None:
         job.set_status(JobStatus.RUNNING)
         job.allocation, job.shares = start.gpus, start.shares
-        for gpu, share in zip(start.gpus, start.shares, strict=True):
-            self.free[gpu] -= share
+        self._adjust(start.gpus, start.shares, -1.0)
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
@@ -161,7 +168,7 @@ class Scheduler:
         job.queued_since = now
         job.pending_reason = reason
         job.epoch += 1
-        self.waiting[job.job_id] = job
+        self.waiting.add(job)
 
     def _settle(self, job: Job, now: float) -> None:
         """Fold progress and service up to ``now`` into the job's counters."""
@@ -174,10 +181,20 @@ class Scheduler:
         job.last_run_seconds = held
 
     def _release(self, job: Job) -> None:
-        for gpu, share in zip(job.allocation, job.shares, strict=True):
-            self.free[gpu] = min(1.0, self.free[gpu] + share)
+        self._adjust(job.allocation, job.shares, 1.0)
         job.rate = 0.0
         job.run_started = None
+
+    def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float) -> None:
+        """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
+        free, node_free, gpu_node = self.free, self.node_free, self.cluster.gpu_node
+        for gpu, share in zip(gpus, shares, strict=True):
+            was_whole = free[gpu] >= FULL - EPS
+            free[gpu] = min(FULL, max(0.0, free[gpu] + sign * share))
+            is_whole = free[gpu] >= FULL - EPS
+            if was_whole != is_whole:
+                node_free[gpu_node[gpu]] += 1 if is_whole else -1
+            self.used_gpus -= sign * share
 
     def placement_of(self, job: Job) -> Placement:
         nodes = tuple(int(self.cluster.gpu_node[g]) for g in job.allocation)
@@ -185,8 +202,8 @@ class Scheduler:
         return Placement(types, nodes)
 
     def _record(self) -> None:
-        used = float(self.cluster.num_gpus - self.free.sum())
-        self.timeline.record(self.clock.now(), used, len(self.waiting), len(self.running))
+        self.timeline.record(self.clock.now(), round(self.used_gpus, 9), len(self.waiting),
+                             len(self.running))
 
     @property
     def idle(self) -> bool:

@@ -26,15 +26,17 @@ class ClusterSnapshot:
     cluster: Cluster
     now: float
     free: np.ndarray
+    node_free: np.ndarray
     running: tuple[Job, ...]
     waiting: tuple[Job, ...]
     throughput: ThroughputModel
     down_nodes: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
-        free = np.array(self.free, dtype=np.float64)
-        free.flags.writeable = False
-        object.__setattr__(self, "free", free)
+        for name in ("free", "node_free"):
+            array = np.array(getattr(self, name))
+            array.flags.writeable = False
+            object.__setattr__(self, name, array)
 
     @property
     def free_whole_gpus(self) -> int:
@@ -60,6 +62,8 @@ class CycleState:
     @classmethod
     def begin(cls, snapshot: ClusterSnapshot) -> CycleState:
         free = snapshot.free.copy()
+        if not snapshot.down_nodes:
+            return cls(snapshot, free, snapshot.node_free.copy())
         for node in snapshot.down_nodes:
             free[_node_slice(snapshot.cluster, node)] = 0.0
         return cls(snapshot, free, whole_free_per_node(snapshot.cluster, free))
@@ -83,6 +87,12 @@ class CycleState:
         fits = (self.free >= share - EPS).astype(np.int64)
         return np.bincount(self.cluster.gpu_node, weights=fits,
                            minlength=self.cluster.num_nodes).astype(np.int64)
+
+    def capacity_of(self, node: int, share: float) -> int:
+        """Workers needing ``share`` that still fit on one node."""
+        if share >= FULL - EPS:
+            return int(self.node_free[node])
+        return int(np.count_nonzero(self.free[_node_slice(self.cluster, node)] >= share - EPS))
 
     def take(self, gpus: Sequence[int], share: float) -> None:
         self._adjust(gpus, -share)

@@ -122,6 +122,7 @@ class Job:
     """
 
     spec: JobSpec
+    job_id: str = field(init=False)
     status: JobStatus = JobStatus.PENDING
     allocation: tuple[int, ...] = ()
     shares: tuple[float, ...] = ()
@@ -143,12 +144,9 @@ class Job:
     extra: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.job_id = self.spec.job_id
         self.progress_time = self.spec.submit_time
         self.queued_since = self.spec.submit_time
-
-    @property
-    def job_id(self) -> str:
-        return self.spec.job_id
 
     @property
     def num_gpus(self) -> int:

@@ -13,6 +13,7 @@ class GpuTypeFilter:
     """Keeps nodes whose GPU type the job allows (``JobSpec.gpu_types``; empty allows all)."""
 
     name = "gpu-type"
+    static = True  # depends only on the job's spec
 
     def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
         allowed = job.spec.gpu_types
@@ -31,6 +32,7 @@ class NodePoolFilter:
     """
 
     name = "node-pool"
+    static = True
 
     def __init__(self) -> None:
         self._masks: dict[tuple[int, str], np.ndarray] = {}
@@ -55,6 +57,7 @@ class RunnableFilter:
     """Drops nodes whose GPU type the throughput model says the job cannot run on (rate 0)."""
 
     name = "runnable"
+    static = True
 
     def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
         from dlsched.perf.model import Placement

@@ -8,6 +8,9 @@ started, so that two jobs cannot evict each other back and forth within that win
 
 from __future__ import annotations
 
+import bisect
+from typing import Any
+
 from dlsched.scheduling.framework import QueueSortPlugin
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
@@ -21,16 +24,22 @@ class Preemption:
         self.min_runtime = min_runtime
 
     def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...]:
-        key = self.queue_sort.sort_key(state, job)
-        now = state.now
-        ranked = []
-        for other in state.snapshot.running:
-            if other.job_id in state.evicted:
-                continue
-            if other.run_started is not None and now - other.run_started < self.min_runtime:
-                continue
-            other_key = self.queue_sort.sort_key(state, other)
-            if other_key > key:
-                ranked.append((other_key, other))
-        ranked.sort(key=lambda pair: pair[0], reverse=True)
-        return tuple(other for _, other in ranked)
+        keys, jobs = self._ranked(state)
+        first = bisect.bisect_right(keys, self.queue_sort.sort_key(state, job))
+        return tuple(other for other in reversed(jobs[first:])
+                     if other.job_id not in state.evicted)
+
+    def _ranked(self, state: CycleState) -> tuple[list[Any], list[Job]]:
+        """Running jobs that may be evicted, by rank; computed once per cycle (keys of running
+        jobs do not change within a cycle)."""
+        cached = state.scratch.get(self.name)
+        if cached is None:
+            now = state.now
+            pairs = sorted(
+                ((self.queue_sort.sort_key(state, other), other)
+                 for other in state.snapshot.running
+                 if other.run_started is None or now - other.run_started >= self.min_runtime),
+                key=lambda pair: pair[0])
+            cached = ([k for k, _ in pairs], [j for _, j in pairs])
+            state.scratch[self.name] = cached
+        return cached

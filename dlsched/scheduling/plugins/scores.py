@@ -17,13 +17,13 @@ class Consolidated:
     def score(self, state: CycleState, job: Job, nodes: np.ndarray, capacity: np.ndarray,
               need: int) -> np.ndarray:
         biggest = max(int(capacity.max()), 1)
-        fits = capacity >= need
-        return np.where(fits, 100.0 - 50.0 * (capacity - need) / biggest,
-                        50.0 * capacity / max(need, 1))
+        return np.where(capacity >= need, 100.0 - (capacity - need) * (50.0 / biggest),
+                        capacity * (50.0 / max(need, 1)))
 
 
 class BestFit:
-    """Least fragmentation: the node left with the fewest free GPUs after placement wins."""
+    """Least fragmentation: the node left with the fewest free GPUs after placement wins; a node
+    too small for the remaining workers ranks below every node that fits them."""
 
     name = "best-fit"
 
@@ -31,7 +31,7 @@ class BestFit:
               need: int) -> np.ndarray:
         size = np.maximum(state.cluster.node_gpus[nodes], 1)
         left = capacity - np.minimum(capacity, need)
-        return 100.0 * (1.0 - left / size)
+        return np.where(capacity >= need, 50.0 + 50.0 * (1.0 - left / size), 50.0 * capacity / need)
 
 
 class Spread:

@@ -2,6 +2,7 @@
 
 A reader turns one file format into a ``Trace``. Every bad value raises ``InputError`` naming the
 file, the 1-based line and the field; with ``skip_invalid`` the row is dropped and counted.
+Rows out of a reader's scope (``DropRow``) are left out and counted by reason, not as errors.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import csv
 import dataclasses
 import importlib
 import math
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -109,11 +110,13 @@ class RowContext:
 
     def text(self, field: str, *, optional: bool = False) -> str | None:
         value = self.row.get(field)
-        if value is None or value.strip() == "":
-            if optional:
-                return None
-            raise self.fail(field, "missing value")
-        return value.strip()
+        if value is not None:
+            value = value.strip()
+            if value:
+                return value
+        if optional:
+            return None
+        raise self.fail(field, "missing value")
 
     def number(self, field: str, *, optional: bool = False, minimum: float | None = None,
                positive: bool = False) -> float | None:
@@ -124,7 +127,7 @@ class RowContext:
             value = float(raw)
         except ValueError:
             raise self.fail(field, f"not a number: {raw!r}") from None
-        if math.isnan(value) or math.isinf(value):
+        if not math.isfinite(value):
             raise self.fail(field, f"not a finite number: {raw!r}")
         if positive and value <= 0:
             raise self.fail(field, f"must be > 0, got {raw}")
@@ -196,6 +199,11 @@ def first_line(path: Path) -> str:
     return ""
 
 
+_SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
+_SUBMIT = _SPEC_FIELDS.index("submit_time")
+_DEADLINE = _SPEC_FIELDS.index("deadline")
+
+
 def rebase(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     """Jobs shifted so the earliest submission is at 0; deadlines move with them."""
     if not jobs:
@@ -203,17 +211,33 @@ def rebase(jobs: Sequence[JobSpec]) -> list[JobSpec]:
     t0 = min(j.submit_time for j in jobs)
     if t0 == 0:
         return list(jobs)
-    return [replace(j, submit_time=j.submit_time - t0,
-                    deadline=None if j.deadline is None else j.deadline - t0) for j in jobs]
+    return [_shifted(j, t0) for j in jobs]
+
+
+def _shifted(job: JobSpec, t0: float) -> JobSpec:
+    # positional construction: about twice as fast as dataclasses.replace on 10^5 jobs
+    values = [getattr(job, name) for name in _SPEC_FIELDS]
+    values[_SUBMIT] -= t0
+    if values[_DEADLINE] is not None:
+        values[_DEADLINE] -= t0
+    return JobSpec(*values)
+
+
+class DropRow(Exception):
+    """Raised by a row builder to leave a valid row out on purpose (counted by reason)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass
 class RowCollector:
     """Builds jobs row by row; turns errors into counted warnings when asked.
 
-    ``gpu_field`` names the column a too-large GPU request is blamed on. ``drop`` counts rows a
-    reader leaves out on purpose (e.g. CPU-only pods); they are not errors and not ``skipped``,
-    but the trace's warnings end with one summary line per reason.
+    ``gpu_field`` names the column a too-large GPU request is blamed on. Rows a builder leaves
+    out on purpose (it raises ``DropRow``, e.g. for CPU-only pods) are not errors and not
+    ``skipped``; the trace's warnings end with one summary line per reason.
     """
 
     path: Path
@@ -234,6 +258,8 @@ class RowCollector:
             if spec is not None:
                 self._check(ctx, spec)
                 self.jobs.append(spec)
+        except DropRow as drop:
+            self.drop(drop.reason)
         except InputError as exc:
             if not self.options.skip_invalid:
                 raise
@@ -259,3 +285,14 @@ class RowCollector:
         return Trace(name=name, jobs=tuple(jobs), source=str(self.path), format=fmt,
                      throughput=throughput, skipped=len(self.warnings),
                      warnings=tuple(self.warnings + notes))
+
+
+def collect(path: Path, options: ReaderOptions, rows: Iterable[RowContext],
+            build: Callable[[RowContext], JobSpec | None], *,
+            gpu_field: str = "num_gpus") -> RowCollector:
+    """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected."""
+    collector = RowCollector.start(path, options, gpu_field)
+    for ctx in rows:
+        if not collector.add(ctx, build):
+            break
+    return collector

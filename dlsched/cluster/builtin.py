@@ -1,0 +1,124 @@
+"""Built-in clusters by name; sizes, sources and modelling choices are in docs/clusters.md.
+
+Each builder is small, reads its bundled table (``dlsched/data/clusters``) only when called and
+is cached: a ``Cluster`` is immutable, so every caller may share one instance.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from collections.abc import Callable, Iterator
+from importlib import resources
+from pathlib import Path
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.cluster.loader import NodeGroup, load_cluster_yaml
+from dlsched.cluster.topology import Topology
+from dlsched.errors import ConfigError
+
+BUILTIN_CLUSTERS: dict[str, Callable[[], Cluster]] = {}
+
+
+def builtin(name: str) -> Callable[[Callable[[], Cluster]], Callable[[], Cluster]]:
+    """Register a cached cluster builder under ``name``."""
+    def register(build: Callable[[], Cluster]) -> Callable[[], Cluster]:
+        if name in BUILTIN_CLUSTERS:
+            raise ValueError(f"built-in cluster {name} registered twice")
+        cached = functools.cache(build)
+        BUILTIN_CLUSTERS[name] = cached
+        return cached
+    return register
+
+
+def resolve_cluster(name_or_path: str | Path) -> Cluster:
+    """A built-in cluster by name, or a cluster from a YAML file."""
+    build = BUILTIN_CLUSTERS.get(str(name_or_path))
+    if build is not None:
+        return build()
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_cluster_yaml(path)
+    known = ", ".join(sorted(BUILTIN_CLUSTERS))
+    raise ConfigError(f"unknown cluster '{name_or_path}': not a built-in ({known}) "
+                      "and not a YAML file")
+
+
+def _grouped(name: str, groups: list[NodeGroup], topology: Topology | None = None) -> Cluster:
+    nodes = tuple(node for group in groups for node in group.expand())
+    return Cluster(name, nodes, topology or Topology())
+
+
+def _bundled_rows(filename: str) -> Iterator[dict[str, str]]:
+    table = resources.files("dlsched.data").joinpath("clusters", filename)
+    with table.open(newline="") as f:
+        yield from csv.DictReader(f)
+
+
+@builtin("philly")
+def philly() -> Cluster:
+    """Microsoft Philly (Jeon et al., ATC'19): 11 virtual clusters, 352 servers of 8 P100.
+
+    One pool per VC; racks of 8 servers inside a VC; no NVLink (PCIe only).
+    """
+    groups = [NodeGroup(int(row["node num"]), "P100", 8, prefix=f"vc{row['vc']}",
+                        nodes_per_rack=8, pool=row["vc"])
+              for row in _bundled_rows("philly_vc_nodes.csv")]
+    return _grouped("philly", groups)
+
+
+@builtin("alibaba-2023")
+def alibaba_2023() -> Cluster:
+    """Alibaba GPU cluster 2023 ("openb", Weng et al., ATC'23): 1,523 nodes, 6,212 GPUs.
+
+    Built from the bundled per-shape node counts; one rack, no NVLink (the trace has neither).
+    """
+    return _grouped("alibaba-2023", [_shape_group(row) for row in
+                                     _bundled_rows("alibaba-2023-node-shapes.csv")])
+
+
+def _shape_group(row: dict[str, str]) -> NodeGroup:
+    """Nodes of one shape, named after it, e.g. ``g2x8-96c384g-000`` or ``cpu-32c256g-00``."""
+    cpus, memory_gb = int(row["cpu_milli"]) / 1000, int(row["memory_mib"]) / 1024
+    gpus, model = int(row["gpu"]), row["model"]
+    kind = f"{model.lower()}x{gpus}" if gpus else "cpu"
+    prefix = f"{kind}-{cpus:g}c{memory_gb:g}g"
+    return NodeGroup(int(row["nodes"]), model, gpus, prefix, cpus, memory_gb)
+
+
+@builtin("gavel-108")
+def gavel_108() -> Cluster:
+    """Gavel's simulated heterogeneous cluster (OSDI'20): 36 each of K80, P100, V100, 4 a node."""
+    return _grouped("gavel-108", [NodeGroup(9, t, 4) for t in ("K80", "P100", "V100")])
+
+
+@builtin("pollux-64")
+def pollux_64() -> Cluster:
+    """Pollux's testbed (OSDI'21): 16 AWS g4dn.12xlarge, 4 T4, 48 vCPUs and 192 GB each."""
+    return _grouped("pollux-64", [NodeGroup(16, "T4", 4, cpus=48, memory_gb=192)])
+
+
+@builtin("sia-64")
+def sia_64() -> Cluster:
+    """Sia's default simulated heterogeneous cluster (SOSP'23): 24 T4, 16 A100, 24 RTX 2080 Ti.
+
+    Prefixes are the Sia profile names (``aws``, ``dgx``, ``rtx``).
+    """
+    return _grouped("sia-64", [
+        NodeGroup(6, "T4", 4, prefix="aws", cpus=48, memory_gb=192),
+        NodeGroup(2, "A100", 8, prefix="dgx", cpus=256, memory_gb=1024, nvlink_domain=8),
+        NodeGroup(3, "RTX2080Ti", 8, prefix="rtx"),
+    ])
+
+
+@builtin("tiny-4")
+def tiny_4() -> Cluster:
+    """One node with 4 V100 on PCIe: for tests and examples."""
+    return _grouped("tiny-4", [NodeGroup(1, "V100", 4, prefix="node", cpus=32, memory_gb=128)])
+
+
+@builtin("small-16")
+def small_16() -> Cluster:
+    """Two nodes with 8 NVLinked V100 each (like AWS p3.16xlarge): for tests and examples."""
+    return _grouped("small-16", [NodeGroup(2, "V100", 8, prefix="node", cpus=64,
+                                           memory_gb=488, nvlink_domain=8)])

@@ -1,0 +1,299 @@
+"""Clusters from YAML files and back; the schema is documented in docs/clusters.md.
+
+Every mistake raises ``InputError`` naming the file, the line and the key path
+(``node_groups[2].gpus``); unknown keys are rejected with the closest known key as a hint.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dlsched.cluster.cluster import Cluster, Node
+from dlsched.cluster.topology import Topology
+from dlsched.errors import InputError, InputLocation
+
+DEFAULT_RACK = Node.__dataclass_fields__["rack"].default
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """``count`` identical nodes ``<prefix>-<i>``, ``i`` zero-padded to the width of count-1.
+
+    ``prefix`` defaults to the GPU type in lower case (``cpu`` without GPUs). ``nodes_per_rack``
+    fills racks ``<prefix>-rack-<k>`` in order; else all go to ``rack`` (default: ``rack-0``).
+    """
+
+    count: int
+    gpu_type: str
+    gpus: int
+    prefix: str = ""
+    cpus: float = 0.0
+    memory_gb: float = 0.0
+    nvlink_domain: int = 0
+    rack: str | None = None
+    nodes_per_rack: int | None = None
+    pool: str | None = None
+
+    @property
+    def name_prefix(self) -> str:
+        return self.prefix or (self.gpu_type.lower() if self.gpus and self.gpu_type else "cpu")
+
+    def expand(self) -> list[Node]:
+        width = len(str(max(self.count - 1, 0)))
+        return [self._node(f"{self.name_prefix}-{i:0{width}d}", i) for i in range(self.count)]
+
+    def _node(self, name: str, index: int) -> Node:
+        return Node(name, self.gpu_type, self.gpus, self.cpus, self.memory_gb,
+                    self._rack(index), self.nvlink_domain, self.pool)
+
+    def _rack(self, index: int) -> str:
+        if self.nodes_per_rack:
+            return f"{self.name_prefix}-rack-{index // self.nodes_per_rack}"
+        return self.rack or DEFAULT_RACK
+
+
+def _number(low: int, integer: bool, above: bool = False) -> Callable[[Any], Any]:
+    """A value check: it returns the value or raises ValueError with a message for the user."""
+    kind = "an integer" if integer else "a number"
+
+    def check(value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
+            raise ValueError(f"must be {kind}, got {value!r}")
+        if not value >= low or (above and value == low):  # also rejects NaN
+            raise ValueError(f"must be {'>' if above else '>='} {low}, got {value}")
+        return value
+    return check
+
+
+def _instance_of(kind: type) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if not isinstance(value, kind):
+            raise ValueError(f"must be a {'mapping' if kind is dict else 'list'}")
+        return value
+    return check
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(str(value) if isinstance(value, int) else value)
+
+
+_COUNT, _NONNEG, _POSITIVE_INT = _number(0, True), _number(0, False), _number(1, True)
+_NODE_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "gpu_type": _text, "gpus": _COUNT, "cpus": _NONNEG, "memory_gb": _NONNEG,
+    "nvlink_domain": _COUNT, "pool": _optional_text,
+}
+_CHECKS = {
+    "cluster": {"name": _text, "topology": _instance_of(dict),
+                "node_groups": _instance_of(list), "nodes": _instance_of(list)},
+    "topology": {f.name: _number(0, False, above=True) for f in fields(Topology)},
+    "group": {"count": _COUNT, **_NODE_CHECKS, "prefix": _text, "rack": _text,
+              "nodes_per_rack": _POSITIVE_INT},
+    "node": {"name": _text, **_NODE_CHECKS, "rack": _text},
+}
+_REQUIRED = {"cluster": ("name",), "topology": (), "group": ("count", "gpus"),
+             "node": ("name", "gpus")}
+
+
+@dataclass(frozen=True)
+class _Source:
+    """A parsed file: where it came from and the line of every key path."""
+
+    path: str
+    lines: Mapping[str, int]
+
+    def error(self, key_path: str, message: str) -> InputError:
+        line = self.lines.get(key_path)
+        return InputError(InputLocation(self.path, line, key_path or None), message)
+
+
+def _checked(raw: Any, kind: str, key_path: str, src: _Source) -> dict[str, Any]:
+    """The mapping ``raw`` with every value checked; unknown and missing keys rejected."""
+    if not isinstance(raw, dict):
+        raise src.error(key_path, f"must be a mapping, got {type(raw).__name__}")
+    checks, prefix = _CHECKS[kind], f"{key_path}." if key_path else ""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in checks:
+            raise src.error(prefix + str(key), _unknown_key(key, checks))
+        try:
+            out[key] = checks[key](value)
+        except ValueError as exc:
+            raise src.error(prefix + key, str(exc)) from None
+    for key in _REQUIRED[kind]:
+        if key not in out:
+            raise src.error(key_path, f"missing required key '{key}'")
+    _check_node_rules(out, key_path, src)
+    return out
+
+
+def _check_node_rules(values: dict[str, Any], key_path: str, src: _Source) -> None:
+    """Rules between the keys of one node or group."""
+    if values.get("gpus") and "gpu_type" not in values:
+        raise src.error(key_path, "missing required key 'gpu_type' (the node has GPUs)")
+    domain = values.get("nvlink_domain", 0)
+    if domain and values["gpus"] % domain:
+        raise src.error(f"{key_path}.nvlink_domain",
+                        f"{domain} does not divide the node's {values['gpus']} GPUs")
+    if "rack" in values and "nodes_per_rack" in values:
+        raise src.error(key_path, "give either 'rack' or 'nodes_per_rack', not both")
+
+
+def _unknown_key(key: object, known: Mapping[str, object]) -> str:
+    close = difflib.get_close_matches(str(key), list(known), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown key '{key}'{hint}; known keys: {', '.join(known)}"
+
+
+def _group(raw: Any, key_path: str, src: _Source) -> NodeGroup:
+    return NodeGroup(**{"gpu_type": "", **_checked(raw, "group", key_path, src)})
+
+
+def _node(raw: Any, key_path: str, src: _Source) -> Node:
+    values = _checked(raw, "node", key_path, src)
+    values["num_gpus"] = values.pop("gpus")
+    return Node(**{"gpu_type": "", **values})
+
+
+def _nodes(doc: dict[str, Any], src: _Source) -> list[Node]:
+    placed = [(node, f"node_groups[{i}]") for i, raw in enumerate(doc.get("node_groups", []))
+              for node in _group(raw, f"node_groups[{i}]", src).expand()]
+    placed += [(_node(raw, f"nodes[{i}]", src), f"nodes[{i}]")
+               for i, raw in enumerate(doc.get("nodes", []))]
+    if not placed:
+        raise src.error("", "the cluster has no nodes: give 'node_groups' or 'nodes'")
+    seen: set[str] = set()
+    for node, key_path in placed:
+        if node.name in seen:
+            raise src.error(key_path, f"node name '{node.name}' is used twice (groups: give "
+                                      "each a distinct 'prefix')")
+        seen.add(node.name)
+    return [node for node, _ in placed]
+
+
+def _line_map(node: yaml.Node, key_path: str, lines: dict[str, int], src_path: str) -> None:
+    """Record the 1-based line of every key path; reject duplicate keys, which YAML allows."""
+    lines.setdefault(key_path, node.start_mark.line + 1)
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, f"{key_path}[{i}]", lines, src_path)
+    elif isinstance(node, yaml.MappingNode):
+        keys: set[str] = set()
+        for key_node, value_node in node.value:
+            child = f"{key_path}.{key_node.value}" if key_path else str(key_node.value)
+            lines[child] = key_node.start_mark.line + 1
+            if key_node.value in keys:
+                raise InputError(InputLocation(src_path, lines[child], child), "duplicate key")
+            keys.add(key_node.value)
+            _line_map(value_node, child, lines, src_path)
+
+
+def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:
+    """A cluster from YAML text; ``source`` names it in errors."""
+    doc, src = _parse(text, source)
+    if doc is None:
+        raise src.error("", "the file is empty")
+    values = _checked(doc, "cluster", "", src)
+    topology = Topology(**_checked(values.get("topology", {}), "topology", "topology", src))
+    return Cluster(values["name"], tuple(_nodes(values, src)), topology)
+
+
+def _parse(text: str, source: str) -> tuple[Any, _Source]:
+    """The YAML document, parsed once, and the line of every key path in it."""
+    loader = yaml.SafeLoader(text)
+    try:
+        root = loader.get_single_node()
+        doc = None if root is None else loader.construct_document(root)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or exc
+        raise InputError(InputLocation(source, line), f"not valid YAML: {problem}") from None
+    finally:
+        loader.dispose()
+    lines: dict[str, int] = {}
+    if root is not None:
+        _line_map(root, "", lines, source)
+    return doc, _Source(source, lines)
+
+
+def load_cluster_yaml(path: str | Path) -> Cluster:
+    """A cluster from a YAML file (schema in docs/clusters.md)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError(InputLocation(str(path)), f"cannot read: {exc.strerror}") from None
+    return parse_cluster_yaml(text, str(path))
+
+
+def dump_cluster_yaml(cluster: Cluster) -> str:
+    """YAML that ``parse_cluster_yaml`` turns back into an equal cluster.
+
+    Runs of nodes that a ``NodeGroup`` reproduces exactly are written as groups; the rest, and
+    everything after the first such node (to keep the GPU numbering), one by one.
+    """
+    groups: list[NodeGroup] = []
+    explicit: list[Node] = []
+    i = 0
+    while i < len(cluster.nodes):
+        group = None if explicit else _group_at(cluster.nodes, i)
+        if group is None:
+            explicit.append(cluster.nodes[i])
+        else:
+            groups.append(group)
+        i += group.count if group else 1
+    doc: dict[str, Any] = {"name": cluster.name, "topology": _plain(cluster.topology)}
+    if groups:
+        doc["node_groups"] = [_plain(g, keep=("count", "gpus")) for g in groups]
+    if explicit:
+        doc["nodes"] = [_plain(n, keep=("name", "gpus")) for n in explicit]
+    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=200)
+    return f"# {cluster.describe()}\n{body}"
+
+
+def _group_at(nodes: tuple[Node, ...], start: int) -> NodeGroup | None:
+    """The group that reproduces the nodes from ``start`` on, if their names and racks fit one."""
+    first = nodes[start]
+    prefix, dash, index = first.name.rpartition("-")
+    if not dash or set(index) != {"0"}:
+        return None
+    end = start
+    while end < len(nodes) and _same_shape(nodes[end], first, prefix):
+        end += 1
+    count = min(end - start, 10 ** len(index))
+    racks = [n.rack for n in nodes[start:start + count]]
+    one_rack = len(set(racks)) == 1
+    group = NodeGroup(count, first.gpu_type, first.num_gpus, prefix, first.cpus,
+                      first.memory_gb, first.nvlink_domain, pool=first.pool,
+                      rack=first.rack if one_rack and first.rack != DEFAULT_RACK else None,
+                      nodes_per_rack=None if one_rack else racks.count(first.rack))
+    if prefix == replace(group, prefix="").name_prefix:
+        group = replace(group, prefix="")
+    return group if group.expand() == list(nodes[start:start + count]) else None
+
+
+def _same_shape(node: Node, first: Node, prefix: str) -> bool:
+    keys = ("gpu_type", "num_gpus", "cpus", "memory_gb", "nvlink_domain", "pool")
+    same = all(getattr(node, k) == getattr(first, k) for k in keys)
+    return same and node.name.rpartition("-")[0] == prefix
+
+
+def _plain(obj: Any, keep: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fields of a node, group or topology as YAML values, defaults left out."""
+    out = {}
+    for field in fields(obj):
+        key, value = "gpus" if field.name == "num_gpus" else field.name, getattr(obj, field.name)
+        if key in keep or value not in (None, "", 0, DEFAULT_RACK):
+            out[key] = int(value) if isinstance(value, float) and value.is_integer() else value
+    return out

@@ -1,0 +1,162 @@
+"""A self-contained HTML report comparing runs: a summary table and three inline SVG plots.
+
+Standard library and matplotlib only. The page carries no date, so the same runs give the same
+page apart from the wall-clock column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Literal
+
+from dlsched.report.metrics import Summary, summarize
+from dlsched.report.plots import jct_cdf_svg, queue_length_svg, run_label, utilization_svg
+from dlsched.sim.result import SimulationResult
+
+HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class Column:
+    """One numeric column of the summary table; ``better`` says which end is highlighted."""
+
+    header: str
+    value: Callable[[Summary], float | None]
+    better: Literal["low", "high"]
+    integer: bool = False
+
+    def format(self, value: float) -> str:
+        if self.integer:
+            return f"{int(value):d}"
+        # Two decimals for hours and percentages; three significant digits for small values,
+        # so a short trace does not show every JCT as 0.00.
+        return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+
+    def text(self, summary: Summary) -> str:
+        value = self.value(summary)
+        return "–" if value is None else self.format(value)
+
+
+def _hours(field: str) -> Callable[[Summary], float | None]:
+    def value(summary: Summary) -> float | None:
+        seconds = getattr(summary, field)
+        return None if seconds is None else seconds / HOUR
+
+    return value
+
+
+def _percent(summary: Summary) -> float | None:
+    return None if summary.utilization is None else 100.0 * summary.utilization
+
+
+COLUMNS = (
+    Column("jobs finished", lambda s: s.jobs_finished, "high", integer=True),
+    Column("mean JCT (h)", _hours("jct_mean"), "low"),
+    Column("median JCT (h)", _hours("jct_median"), "low"),
+    Column("p95 JCT (h)", _hours("jct_p95"), "low"),
+    Column("p99 JCT (h)", _hours("jct_p99"), "low"),
+    Column("mean queueing delay (h)", _hours("queueing_delay_mean"), "low"),
+    Column("makespan (h)", _hours("makespan"), "low"),
+    Column("utilization (%)", _percent, "high"),
+    Column("preemptions", lambda s: s.preemptions, "low", integer=True),
+    Column("wall seconds", lambda s: s.wall_seconds, "low"),
+)
+
+HOW_TO_READ = (
+    "How to read: times are hours of simulated time. JCT (job completion time) is finish minus "
+    "submit over finished jobs; queueing delay is submit to first start; utilization is "
+    "GPU-seconds in use over total GPUs times the span from first submit to last finish. Lower "
+    "is better except for jobs finished and utilization; the best value of each column is "
+    "highlighted when runs are compared. Wall seconds measure the simulator, not the schedule."
+)
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+td.best { background: #d9f2d9; font-weight: bold; }
+.meta, .how { color: #555; }
+figure { margin: 1em 0; }
+"""
+
+
+def best_texts(summaries: Sequence[Summary]) -> list[str | None]:
+    """Per column, the displayed text of the best value (``None`` if no run has one). Texts are
+    compared as shown, so runs that tie on screen are highlighted together."""
+    best: list[str | None] = []
+    for column in COLUMNS:
+        values = [v for v in (column.value(s) for s in summaries) if v is not None]
+        if not values:
+            best.append(None)
+            continue
+        top = max(values) if column.better == "high" else min(values)
+        best.append(column.format(top))
+    return best
+
+
+def _row(summary: Summary, label: str, best: Sequence[str | None]) -> str:
+    cells = [f"<td>{escape(label)}</td>"]
+    for column, best_text in zip(COLUMNS, best, strict=True):
+        text = column.text(summary)
+        mark = ' class="best"' if text == best_text else ""
+        cells.append(f"<td{mark}>{escape(text)}</td>")
+    return "<tr>" + "".join(cells) + "</tr>"
+
+
+def summary_table(results: Sequence[SimulationResult]) -> str:
+    """The summary table as HTML: one row per run; best values highlighted if there are two or
+    more runs."""
+    summaries = [summarize(r) for r in results]
+    best = best_texts(summaries) if len(summaries) > 1 else [None] * len(COLUMNS)
+    head = "".join(f"<th>{escape(c.header)}</th>" for c in COLUMNS)
+    rows = [_row(s, run_label(r), best) for s, r in zip(summaries, results, strict=True)]
+    return ("<table>\n<thead><tr><th>policy</th>" + head + "</tr></thead>\n<tbody>\n"
+            + "\n".join(rows) + "\n</tbody>\n</table>")
+
+
+def _distinct(values: Iterable[object]) -> str:
+    return ", ".join(dict.fromkeys(str(v) for v in values))
+
+
+def header_line(results: Sequence[SimulationResult]) -> str:
+    """Trace, cluster, seed and dlsched version of the runs (each distinct value once)."""
+    infos = [r.info for r in results]
+    parts = [("trace", _distinct(i.trace for i in infos)),
+             ("cluster", _distinct(i.cluster for i in infos)),
+             ("seed", _distinct(i.seed for i in infos)),
+             ("dlsched", _distinct(i.version for i in infos))]
+    return " · ".join(f"{name} <b>{escape(value)}</b>" for name, value in parts)
+
+
+def _figure(heading: str, svg: str) -> str:
+    return f"<h2>{escape(heading)}</h2>\n<figure>\n{svg}\n</figure>"
+
+
+def render_report(results: Sequence[SimulationResult], title: str) -> str:
+    """The whole page as a string."""
+    if not results:
+        raise ValueError("a report needs at least one simulation result")
+    body = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="meta">{header_line(results)}</p>',
+        "<h2>Summary</h2>",
+        summary_table(results),
+        f'<p class="how">{escape(HOW_TO_READ)}</p>',
+        _figure("Job completion time (CDF)", jct_cdf_svg(results)),
+        _figure("GPU utilization over time", utilization_svg(results)),
+        _figure("Queue length over time", queue_length_svg(results)),
+    ]
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def write_report(results: list[SimulationResult], path: Path, title: str) -> None:
+    """Write one self-contained HTML file comparing ``results`` (one row and line per run)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_report(results, title), encoding="utf-8")

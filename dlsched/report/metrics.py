@@ -1,0 +1,165 @@
+"""Summary metrics of one simulation run: job completion times, queueing delay, utilization.
+
+``Summary`` is a stable contract: scripts read its field names from ``summary.json``. What each
+field means and how it is computed is in ``docs/report.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from dlsched.sim.result import JobRecord, SimulationResult
+
+FINISHED = "finished"
+# Fields that measure the host machine, not the schedule: they differ between identical runs.
+TIMING_KEYS = ("cycle_ms_mean", "wall_seconds")
+# numpy's default percentile method: linear interpolation between closest ranks.
+PERCENTILE_METHOD = "linear"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One run in numbers. Times are seconds of simulated time; ``None`` means undefined."""
+
+    policy: str
+    trace: str
+    cluster: str
+    seed: int
+    version: str
+    jobs_submitted: int
+    jobs_finished: int
+    jobs_unfinished: int
+    jct_mean: float | None
+    jct_median: float | None
+    jct_p95: float | None
+    jct_p99: float | None
+    queueing_delay_mean: float | None
+    queueing_delay_p99: float | None
+    makespan: float | None
+    utilization: float | None
+    preemptions: int
+    gpu_hours: float
+    cycles: int
+    cycle_ms_mean: float | None
+    wall_seconds: float
+    policy_options: tuple[tuple[str, str], ...]
+    placement: str
+    restart_overhead: float
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-serialisable dict: options as a mapping, non-finite numbers as ``None``."""
+        out = {f.name: _json_number(getattr(self, f.name)) for f in fields(self)}
+        out["policy_options"] = {str(k): str(v) for k, v in self.policy_options}
+        return out
+
+
+def _json_number(value: object) -> object:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def timeline_integral(times: Sequence[float], values: Sequence[float],
+                      start: float, end: float) -> float:
+    """The integral over ``[start, end]`` of a step function that is 0 before ``times[0]`` and
+    ``values[i]`` from ``times[i]`` until ``times[i + 1]`` (the last value holds to ``end``)."""
+    if len(times) == 0 or end <= start:
+        return 0.0
+    knots = np.clip(np.asarray(times, dtype=float), start, end)
+    widths = np.diff(np.append(knots, end))
+    return float(np.dot(widths, np.asarray(values, dtype=float)))
+
+
+def percentiles(values: Sequence[float], qs: Sequence[float]) -> list[float | None]:
+    """The ``qs`` percentiles (0-100) of ``values``; ``None`` each when ``values`` is empty."""
+    if not values:
+        return [None] * len(qs)
+    found = np.percentile(np.asarray(values, dtype=float), qs, method=PERCENTILE_METHOD)
+    return [float(x) for x in found]
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def finished_jcts(result: SimulationResult) -> list[float]:
+    """JCT of every finished job, in the order of ``result.jobs``."""
+    return [float(j.jct) for j in result.jobs if j.status == FINISHED and j.jct is not None]
+
+
+def queueing_delays(result: SimulationResult) -> list[float]:
+    """Submit-to-first-start delay of every job that started at least once."""
+    return [float(j.queueing_delay) for j in result.jobs if j.queueing_delay is not None]
+
+
+def _finish_times(jobs: Sequence[JobRecord]) -> list[float]:
+    return [float(j.finish_time) for j in jobs
+            if j.status == FINISHED and j.finish_time is not None]
+
+
+def makespan(result: SimulationResult) -> float | None:
+    """Last finish time minus first submit time; ``None`` when no job finished."""
+    finishes = _finish_times(result.jobs)
+    if not finishes:
+        return None
+    return max(finishes) - min(float(j.submit_time) for j in result.jobs)
+
+
+def utilization_window(result: SimulationResult) -> tuple[float, float] | None:
+    """``[first submit, last finish]``; when jobs are left unfinished the window runs on to the
+    end of the simulation, whose GPU use would otherwise be left out. ``None`` with no jobs."""
+    if not result.jobs:
+        return None
+    start = min(float(j.submit_time) for j in result.jobs)
+    finishes = _finish_times(result.jobs)
+    end = max(finishes, default=start)
+    if len(finishes) < len(result.jobs):
+        end = max(end, float(result.end_time))
+    return start, end
+
+
+def utilization(result: SimulationResult) -> float | None:
+    """GPU-seconds in use (the timeline's integral) over ``total_gpus`` x the window's length."""
+    window = utilization_window(result)
+    if window is None or window[1] <= window[0] or result.total_gpus <= 0:
+        return None
+    start, end = window
+    timeline = result.timeline
+    used = timeline_integral(timeline.times, timeline.used_gpus, start, end)
+    return used / (result.total_gpus * (end - start))
+
+
+def jct_by_queue(result: SimulationResult) -> dict[str, float]:
+    """Mean JCT of the finished jobs of each queue (tenant), sorted by queue name. A queue with
+    no finished job is left out."""
+    by_queue: dict[str, list[float]] = defaultdict(list)
+    for job in result.jobs:
+        if job.status == FINISHED and job.jct is not None:
+            by_queue[job.queue].append(float(job.jct))
+    return {queue: float(np.mean(jcts)) for queue, jcts in sorted(by_queue.items())}
+
+
+def summarize(result: SimulationResult) -> Summary:
+    info = result.info
+    jcts = finished_jcts(result)
+    jct_median, jct_p95, jct_p99 = percentiles(jcts, (50, 95, 99))
+    delays = queueing_delays(result)
+    cycle_ms = 1000.0 * result.cycle_seconds / result.cycles if result.cycles else None
+    return Summary(
+        policy=info.policy, trace=info.trace, cluster=info.cluster, seed=info.seed,
+        version=info.version, jobs_submitted=len(result.jobs), jobs_finished=len(jcts),
+        jobs_unfinished=len(result.jobs) - len(jcts),
+        jct_mean=_mean(jcts), jct_median=jct_median, jct_p95=jct_p95, jct_p99=jct_p99,
+        queueing_delay_mean=_mean(delays), queueing_delay_p99=percentiles(delays, (99,))[0],
+        makespan=makespan(result), utilization=utilization(result),
+        preemptions=sum(j.preemptions for j in result.jobs),
+        gpu_hours=sum(float(j.gpu_seconds) for j in result.jobs) / 3600.0,
+        cycles=result.cycles, cycle_ms_mean=cycle_ms, wall_seconds=float(result.wall_seconds),
+        policy_options=tuple(info.policy_options), placement=info.placement,
+        restart_overhead=float(info.restart_overhead),
+    )

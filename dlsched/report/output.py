@@ -1,0 +1,147 @@
+"""Write one run to a folder: ``summary.json``, ``run.json``, ``jobs.csv`` (or ``jobs.parquet``)
+and ``timeline.csv``.
+
+Same seed and config give byte-identical files, except the two timing fields of
+``summary.json`` (``TIMING_KEYS``); ``deterministic_view`` drops them for comparison. Every file
+names the policy, trace, cluster, seed and dlsched version that made it: the JSON files as keys,
+the tables as trailing columns (so tables of several runs can be concatenated and still told
+apart), and the Parquet file also in its schema metadata under ``dlsched.run``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dlsched.errors import DlschedError
+from dlsched.report.metrics import TIMING_KEYS, summarize
+from dlsched.sim.result import JobRecord, RunInfo, SimulationResult
+
+FORMATS = ("csv", "parquet")
+RUN_COLUMNS = ("policy", "trace", "cluster", "seed", "version")
+JOB_COLUMNS = ("job_id", "queue", "num_gpus", "submit_time", "first_start", "finish_time", "jct",
+               "queueing_delay", "status", "preemptions", "gpu_seconds", "pending_reason")
+TIMELINE_COLUMNS = ("time", "used_gpus", "waiting", "running")
+FLOAT_FORMAT = "%.6f"
+
+
+class ParquetUnavailable(DlschedError, ImportError):
+    """Parquet output was asked for but pyarrow is not installed."""
+
+
+def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv") -> None:
+    """Write the run's files into ``out_dir`` (created if missing); ``fmt`` picks the jobs table
+    format, ``"csv"`` or ``"parquet"`` (which needs ``pip install dlsched[parquet]``)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        _import_pyarrow()  # fail before writing anything
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    identity = run_identity(result.info)
+    if fmt == "parquet":
+        _write_parquet(out_dir / "jobs.parquet", job_rows(result), identity, result.info)
+    else:
+        _write_csv(out_dir / "jobs.csv", JOB_COLUMNS, job_rows(result), identity)
+    _write_csv(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_rows(result), identity)
+    write_json(out_dir / "summary.json", summarize(result).to_dict())
+    write_json(out_dir / "run.json", run_info_dict(result.info))
+
+
+def deterministic_view(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``summary`` without the fields that measure the host (wall clock, cycle time)."""
+    return {key: value for key, value in summary.items() if key not in TIMING_KEYS}
+
+
+def run_identity(info: RunInfo) -> dict[str, Any]:
+    return {"policy": info.policy, "trace": info.trace, "cluster": info.cluster,
+            "seed": info.seed, "version": info.version}
+
+
+def run_info_dict(info: RunInfo) -> dict[str, Any]:
+    """Everything needed to name and repeat the run: identity, options, placement, overhead."""
+    return {**run_identity(info),
+            "policy_options": {str(k): str(v) for k, v in info.policy_options},
+            "placement": info.placement,
+            "restart_overhead": float(info.restart_overhead)}
+
+
+def _opt_float(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
+def job_row(job: JobRecord) -> tuple[Any, ...]:
+    return (job.job_id, job.queue, int(job.num_gpus), float(job.submit_time),
+            _opt_float(job.first_start), _opt_float(job.finish_time), _opt_float(job.jct),
+            _opt_float(job.queueing_delay), job.status, int(job.preemptions),
+            float(job.gpu_seconds), job.pending_reason)
+
+
+def job_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
+    """One row per job in ``JOB_COLUMNS`` order, sorted by submit time then job id."""
+    ordered = sorted(result.jobs, key=lambda j: (float(j.submit_time), j.job_id))
+    return [job_row(job) for job in ordered]
+
+
+def timeline_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
+    timeline = result.timeline
+    return [(float(t), float(used), int(waiting), int(running)) for t, used, waiting, running
+            in zip(timeline.times, timeline.used_gpus, timeline.waiting, timeline.running,
+                   strict=True)]
+
+
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
+    """Sorted keys, two-space indent, a trailing newline; NaN is refused, not written."""
+    text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return FLOAT_FORMAT % value
+    return str(value)
+
+
+def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[tuple[Any, ...]],
+               identity: Mapping[str, Any]) -> None:
+    tail = [_cell(value) for value in identity.values()]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([*columns, *identity])
+        writer.writerows([*(_cell(value) for value in row), *tail] for row in rows)
+
+
+def _import_pyarrow() -> Any:
+    try:
+        import pyarrow
+        import pyarrow.parquet  # noqa: F401  (loads the submodule onto ``pyarrow``)
+    except ImportError as exc:
+        raise ParquetUnavailable(
+            "Parquet output needs pyarrow: pip install 'dlsched[parquet]' (or use fmt='csv')"
+        ) from exc
+    return pyarrow
+
+
+def _parquet_schema(pa: Any) -> Any:
+    text, integer, number = pa.string(), pa.int64(), pa.float64()
+    types = {"job_id": text, "queue": text, "num_gpus": integer, "status": text,
+             "preemptions": integer, "pending_reason": text, "seed": integer}
+    names = (*JOB_COLUMNS, *RUN_COLUMNS)
+    return pa.schema([pa.field(name, types.get(name, text if name in RUN_COLUMNS else number))
+                      for name in names])
+
+
+def _write_parquet(path: Path, rows: Sequence[tuple[Any, ...]], identity: Mapping[str, Any],
+                   info: RunInfo) -> None:
+    pa = _import_pyarrow()
+    schema = _parquet_schema(pa)
+    full_rows = [(*row, *identity.values()) for row in rows]
+    columns = {name: [row[i] for row in full_rows] for i, name in enumerate(schema.names)}
+    metadata = {"dlsched.run": json.dumps(run_info_dict(info), sort_keys=True)}
+    table = pa.table(columns, schema=schema.with_metadata(metadata))
+    pa.parquet.write_table(table, path)

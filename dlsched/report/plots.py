@@ -1,0 +1,144 @@
+"""Plots comparing runs, each returned as an SVG string to embed inline in the HTML report.
+
+Figures are drawn on an Agg canvas attached to the figure itself, so the process-wide pyplot
+backend is never touched (an interactive session keeps its own). Long timelines are resampled
+to at most ``MAX_POINTS`` points so the report stays small: utilization by time-weighted mean
+per bucket (the area, hence the utilization figure, is kept), queue length by maximum per
+bucket (peaks stay visible).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from dlsched.report.metrics import finished_jcts
+from dlsched.sim.result import SimulationResult
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+MAX_POINTS = 2000
+HOUR = 3600.0
+FIGSIZE = (7.0, 3.6)
+# A fixed salt makes the SVG element ids, hence the whole file, the same on every run.
+SVG_RC = {"svg.hashsalt": "dlsched", "svg.fonttype": "none"}
+
+
+def run_label(result: SimulationResult) -> str:
+    """The policy name, with its options when it has any: ``tiresias (queues=3)``."""
+    options = ", ".join(f"{k}={v}" for k, v in result.info.policy_options)
+    return f"{result.info.policy} ({options})" if options else result.info.policy
+
+
+def downsample_step(times: Sequence[float], values: Sequence[float],
+                    max_points: int = MAX_POINTS,
+                    how: Literal["mean", "max"] = "mean") -> tuple[np.ndarray, np.ndarray]:
+    """A step function (``values[i]`` holds from ``times[i]``) on at most ``max_points`` knots:
+    equal-width buckets, each the time-weighted mean or the maximum over the bucket."""
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.size <= max_points or t[-1] <= t[0]:
+        return t, v
+    edges = np.linspace(t[0], t[-1], max_points)
+    bucketed = _bucket_mean(t, v, edges) if how == "mean" else _bucket_max(t, v, edges)
+    return edges, np.append(bucketed, v[-1])
+
+
+def _bucket_mean(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    # The integral of a step function is piecewise linear between knots, so interp is exact.
+    integral = np.concatenate(([0.0], np.cumsum(v[:-1] * np.diff(t))))
+    return np.diff(np.interp(edges, t, integral)) / np.diff(edges)
+
+
+def _bucket_max(t: np.ndarray, v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    holding = np.searchsorted(t, edges, side="right") - 1  # value in force at each edge
+    inside = np.maximum.reduceat(v, holding[:-1])
+    return np.maximum(inside, v[holding[1:]])
+
+
+def _new_axes(xlabel: str, ylabel: str) -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=FIGSIZE)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(True, alpha=0.3)
+    return figure, axes
+
+
+def _to_svg(figure: Figure, axes: Axes, drawn: int) -> str:
+    import matplotlib
+
+    if drawn:
+        axes.legend(loc="best", fontsize="small")
+    else:
+        axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes)
+    buffer = io.StringIO()
+    with matplotlib.rc_context(SVG_RC):
+        figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]  # drop the XML prolog and doctype: inline in HTML
+
+
+def cdf_points(values: Sequence[float],
+               max_points: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """Points ``(x, fraction <= x)`` of the empirical CDF, thinned to ``max_points``."""
+    x = np.sort(np.asarray(values, dtype=float))
+    if x.size == 0:
+        return x, x
+    ranks = np.unique(np.linspace(0, x.size - 1, min(x.size, max_points)).round().astype(int))
+    return x[ranks], (ranks + 1) / x.size
+
+
+def jct_cdf_svg(results: Sequence[SimulationResult]) -> str:
+    """Empirical CDF of job completion time (hours, log scale), one line per run."""
+    figure, axes = _new_axes("job completion time (hours, log scale)", "fraction of jobs")
+    drawn = 0
+    for result in results:
+        x, y = cdf_points(finished_jcts(result))
+        positive = x > 0  # a log axis cannot show a zero JCT
+        if positive.any():
+            axes.step(x[positive] / HOUR, y[positive], where="post", label=run_label(result))
+            drawn += 1
+    if drawn:
+        axes.set_xscale("log")
+    axes.set_ylim(0, 1.02)
+    return _to_svg(figure, axes, drawn)
+
+
+def utilization_svg(results: Sequence[SimulationResult]) -> str:
+    """Fraction of the cluster's GPUs in use over simulated time (hours), one line per run."""
+    figure, axes = _new_axes("time (hours)", "GPUs in use / total")
+    drawn = 0
+    for result in results:
+        timeline = result.timeline
+        if not timeline.times or result.total_gpus <= 0:
+            continue
+        t, used = downsample_step(timeline.times, timeline.used_gpus, how="mean")
+        axes.step(t / HOUR, used / result.total_gpus, where="post", label=run_label(result))
+        drawn += 1
+    axes.set_ylim(0, 1.05)
+    return _to_svg(figure, axes, drawn)
+
+
+def queue_length_svg(results: Sequence[SimulationResult]) -> str:
+    """Jobs waiting to run over simulated time (hours), one line per run."""
+    figure, axes = _new_axes("time (hours)", "jobs waiting")
+    drawn = 0
+    for result in results:
+        timeline = result.timeline
+        if not timeline.times:
+            continue
+        t, waiting = downsample_step(timeline.times, timeline.waiting, how="max")
+        axes.step(t / HOUR, waiting, where="post", label=run_label(result))
+        drawn += 1
+    axes.set_ylim(bottom=0)
+    return _to_svg(figure, axes, drawn)

@@ -1,0 +1,67 @@
+"""Trace samples shipped inside the package, by name (see ``dlsched/data/traces/README.md``).
+
+``resolve_trace("pollux-3", None, options)`` reads a bundled sample; any other argument is a
+path to a user's file, read with ``fmt`` or the detected format.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from dlsched.errors import InputError, InputLocation
+from dlsched.workload.readers.base import ReaderOptions, read_trace
+from dlsched.workload.trace import Trace
+
+
+@dataclass(frozen=True)
+class BundledTrace:
+    """A sample trace: its path under ``dlsched/data``, its format and what it is."""
+
+    path: str
+    format: str
+    description: str
+
+    def file(self) -> Path:
+        return Path(str(resources.files("dlsched.data").joinpath(*self.path.split("/"))))
+
+
+def _pollux(n: int) -> BundledTrace:
+    return BundledTrace(f"traces/pollux/workload-{n}.csv", "pollux",
+                        f"Pollux (OSDI'21) workload {n}: 160 jobs over 8 hours; Apache-2.0")
+
+
+BUNDLED_TRACES: dict[str, BundledTrace] = {
+    "philly-sample": BundledTrace(
+        "traces/philly/philly-sample.csv", "philly",
+        "first 2,000 jobs of the Microsoft Philly trace (Jeon et al., ATC'19); CC-BY-4.0"),
+    **{f"pollux-{n}": _pollux(n) for n in range(1, 9)},
+    "elasticflow-195": BundledTrace(
+        "traces/elasticflow/195job.csv", "elasticflow",
+        "ElasticFlow (ASPLOS'23) testbed trace: 195 ITP jobs with deadlines; MIT"),
+    "gavel-max-min-fairness": BundledTrace(
+        "traces/gavel/max_min_fairness.trace", "gavel",
+        "Gavel (OSDI'20) physical-cluster trace, max-min fairness experiment, 96 jobs; MIT"),
+    "chronus-mix2-4h": BundledTrace(
+        "traces/chronus/trace_job_Philly_MIX2-4h.csv", "chronus",
+        "Chronus (SoCC'21) MIX2 trace, jobs of its first 4 hours (strict, soft and best-effort "
+        "deadlines); MIT"),
+}
+
+
+def resolve_trace(name_or_path: str, fmt: str | None = None,
+                  options: ReaderOptions | None = None) -> Trace:
+    """A bundled sample by name, else the file at that path (``fmt`` or detected)."""
+    bundled = BUNDLED_TRACES.get(name_or_path)
+    if bundled is not None:
+        if fmt is not None and fmt != bundled.format:
+            raise InputError(InputLocation(name_or_path),
+                             f"bundled trace is in format {bundled.format!r}, not {fmt!r}")
+        return read_trace(bundled.file(), bundled.format, options)
+    path = Path(name_or_path)
+    if not path.exists():
+        known = ", ".join(sorted(BUNDLED_TRACES))
+        raise InputError(InputLocation(name_or_path),
+                         f"no such file, and not a bundled trace (bundled: {known})")
+    return read_trace(path, fmt, options)

@@ -1,0 +1,123 @@
+"""Gavel job traces (Narayanan et al., OSDI'20): tab-separated, one job a line, no header.
+
+``gavel`` (``physical_cluster/*.trace``), 10 fields: job type, command, working directory,
+num-steps argument, needs-data-dir flag, total steps, scale factor, priority weight, SLO, arrival
+time. ``gavel-philly`` (``msr/seed=N/<vc>.trace``), Gavel's older 7-field form: job type,
+command, num-steps argument, needs-data-dir flag, total steps, arrival time, scale factor.
+
+A job type such as ``ResNet-18 (batch size 64)`` gives ``model`` ResNet-18 and ``batch_size`` 64
+(``A3C`` and ``CycleGAN`` have no batch size). Work is ``total_steps`` in ``ITERATIONS``; the
+scale factor is the GPU count; speed comes from Gavel's measured throughputs (``Trace.throughput``
+``gavel``). The priority weight must be a whole number (it becomes ``priority``; Gavel's traces
+use 1). A negative SLO means none; Gavel turns a positive one into a deadline of SLO x the job's
+estimated duration, which needs a throughput model, so it is refused rather than dropped. Job ids
+are ``<file stem>-<row index>``; for ``gavel-philly`` the file stem is the virtual cluster and
+becomes the job's queue.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from dlsched.workload.job import JobSpec, WorkUnit
+from dlsched.workload.readers.base import (
+    ReaderOptions,
+    RowContext,
+    collect,
+    first_line,
+    iter_headerless_rows,
+    register_reader,
+)
+from dlsched.workload.trace import Trace
+
+PHYSICAL_COLUMNS = ("job_type", "command", "working_directory", "num_steps_arg",
+                    "needs_data_dir", "total_steps", "scale_factor", "priority_weight", "SLO",
+                    "arrival_time")
+PHILLY_COLUMNS = ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps",
+                  "arrival_time", "scale_factor")
+_NUMERIC = ("total_steps", "scale_factor", "arrival_time")
+_JOB_TYPE = re.compile(r"^(?P<model>.+?) \(batch size (?P<batch>\d+)\)$")
+
+
+def parse_job_type(job_type: str) -> tuple[str, int | None]:
+    """``"ResNet-18 (batch size 64)"`` -> ``("ResNet-18", 64)``; ``"A3C"`` -> ``("A3C", None)``."""
+    match = _JOB_TYPE.match(job_type)
+    if match is None:
+        return job_type, None
+    return match["model"], int(match["batch"])
+
+
+def _common(ctx: RowContext) -> dict[str, object]:
+    for name in ("command", "num_steps_arg"):
+        ctx.text(name)
+    flag = ctx.integer("needs_data_dir")
+    if flag not in (0, 1):
+        raise ctx.fail("needs_data_dir", f"must be 0 or 1, got {flag}")
+    model, batch_size = parse_job_type(ctx.text("job_type"))
+    return {"submit_time": ctx.number("arrival_time", minimum=0),
+            "num_gpus": ctx.integer("scale_factor", minimum=1),
+            "work": float(ctx.integer("total_steps", minimum=1)),
+            "work_unit": WorkUnit.ITERATIONS, "model": model, "batch_size": batch_size}
+
+
+def _physical_job(ctx: RowContext) -> JobSpec:
+    common = _common(ctx)
+    ctx.text("working_directory")
+    weight = ctx.number("priority_weight", positive=True)
+    if weight != int(weight):
+        raise ctx.fail("priority_weight", f"must be a whole number, got {weight:g}")
+    if ctx.number("SLO") > 0:
+        raise ctx.fail("SLO", "SLO multipliers are not supported (need a duration estimate)")
+    return JobSpec(job_id=f"{Path(ctx.path).stem}-{ctx.line - 1}", priority=int(weight),
+                   **common)
+
+
+def _philly_job(ctx: RowContext) -> JobSpec:
+    vc = Path(ctx.path).stem
+    return JobSpec(job_id=f"{vc}-{ctx.line - 1}", queue=vc, **_common(ctx))
+
+
+def _sniff(path: Path, columns: tuple[str, ...]) -> bool:
+    values = first_line(path).split("\t")
+    if len(values) != len(columns) or not values[0].strip():
+        return False
+    row = dict(zip(columns, values, strict=True))
+    try:
+        return all(float(row[name]) >= 0 for name in _NUMERIC)
+    except ValueError:
+        return False
+
+
+def _read(path: Path, options: ReaderOptions, columns: tuple[str, ...],
+          build: Callable[[RowContext], JobSpec], fmt: str) -> Trace:
+    rows = iter_headerless_rows(path, columns)
+    collector = collect(path, options, rows, build, gpu_field="scale_factor")
+    return collector.trace(path.stem, fmt, throughput="gavel")
+
+
+class GavelReader:
+    name = "gavel"
+    columns: frozenset[str] = frozenset()  # header-less: detect_format asks sniff()
+
+    def sniff(self, path: Path) -> bool:
+        return _sniff(path, PHYSICAL_COLUMNS)
+
+    def read(self, path: Path, options: ReaderOptions) -> Trace:
+        return _read(path, options, PHYSICAL_COLUMNS, _physical_job, self.name)
+
+
+class GavelPhillyReader:
+    name = "gavel-philly"
+    columns: frozenset[str] = frozenset()
+
+    def sniff(self, path: Path) -> bool:
+        return _sniff(path, PHILLY_COLUMNS)
+
+    def read(self, path: Path, options: ReaderOptions) -> Trace:
+        return _read(path, options, PHILLY_COLUMNS, _philly_job, self.name)
+
+
+register_reader(GavelReader())
+register_reader(GavelPhillyReader())

@@ -1,0 +1,54 @@
+"""The HTML report: content, escaping, highlighting and determinism."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from report_builders import run_tiny
+
+from dlsched.report.html import render_report, summary_table, write_report
+
+
+def test_report_names_every_policy_and_has_plots(tmp_path: Path) -> None:
+    path = tmp_path / "sub" / "report.html"
+    write_report([run_tiny("fifo"), run_tiny("sjf"), run_tiny("tiresias")], path, "tiny")
+    page = path.read_text(encoding="utf-8")
+    for policy in ("fifo", "sjf", "tiresias"):
+        assert f"<td>{policy}</td>" in page
+    assert page.count("<svg") == 3
+    assert "trace <b>tiny</b>" in page and "cluster <b>two-nodes</b>" in page
+    assert "seed <b>0</b>" in page and "dlsched <b>0.1.0</b>" in page
+    assert "How to read" in page
+
+
+def test_title_is_escaped() -> None:
+    page = render_report([run_tiny("fifo")], "<script>x</script>")
+    assert "<script>" not in page and "&lt;script&gt;" in page
+
+
+def test_best_value_per_column_highlighted() -> None:
+    table = summary_table([run_tiny("fifo"), run_tiny("sjf")])
+    rows = {re.search(r"<td>(\w+)</td>", row).group(1): row  # type: ignore[union-attr]
+            for row in table.splitlines() if row.startswith("<tr><td>")}
+    cells = {name: re.findall(r"<td( class=\"best\")?>([^<]*)</td>", row)[1:]
+             for name, row in rows.items()}
+    # Column 1 is mean JCT: sjf 116 s beats fifo 117.25 s; column 6 is makespan: fifo 150 < 155.
+    assert cells["sjf"][1][0] and not cells["fifo"][1][0]
+    assert cells["fifo"][6][0] and not cells["sjf"][6][0]
+    assert cells["fifo"][0][0] and cells["sjf"][0][0]  # both finished 4 jobs: a tie
+
+
+def test_single_run_highlights_nothing() -> None:
+    assert 'class="best"' not in summary_table([run_tiny("fifo")])
+
+
+def test_page_is_deterministic_apart_from_wall_seconds() -> None:
+    results = [run_tiny("fifo")]
+    assert render_report(results, "t") == render_report(results, "t")
+
+
+def test_empty_report_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least one"):
+        render_report([], "nothing")

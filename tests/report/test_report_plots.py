@@ -1,0 +1,70 @@
+"""Plots: timeline resampling and SVG output."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+from report_builders import hand_result, run_tiny
+
+from dlsched.report.metrics import timeline_integral
+from dlsched.report.plots import (
+    cdf_points,
+    downsample_step,
+    jct_cdf_svg,
+    queue_length_svg,
+    utilization_svg,
+)
+from dlsched.sim.result import SimulationResult
+
+PLOTS: list[tuple[str, Callable[[Sequence[SimulationResult]], str]]] = [
+    ("jct-cdf", jct_cdf_svg), ("utilization", utilization_svg), ("queue", queue_length_svg)]
+
+
+def _long_step(n: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return np.cumsum(rng.uniform(0.1, 2.0, n)), rng.integers(0, 50, n).astype(float)
+
+
+def test_short_timeline_is_kept() -> None:
+    t, v = downsample_step([0, 1, 2], [3, 4, 5], max_points=10)
+    assert t.tolist() == [0, 1, 2] and v.tolist() == [3, 4, 5]
+
+
+def test_mean_resampling_keeps_the_area() -> None:
+    times, values = _long_step(20_000)
+    t, v = downsample_step(times, values, max_points=500, how="mean")
+    assert len(t) == len(v) <= 500
+    start, end = times[0], times[-1]
+    assert timeline_integral(t, v, start, end) == pytest.approx(
+        timeline_integral(times, values, start, end))
+
+
+def test_max_resampling_keeps_the_peak() -> None:
+    times, values = _long_step(20_000)
+    values[12_345] = 1_000.0
+    t, v = downsample_step(times, values, max_points=500, how="max")
+    assert len(t) <= 500 and v.max() == 1_000.0
+    assert v.min() >= values.min()
+
+
+def test_cdf_points_thinned() -> None:
+    x, y = cdf_points(list(range(10_000, 0, -1)), max_points=100)
+    assert len(x) <= 100 and x[0] == 1 and x[-1] == 10_000 and y[-1] == 1.0
+    assert np.all(np.diff(x) > 0)
+
+
+@pytest.mark.parametrize("plot", [p[1] for p in PLOTS], ids=[p[0] for p in PLOTS])
+def test_plot_is_inline_svg_and_deterministic(
+        plot: Callable[[Sequence[SimulationResult]], str]) -> None:
+    results = [run_tiny("fifo"), run_tiny("sjf")]
+    svg = plot(results)
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "fifo" in svg and "sjf" in svg
+    assert plot(results) == svg
+
+
+@pytest.mark.parametrize("plot", [p[1] for p in PLOTS], ids=[p[0] for p in PLOTS])
+def test_plot_without_data(plot: Callable[[Sequence[SimulationResult]], str]) -> None:
+    assert "no data" in plot([hand_result([], end_time=0)])

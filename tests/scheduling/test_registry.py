@@ -1,0 +1,98 @@
+"""The policy registry: lower-case names, option parsing, helpful errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlsched.errors import ConfigError
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.registry import build_policy, policies, register_policy
+
+CORE_POLICIES = ("backfill", "fifo", "sjf", "srtf", "tiresias")
+
+
+def test_core_policies_are_registered_with_lower_case_names() -> None:
+    known = policies()
+    assert set(CORE_POLICIES) <= set(known)
+    for name, info in known.items():
+        assert name == name.lower() == info.name
+        assert info.summary, f"{name} has no docstring summary"
+    assert list(known) == sorted(known)
+
+
+def test_upper_case_name_is_refused() -> None:
+    with pytest.raises(ValueError, match="lower-case"):
+        register_policy("FIFO")
+
+
+def test_registering_a_name_twice_is_refused() -> None:
+    with pytest.raises(ValueError, match="registered twice"):
+        register_policy("fifo")(lambda: Profile("fifo", object()))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", CORE_POLICIES)
+def test_build_gives_a_fresh_profile(name: str) -> None:
+    first, second = build_policy(name), build_policy(name)
+    assert first.name == name and first is not second
+    assert first.queue_sort is not second.queue_sort  # plugins keep per-run state
+
+
+OPTIONS = [
+    ("tiresias-thresholds", "tiresias", {"thresholds": "100:1000"},
+     lambda p: p.queue_sort.thresholds == (100.0, 1000.0)),
+    ("tiresias-one-threshold", "tiresias", {"thresholds": "250"},
+     lambda p: p.queue_sort.thresholds == (250.0,)),
+    ("tiresias-knob", "tiresias", {"promote_knob": "0.5"},
+     lambda p: p.queue_sort.promote_knob == 0.5),
+    ("fifo-not-strict", "fifo", {"strict": "false"}, lambda p: not p.strict_fifo),
+    ("fifo-strict-yes", "fifo", {"strict": "yes"}, lambda p: p.strict_fifo),
+    ("srtf-min-runtime", "srtf", {"min_runtime": "20"},
+     lambda p: p.post_filters[0].min_runtime == 20.0),
+]
+
+
+@pytest.mark.parametrize(("policy", "options", "check"), [c[1:] for c in OPTIONS],
+                         ids=[c[0] for c in OPTIONS])
+def test_options_are_parsed(policy: str, options: dict[str, str], check) -> None:
+    profile = build_policy(policy, options)
+    assert check(profile)
+    assert profile.options == options  # recorded as given, for the run's metadata
+
+
+def test_fifo_is_strict_by_default() -> None:
+    assert build_policy("fifo").strict_fifo
+
+
+def test_placement_is_passed_through() -> None:
+    assert build_policy("fifo", placement="spread").placement == "spread"
+    assert build_policy("fifo").placement == "consolidated"
+    with pytest.raises(ValueError, match="unknown placement 'diagonal'"):
+        build_policy("fifo", placement="diagonal")
+
+
+def test_unknown_option_lists_the_valid_ones() -> None:
+    with pytest.raises(ConfigError, match="policy tiresias: unknown option 'threshold'") as err:
+        build_policy("tiresias", {"threshold": "100"})
+    assert "(options: thresholds, promote_knob, min_runtime)" in str(err.value)
+    with pytest.raises(ConfigError, match=r"unknown option 'x' \(options: strict\)"):
+        build_policy("fifo", {"x": "1"})
+    with pytest.raises(ConfigError, match=r"\(options: none\)"):
+        build_policy("sjf", {"x": "1"})
+
+
+@pytest.mark.parametrize(("policy", "options"), [
+    ("fifo", {"strict": "maybe"}),
+    ("tiresias", {"promote_knob": "fast"}),
+    ("tiresias", {"thresholds": "100:lots"}),
+], ids=["bool", "float", "tuple"])
+def test_bad_option_value(policy: str, options: dict[str, str]) -> None:
+    key, text = next(iter(options.items()))
+    with pytest.raises(ConfigError, match=f"option {key}={text!r} is not valid"):
+        build_policy(policy, options)
+
+
+def test_unknown_policy_lists_the_known_ones() -> None:
+    with pytest.raises(ConfigError, match="unknown policy 'lifo'") as err:
+        build_policy("lifo")
+    for name in CORE_POLICIES:
+        assert name in str(err.value)

@@ -1,0 +1,132 @@
+"""Invariants on random small traces and clusters, for every core policy (hypothesis).
+
+(a) no GPU is ever given beyond its capacity, and the core's free table matches its jobs;
+(b) a gang runs all of its workers or none;
+(c) every finished job received exactly its work, and its GPU time matches (exactly with no
+    restart overhead; within one overhead per preemption otherwise);
+(d) runs are deterministic and do not depend on the input order of jobs.
+Every generated job fits the cluster (num_gpus <= total GPUs), so every job must finish.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from builders import cluster_of, simulator
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dlsched.cluster.cluster import Cluster, Node
+from dlsched.scheduling.scheduler import Scheduler
+from dlsched.scheduling.state import whole_free_per_node
+from dlsched.sim.result import JobRecord
+from dlsched.sim.simulator import Simulator
+from dlsched.workload.job import JobSpec, JobStatus
+
+POLICIES = {
+    "fifo": {},
+    "sjf": {},
+    "srtf": {},
+    "backfill": {},
+    "tiresias": {"thresholds": "100:1000", "promote_knob": "2"},
+}
+TOL = 1e-6
+MAX_TIME = 1e6  # far beyond any generated trace: reaching it means a job never finished
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[Cluster, list[JobSpec], float]:
+    sizes = draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=1, max_size=3))
+    cluster = cluster_of(*(Node(f"n{i}", "V100", g, nvlink_domain=4 if g == 8 else 0)
+                           for i, g in enumerate(sizes)))
+    total = cluster.num_gpus
+    count = draw(st.integers(1, 30))
+    jobs = [JobSpec(f"j{i:02d}",
+                    submit_time=float(draw(st.integers(0, 200))),
+                    num_gpus=draw(st.integers(1, min(8, total))),
+                    work=draw(st.sampled_from([1.0, 2.5])) * draw(st.integers(1, 400)),
+                    gpu_share=draw(st.sampled_from([1.0, 1.0, 1.0, 0.5])))
+            for i in range(count)]
+    overhead = draw(st.sampled_from([0.0, 0.0, 7.0]))
+    return cluster, jobs, overhead
+
+
+def _check_core(core: Scheduler) -> None:
+    used = np.zeros(core.cluster.num_gpus)
+    for job in core.running.values():
+        assert job.status is JobStatus.RUNNING
+        assert len(job.allocation) == len(job.shares) == job.spec.num_gpus  # (b) whole gang
+        assert set(job.shares) == {job.spec.gpu_share}
+        np.add.at(used, list(job.allocation), list(job.shares))
+    assert (used <= 1.0 + TOL).all(), "a GPU is given beyond its capacity"  # (a)
+    assert np.allclose(core.free, 1.0 - used, atol=TOL)
+    assert ((core.free >= -TOL) & (core.free <= 1.0 + TOL)).all()
+    node_free = getattr(core, "node_free", None)
+    if node_free is not None:
+        assert np.array_equal(node_free, whole_free_per_node(core.cluster, core.free))
+    waiting = set(core.waiting)
+    assert not waiting & set(core.running)
+    for job_id, job in core.jobs.items():
+        assert job.status.is_terminal or (job_id in waiting) != (job_id in core.running)
+        assert (job_id in waiting) == job.status.is_waiting
+
+
+def _instrument(sim: Simulator) -> None:
+    """Check the core after every cycle, and each job's progress when it finishes."""
+    core = sim.core
+    cycle, finish = core.cycle, core.finish
+
+    def checked_cycle():  # noqa: ANN202
+        result = cycle()
+        _check_core(core)
+        return result
+
+    def checked_finish(job_id: str) -> None:
+        job, now = core.running[job_id], sim.clock.now()
+        since = max(job.progress_time, job.productive_from)
+        progress = job.done_work + job.rate * max(0.0, now - since)  # not capped at the work
+        assert progress == pytest.approx(job.spec.work, rel=1e-9, abs=TOL)
+        finish(job_id)
+
+    core.cycle, core.finish = checked_cycle, checked_finish
+
+
+def _run(policy: str, cluster: Cluster, jobs: list[JobSpec], overhead: float,
+         check: bool = False) -> dict[str, JobRecord]:
+    sim = simulator(policy, cluster, jobs, options=POLICIES[policy], restart_overhead=overhead,
+                    max_time=MAX_TIME)
+    if check:
+        _instrument(sim)
+    return {r.job_id: r for r in sim.run().jobs}
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@given(scenario=scenarios())
+def test_invariants(policy: str, scenario: tuple[Cluster, list[JobSpec], float]) -> None:
+    cluster, jobs, overhead = scenario
+    records = _run(policy, cluster, jobs, overhead, check=True)
+    for spec in jobs:
+        record = records[spec.job_id]
+        assert record.status == "finished", (spec, record)
+        assert record.work_done == record.work == spec.work  # (c)
+        assert record.first_start >= spec.submit_time
+        assert record.finish_time - record.first_start >= spec.work - TOL
+        ideal = spec.work * spec.num_gpus * spec.gpu_share
+        slack = record.preemptions * overhead * spec.num_gpus * spec.gpu_share
+        assert ideal - TOL <= record.gpu_seconds <= ideal + slack + TOL
+        if policy in ("fifo", "sjf", "backfill"):
+            assert record.preemptions == 0
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@given(scenario=scenarios(), seed=st.integers(0, 2**16))
+def test_deterministic_and_input_order_free(policy: str,
+                                            scenario: tuple[Cluster, list[JobSpec], float],
+                                            seed: int) -> None:
+    # A shuffle may leave the order as it was: then this checks plain determinism.
+    cluster, jobs, overhead = scenario
+    shuffled = list(jobs)
+    random.Random(seed).shuffle(shuffled)
+    assert _run(policy, cluster, shuffled, overhead) == _run(policy, cluster, jobs, overhead)
