@@ -54,6 +54,12 @@ def policies() -> Mapping[str, PolicyInfo]:
     return dict(sorted(_POLICIES.items()))
 
 
+def accepts(name: str, option: str) -> bool:
+    """Whether policy ``name`` has an option called ``option``."""
+    info = policies().get(name)
+    return info is not None and option in inspect.signature(info.builder).parameters
+
+
 def build_policy(name: str, options: Mapping[str, str] | None = None,
                  placement: str | None = None) -> Profile:
     """A fresh Profile for ``name``; ``options`` are the builder's keyword arguments as text."""
