@@ -14,7 +14,6 @@ from typing import Any
 
 import yaml
 
-from dlsched.cluster.builtin import resolve_cluster
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.report.html import write_report
@@ -63,7 +62,8 @@ class RunConfig:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"{path}: unknown key {unknown[0]!r} (known: {', '.join(sorted(known))})")
+            raise ConfigError(f"{path}: unknown key {unknown[0]!r} "
+                              f"(known: {', '.join(sorted(known))})")
         merged = {**data, **{k: v for k, v in overrides.items() if v is not None}}
         return cls().with_values(merged)
 

@@ -10,7 +10,10 @@ computed by hand; tests about the overhead pass it explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+import signal
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -109,9 +112,35 @@ def simulator(policy: str, cluster: Cluster, jobs: Iterable[JobSpec], *,
 def run(policy: str, cluster: Cluster, jobs: Iterable[JobSpec], *,
         options: Mapping[str, object] | None = None, placement: str | None = None,
         **sim_options: object) -> dict[str, JobRecord]:
-    result = simulator(policy, cluster, jobs, options=options, placement=placement,
-                       **sim_options).run()
+    return records_of(simulator(policy, cluster, jobs, options=options, placement=placement,
+                                **sim_options))
+
+
+def records_of(sim: Simulator, seconds: float = 20.0) -> dict[str, JobRecord]:
+    """Run ``sim`` to the end; a run that takes over ``seconds`` fails instead of hanging."""
+    with time_limit(seconds):
+        result = sim.run()
     return {record.job_id: record for record in result.jobs}
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError in the block after ``seconds`` (where SIGALRM exists)."""
+    in_main = threading.current_thread() is threading.main_thread()
+    if not hasattr(signal, "setitimer") or not in_main:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"the simulation did not end within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 Row = tuple[str, float, float, float]

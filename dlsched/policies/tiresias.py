@@ -23,7 +23,8 @@ from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job, JobStatus
 
-DEFAULT_THRESHOLDS = (3600.0 * 1.0,)
+DEFAULT_THRESHOLDS = (3600.0,)
+SERVICE_TOLERANCE = 1e-6  # GPU-seconds
 
 
 class DiscretizedLas:
@@ -45,17 +46,20 @@ class DiscretizedLas:
         starts at ``now``: note when it will cross its next threshold."""
         if self._starving(state, job):
             self._offsets[job.job_id] = job.attained_service(state.now)
-        service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
-        level = bisect.bisect_right(self.thresholds, service)
-        if level < len(self.thresholds):
-            at = state.now + (self.thresholds[level] - service) / len(gpus)
-            heapq.heappush(self._demotions, (at, job.job_id, state.now, job))
+        self._push_demotion(state, job, state.now, len(gpus))
+
+    def _service(self, state: CycleState, job: Job) -> float:
+        return job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
+
+    def _level(self, service: float) -> int:
+        # A wake-up set for a threshold crossing may see the service a hair below it (float
+        # rounding); the tolerance makes the demotion happen at the wake-up, not never.
+        return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
 
     def queue_of(self, state: CycleState, job: Job) -> int:
         if self._starving(state, job):
             return 0
-        service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
-        return bisect.bisect_right(self.thresholds, service)
+        return self._level(self._service(state, job))
 
     def sort_key(self, state: CycleState, job: Job) -> tuple[int, float, str]:
         return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
@@ -71,6 +75,8 @@ class DiscretizedLas:
             times += [job.queued_since + self.promote_knob * job.last_run_seconds
                       for job in state.snapshot.waiting
                       if job.last_run_seconds > 0 and not self._starving(state, job)]
+            times += [state.now + self.promote_knob * (state.now - job.run_started)
+                      for job in state.evicted.values() if job.run_started is not None]
         future = [t for t in times if t is not None and t > state.now]
         return min(future) if future else None
 
@@ -85,7 +91,10 @@ class DiscretizedLas:
                 self._push_demotion(state, job, job.run_started)
         while heap:
             at, _, started, job = heap[0]
-            if job.run_started != started or job.status is not JobStatus.RUNNING:
+            just_started = job.job_id in state.started and started == state.now
+            if not just_started and (job.run_started != started
+                                     or job.status is not JobStatus.RUNNING
+                                     or job.job_id in state.evicted):
                 heapq.heappop(heap)
             elif at <= state.now:
                 heapq.heappop(heap)
@@ -94,10 +103,11 @@ class DiscretizedLas:
                 return at
         return None
 
-    def _push_demotion(self, state: CycleState, job: Job, started: float | None) -> None:
-        gpus = len(job.allocation) or job.spec.num_gpus
-        service = job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
-        level = bisect.bisect_right(self.thresholds, service)
+    def _push_demotion(self, state: CycleState, job: Job, started: float | None,
+                       gpus: int | None = None) -> None:
+        gpus = gpus or len(job.allocation) or job.spec.num_gpus
+        service = self._service(state, job)
+        level = self._level(service)
         if level < len(self.thresholds) and gpus:
             at = state.now + (self.thresholds[level] - service) / gpus
             heapq.heappush(self._demotions, (at, job.job_id, started, job))

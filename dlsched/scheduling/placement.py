@@ -20,35 +20,44 @@ def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
                  ) -> tuple[np.ndarray, Status]:
     """Nodes that pass every filter. Filters marked ``static`` depend only on the job's spec:
     their combined mask is cached per spec shape for the lifetime of the filter objects."""
-    mask = _static_mask(state, job, filters)
-    if not mask.any():
+    mask, empty, dynamic = _static_mask(state, job, filters)
+    if empty:
         return mask, _first_failure(state, job, filters)
-    for plugin in filters:
-        if not getattr(plugin, "static", False):
-            mask = plugin.filter(state, job, mask)
-            if not mask.any():
-                return mask, unschedulable(plugin.name, "no node passes this filter")
+    for plugin in dynamic:
+        mask = plugin.filter(state, job, mask)
+        if not mask.any():
+            return mask, unschedulable(plugin.name, "no node passes this filter")
     return mask, SUCCESS
 
 
-_STATIC_MASKS: dict[tuple, np.ndarray] = {}
+_STATIC_MASKS: dict[tuple, tuple[np.ndarray, bool, tuple[FilterPlugin, ...]]] = {}
 
 
-def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> np.ndarray:
+def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
+                 ) -> tuple[np.ndarray, bool, tuple[FilterPlugin, ...]]:
+    """(mask of the static filters, whether it is empty, the dynamic filters), cached."""
     spec = job.spec
-    key = (id(state.cluster), id(state.snapshot.throughput), tuple(id(f) for f in filters),
-           spec.gpu_types, spec.pool, spec.model, spec.batch_size, spec.num_gpus)
-    mask = _STATIC_MASKS.get(key)
-    if mask is None:
+    key = (id(state.cluster), id(state.snapshot.throughput), id(filters), spec.gpu_types,
+           spec.pool, spec.model, spec.batch_size, spec.num_gpus)
+    cached = _STATIC_MASKS.get(key)
+    if cached is None:
         mask = np.ones(state.cluster.num_nodes, dtype=bool)
         for plugin in filters:
             if getattr(plugin, "static", False):
                 mask = plugin.filter(state, job, mask)
         mask.flags.writeable = False
+        dynamic = tuple(f for f in filters if not getattr(f, "static", False))
         if len(_STATIC_MASKS) > 100_000:
             _STATIC_MASKS.clear()
-        _STATIC_MASKS[key] = mask
-    return mask
+        cached = _STATIC_MASKS[key] = (mask, not mask.any(), dynamic)
+    return cached
+
+
+def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> int:
+    """Workers of this job the whole cluster could ever host (every GPU free)."""
+    mask = _static_mask(state, job, filters)[0]
+    per_gpu = int(1.0 // job.spec.gpu_share + EPS) if job.spec.gpu_share < 1.0 else 1
+    return int(state.cluster.node_gpus[mask].sum()) * per_gpu
 
 
 def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> Status:
@@ -70,7 +79,10 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if not status.ok:
         return (), status
     capacity = state.capacity(share)
-    nodes = np.flatnonzero(mask & (capacity > 0))
+    usable = mask & (capacity > 0)
+    if need == 1 and len(scores) == 1 and hasattr(scores[0][0], "best_single"):
+        return _place_single(state, usable, capacity, share, scores[0][0])
+    nodes = usable.nonzero()[0]
     room = capacity[nodes]
     have = int(room.sum()) if need > 1 else len(nodes)
     if have < need:
@@ -80,7 +92,8 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     state.scratch["placing_nodes"] = placed_nodes
     while len(chosen) < need:
         remaining = need - len(chosen)
-        index = int(np.argmax(_total_score(state, job, nodes, room, remaining, scores)))
+        index = 0 if len(nodes) == 1 else int(
+            _total_score(state, job, nodes, room, remaining, scores).argmax())
         best = int(nodes[index])
         take = min(remaining, int(room[index]), take_limit or remaining)
         gpus = pick_gpus(state, best, take, share)
@@ -96,6 +109,18 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
             state.give_back(chosen, [share] * len(chosen))
             return (), unschedulable("placement", "fragmented: no node combination fits")
     return tuple(chosen), SUCCESS
+
+
+def _place_single(state: CycleState, usable: np.ndarray, capacity: np.ndarray, share: float,
+                  scorer: ScorePlugin) -> tuple[tuple[int, ...], Status]:
+    """One worker: the scorer's shortcut picks the node its scores would rank first."""
+    best = scorer.best_single(capacity, usable)  # type: ignore[attr-defined]
+    if not usable[best]:
+        return (), unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
+    gpus = pick_gpus(state, best, 1, share)
+    state.take(gpus, share)
+    state.scratch["placing_nodes"] = [best]
+    return tuple(gpus), SUCCESS
 
 
 def _total_score(state: CycleState, job: Job, nodes: np.ndarray, capacity: np.ndarray,

@@ -63,6 +63,7 @@ class Profile:
     options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self.filters = tuple(self.filters)  # one object per profile: keys placement caches
         everything = [self.queue_sort, *self.plugins, GangPermit()]
         self.pre_filters = _having(everything, PreFilterPlugin)
         self.post_filters = _having(everything, PostFilterPlugin)

@@ -70,7 +70,10 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
     kwargs = _convert_options(name, builder, dict(options or {}))
     if placement is not None:
         kwargs["placement"] = placement
-    profile = builder(**kwargs)
+    try:
+        profile = builder(**kwargs)
+    except ValueError as exc:
+        raise ConfigError(f"policy {name}: {exc}") from None
     profile.options = {k: str(v) for k, v in (options or {}).items()}
     return profile
 

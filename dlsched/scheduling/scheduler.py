@@ -17,8 +17,9 @@ from dlsched.perf.model import Placement, ThroughputModel
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.interfaces import Clock, Executor
+from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
@@ -88,6 +89,14 @@ class Scheduler:
         job = Job(spec)
         job.queued_since = self.clock.now()
         self.jobs[spec.job_id] = job
+        most = max_workers(CycleState.begin(self.snapshot(running=False)), job,
+                           self.profile.filters)
+        if spec.num_gpus > most:
+            job.set_status(JobStatus.FAILED)
+            job.finish_time = job.queued_since
+            job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
+                                  f"may use have {most}")
+            return job
         self.waiting.add(job)
         return job
 
@@ -115,10 +124,10 @@ class Scheduler:
         job.finish_time = now
 
     # -- the cycle ------------------------------------------------------------------------
-    def snapshot(self) -> ClusterSnapshot:
+    def snapshot(self, running: bool = True) -> ClusterSnapshot:
+        jobs = (tuple(self.running.values()), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
-                               tuple(self.running.values()), self.waiting.ordered(),
-                               self.throughput)
+                               *jobs, self.throughput)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -202,7 +211,7 @@ class Scheduler:
         return Placement(types, nodes)
 
     def _record(self) -> None:
-        self.timeline.record(self.clock.now(), round(self.used_gpus, 9), len(self.waiting),
+        self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),
                              len(self.running))
 
     @property

@@ -33,10 +33,11 @@ class ClusterSnapshot:
     down_nodes: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
+        # Read-only views: the core does not change its arrays while a cycle runs.
         for name in ("free", "node_free"):
-            array = np.array(getattr(self, name))
-            array.flags.writeable = False
-            object.__setattr__(self, name, array)
+            view = np.asarray(getattr(self, name)).view()
+            view.flags.writeable = False
+            object.__setattr__(self, name, view)
 
     @property
     def free_whole_gpus(self) -> int:

@@ -61,6 +61,7 @@ class Simulator:
         while self.events:
             now = self.events.peek()
             if max_time is not None and now > max_time:
+                self.clock.time = max_time
                 break
             self.clock.time = now
             changed = False
@@ -103,11 +104,12 @@ class Simulator:
 
     def _arm_wakeup(self, at: float | None) -> None:
         now = self.clock.time
-        if at is None or at <= now or at == self._wakeup_at:
-            if at is None or at <= now:
-                self._wakeup_at = None
+        if at is not None and at == self._wakeup_at:
             return
-        self._wakeup_token += 1
+        self._wakeup_token += 1  # any wake-up armed before is now stale
+        if at is None or at <= now:
+            self._wakeup_at = None
+            return
         self._wakeup_at = at
         self.events.schedule(at, Event(Priority.TIMER, WAKEUP, self._wakeup_token))
 

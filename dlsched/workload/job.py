@@ -94,8 +94,8 @@ class JobSpec:
 
     def problem(self) -> str | None:
         """The first impossible value in this spec, or None."""
-        if self.num_gpus < 0:
-            return f"num_gpus must be >= 0, got {self.num_gpus}"
+        if self.num_gpus < 1:
+            return f"num_gpus must be >= 1, got {self.num_gpus}"
         if not self.work > 0:
             return f"work must be > 0, got {self.work}"
         if self.submit_time < 0:

@@ -53,8 +53,6 @@ def test_evicts_only_the_victims_it_needs() -> None:
 # One GPU, min_runtime=20. A starts at 0; B (20 s) arrives at 10 while A is protected (it has
 # run 10 s < 20 s). The protection ends at 20, so B should preempt A then: B 20->40,
 # A resumes at 40 with 80 s left -> 120.
-@pytest.mark.xfail(strict=True, reason="BUG: Preemption asks for no wake-up when a job's "
-                   "min_runtime protection ends; B waits until A finishes (100->120)")
 def test_min_runtime_protection_ends_with_a_cycle() -> None:
     records = run("srtf", make_cluster(nodes=1, gpus=1), _long_then_short(10, 20),
                   options={"min_runtime": "20"})

@@ -13,15 +13,6 @@ from dlsched.workload.job import JobSpec
 
 SMALL = {"thresholds": (100.0,)}
 
-# Known bugs (see the repros in each comment); strict, so a fix makes these tests fail until
-# the marker is removed.
-STALE_WAKEUP = pytest.mark.xfail(strict=True, reason=(
-    "BUG: DiscretizedLas.next_wakeup reads state.snapshot.running/waiting, the jobs as they were "
-    "before this cycle's decisions: a job started in this cycle gets no demotion wake-up and a "
-    "job preempted in this cycle gets no promotion wake-up"))
-FLOAT_SERVICE = pytest.mark.xfail(strict=True, reason=(
-    "BUG: at the wake-up scheduled for a demotion, attained service can round to just below the "
-    "threshold (99.99999999999999); the job stays in queue 0 and no later wake-up is asked for"))
 
 
 def _pair(a_gpus: int, a_at: float, a_work: float, b_at: float, b_work: float) -> list[JobSpec]:
@@ -46,10 +37,10 @@ DEMOTION = [
     pytest.param(2, _pair(2, 0, 300, 20, 50), [("A", 0, 350, 350), ("B", 50, 100, 80)],
                  id="2-gpus"),
     pytest.param(1, _pair(1, 0, 300, 0, 50), [("A", 0, 350, 350), ("B", 100, 150, 150)],
-                 id="same-start", marks=STALE_WAKEUP),
+                 id="same-start"),
     pytest.param(1, _pair(1, 28.01, 300, 50, 50),
                  [("A", 28.01, 378.01, 350), ("B", 128.01, 178.01, 128.01)],
-                 id="fractional-time", marks=FLOAT_SERVICE),
+                 id="fractional-time"),
 ]
 
 
@@ -87,7 +78,6 @@ def test_fifo_within_a_queue() -> None:
 # At 100 A drops to queue 1 and B (queue 0) preempts it; A has 50 s left. At 200 B reaches
 # 100 GPU-s: both are in queue 1, and FIFO in that queue puts A (submitted at 0) first, so A
 # preempts B: A 200->250, then B resumes with 50 s left: 250->300.
-@STALE_WAKEUP  # B starts at 100 in the cycle that preempts A: no wake-up at 200
 def test_fifo_within_the_last_queue_preempts_later_job() -> None:
     records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 150, 10, 150),
                   options=SMALL)
@@ -104,8 +94,7 @@ def test_fifo_within_the_last_queue_preempts_later_job() -> None:
 @pytest.mark.parametrize(("knob", "table"), [
     pytest.param("0", [("A", 0, 240, 240), ("B", 100, 190, 90)], id="no-promotion"),
     # A is preempted at 100 in the same cycle: no wake-up at 150 for its promotion.
-    pytest.param("0.5", [("A", 0, 200, 200), ("B", 100, 240, 140)], id="promoted-at-150",
-                 marks=STALE_WAKEUP),
+    pytest.param("0.5", [("A", 0, 200, 200), ("B", 100, 240, 140)], id="promoted-at-150"),
 ])
 def test_starvation_promotion(knob: str, table: list[Row]) -> None:
     options = {"thresholds": "100", "promote_knob": knob}

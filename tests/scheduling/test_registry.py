@@ -66,7 +66,7 @@ def test_fifo_is_strict_by_default() -> None:
 def test_placement_is_passed_through() -> None:
     assert build_policy("fifo", placement="spread").placement == "spread"
     assert build_policy("fifo").placement == "consolidated"
-    with pytest.raises(ValueError, match="unknown placement 'diagonal'"):
+    with pytest.raises(ConfigError, match="unknown placement 'diagonal'"):
         build_policy("fifo", placement="diagonal")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_cluster, make_job, simulator
+from builders import make_cluster, make_job, records_of, simulator
 
 from dlsched.sim.events import Event, EventQueue, Priority
 
@@ -71,7 +71,7 @@ def test_stale_finish_of_preempted_job_is_ignored() -> None:
         finish(job_id)
 
     sim.events.schedule, sim.core.finish = log_schedule, log_finish
-    records = {r.job_id: r for r in sim.run().jobs}
+    records = records_of(sim)
     assert sorted(finish_events) == [(30.0, "B"), (100.0, "A"), (120.0, "A")]
     assert finished == [(30.0, "B"), (120.0, "A")]
     assert records["A"].finish_time == 120.0 and records["A"].preemptions == 1
@@ -82,7 +82,14 @@ def test_stale_finish_of_preempted_job_is_ignored() -> None:
 def test_completion_frees_gpus_before_same_time_arrival() -> None:
     jobs = [make_job("A").work(10).build(), make_job("B").at(10).work(5).build()]
     sim = simulator("fifo", make_cluster(nodes=1, gpus=1), jobs)
-    result = sim.run()
-    records = {r.job_id: r for r in result.jobs}
+    cycle_times: list[float] = []
+    cycle = sim.core.cycle
+
+    def log_cycle():  # noqa: ANN202
+        cycle_times.append(sim.clock.now())
+        return cycle()
+
+    sim.core.cycle = log_cycle
+    records = records_of(sim)
     assert records["B"].first_start == 10.0 and records["B"].finish_time == 15.0
-    assert result.cycles == 3  # t=0, t=10 (finish + arrival together), t=15
+    assert cycle_times == [0.0, 10.0, 15.0]  # one cycle at 10 for the finish and the arrival

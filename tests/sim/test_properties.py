@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 import pytest
-from builders import cluster_of, simulator
+from builders import cluster_of, records_of, simulator
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -99,7 +99,7 @@ def _run(policy: str, cluster: Cluster, jobs: list[JobSpec], overhead: float,
                     max_time=MAX_TIME)
     if check:
         _instrument(sim)
-    return {r.job_id: r for r in sim.run().jobs}
+    return records_of(sim, seconds=5.0)
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))

@@ -51,7 +51,8 @@ def test_terminal_states_have_no_way_out() -> None:
 
 
 BAD_SPECS = [
-    ("negative-gpus", {"num_gpus": -1}, "num_gpus must be >= 0"),
+    ("negative-gpus", {"num_gpus": -1}, "num_gpus must be >= 1"),
+    ("zero-gpus", {"num_gpus": 0}, "num_gpus must be >= 1"),
     ("zero-work", {"work": 0.0}, "work must be > 0"),
     ("negative-work", {"work": -5.0}, "work must be > 0"),
     ("nan-work", {"work": math.nan}, "work must be > 0"),

@@ -29,6 +29,17 @@ class Preemption:
         return tuple(other for other in reversed(jobs[first:])
                      if other.job_id not in state.evicted)
 
+    def next_wakeup(self, state: CycleState) -> float | None:
+        """When a protected job's ``min_runtime`` ends while jobs wait, run a cycle then."""
+        if not self.min_runtime or not state.snapshot.waiting:
+            return None
+        now = state.now
+        ends = [job.run_started + self.min_runtime for job in state.snapshot.running
+                if job.run_started is not None and job.run_started + self.min_runtime > now]
+        if state.started:
+            ends.append(now + self.min_runtime)
+        return min(ends) if ends else None
+
     def _ranked(self, state: CycleState) -> tuple[list[Any], list[Job]]:
         """Running jobs that may be evicted, by rank; computed once per cycle (keys of running
         jobs do not change within a cycle)."""

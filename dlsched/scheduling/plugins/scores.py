@@ -16,9 +16,15 @@ class Consolidated:
 
     def score(self, state: CycleState, job: Job, nodes: np.ndarray, capacity: np.ndarray,
               need: int) -> np.ndarray:
-        biggest = max(int(capacity.max()), 1)
-        return np.where(capacity >= need, 100.0 - (capacity - need) * (50.0 / biggest),
+        slope = 50.0 / max(int(capacity.max()), 1)
+        return np.where(capacity >= need, (100.0 + need * slope) - capacity * slope,
                         capacity * (50.0 / max(need, 1)))
+
+
+    def best_single(self, capacity: np.ndarray, usable: np.ndarray) -> int:
+        """The node ``score`` ranks first for one worker, without scoring every candidate:
+        every usable node fits one worker, so the tightest wins (lowest index on ties)."""
+        return int(np.where(usable, capacity, np.iinfo(np.int64).max).argmin())
 
 
 class BestFit:
