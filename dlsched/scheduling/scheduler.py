@@ -81,6 +81,7 @@ class Scheduler:
         self.cycle_seconds = 0.0
         self.last_result: CycleResult | None = None
         self.on_finish: Callable[[Job], None] | None = None
+        self._max_workers_cache: dict[tuple, int] = {}
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -89,8 +90,7 @@ class Scheduler:
         job = Job(spec)
         job.queued_since = self.clock.now()
         self.jobs[spec.job_id] = job
-        most = max_workers(CycleState.begin(self.snapshot(running=False)), job,
-                           self.profile.filters)
+        most = self._max_workers(job)
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
             job.finish_time = job.queued_since
@@ -110,6 +110,17 @@ class Scheduler:
         self._release(job)
         if self.on_finish is not None:
             self.on_finish(job)
+
+    def _max_workers(self, job: Job) -> int:
+        """Workers the whole cluster could ever give this job (cached per job shape)."""
+        spec = job.spec
+        shape = (spec.gpu_types, spec.pool, spec.model, spec.batch_size, spec.num_gpus,
+                 spec.gpu_share)
+        most = self._max_workers_cache.get(shape)
+        if most is None:
+            state = CycleState.begin(self.snapshot(running=False))
+            most = self._max_workers_cache[shape] = max_workers(state, job, self.profile.filters)
+        return most
 
     def cancel(self, job_id: str) -> None:
         job = self.jobs[job_id]

@@ -5,8 +5,9 @@ submission in seconds, one of Pollux's six applications (bert, cifar10, deepspee
 ncf, yolov3), the GPUs asked for and the global batch size. The CSV gives no duration, so
 ``work`` is the application's training run at that size on Pollux's T4 testbed, in reference
 seconds (``pollux_profile.PolluxProfile.reference_seconds``: steps to finish x measured seconds
-per step). The trace's throughput model is ``linear`` until a measured-table model replaces it;
-with it, a job on its requested GPUs of the reference type (T4) runs exactly that long.
+per step). The trace's throughput model is ``pollux`` (``dlsched.perf.pollux_table``): a job on
+its requested GPUs packed onto 4-GPU nodes runs exactly that long, and faster or slower on other
+placements as Pollux's measured step times say.
 
 The Sia artifact's workloads share this schema and read the same way; they are not bundled
 (no license file upstream).
@@ -42,7 +43,7 @@ class PolluxReader:
         rows = iter_csv_rows(path, COLUMNS)
         collector = collect(path, options, rows, lambda ctx: _job(ctx, profile),
                             gpu_field="num_replicas")
-        return collector.trace(path.stem, self.name)
+        return collector.trace(path.stem, self.name, throughput="pollux")
 
 
 def _job(ctx: RowContext, profile: PolluxProfile) -> JobSpec:

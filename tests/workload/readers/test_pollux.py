@@ -36,7 +36,7 @@ def test_cifar10_work_by_hand_from_the_original_profiles(shared_data: Path) -> N
     assert (job.job_id, job.submit_time, job.num_gpus) == ("cifar10-0", 0, 6)
     assert (job.model, job.batch_size, steps) == ("cifar10", 2048, 3178)
     assert job.work == pytest.approx(steps * step)
-    assert trace.jobs[1].submit_time == 110 - 107 and trace.throughput == "linear"
+    assert trace.jobs[1].submit_time == 110 - 107 and trace.throughput == "pollux"
 
 
 def test_bundled_profile_equals_the_original_profiles(shared_data: Path) -> None:
