@@ -65,7 +65,7 @@ class RunnableFilter:
         cluster = state.cluster
         model = state.snapshot.throughput
         bad = [i for i, t in enumerate(cluster.type_names)
-               if model.rate(job.spec, Placement.single_node(t, 1)) <= 0]
+               if model.rate(job.spec, Placement.single_node(t, job.spec.num_gpus)) <= 0]
         if not bad:
             return mask
         return mask & ~np.isin(cluster.node_type, bad)
