@@ -94,6 +94,7 @@ def cycle_state(cluster: Cluster, used: Mapping[int, float] | None = None,
         free[gpu] -= share
     snapshot = ClusterSnapshot(cluster=cluster, now=now, free=free,
                                node_free=whole_free_per_node(cluster, free),
+                               node_version=np.zeros(cluster.num_nodes, dtype=np.int64),
                                running=tuple(running), waiting=tuple(waiting),
                                throughput=LinearScaling())
     return CycleState.begin(snapshot)

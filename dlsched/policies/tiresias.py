@@ -17,7 +17,10 @@ from __future__ import annotations
 import bisect
 import heapq
 
-from dlsched.scheduling.plugins.preemption import Preemption
+import numpy as np
+
+from dlsched.policies.tiresias_index import RunningByQueue
+from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
@@ -28,49 +31,88 @@ SERVICE_TOLERANCE = 1e-6  # GPU-seconds
 
 
 class DiscretizedLas:
-    """QueueSort and wake-ups for 2D-LAS with queue thresholds in GPU-seconds."""
+    """QueueSort, PostFilter (preemption), Reserve and wake-ups for 2D-LAS with queue
+    thresholds in GPU-seconds."""
 
     name = "tiresias-2dlas"
 
-    def __init__(self, thresholds: tuple[float, ...], promote_knob: float) -> None:
+    def __init__(self, thresholds: tuple[float, ...], promote_knob: float,
+                 min_runtime: float = 0.0) -> None:
         if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError(f"queue thresholds must be positive and increasing: {thresholds}")
         self.thresholds = thresholds
         self.promote_knob = promote_knob
+        self.min_runtime = min_runtime
+        # Without promotions a waiting job's queue is fixed while it waits: the core can keep
+        # the waiting queue sorted instead of sorting it every cycle.
+        self.static = not promote_knob
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
         self._demotions: list[tuple[float, str, float | None, Job]] = []
+        self._running = RunningByQueue(len(thresholds) + 1)
+        self._node_demotions: np.ndarray = np.zeros(0, dtype=np.int64)
         self._seeded = False
 
-    def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
-        """A promoted job restarts its count in queue 0 (Tiresias §4.1, starvation). The job
-        starts at ``now``: note when it will cross its next threshold."""
-        if self._starving(state, job):
-            self._offsets[job.job_id] = job.attained_service(state.now)
-        self._push_demotion(state, job, state.now, len(gpus))
+    # -- QueueSort ------------------------------------------------------------------------
+    def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
+        return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
 
-    def _service(self, state: CycleState, job: Job) -> float:
-        return job.attained_service(state.now) - self._offsets.get(job.job_id, 0.0)
+    def queue_of(self, state: CycleState | None, job: Job) -> int:
+        if state is not None and self._starving(state, job):
+            return 0
+        return self._level(self._service(state, job))
+
+    def _service(self, state: CycleState | None, job: Job) -> float:
+        now = state.now if state is not None else job.attained_time
+        return job.attained_service(now) - self._offsets.get(job.job_id, 0.0)
 
     def _level(self, service: float) -> int:
         # A wake-up set for a threshold crossing may see the service a hair below it (float
         # rounding); the tolerance makes the demotion happen at the wake-up, not never.
         return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
 
-    def queue_of(self, state: CycleState, job: Job) -> int:
-        if self._starving(state, job):
-            return 0
-        return self._level(self._service(state, job))
-
-    def sort_key(self, state: CycleState, job: Job) -> tuple[int, float, str]:
-        return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
-
     def _starving(self, state: CycleState, job: Job) -> bool:
         if not self.promote_knob or not job.status.is_waiting or job.last_run_seconds <= 0:
             return False
         return state.now - job.queued_since >= self.promote_knob * job.last_run_seconds
 
+    # -- Reserve --------------------------------------------------------------------------
+    def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
+        """A promoted job restarts its count in queue 0 (Tiresias §4.1, starvation). The job
+        starts at ``now``: file it under its queue and note its next threshold crossing."""
+        if self._starving(state, job):
+            self._offsets[job.job_id] = job.attained_service(state.now)
+        self._running.file(job, self.queue_of(state, job), state.now)
+        self._push_demotion(state, job, state.now, len(gpus))
+
+    # -- PostFilter -----------------------------------------------------------------------
+    def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...]:
+        """Running jobs of lower queues, and later jobs of the same queue, the lowest first
+        (Tiresias §3.2: a job of a higher queue preempts jobs of lower ones)."""
+        self._advance(state)
+        return self._victims(state, job)
+
+    def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
+        """What decides this job's victims on ``nodes`` besides starts and stops: the
+        demotions of jobs there and the job's own queue (see the cycle's futility memo)."""
+        if self.min_runtime:
+            return None  # protection ends with time alone
+        self._advance(state)
+        return (int(self._node_demotions[nodes].sum()), self.queue_of(state, job))
+
+    def _victims(self, state: CycleState, job: Job) -> tuple[Job, ...]:
+        key = (job.spec.submit_time, job.job_id)
+        now, protect = state.now, self.min_runtime
+        return tuple(
+            other for other in self._running.ranked_below(self.queue_of(state, job), key)
+            if other.job_id not in state.evicted
+            and not (protect and other.run_started is not None
+                     and now - other.run_started < protect))
+
+    # -- Wake-ups -------------------------------------------------------------------------
     def next_wakeup(self, state: CycleState) -> float | None:
-        times = [self._next_demotion(state)]
+        self._advance(state)
+        times = [self._demotions[0][0] if self._demotions else None,
+                 protection_ends(state, self.min_runtime)]
         if self.promote_knob:
             times += [job.queued_since + self.promote_knob * job.last_run_seconds
                       for job in state.snapshot.waiting
@@ -80,28 +122,26 @@ class DiscretizedLas:
         future = [t for t in times if t is not None and t > state.now]
         return min(future) if future else None
 
-    def _next_demotion(self, state: CycleState) -> float | None:
-        """Earliest future threshold crossing of a running job, from a heap of
-        (time, job id, start time, job) kept since each job started; stale entries (the job
-        stopped or restarted since) are dropped lazily."""
+    def _advance(self, state: CycleState) -> None:
+        """Apply every threshold crossing due by now, from a heap of (time, job id, start
+        time, job) kept since each job started; stale entries (the job stopped or restarted
+        since) are dropped lazily."""
         heap = self._demotions
         if not self._seeded:
             self._seeded = True
+            self._node_demotions = np.zeros(state.cluster.num_nodes, dtype=np.int64)
             for job in state.snapshot.running:
+                self._running.file(job, self.queue_of(state, job), job.run_started or 0.0)
                 self._push_demotion(state, job, job.run_started)
-        while heap:
-            at, _, started, job = heap[0]
+        while heap and heap[0][0] <= state.now:
+            _, _, started, job = heapq.heappop(heap)
             just_started = job.job_id in state.started and started == state.now
-            if not just_started and (job.run_started != started
-                                     or job.status is not JobStatus.RUNNING
-                                     or job.job_id in state.evicted):
-                heapq.heappop(heap)
-            elif at <= state.now:
-                heapq.heappop(heap)
+            if just_started or (job.run_started == started
+                                and job.status is JobStatus.RUNNING
+                                and job.job_id not in state.evicted):
+                self._running.file(job, self.queue_of(state, job), started or 0.0)
                 self._push_demotion(state, job, started)
-            else:
-                return at
-        return None
+                self._node_demotions[state.cluster.gpu_node[list(job.allocation)]] += 1
 
     def _push_demotion(self, state: CycleState, job: Job, started: float | None,
                        gpus: int | None = None) -> None:
@@ -117,6 +157,5 @@ class DiscretizedLas:
 def tiresias(thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, promote_knob: float = 0.0,
              min_runtime: float = 0.0, placement: str = "consolidated") -> Profile:
     """Tiresias discretized 2D-LAS with preemption (Gu et al., NSDI'19)."""
-    order = DiscretizedLas(tuple(thresholds), promote_knob)
-    return Profile("tiresias", order, plugins=(order, Preemption(order, min_runtime)),
-                   placement=placement)
+    order = DiscretizedLas(tuple(thresholds), promote_knob, min_runtime)
+    return Profile("tiresias", order, plugins=(order,), placement=placement)

@@ -68,10 +68,41 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         status = plugin.pre_filter(state, job)
         if not status.ok:
             return status, ()
-    shape = _shape(job)
-    if shape in misses:
+    if _shape(job) in misses:
         return Status(Code.UNSCHEDULABLE, "an identical job did not fit in this cycle",
                       "placement"), ()
+    prior = profile.futile.get(job.job_id)
+    memo = _futility_key(profile, state, job) if prior is not None else None
+    if memo is not None and memo == prior:
+        # The reason from last time, as it was (no plugin prefix, so it does not grow).
+        reason = job.pending_reason or "no change since it last failed"
+        return Status(Code.UNSCHEDULABLE, reason), ()
+    status, victims = _attempt(profile, state, job, misses)
+    if status.ok:
+        profile.futile.pop(job.job_id, None)
+    else:
+        profile.futile[job.job_id] = memo or _futility_key(profile, state, job)
+    return status, victims
+
+
+def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None:
+    """What a failed attempt depended on: the starts and stops on the job's nodes and, for a
+    preemptive policy, the ranks that decide victims there. While it is unchanged (and nothing
+    was evicted in this cycle) the attempt would fail again, so it is skipped."""
+    if state.evicted:
+        return None
+    rank_epoch = getattr(profile.queue_sort, "rank_epoch", None)
+    if profile.preemptive and rank_epoch is None:
+        return None  # ranks may change continuously (SRTF): always retry
+    mask, status = filter_nodes(state, job, profile.filters)
+    if not status.ok:
+        return None
+    version = int(state.snapshot.node_version[mask].sum())
+    return (version, rank_epoch(state, job, mask) if profile.preemptive else None)
+
+
+def _attempt(profile: Profile, state: CycleState, job: Job,
+             misses: set[tuple]) -> tuple[Status, tuple[Job, ...]]:
     status = _place(profile, state, job)
     if status.ok:
         return status, ()
@@ -79,7 +110,7 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
         if victims:
             return _place(profile, state, job), victims
-    misses.add(shape)  # later jobs of this shape rank lower: they cannot fit either
+    misses.add(_shape(job))  # later jobs of this shape rank lower: they cannot fit either
     return status, ()
 
 

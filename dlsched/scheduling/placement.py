@@ -140,13 +140,15 @@ def pick_gpus(state: CycleState, node: int, count: int, share: float) -> list[in
     cluster = state.cluster
     first = int(cluster.node_first_gpu[node])
     free = state.free[first:first + int(cluster.node_gpus[node])]
-    if share >= 1.0 - EPS and not cluster.nodes[node].nvlink_domain:
+    domain = cluster.nodes[node].nvlink_domain
+    if share >= 1.0 - EPS and not domain:
+        if count == 1:
+            return [first + int((free >= share - EPS).argmax())]
         return [first + i for i, f in enumerate(free.tolist()) if f >= share - EPS][:count]
     fits = np.flatnonzero(free >= share - EPS)
     if share < 1.0 - EPS:
         order = fits[np.argsort(free[fits], kind="stable")]
         return [first + int(i) for i in order[:count]]
-    domain = cluster.nodes[node].nvlink_domain
     if domain and count <= domain:
         groups = fits // domain
         sizes = np.bincount(groups)

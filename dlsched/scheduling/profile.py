@@ -73,6 +73,8 @@ class Profile:
         self.wakeups = _having(everything, WakeupPlugin)
         self.scores = placement_scores(self.placement)
         self.take_limit = 1 if self.placement == "spread" else None
+        # Jobs whose last attempt failed, with what that failure depended on (see cycle.py).
+        self.futile: dict[str, tuple] = {}
         # A static order depends only on the job (FIFO, SJF): the core keeps it sorted.
         self.static_order = bool(getattr(self.queue_sort, "static", False))
 

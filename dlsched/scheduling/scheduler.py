@@ -75,6 +75,7 @@ class Scheduler:
         self.running: dict[str, Job] = {}
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
         self.node_free = cluster.node_gpus.copy()
+        self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
         self.used_gpus = 0.0
         self.timeline = Timeline()
         self.cycles = 0
@@ -138,7 +139,7 @@ class Scheduler:
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
         jobs = (tuple(self.running.values()), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
-                               *jobs, self.throughput)
+                               self.node_version, *jobs, self.throughput)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -209,6 +210,7 @@ class Scheduler:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
         free, node_free, gpu_node = self.free, self.node_free, self.cluster.gpu_node
         for gpu, share in zip(gpus, shares, strict=True):
+            self.node_version[gpu_node[gpu]] += 1
             was_whole = free[gpu] >= FULL - EPS
             free[gpu] = min(FULL, max(0.0, free[gpu] + sign * share))
             is_whole = free[gpu] >= FULL - EPS

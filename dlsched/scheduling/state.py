@@ -19,6 +19,7 @@ EPS = 1e-9
 @dataclass(frozen=True)
 class ClusterSnapshot:
     """The cluster as the scheduler core sees it at ``now``. ``free[g]`` is GPU g's free share.
+    ``node_version[n]`` counts the starts and stops that touched node n (for memos).
 
     ``running`` and ``waiting`` hold the core's job objects, which policies must only read.
     """
@@ -27,6 +28,7 @@ class ClusterSnapshot:
     now: float
     free: np.ndarray
     node_free: np.ndarray
+    node_version: np.ndarray
     running: tuple[Job, ...]
     waiting: tuple[Job, ...]
     throughput: ThroughputModel
@@ -34,7 +36,7 @@ class ClusterSnapshot:
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.
-        for name in ("free", "node_free"):
+        for name in ("free", "node_free", "node_version"):
             view = np.asarray(getattr(self, name)).view()
             view.flags.writeable = False
             object.__setattr__(self, name, view)

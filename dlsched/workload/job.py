@@ -113,7 +113,7 @@ class JobSpec:
         return self.min_gpus is not None or self.max_gpus is not None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # a job is itself: identity, not field-by-field equality
 class Job:
     """A job's run-time state. Only the scheduler core mutates it; policies only read it.
 

@@ -30,15 +30,7 @@ class Preemption:
                      if other.job_id not in state.evicted)
 
     def next_wakeup(self, state: CycleState) -> float | None:
-        """When a protected job's ``min_runtime`` ends while jobs wait, run a cycle then."""
-        if not self.min_runtime or not state.snapshot.waiting:
-            return None
-        now = state.now
-        ends = [job.run_started + self.min_runtime for job in state.snapshot.running
-                if job.run_started is not None and job.run_started + self.min_runtime > now]
-        if state.started:
-            ends.append(now + self.min_runtime)
-        return min(ends) if ends else None
+        return protection_ends(state, self.min_runtime)
 
     def _ranked(self, state: CycleState) -> tuple[list[Any], list[Job]]:
         """Running jobs that may be evicted, by rank; computed once per cycle (keys of running
@@ -54,3 +46,16 @@ class Preemption:
             cached = ([k for k, _ in pairs], [j for _, j in pairs])
             state.scratch[self.name] = cached
         return cached
+
+
+def protection_ends(state: CycleState, min_runtime: float) -> float | None:
+    """When a protected job's ``min_runtime`` ends while jobs wait: run a cycle then, so the
+    waiting job can evict it as soon as that is allowed."""
+    if not min_runtime or not state.snapshot.waiting:
+        return None
+    now = state.now
+    ends = [job.run_started + min_runtime for job in state.snapshot.running
+            if job.run_started is not None and job.run_started + min_runtime > now]
+    if state.started:
+        ends.append(now + min_runtime)
+    return min(ends) if ends else None

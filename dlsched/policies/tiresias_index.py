@@ -1,0 +1,74 @@
+"""Running jobs by Tiresias queue, for finding preemption victims without ranking every job.
+
+Each queue keeps its running jobs sorted by (submit time, job id), Tiresias' order within a
+queue. An entry is valid while its job is still running the same attempt in that queue; stale
+entries (finished, preempted, demoted) are skipped when met and compacted away now and then.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+
+from dlsched.workload.job import Job, JobStatus
+
+Entry = tuple[Job, float]  # the job and the start time of the attempt it was filed for
+
+
+class RunningByQueue:
+    def __init__(self, queues: int) -> None:
+        self._keys: list[list[tuple[float, str]]] = [[] for _ in range(queues)]
+        self._entries: list[list[Entry]] = [[] for _ in range(queues)]
+        self._filed: dict[str, tuple[int, float]] = {}
+        self._size = 0  # entries, valid or not
+        self._live_at_compaction = 0
+
+    def file(self, job: Job, queue: int, started: float) -> None:
+        """Record that ``job``'s attempt begun at ``started`` is now in ``queue``."""
+        key = (job.spec.submit_time, job.job_id)
+        at = bisect.bisect_right(self._keys[queue], key)
+        self._keys[queue].insert(at, key)
+        self._entries[queue].insert(at, (job, started))
+        self._filed[job.job_id] = (queue, started)
+        self._size += 1
+        # Finished and demoted jobs leave stale entries: compact once they could outnumber
+        # the live ones, which keeps every scan proportional to the jobs running.
+        if self._size > 2 * self._live_at_compaction + 256:
+            self._compact()
+
+    def queue_of(self, job: Job) -> int | None:
+        filed = self._filed.get(job.job_id)
+        return filed[0] if filed is not None and self._valid(job, filed) else None
+
+    def ranked_below(self, queue: int, key: tuple[float, str]) -> Iterator[Job]:
+        """Running jobs ranked after (queue, key), the lowest-ranked first."""
+        for lower in range(len(self._entries) - 1, queue, -1):
+            yield from self._valid_in(lower, 0)
+        yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key))
+
+    def _valid_in(self, queue: int, first: int) -> Iterator[Job]:
+        entries = self._entries[queue]
+        for index in range(len(entries) - 1, first - 1, -1):
+            job, started = entries[index]
+            if self._valid(job, (queue, started)):
+                yield job
+
+    def _valid(self, job: Job, filed: tuple[int, float]) -> bool:
+        return (job.status is JobStatus.RUNNING and job.run_started == filed[1]
+                and self._filed.get(job.job_id) == filed)
+
+    def _current(self, job: Job, filed: tuple[int, float]) -> bool:
+        """Valid, or filed in this very cycle for a job the core has not started yet."""
+        if self._filed.get(job.job_id) != filed:
+            return False
+        return self._valid(job, filed) or job.status.is_waiting
+
+    def _compact(self) -> None:
+        for queue, entries in enumerate(self._entries):
+            keep = [i for i, (job, started) in enumerate(entries)
+                    if self._current(job, (queue, started))]
+            self._entries[queue] = [entries[i] for i in keep]
+            self._keys[queue] = [self._keys[queue][i] for i in keep]
+        self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
+                       for job, started in entries}
+        self._size = self._live_at_compaction = len(self._filed)

@@ -1,0 +1,37 @@
+"""The running-jobs-by-queue index Tiresias uses to find preemption victims."""
+
+from __future__ import annotations
+
+from builders import make_job
+
+from dlsched.policies.tiresias_index import RunningByQueue
+from dlsched.workload.job import Job, JobStatus
+
+
+def _running(job_id: str, submit: float, started: float) -> Job:
+    job = Job(make_job(job_id).at(submit).build())
+    job.status, job.run_started = JobStatus.RUNNING, started
+    return job
+
+
+def test_victims_come_lowest_rank_first_and_skip_stale_entries() -> None:
+    index = RunningByQueue(2)
+    a, b, c = _running("a", 0, 5), _running("b", 1, 5), _running("c", 2, 5)
+    for job in (a, b, c):
+        index.file(job, 0, 5.0)
+    index.file(a, 1, 5.0)  # a demoted to queue 1: its queue-0 entry is stale
+    c.status = JobStatus.FINISHED
+    assert [j.job_id for j in index.ranked_below(0, (0.5, "x"))] == ["a", "b"]
+    assert [j.job_id for j in index.ranked_below(1, (10.0, "z"))] == []
+
+
+def test_compaction_keeps_jobs_filed_this_cycle_before_they_start() -> None:
+    index = RunningByQueue(1)
+    old = [_running(f"old{i}", i, 0) for i in range(400)]
+    for job in old:
+        index.file(job, 0, 0.0)
+        job.status = JobStatus.FINISHED  # finished: stale, to be compacted away
+    new = Job(make_job("new").at(1000).build())  # reserved now, started by the core later
+    index.file(new, 0, 7.0)  # this file() triggers a compaction
+    new.status, new.run_started = JobStatus.RUNNING, 7.0
+    assert [j.job_id for j in index.ranked_below(0, (-1.0, ""))] == ["new"]
