@@ -32,7 +32,8 @@ TraceOpt = Annotated[str | None, typer.Option(
 ClusterOpt = Annotated[str | None, typer.Option(
     "--cluster", help="A built-in cluster (see `dlsched clusters`) or a cluster YAML file.")]
 OutOpt = Annotated[Path | None, typer.Option(
-    "--out", help="Directory for summary.json, jobs.csv, timeline.csv, run.json.")]
+    "--out", help="Output directory (simulate: summary.json, jobs.csv, timeline.csv, run.json, "
+    "config.yaml; compare: one such folder per policy plus report.html).")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Seed (synthetic traces).")]
 FormatOpt = Annotated[str | None, typer.Option(
     "--format", help="Trace format when a path's columns do not tell (e.g. philly, pollux).")]
@@ -49,7 +50,7 @@ OverheadOpt = Annotated[float | None, typer.Option(
 RoundOpt = Annotated[float | None, typer.Option(
     "--round-seconds", help="Also run a scheduling cycle every N seconds.")]
 JobsFormatOpt = Annotated[str | None, typer.Option(
-    "--jobs-format", help="csv (default) or parquet (needs dlsched[parquet]).")]
+    "--jobs-format", help="csv (default) or parquet (needs dlsched\\[parquet]).")]
 ConfigOpt = Annotated[Path | None, typer.Option(
     "--config", help="A YAML run file with the same keys as these options; flags override it.")]
 SynthJobsOpt = Annotated[int | None, typer.Option(
@@ -57,7 +58,7 @@ SynthJobsOpt = Annotated[int | None, typer.Option(
 SynthRateOpt = Annotated[float | None, typer.Option(
     "--synthetic-rate", help="Poisson arrival rate of a synthetic trace, jobs per hour.")]
 SynthFromOpt = Annotated[str | None, typer.Option(
-    "--synthetic-from", help="Trace whose (GPUs, duration) pairs a synthetic trace resamples.")]
+    "--synthetic-from", help="Trace whose jobs a synthetic trace resamples (whole job specs).")]
 
 
 def _config(config_file: Path | None, **values: Any) -> RunConfig:

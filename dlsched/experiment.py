@@ -1,7 +1,8 @@
 """A run described as data: what the CLI flags or a YAML file say, and how to execute it.
 
 ``RunConfig`` maps one-to-one onto ``dlsched simulate`` options, so the same run can be given as
-flags or as a file (``--config run.yaml``), and every output records it.
+flags or as a file (``--config run.yaml``); every run writes its full config to
+``DIR/config.yaml``, which ``--config`` reads back to repeat it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
-from dlsched.report.output import write_run
+from dlsched.report.output import FORMATS, write_run
+from dlsched.scheduling.profile import PLACEMENTS
 from dlsched.scheduling.registry import accepts, build_policy
 from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
@@ -76,8 +78,45 @@ class RunConfig:
                                              for k, v in values["policy_options"].items())
         for key in ("policies", "policy_options"):
             if key in values:
-                values[key] = tuple(values[key])
-        return replace(self, **values)
+                values[key] = tuple(tuple(v) if isinstance(v, list) else v
+                                    for v in values[key])
+        return replace(self, **values).checked()
+
+    def checked(self) -> RunConfig:
+        """This config with every value of its declared type, or a ConfigError naming it."""
+        for f in fields(self):
+            value = getattr(self, f.name)
+            expected = _SCALAR_TYPES.get(f.name)
+            if expected is not None and value is not None and not _is_a(value, expected):
+                raise ConfigError(f"{f.name}: expected {expected.__name__}, got {value!r}")
+        if not self.policies:
+            raise ConfigError("policies: name at least one policy")
+        if self.jobs_format not in FORMATS:
+            raise ConfigError(f"jobs_format: {self.jobs_format!r} is not one of {FORMATS}")
+        if self.placement is not None and self.placement not in PLACEMENTS:
+            raise ConfigError(f"placement: {self.placement!r} is not one of {PLACEMENTS}")
+        return self
+
+    def to_yaml(self) -> str:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["policies"] = list(self.policies)
+        data["policy_options"] = dict(self.policy_options)
+        return yaml.safe_dump(data, sort_keys=False)
+
+
+_SCALAR_TYPES: dict[str, type] = {
+    "trace": str, "cluster": str, "out": str, "seed": int, "format": str, "skip_invalid": bool,
+    "limit": int, "placement": str, "restart_overhead": float, "round_seconds": float,
+    "jobs_format": str, "synthetic_jobs": int, "synthetic_rate": float, "synthetic_from": str,
+}
+
+
+def _is_a(value: object, expected: type) -> bool:
+    if expected is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
 
 
 def parse_policy_options(pairs: list[str]) -> tuple[tuple[str, str], ...]:
@@ -137,6 +176,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     result = Simulator(cluster, trace, profile, sim_config, progress=progress).run()
     result = replace(result, wall_seconds=time.perf_counter() - started)
     write_run(result, out_dir, config.jobs_format)
+    (out_dir / "config.yaml").write_text(replace(config, policies=(policy,)).to_yaml())
     return RunOutcome(result, summarize(result), out_dir)
 
 

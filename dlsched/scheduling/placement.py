@@ -19,7 +19,7 @@ from dlsched.workload.job import Job
 def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
                  ) -> tuple[np.ndarray, Status]:
     """Nodes that pass every filter. Filters marked ``static`` depend only on the job's spec:
-    their combined mask is cached per spec shape for the lifetime of the filter objects."""
+    their combined mask is cached per (cluster, model, filters, spec shape)."""
     mask, empty, dynamic = _static_mask(state, job, filters)
     if empty:
         return mask, _first_failure(state, job, filters)
@@ -30,7 +30,9 @@ def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
     return mask, SUCCESS
 
 
-_STATIC_MASKS: dict[tuple, tuple[np.ndarray, bool, tuple[FilterPlugin, ...]]] = {}
+# Values keep the cluster, model and filters they were computed for alive, so that the ids in
+# the keys cannot be reused by other objects while an entry exists.
+_STATIC_MASKS: dict[tuple, tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple]] = {}
 
 
 def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
@@ -40,7 +42,7 @@ def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
     key = (id(state.cluster), id(state.snapshot.throughput), id(filters), spec.gpu_types,
            spec.pool, spec.model, spec.batch_size, spec.num_gpus)
     cached = _STATIC_MASKS.get(key)
-    if cached is None:
+    if cached is None or cached[3][0] is not state.cluster:
         mask = np.ones(state.cluster.num_nodes, dtype=bool)
         for plugin in filters:
             if getattr(plugin, "static", False):
@@ -49,8 +51,9 @@ def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
         dynamic = tuple(f for f in filters if not getattr(f, "static", False))
         if len(_STATIC_MASKS) > 100_000:
             _STATIC_MASKS.clear()
-        cached = _STATIC_MASKS[key] = (mask, not mask.any(), dynamic)
-    return cached
+        refs = (state.cluster, state.snapshot.throughput, filters)
+        cached = _STATIC_MASKS[key] = (mask, not mask.any(), dynamic, refs)
+    return cached[0], cached[1], cached[2]
 
 
 def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> int:

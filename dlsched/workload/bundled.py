@@ -6,7 +6,7 @@ path to a user's file, read with ``fmt`` or the detected format.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -58,7 +58,8 @@ def resolve_trace(name_or_path: str, fmt: str | None = None,
         if fmt is not None and fmt != bundled.format:
             raise InputError(InputLocation(name_or_path),
                              f"bundled trace is in format {bundled.format!r}, not {fmt!r}")
-        return read_trace(bundled.file(), bundled.format, options)
+        trace = read_trace(bundled.file(), bundled.format, options)
+        return replace(trace, name=name_or_path)
     path = Path(name_or_path)
     if not path.exists():
         known = ", ".join(sorted(BUNDLED_TRACES))

@@ -96,11 +96,13 @@ def read_trace(path: str | Path, fmt: str | None = None,
 
 @dataclass
 class RowContext:
-    """One CSV row plus where it is; ``get`` parses a field or raises a located error."""
+    """One CSV row plus where it is; ``get`` parses a field or raises a located error.
+    ``problem`` marks a row that could not even be split into fields."""
 
     path: str
     line: int
     row: dict[str, str]
+    problem: str | None = None
 
     def where(self, field: str | None = None) -> InputLocation:
         return InputLocation(self.path, self.line, field)
@@ -167,8 +169,9 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
             if not values or all(not v.strip() for v in values):
                 continue
             if len(values) != len(header):
-                raise InputError(InputLocation(str(path), index),
+                yield RowContext(str(path), index, {},
                                  f"expected {len(header)} fields, found {len(values)}")
+                continue
             yield RowContext(str(path), index, dict(zip(header, values, strict=True)))
 
 
@@ -182,8 +185,9 @@ def iter_headerless_rows(path: Path, columns: Sequence[str], *,
                 continue
             values = text.split(delimiter)
             if len(values) != len(columns):
-                raise InputError(InputLocation(str(path), index),
+                yield RowContext(str(path), index, {},
                                  f"expected {len(columns)} fields, found {len(values)}")
+                continue
             yield RowContext(str(path), index, dict(zip(columns, values, strict=True)))
 
 
@@ -254,6 +258,8 @@ class RowCollector:
     def add(self, ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> bool:
         """Build one job; False once ``limit`` jobs are collected."""
         try:
+            if ctx.problem is not None:
+                raise ctx.fail(None, ctx.problem)
             spec = build(ctx)
             if spec is not None:
                 self._check(ctx, spec)
