@@ -123,7 +123,19 @@ class Scheduler:
             most = self._max_workers_cache[shape] = max_workers(state, job, self.profile.filters)
         return most
 
+    def requeue(self, job_id: str, reason: str) -> None:
+        """A running job stopped on its own (a worker died, a node failed): back to the queue,
+        to resume from its last checkpoint, like a preemption it did not ask for."""
+        self._preempt(self.running[job_id], self.clock.now(), reason)
+
+    def fail(self, job_id: str, reason: str) -> None:
+        """Give up on a job (e.g. it failed too many times)."""
+        self._end(job_id, JobStatus.FAILED, reason)
+
     def cancel(self, job_id: str) -> None:
+        self._end(job_id, JobStatus.CANCELLED, "cancelled")
+
+    def _end(self, job_id: str, status: JobStatus, reason: str) -> None:
         job = self.jobs[job_id]
         now = self.clock.now()
         if job.status is JobStatus.RUNNING:
@@ -132,8 +144,9 @@ class Scheduler:
             self._release(job)
             del self.running[job_id]
         self.waiting.discard(job_id)
-        job.set_status(JobStatus.CANCELLED)
+        job.set_status(status)
         job.finish_time = now
+        job.pending_reason = reason
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
