@@ -5,7 +5,8 @@ is met, it gets a reservation: the *shadow time* at which enough GPUs will have 
 running jobs ending at their expected finish times, and the *extra* GPUs left over at that time.
 A later job may start now only if it fits now and either finishes before the shadow time or uses
 no more than the extra GPUs, so it never delays the head. Expected finish times use ORACLE
-durations (true remaining work at the current speed). Reservations count GPUs, not nodes: with
+durations: true remaining work at the reference rate (``ThroughputModel.reference_rate``),
+ignoring any restart pause. Reservations count GPUs, not nodes: with
 fragmentation the head may still wait past its shadow time (as in count-based EASY).
 """
 

@@ -1,11 +1,12 @@
 """Tiresias (Gu et al., NSDI'19): discretized two-dimensional least-attained-service (2D-LAS).
 
-Rules implemented (paper §3.2 and §4.1):
+Rules implemented (paper §3.2, "scheduling with partial information"):
 - A job's attained service is GPUs x time it has run (2D: spatial and temporal).
 - K priority queues split by attained-service thresholds; a job starts in queue 0 and is demoted
   when its attained service crosses the next threshold. Higher queues go first; within a queue,
-  jobs are ordered FIFO by submission time (the paper's default: §4.1).
-- Jobs in higher queues preempt running jobs of lower queues.
+  jobs are ordered FIFO by submission time.
+- A waiting job preempts running jobs ranked below it: those of lower queues and, within its
+  own queue, those submitted after it (the queue's FIFO order decides).
 - Starvation: a waiting job whose wait since it last ran exceeds ``promote_knob`` times its last
   execution time is promoted back to queue 0 (the paper's PROMOTEKNOB; 0 disables it).
 It needs no job duration (non-clairvoyant). A cycle is scheduled for the next demotion or
@@ -77,7 +78,7 @@ class DiscretizedLas:
 
     # -- Reserve --------------------------------------------------------------------------
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
-        """A promoted job restarts its count in queue 0 (Tiresias §4.1, starvation). The job
+        """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         if self._starving(state, job):
             self._offsets[job.job_id] = job.attained_service(state.now)

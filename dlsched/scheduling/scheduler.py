@@ -150,7 +150,7 @@ class Scheduler:
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
-        jobs = (tuple(self.running.values()), self.waiting.ordered()) if running else ((), ())
+        jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
                                self.node_version, *jobs, self.throughput)
 

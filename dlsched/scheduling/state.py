@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,8 @@ class ClusterSnapshot:
     """The cluster as the scheduler core sees it at ``now``. ``free[g]`` is GPU g's free share.
     ``node_version[n]`` counts the starts and stops that touched node n (for memos).
 
-    ``running`` and ``waiting`` hold the core's job objects, which policies must only read.
+    ``running`` and ``waiting`` hold the core's job objects, which policies must only read;
+    ``running`` may be a live view of the core's table (it does not change during a cycle).
     """
 
     cluster: Cluster
@@ -29,7 +30,7 @@ class ClusterSnapshot:
     free: np.ndarray
     node_free: np.ndarray
     node_version: np.ndarray
-    running: tuple[Job, ...]
+    running: Collection[Job]
     waiting: tuple[Job, ...]
     throughput: ThroughputModel
     down_nodes: frozenset[int] = frozenset()
