@@ -71,6 +71,13 @@ def _config(config_file: Path | None, **values: Any) -> RunConfig:
     return RunConfig().with_values({k: v for k, v in values.items() if v is not None})
 
 
+def _config_from_flags(flags: dict[str, Any], policies: str | None) -> RunConfig:
+    """The RunConfig that a command's flags (its keyword arguments) describe."""
+    config_file = flags.pop("config")
+    flags["policy_options"] = flags.pop("policy_opt")
+    return _config(config_file, policies=policies, **flags)
+
+
 def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster
 
@@ -123,13 +130,9 @@ def simulate(trace: TraceOpt = None, cluster: ClusterOpt = None,
              synthetic_jobs: SynthJobsOpt = None, synthetic_rate: SynthRateOpt = None,
              synthetic_from: SynthFromOpt = None) -> None:
     """Simulate one policy on a trace and cluster; write summary.json and jobs.csv to --out."""
+    options = dict(locals())
     try:
-        run = _config(config, trace=trace, cluster=cluster, policies=policy, seed=seed, out=out,
-                      format=format, skip_invalid=skip_invalid, limit=limit,
-                      placement=placement, policy_options=policy_opt,
-                      restart_overhead=restart_overhead, round_seconds=round_seconds,
-                      jobs_format=jobs_format, synthetic_jobs=synthetic_jobs,
-                      synthetic_rate=synthetic_rate, synthetic_from=synthetic_from)
+        run = _config_from_flags(options, options.pop("policy"))
         if len(run.policies) != 1:
             raise DlschedError("simulate runs one policy; use `dlsched compare` for several")
         _run_all(run, compare=False)
@@ -150,13 +153,9 @@ def compare(trace: TraceOpt = None, cluster: ClusterOpt = None,
             synthetic_from: SynthFromOpt = None) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
+    options = dict(locals())
     try:
-        run = _config(config, trace=trace, cluster=cluster, policies=policies, seed=seed,
-                      out=out, format=format, skip_invalid=skip_invalid, limit=limit,
-                      placement=placement, policy_options=policy_opt,
-                      restart_overhead=restart_overhead, round_seconds=round_seconds,
-                      jobs_format=jobs_format, synthetic_jobs=synthetic_jobs,
-                      synthetic_rate=synthetic_rate, synthetic_from=synthetic_from)
+        run = _config_from_flags(options, options.pop("policies"))
         outcomes = _run_all(run, compare=True)
         out_dir = Path(run.out)
         title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
