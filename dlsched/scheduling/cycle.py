@@ -12,7 +12,8 @@ The cycle reads a ``ClusterSnapshot`` and returns a ``CycleResult``; it never mu
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import heapq
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -20,39 +21,72 @@ from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import filter_nodes, place
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.state import ClusterSnapshot, CycleState
+from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
 
 
 def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     state = CycleState.begin(snapshot)
-    order = ordered_waiting(profile, state)
-    starts: list[Start] = []
-    preemptions: list[Preempt] = []
-    reasons: dict[str, str] = {}
-    misses: set[tuple] = set()
-    blocked: dict[str, str] = {}  # queue -> why its jobs wait (strict FIFO per queue)
-    for job in order:
-        queue_reason = blocked.get(job.spec.queue)
-        if queue_reason is not None:
-            reasons[job.job_id] = queue_reason
-            continue
-        status, evicted = _try_job(profile, state, job, misses)
-        if status.ok:
-            starts.append(Start(job.job_id, state.started[job.job_id],
-                                (job.spec.gpu_share,) * job.spec.num_gpus))
-            preemptions.extend(Preempt(v.job_id, f"preempted by {job.job_id}") for v in evicted)
-            if evicted:
-                misses.clear()  # evictions may leave spare GPUs a failed shape could use
-            continue
-        reasons[job.job_id] = str(status)
-        for plugin in profile.blocked:
-            plugin.on_unschedulable(state, job, status)
-        if profile.strict_fifo:
-            blocked[job.spec.queue] = f"waiting behind {job.job_id} (strict FIFO)"
+    run = _CycleRun(profile, state)
+    if profile.strict_fifo and profile.static_order:
+        run.heads_of(snapshot.by_queue)
+    else:
+        run.in_order(ordered_waiting(profile, state))
     wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
-    return CycleResult(tuple(starts), tuple(preemptions), reasons,
-                       min(wakeups) if wakeups else None)
+    return CycleResult(tuple(run.starts), tuple(run.preemptions), run.reasons,
+                       min(wakeups) if wakeups else None, run.blocked)
+
+
+class _CycleRun:
+    """The decisions of one cycle as they accumulate."""
+
+    def __init__(self, profile: Profile, state: CycleState) -> None:
+        self.profile, self.state = profile, state
+        self.starts: list[Start] = []
+        self.preemptions: list[Preempt] = []
+        self.reasons: dict[str, str] = {}
+        self.misses: set[tuple] = set()
+        self.blocked: dict[str, str] = {}  # queue -> why the rest of it waits (strict FIFO)
+
+    def in_order(self, order: Sequence[Job]) -> None:
+        give_up_when_full = not self.profile.preemptive
+        for job in order:
+            if job.spec.queue in self.blocked:
+                continue
+            if not self.consider(job) and give_up_when_full and self._full():
+                return  # no GPU has room left and nothing may be evicted
+
+    def heads_of(self, queues: Mapping[str, Sequence[Job]]) -> None:
+        """Strict FIFO: only each queue's head can start; merge the heads in queue order and
+        advance a queue while its head starts (Kueue's "heads of each queue")."""
+        sort_key = self.profile.queue_sort.sort_key
+        heap = [(sort_key(None, jobs[0]), name, 0) for name, jobs in queues.items() if jobs]
+        heapq.heapify(heap)
+        while heap:
+            _, name, index = heapq.heappop(heap)
+            jobs = queues[name]
+            if self.consider(jobs[index]) and index + 1 < len(jobs):
+                heapq.heappush(heap, (sort_key(None, jobs[index + 1]), name, index + 1))
+
+    def consider(self, job: Job) -> bool:
+        status, evicted = _try_job(self.profile, self.state, job, self.misses)
+        if status.ok:
+            self.starts.append(Start(job.job_id, self.state.started[job.job_id],
+                                     (job.spec.gpu_share,) * job.spec.num_gpus))
+            self.preemptions.extend(Preempt(v.job_id, f"preempted by {job.job_id}")
+                                    for v in evicted)
+            if evicted:
+                self.misses.clear()  # evictions may leave spare GPUs a failed shape could use
+            return True
+        self.reasons[job.job_id] = str(status)
+        for plugin in self.profile.blocked:
+            plugin.on_unschedulable(self.state, job, status)
+        if self.profile.strict_fifo:
+            self.blocked[job.spec.queue] = f"waiting behind {job.job_id} (strict FIFO)"
+        return False
+
+    def _full(self) -> bool:
+        return self.state.free_whole == 0 and float(self.state.free.max()) <= EPS
 
 
 def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:

@@ -21,9 +21,10 @@ class Preempt:
 @dataclass(frozen=True)
 class CycleResult:
     """Evictions are applied before starts. ``reasons`` says why each waiting job it looked at
-    still waits."""
+    still waits; ``blocked`` why the rest of a strict-FIFO queue waits."""
 
     starts: tuple[Start, ...] = ()
     preemptions: tuple[Preempt, ...] = ()
     reasons: dict[str, str] = field(default_factory=dict)
     next_wakeup: float | None = None
+    blocked: dict[str, str] = field(default_factory=dict)

@@ -83,6 +83,7 @@ class Scheduler:
         self.last_result: CycleResult | None = None
         self.on_finish: Callable[[Job], None] | None = None
         self._max_workers_cache: dict[tuple, int] = {}
+        self.queue_reasons: dict[str, str] = {}
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -152,7 +153,8 @@ class Scheduler:
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
         jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
-                               self.node_version, *jobs, self.throughput)
+                               self.node_version, *jobs, self.throughput,
+                               by_queue=self.waiting.by_queue())
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -175,6 +177,16 @@ class Scheduler:
             self._start(self.waiting.pop(start.job_id), start, now)
         for job_id, reason in result.reasons.items():
             self.jobs[job_id].pending_reason = reason
+        self.queue_reasons = result.blocked
+
+    def reason_for(self, job: Job) -> str:
+        """Why a job waits: its own reason from the last cycle that looked at it, or, behind a
+        strict-FIFO head, the head's."""
+        if job.status.is_waiting and job.spec.queue in self.queue_reasons:
+            head_reason = self.queue_reasons[job.spec.queue]
+            if job.job_id not in head_reason:
+                return head_reason
+        return job.pending_reason
 
     def _start(self, job: Job, start: Start, now: float) -> None:
         job.set_status(JobStatus.RUNNING)

@@ -23,6 +23,7 @@ class ClusterSnapshot:
 
     ``running`` and ``waiting`` hold the core's job objects, which policies must only read;
     ``running`` may be a live view of the core's table (it does not change during a cycle).
+    ``by_queue``: with a static order, each tenant queue's waiting jobs in that order.
     """
 
     cluster: Cluster
@@ -34,6 +35,7 @@ class ClusterSnapshot:
     waiting: tuple[Job, ...]
     throughput: ThroughputModel
     down_nodes: frozenset[int] = frozenset()
+    by_queue: Mapping[str, Sequence[Job]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.
@@ -41,6 +43,11 @@ class ClusterSnapshot:
             view = np.asarray(getattr(self, name)).view()
             view.flags.writeable = False
             object.__setattr__(self, name, view)
+        if not self.by_queue and self.waiting:  # built by hand: group the waiting jobs
+            groups: dict[str, list[Job]] = {}
+            for job in self.waiting:
+                groups.setdefault(job.spec.queue, []).append(job)
+            object.__setattr__(self, "by_queue", groups)
 
     @property
     def free_whole_gpus(self) -> int:

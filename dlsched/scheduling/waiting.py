@@ -19,24 +19,27 @@ class WaitingQueue:
         self._static_key = static_key
         self._keys: list[Any] = []
         self._ordered: list[Job] = []
+        self._queue_keys: dict[str, list[Any]] = {}
+        self._by_queue: dict[str, list[Job]] = {}
 
     def add(self, job: Job) -> None:
         self._jobs[job.job_id] = job
         if self._static_key is not None:
             key = self._static_key(job)
-            at = bisect.bisect_right(self._keys, key)
-            self._keys.insert(at, key)
-            self._ordered.insert(at, job)
+            _insert(self._keys, self._ordered, key, job)
+            queue = job.spec.queue
+            _insert(self._queue_keys.setdefault(queue, []), self._by_queue.setdefault(queue, []),
+                    key, job)
 
     def pop(self, job_id: str) -> Job:
         job = self._jobs.pop(job_id)
         if self._static_key is not None:
             key = self._static_key(job)
-            at = bisect.bisect_left(self._keys, key)
-            while self._ordered[at] is not job:
-                at += 1
-            del self._keys[at]
-            del self._ordered[at]
+            _remove(self._keys, self._ordered, key, job)
+            queue = job.spec.queue
+            _remove(self._queue_keys[queue], self._by_queue[queue], key, job)
+            if not self._by_queue[queue]:
+                del self._queue_keys[queue], self._by_queue[queue]
         return job
 
     def discard(self, job_id: str) -> None:
@@ -48,6 +51,10 @@ class WaitingQueue:
         if self._static_key is not None:
             return tuple(self._ordered)
         return tuple(self._jobs.values())
+
+    def by_queue(self) -> dict[str, list[Job]]:
+        """Each queue's jobs in the static order (live lists: read them, do not keep them)."""
+        return self._by_queue
 
     def __contains__(self, job_id: object) -> bool:
         return job_id in self._jobs
@@ -63,3 +70,17 @@ class WaitingQueue:
 
     def values(self) -> Iterator[Job]:
         return iter(self._jobs.values())
+
+
+def _insert(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:
+    at = bisect.bisect_right(keys, key)
+    keys.insert(at, key)
+    jobs.insert(at, job)
+
+
+def _remove(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:
+    at = bisect.bisect_left(keys, key)
+    while jobs[at] is not job:
+        at += 1
+    del keys[at]
+    del jobs[at]

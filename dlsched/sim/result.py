@@ -61,10 +61,11 @@ class SimulationResult:
     end_time: float
 
 
-def record_of(job: Job, now: float) -> JobRecord:
+def record_of(job: Job, now: float, reason: str | None = None) -> JobRecord:
     return JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
                      job.first_start, job.finish_time, job.status.value, job.preemptions,
-                     job.gpu_seconds, job.work_done(now), job.spec.work, job.pending_reason)
+                     job.gpu_seconds, job.work_done(now), job.spec.work,
+                     job.pending_reason if reason is None else reason)
 
 
 def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
@@ -74,6 +75,6 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                    policy_options=tuple(sorted(sim.profile.options.items())),
                    placement=sim.profile.placement,
                    restart_overhead=sim.config.restart_overhead)
-    jobs = tuple(record_of(job, now) for job in sim.core.jobs.values())
+    jobs = tuple(record_of(job, now, sim.core.reason_for(job)) for job in sim.core.jobs.values())
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
                             sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now)

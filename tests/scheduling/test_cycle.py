@@ -116,9 +116,24 @@ def test_no_preemption_when_every_running_job_ranks_higher() -> None:
 
 
 def test_strict_fifo_gives_every_blocked_job_a_reason() -> None:
+    # Only the head is tried (Kueue's heads of each queue); the queue's reason covers the rest.
     cluster = make_cluster(nodes=1, gpus=2)
     jobs = [Job(make_job(f"w{i}").gpus(g).at(i).build()) for i, g in enumerate((4, 1, 1))]
     result = run_cycle(build_policy("fifo"), cycle_state(cluster, waiting=jobs).snapshot)
     assert result.starts == ()
-    assert result.reasons["w1"] == result.reasons["w2"] == "waiting behind w0 (strict FIFO)"
+    assert set(result.reasons) == {"w0"}
+    assert result.blocked == {"default": "waiting behind w0 (strict FIFO)"}
     assert "needs 4 GPUs, 2 free" in result.reasons["w0"]
+
+
+def test_strict_fifo_heads_advance_per_queue_in_submission_order() -> None:
+    # Queue a's head (4 GPUs) blocks a; queue b's jobs still start, in order, while room lasts.
+    cluster = make_cluster(nodes=1, gpus=2)
+    jobs = [Job(make_job("a0").gpus(4).at(0).queue("a").build()),
+            Job(make_job("b0").gpus(1).at(1).queue("b").build()),
+            Job(make_job("a1").gpus(1).at(2).queue("a").build()),
+            Job(make_job("b1").gpus(1).at(3).queue("b").build()),
+            Job(make_job("b2").gpus(1).at(4).queue("b").build())]
+    result = run_cycle(build_policy("fifo"), cycle_state(cluster, waiting=jobs).snapshot)
+    assert [s.job_id for s in result.starts] == ["b0", "b1"]
+    assert set(result.blocked) == {"a", "b"}
