@@ -219,3 +219,10 @@ def version() -> None:
 
 if __name__ == "__main__":
     app()
+
+
+# The runtime's verbs (serve, submit, jobs, cancel, logs, status); importing them loads no
+# optional dependency, so `dlsched simulate` does not pay for FastAPI.
+from dlsched.runtime.cli import register  # noqa: E402
+
+register(app)

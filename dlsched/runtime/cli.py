@@ -1,0 +1,224 @@
+"""CLI verbs of the runtime: ``serve``, ``submit``, ``jobs``, ``cancel``, ``logs``, ``status``.
+
+``runtime_app`` is a Typer app of its own; ``register(app)`` adds the same commands to the main
+``dlsched`` app. Nothing here imports the runtime's optional dependencies until a command runs,
+so ``dlsched simulate`` does not pay for FastAPI.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from dlsched.errors import DlschedError
+
+runtime_app = typer.Typer(help="The dlsched service: run jobs for real on local GPUs.",
+                          no_args_is_help=True, add_completion=False)
+console = Console(stderr=True)
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+UrlOpt = Annotated[str, typer.Option("--url", help="The service's URL.")]
+TokenOpt = Annotated[str | None, typer.Option("--token", help="API token, if the service has "
+                                                             "one.")]
+
+
+def _client(url: str, token: str | None) -> Any:
+    from dlsched.runtime.client import Client
+
+    return Client(url, token)
+
+
+def _fail(exc: Exception) -> None:
+    console.print(f"[red]error:[/] {exc}")
+    raise typer.Exit(1)
+
+
+def _read_token(token: str | None, token_file: Path | None) -> str | None:
+    if token_file is not None:
+        text = token_file.read_text().strip()
+        if not text:
+            raise DlschedError(f"token file {token_file} is empty")
+        return text
+    return token
+
+
+@runtime_app.command()
+def serve(
+    executor: Annotated[str, typer.Option("--executor", help="local (ray: later).")] = "local",
+    gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the local node.")] = None,
+    gpu_type: Annotated[str, typer.Option("--gpu-type", help="Their type.")] = "generic",
+    cluster: Annotated[str | None, typer.Option(
+        "--cluster", help="A cluster YAML instead of --gpus (all nodes run on this machine).")
+    ] = None,
+    db: Annotated[str | None, typer.Option(
+        "--db", help="Database URL (default sqlite:///DATA_DIR/dlsched.db).")] = None,
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="0 picks a free port.")] = 8765,
+    policy: Annotated[str, typer.Option("--policy", help="See `dlsched policies`.")] = "fifo",
+    policy_opt: Annotated[list[str] | None, typer.Option(
+        "--policy-opt", help="Policy option key=value; repeatable.")] = None,
+    token: TokenOpt = None,
+    token_file: Annotated[Path | None, typer.Option("--token-file")] = None,
+    data_dir: Annotated[Path, typer.Option(
+        "--data-dir", help="Logs, default checkpoints, the SQLite database.")] = Path(
+            "~/.dlsched"),
+    grace_seconds: Annotated[float, typer.Option(
+        "--grace-seconds", help="SIGTERM to SIGKILL when a job is stopped.")] = 10.0,
+    max_attempts: Annotated[int, typer.Option(
+        "--max-attempts", help="Give a job up after this many failed attempts.")] = 3,
+) -> None:
+    """Run the scheduler service (REST API, scheduling loop, local executor)."""
+    from dlsched.experiment import parse_policy_options
+    from dlsched.runtime.server import ServeOptions
+    from dlsched.runtime.server import serve as run_service
+
+    try:
+        if executor != "local":
+            raise DlschedError(f"executor {executor!r} is not available yet (use local)")
+        options = ServeOptions(
+            data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
+            dict(parse_policy_options(policy_opt or [])), _read_token(token, token_file),
+            grace_seconds, max_attempts)
+        run_service(options)
+    except (DlschedError, OSError) as exc:
+        _fail(exc)
+
+
+@runtime_app.command()
+def submit(
+    command: Annotated[list[str] | None, typer.Argument(
+        help="The job's argv, after `--`: dlsched submit --gpus 2 -- python train.py")] = None,
+    gpus: Annotated[int | None, typer.Option("--gpus")] = None,
+    gpu_type: Annotated[str | None, typer.Option("--gpu-type")] = None,
+    queue: Annotated[str | None, typer.Option("--queue")] = None,
+    priority: Annotated[int | None, typer.Option("--priority")] = None,
+    name: Annotated[str | None, typer.Option("--name")] = None,
+    checkpoint_dir: Annotated[str | None, typer.Option("--checkpoint-dir")] = None,
+    work_seconds: Annotated[float | None, typer.Option("--work-seconds")] = None,
+    file: Annotated[Path | None, typer.Option(
+        "--file", help="A YAML job with the API's fields; flags override it.")] = None,
+    url: UrlOpt = DEFAULT_URL, token: TokenOpt = None,
+) -> None:
+    """Submit a job; prints its id."""
+    try:
+        body: dict[str, Any] = _load_job_file(file) if file is not None else {}
+        flags = {"command": command or None, "gpus": gpus, "gpu_type": gpu_type,
+                 "queue": queue, "priority": priority, "name": name,
+                 "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds}
+        body.update({k: v for k, v in flags.items() if v is not None})
+        body.setdefault("working_dir", os.getcwd())
+        with _client(url, token) as client:
+            job = client.submit(body)
+        print(job.id)
+    except DlschedError as exc:
+        _fail(exc)
+
+
+def _load_job_file(path: Path) -> dict[str, Any]:
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise DlschedError(f"{path}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise DlschedError(f"{path}: expected a mapping of job fields")
+    return doc
+
+
+@runtime_app.command()
+def jobs(
+    job_id: Annotated[str | None, typer.Argument(help="Show one job in detail.")] = None,
+    status: Annotated[str | None, typer.Option("--status")] = None,
+    queue: Annotated[str | None, typer.Option("--queue")] = None,
+    url: UrlOpt = DEFAULT_URL, token: TokenOpt = None,
+) -> None:
+    """List jobs, or show one (with why it is pending)."""
+    try:
+        with _client(url, token) as client:
+            if job_id is not None:
+                _print_job(client.job(job_id), client.events(job_id))
+                return
+            table = Table("id", "name", "status", "queue", "GPUs", "attempts", "pending reason")
+            for job in client.jobs(status, queue):
+                table.add_row(job.id, job.name or "", job.status, job.queue, str(job.gpus),
+                              str(job.attempts), job.pending_reason)
+            Console().print(table)
+    except DlschedError as exc:
+        _fail(exc)
+
+
+def _print_job(job: Any, events: list[Any]) -> None:
+    out = Console()
+    out.print(f"[bold]{job.id}[/] {job.name or ''}  status [bold]{job.status}[/]  "
+              f"queue {job.queue}  GPUs {job.gpus}  attempts {job.attempts}")
+    out.print(f"command: {' '.join(job.command)}")
+    if job.queue_position is not None:
+        out.print(f"position in queue: {job.queue_position}")
+    if job.pending_reason:
+        out.print(f"why: {job.pending_reason}")
+    if job.allocation:
+        out.print("GPUs: " + ", ".join(f"{s.node}:{s.index}" for s in job.allocation))
+    if job.last_progress:
+        out.print(f"last progress: {job.last_progress}")
+    for event in events[-10:]:
+        out.print(f"  {event.kind:>10}  {event.message}")
+
+
+@runtime_app.command()
+def cancel(job_id: Annotated[str, typer.Argument()], url: UrlOpt = DEFAULT_URL,
+           token: TokenOpt = None) -> None:
+    """Cancel a job (its workers get SIGTERM, then SIGKILL after the grace period)."""
+    try:
+        with _client(url, token) as client:
+            print(f"{job_id}: {client.cancel(job_id).status}")
+    except DlschedError as exc:
+        _fail(exc)
+
+
+@runtime_app.command()
+def logs(job_id: Annotated[str, typer.Argument()],
+         max_bytes: Annotated[int, typer.Option("--bytes")] = 65536,
+         url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
+    """The end of a job's latest log."""
+    try:
+        with _client(url, token) as client:
+            print(client.logs(job_id, max_bytes), end="")
+    except DlschedError as exc:
+        _fail(exc)
+
+
+@runtime_app.command("status")
+def status_(url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
+    """The cluster (who holds which GPU) and the queues."""
+    try:
+        with _client(url, token) as client:
+            cluster, queues = client.cluster(), client.queues()
+    except DlschedError as exc:
+        _fail(exc)
+        return
+    out = Console()
+    out.print(f"{cluster.name}: {cluster.gpus_allocated:g}/{cluster.gpus_total} GPUs "
+              f"allocated, policy {cluster.policy}")
+    for node in cluster.nodes:
+        held = ", ".join(f"{g.index}:{g.job_id or '-'}" for g in node.gpus)
+        out.print(f"  {node.name} ({node.gpu_type}): {held}")
+    table = Table("queue", "pending", "running", "GPUs")
+    for queue in queues:
+        table.add_row(queue.name, str(queue.pending), str(queue.running),
+                      f"{queue.gpus_allocated:g}")
+    out.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the runtime's verbs to the main ``dlsched`` app."""
+    for command in runtime_app.registered_commands:
+        app.registered_commands.append(command)
+
+
+if __name__ == "__main__":
+    runtime_app()

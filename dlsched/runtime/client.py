@@ -1,0 +1,104 @@
+"""A small HTTP client of the service (httpx), used by the CLI and by scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from dlsched.errors import DlschedError
+from dlsched.runtime.models import (
+    ClusterView,
+    EventView,
+    JobDetail,
+    JobSummary,
+    ProgressReport,
+    QueueView,
+    SubmitRequest,
+)
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+class ClientError(DlschedError):
+    """The service refused a request (``status``: its HTTP status; 0: it could not be reached)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"{status}: {message}" if status else message)
+        self.status = status
+        self.message = message
+
+
+class Client:
+    def __init__(self, url: str = DEFAULT_URL, token: str | None = None,
+                 timeout: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url
+        self.http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.http.close()
+
+    def submit(self, request: SubmitRequest | dict[str, Any]) -> JobSummary:
+        body = request.model_dump(exclude_unset=True) if isinstance(request, SubmitRequest) \
+            else request
+        return JobSummary.model_validate(self._call("POST", "/v1/jobs", json=body).json())
+
+    def jobs(self, status: str | None = None, queue: str | None = None,
+             limit: int = 1000) -> list[JobSummary]:
+        params: dict[str, Any] = {"limit": limit}
+        params.update({k: v for k, v in (("status", status), ("queue", queue)) if v})
+        rows = self._call("GET", "/v1/jobs", params=params).json()
+        return [JobSummary.model_validate(row) for row in rows]
+
+    def job(self, job_id: str) -> JobDetail:
+        return JobDetail.model_validate(self._call("GET", f"/v1/jobs/{job_id}").json())
+
+    def cancel(self, job_id: str) -> JobDetail:
+        return JobDetail.model_validate(self._call("DELETE", f"/v1/jobs/{job_id}").json())
+
+    def events(self, job_id: str) -> list[EventView]:
+        rows = self._call("GET", f"/v1/jobs/{job_id}/events").json()
+        return [EventView.model_validate(row) for row in rows]
+
+    def logs(self, job_id: str, max_bytes: int = 65536) -> str:
+        return self._call("GET", f"/v1/jobs/{job_id}/logs", params={"max_bytes": max_bytes}).text
+
+    def progress(self, job_id: str, report: ProgressReport) -> None:
+        self._call("POST", f"/v1/jobs/{job_id}/progress", json=report.model_dump())
+
+    def cluster(self) -> ClusterView:
+        return ClusterView.model_validate(self._call("GET", "/v1/cluster").json())
+
+    def queues(self) -> list[QueueView]:
+        return [QueueView.model_validate(q) for q in self._call("GET", "/v1/queues").json()]
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/healthz").json()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self.http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ClientError(0, f"cannot reach the dlsched service at {self.url}: {exc}") \
+                from None
+        if response.status_code >= 400:
+            raise ClientError(response.status_code, _detail(response))
+        return response
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        return response.text
+    if isinstance(detail, list):  # pydantic validation errors
+        return "; ".join(f"{'.'.join(str(p) for p in d.get('loc', ()))}: {d.get('msg')}"
+                         for d in detail)
+    return str(detail)

@@ -1,0 +1,138 @@
+"""What API requests change: submit, cancel, progress. Each runs under the service lock.
+
+A bad request raises ``RequestError`` before anything is stored: a submission is checked in
+full (GPU count, type, elastic range), then its row commits, then the core gets it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dlsched.errors import DlschedError
+from dlsched.runtime.models import ProgressReport, SubmitRequest
+from dlsched.runtime.store import JobRow
+from dlsched.scheduling.placement import max_workers
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job, JobSpec
+
+if TYPE_CHECKING:
+    from dlsched.runtime.service import Service
+
+# Runtime jobs end when their processes exit, not when a throughput model says so: without an
+# estimate (work_seconds) a job's work is this placeholder, which it never reaches.
+PLACEHOLDER_WORK = 1e9
+
+
+class RequestError(DlschedError):
+    """A request the service refuses; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def submit(service: Service, request: SubmitRequest) -> JobRow:
+    from dlsched.runtime.service import ActiveJob
+
+    with service.locked():
+        job_id = f"job-{service.next_seq:06d}"
+        now = service.clock.now()
+        spec = _spec(service, request, job_id, now)
+        checkpoint_dir = _checkpoint_dir(service, request, job_id)
+        row = _row(request, job_id, service.next_seq, now, checkpoint_dir)
+        service.store.add_job(row, now, f"{spec.num_gpus} GPUs, queue {spec.queue}")
+        service.next_seq += 1
+        service.active[job_id] = ActiveJob(tuple(request.command), checkpoint_dir,
+                                           request.working_dir, dict(request.env))
+        service.core.submit(spec)
+        service.touched.add(job_id)
+        service.changed = True
+        service.metrics.submitted.inc()
+    service.wake.set()
+    return row
+
+
+def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> JobSpec:
+    if request.gpus < 1:
+        raise RequestError(400, f"gpus must be at least 1, got {request.gpus}")
+    if request.min_gpus is not None and request.min_gpus < 1:
+        raise RequestError(400, f"min_gpus must be at least 1, got {request.min_gpus}")
+    types = service.cluster.gpus_by_type()
+    if request.gpu_type is not None and request.gpu_type not in types:
+        raise RequestError(400, f"this cluster has no GPU of type {request.gpu_type!r} "
+                                f"(it has: {', '.join(types)})")
+    work = request.work_seconds or PLACEHOLDER_WORK
+    try:
+        spec = JobSpec(job_id, now, request.gpus, work, queue=request.queue,
+                       gpu_types=(request.gpu_type,) if request.gpu_type else (),
+                       priority=request.priority, min_gpus=request.min_gpus,
+                       max_gpus=request.max_gpus)
+    except ValueError as exc:
+        raise RequestError(400, str(exc).removeprefix(f"job {job_id}: ")) from None
+    most = _most_gpus(service, spec)
+    if spec.num_gpus > most:
+        kind = f" of type {request.gpu_type}" if request.gpu_type else ""
+        raise RequestError(400, f"asks for {spec.num_gpus} GPUs but this cluster can give one "
+                                f"job at most {most} GPUs{kind}")
+    return spec
+
+
+def _checkpoint_dir(service: Service, request: SubmitRequest, job_id: str) -> str:
+    """Absolute: a relative directory is taken from the job's working directory."""
+    if request.checkpoint_dir is None:
+        return str(service.config.data_dir.resolve() / "jobs" / job_id / "checkpoint")
+    return str(Path(request.working_dir or ".").resolve() / request.checkpoint_dir)
+
+
+def _most_gpus(service: Service, spec: JobSpec) -> int:
+    """The core's own rule (``max_workers`` over its filters), cached per job shape."""
+    shape = (spec.gpu_types, spec.num_gpus)
+    cache = service.max_workers_cache
+    if shape not in cache:
+        state = CycleState.begin(service.core.snapshot(running=False))
+        cache[shape] = max_workers(state, Job(spec), service.profile.filters)
+    return cache[shape]
+
+
+def _row(request: SubmitRequest, job_id: str, seq: int, now: float,
+         checkpoint_dir: str) -> JobRow:
+    return JobRow(id=job_id, seq=seq, name=request.name, command=list(request.command),
+                  env=dict(request.env), working_dir=request.working_dir,
+                  num_gpus=request.gpus, gpu_type=request.gpu_type, queue=request.queue,
+                  priority=request.priority, min_gpus=request.min_gpus,
+                  max_gpus=request.max_gpus, checkpoint_dir=checkpoint_dir,
+                  work_seconds=request.work_seconds, status="pending", submit_time=now,
+                  attempts=0, failures=0, pending_reason="", attained_service=0.0)
+
+
+def cancel(service: Service, job_id: str) -> None:
+    with service.locked():
+        job = service.core.jobs.get(job_id)
+        if job is None or job.status.is_terminal:
+            _missing_or_ended(service, job_id)
+        service.core.cancel(job_id)
+        service.event(job_id, "cancelled", "cancelled by request")
+        service.changed = True
+        service.persist()
+    service.wake.set()
+
+
+def report_progress(service: Service, job_id: str, report: ProgressReport) -> None:
+    with service.locked():
+        job = service.core.jobs.get(job_id)
+        if job is None or job.status.is_terminal:
+            _missing_or_ended(service, job_id)
+        progress = {"time": time.time(), **report.model_dump()}
+        service.batch.job(job_id, last_progress=progress)
+
+
+def _missing_or_ended(service: Service, job_id: str) -> None:
+    job = service.core.jobs.get(job_id)
+    row = service.store.job(job_id) if job is None else None
+    if job is None and row is None:
+        raise RequestError(404, f"no job {job_id!r}")
+    status = job.status.value if job is not None else row.status  # type: ignore[union-attr]
+    raise RequestError(409, f"job {job_id} has already ended ({status})")

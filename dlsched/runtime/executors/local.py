@@ -1,0 +1,254 @@
+"""The local executor: each worker of a job is a subprocess on this machine, one per GPU.
+
+``start`` launches a gang (all workers at once) from an argv list, never a shell string, each in
+its own session with stdout and stderr in the attempt's log file. ``stop`` sends SIGTERM to each
+worker's process group and SIGKILL after the grace period (a timer thread, so stopping never
+blocks the service). A start waits while workers that were told to stop still hold its GPUs or
+belong to the same job: a job never runs twice at once, and no two jobs share a GPU.
+
+Workers get this environment (the job-side library reads exactly these names):
+``DLSCHED_JOB_ID``, ``DLSCHED_ATTEMPT`` (1-based), ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` (127.0.0.1), ``MASTER_PORT`` (free, per attempt),
+``CUDA_VISIBLE_DEVICES`` (the worker's GPU index on its node), ``DLSCHED_CHECKPOINT_DIR`` (per
+job, the same for every attempt), ``DLSCHED_SERVICE_URL``, ``DLSCHED_TOKEN`` (when auth is on)
+and ``DLSCHED_GRACE_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.runtime.executors.processes import free_port, signal_group
+from dlsched.workload.job import Job
+
+
+class Outcome(enum.Enum):
+    SUCCEEDED = "succeeded"  # every worker exited with code 0
+    FAILED = "failed"  # a worker exited with another code or could not start
+    STOPPED = "stopped"  # told to stop (preemption, cancel, shutdown), and it did
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What the service says about one attempt of a job, asked for when it is launched."""
+
+    attempt: int
+    command: tuple[str, ...]
+    checkpoint_dir: str
+    log_path: Path
+    working_dir: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LocalSettings:
+    grace_seconds: float = 10.0
+    service_url: str = ""
+    token: str | None = None
+
+
+@dataclass(frozen=True)
+class AttemptLaunch:
+    job_id: str
+    attempt: int
+    gpus: tuple[int, ...]
+    pids: tuple[int, ...]
+    log_path: Path
+
+
+@dataclass(frozen=True)
+class AttemptEnd:
+    job_id: str
+    attempt: int
+    outcome: Outcome
+    message: str
+
+
+@dataclass(eq=False)
+class _Attempt:
+    job_id: str
+    gpus: tuple[int, ...]
+    number: int = 0
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    timer: threading.Timer | None = None
+
+    def codes(self) -> list[int | None]:
+        return [proc.poll() for proc in self.procs]
+
+    def exited(self) -> bool:
+        return all(code is not None for code in self.codes())
+
+
+class LocalExecutor:
+    """Not thread-safe: the service calls it under its lock (only the kill timers run apart)."""
+
+    def __init__(self, cluster: Cluster, plan: Callable[[str], LaunchPlan],
+                 settings: LocalSettings) -> None:
+        self.cluster = cluster
+        self.plan = plan
+        self.settings = settings
+        self._queued: dict[str, _Attempt] = {}  # started by the core, GPUs still draining
+        self._active: dict[str, _Attempt] = {}
+        self._stopping: list[_Attempt] = []
+        self._launched: list[AttemptLaunch] = []
+        self._ended: list[AttemptEnd] = []
+
+    # -- the Executor protocol ------------------------------------------------------------
+    def start(self, job: Job, now: float) -> None:
+        self._queued[job.job_id] = _Attempt(job.job_id, tuple(int(g) for g in job.allocation))
+        self._launch_ready()
+
+    def stop(self, job: Job, now: float) -> None:
+        if self._queued.pop(job.job_id, None) is not None:
+            return  # never launched
+        attempt = self._active.pop(job.job_id, None)
+        if attempt is not None:  # None: its workers already exited (a failure being handled)
+            self._terminate(attempt)
+
+    # -- what the service loop calls ------------------------------------------------------
+    def poll(self) -> list[AttemptEnd]:
+        """Attempts that ended since the last poll; launches starts whose GPUs drained."""
+        for attempt in list(self._active.values()):
+            self._check(attempt)
+        for attempt in [a for a in self._stopping if a.exited()]:
+            self._stopping.remove(attempt)
+            if attempt.timer is not None:
+                attempt.timer.cancel()
+            self._end(attempt, Outcome.STOPPED, _describe(attempt.codes()))
+        self._launch_ready()
+        ended, self._ended = self._ended, []
+        return ended
+
+    def take_launched(self) -> list[AttemptLaunch]:
+        launched, self._launched = self._launched, []
+        return launched
+
+    def drain(self, timeout: float) -> list[AttemptEnd]:
+        """Wait (blocking) until every stopped attempt has exited, or ``timeout`` passes."""
+        self._queued.clear()
+        ended = self.poll()
+        deadline = time.monotonic() + timeout
+        while self._stopping and time.monotonic() < deadline:
+            time.sleep(0.05)
+            ended += self.poll()
+        for attempt in self._stopping:
+            _kill(attempt)
+        return ended
+
+    @property
+    def active_jobs(self) -> tuple[str, ...]:
+        return tuple(self._active)
+
+    # -- internals ------------------------------------------------------------------------
+    def _check(self, attempt: _Attempt) -> None:
+        codes = attempt.codes()
+        failed = next(((rank, c) for rank, c in enumerate(codes) if c not in (None, 0)), None)
+        if failed is not None:
+            del self._active[attempt.job_id]
+            _kill(attempt)  # the other ranks cannot go on without it
+            for proc in attempt.procs:
+                proc.wait(timeout=10)
+            self._end(attempt, Outcome.FAILED, f"rank {failed[0]} {_exit_text(failed[1])}")
+        elif all(code == 0 for code in codes):
+            del self._active[attempt.job_id]
+            self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0")
+
+    def _end(self, attempt: _Attempt, outcome: Outcome, message: str) -> None:
+        _kill(attempt)  # whatever the workers left behind in their process groups
+        self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message))
+
+    def _terminate(self, attempt: _Attempt) -> None:
+        for proc in attempt.procs:
+            signal_group(proc.pid, signal.SIGTERM)
+        attempt.timer = threading.Timer(self.settings.grace_seconds, _kill, (attempt,))
+        attempt.timer.daemon = True
+        attempt.timer.start()
+        self._stopping.append(attempt)
+
+    def _launch_ready(self) -> None:
+        """Launch each queued start once no stopped worker holds its GPUs and no earlier
+        attempt of the same job is still exiting (it may be writing its checkpoint)."""
+        busy = {gpu for attempt in self._stopping for gpu in attempt.gpus}
+        exiting = {attempt.job_id for attempt in self._stopping}
+        for job_id, attempt in list(self._queued.items()):
+            if job_id not in exiting and busy.isdisjoint(attempt.gpus):
+                del self._queued[job_id]
+                self._launch(attempt)
+
+    def _launch(self, attempt: _Attempt) -> None:
+        plan = self.plan(attempt.job_id)
+        attempt.number = plan.attempt
+        error = None
+        try:
+            plan.log_path.parent.mkdir(parents=True, exist_ok=True)
+            Path(plan.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            with open(plan.log_path, "ab") as log:
+                for env in self._worker_envs(attempt, plan, free_port()):
+                    attempt.procs.append(subprocess.Popen(
+                        list(plan.command), cwd=plan.working_dir or None, env=env,
+                        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                        start_new_session=True))
+        except (OSError, ValueError) as exc:
+            error = f"could not start its workers: {exc}"
+        self._launched.append(AttemptLaunch(attempt.job_id, plan.attempt, attempt.gpus,
+                                            tuple(p.pid for p in attempt.procs), plan.log_path))
+        if error is None:
+            self._active[attempt.job_id] = attempt
+        else:
+            _kill(attempt)
+            self._end(attempt, Outcome.FAILED, error)
+
+    def _worker_envs(self, attempt: _Attempt, plan: LaunchPlan,
+                     port: int) -> Iterator[dict[str, str]]:
+        base = {**os.environ, **plan.env}
+        base.pop("DLSCHED_TOKEN", None)
+        nodes = [int(self.cluster.gpu_node[gpu]) for gpu in attempt.gpus]
+        per_node = Counter(nodes)
+        seen: Counter[int] = Counter()
+        for rank, (gpu, node) in enumerate(zip(attempt.gpus, nodes, strict=True)):
+            env = dict(base)
+            env.update(self._contract(attempt, plan, port))
+            env.update(RANK=str(rank), LOCAL_RANK=str(seen[node]),
+                       LOCAL_WORLD_SIZE=str(per_node[node]),
+                       CUDA_VISIBLE_DEVICES=str(gpu - int(self.cluster.node_first_gpu[node])))
+            seen[node] += 1
+            yield env
+
+    def _contract(self, attempt: _Attempt, plan: LaunchPlan, port: int) -> dict[str, str]:
+        env = {"DLSCHED_JOB_ID": attempt.job_id, "DLSCHED_ATTEMPT": str(plan.attempt),
+               "WORLD_SIZE": str(len(attempt.gpus)), "MASTER_ADDR": "127.0.0.1",
+               "MASTER_PORT": str(port), "DLSCHED_CHECKPOINT_DIR": plan.checkpoint_dir,
+               "DLSCHED_SERVICE_URL": self.settings.service_url,
+               "DLSCHED_GRACE_SECONDS": f"{self.settings.grace_seconds:g}"}
+        if self.settings.token:
+            env["DLSCHED_TOKEN"] = self.settings.token
+        return env
+
+
+def _kill(attempt: _Attempt) -> None:
+    for proc in attempt.procs:
+        signal_group(proc.pid, signal.SIGKILL)
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+def _describe(codes: list[int | None]) -> str:
+    return "workers stopped (" + ", ".join(
+        "running" if c is None else _exit_text(c) for c in codes) + ")"

@@ -1,0 +1,119 @@
+"""Request and response bodies of the REST API (pydantic). Times are UNIX timestamps."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class SubmitRequest(BaseModel):
+    """A job: ``command`` is an argv list, run as given (never through a shell)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: list[str] = Field(min_length=1, description="argv, e.g. ['python', 'train.py']")
+    gpus: int = Field(description="Workers (one GPU each), started together as a gang.")
+    gpu_type: str | None = Field(None, description="Only GPUs of this type (default: any).")
+    queue: str = Field("default", pattern=QUEUE_PATTERN)
+    priority: int = 0
+    min_gpus: int | None = None
+    max_gpus: int | None = None
+    checkpoint_dir: str | None = Field(
+        None, description="Kept across attempts (default: DATA_DIR/jobs/ID/checkpoint).")
+    name: str | None = Field(None, max_length=200)
+    work_seconds: float | None = Field(
+        None, gt=0, description="Estimated run time; only for policies that use one (SJF).")
+    working_dir: str | None = Field(None, description="Workers' working directory.")
+    env: dict[str, str] = Field(default_factory=dict,
+                                description="Extra environment (dlsched's own names win).")
+
+
+class ProgressReport(BaseModel):
+    """What a worker reports (the job-side library posts this)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int | None = None
+    samples_per_second: float | None = None
+    metrics: dict[str, float | str | bool | None] = Field(default_factory=dict)
+
+
+class GpuSlot(BaseModel):
+    node: str
+    index: int = Field(description="GPU index on its node (what CUDA_VISIBLE_DEVICES gets).")
+    gpu: int = Field(description="Global GPU id in the cluster.")
+
+
+class AttemptView(BaseModel):
+    number: int
+    started_at: float
+    ended_at: float | None
+    gpus: list[int]
+    outcome: str | None
+    message: str
+
+
+class JobSummary(BaseModel):
+    id: str
+    name: str | None
+    status: str
+    queue: str
+    priority: int
+    gpus: int
+    gpu_type: str | None
+    submitted_at: float
+    finished_at: float | None
+    attempts: int
+    pending_reason: str
+
+
+class JobDetail(JobSummary):
+    command: list[str]
+    min_gpus: int | None
+    max_gpus: int | None
+    work_seconds: float | None
+    checkpoint_dir: str
+    allocation: list[GpuSlot]
+    queue_position: int | None = Field(description="1 = next to be considered; None unless "
+                                                   "the job waits.")
+    attempt_history: list[AttemptView]
+    last_progress: dict | None
+
+
+class EventView(BaseModel):
+    time: float
+    kind: str
+    message: str
+
+
+class GpuView(BaseModel):
+    index: int
+    gpu: int
+    job_id: str | None
+
+
+class NodeView(BaseModel):
+    name: str
+    gpu_type: str
+    gpus: list[GpuView]
+
+
+class ClusterView(BaseModel):
+    name: str
+    policy: str
+    gpus_total: int
+    gpus_allocated: float
+    nodes: list[NodeView]
+
+
+class QueueView(BaseModel):
+    name: str
+    pending: int
+    running: int
+    gpus_allocated: float
+
+
+class Health(BaseModel):
+    status: str
+    loop_alive: bool

@@ -1,0 +1,250 @@
+"""The scheduler service: the simulator's core with a wall clock and the local executor.
+
+One background thread runs the loop. Each iteration, under the service lock: reap workers that
+exited (all ranks 0 -> ``finish``; a failure -> ``requeue``, or ``fail`` after
+``max_attempts``), run a scheduling cycle if anything changed or a wake-up time passed, then
+commit every change in one transaction. API threads call the commands below under the same lock
+and wake the loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.perf.model import LinearScaling
+from dlsched.runtime.clock import WallClock
+from dlsched.runtime.executors.local import (
+    AttemptEnd,
+    LaunchPlan,
+    LocalExecutor,
+    LocalSettings,
+    Outcome,
+)
+from dlsched.runtime.metrics import RuntimeMetrics
+from dlsched.runtime.recovery import recover
+from dlsched.runtime.store import Batch, Store
+from dlsched.scheduling.registry import build_policy
+from dlsched.scheduling.scheduler import CoreConfig, Scheduler
+from dlsched.workload.job import JobStatus
+
+log = logging.getLogger("dlsched.runtime")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    cluster: Cluster
+    data_dir: Path
+    db_url: str | None = None  # default: sqlite:///DATA_DIR/dlsched.db
+    policy: str = "fifo"
+    policy_options: Mapping[str, str] = field(default_factory=dict)
+    service_url: str = ""
+    token: str | None = None
+    grace_seconds: float = 10.0
+    max_attempts: int = 3
+    poll_seconds: float = 0.1
+
+    @property
+    def database(self) -> str:
+        return self.db_url or f"sqlite:///{self.data_dir / 'dlsched.db'}"
+
+
+@dataclass
+class ActiveJob:
+    """What the service keeps about a job that has not ended: how to launch it."""
+
+    command: tuple[str, ...]
+    checkpoint_dir: str
+    working_dir: str | None
+    env: dict[str, str]
+    attempts: int = 0
+    failures: int = 0
+
+
+class Service:
+    def __init__(self, config: ServiceConfig) -> None:
+        self.config = config
+        self.cluster = config.cluster
+        self.store = Store(config.database)
+        self.clock = WallClock()
+        self.lock = threading.RLock()
+        self.wake = threading.Event()
+        self.profile = build_policy(config.policy, dict(config.policy_options))
+        settings = LocalSettings(config.grace_seconds, config.service_url, config.token)
+        self.executor = LocalExecutor(config.cluster, self._plan_attempt, settings)
+        self.core = Scheduler(config.cluster, self.profile, LinearScaling(), self.clock,
+                              self.executor, CoreConfig(restart_overhead=0.0))
+        self.metrics = RuntimeMetrics(config.cluster)
+        self.active: dict[str, ActiveJob] = {}
+        self.batch = Batch()
+        self.touched: set[str] = set()
+        self.changed = False
+        self.next_seq = 1
+        self.max_workers_cache: dict[tuple, int] = {}
+        self._reasons: dict[str, str] = {}
+        self._next_wakeup: float | None = None
+        self._last_cycle = 0.0
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    # -- life cycle -----------------------------------------------------------------------
+    def start(self) -> None:
+        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store.create()
+        self.clock.epoch = self.store.epoch()
+        with self.locked():
+            recover(self)
+            self.persist()
+        self._thread = threading.Thread(target=self._run, name="dlsched-loop", daemon=True)
+        self._thread.start()
+
+    def shutdown(self) -> None:
+        """Stop the loop, then stop every running job (SIGTERM, grace, SIGKILL) and requeue it:
+        the next start resumes it from its checkpoint."""
+        self._stop.set()
+        self.wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        with self.locked():
+            for job_id in list(self.core.running):
+                self.requeue(job_id, "the service stopped")
+            for end in self.executor.drain(self.config.grace_seconds + 1):
+                self._attempt_ended(end)
+            self.record_launches()
+            self.persist()
+        self.store.close()
+
+    @contextmanager
+    def locked(self) -> Iterator[float]:
+        """The service lock, with the clock held still (see ``WallClock.frozen``)."""
+        with self.lock, self.clock.frozen() as now:
+            yield now
+
+    @property
+    def loop_alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    # -- the loop -------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.wake.wait(self.config.poll_seconds)
+            self.wake.clear()
+            try:
+                self.iterate()
+            except Exception:  # keep scheduling; the next iteration retries the commit
+                log.exception("service loop iteration failed")
+                time.sleep(self.config.poll_seconds)
+
+    def iterate(self) -> None:
+        with self.locked():
+            for end in self.executor.poll():
+                self._attempt_ended(end)
+                self.changed = True
+            if self.changed or self._due():
+                self._cycle()
+            self.record_launches()
+            self.persist()
+
+    def _due(self) -> bool:
+        now = self.clock.now()
+        if self._next_wakeup is not None and now >= self._next_wakeup:
+            return True
+        every = self.profile.round_seconds
+        return bool(every and not self.core.idle and now - self._last_cycle >= every)
+
+    def _cycle(self) -> None:
+        self.changed = False
+        started = time.perf_counter()
+        result = self.core.cycle()
+        self.metrics.cycle_seconds.observe(time.perf_counter() - started)
+        now = self._last_cycle = self.clock.now()
+        self._next_wakeup = result.next_wakeup
+        for preempt in result.preemptions:
+            self.metrics.preemptions.inc()
+            self.event(preempt.job_id, "preempted", preempt.reason, now)
+        for start in result.starts:
+            self.event(start.job_id, "scheduled", f"on GPUs {list(start.gpus)}", now)
+        for job_id, reason in result.reasons.items():
+            if self._reasons.get(job_id) != reason:
+                self._reasons[job_id] = reason
+                self.touched.add(job_id)
+
+    def _attempt_ended(self, end: AttemptEnd) -> None:
+        now = self.clock.now()
+        self.batch.attempt_ended(end.job_id, end.attempt, now, end.outcome.value, end.message)
+        job = self.core.jobs.get(end.job_id)
+        if end.outcome is Outcome.STOPPED or job is None or job.status is not JobStatus.RUNNING:
+            return
+        if end.outcome is Outcome.SUCCEEDED:
+            self.core.finish(end.job_id)
+            self.event(end.job_id, "finished", end.message, now)
+            return
+        self.metrics.worker_failures.inc()
+        record = self.active[end.job_id]
+        record.failures += 1
+        self.batch.job(end.job_id, failures=record.failures)
+        reason = f"attempt {end.attempt} failed: {end.message}"
+        if record.failures >= self.config.max_attempts:
+            self.core.fail(end.job_id, f"{reason} (gave up after {record.failures} failures)")
+            self.event(end.job_id, "failed", self.core.jobs[end.job_id].pending_reason, now)
+        else:
+            self.requeue(end.job_id, reason)
+
+    def requeue(self, job_id: str, reason: str) -> None:
+        self.core.requeue(job_id, reason)
+        self.event(job_id, "requeued", reason)
+
+    def _plan_attempt(self, job_id: str) -> LaunchPlan:
+        record = self.active[job_id]
+        record.attempts += 1
+        self.batch.job(job_id, attempts=record.attempts)
+        log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{record.attempts}.log"
+        return LaunchPlan(record.attempts, record.command, record.checkpoint_dir, log_path,
+                          record.working_dir, record.env)
+
+    def record_launches(self) -> None:
+        for launch in self.executor.take_launched():
+            now = self.clock.now()
+            self.batch.attempt_started(launch.job_id, launch.attempt, now, launch.gpus,
+                                       launch.pids, str(launch.log_path))
+            self.event(launch.job_id, "started",
+                       f"attempt {launch.attempt}, pids {list(launch.pids)}", now)
+
+    # -- state changes --------------------------------------------------------------------
+    def event(self, job_id: str, kind: str, message: str, now: float | None = None) -> None:
+        self.batch.event(job_id, self.clock.now() if now is None else now, kind, message)
+        self.touched.add(job_id)
+
+    def persist(self) -> None:
+        """Write every touched job's state and the batch in one transaction."""
+        for job_id in self.touched:
+            job = self.core.jobs[job_id]
+            self.batch.job(job_id, status=job.status.value,
+                           pending_reason=self.core.reason_for(job),
+                           finish_time=job.finish_time,
+                           attained_service=job.attained_service(self.clock.now()))
+            if job.status.is_terminal and self.active.pop(job_id, None) is not None:
+                self._reasons.pop(job_id, None)
+                self.metrics.jobs_ended.labels(job.status.value).inc()
+        self.touched.clear()
+        if self.batch:
+            batch, self.batch = self.batch, Batch()
+            try:
+                self.store.commit(batch)
+            except Exception:
+                self.batch = _merge(batch, self.batch)  # retried by the next iteration
+                raise
+
+
+def _merge(first: Batch, second: Batch) -> Batch:
+    merged = Batch(dict(first.jobs), first.new_attempts + second.new_attempts,
+                   first.ended_attempts + second.ended_attempts, first.events + second.events)
+    for job_id, columns in second.jobs.items():
+        merged.job(job_id, **columns)
+    return merged

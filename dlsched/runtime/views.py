@@ -1,0 +1,159 @@
+"""What the API shows: database rows, with live facts from the core (allocation, queue order).
+
+Every view first commits the loop's pending changes, so what it reads is current.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dlsched.runtime.commands import RequestError
+from dlsched.runtime.models import (
+    AttemptView,
+    ClusterView,
+    EventView,
+    GpuSlot,
+    GpuView,
+    JobDetail,
+    JobSummary,
+    NodeView,
+    QueueView,
+)
+from dlsched.runtime.store import JobRow
+from dlsched.scheduling.cycle import ordered_waiting
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+if TYPE_CHECKING:
+    from dlsched.runtime.service import Service
+
+
+def _flushed(service: Service) -> None:
+    with service.locked():
+        service.persist()
+
+
+def _row(service: Service, job_id: str) -> JobRow:
+    _flushed(service)
+    row = service.store.job(job_id)
+    if row is None:
+        raise RequestError(404, f"no job {job_id!r}")
+    return row
+
+
+def summary(service: Service, row: JobRow, reason: str | None = None) -> JobSummary:
+    """``reason``: the live "why pending" from the core (the stored one otherwise)."""
+    to_unix = service.clock.to_unix
+    return JobSummary(id=row.id, name=row.name, status=row.status, queue=row.queue,
+                      priority=row.priority, gpus=row.num_gpus, gpu_type=row.gpu_type,
+                      submitted_at=to_unix(row.submit_time) or 0.0,
+                      finished_at=to_unix(row.finish_time), attempts=row.attempts,
+                      pending_reason=row.pending_reason if reason is None else reason)
+
+
+def _live_reasons(service: Service, rows: list[JobRow]) -> dict[str, str]:
+    """Why each waiting job waits, now (a job behind a strict-FIFO head shares its reason)."""
+    with service.locked():
+        jobs = (service.core.jobs.get(row.id) for row in rows)
+        return {job.job_id: service.core.reason_for(job) for job in jobs
+                if job is not None and job.status.is_waiting}
+
+
+def job_list(service: Service, status: str | None, queue: str | None, limit: int,
+             offset: int) -> list[JobSummary]:
+    _flushed(service)
+    rows = service.store.jobs(status, queue, limit, offset)
+    reasons = _live_reasons(service, rows)
+    return [summary(service, row, reasons.get(row.id)) for row in rows]
+
+
+def job_detail(service: Service, job_id: str) -> JobDetail:
+    row = _row(service, job_id)
+    attempts = [AttemptView(number=a.number, started_at=service.clock.to_unix(a.start_time) or 0,
+                            ended_at=service.clock.to_unix(a.end_time), gpus=a.gpus,
+                            outcome=a.outcome, message=a.message)
+                for a in service.store.attempts(job_id)]
+    with service.locked():
+        job = service.core.jobs.get(job_id)
+        allocation = _slots(service, job.allocation) if job and job.status.value == "running" \
+            else []
+        position = _position(service, job) if job is not None else None
+    reason = _live_reasons(service, [row]).get(row.id)
+    return JobDetail(**summary(service, row, reason).model_dump(), command=row.command,
+                     min_gpus=row.min_gpus, max_gpus=row.max_gpus,
+                     work_seconds=row.work_seconds, checkpoint_dir=row.checkpoint_dir,
+                     allocation=allocation, queue_position=position,
+                     attempt_history=attempts, last_progress=row.last_progress)
+
+
+def _slots(service: Service, gpus: tuple[int, ...]) -> list[GpuSlot]:
+    cluster = service.cluster
+    slots = []
+    for gpu in gpus:
+        node = int(cluster.gpu_node[gpu])
+        slots.append(GpuSlot(node=cluster.nodes[node].name,
+                             index=gpu - int(cluster.node_first_gpu[node]), gpu=int(gpu)))
+    return slots
+
+
+def _position(service: Service, job: Job) -> int | None:
+    """1-based place in the policy's order of the waiting jobs (None unless it waits)."""
+    if not job.status.is_waiting or job.job_id not in service.core.waiting:
+        return None
+    state = CycleState.begin(service.core.snapshot())
+    for place, other in enumerate(ordered_waiting(service.profile, state), 1):
+        if other is job:
+            return place
+    return None
+
+
+def events(service: Service, job_id: str) -> list[EventView]:
+    _row(service, job_id)
+    return [EventView(time=service.clock.to_unix(e.time) or 0.0, kind=e.kind, message=e.message)
+            for e in service.store.events(job_id)]
+
+
+def log_tail(service: Service, job_id: str, max_bytes: int) -> str:
+    """The end of the latest attempt's log (all ranks write to it)."""
+    _row(service, job_id)
+    attempts = service.store.attempts(job_id)
+    if not attempts:
+        return ""
+    path = Path(attempts[-1].log_path)
+    try:
+        with open(path, "rb") as log:
+            size = log.seek(0, 2)
+            log.seek(max(0, size - max_bytes))
+            return log.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def cluster_view(service: Service) -> ClusterView:
+    cluster = service.cluster
+    with service.locked():
+        holder = {int(g): job.job_id for job in service.core.running.values()
+                  for g in job.allocation}
+        used = service.core.used_gpus
+    nodes = []
+    for n, node in enumerate(cluster.nodes):
+        first = int(cluster.node_first_gpu[n])
+        gpus = [GpuView(index=i, gpu=first + i, job_id=holder.get(first + i))
+                for i in range(node.num_gpus)]
+        nodes.append(NodeView(name=node.name, gpu_type=node.gpu_type, gpus=gpus))
+    return ClusterView(name=cluster.name, policy=service.profile.name,
+                       gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes)
+
+
+def queue_views(service: Service) -> list[QueueView]:
+    with service.locked():
+        pending = Counter(job.spec.queue for job in service.core.waiting.values())
+        running = Counter(job.spec.queue for job in service.core.running.values())
+        gpus: Counter[str] = Counter()
+        for job in service.core.running.values():
+            gpus[job.spec.queue] += sum(job.shares)
+    names = sorted(set(pending) | set(running) | {"default"})
+    return [QueueView(name=q, pending=pending[q], running=running[q], gpus_allocated=gpus[q])
+            for q in names]

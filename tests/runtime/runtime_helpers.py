@@ -1,0 +1,63 @@
+"""Helpers of the runtime tests (not fixtures): worker commands, waiting, clean-up."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from dlsched.runtime.service import Service
+
+WORKER = Path(__file__).parent / "workers" / "worker.py"
+
+
+def worker(mode: str, out: Path, arg: float | None = None) -> list[str]:
+    return [sys.executable, str(WORKER), mode, str(out), *([] if arg is None else [str(arg)])]
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.03)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+
+
+def records(out: Path, job_id: str) -> list[dict[str, Any]]:
+    """What each worker of a job wrote when it started, by attempt then rank."""
+    return [json.loads(p.read_text()) for p in sorted(out.glob(f"{job_id}-a*-r*.json"))]
+
+
+def kill_strays(root: Path) -> None:
+    """SIGKILL the process group of every live process that is a worker under ``root``."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            if any(item.startswith(b"DLSCHED_CHECKPOINT_DIR=" + str(root).encode())
+                   for item in environ):
+                os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
+
+
+@dataclass
+class Live:
+    """A service behind a real HTTP server (uvicorn in a thread, on a free port)."""
+
+    service: Service
+    url: str
+    http: httpx.Client

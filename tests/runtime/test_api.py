@@ -1,0 +1,91 @@
+"""API contract: validation (nothing stored on a bad request), auth, errors, OpenAPI, metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_helpers import Live, worker
+
+BAD_SUBMISSIONS = [
+    pytest.param({"gpus": 1, "command": ["true"], "colour": "red"}, 422, "colour",
+                 id="unknown-field"),
+    pytest.param({"gpus": 1, "command": []}, 422, "command", id="empty-command"),
+    pytest.param({"gpus": 1, "command": "python train.py"}, 422, "command",
+                 id="command-as-string"),
+    pytest.param({"gpus": 5, "command": ["true"]}, 400, "at most 4 GPUs", id="too-many-gpus"),
+    pytest.param({"gpus": 0, "command": ["true"]}, 400, "at least 1", id="zero-gpus"),
+    pytest.param({"gpus": 1, "command": ["true"], "gpu_type": "H100"}, 400,
+                 "no GPU of type 'H100'", id="unknown-gpu-type"),
+    pytest.param({"gpus": 2, "command": ["true"], "min_gpus": 3}, 400, "min_gpus 3 > num_gpus",
+                 id="min-above-gpus"),
+    pytest.param({"gpus": 1, "command": ["true"], "queue": "bad queue!"}, 422, "queue",
+                 id="queue-name"),
+]
+
+
+@pytest.mark.parametrize(("body", "status", "message"), BAD_SUBMISSIONS)
+def test_bad_submissions_are_refused_and_nothing_is_stored(
+        live: Callable[..., Live], body: dict[str, Any], status: int, message: str) -> None:
+    client = live().http
+    response = client.post("/v1/jobs", json=body)
+    assert response.status_code == status
+    assert message in response.text
+    assert client.get("/v1/jobs").json() == []
+
+
+def test_any_queue_name_is_accepted_for_now(live: Callable[..., Live], out: Path) -> None:
+    client = live().http
+    response = client.post("/v1/jobs", json={"gpus": 1, "queue": "team-a",
+                                             "command": worker("sleep", out, 0)})
+    assert response.status_code == 201
+    assert response.json()["queue"] == "team-a"
+    assert client.get("/v1/jobs", params={"queue": "team-a"}).json()[0]["id"] == "job-000001"
+
+
+def test_token_is_required_on_v1_but_not_on_health_and_metrics(
+        live: Callable[..., Live]) -> None:
+    handle = live(token="s3cret")
+    import httpx
+
+    with httpx.Client(base_url=handle.url) as anonymous:
+        assert anonymous.get("/v1/jobs").status_code == 401
+        wrong = anonymous.get("/v1/jobs", headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and "token" in wrong.json()["detail"]
+        assert anonymous.post("/v1/jobs", json={}).status_code == 401
+        assert anonymous.get("/healthz").json()["status"] == "ok"
+        assert anonymous.get("/metrics").status_code == 200
+    assert handle.http.get("/v1/jobs").status_code == 200
+
+
+def test_unknown_jobs_are_404_and_ended_jobs_cannot_be_cancelled(
+        live: Callable[..., Live]) -> None:
+    client = live().http
+    assert client.get("/v1/jobs/job-9").status_code == 404
+    assert client.delete("/v1/jobs/job-9").status_code == 404
+    assert client.post("/v1/jobs/job-9/progress", json={"step": 1}).status_code == 404
+    job = client.post("/v1/jobs", json={"gpus": 1, "command": ["sleep", "30"]}).json()["id"]
+    assert client.delete(f"/v1/jobs/{job}").json()["status"] == "cancelled"
+    second = client.delete(f"/v1/jobs/{job}")
+    assert second.status_code == 409 and "already ended (cancelled)" in second.text
+
+
+def test_openapi_lists_the_contract(live: Callable[..., Live]) -> None:
+    paths = live().http.get("/openapi.json").json()["paths"]
+    for path in ("/v1/jobs", "/v1/jobs/{job_id}", "/v1/cluster", "/v1/queues", "/healthz",
+                 "/metrics", "/v1/jobs/{job_id}/events", "/v1/jobs/{job_id}/logs",
+                 "/v1/jobs/{job_id}/progress"):
+        assert path in paths, path
+
+
+def test_metrics_are_prometheus_text(live: Callable[..., Live]) -> None:
+    client = live().http
+    client.post("/v1/jobs", json={"gpus": 4, "command": ["sleep", "30"]})
+    client.post("/v1/jobs", json={"gpus": 4, "command": ["sleep", "30"]})
+    text = client.get("/metrics").text
+    for name in ("dlsched_queue_length", "dlsched_running_jobs", "dlsched_gpus_allocated",
+                 "dlsched_cycle_seconds_bucket", "dlsched_preemptions_total",
+                 'dlsched_gpus{gpu_type="T4"} 4.0'):
+        assert name in text, name

@@ -1,0 +1,71 @@
+"""The CLI verbs against a live service: submit (argv after --, or a YAML file), jobs, status,
+logs, cancel; errors exit 1 with the service's message; registering on the main app."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from runtime_helpers import Live, wait_for, worker
+from typer.testing import CliRunner
+
+from dlsched.runtime.cli import runtime_app
+
+runner = CliRunner()
+
+
+def cli(url: str, *args: str) -> tuple[int, str]:
+    verb, *rest = args
+    if "--" in rest:
+        at = rest.index("--")
+        rest = [*rest[:at], "--url", url, *rest[at:]]
+    else:
+        rest = [*rest, "--url", url]
+    result = runner.invoke(runtime_app, [verb, *rest])
+    return result.exit_code, result.output
+
+
+def test_submit_watch_and_cancel(live: Callable[..., Live], out: Path, tmp_path: Path) -> None:
+    url = live().url
+    code, text = cli(url, "submit", "--gpus", "2", "--name", "argv", "--",
+                     *worker("sleep", out, 0.2))
+    assert code == 0, text
+    first = text.strip()
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(yaml.safe_dump({"command": worker("sleep", out, 30), "gpus": 1,
+                                        "queue": "team", "name": "from-yaml"}))
+    code, text = cli(url, "submit", "--file", str(job_file), "--gpus", "2")
+    assert code == 0, text
+    second = text.strip()
+    wait_for(lambda: "finished" in cli(url, "jobs", first)[1], 15, "the first job to finish")
+    code, text = cli(url, "jobs")
+    assert code == 0 and first in text and second in text
+    wait_for(lambda: "running" in cli(url, "jobs", second)[1], 15, "the second job to run")
+    code, text = cli(url, "jobs", second)
+    assert "from-yaml" in text and "queue team" in text and "GPUs 2" in text
+    code, text = cli(url, "status")
+    assert code == 0 and f":{second}" in text and "team" in text
+    assert "worker job-000001-a1-r" in cli(url, "logs", first)[1]
+    code, text = cli(url, "cancel", second)
+    assert code == 0 and "cancelled" in text
+
+
+def test_errors_exit_1_with_the_services_message(live: Callable[..., Live], out: Path) -> None:
+    url = live().url
+    code, text = cli(url, "submit", "--gpus", "9", "--", "true")
+    assert code == 1 and "at most 4 GPUs" in text
+    code, text = cli(url, "jobs", "job-404")
+    assert code == 1 and "no job" in text
+    code, text = cli("http://127.0.0.1:9", "jobs")
+    assert code == 1 and "cannot reach" in text
+
+
+def test_the_main_app_has_the_verbs_without_importing_fastapi() -> None:
+    probe = ("import sys, dlsched.cli as c; "
+             "names = {i.callback.__name__ for i in c.app.registered_commands}; "
+             "assert {'serve', 'submit', 'jobs', 'cancel', 'logs'} <= names, names; "
+             "assert 'fastapi' not in sys.modules and 'sqlalchemy' not in sys.modules")
+    subprocess.run([sys.executable, "-c", probe], check=True)

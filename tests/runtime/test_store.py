@@ -1,0 +1,79 @@
+"""The state store: rows survive a reopen; a batch commits jobs, attempts and events at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sqlalchemy")
+
+from dlsched.runtime.store import Batch, JobRow, Store  # noqa: E402
+
+
+def job_row(job_id: str, seq: int) -> JobRow:
+    return JobRow(id=job_id, seq=seq, name="n", command=["python", "train.py", "--x=1 2"],
+                  env={"A": "b"}, working_dir="/w", num_gpus=2, gpu_type="T4", queue="q",
+                  priority=3, min_gpus=1, max_gpus=4, checkpoint_dir="/ck", work_seconds=60.0,
+                  status="pending", submit_time=1.5, attempts=0, failures=0, pending_reason="",
+                  attained_service=0.0)
+
+
+def test_round_trip_through_a_reopen(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'state.db'}"
+    store = Store(url)
+    store.create()
+    epoch = store.epoch()
+    store.add_job(job_row("job-1", 1), 1.5, "submitted")
+    store.add_job(job_row("job-2", 2), 2.0, "submitted")
+    batch = Batch()
+    batch.job("job-1", status="running", attempts=1)
+    batch.job("job-2", last_progress={"step": 7, "metrics": {"loss": 0.5}})
+    batch.attempt_started("job-1", 1, 3.0, (0, 1), (101, 102), "/logs/a1")
+    batch.event("job-1", 3.0, "started", "attempt 1")
+    store.commit(batch)
+    ended = Batch()
+    ended.attempt_ended("job-1", 1, 9.0, "succeeded", "ok")
+    ended.job("job-1", status="finished", finish_time=9.0)
+    store.commit(ended)
+    store.close()
+
+    again = Store(url)
+    again.create()
+    assert again.epoch() == epoch
+    assert again.next_seq() == 3
+    one = again.job("job-1")
+    assert one is not None and one.status == "finished" and one.finish_time == 9.0
+    assert one.command == ["python", "train.py", "--x=1 2"] and one.env == {"A": "b"}
+    assert (one.num_gpus, one.gpu_type, one.queue, one.priority) == (2, "T4", "q", 3)
+    two = again.job("job-2")
+    assert two is not None and two.status == "pending"
+    assert two.last_progress == {"step": 7, "metrics": {"loss": 0.5}}
+    [attempt] = again.attempts("job-1")
+    assert (attempt.gpus, attempt.pids, attempt.outcome, attempt.end_time) == (
+        [0, 1], [101, 102], "succeeded", 9.0)
+    assert [e.kind for e in again.events("job-1")] == ["submitted", "started"]
+    assert [r.id for r in again.unfinished()] == ["job-2"]
+    assert again.open_attempts() == []
+    assert [r.id for r in again.jobs(queue="q", status="pending")] == ["job-2"]
+    again.close()
+
+
+def test_open_attempts_are_those_without_an_end(tmp_path: Path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 's.db'}")
+    store.create()
+    store.add_job(job_row("job-1", 1), 0.0, "")
+    batch = Batch()
+    batch.attempt_started("job-1", 1, 1.0, (0,), (5,), "/l")
+    batch.attempt_started("job-1", 2, 2.0, (1,), (6,), "/l2")
+    batch.attempt_ended("job-1", 1, 1.5, "stopped", "")
+    store.commit(batch)
+    assert [(a.number, a.pids) for a in store.open_attempts()] == [(2, [6])]
+    store.close()
+
+
+def test_an_empty_batch_is_falsy() -> None:
+    batch = Batch()
+    assert not batch
+    batch.event("j", 0.0, "kind")
+    assert batch
