@@ -19,7 +19,7 @@ import numpy as np
 
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
-from dlsched.scheduling.placement import filter_nodes, place
+from dlsched.scheduling.placement import filter_nodes, place, unconstrained
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
@@ -45,16 +45,15 @@ class _CycleRun:
         self.starts: list[Start] = []
         self.preemptions: list[Preempt] = []
         self.reasons: dict[str, str] = {}
-        self.misses: set[tuple] = set()
+        self.misses: dict[tuple, int] = {}  # shape -> fewest GPUs a job of it failed with
         self.blocked: dict[str, str] = {}  # queue -> why the rest of it waits (strict FIFO)
 
     def in_order(self, order: Sequence[Job]) -> None:
-        give_up_when_full = not self.profile.preemptive
         for job in order:
             if job.spec.queue in self.blocked:
                 continue
-            if not self.consider(job) and give_up_when_full and self._full():
-                return  # no GPU has room left and nothing may be evicted
+            if not self.consider(job) and self._nothing_else_fits(job):
+                return
 
     def heads_of(self, queues: Mapping[str, Sequence[Job]]) -> None:
         """Strict FIFO: only each queue's head can start; merge the heads in queue order and
@@ -85,8 +84,18 @@ class _CycleRun:
             self.blocked[job.spec.queue] = f"waiting behind {job.job_id} (strict FIFO)"
         return False
 
-    def _full(self) -> bool:
-        return self.state.free_whole == 0 and float(self.state.free.max()) <= EPS
+    def _nothing_else_fits(self, failed: Job) -> bool:
+        """Whether every later job must fail too: the cluster is full and nothing may be
+        evicted; or a job that asks the least possible (one whole GPU on any node) failed,
+        no job asks for a fraction, and nothing was evicted in this cycle (later jobs rank
+        lower, so their possible victims are a subset of its)."""
+        state = self.state
+        if not self.profile.preemptive:
+            return state.free_whole == 0 and float(state.free.max()) <= EPS
+        spec = failed.spec
+        return (spec.num_gpus == 1 and spec.gpu_share >= 1.0 and not state.evicted
+                and not state.snapshot.has_fractional
+                and unconstrained(state, failed, self.profile.filters))
 
 
 def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:
@@ -97,14 +106,18 @@ def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:
 
 
 def _try_job(profile: Profile, state: CycleState, job: Job,
-             misses: set[tuple]) -> tuple[Status, tuple[Job, ...]]:
+             misses: dict[tuple, int]) -> tuple[Status, tuple[Job, ...]]:
     for plugin in profile.pre_filters:
         status = plugin.pre_filter(state, job)
         if not status.ok:
             return status, ()
-    if _shape(job) in misses:
-        return Status(Code.UNSCHEDULABLE, "an identical job did not fit in this cycle",
-                      "placement"), ()
+    if job.spec.num_gpus >= misses.get(_shape(job), 1 << 62):
+        return Status(Code.UNSCHEDULABLE, "a job as large or smaller of the same kind did not "
+                      "fit in this cycle", "placement"), ()
+    if not profile.preemptive and job.spec.gpu_share >= 1.0 and (
+            job.spec.num_gpus > state.free_whole):
+        return Status(Code.UNSCHEDULABLE, f"needs {job.spec.num_gpus} GPUs, "
+                      f"{state.free_whole} free", "placement"), ()
     prior = profile.futile.get(job.job_id)
     memo = _futility_key(profile, state, job) if prior is not None else None
     if memo is not None and memo == prior:
@@ -136,7 +149,7 @@ def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None
 
 
 def _attempt(profile: Profile, state: CycleState, job: Job,
-             misses: set[tuple]) -> tuple[Status, tuple[Job, ...]]:
+             misses: dict[tuple, int]) -> tuple[Status, tuple[Job, ...]]:
     status = _place(profile, state, job)
     if status.ok:
         return status, ()
@@ -144,7 +157,9 @@ def _attempt(profile: Profile, state: CycleState, job: Job,
         victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
         if victims:
             return _place(profile, state, job), victims
-    misses.add(_shape(job))  # later jobs of this shape rank lower: they cannot fit either
+    # A later job of this kind ranks lower and asks at least as much: it cannot fit either.
+    shape = _shape(job)
+    misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
     return status, ()
 
 
@@ -223,5 +238,6 @@ def _restore(state: CycleState, victims: list[Job]) -> None:
 
 
 def _shape(job: Job) -> tuple:
+    """What, besides the GPU count, decides where a job may run."""
     spec = job.spec
-    return (spec.num_gpus, spec.gpu_share, spec.gpu_types, spec.pool, spec.model)
+    return (spec.gpu_share, spec.gpu_types, spec.pool, spec.model, spec.batch_size)

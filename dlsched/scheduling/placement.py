@@ -56,6 +56,11 @@ def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
     return cached[0], cached[1], cached[2]
 
 
+def unconstrained(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> bool:
+    """Whether the job's static filters let it use every node."""
+    return bool(_static_mask(state, job, filters)[0].all())
+
+
 def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> int:
     """Workers of this job the whole cluster could ever host (every GPU free)."""
     mask = _static_mask(state, job, filters)[0]

@@ -84,6 +84,7 @@ class Scheduler:
         self.on_finish: Callable[[Job], None] | None = None
         self._max_workers_cache: dict[tuple, int] = {}
         self.queue_reasons: dict[str, str] = {}
+        self.fractional_jobs = 0  # submitted jobs that ask for part of a GPU (ever)
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -91,6 +92,7 @@ class Scheduler:
             raise ValueError(f"job {spec.job_id} already submitted")
         job = Job(spec)
         job.queued_since = self.clock.now()
+        self.fractional_jobs += spec.gpu_share < 1.0
         self.jobs[spec.job_id] = job
         most = self._max_workers(job)
         if spec.num_gpus > most:
@@ -154,7 +156,8 @@ class Scheduler:
         jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
                                self.node_version, *jobs, self.throughput,
-                               by_queue=self.waiting.by_queue())
+                               by_queue=self.waiting.by_queue(),
+                               has_fractional=self.fractional_jobs > 0)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:

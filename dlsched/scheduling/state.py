@@ -36,6 +36,7 @@ class ClusterSnapshot:
     throughput: ThroughputModel
     down_nodes: frozenset[int] = frozenset()
     by_queue: Mapping[str, Sequence[Job]] = field(default_factory=dict)
+    has_fractional: bool = True  # whether any job asks for a fraction of a GPU
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.

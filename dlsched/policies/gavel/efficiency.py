@@ -1,0 +1,127 @@
+"""Gavel's efficiency policies (Narayanan et al., OSDI'20 §4.2) and its FIFO baseline.
+
+``min_makespan`` is a max-min LP; ``min_cost`` a linear-fractional program turned into an LP by
+the Charnes-Cooper substitution; ``fifo_hetero`` a greedy rule, no LP.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlsched.policies.gavel.fairness import solve_max_min
+from dlsched.policies.gavel.lp import INF, Entries, LinearProgram, single_columns, stack
+from dlsched.policies.gavel.problem import Allocation, AllocationProblem, effective_throughput
+
+SECONDS_PER_HOUR = 3600.0
+
+
+def _remaining(problem: AllocationProblem) -> np.ndarray:
+    if problem.remaining is None or np.any(problem.remaining <= 0):
+        raise ValueError("this policy needs remaining steps > 0 for every job")
+    return problem.remaining
+
+
+def min_makespan(problem: AllocationProblem, pareto: bool = True) -> Allocation:
+    """Gavel §4.2, minimize makespan: ``min_X max_j R_j / throughput(j, X)``, solved as
+    ``max_X min_j throughput(j, X) / R_j``; ``objective`` is the makespan in seconds if every
+    job kept this allocation to its end."""
+    started = time.perf_counter()
+    value = problem.throughput / _remaining(problem)[:, None]
+    x, best, solves = solve_max_min(value, np.zeros(problem.n_jobs), problem.scale,
+                                    problem.counts, pareto)
+    return Allocation("min_makespan", x, 1.0 / best, time.perf_counter() - started,
+                      lp_solves=solves)
+
+
+def min_cost(problem: AllocationProblem, prices: Sequence[float],
+             meet_deadlines: bool = True) -> Allocation:
+    """Gavel §4.2, minimize cost (with SLOs): maximize normalized throughput per dollar,
+
+        max_X  sum_j throughput(j, X) / R_j  /  sum_j sum_t price_t * scale_j * X[j, t]
+
+    ``prices`` per GPU-hour, one per worker type. With ``meet_deadlines`` and
+    ``problem.deadline`` (seconds from now; inf = none) each job must also keep
+    ``throughput(j, X) >= R_j / deadline_j``. Charnes-Cooper: ``Y = gamma X`` with the cost
+    fixed to 1 makes it an LP in ``(Y, gamma)``. ``objective``: fraction of remaining work per
+    dollar. Without deadlines only the best work-per-dollar jobs run, as the objective asks.
+    """
+    started = time.perf_counter()
+    remaining = _remaining(problem)
+    price = np.asarray(prices, dtype=float) / SECONDS_PER_HOUR
+    if price.shape != (problem.n_types,) or np.any(price <= 0):
+        raise ValueError(f"need one price > 0 per worker type {problem.worker_types}")
+    columns, jobs, types = single_columns(problem.throughput, problem.scale)
+    n_cols = columns.n_cols
+    cost_row = Entries(np.zeros(n_cols, dtype=np.int64), np.arange(n_cols),
+                       price[types] * problem.scale[jobs], (1, n_cols))
+    blocks = [_with_gamma(columns.usage, -np.ones(problem.n_jobs)),
+              _with_gamma(columns.gpus, -problem.counts), _with_gamma(cost_row, np.zeros(1))]
+    lower = [np.full(problem.n_jobs + problem.n_types, -INF), np.ones(1)]
+    upper = [np.zeros(problem.n_jobs + problem.n_types), np.ones(1)]
+    if meet_deadlines and problem.deadline is not None:
+        slo = np.flatnonzero(np.isfinite(problem.deadline))
+        blocks.append(_with_gamma(_throughput_rows(problem, jobs, types, slo),
+                                  -remaining[slo] / problem.deadline[slo]))
+        lower.append(np.zeros(len(slo)))
+        upper.append(np.full(len(slo), INF))
+    gain = np.append(problem.throughput[jobs, types] / remaining[jobs], 0.0)
+    lp = LinearProgram(-gain, stack(*blocks), (np.zeros(n_cols + 1), np.full(n_cols + 1, INF)),
+                       (np.concatenate(lower), np.concatenate(upper)))
+    solution = lp.solve()
+    x = np.zeros(problem.throughput.shape)
+    x[jobs, types] = np.clip(solution[:-1] / solution[-1], 0.0, 1.0)
+    return Allocation("min_cost", x, -lp.objective, time.perf_counter() - started)
+
+
+def _with_gamma(block: Entries, gamma: np.ndarray) -> Entries:
+    """``[block, gamma]``: the Charnes-Cooper scale variable as a last column."""
+    rows = np.arange(block.shape[0])
+    return block.then(Entries(rows, np.zeros(len(rows), dtype=np.int64), gamma,
+                              (block.shape[0], 1)))
+
+
+def _throughput_rows(problem: AllocationProblem, jobs: np.ndarray, types: np.ndarray,
+                     selected: np.ndarray) -> Entries:
+    """Rows ``throughput(j, Y)`` for the ``selected`` jobs over the single-job columns."""
+    row_of = np.full(problem.n_jobs, -1)
+    row_of[selected] = np.arange(len(selected))
+    keep = np.flatnonzero(row_of[jobs] >= 0)
+    return Entries(row_of[jobs[keep]], keep, problem.throughput[jobs[keep], types[keep]],
+                   (len(selected), len(jobs)))
+
+
+def fifo_hetero(problem: AllocationProblem) -> Allocation:
+    """Gavel's heterogeneity-aware FIFO baseline: jobs in problem order (arrival
+    order), each given all of its time on the fastest type with ``scale`` GPUs still free; the
+    first job that fits nowhere stops the queue (strict FIFO, no backfilling).
+    ``objective``: number of jobs placed."""
+    started = time.perf_counter()
+    free = problem.counts.astype(float).copy()
+    x = np.zeros(problem.throughput.shape)
+    placed = 0
+    for j in range(problem.n_jobs):
+        fits = (problem.throughput[j] > 0) & (free >= problem.scale[j])
+        if not fits.any():
+            break
+        best = int(np.argmax(np.where(fits, problem.throughput[j], -1.0)))
+        x[j, best] = 1.0
+        free[best] -= problem.scale[j]
+        placed += 1
+    return Allocation("fifo_hetero", x, float(placed), time.perf_counter() - started,
+                      lp_solves=0)
+
+
+def makespan_values(problem: AllocationProblem, allocation: Allocation) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return _remaining(problem) / effective_throughput(problem, allocation)
+
+
+def cost_ratio(problem: AllocationProblem, allocation: Allocation,
+               prices: Sequence[float]) -> float:
+    """Normalized throughput per dollar of an allocation (``min_cost``'s objective)."""
+    gain = (effective_throughput(problem, allocation) / _remaining(problem)).sum()
+    spent = (problem.scale @ allocation.x) @ (np.asarray(prices, dtype=float) / SECONDS_PER_HOUR)
+    return float(gain / spent) if spent > 0 else 0.0

@@ -1,0 +1,199 @@
+"""Sparse LPs solved with HiGHS through highspy: the max-min LP that most of Gavel's policies are.
+
+highspy (not ``scipy.optimize.linprog``) because a model kept in a solver can be changed and
+re-solved from its last basis: FTF's root finding and the efficiency (second) stage of max-min
+re-solve in milliseconds where a cold ``linprog`` call takes the full time again. Matrices are
+kept as coordinate triplets built with numpy and handed to HiGHS in column form directly: for
+POP's many small sub-problems, ``scipy.sparse`` block assembly cost more than the solves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+from dlsched.errors import DlschedError
+
+# The core class: no Python callback on every solver event and no banner on stdout.
+_Solver = getattr(highspy, "_Highs", highspy.Highs)
+INF = highspy.kHighsInf
+LARGE_LP_ROWS = 5_000  # above this a cold solve uses the interior-point method, then crossover
+PARETO_SLACK = 1e-9  # the second stage keeps z >= z* (1 - slack): on the optimal face
+
+
+class SolverError(DlschedError):
+    """HiGHS did not return an optimal solution."""
+
+
+@dataclass(frozen=True)
+class Entries:
+    """A sparse matrix as ``(row, col, value)`` triplets (no duplicate positions)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    values: np.ndarray
+    shape: tuple[int, int]
+
+    def times(self, x: np.ndarray) -> np.ndarray:
+        """``A @ x``."""
+        return np.bincount(self.rows, self.values * x[self.cols], minlength=self.shape[0])
+
+    def weighted_columns(self, weights: np.ndarray) -> np.ndarray:
+        """``weights @ A``."""
+        return np.bincount(self.cols, self.values * weights[self.rows], minlength=self.shape[1])
+
+    def then(self, other: Entries) -> Entries:
+        """``[A, B]`` (same rows)."""
+        return Entries(np.concatenate([self.rows, other.rows]),
+                       np.concatenate([self.cols, other.cols + self.shape[1]]),
+                       np.concatenate([self.values, other.values]),
+                       (self.shape[0], self.shape[1] + other.shape[1]))
+
+
+def stack(*blocks: Entries) -> Entries:
+    """``[A; B; ...]`` (same columns)."""
+    offsets = np.cumsum([0] + [block.shape[0] for block in blocks])
+    return Entries(np.concatenate([b.rows + o for b, o in zip(blocks, offsets, strict=False)]),
+                   np.concatenate([b.cols for b in blocks]),
+                   np.concatenate([b.values for b in blocks]),
+                   (int(offsets[-1]), blocks[0].shape[1]))
+
+
+@dataclass(frozen=True)
+class Columns:
+    """LP columns (time fractions) and what each gives: normalized value to jobs, time used by
+    jobs, GPUs used per type. Rows of ``value`` and ``usage`` are jobs; of ``gpus``, types."""
+
+    value: Entries
+    usage: Entries
+    gpus: Entries
+
+    @property
+    def n_cols(self) -> int:
+        return self.value.shape[1]
+
+    def then(self, other: Columns) -> Columns:
+        return Columns(self.value.then(other.value), self.usage.then(other.usage),
+                       self.gpus.then(other.gpus))
+
+
+def single_columns(value: np.ndarray, gpus: np.ndarray) -> tuple[Columns, np.ndarray, np.ndarray]:
+    """One column per (job, type) with ``value[j, t] > 0``; ``gpus[j]`` GPUs while it runs.
+
+    Returns the columns and the job and type of each column."""
+    jobs, types = np.nonzero(value > 0)
+    n, n_types = value.shape
+    cols = np.arange(len(jobs))
+    shape = (n, len(jobs))
+    return (Columns(Entries(jobs, cols, value[jobs, types], shape),
+                    Entries(jobs, cols, np.ones(len(jobs)), shape),
+                    Entries(types, cols, gpus[jobs].astype(float), (n_types, len(jobs)))),
+            jobs, types)
+
+
+def job_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Jobs with identical LP data (rows of ``key``): representative, class of each job, size.
+
+    Identical jobs get identical rows in an optimal solution of a max-min or sum LP (averaging
+    an optimum over them keeps it feasible and optimal), so one variable row per class is exact.
+    """
+    _, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True,
+                                          return_counts=True)
+    return first, inverse.ravel(), counts
+
+
+class LinearProgram:
+    """``min cost @ x`` s.t. ``row_lower <= A x <= row_upper`` and column bounds, kept in HiGHS so
+    that changed costs, bounds or coefficients re-solve from the last basis."""
+
+    def __init__(self, cost: np.ndarray, matrix: Entries, col_bounds: tuple[np.ndarray, ...],
+                 row_bounds: tuple[np.ndarray, ...]) -> None:
+        n_rows, n_cols = matrix.shape
+        order = np.argsort(matrix.cols, kind="stable")
+        start = np.zeros(n_cols + 1, dtype=np.int32)
+        np.cumsum(np.bincount(matrix.cols, minlength=n_cols), out=start[1:])
+        lp = highspy.HighsLp()
+        lp.num_col_, lp.num_row_ = n_cols, n_rows
+        lp.col_cost_ = np.asarray(cost, dtype=float)
+        lp.col_lower_, lp.col_upper_ = (np.asarray(b, dtype=float) for b in col_bounds)
+        lp.row_lower_, lp.row_upper_ = (np.asarray(b, dtype=float) for b in row_bounds)
+        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+        lp.a_matrix_.start_ = start
+        lp.a_matrix_.index_ = matrix.rows[order].astype(np.int32)
+        lp.a_matrix_.value_ = matrix.values[order].astype(float)
+        self.highs = _Solver()
+        self.highs.setOptionValue("output_flag", False)
+        if n_rows > LARGE_LP_ROWS:
+            self.highs.setOptionValue("solver", "ipm")
+        self.highs.passModel(lp)
+        self.solves = 0
+
+    def solve(self) -> np.ndarray:
+        self.highs.run()
+        self.solves += 1
+        status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            raise SolverError(f"HiGHS: {self.highs.modelStatusToString(status)}")
+        self.highs.setOptionValue("solver", "simplex")  # re-solves start from the basis
+        return np.asarray(self.highs.getSolution().col_value)
+
+    @property
+    def objective(self) -> float:
+        return float(self.highs.getInfo().objective_function_value)
+
+    def change_costs(self, cost: np.ndarray) -> None:
+        cols = np.arange(len(cost), dtype=np.int32)
+        self.highs.changeColsCost(len(cost), cols, np.asarray(cost, dtype=float))
+
+    def change_bounds(self, col: int, lower: float, upper: float) -> None:
+        self.highs.changeColBounds(col, lower, upper)
+
+    def change_column(self, col: int, rows: np.ndarray, values: np.ndarray) -> None:
+        for row, value in zip(rows.tolist(), values.tolist(), strict=True):
+            self.highs.changeCoeff(row, col, value)
+
+
+class MaxMinLP:
+    """Maximize ``z`` s.t. ``value @ x + offset >= z_coef * z`` for every job, ``usage @ x <= 1``,
+    ``gpus @ x <= capacity``, ``0 <= x <= 1`` (Gavel §4.1's max-min LP, in matrix form)."""
+
+    def __init__(self, columns: Columns, capacity: np.ndarray, offset: np.ndarray,
+                 z_coef: np.ndarray | None = None) -> None:
+        n, n_types = columns.value.shape[0], len(capacity)
+        self.columns, self.n, self.z_col = columns, n, columns.n_cols
+        z_coef = np.ones(n) if z_coef is None else z_coef
+        z_column = Entries(np.arange(n), np.zeros(n, dtype=np.int64), -z_coef, (n, 1))
+        empty = np.zeros(0, dtype=np.int64)
+        matrix = stack(columns.value.then(z_column),
+                       columns.usage.then(Entries(empty, empty, np.zeros(0), (n, 1))),
+                       columns.gpus.then(Entries(empty, empty, np.zeros(0), (n_types, 1))))
+        cost = np.zeros(self.z_col + 1)
+        cost[-1] = -1.0
+        col_upper = np.append(np.ones(self.z_col), INF)
+        row_lower = np.concatenate([-offset, np.full(n + n_types, -INF)])
+        row_upper = np.concatenate([np.full(n, INF), np.ones(n), capacity])
+        self.lp = LinearProgram(cost, matrix, (np.zeros(self.z_col + 1), col_upper),
+                                (row_lower, row_upper))
+
+    def solve(self) -> tuple[np.ndarray, float]:
+        """The allocation columns and ``z*``."""
+        solution = self.lp.solve()
+        return solution[:-1], float(solution[-1])
+
+    def set_z_coefficients(self, z_coef: np.ndarray) -> None:
+        self.lp.change_column(self.z_col, np.arange(self.n), -z_coef)
+
+    def maximize_total(self, z_floor: float, job_weights: np.ndarray | None = None) -> np.ndarray:
+        """Second stage: keep ``z >= z_floor (1 - slack)`` and maximize the (weighted) sum of
+        job values, so that capacity the bottleneck jobs cannot use is not left idle."""
+        weights = np.ones(self.n) if job_weights is None else job_weights
+        cost = np.append(-self.columns.value.weighted_columns(weights), 0.0)
+        self.lp.change_bounds(self.z_col, z_floor - PARETO_SLACK * abs(z_floor), INF)
+        self.lp.change_costs(cost)
+        return self.lp.solve()[:-1]
+
+    @property
+    def solves(self) -> int:
+        return self.lp.solves
