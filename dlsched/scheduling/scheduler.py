@@ -1,7 +1,9 @@
 """The scheduler core: the job table, GPU bookkeeping and the state machine, driven by a policy.
 
 Both the simulator and the runtime own one ``Scheduler``; they differ only in the ``Clock`` and
-the ``Executor`` they pass in. Everything that changes a job goes through here.
+the ``Executor`` they pass in. Everything that changes a job goes through here. The clock must
+not move during one call (a cycle reads it for its snapshot and again to apply decisions): the
+simulator's moves only between time steps, the runtime freezes its own while it holds its lock.
 """
 
 from __future__ import annotations
