@@ -19,7 +19,7 @@ import numpy as np
 
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
-from dlsched.scheduling.placement import filter_nodes, place, unconstrained
+from dlsched.scheduling.placement import filter_nodes, mask_signature, place, unconstrained
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
@@ -111,7 +111,8 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         status = plugin.pre_filter(state, job)
         if not status.ok:
             return status, ()
-    if job.spec.num_gpus >= misses.get(_shape(job), 1 << 62):
+    shape = _shape(profile, state, job)
+    if shape is not None and job.spec.num_gpus >= misses.get(shape, 1 << 62):
         return Status(Code.UNSCHEDULABLE, "a job as large or smaller of the same kind did not "
                       "fit in this cycle", "placement"), ()
     if not profile.preemptive and job.spec.gpu_share >= 1.0 and (
@@ -158,8 +159,9 @@ def _attempt(profile: Profile, state: CycleState, job: Job,
         if victims:
             return _place(profile, state, job), victims
     # A later job of this kind ranks lower and asks at least as much: it cannot fit either.
-    shape = _shape(job)
-    misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
+    shape = _shape(profile, state, job)
+    if shape is not None:
+        misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
     return status, ()
 
 
@@ -237,7 +239,9 @@ def _restore(state: CycleState, victims: list[Job]) -> None:
         del state.evicted[victim.job_id]
 
 
-def _shape(job: Job) -> tuple:
-    """What, besides the GPU count, decides where a job may run."""
-    spec = job.spec
-    return (spec.gpu_share, spec.gpu_types, spec.pool, spec.model, spec.batch_size)
+def _shape(profile: Profile, state: CycleState, job: Job) -> tuple | None:
+    """What, besides the GPU count, decides whether a job fits: its GPU share and the nodes
+    its static filters allow. None when a dynamic filter may narrow them job by job."""
+    if profile.dynamic_filters:
+        return None
+    return (job.spec.gpu_share, mask_signature(state, job, profile.filters))

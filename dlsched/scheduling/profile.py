@@ -63,8 +63,12 @@ class Profile:
     options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.filters = tuple(self.filters)  # one object per profile: keys placement caches
         everything = [self.queue_sort, *self.plugins, GangPermit()]
+        # One tuple per profile (it keys placement caches): the default filters plus any
+        # plugin that filters too (e.g. a per-round GPU type choice).
+        extra = tuple(p for p in _having(everything, FilterPlugin) if p not in self.filters)
+        self.filters = tuple(self.filters) + extra
+        self.dynamic_filters = any(not getattr(f, "static", False) for f in self.filters)
         self.pre_filters = _having(everything, PreFilterPlugin)
         self.post_filters = _having(everything, PostFilterPlugin)
         self.permits = _having(everything, PermitPlugin)
