@@ -25,7 +25,7 @@ from dlsched.experiment import (
 
 app = typer.Typer(help="dlsched: schedule deep-learning jobs on GPU clusters, or simulate it.",
                   no_args_is_help=True, add_completion=False)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # never break a file:line:field message
 
 TraceOpt = Annotated[str | None, typer.Option(
     "--trace", help="A bundled trace name (see `dlsched traces`), a trace file, or 'synthetic'.")]

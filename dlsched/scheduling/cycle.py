@@ -94,7 +94,7 @@ class _CycleRun:
             return state.free_whole == 0 and float(state.free.max()) <= EPS
         spec = failed.spec
         return (spec.num_gpus == 1 and spec.gpu_share >= 1.0 and not state.evicted
-                and not state.snapshot.has_fractional
+                and not state.snapshot.has_fractional and not self.profile.dynamic_filters
                 and unconstrained(state, failed, self.profile.filters))
 
 

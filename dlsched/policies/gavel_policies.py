@@ -1,0 +1,125 @@
+"""Gavel's policies (Narayanan et al., OSDI'20 §4) as registered, round-based policies (§5).
+
+Each builder pairs one LP objective of ``dlsched.policies.gavel`` with the round mechanism of
+``gavel_round.GavelRounds``: the allocation ``X`` is solved when the set of active jobs changes,
+and every ``round_seconds`` (6 minutes, as in Gavel) waiting jobs with a higher priority
+``X[j, t] / (time fraction received on t)`` preempt running ones. ``pop_k > 1`` solves ``X``
+with POP (Narayanan et al., SOSP'21) on that many random sub-problems.
+
+Jobs need Gavel job types (``spec.model`` and ``spec.batch_size`` of Gavel's table, as in
+Gavel's traces with the ``gavel`` throughput model); others raise ``ConfigError``.
+Not registered yet: ``gavel-maxmin-packed`` (space sharing needs two jobs on the same GPUs,
+each at its co-located rate, which the core and the throughput models do not express yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlsched.perf.gavel_table import WORKER_TYPES
+from dlsched.policies.gavel.efficiency import fifo_hetero, min_cost, min_makespan
+from dlsched.policies.gavel.fairness import las, max_min_fairness, weighted_fairness
+from dlsched.policies.gavel.ftf import finish_time_fairness
+from dlsched.policies.gavel.problem import AllocationProblem
+from dlsched.policies.gavel_round import GavelRounds, Objective
+from dlsched.scheduling.profile import Profile, default_filters
+from dlsched.scheduling.registry import register_policy
+from dlsched.workload.job import Job
+
+ROUND_SECONDS = 360.0
+# On-demand $/GPU-hour for k80, p100, v100 (the cloud prices Gavel's cost policy used).
+DEFAULT_PRICES = (0.9, 1.46, 3.06)
+
+
+def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: int,
+                  placement: str, **kwargs: object) -> Profile:
+    """The profile of a round-based Gavel policy: one ``GavelRounds`` plugin at QueueSort,
+    Filter and PostFilter; cycles every round even when nothing waits."""
+    rounds = GavelRounds(name, objective, round_seconds=round_seconds, pop_k=pop_k,
+                         **kwargs)  # type: ignore[arg-type]
+    return Profile(name, rounds, plugins=(rounds,), placement=placement,
+                   filters=(*default_filters(), rounds), round_seconds=round_seconds,
+                   acts_on_running=True)
+
+
+@register_policy("gavel-maxmin")
+def gavel_maxmin(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+                 placement: str = "consolidated") -> Profile:
+    """Gavel heterogeneity-aware max-min fairness (OSDI'20 §4.1), in 6-minute rounds (§5)."""
+    return gavel_profile("gavel-maxmin", max_min_fairness, round_seconds, pop_k, placement)
+
+
+@register_policy("gavel-maxmin-agnostic")
+def gavel_maxmin_agnostic(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+                          placement: str = "consolidated") -> Profile:
+    """Gavel's heterogeneity-agnostic max-min fairness baseline (OSDI'20 §4.1, §7)."""
+    return gavel_profile("gavel-maxmin-agnostic", max_min_fairness, round_seconds, pop_k,
+                         placement, options={"heterogeneity_aware": False})
+
+
+@register_policy("gavel-ftf")
+def gavel_ftf(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+              placement: str = "consolidated") -> Profile:
+    """Gavel finish-time fairness, Themis' rho (OSDI'20 §4.2), in rounds."""
+    return gavel_profile("gavel-ftf", finish_time_fairness, round_seconds, pop_k, placement)
+
+
+@register_policy("gavel-las")
+def gavel_las(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+              placement: str = "consolidated") -> Profile:
+    """Gavel least attained service as an LP (OSDI'20 §4.1), in rounds."""
+    return gavel_profile("gavel-las", las, round_seconds, pop_k, placement,
+                         options={"horizon": round_seconds})
+
+
+@register_policy("gavel-makespan")
+def gavel_makespan(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+                   placement: str = "consolidated") -> Profile:
+    """Gavel minimize makespan (OSDI'20 §4.2), in rounds."""
+    return gavel_profile("gavel-makespan", min_makespan, round_seconds, pop_k, placement)
+
+
+@register_policy("gavel-fifo")
+def gavel_fifo(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+               placement: str = "consolidated") -> Profile:
+    """Gavel FIFO on heterogeneous GPUs: each job in arrival order on its fastest free type."""
+    return gavel_profile("gavel-fifo", fifo_hetero, round_seconds, pop_k, placement)
+
+
+@register_policy("gavel-weighted")
+def gavel_weighted(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+                   placement: str = "consolidated") -> Profile:
+    """Gavel hierarchical weighted fairness (OSDI'20 §4.3): tenant queues (``JobSpec.queue``)
+    share equally, jobs within a queue by weight ``1 + max(priority, 0)``."""
+    return gavel_profile("gavel-weighted", weighted_fairness, round_seconds, pop_k, placement,
+                         refine=by_tenant)
+
+
+@register_policy("gavel-cost")
+def gavel_cost(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+               prices: tuple = DEFAULT_PRICES, placement: str = "consolidated") -> Profile:
+    """Gavel minimize cost (OSDI'20 §4.2); ``prices`` $/GPU-hour for k80:p100:v100."""
+    if len(prices) != len(WORKER_TYPES) or min(prices) <= 0:
+        raise ValueError(f"prices needs {len(WORKER_TYPES)} positive numbers "
+                         f"({':'.join(WORKER_TYPES)}), got {prices}")
+    by_type = dict(zip(WORKER_TYPES, prices, strict=True))
+
+    def options(problem: AllocationProblem) -> dict:
+        return {"prices": [by_type[t] for t in problem.worker_types]}
+
+    return gavel_profile("gavel-cost", min_cost, round_seconds, pop_k, placement,
+                         options=options)
+
+
+def by_tenant(problem: AllocationProblem, jobs: Sequence[Job]) -> AllocationProblem:
+    """Tenants = queues with equal weights; job weights ``1 + max(priority, 0)``."""
+    import dataclasses
+
+    queues = sorted({job.spec.queue for job in jobs})
+    index = {name: i for i, name in enumerate(queues)}
+    return dataclasses.replace(
+        problem, tenant=np.array([index[job.spec.queue] for job in jobs]),
+        tenant_weights=np.ones(len(queues)),
+        weights=np.array([1.0 + max(job.spec.priority, 0) for job in jobs]))
