@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -86,9 +87,10 @@ class DiscretizedLas:
         self._push_demotion(state, job, state.now, len(gpus))
 
     # -- PostFilter -----------------------------------------------------------------------
-    def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...]:
+    def post_filter(self, state: CycleState, job: Job) -> Iterator[Job]:
         """Running jobs of lower queues, and later jobs of the same queue, the lowest first
-        (Tiresias §3.2: a job of a higher queue preempts jobs of lower ones)."""
+        (Tiresias §3.2: a job of a higher queue preempts jobs of lower ones); lazily, since
+        the cycle reads only as many as it needs."""
         self._advance(state)
         return self._victims(state, job)
 
@@ -100,10 +102,10 @@ class DiscretizedLas:
         self._advance(state)
         return (int(self._node_demotions[nodes].sum()), self.queue_of(state, job))
 
-    def _victims(self, state: CycleState, job: Job) -> tuple[Job, ...]:
+    def _victims(self, state: CycleState, job: Job) -> Iterator[Job]:
         key = (job.spec.submit_time, job.job_id)
         now, protect = state.now, self.min_runtime
-        return tuple(
+        return (
             other for other in self._running.ranked_below(self.queue_of(state, job), key)
             if other.job_id not in state.evicted
             and not (protect and other.run_started is not None

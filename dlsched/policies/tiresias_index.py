@@ -31,9 +31,9 @@ class RunningByQueue:
         self._entries[queue].insert(at, (job, started))
         self._filed[job.job_id] = (queue, started)
         self._size += 1
-        # Finished and demoted jobs leave stale entries: compact once they could outnumber
-        # the live ones, which keeps every scan proportional to the jobs running.
-        if self._size > 2 * self._live_at_compaction + 256:
+        # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
+        # scans start: compact once they reach a quarter of the live ones.
+        if self._size > self._live_at_compaction + self._live_at_compaction // 4 + 64:
             self._compact()
 
     def queue_of(self, job: Job) -> int | None:

@@ -13,7 +13,8 @@ The cycle reads a ``ClusterSnapshot`` and returns a ``CycleResult``; it never mu
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -189,16 +190,18 @@ def _fits(profile: Profile, state: CycleState, job: Job) -> bool:
 
 
 def _fewest_victims(profile: Profile, state: CycleState, job: Job,
-                    candidates: tuple[Job, ...]) -> tuple[Job, ...]:
+                    candidates: Iterable[Job]) -> tuple[Job, ...]:
     """Evict candidates in order until the job fits, then give back every victim it does not
-    need, the most important first (Kueue's "remove greedily, then give back")."""
-    if not candidates:
-        return ()
+    need, the most important first (Kueue's "remove greedily, then give back"). Candidates are
+    read lazily: only as many as could make room are pulled."""
     mask, status = filter_nodes(state, job, profile.filters)
-    if not status.ok or not _enough_room(state, job, mask, candidates):
+    if not status.ok:
+        return ()
+    pool = _enough_room(state, job, mask, iter(candidates))
+    if pool is None:
         return ()
     evicted: list[Job] = []
-    for victim in candidates:
+    for victim in pool:
         state.evict(victim)
         evicted.append(victim)
         if _room(state, job, mask) >= job.spec.num_gpus and _fits(profile, state, job):
@@ -216,17 +219,20 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
 
 
 def _enough_room(state: CycleState, job: Job, mask: np.ndarray,
-                 candidates: tuple[Job, ...]) -> bool:
-    """A cheap upper bound: could evicting every candidate free enough GPUs on usable nodes?"""
-    if job.spec.gpu_share < 1.0:
-        return True  # a freed GPU may host several fractional workers: no cheap bound
+                 candidates: Iterator[Job]) -> Iterable[Job] | None:
+    """The candidates to try, or None when even evicting all of them cannot free enough GPUs
+    on usable nodes (an upper bound that reads candidates only until it is reached)."""
+    pulled: list[Job] = []
+    if job.spec.gpu_share < 1.0:  # a freed GPU may host several fractional workers
+        return candidates
     need = job.spec.num_gpus - _room(state, job, mask)
     gpu_node = state.cluster.gpu_node
     for victim in candidates:
         if need <= 0:
-            return True
+            return itertools.chain(pulled, [victim], candidates)
+        pulled.append(victim)
         need -= sum(1 for g in victim.allocation if mask[gpu_node[g]])
-    return need <= 0
+    return pulled if need <= 0 else None
 
 
 def _room(state: CycleState, job: Job, mask: np.ndarray) -> int:

@@ -9,6 +9,7 @@ of one node per call.
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -89,11 +90,13 @@ class ScorePlugin(Protocol):
 
 @runtime_checkable
 class PostFilterPlugin(Protocol):
-    """Runs when a job did not fit; returns running jobs to evict so it can (preemption)."""
+    """Runs when a job did not fit; names running jobs that may be evicted so it can, the
+    first to evict first (preemption). It may return a lazy iterable: the cycle reads only
+    as many as it needs."""
 
     name: str
 
-    def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...]: ...
+    def post_filter(self, state: CycleState, job: Job) -> Iterable[Job]: ...
 
 
 @runtime_checkable

@@ -38,6 +38,12 @@ _STATIC_MASKS: dict[tuple, tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tup
 def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
                  ) -> tuple[np.ndarray, bool, tuple[FilterPlugin, ...]]:
     """(mask of the static filters, whether it is empty, the dynamic filters), cached."""
+    cached = _static_entry(state, job, filters)
+    return cached[0], cached[1], cached[2]
+
+
+def _static_entry(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
+                  ) -> tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple]:
     spec = job.spec
     key = (id(state.cluster), id(state.snapshot.throughput), id(filters), spec.gpu_types,
            spec.pool, spec.model, spec.batch_size, spec.num_gpus)
@@ -53,17 +59,13 @@ def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
             _STATIC_MASKS.clear()
         refs = (state.cluster, state.snapshot.throughput, filters, np.packbits(mask).tobytes())
         cached = _STATIC_MASKS[key] = (mask, not mask.any(), dynamic, refs)
-    return cached[0], cached[1], cached[2]
+    return cached
 
 
 def mask_signature(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> bytes:
     """The nodes a job's static filters allow, as bytes: jobs with equal signatures (and the
     same GPU share) compete for the same GPUs, whatever else differs in their specs."""
-    _static_mask(state, job, filters)
-    spec = job.spec
-    key = (id(state.cluster), id(state.snapshot.throughput), id(filters), spec.gpu_types,
-           spec.pool, spec.model, spec.batch_size, spec.num_gpus)
-    return _STATIC_MASKS[key][3][3]
+    return _static_entry(state, job, filters)[3][3]
 
 
 def unconstrained(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> bool:
