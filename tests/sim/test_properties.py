@@ -59,6 +59,9 @@ def _check_core(core: Scheduler) -> None:
         assert job.status is JobStatus.RUNNING
         assert len(job.allocation) == len(job.shares) == job.spec.num_gpus  # (b) whole gang
         assert set(job.shares) == {job.spec.gpu_share}
+        if job.spec.gpu_types:  # only GPUs of an allowed type
+            assert {core.cluster.gpu_type_of(g).name for g in job.allocation} <= set(
+                job.spec.gpu_types)
         np.add.at(used, list(job.allocation), list(job.shares))
     assert (used <= 1.0 + TOL).all(), "a GPU is given beyond its capacity"  # (a)
     assert np.allclose(core.free, 1.0 - used, atol=TOL)
@@ -130,3 +133,35 @@ def test_deterministic_and_input_order_free(policy: str,
     shuffled = list(jobs)
     random.Random(seed).shuffle(shuffled)
     assert _run(policy, cluster, shuffled, overhead) == _run(policy, cluster, jobs, overhead)
+
+
+@st.composite
+def typed_scenarios(draw: st.DrawFn) -> tuple[Cluster, list[JobSpec], float]:
+    """Two GPU types, two tenant queues, jobs pinned to a type now and then: exercises the
+    per-queue heads of strict FIFO and the per-kind miss cache (kinds = allowed nodes)."""
+    nodes = [Node(f"k{i}", "K80", draw(st.sampled_from([2, 4]))) for i in range(2)]
+    nodes += [Node(f"v{i}", "V100", draw(st.sampled_from([2, 4]))) for i in range(2)]
+    cluster = cluster_of(*nodes)
+    per_type = cluster.gpus_by_type()
+    jobs = []
+    for i in range(draw(st.integers(1, 30))):
+        pinned = draw(st.sampled_from([(), (), ("K80",), ("V100",)]))
+        cap = min(per_type[pinned[0]], 8) if pinned else min(cluster.num_gpus, 8)
+        jobs.append(JobSpec(f"j{i:02d}", submit_time=float(draw(st.integers(0, 200))),
+                            num_gpus=draw(st.integers(1, cap)),
+                            work=float(draw(st.integers(1, 400))),
+                            queue=draw(st.sampled_from(["a", "b"])), gpu_types=pinned,
+                            gpu_share=draw(st.sampled_from([1.0, 1.0, 1.0, 0.5]))))
+    return cluster, jobs, draw(st.sampled_from([0.0, 7.0]))
+
+
+@pytest.mark.parametrize("policy", list(POLICIES))
+@given(scenario=typed_scenarios())
+def test_every_job_finishes_on_typed_nodes_and_queues(
+        policy: str, scenario: tuple[Cluster, list[JobSpec], float]) -> None:
+    cluster, jobs, overhead = scenario
+    records = _run(policy, cluster, jobs, overhead, check=True)
+    for spec in jobs:
+        record = records[spec.job_id]
+        assert record.status == "finished", (spec, record)
+        assert record.work_done == record.work == spec.work
