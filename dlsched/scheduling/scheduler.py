@@ -9,7 +9,6 @@ simulator's moves only between time steps, the runtime freezes its own while it 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,7 +20,7 @@ from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
+from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
@@ -82,8 +81,6 @@ class Scheduler:
         self.timeline = Timeline()
         self.cycles = 0
         self.cycle_seconds = 0.0
-        self.last_result: CycleResult | None = None
-        self.on_finish: Callable[[Job], None] | None = None
         self._max_workers_cache: dict[tuple, int] = {}
         self.queue_reasons: dict[str, str] = {}
         self.fractional_jobs = 0  # submitted jobs that ask for part of a GPU (ever)
@@ -114,8 +111,6 @@ class Scheduler:
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
         self._release(job)
-        if self.on_finish is not None:
-            self.on_finish(job)
 
     def _max_workers(self, job: Job) -> int:
         """Workers the whole cluster could ever give this job (cached per job shape)."""
@@ -170,7 +165,6 @@ class Scheduler:
         self.apply(result)
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
-        self.last_result = result
         self._record()
         return result
 
@@ -238,14 +232,10 @@ class Scheduler:
 
     def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float) -> None:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
-        free, node_free, gpu_node = self.free, self.node_free, self.cluster.gpu_node
+        gpu_node = self.cluster.gpu_node
         for gpu, share in zip(gpus, shares, strict=True):
             self.node_version[gpu_node[gpu]] += 1
-            was_whole = free[gpu] >= FULL - EPS
-            free[gpu] = min(FULL, max(0.0, free[gpu] + sign * share))
-            is_whole = free[gpu] >= FULL - EPS
-            if was_whole != is_whole:
-                node_free[gpu_node[gpu]] += 1 if is_whole else -1
+            shift_free(self.free, self.node_free, gpu_node, gpu, sign * share)
             self.used_gpus -= sign * share
 
     def placement_of(self, job: Job) -> Placement:

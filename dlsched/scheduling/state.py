@@ -50,10 +50,6 @@ class ClusterSnapshot:
                 groups.setdefault(job.spec.queue, []).append(job)
             object.__setattr__(self, "by_queue", groups)
 
-    @property
-    def free_whole_gpus(self) -> int:
-        return int(np.count_nonzero(self.free >= FULL - EPS))
-
 
 @dataclass
 class CycleState:
@@ -69,7 +65,6 @@ class CycleState:
     evicted: dict[str, Job] = field(default_factory=dict)
     started: dict[str, tuple[int, ...]] = field(default_factory=dict)
     scratch: dict[str, Any] = field(default_factory=dict)
-    blocked_by: str | None = None
 
     @classmethod
     def begin(cls, snapshot: ClusterSnapshot) -> CycleState:
@@ -118,14 +113,19 @@ class CycleState:
         self.give_back(job.allocation, job.shares)
 
     def _adjust(self, gpus: Sequence[int], delta: float) -> None:
-        gpu_node = self.cluster.gpu_node
         for gpu in gpus:
-            before = self.free[gpu] >= FULL - EPS
-            value = self.free[gpu] + delta
-            self.free[gpu] = min(FULL, max(0.0, value))
-            after = self.free[gpu] >= FULL - EPS
-            if before != after:
-                self.node_free[gpu_node[gpu]] += 1 if after else -1
+            shift_free(self.free, self.node_free, self.cluster.gpu_node, gpu, delta)
+
+
+def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: np.ndarray, gpu: int,
+               delta: float) -> None:
+    """Add ``delta`` to one GPU's free share (clamped to 0..1), keeping its node's count of
+    wholly free GPUs in step. The core and each cycle's scratchpad both keep books this way."""
+    was_whole = free[gpu] >= FULL - EPS
+    free[gpu] = min(FULL, max(0.0, free[gpu] + delta))
+    is_whole = free[gpu] >= FULL - EPS
+    if was_whole != is_whole:
+        node_free[gpu_node[gpu]] += 1 if is_whole else -1
 
 
 def whole_free_per_node(cluster: Cluster, free: np.ndarray) -> np.ndarray:
@@ -137,7 +137,3 @@ def whole_free_per_node(cluster: Cluster, free: np.ndarray) -> np.ndarray:
 def _node_slice(cluster: Cluster, node: int) -> slice:
     start = int(cluster.node_first_gpu[node])
     return slice(start, start + int(cluster.node_gpus[node]))
-
-
-def job_index(jobs: Sequence[Job]) -> Mapping[str, Job]:
-    return {j.job_id: j for j in jobs}

@@ -141,7 +141,6 @@ class Job:
     epoch: int = 0
     gpu_seconds: float = 0.0
     pending_reason: str = ""
-    extra: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.job_id = self.spec.job_id

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dlsched.workload.job import JobSpec
 
@@ -35,17 +35,5 @@ class Trace:
         return len(self.jobs)
 
     def head(self, n: int) -> Trace:
-        return Trace(self.name, self.jobs[:n], self.source, self.format, self.throughput)
-
-    def rebased(self) -> Trace:
-        """The same trace with the first submission at time 0."""
-        if not self.jobs:
-            return self
-        t0 = self.jobs[0].submit_time
-        if t0 == 0:
-            return self
-        from dataclasses import replace
-
-        jobs = tuple(replace(j, submit_time=j.submit_time - t0) for j in self.jobs)
-        return Trace(self.name, jobs, self.source, self.format, self.throughput, self.skipped,
-                     self.warnings)
+        """The first ``n`` jobs (in submission order), keeping the rest of the description."""
+        return replace(self, jobs=self.jobs[:n])
