@@ -60,6 +60,15 @@ class JobBuilder:
     def pool(self, name: str) -> JobBuilder:
         return self._with(pool=name)
 
+    def priority(self, value: int) -> JobBuilder:
+        return self._with(priority=value)
+
+    def deadline(self, at: float) -> JobBuilder:
+        return self._with(deadline=float(at))
+
+    def elastic(self, min_gpus: int, max_gpus: int) -> JobBuilder:
+        return self._with(min_gpus=min_gpus, max_gpus=max_gpus)
+
     def build(self) -> JobSpec:
         return self._spec
 
