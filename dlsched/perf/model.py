@@ -77,6 +77,7 @@ class LinearScaling:
 
 
 MODEL_FACTORIES: dict[str, Callable[[], ThroughputModel]] = {"linear": LinearScaling}
+_LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "GoodputThroughputs")}
 
 
 def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:
@@ -99,3 +100,6 @@ def _load_builtin_models() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != f"dlsched.perf.{module}":
                 raise
+    for name, (module, factory) in _LAZY_FACTORIES.items():
+        if name not in MODEL_FACTORIES:
+            register_throughput_model(name, getattr(importlib.import_module(module), factory))
