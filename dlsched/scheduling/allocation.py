@@ -1,0 +1,80 @@
+"""Allocation policies: the extension point of elastic, round-based policies.
+
+Policies such as Pollux (Qiao et al., OSDI'21 §4), Sia (Jayaram Subramanya et al., SOSP'23),
+Optimus (Peng et al., EuroSys'18), AFS (Hwang et al., NSDI'21) and ElasticFlow (Gu et al.,
+ASPLOS'23) do not place one job at a time: every round they decide how many GPUs, of which type
+and on which nodes, every active job should hold. An ``AllocatePlugin`` returns that target as
+data; the core turns the difference from the current state into decisions:
+
+- a running job whose target lists the same nodes (as a multiset) keeps its GPUs untouched;
+- a running job with another target is **resized**: it checkpoints and restarts on the new
+  workers (the core charges the restart overhead, as a preemption would, but it is counted as a
+  resize and the job never waits);
+- a running job without a target (or with an empty one) is preempted back to the queue;
+- a waiting job with a target starts on it.
+
+Targets name nodes, not GPUs: ``Assignment.nodes`` holds one node index per worker, so an
+elastic job's worker count is ``len(nodes)``; a rigid job (not ``spec.is_elastic``) must get
+exactly ``spec.num_gpus`` workers or none. The core picks free GPU indices on those nodes. A
+target that does not fit (more workers on a node than it has GPUs once every shrink and
+preemption is applied) is an error of the policy, reported as such.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from dlsched.cluster.cluster import Cluster
+    from dlsched.scheduling.state import CycleState
+    from dlsched.workload.job import Job
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """Where a job's workers should run: one node index per worker, sorted."""
+
+    nodes: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if tuple(sorted(self.nodes)) != self.nodes:
+            object.__setattr__(self, "nodes", tuple(sorted(self.nodes)))
+
+    @property
+    def num_workers(self) -> int:
+        return len(self.nodes)
+
+    def per_node(self) -> Counter[int]:
+        return Counter(self.nodes)
+
+    @classmethod
+    def of(cls, job: Job, cluster: Cluster) -> Assignment:
+        """A running job's current assignment (empty when it holds no GPUs)."""
+        gpu_node = cluster.gpu_node
+        return cls(tuple(sorted(int(gpu_node[g]) for g in job.allocation)))
+
+
+@runtime_checkable
+class AllocatePlugin(Protocol):
+    """Decides, once per cycle, the target assignment of every active job (waiting + running).
+
+    Returns ``{job_id: Assignment}``; a job left out holds no GPUs after the cycle. It reads the
+    ``CycleState`` (snapshot of the cluster, running and waiting jobs, the throughput model and
+    the time) and never mutates jobs."""
+
+    name: str
+
+    def allocate(self, state: CycleState) -> Mapping[str, Assignment]: ...
+
+
+def worker_bounds(job: Job) -> tuple[int, int]:
+    """The fewest and most workers a job may run with (its requested size when rigid)."""
+    spec = job.spec
+    if not spec.is_elastic:
+        return spec.num_gpus, spec.num_gpus
+    low = spec.min_gpus if spec.min_gpus is not None else 1
+    high = spec.max_gpus if spec.max_gpus is not None else spec.num_gpus
+    return low, high
