@@ -13,6 +13,16 @@ class Start:
 
 
 @dataclass(frozen=True, slots=True)
+class Resize:
+    """A running job moves to other GPUs (more, fewer or elsewhere): it checkpoints and restarts
+    there without waiting in the queue."""
+
+    job_id: str
+    gpus: tuple[int, ...]
+    shares: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Preempt:
     job_id: str
     reason: str
@@ -20,11 +30,13 @@ class Preempt:
 
 @dataclass(frozen=True)
 class CycleResult:
-    """Evictions are applied before starts. ``reasons`` says why each waiting job it looked at
-    still waits; ``blocked`` why the rest of a strict-FIFO queue waits."""
+    """Evictions are applied first, then resizes, then starts. ``reasons`` says why each
+    waiting job it looked at still waits; ``blocked`` why the rest of a strict-FIFO queue
+    waits."""
 
     starts: tuple[Start, ...] = ()
     preemptions: tuple[Preempt, ...] = ()
     reasons: dict[str, str] = field(default_factory=dict)
     next_wakeup: float | None = None
     blocked: dict[str, str] = field(default_factory=dict)
+    resizes: tuple[Resize, ...] = ()

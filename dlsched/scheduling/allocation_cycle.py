@@ -1,0 +1,105 @@
+"""The cycle of an allocation policy (see ``allocation.py``), in numbered steps:
+
+1. the ``AllocatePlugin`` gives a target assignment (a node per worker) for the active jobs;
+2. each target is checked: a rigid job gets its requested size or nothing, an elastic one a
+   size within its bounds;
+3. running jobs without a target are preempted, running jobs with a different one are
+   released for a resize, running jobs with the same one keep their GPUs;
+4. resized and starting jobs take free GPUs on their target nodes (a resized job first takes
+   back the GPUs it held there, so a job that only grows keeps its old workers in place);
+5. waiting jobs without a target get a reason.
+
+Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleResult``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+from dlsched.errors import DlschedError
+from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
+from dlsched.scheduling.decisions import CycleResult, Preempt, Resize, Start
+from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
+from dlsched.workload.job import Job
+
+
+class AllocationError(DlschedError):
+    """An allocation policy asked for something impossible (a bug in the policy)."""
+
+
+def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
+                         wakeup: float | None = None) -> CycleResult:
+    state = CycleState.begin(snapshot)
+    targets = allocator.allocate(state)
+    _check(allocator.name, state, targets)
+    preemptions: list[Preempt] = []
+    moving: list[tuple[Job, Assignment]] = []
+    for job in snapshot.running:
+        target = targets.get(job.job_id)
+        if target is None or not target.nodes:
+            preemptions.append(Preempt(job.job_id, f"reallocated by {allocator.name}"))
+            state.evict(job)
+        elif target != Assignment.of(job, state.cluster):
+            moving.append((job, target))
+            state.evict(job)
+    resizes = tuple(Resize(job.job_id, *_take(allocator.name, state, job, target, job.allocation))
+                    for job, target in moving)
+    starts: list[Start] = []
+    reasons: dict[str, str] = {}
+    for job in snapshot.waiting:
+        target = targets.get(job.job_id)
+        if target is None or not target.nodes:
+            reasons[job.job_id] = f"[{allocator.name}] no GPUs in this round's allocation"
+            continue
+        starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ())))
+    return CycleResult(tuple(starts), tuple(preemptions), reasons, wakeup, resizes=resizes)
+
+
+def _check(name: str, state: CycleState, targets: Mapping[str, Assignment]) -> None:
+    active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
+    for job_id, target in targets.items():
+        job = active.get(job_id)
+        if job is None:
+            raise AllocationError(f"{name}: allocated GPUs to {job_id}, which is not active")
+        if not target.nodes:
+            continue
+        low, high = worker_bounds(job)
+        if not low <= target.num_workers <= high:
+            raise AllocationError(f"{name}: gave {job_id} {target.num_workers} workers, it may "
+                                  f"run with {low}..{high}")
+        if any(not 0 <= n < state.cluster.num_nodes for n in target.nodes):
+            raise AllocationError(f"{name}: {job_id} assigned to a node that does not exist")
+
+
+def _take(name: str, state: CycleState, job: Job, target: Assignment,
+          held: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """Free GPUs on the target nodes, the job's previous GPUs there first."""
+    share = job.spec.gpu_share
+    gpu_node, first, counts = (state.cluster.gpu_node, state.cluster.node_first_gpu,
+                               state.cluster.node_gpus)
+    wanted = target.per_node()
+    previous: Counter[int] = Counter()
+    chosen: list[int] = []
+    for gpu in held:
+        node = int(gpu_node[gpu])
+        if previous[node] < wanted[node] and state.free[gpu] >= share - EPS:
+            previous[node] += 1
+            chosen.append(gpu)
+            state.take((gpu,), share)
+    for node, need in sorted(wanted.items()):
+        need -= previous[node]
+        start = int(first[node])
+        for gpu in range(start, start + int(counts[node])):
+            if need <= 0:
+                break
+            if state.free[gpu] >= share - EPS and gpu not in chosen:
+                chosen.append(gpu)
+                state.take((gpu,), share)
+                need -= 1
+        if need > 0:
+            raise AllocationError(f"{name}: {job.job_id} needs {need} more GPU(s) on node "
+                                  f"{node} than are free there")
+    gpus = tuple(sorted(chosen))
+    state.started[job.job_id] = gpus
+    return gpus, (share,) * len(gpus)

@@ -1,0 +1,87 @@
+"""The allocation cycle: targets become starts, resizes and preemptions; bad targets fail."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from builders import cycle_state, make_cluster, make_job
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.allocation_cycle import AllocationError, run_allocation_cycle
+from dlsched.scheduling.state import ClusterSnapshot, CycleState
+from dlsched.workload.job import Job, JobStatus
+
+
+class Fixed:
+    """An allocator that returns the same targets every time."""
+
+    name = "fixed"
+
+    def __init__(self, targets: Mapping[str, tuple[int, ...]]) -> None:
+        self.targets = {j: Assignment(nodes) for j, nodes in targets.items()}
+
+    def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
+        return self.targets
+
+
+def _running(job_id: str, gpus: tuple[int, ...], lo: int = 1, hi: int = 8) -> Job:
+    job = Job(make_job(job_id).gpus(len(gpus)).elastic(lo, hi).build())
+    job.set_status(JobStatus.RUNNING)
+    job.allocation, job.shares = gpus, (1.0,) * len(gpus)
+    return job
+
+
+def _snapshot(cluster: Cluster, running: list[Job], waiting: list[Job]) -> ClusterSnapshot:
+    used = {g: 1.0 for job in running for g in job.allocation}
+    return cycle_state(cluster, used, waiting=waiting, running=running).snapshot
+
+
+# Two nodes of 4 GPUs (0-3, 4-7). A holds 0,1 and grows to 3 workers on node 0: it keeps 0,1
+# and adds 2. B holds 4 and loses its target: preempted. C waits and gets 2 workers on node 1:
+# B's freed GPU 4 and GPU 5. D holds 6,7 with an unchanged target: untouched.
+def test_targets_become_decisions() -> None:
+    cluster = make_cluster(nodes=2, gpus=4)
+    a, b, d = _running("A", (0, 1)), _running("B", (4,)), _running("D", (6, 7))
+    c = Job(make_job("C").gpus(2).elastic(1, 4).build())
+    allocator = Fixed({"A": (0, 0, 0), "C": (1, 1), "D": (1, 1)})
+    result = run_allocation_cycle(allocator, _snapshot(cluster, [a, b, d], [c]))
+    assert [(p.job_id) for p in result.preemptions] == ["B"]
+    assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (0, 1, 2))]
+    assert [(s.job_id, s.gpus) for s in result.starts] == [("C", (4, 5))]
+
+
+def test_waiting_job_without_target_gets_a_reason() -> None:
+    cluster = make_cluster(nodes=1, gpus=4)
+    waiting = Job(make_job("W").build())
+    result = run_allocation_cycle(Fixed({}), _snapshot(cluster, [], [waiting]))
+    assert not result.starts and "no GPUs" in result.reasons["W"]
+
+
+# A moving job hands its GPUs over in the same cycle: A moves from node 0 to node 1 while B
+# takes A's old GPUs on node 0.
+def test_swap_in_one_cycle() -> None:
+    cluster = make_cluster(nodes=2, gpus=2)
+    a = _running("A", (0, 1))
+    b = Job(make_job("B").gpus(2).build())
+    result = run_allocation_cycle(Fixed({"A": (1, 1), "B": (0, 0)}),
+                                  _snapshot(cluster, [a], [b]))
+    assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2, 3))]
+    assert [(s.job_id, s.gpus) for s in result.starts] == [("B", (0, 1))]
+
+
+@pytest.mark.parametrize(("targets", "message"), [
+    ({"R": (0,)}, "may run with 2..2"),     # a rigid job gets its size or nothing
+    ({"E": (0,) * 5}, "may run with 1..4"),  # above an elastic job's bound
+    ({"X": (0,)}, "not active"),
+    # Z keeps GPU 0, so node 0 has 3 free GPUs for the 4 workers of E and R.
+    ({"Z": (0,), "E": (0, 0), "R": (0, 0)}, "1 more GPU"),
+], ids=["rigid-wrong-size", "above-max", "unknown-job", "overfull-node"])
+def test_bad_targets_fail(targets: dict[str, tuple[int, ...]], message: str) -> None:
+    cluster = make_cluster(nodes=1, gpus=4)
+    rigid = Job(make_job("R").gpus(2).build())
+    elastic = Job(make_job("E").gpus(2).elastic(1, 4).build())
+    blocker = _running("Z", (0,))
+    with pytest.raises(AllocationError, match=message):
+        run_allocation_cycle(Fixed(targets), _snapshot(cluster, [blocker], [rigid, elastic]))
