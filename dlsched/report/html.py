@@ -12,6 +12,7 @@ from html import escape
 from pathlib import Path
 from typing import Literal
 
+from dlsched.report.fairness import FairnessInputs
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.plots import jct_cdf_svg, queue_length_svg, run_label, utilization_svg
 from dlsched.sim.result import SimulationResult
@@ -48,8 +49,12 @@ def _hours(field: str) -> Callable[[Summary], float | None]:
     return value
 
 
+def _percent_of(fraction: float | None) -> float | None:
+    return None if fraction is None else 100.0 * fraction
+
+
 def _percent(summary: Summary) -> float | None:
-    return None if summary.utilization is None else 100.0 * summary.utilization
+    return _percent_of(summary.utilization)
 
 
 COLUMNS = (
@@ -62,6 +67,10 @@ COLUMNS = (
     Column("makespan (h)", _hours("makespan"), "low"),
     Column("utilization (%)", _percent, "high"),
     Column("preemptions", lambda s: s.preemptions, "low", integer=True),
+    Column("max FTF ρ", lambda s: s.ftf_rho_max, "low"),
+    Column("mean FTF ρ", lambda s: s.ftf_rho_mean, "low"),
+    Column("jobs with ρ > 1 (%)", lambda s: _percent_of(s.ftf_rho_above_1), "low"),
+    Column("Jain's index (tenants)", lambda s: s.jain_tenants, "high"),
     Column("wall seconds", lambda s: s.wall_seconds, "low"),
 )
 
@@ -69,8 +78,12 @@ HOW_TO_READ = (
     "How to read: times are hours of simulated time. JCT (job completion time) is finish minus "
     "submit over finished jobs; queueing delay is submit to first start; utilization is "
     "GPU-seconds in use over total GPUs times the span from first submit to last finish. Lower "
-    "is better except for jobs finished and utilization; the best value of each column is "
-    "highlighted when runs are compared. Wall seconds measure the simulator, not the schedule."
+    "is better except for jobs finished, utilization and Jain's index; the best value of each "
+    "column is highlighted when runs are compared. Wall seconds measure the simulator, not "
+    "the schedule. FTF ρ is Themis' finish-time fairness, JCT over (the job's isolated time "
+    "× the mean number of active jobs during its life); ρ > 1 means worse than a dedicated "
+    "1/N share. Jain's index is over tenants' GPU-seconds (1 = equal shares). '–' means not "
+    "measured."
 )
 
 STYLE = """
@@ -107,10 +120,12 @@ def _row(summary: Summary, label: str, best: Sequence[str | None]) -> str:
     return "<tr>" + "".join(cells) + "</tr>"
 
 
-def summary_table(results: Sequence[SimulationResult]) -> str:
+def summary_table(results: Sequence[SimulationResult],
+                  inputs: Sequence[FairnessInputs | None] | None = None) -> str:
     """The summary table as HTML: one row per run; best values highlighted if there are two or
-    more runs."""
-    summaries = [summarize(r) for r in results]
+    more runs. ``inputs[i]`` (optional) gives run i's fairness inputs."""
+    given = list(inputs) if inputs is not None else [None] * len(results)
+    summaries = [summarize(r, i) for r, i in zip(results, given, strict=True)]
     best = best_texts(summaries) if len(summaries) > 1 else [None] * len(COLUMNS)
     head = "".join(f"<th>{escape(c.header)}</th>" for c in COLUMNS)
     rows = [_row(s, run_label(r), best) for s, r in zip(summaries, results, strict=True)]
@@ -136,27 +151,50 @@ def _figure(heading: str, svg: str) -> str:
     return f"<h2>{escape(heading)}</h2>\n<figure>\n{svg}\n</figure>"
 
 
-def render_report(results: Sequence[SimulationResult], title: str) -> str:
-    """The whole page as a string."""
+def render_report(results: Sequence[SimulationResult], title: str,
+                  inputs: Sequence[FairnessInputs | None] | None = None) -> str:
+    """The whole page as a string; ``inputs`` as in ``summary_table``."""
     if not results:
         raise ValueError("a report needs at least one simulation result")
     body = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{header_line(results)}</p>',
         "<h2>Summary</h2>",
-        summary_table(results),
+        summary_table(results, inputs),
+        type_utilization_table(results, inputs),
         f'<p class="how">{escape(HOW_TO_READ)}</p>',
         _figure("Job completion time (CDF)", jct_cdf_svg(results)),
         _figure("GPU utilization over time", utilization_svg(results)),
         _figure("Queue length over time", queue_length_svg(results)),
     ]
+    body = [part for part in body if part]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
             + "\n".join(body) + "\n</body>\n</html>\n")
 
 
-def write_report(results: list[SimulationResult], path: Path, title: str) -> None:
+def type_utilization_table(results: Sequence[SimulationResult],
+                           inputs: Sequence[FairnessInputs | None] | None) -> str:
+    """Per-GPU-type utilization (%) per run, or nothing when no run measured it."""
+    if inputs is None:
+        return ""
+    rows = [(run_label(r), dict(summarize(r, i).utilization_by_type))
+            for r, i in zip(results, inputs, strict=True)]
+    names = sorted({name for _, by_type in rows for name in by_type})
+    if not names:
+        return ""
+    head = "".join(f"<th>{escape(n)} (%)</th>" for n in names)
+    body = "\n".join(
+        f"<tr><td>{escape(label)}</td>" + "".join(
+            f"<td>{100 * by_type[n]:.2f}</td>" if n in by_type else "<td>–</td>"
+            for n in names) + "</tr>" for label, by_type in rows)
+    return ("<h2>Utilization by GPU type</h2>\n<table>\n<thead><tr><th>policy</th>" + head
+            + "</tr></thead>\n<tbody>\n" + body + "\n</tbody>\n</table>")
+
+
+def write_report(results: list[SimulationResult], path: Path, title: str,
+                 inputs: Sequence[FairnessInputs | None] | None = None) -> None:
     """Write one self-contained HTML file comparing ``results`` (one row and line per run)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(results, title), encoding="utf-8")
+    path.write_text(render_report(results, title, inputs), encoding="utf-8")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from dlsched.report.fairness import FairnessInputs, fairness
 from dlsched.sim.result import JobRecord, SimulationResult
 
 FINISHED = "finished"
@@ -50,11 +51,19 @@ class Summary:
     policy_options: tuple[tuple[str, str], ...]
     placement: str
     restart_overhead: float
+    # Fairness (fairness.py); None or empty when the run's inputs were not given.
+    ftf_rho_max: float | None = None
+    ftf_rho_mean: float | None = None
+    ftf_rho_above_1: float | None = None
+    jain_tenants: float | None = None
+    utilization_by_type: tuple[tuple[str, float], ...] = ()
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable dict: options as a mapping, non-finite numbers as ``None``."""
         out = {f.name: _json_number(getattr(self, f.name)) for f in fields(self)}
         out["policy_options"] = {str(k): str(v) for k, v in self.policy_options}
+        out["utilization_by_type"] = {str(k): _json_number(float(v))
+                                      for k, v in self.utilization_by_type}
         return out
 
 
@@ -144,8 +153,11 @@ def jct_by_queue(result: SimulationResult) -> dict[str, float]:
     return {queue: float(np.mean(jcts)) for queue, jcts in sorted(by_queue.items())}
 
 
-def summarize(result: SimulationResult) -> Summary:
+def summarize(result: SimulationResult, inputs: FairnessInputs | None = None) -> Summary:
+    """The run's ``Summary``; ``inputs`` (isolated times, per-type use) enable the
+    finish-time-fairness and per-type utilization fields."""
     info = result.info
+    fair = fairness(result, inputs, utilization_window(result))
     jcts = finished_jcts(result)
     jct_median, jct_p95, jct_p99 = percentiles(jcts, (50, 95, 99))
     delays = queueing_delays(result)
@@ -162,4 +174,7 @@ def summarize(result: SimulationResult) -> Summary:
         cycles=result.cycles, cycle_ms_mean=cycle_ms, wall_seconds=float(result.wall_seconds),
         policy_options=tuple(info.policy_options), placement=info.placement,
         restart_overhead=float(info.restart_overhead),
+        ftf_rho_max=fair.ftf_rho_max, ftf_rho_mean=fair.ftf_rho_mean,
+        ftf_rho_above_1=fair.ftf_rho_above_1, jain_tenants=fair.jain_tenants,
+        utilization_by_type=fair.utilization_by_type,
     )

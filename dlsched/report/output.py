@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.errors import DlschedError
+from dlsched.report.fairness import FairnessInputs
 from dlsched.report.metrics import TIMING_KEYS, summarize
 from dlsched.sim.result import JobRecord, RunInfo, SimulationResult
 
@@ -32,9 +33,11 @@ class ParquetUnavailable(DlschedError, ImportError):
     """Parquet output was asked for but pyarrow is not installed."""
 
 
-def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv") -> None:
+def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
+              fairness: FairnessInputs | None = None) -> None:
     """Write the run's files into ``out_dir`` (created if missing); ``fmt`` picks the jobs table
-    format, ``"csv"`` or ``"parquet"`` (which needs ``pip install dlsched[parquet]``)."""
+    format, ``"csv"`` or ``"parquet"`` (which needs ``pip install dlsched[parquet]``);
+    ``fairness`` fills the finish-time-fairness and per-type fields of ``summary.json``."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "parquet":
@@ -47,7 +50,7 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv") -> None
     else:
         _write_csv(out_dir / "jobs.csv", JOB_COLUMNS, job_rows(result), identity)
     _write_csv(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_rows(result), identity)
-    write_json(out_dir / "summary.json", summarize(result).to_dict())
+    write_json(out_dir / "summary.json", summarize(result, fairness).to_dict())
     write_json(out_dir / "run.json", run_info_dict(result.info))
 
 

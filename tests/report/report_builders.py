@@ -23,6 +23,10 @@ CONTRACT_KEYS = {
     "cycle_ms_mean", "wall_seconds", "policy_options", "placement", "restart_overhead",
 }
 
+# Added with the fairness metrics (fairness.py): new keys, the old ones unchanged.
+FAIRNESS_KEYS = {"ftf_rho_max", "ftf_rho_mean", "ftf_rho_above_1", "jain_tenants",
+                 "utilization_by_type"}
+
 TINY_JOBS = (JobSpec("a", 0, 8, 100), JobSpec("b", 1, 4, 10), JobSpec("c", 2, 4, 50),
              JobSpec("d", 3, 1, 5))
 
