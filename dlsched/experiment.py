@@ -17,9 +17,11 @@ import yaml
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
+from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.output import FORMATS, write_run
+from dlsched.report.type_usage import TypeUsage
 from dlsched.scheduling.profile import PLACEMENTS
 from dlsched.scheduling.registry import accepts, build_policy
 from dlsched.sim.result import SimulationResult
@@ -165,6 +167,7 @@ class RunOutcome:
     result: SimulationResult
     summary: Summary
     out_dir: Path
+    fairness: FairnessInputs | None = None
 
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
@@ -173,14 +176,18 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
                            round_seconds=config.round_seconds, seed=config.seed)
     started = time.perf_counter()
-    result = Simulator(cluster, trace, profile, sim_config, progress=progress).run()
+    sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
+    usage = TypeUsage.attach(sim)
+    result = sim.run()
     result = replace(result, wall_seconds=time.perf_counter() - started)
-    write_run(result, out_dir, config.jobs_format)
+    usage.close(sim)
+    fairness = usage.inputs(isolated_seconds(trace, sim.core.throughput))
+    write_run(result, out_dir, config.jobs_format, fairness=fairness)
     (out_dir / "config.yaml").write_text(replace(config, policies=(policy,)).to_yaml())
-    return RunOutcome(result, summarize(result), out_dir)
+    return RunOutcome(result, summarize(result, fairness), out_dir, fairness)
 
 
 def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str) -> Path:
     path = out_dir / "report.html"
-    write_report([o.result for o in outcomes], path, title)
+    write_report([o.result for o in outcomes], path, title, [o.fairness for o in outcomes])
     return path
