@@ -1,0 +1,91 @@
+"""AFS, Apathetic Future Share (Hwang et al., *Elastic Resource Sharing for Distributed Deep
+Learning*, NSDI'21 §3), as an allocation policy.
+
+Every round each active job's throughput curve comes from the trace's throughput model
+(``elastic/speed.py``; AFS measures it online, §4): with ``speed="fitted"`` (default) from the
+model's rates at 1, 2, 4, … workers fitted to Optimus's form (``elastic/optimus_fit.py``,
+standing in for AFS's online measurements and about ten times cheaper with the ``goodput``
+model), with ``speed="exact"`` at every size. Its remaining length is its remaining
+work over its throughput on its smallest size. GPUs are then handed out one at a time with the
+AFS-L pairwise rule (``elastic/afs_rule.py``, which states the rule), and placed on the fewest
+nodes (``elastic/optimus_placement.py``; AFS's prototype packs a job's workers too, §4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from dlsched.policies.elastic.afs_rule import afs_allocate
+from dlsched.policies.elastic.optimus_fit import fitted_curve
+from dlsched.policies.elastic.optimus_placement import place
+from dlsched.policies.elastic.speed import (
+    DEFAULT_MAX_WORKERS,
+    SpeedCurves,
+    active_jobs,
+    check_elastic,
+    job_bounds,
+    node_capacity,
+)
+from dlsched.policies.fifo import SubmitOrder
+from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.state import CycleState
+
+SPEEDS = ("fitted", "exact")
+ROUND_SECONDS = 60.0  # the round length is ours (configurable)
+
+
+class AfsAllocator:
+    """AllocatePlugin: AFS-L over measured throughput curves (module docstring)."""
+
+    name = "afs-allocate"
+
+    def __init__(self, elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
+                 speed: str = "fitted") -> None:
+        if speed not in SPEEDS:
+            raise ValueError(f"speed must be one of {', '.join(SPEEDS)}, got {speed!r}")
+        self.elastic, self.speed = check_elastic(elastic), speed
+        self.max_workers = max_workers
+        self.curves = SpeedCurves()
+
+    def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
+        jobs = active_jobs(state)
+        self.curves.forget(jobs)
+        capacity = node_capacity(state)
+        total = int(capacity.sum())
+        if not jobs or total == 0:
+            return {}
+        bounds = np.array([job_bounds(j, self.elastic, self.max_workers, total) for j in jobs])
+        curves = np.zeros((len(jobs), total + 1))
+        for row, job in enumerate(jobs):
+            lo, hi = int(bounds[row, 0]), int(bounds[row, 1])
+            if lo > hi:
+                continue
+            curves[row, :hi + 1] = (self.curves.curve(state, job, hi) if self.speed == "exact"
+                                    else fitted_curve(self.curves, state, job, lo, hi))
+        lengths = self._lengths(state, jobs, curves, bounds[:, 0])
+        counts = afs_allocate(curves, bounds[:, 0], bounds[:, 1], lengths, total)
+        return place(state, {j.job_id: int(c) for j, c in zip(jobs, counts, strict=True)},
+                     {j.job_id: j for j in jobs}, capacity)
+
+    @staticmethod
+    def _lengths(state: CycleState, jobs: list, curves: np.ndarray,
+                 lo: np.ndarray) -> np.ndarray:
+        """Remaining work over the throughput at the smallest size (``inf`` if it cannot run)."""
+        work = np.array([j.remaining_work(state.now) for j in jobs])
+        first = curves[np.arange(len(jobs)), np.minimum(lo, curves.shape[1] - 1)]
+        with np.errstate(divide="ignore"):
+            return np.where(first > 0, work / np.where(first > 0, first, 1.0), np.inf)
+
+
+@register_policy("afs")
+def afs(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
+        round_seconds: float = ROUND_SECONDS, speed: str = "fitted",
+        placement: str = "consolidated") -> Profile:
+    """AFS (apathetic future share): GPUs one at a time by the AFS-L pairwise rule."""
+    allocator = AfsAllocator(elastic, max_workers, speed)
+    return Profile("afs", SubmitOrder(), plugins=(allocator,), placement=placement,
+                   round_seconds=round_seconds, acts_on_running=True)

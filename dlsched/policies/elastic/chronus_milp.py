@@ -1,0 +1,78 @@
+"""Chronus's lease-slot admission MILP (Gao et al., *Chronus: A Novel Deadline-aware Scheduler
+for Deep Learning Training Jobs*, SoCC'21 §4), solved with HiGHS.
+
+Time ahead is cut into lease slots. SLO job ``j`` needs ``need[j]`` more slots on its
+``gpus[j]`` GPUs (rigid) and must get them within its first ``horizon[j]`` slots (those that end
+before its deadline). Binary ``x[j, t]``: j runs in slot t; binary ``y[j]``: j is scheduled to
+meet its deadline.
+
+    maximize   Σ_j weight[j]·y[j]  −  ε · Σ_{j,t} (t + 1)·x[j, t]
+    subject to Σ_t x[j, t] ≥ need[j]·y[j]          (a scheduled job gets its slots)
+               Σ_j gpus[j]·x[j, t] ≤ capacity       (every slot)
+
+``weight`` makes already-admitted jobs worth more than all new ones together, so a new job is
+admitted only if every admitted one stays schedulable; the ε term (below one job's weight in
+total) runs work as early as possible and never in slots it does not need.
+"""
+
+from __future__ import annotations
+
+import highspy
+import numpy as np
+
+_Solver = getattr(highspy, "_Highs", highspy.Highs)
+
+
+def lease_milp(gpus: np.ndarray, need: np.ndarray, horizon: np.ndarray, weight: np.ndarray,
+               capacity: int, time_limit: float = 5.0) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, first)``: which jobs are scheduled and whether each runs in slot 0."""
+    jobs = len(gpus)
+    if jobs == 0:
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+    owner = np.repeat(np.arange(jobs), horizon)  # x columns: (job, slot), job by job
+    slot = np.arange(len(owner)) - np.repeat(np.cumsum(horizon) - horizon, horizon)
+    n_x = len(owner)
+    epsilon = 0.5 / (float(((slot + 1)).sum()) + 1.0)
+    cost = np.concatenate([epsilon * (slot + 1), -weight.astype(float)])  # minimize
+    # rows 0..jobs-1: Σ_t x - need·y >= 0; rows jobs..: slot capacity
+    slots = int(horizon.max()) if n_x else 1
+    rows = np.concatenate([owner, jobs + slot, np.arange(jobs)])
+    cols = np.concatenate([np.arange(n_x), np.arange(n_x), n_x + np.arange(jobs)])
+    vals = np.concatenate([np.ones(n_x), gpus[owner].astype(float), -need.astype(float)])
+    solution = _solve(cost, (rows, cols, vals), jobs + slots,
+                      np.concatenate([np.zeros(jobs), np.full(slots, -highspy.kHighsInf)]),
+                      np.concatenate([np.full(jobs, highspy.kHighsInf),
+                                      np.full(slots, float(capacity))]), time_limit)
+    if solution is None:
+        return np.zeros(jobs, dtype=bool), np.zeros(jobs, dtype=bool)
+    y = solution[n_x:] > 0.5
+    first = np.zeros(jobs, dtype=bool)
+    first[owner[(slot == 0) & (solution[:n_x] > 0.5)]] = True
+    return y, first & y
+
+
+def _solve(cost: np.ndarray, entries: tuple[np.ndarray, np.ndarray, np.ndarray], n_rows: int,
+           row_lower: np.ndarray, row_upper: np.ndarray, time_limit: float) -> np.ndarray | None:
+    rows, cols, vals = entries
+    n_cols = len(cost)
+    order = np.argsort(cols, kind="stable")
+    start = np.zeros(n_cols + 1, dtype=np.int32)
+    np.cumsum(np.bincount(cols, minlength=n_cols), out=start[1:])
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = n_cols, n_rows
+    lp.col_cost_ = cost
+    lp.col_lower_, lp.col_upper_ = np.zeros(n_cols), np.ones(n_cols)
+    lp.row_lower_, lp.row_upper_ = row_lower, row_upper
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = start
+    lp.a_matrix_.index_ = rows[order].astype(np.int32)
+    lp.a_matrix_.value_ = vals[order].astype(float)
+    lp.integrality_ = [highspy.HighsVarType.kInteger] * n_cols
+    highs = _Solver()
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("time_limit", float(time_limit))
+    highs.passModel(lp)
+    highs.run()
+    if highs.getInfo().primal_solution_status != 2:  # 2: a feasible solution exists
+        return None
+    return np.asarray(highs.getSolution().col_value)

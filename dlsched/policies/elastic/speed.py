@@ -1,0 +1,117 @@
+"""Speed curves and worker bounds shared by the elastic allocation policies (Optimus, AFS,
+ElasticFlow, Chronus).
+
+A job's *speed curve* is its rate (work units per second, from the trace's throughput model)
+at ``n = 0..hi`` workers packed on the fewest nodes of one GPU type, the placement every one of
+these papers assumes when it estimates a job's speed (Optimus §5.2, ElasticFlow §4.3). Its
+remaining time at ``n`` workers is ``remaining_work / rate[n]``.
+
+Which sizes a job may take (the papers treat every job as elastic; traces such as Pollux's
+declare rigid sizes) is the ``elastic`` option:
+
+- ``"declared"``: ``allocation.worker_bounds`` (a rigid job gets exactly its requested size);
+- ``"all"``: a job without declared bounds may use ``1..max_workers`` workers (a declared
+  job keeps its bounds). ``max_workers`` (default 64, the Pollux testbed) stands in for the
+  application's own limit; with the ``goodput`` model the rate is 0 beyond the batch-size limit
+  (``max_batch / min_local_bsz`` replicas), so no policy grows a job past it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from dlsched.perf.model import Placement
+from dlsched.scheduling.allocation import worker_bounds
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+ELASTIC_MODES = ("all", "declared")
+DEFAULT_MAX_WORKERS = 64
+
+
+def check_elastic(mode: str) -> str:
+    if mode not in ELASTIC_MODES:
+        raise ValueError(f"elastic must be one of {', '.join(ELASTIC_MODES)}, got {mode!r}")
+    return mode
+
+
+def active_jobs(state: CycleState) -> list[Job]:
+    """Running and waiting jobs, in submission order (then id)."""
+    snap = state.snapshot
+    jobs = [*snap.running, *snap.waiting]
+    return sorted(jobs, key=lambda j: (j.spec.submit_time, j.job_id))
+
+
+def node_capacity(state: CycleState) -> np.ndarray:
+    """GPUs per node that an allocation policy may hand out: every GPU of an up node (the
+    policy re-decides the GPUs of running jobs too)."""
+    capacity = np.array(state.cluster.node_gpus, dtype=np.int64)
+    for node in state.snapshot.down_nodes:
+        capacity[node] = 0
+    return capacity
+
+
+def job_bounds(job: Job, mode: str, max_workers: int, capacity: int) -> tuple[int, int]:
+    """``(lo, hi)`` workers for ``job`` under the ``elastic`` mode (see the module docstring);
+    ``hi`` never exceeds the cluster's ``capacity``."""
+    if mode == "all" and not job.spec.is_elastic:
+        lo, hi = 1, max_workers
+    else:
+        lo, hi = worker_bounds(job)
+    return lo, min(hi, capacity)
+
+
+def reference_type(state: CycleState, job: Job) -> tuple[str, int]:
+    """The GPU type a job's speed is estimated on: of the types it may use, the one with the
+    most GPUs (ties by name); and the most GPUs a node of that type has."""
+    cluster = state.cluster
+    allowed = set(job.spec.gpu_types) or set(cluster.type_names)
+    totals = {t: n for t, n in cluster.gpus_by_type().items() if t in allowed and n > 0}
+    if not totals:
+        return "", 0
+    best = min(totals, key=lambda t: (-totals[t], t))
+    per_node = max(n.num_gpus for n in cluster.nodes if n.gpu_type == best)
+    return best, per_node
+
+
+def packed(gpu_type: str, per_node: int, workers: int) -> Placement:
+    """``workers`` workers filling nodes of ``per_node`` GPUs one after another."""
+    return Placement((gpu_type,) * workers, tuple(i // per_node for i in range(workers)))
+
+
+class SpeedCurves:
+    """Per-job memo of rates at packed sizes. The rate of the throughput models depends on the
+    spec and placement only, so a job's curve is computed once; ``forget`` drops gone jobs."""
+
+    def __init__(self) -> None:
+        self._rates: dict[tuple[str, int], float] = {}
+
+    def rates(self, state: CycleState, job: Job, sizes: Iterable[int]) -> np.ndarray:
+        """Rates at each of ``sizes`` (0 at size 0 or where the job cannot run)."""
+        gpu, per_node = reference_type(state, job)
+        model = state.snapshot.throughput
+        out = []
+        for n in sizes:
+            key = (job.job_id, int(n))
+            if key not in self._rates:
+                ok = n > 0 and per_node > 0
+                self._rates[key] = float(model.rate(job.spec, packed(gpu, per_node, n))) \
+                    if ok else 0.0
+            out.append(self._rates[key])
+        return np.array(out, dtype=float)
+
+    def curve(self, state: CycleState, job: Job, hi: int) -> np.ndarray:
+        """Rates at ``0..hi`` workers."""
+        return self.rates(state, job, range(hi + 1))
+
+    def forget(self, active: Sequence[Job]) -> None:
+        keep = {j.job_id for j in active}
+        self._rates = {k: v for k, v in self._rates.items() if k[0] in keep}
+
+
+def remaining_times(remaining_work: float, rates: np.ndarray) -> np.ndarray:
+    """``remaining_work / rate``, ``inf`` where the rate is 0."""
+    with np.errstate(divide="ignore"):
+        return np.where(rates > 0, remaining_work / np.maximum(rates, 1e-300), np.inf)

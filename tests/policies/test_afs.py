@@ -1,0 +1,94 @@
+"""AFS (NSDI'21 §3): the AFS-L pairwise rule on two-job cases computed by hand, and allocate()."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from builders import cycle_state, make_cluster, make_job
+
+from dlsched.perf.model import Placement
+from dlsched.policies.elastic.afs_rule import afs_allocate
+from dlsched.scheduling.registry import build_policy
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job, JobSpec
+
+
+class Table:
+    """Throughput per job id and worker count."""
+
+    name = "table"
+
+    def __init__(self, rates: dict[str, list[float]]) -> None:
+        self.rates = rates
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        table = self.rates[spec.job_id]
+        return table[min(placement.num_workers, len(table) - 1)]
+
+    def reference_rate(self, spec: JobSpec) -> float:
+        return 1.0
+
+
+def afs(state: CycleState, **options: str) -> dict[str, int]:
+    profile = build_policy("afs", options)
+    return {k: v.num_workers for k, v in profile.plugins[0].allocate(state).items()}
+
+
+# Short job a (length 10 on one GPU), long job b (length 100, linear). Hand-run of the rule
+# "b wins iff (t_b' - t_b)/t_b' > (t_a' - t_a)/t_a":
+#   GPU 1: a has none (gain inf) -> a.
+#   GPU 2: a's gain (t_a(2) - 1)/1 against b's (1 - 0)/1 = 1.
+#   GPU 3 (when b has 1): a's gain against b's (2 - 1)/2 = 0.5.
+@pytest.mark.parametrize(("a_rates", "gpus", "expected"), [
+    ([0, 1, 1.2, 1.3], 2, [1, 1]),  # 0.2 < 1: b
+    ([0, 1, 1.2, 1.3], 3, [1, 2]),  # then 0.2 < 0.5: b again
+    ([0, 1, 2, 3], 2, [2, 0]),  # linear a: 1 = 1, a tie goes to the shorter job
+    ([0, 1, 1.8, 2.2], 3, [2, 1]),  # GPU 2: 0.8 < 1 -> b; GPU 3: 0.8 > 0.5 -> a
+], ids=["b-gets-2nd", "b-gets-3rd", "tie-to-short", "alternate"])
+def test_pairwise_rule_two_jobs(a_rates: list[float], gpus: int, expected: list[int]) -> None:
+    curves = np.array([a_rates, [0, 1, 2, 3]], dtype=float)
+    lengths = np.array([10.0, 100.0])
+    got = afs_allocate(curves, np.array([1, 1]), np.array([3, 3]), lengths, gpus)
+    assert got.tolist() == expected
+
+
+def test_stops_when_no_job_gains_and_respects_bounds() -> None:
+    curves = np.array([[0, 1, 1, 1], [0, 1, 2, 2]], dtype=float)
+    got = afs_allocate(curves, np.array([1, 1]), np.array([3, 3]), np.array([1.0, 2.0]), 10)
+    assert got.tolist() == [1, 2]
+
+
+def test_rigid_minimum_is_granted_at_once() -> None:
+    curves = np.array([[0, 0, 0, 0, 4.0], [0, 1, 2, 3, 4]])
+    got = afs_allocate(curves, np.array([4, 1]), np.array([4, 4]), np.array([1.0, 5.0]), 6)
+    assert got.tolist() == [4, 2]
+
+
+def test_allocate_linear_two_jobs_on_eight_gpus() -> None:
+    # a: rate n, length 100; b: rate n/2, length 600 (LinearScaling, b requested 2 GPUs).
+    # Gains a (n+1-n)/n vs b's (n+1-n)/(n+1) alternate: a 1,2 | b 1 | a 3 | b 2 | a 4 | b 3 | a 5
+    jobs = [Job(make_job("a").work(100).build()), Job(make_job("b").gpus(2).work(300).build())]
+    state = cycle_state(make_cluster(nodes=2, gpus=4), waiting=jobs)
+    assert afs(state) == {"a": 5, "b": 3}
+
+
+def test_allocate_uses_the_throughput_model() -> None:
+    jobs = [Job(make_job("a").work(10).build()), Job(make_job("b").at(1).work(100).build())]
+    base = cycle_state(make_cluster(nodes=1, gpus=3), waiting=jobs)
+    model = Table({"a": [0, 1, 1.2, 1.3], "b": [0, 1, 2, 3]})
+    state = CycleState.begin(replace(base.snapshot, throughput=model))
+    assert afs(state, speed="exact") == {"a": 1, "b": 2}
+
+
+def test_bad_speed_option_is_a_clear_error() -> None:
+    with pytest.raises(Exception, match="speed must be one of"):
+        build_policy("afs", {"speed": "guess"})
+
+
+def test_every_gpu_is_used_when_jobs_scale() -> None:
+    jobs = [Job(make_job(f"j{i}").at(i).work(100 * (i + 1)).build()) for i in range(3)]
+    state = cycle_state(make_cluster(nodes=2, gpus=4), waiting=jobs)
+    got = afs(state)
+    assert sum(got.values()) == 8 and set(got) == {"j0", "j1", "j2"}
