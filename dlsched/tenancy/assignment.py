@@ -1,0 +1,99 @@
+"""Flavor assignment with fungibility (Kueue ``pkg/scheduler/flavorassigner``,
+concepts/cluster_queue#flavorfungibility).
+
+A gang gets one flavor for all its workers. Flavors are tried in the queue's order; per flavor
+the mode is FIT (fits in what is available now), PREEMPT (fits in what the queue could use if
+jobs were evicted: ``potential``) or NO_FIT. ``whenCanBorrow: Borrow`` takes the first flavor
+that fits by borrowing, ``TryNextFlavor`` looks on for one that fits without; ``whenCanPreempt:
+Preempt`` stops at the first flavor that needs preemption, ``TryNextFlavor`` looks on for one
+that fits. Otherwise the best seen wins: FIT over PREEMPT, not borrowing over borrowing.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.tenancy.config import ClusterQueue, ResourceFlavor, WhenCanBorrow, WhenCanPreempt
+from dlsched.tenancy.quota import EPS, Usage
+from dlsched.tenancy.reasons import Reason
+from dlsched.workload.job import JobSpec
+
+
+class Mode(enum.IntEnum):
+    """Ordered like Kueue's: a larger mode is a better one."""
+
+    NO_FIT = 0
+    PREEMPT = 1
+    FIT = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    flavor: str | None
+    mode: Mode
+    borrows: bool
+    reason: Reason | None = None  # why not FIT (for NO_FIT: why nothing fits)
+
+    def better_than(self, other: Assignment | None) -> bool:
+        if other is None:
+            return True
+        return (self.mode, not self.borrows) > (other.mode, not other.borrows)
+
+
+def flavor_mask(cluster: Cluster, flavor: ResourceFlavor) -> np.ndarray:
+    """The nodes of a flavor: GPU type and pool selectors (empty selector: any)."""
+    ok = np.ones(cluster.num_nodes, dtype=bool)
+    if flavor.gpu_types:
+        ok &= np.array([n.gpu_type in flavor.gpu_types for n in cluster.nodes], dtype=bool)
+    if flavor.pools:
+        ok &= np.array([n.pool in flavor.pools for n in cluster.nodes], dtype=bool)
+    return ok
+
+
+def flavor_serves(flavor: ResourceFlavor, spec: JobSpec) -> bool:
+    """Whether a job's own GPU-type constraint leaves it any node of this flavor."""
+    return not (spec.gpu_types and flavor.gpu_types
+                and not set(spec.gpu_types) & set(flavor.gpu_types))
+
+
+def assign(cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor], spec: JobSpec,
+           request: Mapping[str, float], usage: Usage) -> Assignment:
+    best: Assignment | None = None
+    for name in cq.flavors:
+        if not flavor_serves(flavors[name], spec):
+            continue
+        option = _mode(cq.name, name, request, usage)
+        if option.mode is Mode.FIT and (not option.borrows or cq.fungibility.when_can_borrow
+                                        is WhenCanBorrow.BORROW):
+            return option
+        if option.mode is Mode.PREEMPT and (cq.fungibility.when_can_preempt
+                                            is WhenCanPreempt.PREEMPT):
+            return option
+        if option.better_than(best):
+            best = option
+    return best or Assignment(None, Mode.NO_FIT, False, Reason.NO_FLAVOR)
+
+
+def _mode(cq: str, flavor: str, request: Mapping[str, float], usage: Usage) -> Assignment:
+    mode, reason = Mode.FIT, None
+    for resource, amount in request.items():
+        fr = (flavor, resource)
+        if amount <= usage.available(cq, fr) + EPS:
+            continue
+        tree = usage.tree
+        limit = tree.borrowing_limit(cq, fr)
+        if amount <= usage.potential(cq, fr) + EPS:
+            over = limit is not None and (
+                usage.usage(cq, fr) + amount > tree.nominal(cq, fr) + limit + EPS)
+            mode = min(mode, Mode.PREEMPT)
+            reason = reason or (Reason.BORROWING_LIMIT if over else Reason.NEEDS_PREEMPTION)
+            continue
+        beyond = limit is not None and amount > tree.nominal(cq, fr) + limit + EPS
+        return Assignment(flavor, Mode.NO_FIT, False,
+                          Reason.BORROWING_LIMIT if beyond else Reason.NO_QUOTA)
+    return Assignment(flavor, mode, usage.borrows(cq, flavor, request), reason)

@@ -1,0 +1,253 @@
+"""Tenant configuration from one YAML file (schema in docs/tenancy.md).
+
+Every mistake raises ``InputError`` naming the file, line and key path
+(``cluster_queues[1].quotas.a100.gpu.lending_limit``), with the parsing helpers of the cluster
+loader. Consistency rules (Kueue's ClusterQueue validation): a queue with a borrowing or lending
+limit must be in a cohort; a lending limit may not exceed the nominal quota; flavors, cohorts
+and cluster queues referred to must exist; cohorts may not form a cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from dlsched.cluster.loader import _number, _parse, _Source, _unknown_key
+from dlsched.errors import InputError, InputLocation
+from dlsched.tenancy import config as c
+
+_NONNEG = _number(0, False)
+_POSITIVE = _number(0, False, above=True)
+
+
+def load_tenants(path: str | Path) -> c.TenantConfig:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError(InputLocation(str(path)), f"cannot read: {exc.strerror}") from None
+    return parse_tenants(text, str(path))
+
+
+def parse_tenants(text: str, source: str = "<string>") -> c.TenantConfig:
+    doc, src = _parse(text, source)
+    top = _mapping(doc if doc is not None else {}, "", src, (
+        "flavors", "cluster_queues", "cohorts", "local_queues", "fair_sharing", "requeue"))
+    flavors = _named(top.get("flavors", []), "flavors", src,
+                     lambda raw, at: _flavor(raw, at, src))
+    if not flavors:
+        raise src.error("flavors" if "flavors" in top else "", "give at least one flavor")
+    cohorts = _named(top.get("cohorts", []), "cohorts", src,
+                     lambda raw, at: _cohort(raw, at, src, flavors))
+    queues = _named(top.get("cluster_queues", []), "cluster_queues", src,
+                    lambda raw, at: _cluster_queue(raw, at, src, flavors))
+    local = _named(top.get("local_queues", []), "local_queues", src,
+                   lambda raw, at: _local_queue(raw, at, src))
+    for cq in queues.values():  # Kueue creates a cohort a queue names implicitly
+        if cq.cohort is not None and cq.cohort not in cohorts:
+            cohorts[cq.cohort] = c.Cohort(cq.cohort)
+    config = c.TenantConfig(flavors, queues, cohorts, local,
+                            _fair_sharing(top.get("fair_sharing", {}), src),
+                            _requeue(top.get("requeue", {}), src), source)
+    _check_references(config, src)
+    return config
+
+
+def _mapping(raw: Any, at: str, src: _Source, known: tuple[str, ...],
+             required: tuple[str, ...] = ()) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise src.error(at, f"must be a mapping, got {type(raw).__name__}")
+    for key in raw:
+        if key not in known:
+            raise src.error(_join(at, key), _unknown_key(key, dict.fromkeys(known)))
+    for key in required:
+        if key not in raw:
+            raise src.error(at, f"missing required key '{key}'")
+    return raw
+
+
+def _join(at: str, key: object) -> str:
+    if key == "":
+        return at
+    return f"{at}.{key}" if at else str(key)
+
+
+def _named(raw: Any, at: str, src: _Source, build: Callable[[Any, str], Any]) -> dict[str, Any]:
+    if not isinstance(raw, list):
+        raise src.error(at, "must be a list")
+    out: dict[str, Any] = {}
+    for i, item in enumerate(raw):
+        value = build(item, f"{at}[{i}]")
+        if value.name in out:
+            raise src.error(f"{at}[{i}].name", f"'{value.name}' is defined twice")
+        out[value.name] = value
+    return out
+
+
+def _value(raw: dict[str, Any], key: str, at: str, src: _Source, check: Callable[[Any], Any],
+           default: Any = None) -> Any:
+    if key not in raw:
+        return default
+    try:
+        return check(raw[key])
+    except ValueError as exc:
+        raise src.error(_join(at, key), str(exc)) from None
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"must be a non-empty string, got {value!r}")
+    return value
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        raise ValueError("must be a list of names")
+    return tuple(_name(v) for v in value)
+
+
+def _enum(kind: type) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        try:
+            return kind(value)
+        except ValueError:
+            known = ", ".join(str(m.value) for m in kind)  # type: ignore[attr-defined]
+            raise ValueError(f"unknown value {value!r}; known: {known}") from None
+    return check
+
+
+def _flavor(raw: Any, at: str, src: _Source) -> c.ResourceFlavor:
+    raw = _mapping(raw, at, src, ("name", "gpu_types", "pools"), ("name",))
+    return c.ResourceFlavor(_value(raw, "name", at, src, _name),
+                            _value(raw, "gpu_types", at, src, _names, ()),
+                            _value(raw, "pools", at, src, _names, ()))
+
+
+def _quotas(raw: Any, at: str, src: _Source, flavors: dict[str, c.ResourceFlavor],
+            in_cohort: bool) -> dict[c.FlavorResource, c.Quota]:
+    out: dict[c.FlavorResource, c.Quota] = {}
+    if not isinstance(raw, dict):
+        raise src.error(at, f"must be a mapping, got {type(raw).__name__}")
+    for flavor, resources in raw.items():
+        where = _join(at, flavor)
+        if flavor not in flavors:
+            raise src.error(where, f"unknown flavor '{flavor}'; flavors: {', '.join(flavors)}")
+        for resource, value in _mapping(resources, where, src, c.RESOURCES).items():
+            out[(flavor, resource)] = _quota(value, _join(where, resource), src, in_cohort)
+    return out
+
+
+def _quota(raw: Any, at: str, src: _Source, in_cohort: bool) -> c.Quota:
+    if not isinstance(raw, dict):  # a bare number is the nominal quota
+        return c.Quota(_value({"": raw}, "", at, src, _NONNEG))
+    raw = _mapping(raw, at, src, ("nominal", "borrowing_limit", "lending_limit"), ("nominal",))
+    quota = c.Quota(_value(raw, "nominal", at, src, _NONNEG),
+                    _value(raw, "borrowing_limit", at, src, _NONNEG),
+                    _value(raw, "lending_limit", at, src, _NONNEG))
+    for key in ("borrowing_limit", "lending_limit"):
+        if key in raw and not in_cohort:
+            raise src.error(_join(at, key), f"a {key.replace('_', ' ')} needs a cohort: the "
+                            "queue is in none (Kueue rejects it)")
+    if quota.lending_limit is not None and quota.lending_limit > quota.nominal:
+        raise src.error(_join(at, "lending_limit"), f"{quota.lending_limit} is above the "
+                        f"nominal quota {quota.nominal}")
+    return quota
+
+
+def _cluster_queue(raw: Any, at: str, src: _Source,
+                   flavors: dict[str, c.ResourceFlavor]) -> c.ClusterQueue:
+    raw = _mapping(raw, at, src, ("name", "cohort", "quotas", "queueing_strategy",
+                                  "preemption", "flavor_fungibility", "weight"),
+                   ("name", "quotas"))
+    cohort = _value(raw, "cohort", at, src, _name)
+    quotas = _quotas(raw["quotas"], _join(at, "quotas"), src, flavors, cohort is not None)
+    order = tuple(dict.fromkeys(flavor for flavor, _ in quotas))
+    return c.ClusterQueue(
+        _value(raw, "name", at, src, _name), order, quotas, cohort,
+        _value(raw, "queueing_strategy", at, src, _enum(c.QueueingStrategy),
+               c.QueueingStrategy.BEST_EFFORT_FIFO),
+        _preemption(raw.get("preemption", {}), _join(at, "preemption"), src),
+        _fungibility(raw.get("flavor_fungibility", {}), _join(at, "flavor_fungibility"), src),
+        _value(raw, "weight", at, src, _NONNEG, 1.0))
+
+
+def _preemption(raw: Any, at: str, src: _Source) -> c.Preemption:
+    raw = _mapping(raw, at, src, ("within_cluster_queue", "reclaim_within_cohort",
+                                  "borrow_within_cohort", "min_runtime"))
+    borrow = c.BorrowWithinCohort()
+    if "borrow_within_cohort" in raw:
+        where = _join(at, "borrow_within_cohort")
+        inner = _mapping(raw["borrow_within_cohort"], where, src,
+                         ("policy", "max_priority_threshold"))
+        policy = _value(inner, "policy", where, src, _enum(c.Reclaim), c.Reclaim.NEVER)
+        if policy is c.Reclaim.ANY:
+            raise src.error(_join(where, "policy"), "must be never or lower-priority")
+        borrow = c.BorrowWithinCohort(policy is c.Reclaim.LOWER_PRIORITY,
+                                      _value(inner, "max_priority_threshold", where, src,
+                                             _number(-(1 << 31), True)))
+    return c.Preemption(
+        _value(raw, "within_cluster_queue", at, src, _enum(c.WithinQueue), c.WithinQueue.NEVER),
+        _value(raw, "reclaim_within_cohort", at, src, _enum(c.Reclaim), c.Reclaim.NEVER),
+        borrow, _value(raw, "min_runtime", at, src, _NONNEG, 0.0))
+
+
+def _fungibility(raw: Any, at: str, src: _Source) -> c.FlavorFungibility:
+    raw = _mapping(raw, at, src, ("when_can_borrow", "when_can_preempt"))
+    return c.FlavorFungibility(
+        _value(raw, "when_can_borrow", at, src, _enum(c.WhenCanBorrow), c.WhenCanBorrow.BORROW),
+        _value(raw, "when_can_preempt", at, src, _enum(c.WhenCanPreempt),
+               c.WhenCanPreempt.TRY_NEXT_FLAVOR))
+
+
+def _cohort(raw: Any, at: str, src: _Source, flavors: dict[str, c.ResourceFlavor]) -> c.Cohort:
+    raw = _mapping(raw, at, src, ("name", "parent", "quotas", "weight"), ("name",))
+    parent = _value(raw, "parent", at, src, _name)
+    quotas = _quotas(raw.get("quotas", {}), _join(at, "quotas"), src, flavors,
+                     parent is not None)
+    return c.Cohort(_value(raw, "name", at, src, _name), parent, quotas,
+                    _value(raw, "weight", at, src, _NONNEG, 1.0))
+
+
+def _local_queue(raw: Any, at: str, src: _Source) -> c.LocalQueue:
+    raw = _mapping(raw, at, src, ("name", "cluster_queue"), ("name", "cluster_queue"))
+    return c.LocalQueue(_value(raw, "name", at, src, _name),
+                        _value(raw, "cluster_queue", at, src, _name))
+
+
+def _fair_sharing(raw: Any, src: _Source) -> c.FairSharing:
+    at = "fair_sharing"
+    raw = _mapping(raw, at, src, ("enabled", "strategies", "usage_half_life"))
+    enabled = raw.get("enabled", False)
+    if not isinstance(enabled, bool):
+        raise src.error(_join(at, "enabled"), f"must be true or false, got {enabled!r}")
+    strategies = _value(raw, "strategies", at, src,
+                        lambda v: tuple(_enum(c.ShareStrategy)(s) for s in _names(v)),
+                        c.FairSharing().strategies)
+    return c.FairSharing(enabled, strategies,
+                         _value(raw, "usage_half_life", at, src, _NONNEG, 0.0))
+
+
+def _requeue(raw: Any, src: _Source) -> c.Requeue:
+    raw = _mapping(raw, "requeue", src, ("base_seconds", "max_seconds"))
+    return c.Requeue(_value(raw, "base_seconds", "requeue", src, _NONNEG, 0.0),
+                     _value(raw, "max_seconds", "requeue", src, _POSITIVE, 3600.0))
+
+
+def _check_references(config: c.TenantConfig, src: _Source) -> None:
+    """Names that must exist, and no cohort cycle (Kueue KEP-79: the cohort graph is a tree)."""
+    for i, cq in enumerate(config.cluster_queues.values()):
+        if cq.name in config.cohorts:
+            raise src.error(f"cluster_queues[{i}].name", f"'{cq.name}' is also a cohort name")
+    for i, cohort in enumerate(config.cohorts.values()):
+        if cohort.parent is not None and cohort.parent not in config.cohorts:
+            raise src.error(f"cohorts[{i}].parent", f"unknown cohort '{cohort.parent}'")
+        seen, at = {cohort.name}, cohort.parent
+        while at is not None:
+            if at in seen:
+                raise src.error(f"cohorts[{i}].parent", f"cohort cycle through '{at}'")
+            seen.add(at)
+            at = config.cohorts[at].parent
+    for i, lq in enumerate(config.local_queues.values()):
+        if lq.cluster_queue not in config.cluster_queues:
+            raise src.error(f"local_queues[{i}].cluster_queue",
+                            f"unknown cluster queue '{lq.cluster_queue}'")

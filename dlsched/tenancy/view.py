@@ -1,0 +1,103 @@
+"""The per-cycle quota view: usage computed from the snapshot's running jobs, kept in step with
+the cycle's reservations (``reserve``) and evictions (``CycleState.evicted``, read lazily because
+the cycle evicts and restores victims while it searches)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.scheduling.state import CycleState
+from dlsched.tenancy.assignment import flavor_mask
+from dlsched.tenancy.config import TenantConfig
+from dlsched.tenancy.preemption import Admitted, by_queue
+from dlsched.tenancy.quota import QuotaTree, Usage, request_of
+from dlsched.workload.job import Job
+
+
+class FlavorNodes:
+    """Node masks per flavor, per cluster (cached: clusters are immutable)."""
+
+    def __init__(self, config: TenantConfig) -> None:
+        self.config = config
+        self._masks: dict[int, tuple[Cluster, dict[str, np.ndarray]]] = {}
+
+    def masks(self, cluster: Cluster) -> Mapping[str, np.ndarray]:
+        entry = self._masks.get(id(cluster))
+        if entry is None or entry[0] is not cluster:
+            entry = (cluster, {name: flavor_mask(cluster, f)
+                               for name, f in self.config.flavors.items()})
+            self._masks[id(cluster)] = entry
+        return entry[1]
+
+
+class QuotaView:
+    def __init__(self, config: TenantConfig, tree: QuotaTree, flavors: FlavorNodes,
+                 state: CycleState) -> None:
+        self.config, self.state = config, state
+        self.usage = Usage(tree)
+        self.admitted: dict[str, Admitted] = {}
+        masks = flavors.masks(state.cluster)
+        gpu_node = state.cluster.gpu_node
+        for job in state.snapshot.running:
+            admitted = self._admitted(job, masks, gpu_node)
+            if admitted is not None:
+                self.admitted[job.job_id] = admitted
+                self.usage.add(admitted.cq, admitted.flavor, admitted.request)
+        self._evicted: set[str] = set()
+        self.version = 0  # bumped whenever usage changes within the cycle (for memos)
+        self._grouped = by_queue(self.admitted.values())
+        self._without: tuple[frozenset[str], dict[str, list[Admitted]]] = (frozenset(), {})
+        now = state.now
+        self.any_protected = any(
+            now - a.started < config.cluster_queues[a.cq].preemption.min_runtime
+            for a in self.admitted.values())
+
+    def _admitted(self, job: Job, masks: Mapping[str, np.ndarray],
+                  gpu_node: np.ndarray) -> Admitted | None:
+        cq = self.config.cluster_queue_of(job.spec.queue)
+        if cq is None or not cq.flavors:
+            return None
+        node = int(gpu_node[job.allocation[0]]) if job.allocation else -1
+        flavor = next((f for f in cq.flavors if node >= 0 and masks[f][node]), cq.flavors[0])
+        return admitted_of(job, cq.name, flavor)
+
+    def sync(self) -> Usage:
+        """Usage with the cycle's current evictions applied."""
+        now = set(self.state.evicted)
+        if now == self._evicted:
+            return self.usage
+        self.version += 1
+        for job_id in now - self._evicted:
+            if job_id in self.admitted:
+                a = self.admitted[job_id]
+                self.usage.add(a.cq, a.flavor, a.request, -1.0)
+        for job_id in self._evicted - now:
+            if job_id in self.admitted:
+                a = self.admitted[job_id]
+                self.usage.add(a.cq, a.flavor, a.request)
+        self._evicted = now
+        return self.usage
+
+    def reserve(self, admitted: Admitted) -> None:
+        self.version += 1
+        self.usage.add(admitted.cq, admitted.flavor, admitted.request)
+
+    def running(self) -> Mapping[str, list[Admitted]]:
+        """Running jobs by cluster queue, less those evicted so far in this cycle."""
+        evicted = self.state.evicted
+        if not evicted:
+            return self._grouped
+        key = frozenset(evicted)
+        if self._without[0] != key:
+            self._without = (key, {cq: [a for a in jobs if a.job_id not in evicted]
+                                   for cq, jobs in self._grouped.items()})
+        return self._without[1]
+
+
+def admitted_of(job: Job, cq: str, flavor: str) -> Admitted:
+    start = job.run_started if job.run_started is not None else job.spec.submit_time
+    return Admitted(job.job_id, cq, flavor, request_of(job.spec), job.spec.priority, start,
+                    job.spec.submit_time)

@@ -1,0 +1,57 @@
+"""Any policy runs inside the tenant model unchanged: with one queue whose quota covers the
+cluster, the wrapped policy schedules exactly as it does alone; with quotas, the quota holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlsched.policies.fifo import fifo
+from dlsched.policies.sjf import srtf
+from dlsched.policies.tiresias import tiresias
+from dlsched.scheduling.profile import Profile
+from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.tenancy.loader import parse_tenants
+from dlsched.tenancy.plugins import TenantAdmission, with_tenants
+from dlsched.workload.job import JobSpec
+from dlsched.workload.trace import Trace
+from tests.builders import make_cluster, records_of
+from tests.tenancy.harness import config_yaml, cq
+
+ONE_QUEUE = parse_tenants(config_yaml([cq("default", 1000, cohort=None)]))
+JOBS = tuple(JobSpec(f"j{i}", float(t), n, float(w))
+             for i, (t, n, w) in enumerate([(0, 4, 500), (10, 8, 300), (20, 2, 50), (30, 4, 900),
+                                            (35, 1, 20), (40, 8, 100), (60, 2, 700)]))
+
+
+def _records(profile: Profile, jobs: tuple[JobSpec, ...]) -> dict:
+    sim = Simulator(make_cluster(nodes=2, gpus=8), Trace("t", jobs), profile,
+                    SimConfig(restart_overhead=0.0))
+    return {k: (r.first_start, r.finish_time, r.preemptions)
+            for k, r in records_of(sim).items()}
+
+
+@pytest.mark.parametrize("build", [lambda: fifo(strict=False), lambda: tiresias(
+    thresholds=(1000.0,)), srtf], ids=["fifo-best-effort", "tiresias", "srtf"])
+def test_policy_unchanged_inside_one_big_queue(build) -> None:  # type: ignore[no-untyped-def]
+    plain = _records(build(), JOBS)
+    wrapped = _records(with_tenants(build(), ONE_QUEUE), JOBS)
+    assert wrapped == plain
+    assert any(p for _, _, p in plain.values()) or build is not srtf
+
+
+def test_quota_caps_a_queue_in_the_simulator() -> None:
+    """a's nominal 4 and no cohort: its two 4-GPU jobs run one after the other though 16 GPUs
+    are free: j0 0..100, j1 100..200."""
+    config = parse_tenants(config_yaml([cq("a", 4, cohort=None)]))
+    jobs = (JobSpec("j0", 0.0, 4, 100.0, queue="a"), JobSpec("j1", 0.0, 4, 100.0, queue="a"))
+    assert _records(with_tenants(fifo(strict=False), config), jobs) == {
+        "j0": (0.0, 100.0, 0), "j1": (100.0, 200.0, 0)}
+
+
+def test_with_tenants_wraps_without_changing_the_policy() -> None:
+    inner = tiresias()
+    profile = with_tenants(inner, ONE_QUEUE)
+    assert isinstance(profile.queue_sort, TenantAdmission)
+    assert profile.queue_sort.inner is inner.queue_sort
+    assert profile.name == "tiresias+tenants" and not profile.strict_fifo
+    assert [p.name for p in profile.post_filters] == ["tenants", "tiresias-2dlas"]
