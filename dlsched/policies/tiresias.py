@@ -52,6 +52,8 @@ class DiscretizedLas:
         self._demotions: list[tuple[float, str, float | None, Job]] = []
         self._running = RunningByQueue(len(thresholds) + 1)
         self._node_demotions: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._demotion_count = 0  # demotions applied so far (versions ``_demotion_sums``)
+        self._demotion_sums: dict[int, tuple[np.ndarray, int, int]] = {}
         self._seeded = False
 
     # -- QueueSort ------------------------------------------------------------------------
@@ -83,8 +85,11 @@ class DiscretizedLas:
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         if self._starving(state, job):
             self._offsets[job.job_id] = job.attained_service(state.now)
-        self._running.file(job, self.queue_of(state, job), state.now)
-        self._push_demotion(state, job, state.now, len(gpus))
+        # A promoted job's service is now 0, so its level is its queue (0) here too.
+        service = self._service(state, job)
+        level = self._level(service)
+        self._running.file(job, level, state.now)
+        self._push_demotion(state, job, state.now, len(gpus), service, level)
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterator[Job]:
@@ -100,7 +105,18 @@ class DiscretizedLas:
         if self.min_runtime:
             return None  # protection ends with time alone
         self._advance(state)
-        return (int(self._node_demotions[nodes].sum()), self.queue_of(state, job))
+        return (self._demotions_on(nodes), self.queue_of(state, job))
+
+    def _demotions_on(self, nodes: np.ndarray) -> int:
+        """Demotions so far on ``nodes``, kept per mask until the next demotion anywhere (the
+        masks are mostly the placement's cached arrays)."""
+        cached = self._demotion_sums.get(id(nodes))
+        if cached is None or cached[0] is not nodes or cached[1] != self._demotion_count:
+            total = int(self._node_demotions[nodes].sum())
+            cached = self._demotion_sums[id(nodes)] = (nodes, self._demotion_count, total)
+            if len(self._demotion_sums) > 4096:  # masks of dynamic filters: do not pile up
+                self._demotion_sums = {id(nodes): cached}
+        return cached[2]
 
     def _victims(self, state: CycleState, job: Job) -> Iterator[Job]:
         key = (job.spec.submit_time, job.job_id)
@@ -114,8 +130,12 @@ class DiscretizedLas:
     # -- Wake-ups -------------------------------------------------------------------------
     def next_wakeup(self, state: CycleState) -> float | None:
         self._advance(state)
-        times = [self._demotions[0][0] if self._demotions else None,
-                 protection_ends(state, self.min_runtime)]
+        first = self._demotions[0][0] if self._demotions else None
+        if not self.min_runtime and not self.promote_knob:  # the default: demotions only
+            return first if first is not None and first > state.now else None
+        times = [first]
+        if self.min_runtime:
+            times.append(protection_ends(state, self.min_runtime))
         if self.promote_knob:
             times += [job.queued_since + self.promote_knob * job.last_run_seconds
                       for job in state.snapshot.waiting
@@ -145,12 +165,15 @@ class DiscretizedLas:
                 self._running.file(job, self.queue_of(state, job), started or 0.0)
                 self._push_demotion(state, job, started)
                 self._node_demotions[state.cluster.gpu_node[list(job.allocation)]] += 1
+                self._demotion_count += 1
 
     def _push_demotion(self, state: CycleState, job: Job, started: float | None,
-                       gpus: int | None = None) -> None:
+                       gpus: int | None = None, service: float | None = None,
+                       level: int | None = None) -> None:
         gpus = gpus or len(job.allocation) or job.spec.num_gpus
-        service = self._service(state, job)
-        level = self._level(service)
+        if service is None or level is None:
+            service = self._service(state, job)
+            level = self._level(service)
         if level < len(self.thresholds) and gpus:
             at = state.now + (self.thresholds[level] - service) / gpus
             heapq.heappush(self._demotions, (at, job.job_id, started, job))

@@ -64,9 +64,13 @@ class RunningByQueue:
         return self._valid(job, filed) or job.status.is_waiting
 
     def _compact(self) -> None:
+        filed, running = self._filed, JobStatus.RUNNING
         for queue, entries in enumerate(self._entries):
+            # ``_current``, inlined: this runs over every entry.
             keep = [i for i, (job, started) in enumerate(entries)
-                    if self._current(job, (queue, started))]
+                    if filed.get(job.job_id) == (queue, started)
+                    and ((job.status is running and job.run_started == started)
+                         or job.status.is_waiting)]
             self._entries[queue] = [entries[i] for i in keep]
             self._keys[queue] = [self._keys[queue][i] for i in keep]
         self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)

@@ -20,7 +20,13 @@ import numpy as np
 
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
-from dlsched.scheduling.placement import filter_nodes, mask_signature, place, unconstrained
+from dlsched.scheduling.placement import (
+    filter_nodes,
+    gpu_nodes,
+    place,
+    static_shape,
+    unconstrained,
+)
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
@@ -50,11 +56,30 @@ class _CycleRun:
         self.blocked: dict[str, str] = {}  # queue -> why the rest of it waits (strict FIFO)
 
     def in_order(self, order: Sequence[Job]) -> None:
+        blocked, consider, misses = self.blocked, self.consider, self.misses
+        # A known miss can be told without trying the job (see ``_known_miss``).
+        shortcut = (not self.profile.pre_filters and bool(self.profile.post_filters)
+                    and not self.profile.dynamic_filters)
         for job in order:
-            if job.spec.queue in self.blocked:
+            if blocked and job.spec.queue in blocked:
                 continue
-            if not self.consider(job) and self._nothing_else_fits(job):
+            if shortcut and misses and self._known_miss(job):
+                continue
+            if not consider(job) and self._nothing_else_fits(job):
                 return
+
+    def _known_miss(self, job: Job) -> bool:
+        """Whether a job as large or smaller of the same shape already failed in this cycle;
+        if so, record it as failed. What ``consider`` would do, without its other checks: no
+        PreFilter runs first, and for a preemptive policy ``_nothing_else_fits`` cannot hold
+        (it would have held for the job that failed first: equal shape, evictions clear
+        ``misses``)."""
+        spec = job.spec
+        if spec.num_gpus < self.misses.get(static_shape(self.state, job, self.profile.filters),
+                                           1 << 62):
+            return False
+        self._failed(job, _SMALLER_FAILED)
+        return True
 
     def heads_of(self, queues: Mapping[str, Sequence[Job]]) -> None:
         """Strict FIFO: only each queue's head can start; merge the heads in queue order and
@@ -78,25 +103,29 @@ class _CycleRun:
             if evicted:
                 self.misses.clear()  # evictions may leave spare GPUs a failed shape could use
             return True
-        self.reasons[job.job_id] = str(status)
+        self._failed(job, status)
+        return False
+
+    def _failed(self, job: Job, status: Status) -> None:
+        self.reasons[job.job_id] = (_SMALLER_FAILED_TEXT if status is _SMALLER_FAILED
+                                    else str(status))
         for plugin in self.profile.blocked:
             plugin.on_unschedulable(self.state, job, status)
         if self.profile.strict_fifo:
             self.blocked[job.spec.queue] = f"waiting behind {job.job_id} (strict FIFO)"
-        return False
 
     def _nothing_else_fits(self, failed: Job) -> bool:
         """Whether every later job must fail too: the cluster is full and nothing may be
         evicted; or a job that asks the least possible (one whole GPU on any node) failed,
         no job asks for a fraction, and nothing was evicted in this cycle (later jobs rank
         lower, so their possible victims are a subset of its)."""
-        state = self.state
-        if not self.profile.preemptive:
+        state, profile = self.state, self.profile
+        if not profile.post_filters:  # not preemptive
             return state.free_whole == 0 and float(state.free.max()) <= EPS
         spec = failed.spec
         return (spec.num_gpus == 1 and spec.gpu_share >= 1.0 and not state.evicted
-                and not state.snapshot.has_fractional and not self.profile.dynamic_filters
-                and unconstrained(state, failed, self.profile.filters))
+                and not state.snapshot.has_fractional and not profile.dynamic_filters
+                and unconstrained(state, failed, profile.filters))
 
 
 def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:
@@ -106,19 +135,23 @@ def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:
     return sorted(state.snapshot.waiting, key=lambda j: profile.queue_sort.sort_key(state, j))
 
 
+_SMALLER_FAILED = Status(Code.UNSCHEDULABLE, "a job as large or smaller of the same kind did "
+                         "not fit in this cycle", "placement")
+_SMALLER_FAILED_TEXT = str(_SMALLER_FAILED)
+
+
 def _try_job(profile: Profile, state: CycleState, job: Job,
              misses: dict[tuple, int]) -> tuple[Status, tuple[Job, ...]]:
     for plugin in profile.pre_filters:
         status = plugin.pre_filter(state, job)
         if not status.ok:
             return status, ()
+    spec = job.spec
     shape = _shape(profile, state, job)
-    if shape is not None and job.spec.num_gpus >= misses.get(shape, 1 << 62):
-        return Status(Code.UNSCHEDULABLE, "a job as large or smaller of the same kind did not "
-                      "fit in this cycle", "placement"), ()
-    if not profile.preemptive and job.spec.gpu_share >= 1.0 and (
-            job.spec.num_gpus > state.free_whole):
-        return Status(Code.UNSCHEDULABLE, f"needs {job.spec.num_gpus} GPUs, "
+    if shape is not None and misses and spec.num_gpus >= misses.get(shape, 1 << 62):
+        return _SMALLER_FAILED, ()
+    if not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole:
+        return Status(Code.UNSCHEDULABLE, f"needs {spec.num_gpus} GPUs, "
                       f"{state.free_whole} free", "placement"), ()
     prior = profile.futile.get(job.job_id)
     memo = _futility_key(profile, state, job) if prior is not None else None
@@ -126,7 +159,7 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         # The reason from last time, as it was (no plugin prefix, so it does not grow).
         reason = job.pending_reason or "no change since it last failed"
         return Status(Code.UNSCHEDULABLE, reason), ()
-    status, victims = _attempt(profile, state, job, misses)
+    status, victims = _attempt(profile, state, job, misses, shape)
     if status.ok:
         profile.futile.pop(job.job_id, None)
     else:
@@ -146,12 +179,22 @@ def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None
     mask, status = filter_nodes(state, job, profile.filters)
     if not status.ok:
         return None
-    version = int(state.snapshot.node_version[mask].sum())
-    return (version, rank_epoch(state, job, mask) if profile.preemptive else None)
+    return (_version_sum(state, mask), rank_epoch(state, job, mask) if profile.preemptive
+            else None)
 
 
-def _attempt(profile: Profile, state: CycleState, job: Job,
-             misses: dict[tuple, int]) -> tuple[Status, tuple[Job, ...]]:
+def _version_sum(state: CycleState, mask: np.ndarray) -> int:
+    """Starts and stops so far on the nodes of ``mask``. Node versions are fixed for the
+    cycle and masks are mostly the same cached arrays, so each mask's sum is kept."""
+    sums = state.scratch.setdefault("futility-versions", {})
+    cached = sums.get(id(mask))
+    if cached is None or cached[0] is not mask:
+        cached = sums[id(mask)] = (mask, int(state.snapshot.node_version[mask].sum()))
+    return cached[1]
+
+
+def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, int],
+             shape: tuple | None) -> tuple[Status, tuple[Job, ...]]:
     status = _place(profile, state, job)
     if status.ok:
         return status, ()
@@ -160,7 +203,6 @@ def _attempt(profile: Profile, state: CycleState, job: Job,
         if victims:
             return _place(profile, state, job), victims
     # A later job of this kind ranks lower and asks at least as much: it cannot fit either.
-    shape = _shape(profile, state, job)
     if shape is not None:
         misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
     return status, ()
@@ -226,12 +268,14 @@ def _enough_room(state: CycleState, job: Job, mask: np.ndarray,
     if job.spec.gpu_share < 1.0:  # a freed GPU may host several fractional workers
         return candidates
     need = job.spec.num_gpus - _room(state, job, mask)
-    gpu_node = state.cluster.gpu_node
+    gpu_node, usable = gpu_nodes(state.cluster), mask.tolist()  # Python lists: faster to index
     for victim in candidates:
         if need <= 0:
             return itertools.chain(pulled, [victim], candidates)
         pulled.append(victim)
-        need -= sum(1 for g in victim.allocation if mask[gpu_node[g]])
+        for gpu in victim.allocation:
+            if usable[gpu_node[gpu]]:
+                need -= 1
     return pulled if need <= 0 else None
 
 
@@ -250,4 +294,4 @@ def _shape(profile: Profile, state: CycleState, job: Job) -> tuple | None:
     its static filters allow. None when a dynamic filter may narrow them job by job."""
     if profile.dynamic_filters:
         return None
-    return (job.spec.gpu_share, mask_signature(state, job, profile.filters))
+    return static_shape(state, job, profile.filters)

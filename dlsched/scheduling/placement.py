@@ -8,9 +8,11 @@ every worker is placed. Failing part-way gives the GPUs back: a gang is placed w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
+from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.framework import SUCCESS, FilterPlugin, ScorePlugin, Status, unschedulable
 from dlsched.scheduling.state import EPS, CycleState
 from dlsched.workload.job import Job
@@ -20,7 +22,7 @@ def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
                  ) -> tuple[np.ndarray, Status]:
     """Nodes that pass every filter. Filters marked ``static`` depend only on the job's spec:
     their combined mask is cached per (cluster, model, filters, spec shape)."""
-    mask, empty, dynamic = _static_mask(state, job, filters)
+    mask, empty, dynamic = _static_entry(state, job, filters)[:3]
     if empty:
         return mask, _first_failure(state, job, filters)
     for plugin in dynamic:
@@ -32,7 +34,8 @@ def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
 
 # Values keep the cluster, model and filters they were computed for alive, so that the ids in
 # the keys cannot be reused by other objects while an entry exists.
-_STATIC_MASKS: dict[tuple, tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple]] = {}
+# An entry: (mask, whether it is empty, the dynamic filters, refs, whether it allows every node).
+_STATIC_MASKS: dict[tuple, tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple, bool]] = {}
 
 
 def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
@@ -42,8 +45,40 @@ def _static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
     return cached[0], cached[1], cached[2]
 
 
+# The same lookup by spec identity, the fast path (a cycle asks several times per job):
+# id(spec) -> (spec, cluster, throughput, filters, entry, shape). Holding the spec keeps its
+# id unique.
+_BY_SPEC: dict[int, tuple[Any, ...]] = {}
+
+
+def _spec_record(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> tuple:
+    spec = job.spec
+    hit = _BY_SPEC.get(id(spec))
+    snapshot = state.snapshot
+    if (hit is not None and hit[0] is spec and hit[1] is snapshot.cluster
+            and hit[2] is snapshot.throughput and hit[3] is filters):
+        return hit
+    entry = _static_entry_by_shape(state, job, filters)
+    if len(_BY_SPEC) > 200_000:
+        _BY_SPEC.clear()
+    hit = _BY_SPEC[id(spec)] = (spec, snapshot.cluster, snapshot.throughput, filters, entry,
+                                (spec.gpu_share, entry[3][3]))
+    return hit
+
+
 def _static_entry(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
-                  ) -> tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple]:
+                  ) -> tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple, bool]:
+    return _spec_record(state, job, filters)[4]
+
+
+def static_shape(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
+                 ) -> tuple[float, bytes]:
+    """(GPU share, ``mask_signature``): jobs of equal shapes compete for the same GPUs."""
+    return _spec_record(state, job, filters)[5]
+
+
+def _static_entry_by_shape(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
+                           ) -> tuple[np.ndarray, bool, tuple[FilterPlugin, ...], tuple, bool]:
     spec = job.spec
     key = (id(state.cluster), id(state.snapshot.throughput), id(filters), spec.gpu_types,
            spec.pool, spec.model, spec.batch_size, spec.num_gpus)
@@ -58,7 +93,7 @@ def _static_entry(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
         if len(_STATIC_MASKS) > 100_000:
             _STATIC_MASKS.clear()
         refs = (state.cluster, state.snapshot.throughput, filters, np.packbits(mask).tobytes())
-        cached = _STATIC_MASKS[key] = (mask, not mask.any(), dynamic, refs)
+        cached = _STATIC_MASKS[key] = (mask, not mask.any(), dynamic, refs, bool(mask.all()))
     return cached
 
 
@@ -70,7 +105,7 @@ def mask_signature(state: CycleState, job: Job, filters: Sequence[FilterPlugin])
 
 def unconstrained(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> bool:
     """Whether the job's static filters let it use every node."""
-    return bool(_static_mask(state, job, filters)[0].all())
+    return _static_entry(state, job, filters)[4]
 
 
 def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> int:
@@ -87,6 +122,20 @@ def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin])
         if not mask.any():
             return unschedulable(plugin.name, "no node passes this filter")
     return unschedulable("filter", "no node passes the filters")
+
+
+_GPU_NODES: dict[int, tuple[Cluster, list[int]]] = {}
+
+
+def gpu_nodes(cluster: Cluster) -> list[int]:
+    """``cluster.gpu_node`` as a list of Python ints (indexing it one GPU at a time is
+    several times faster than indexing the array); cached per cluster, read only."""
+    cached = _GPU_NODES.get(id(cluster))
+    if cached is None or cached[0] is not cluster:
+        if len(_GPU_NODES) > 64:
+            _GPU_NODES.clear()
+        cached = _GPU_NODES[id(cluster)] = (cluster, cluster.gpu_node.tolist())
+    return cached[1]
 
 
 def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],

@@ -77,6 +77,10 @@ class Scheduler:
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
         self.node_free = cluster.node_gpus.copy()
         self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
+        # Read-only views of the three books for snapshots (made once: they see every change).
+        self._views = tuple(_read_only(a) for a in (self.free, self.node_free, self.node_version))
+        self._gpu_node = cluster.gpu_node.tolist()  # Python ints: cheaper to index one by one
+        self._node_type = [node.gpu_type for node in cluster.nodes]
         self.used_gpus = 0.0
         self.timeline = Timeline()
         self.cycles = 0
@@ -151,8 +155,8 @@ class Scheduler:
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
         jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
-        return ClusterSnapshot(self.cluster, self.clock.now(), self.free, self.node_free,
-                               self.node_version, *jobs, self.throughput,
+        return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, *jobs,
+                               self.throughput,
                                by_queue=self.waiting.by_queue(),
                                has_fractional=self.fractional_jobs > 0)
 
@@ -232,16 +236,17 @@ class Scheduler:
 
     def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float) -> None:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
-        gpu_node = self.cluster.gpu_node
+        gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
+                                                   self.node_version)
         for gpu, share in zip(gpus, shares, strict=True):
-            self.node_version[gpu_node[gpu]] += 1
-            shift_free(self.free, self.node_free, gpu_node, gpu, sign * share)
+            node_version[gpu_node[gpu]] += 1
+            shift_free(free, node_free, gpu_node, gpu, sign * share)
             self.used_gpus -= sign * share
 
     def placement_of(self, job: Job) -> Placement:
-        nodes = tuple(int(self.cluster.gpu_node[g]) for g in job.allocation)
-        types = tuple(self.cluster.nodes[n].gpu_type for n in nodes)
-        return Placement(types, nodes)
+        gpu_node, node_type = self._gpu_node, self._node_type
+        nodes = tuple([gpu_node[g] for g in job.allocation])
+        return Placement(tuple([node_type[n] for n in nodes]), nodes)
 
     def _record(self) -> None:
         self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),
@@ -250,3 +255,9 @@ class Scheduler:
     @property
     def idle(self) -> bool:
         return not self.waiting and not self.running
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view

@@ -40,8 +40,12 @@ class ClusterSnapshot:
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.
+        # A read-only array passed in (the core keeps such views of its books) is kept as is.
         for name in ("free", "node_free", "node_version"):
-            view = np.asarray(getattr(self, name)).view()
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray) and not value.flags.writeable:
+                continue
+            view = np.asarray(value).view()
             view.flags.writeable = False
             object.__setattr__(self, name, view)
         if not self.by_queue and self.waiting:  # built by hand: group the waiting jobs
@@ -117,14 +121,16 @@ class CycleState:
             shift_free(self.free, self.node_free, self.cluster.gpu_node, gpu, delta)
 
 
-def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: np.ndarray, gpu: int,
+def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: Sequence[int], gpu: int,
                delta: float) -> None:
     """Add ``delta`` to one GPU's free share (clamped to 0..1), keeping its node's count of
     wholly free GPUs in step. The core and each cycle's scratchpad both keep books this way."""
-    was_whole = free[gpu] >= FULL - EPS
-    free[gpu] = min(FULL, max(0.0, free[gpu] + delta))
-    is_whole = free[gpu] >= FULL - EPS
-    if was_whole != is_whole:
+    old = free.item(gpu)  # a Python float: scalar arithmetic on numpy values is slower
+    new = old + delta
+    new = FULL if new > FULL else (0.0 if new < 0.0 else new)
+    free[gpu] = new
+    is_whole = new >= FULL - EPS
+    if (old >= FULL - EPS) != is_whole:
         node_free[gpu_node[gpu]] += 1 if is_whole else -1
 
 

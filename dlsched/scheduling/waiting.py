@@ -21,11 +21,12 @@ class WaitingQueue:
         self._ordered: list[Job] = []
         self._queue_keys: dict[str, list[Any]] = {}
         self._by_queue: dict[str, list[Job]] = {}
+        self._key_of: dict[str, Any] = {}  # each job's static key, as computed when it came
 
     def add(self, job: Job) -> None:
         self._jobs[job.job_id] = job
         if self._static_key is not None:
-            key = self._static_key(job)
+            key = self._key_of[job.job_id] = self._static_key(job)
             _insert(self._keys, self._ordered, key, job)
             queue = job.spec.queue
             _insert(self._queue_keys.setdefault(queue, []), self._by_queue.setdefault(queue, []),
@@ -34,7 +35,7 @@ class WaitingQueue:
     def pop(self, job_id: str) -> Job:
         job = self._jobs.pop(job_id)
         if self._static_key is not None:
-            key = self._static_key(job)
+            key = self._key_of.pop(job_id)  # a static key does not change while a job waits
             _remove(self._keys, self._ordered, key, job)
             queue = job.spec.queue
             _remove(self._queue_keys[queue], self._by_queue[queue], key, job)

@@ -45,6 +45,13 @@ class EventQueue:
         time, _, _, event = heapq.heappop(self._heap)
         return time, event
 
+    def pop_at(self, time: float) -> Event | None:
+        """The next event if it is due at ``time``, removed from the queue; else None."""
+        heap = self._heap
+        if heap and heap[0][0] == time:
+            return heapq.heappop(heap)[3]
+        return None
+
     def __len__(self) -> int:
         return len(self._heap)
 

@@ -7,6 +7,7 @@ from the sorted trace, which keeps the heap small.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,18 +56,31 @@ class Simulator:
         self.finished = 0
 
     def run(self) -> SimulationResult:
+        """Run to the end of the trace (or ``max_time``). The cyclic garbage collector is
+        paused meanwhile: the loop makes no reference cycles (reference counting frees its
+        garbage), and its scans of the ~10^5 live jobs cost ~10% of a Philly run."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _run(self) -> SimulationResult:
         started = time.perf_counter()
         self._push_arrival()
         max_time = self.config.max_time
-        while self.events:
-            now = self.events.peek()
+        events, clock, handle = self.events, self.clock, self._handle
+        while events:
+            now = events.peek()
             if max_time is not None and now > max_time:
-                self.clock.time = max_time
+                clock.time = max_time
                 break
-            self.clock.time = now
+            clock.time = now
             changed = False
-            while self.events and self.events.peek() == now:
-                changed |= self._handle(self.events.pop()[1])
+            while (event := events.pop_at(now)) is not None:
+                changed |= handle(event)
             if changed:
                 result = self.core.cycle()
                 self._arm_wakeup(result.next_wakeup)

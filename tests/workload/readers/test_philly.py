@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,13 @@ def philly(shared_data: Path) -> Path:
     return shared_data / "traces/philly/philly.csv"
 
 
-def test_whole_file_reads_fast_with_the_rows_as_written(philly: Path) -> None:
-    read_trace(philly, "philly", ReaderOptions(limit=10))  # imports out of the timing
-    start = time.perf_counter()
+def test_whole_file_reads_with_the_rows_as_written(philly: Path) -> None:
+    # Its speed is measured by benchmarks/bench_philly.py, not here.
     trace = read_trace(philly)
-    elapsed = time.perf_counter() - start
     assert len(trace) == 82247 and trace.format == "philly" and trace.skipped == 0
     first = {j.job_id: j for j in trace.jobs}["philly-1"]  # line 2 of the file
     assert (first.num_gpus, first.work, first.queue, first.pool) == (1, 66.0, "11cb48", "11cb48")
     assert trace.jobs[0].submit_time == 0
-    assert elapsed < 3.0  # ~0.7 s on a quiet machine; generous for loaded CI
 
 
 @pytest.mark.parametrize("limit", [1, 50, 2500], ids=["one", "fifty", "head"])
