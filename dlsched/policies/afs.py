@@ -33,6 +33,7 @@ from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
 
 SPEEDS = ("fitted", "exact")
 ROUND_SECONDS = 60.0  # the round length is ours (configurable)
@@ -50,6 +51,11 @@ class AfsAllocator:
         self.elastic, self.speed = check_elastic(elastic), speed
         self.max_workers = max_workers
         self.curves = SpeedCurves()
+
+    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
+        """The fewest and most workers this policy may give ``job``."""
+        return job_bounds(job, self.elastic, self.max_workers,
+                          self.max_workers if capacity is None else capacity)
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
         jobs = active_jobs(state)

@@ -64,6 +64,11 @@ class ElasticFlowAllocator:
         self.admitted: set[str] = set()
         self.rejected: set[str] = set()
 
+    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
+        """The fewest and most workers this policy may give ``job``."""
+        return job_bounds(job, self.elastic, self.max_workers,
+                          self.max_workers if capacity is None else capacity)
+
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
         jobs = active_jobs(state)
         self.curves.forget(jobs)

@@ -52,6 +52,11 @@ class OptimusAllocator:
         self.max_workers = max_workers
         self.curves = SpeedCurves()
 
+    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
+        """The fewest and most workers this policy may give ``job``."""
+        return job_bounds(job, self.elastic, self.max_workers,
+                          self.max_workers if capacity is None else capacity)
+
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
         jobs = active_jobs(state)
         self.curves.forget(jobs)

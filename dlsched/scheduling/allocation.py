@@ -63,7 +63,9 @@ class AllocatePlugin(Protocol):
 
     Returns ``{job_id: Assignment}``; a job left out holds no GPUs after the cycle. It reads the
     ``CycleState`` (snapshot of the cluster, running and waiting jobs, the throughput model and
-    the time) and never mutates jobs."""
+    the time) and never mutates jobs. A plugin may also define ``worker_bounds(job)``, the
+    fewest and most workers it may give a job (default: ``worker_bounds`` below), which the
+    core checks its targets against."""
 
     name: str
 

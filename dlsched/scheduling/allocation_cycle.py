@@ -32,7 +32,7 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
                          wakeup: float | None = None) -> CycleResult:
     state = CycleState.begin(snapshot)
     targets = allocator.allocate(state)
-    _check(allocator.name, state, targets)
+    _check(allocator, state, targets)
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     for job in snapshot.running:
@@ -56,7 +56,11 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     return CycleResult(tuple(starts), tuple(preemptions), reasons, wakeup, resizes=resizes)
 
 
-def _check(name: str, state: CycleState, targets: Mapping[str, Assignment]) -> None:
+def _check(allocator: AllocatePlugin, state: CycleState,
+           targets: Mapping[str, Assignment]) -> None:
+    name = allocator.name
+    # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.
+    bounds = getattr(allocator, "worker_bounds", worker_bounds)
     active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
     for job_id, target in targets.items():
         job = active.get(job_id)
@@ -64,7 +68,7 @@ def _check(name: str, state: CycleState, targets: Mapping[str, Assignment]) -> N
             raise AllocationError(f"{name}: allocated GPUs to {job_id}, which is not active")
         if not target.nodes:
             continue
-        low, high = worker_bounds(job)
+        low, high = bounds(job)
         if not low <= target.num_workers <= high:
             raise AllocationError(f"{name}: gave {job_id} {target.num_workers} workers, it may "
                                   f"run with {low}..{high}")

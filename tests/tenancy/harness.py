@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from builders import make_cluster
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import LinearScaling
@@ -22,7 +23,6 @@ from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.plugins import TenantAdmission, with_tenants
 from dlsched.tenancy.reasons import Pending, Reason
 from dlsched.workload.job import Job, JobSpec, JobStatus
-from tests.builders import make_cluster
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from builders import make_cluster, records_of
+from harness import config_yaml, cq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,8 +19,6 @@ from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.plugins import with_tenants
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
-from tests.builders import make_cluster, records_of
-from tests.tenancy.harness import config_yaml, cq
 
 POLICIES = [
     {"within_cluster_queue": "lower-or-newer-equal-priority", "reclaim_within_cohort": "any"},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from harness import config_yaml, cq
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -12,7 +13,6 @@ from dlsched.tenancy.config import ShareStrategy
 from dlsched.tenancy.fairshare import DecayedUsage, dominant_share, share_value, strategy_allows
 from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.quota import QuotaTree, Usage
-from tests.tenancy.harness import config_yaml, cq
 
 F = ("f", "gpu")
 

@@ -5,11 +5,8 @@ with reason. Each case runs one real ``run_cycle`` of ``with_tenants(fifo)`` on 
 from __future__ import annotations
 
 import pytest
-
-from dlsched.cluster.cluster import Node
-from dlsched.tenancy.reasons import Reason
-from tests.builders import cluster_of
-from tests.tenancy.harness import (
+from builders import cluster_of
+from harness import (
     LAST_PENDING,
     R,
     W,
@@ -19,6 +16,9 @@ from tests.tenancy.harness import (
     run_scenario,
     without_types,
 )
+
+from dlsched.cluster.cluster import Node
+from dlsched.tenancy.reasons import Reason
 
 NEED, LIMIT, NOQ = Reason.NEEDS_PREEMPTION, Reason.BORROWING_LIMIT, Reason.NO_QUOTA
 LOWER = {"within_cluster_queue": "lower-priority"}

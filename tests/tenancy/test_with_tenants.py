@@ -4,6 +4,8 @@ cluster, the wrapped policy schedules exactly as it does alone; with quotas, the
 from __future__ import annotations
 
 import pytest
+from builders import make_cluster, records_of
+from harness import config_yaml, cq
 
 from dlsched.policies.fifo import fifo
 from dlsched.policies.sjf import srtf
@@ -14,8 +16,6 @@ from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.plugins import TenantAdmission, with_tenants
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
-from tests.builders import make_cluster, records_of
-from tests.tenancy.harness import config_yaml, cq
 
 ONE_QUEUE = parse_tenants(config_yaml([cq("default", 1000, cohort=None)]))
 JOBS = tuple(JobSpec(f"j{i}", float(t), n, float(w))

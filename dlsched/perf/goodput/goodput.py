@@ -85,7 +85,7 @@ class GoodputFunction:
     def candidates(self, num_replicas: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
         """Every allowed ``(m, s)`` on ``num_replicas`` replicas (empty arrays if none)."""
         lim = self.limits
-        atomic = _atomic_grid(lim.min_local_bsz, lim.max_local_bsz)
+        atomic = atomic_grid(lim.min_local_bsz, lim.max_local_bsz)
         accum = np.arange(MAX_ACCUM_STEPS + 1)
         m, s = (a.ravel() for a in np.meshgrid(atomic, accum))
         batch = num_replicas * m * (s + 1)
@@ -105,7 +105,7 @@ class GoodputFunction:
         return self.config(num_nodes, num_replicas, int(m[best]), int(s[best]), progress)
 
 
-def _atomic_grid(low: int, high: int) -> NDArray[np.int64]:
+def atomic_grid(low: int, high: int) -> NDArray[np.int64]:
     if high - low < _GRID_POINTS:
         return np.arange(low, high + 1)
     return np.unique(np.geomspace(low, high, _GRID_POINTS).round().astype(np.int64))

@@ -1,0 +1,88 @@
+"""Placing Pollux's worker counts onto nodes (Qiao et al., OSDI'21 §4.2).
+
+Rules, in order:
+
+1. a job whose count did not change keeps its nodes (a move would be a restart);
+2. the others, largest first, go to one node when one has room (best fit: the fullest node that
+   fits, which keeps whole nodes free for distributed jobs);
+3. otherwise over several nodes, most free first. With ``interference`` (Pollux §4.2,
+   "interference avoidance": at most one distributed job per node) a node already holding a
+   distributed job is skipped;
+4. an elastic job that does not fit at its count shrinks to what fits if that is within its
+   bounds; a rigid one gets nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One job's target worker count, its bounds and where it runs now."""
+
+    count: int
+    low: int
+    current: Counter[int]
+
+
+def place(requests: Sequence[Request], capacity: NDArray[np.int64],
+          interference: bool = True) -> list[tuple[int, ...]]:
+    """One node index per worker for every request (empty: the job gets nothing)."""
+    free = np.array(capacity, dtype=np.int64)
+    distributed = np.zeros(len(free), dtype=bool)
+    result: list[tuple[int, ...]] = [()] * len(requests)
+    moving = []
+    for i, req in enumerate(requests):
+        if req.count > 0 and req.count == sum(req.current.values()) and _keep(req, free,
+                                                                              distributed):
+            result[i] = tuple(sorted(req.current.elements()))
+        elif req.count > 0:
+            moving.append(i)
+    for i in sorted(moving, key=lambda i: -requests[i].count):
+        result[i] = _place_one(requests[i], free, distributed, interference)
+    return result
+
+
+def _keep(req: Request, free: NDArray[np.int64], distributed: NDArray[np.bool_]) -> bool:
+    nodes = list(req.current)
+    if any(free[n] < k for n, k in req.current.items()):
+        return False
+    for node, k in req.current.items():
+        free[node] -= k
+    if len(nodes) > 1:
+        distributed[nodes] = True
+    return True
+
+
+def _place_one(req: Request, free: NDArray[np.int64], distributed: NDArray[np.bool_],
+               interference: bool) -> tuple[int, ...]:
+    fits = np.flatnonzero(free >= req.count)
+    if fits.size:
+        node = int(fits[np.argmin(free[fits])])
+        free[node] -= req.count
+        return (node,) * req.count
+    usable = free > 0
+    if interference:
+        usable &= ~distributed
+    nodes = np.flatnonzero(usable)
+    nodes = nodes[np.argsort(-free[nodes], kind="stable")]
+    total = int(free[nodes].sum())
+    count = min(req.count, total)
+    if count < max(req.low, 1):
+        return ()
+    chosen: list[int] = []
+    for node in nodes.tolist():
+        take = min(int(free[node]), count - len(chosen))
+        chosen.extend([node] * take)
+        free[node] -= take
+        if len(chosen) == count:
+            break
+    if len(set(chosen)) > 1:
+        distributed[sorted(set(chosen))] = True
+    return tuple(sorted(chosen))

@@ -1,0 +1,160 @@
+"""Pollux's scheduler, PolluxSched (Qiao et al., OSDI'21 §4.2), as an allocation policy.
+
+Every round (60 s, the paper's) it chooses every active job's worker count and nodes to
+maximize the fairness-weighted power mean of speedups
+
+    FITNESS_p(A) = (Σ_j w_j · SPEEDUP_j(A_j)^p)^(1/p),   p = −1 by default,
+
+with ``SPEEDUP_j(A) = max goodput at A / max goodput at the fair share`` (§4.2: the fair share
+is ``G / J`` GPUs of the ``G`` GPUs and ``J`` active jobs, here clamped to the job's bounds and
+packed on the fewest nodes; ``baseline="one"`` uses one GPU, as Pollux's released code does).
+The goodput at an allocation is the best over batch sizes (§3.3): the batch co-adapts, as the
+``goodput`` throughput model computes it (``policies/elastic/configs.py``).
+
+- **Re-allocation penalty** (§4.2): the speedup of a running job at any allocation other than
+  its current one is multiplied by ``(T_j − R_j·δ) / (T_j + δ)``, ``T_j`` its age (since
+  submission), ``R_j`` its past re-allocations (counted here) and ``δ`` the restart time
+  (``restart_seconds``). A waiting job's start is not a re-allocation.
+- **Interference avoidance** (§4.2): at most one distributed (multi-node) job per node.
+- A job with no GPUs has speedup ``zero_speedup`` (0 would make ``S^p`` infinite for p < 0),
+  so the search first gives as many jobs as possible a GPU, as the fairness term demands.
+
+Search (dlsched's, not the paper's genetic algorithm; the objective is the paper's): the
+envelope greedy of ``policies/elastic/search.py`` on ``w·sign(p)·S^p`` per worker count, then
+node placement (``policies/elastic/pollux_place.py``). Single-node goodput is used for counts
+that fit on a node, multi-node goodput above. Pollux is heterogeneity-oblivious: it evaluates
+every job on the cluster's most common GPU type.
+
+``elastic="all"`` (the paper: every job adapts) lets a job without declared bounds use
+``1..min(max_workers, max_batch // min_local_bsz)`` workers; ``"declared"`` keeps rigid jobs at
+their requested size or nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dlsched.policies.elastic.configs import (
+    STAY_TIE_BREAK,
+    UNLIMITED,
+    RestartLog,
+    goodput_bounds,
+    job_curves,
+    power_utility,
+)
+from dlsched.policies.elastic.pollux_place import Request, place
+from dlsched.policies.elastic.search import greedy_counts
+from dlsched.policies.elastic.speed import (
+    DEFAULT_MAX_WORKERS,
+    active_jobs,
+    check_elastic,
+    node_capacity,
+)
+from dlsched.policies.fifo import SubmitOrder
+from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+BASELINES = ("fair", "one")
+
+
+class PolluxAllocator:
+    """AllocatePlugin: PolluxSched's objective searched greedily (see the module docstring)."""
+
+    name = "pollux"
+
+    def __init__(self, p: float = -1.0, restart_seconds: float = 30.0, elastic: str = "all",
+                 max_workers: int = DEFAULT_MAX_WORKERS, baseline: str = "fair",
+                 interference: bool = True, zero_speedup: float = 0.01) -> None:
+        if baseline not in BASELINES:
+            raise ValueError(f"baseline={baseline!r}: expected one of {', '.join(BASELINES)}")
+        if max_workers < 1 or zero_speedup <= 0:
+            raise ValueError("max_workers must be >= 1 and zero_speedup > 0")
+        self.p, self.restart_seconds = p, restart_seconds
+        self.elastic, self.max_workers = check_elastic(elastic), max_workers
+        self.baseline, self.interference, self.zero_speedup = baseline, interference, zero_speedup
+        self.restarts = RestartLog()
+
+    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
+        """The fewest and most workers this policy may give ``job``."""
+        limit = UNLIMITED if capacity is None else capacity
+        return goodput_bounds(job, self.elastic, self.max_workers, limit)
+
+    def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
+        jobs = active_jobs(state)
+        if not jobs:
+            return {}
+        capacity = node_capacity(state)
+        held = [Assignment.of(job, state.cluster).per_node() for job in jobs]
+        utility, low = self.utilities(state, jobs, held, int(capacity.sum()))
+        counts = greedy_counts(utility, int(capacity.sum()))
+        requests = [Request(int(k), int(lo), h) for k, lo, h in zip(counts, low, held,
+                                                                     strict=True)]
+        nodes = place(requests, capacity, self.interference)
+        result = {job.job_id: Assignment(n) for job, n in zip(jobs, nodes, strict=True) if n}
+        self.restarts.record(jobs, held, nodes)
+        return result
+
+    def utilities(self, state: CycleState, jobs: list[Job], held: list[Counter[int]],
+                  total: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+        """``w·sign(p)·(SPEEDUP·penalty)^p`` per job (rows) and worker count (columns), and
+        each job's fewest workers."""
+        bounds = np.array([self.worker_bounds(job, total) for job in jobs], dtype=np.int64)
+        low, high = bounds[:, 0], np.minimum(bounds[:, 1], total)
+        width = int(max(high.max(), 1)) + 1
+        goodput = self._goodput(state, jobs, width - 1)
+        ks = np.arange(width)
+        allowed = (ks == 0) | ((ks >= low[:, None]) & (ks <= high[:, None]))
+        allowed &= np.isfinite(goodput)
+        speedup = goodput / self._base(goodput, allowed, low, high, total, len(jobs))[:, None]
+        speedup[:, 0] = self.zero_speedup
+        current = np.array([sum(h.values()) for h in held])
+        factor = np.array([self.restarts.factor(job, state.now, self.restart_seconds)
+                           for job in jobs])
+        moved = (ks != current[:, None]) & (current[:, None] > 0) & (ks > 0)
+        speedup = np.where(moved, speedup * factor[:, None], speedup)
+        stays = (ks == current[:, None]) & (ks > 0)
+        speedup = np.where(stays, speedup * (1 + STAY_TIE_BREAK), speedup)
+        return np.where(allowed, power_utility(speedup, self.p), -np.inf), low
+
+    def _goodput(self, state: CycleState, jobs: list[Job], kmax: int) -> NDArray[np.float64]:
+        cluster = state.cluster
+        gpu = max(cluster.gpus_by_type().items(), key=lambda item: item[1])[0]
+        node_size = int(cluster.node_gpus.max())
+        stable = max(kmax, self.max_workers)  # one cache key whatever the round's largest job
+        curves = [job_curves(job, state.now, gpu, stable) for job in jobs]
+        single = np.stack([c.single[:kmax + 1] for c in curves])
+        multi = np.stack([c.multi[:kmax + 1] for c in curves])
+        return np.where(np.arange(kmax + 1) <= node_size, single, multi)
+
+    def _base(self, goodput: NDArray[np.float64], allowed: NDArray[np.bool_],
+              low: NDArray[np.int64], high: NDArray[np.int64], total: int,
+              num_jobs: int) -> NDArray[np.float64]:
+        """Goodput at the fair share (§4.2) or one GPU, clamped to the bounds; the best allowed
+        goodput when that count is not allowed."""
+        share = max(total // num_jobs, 1) if self.baseline == "fair" else 1
+        k = np.clip(share, np.maximum(low, 1), np.maximum(high, 1))
+        rows = np.arange(len(k))
+        base = np.where(allowed[rows, k], goodput[rows, k], -np.inf)
+        best = np.where(allowed, goodput, -np.inf)
+        best[:, 0] = -np.inf
+        base = np.where(base > 0, base, best.max(axis=1))
+        return np.where(base > 0, base, 1.0)
+
+
+
+
+@register_policy("pollux")
+def pollux(p: float = -1.0, round_seconds: float = 60.0, restart_seconds: float = 30.0,
+           elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
+           baseline: str = "fair", interference: bool = True) -> Profile:
+    """Pollux (OSDI'21): goodput-optimal elastic allocation, power-mean fairness (p)."""
+    allocator = PolluxAllocator(p, restart_seconds, elastic, max_workers, baseline, interference)
+    return Profile("pollux", SubmitOrder(), plugins=(allocator,), round_seconds=round_seconds,
+                   acts_on_running=True)
