@@ -2,7 +2,9 @@
 in FastAPI's thread pool, that call the service under its lock.
 
 With a token, every ``/v1`` request needs ``Authorization: Bearer TOKEN`` (401 otherwise);
-``/healthz`` and ``/metrics`` stay open.
+``/healthz`` and ``/metrics`` stay open. With per-tenant tokens (``auth.py``) a tenant submits
+to, lists, sees and cancels only its own queues' jobs (403 for a queue it names that is not its
+own, 404 for another queue's job); a job's workers may only report that job's progress.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 
 from dlsched import __version__
 from dlsched.runtime import commands, views
+from dlsched.runtime.auth import ANYONE, Principal
 from dlsched.runtime.commands import RequestError
 from dlsched.runtime.models import (
     ClusterView,
@@ -32,8 +35,9 @@ from dlsched.runtime.service import Service
 def create_app(service: Service) -> FastAPI:
     app = FastAPI(title="dlsched", version=__version__,
                   description="Scheduler service for deep-learning jobs")
+    app.state.service = service
     app.add_exception_handler(RequestError, _request_error)  # type: ignore[arg-type]
-    app.include_router(_v1(service), prefix="/v1", dependencies=[Depends(_auth(service))])
+    app.include_router(_v1(service), prefix="/v1")
 
     @app.get("/healthz", response_model=Health)
     def healthz() -> JSONResponse:
@@ -55,62 +59,90 @@ def _request_error(_request: Request, exc: RequestError) -> JSONResponse:
     return JSONResponse({"detail": exc.message}, status_code=exc.status)
 
 
-def _auth(service: Service):  # noqa: ANN202 (a FastAPI dependency)
-    token = service.config.token
+_UNAUTHORIZED = "missing or wrong token (send 'Authorization: Bearer T')"
 
-    def check(authorization: Annotated[str | None, Header()] = None) -> None:
-        if token is None:
-            return
-        scheme, _, given = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not secrets.compare_digest(
-                given.strip().encode(), token.encode()):
-            raise RequestError(401, "missing or wrong token (send 'Authorization: Bearer T')")
 
-    return check
+def _identify(request: Request,
+              authorization: Annotated[str | None, Header()] = None) -> Principal:
+    """The caller of a ``/v1`` request (a FastAPI dependency; the service is the app's)."""
+    config = request.app.state.service.config
+    token, table = config.token, config.tokens
+    if token is None and table is None:
+        return ANYONE
+    scheme, _, given = (authorization or "").partition(" ")
+    given = given.strip()
+    if scheme.lower() != "bearer" or not given:
+        raise RequestError(401, _UNAUTHORIZED)
+    if token is not None and secrets.compare_digest(given.encode(), token.encode()):
+        return Principal("admin")
+    principal = table.identify(given) if table is not None else None
+    if principal is None:
+        raise RequestError(401, _UNAUTHORIZED)
+    return principal
+
+
+Caller = Annotated[Principal, Depends(_identify)]
 
 
 def _v1(service: Service) -> APIRouter:
     router = APIRouter()
 
+    def visible(caller: Principal, job_id: str) -> None:
+        """Another queue's job answers as a job that does not exist."""
+        row = service.store.job(job_id)
+        if row is not None and not caller.may_use(row.queue):
+            raise RequestError(404, f"no job {job_id!r}")
+
     @router.post("/jobs", status_code=201, response_model=JobSummary)
-    def submit(request: SubmitRequest) -> JobSummary:
+    def submit(request: SubmitRequest, caller: Caller) -> JobSummary:
+        if not caller.may_use(request.queue):
+            raise RequestError(403, f"tenant {caller.tenant!r} may not use queue "
+                                    f"{request.queue!r}")
         return views.summary(service, commands.submit(service, request))
 
     @router.get("/jobs", response_model=list[JobSummary])
-    def list_jobs(status: str | None = None, queue: str | None = None,
+    def list_jobs(caller: Caller, status: str | None = None, queue: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
                   offset: Annotated[int, Query(ge=0)] = 0) -> list[JobSummary]:
-        return views.job_list(service, status, queue, limit, offset)
+        if queue is not None and not caller.may_use(queue):
+            raise RequestError(403, f"tenant {caller.tenant!r} may not use queue {queue!r}")
+        return views.job_list(service, status, queue, limit, offset, caller.queues)
 
     @router.get("/jobs/{job_id}", response_model=JobDetail)
-    def get_job(job_id: str) -> JobDetail:
+    def get_job(job_id: str, caller: Caller) -> JobDetail:
+        visible(caller, job_id)
         return views.job_detail(service, job_id)
 
     @router.delete("/jobs/{job_id}", response_model=JobDetail)
-    def cancel_job(job_id: str) -> JobDetail:
+    def cancel_job(job_id: str, caller: Caller) -> JobDetail:
+        visible(caller, job_id)
         commands.cancel(service, job_id)
         return views.job_detail(service, job_id)
 
     @router.get("/jobs/{job_id}/events", response_model=list[EventView])
-    def job_events(job_id: str) -> list[EventView]:
+    def job_events(job_id: str, caller: Caller) -> list[EventView]:
+        visible(caller, job_id)
         return views.events(service, job_id)
 
     @router.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
-    def job_logs(job_id: str,
+    def job_logs(job_id: str, caller: Caller,
                  max_bytes: Annotated[int, Query(ge=1, le=10_000_000)] = 65536) -> str:
+        visible(caller, job_id)
         return views.log_tail(service, job_id, max_bytes)
 
     @router.post("/jobs/{job_id}/progress", status_code=204)
-    def progress(job_id: str, report: ProgressReport) -> Response:
+    def progress(job_id: str, report: ProgressReport, caller: Caller) -> Response:
+        if caller.job_id != job_id:
+            visible(caller, job_id)
         commands.report_progress(service, job_id, report)
         return Response(status_code=204)
 
     @router.get("/cluster", response_model=ClusterView)
-    def cluster() -> ClusterView:
-        return views.cluster_view(service)
+    def cluster(caller: Caller) -> ClusterView:
+        return views.cluster_view(service, caller.queues)
 
     @router.get("/queues", response_model=list[QueueView])
-    def queues() -> list[QueueView]:
-        return views.queue_views(service)
+    def queues(caller: Caller) -> list[QueueView]:
+        return views.queue_views(service, caller.queues)
 
     return router

@@ -18,7 +18,7 @@ from rich.table import Table
 
 from dlsched.errors import DlschedError
 
-runtime_app = typer.Typer(help="The dlsched service: run jobs for real on local GPUs.",
+runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
 console = Console(stderr=True)
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -50,7 +50,12 @@ def _read_token(token: str | None, token_file: Path | None) -> str | None:
 
 @runtime_app.command()
 def serve(
-    executor: Annotated[str, typer.Option("--executor", help="local (ray: later).")] = "local",
+    executor: Annotated[str, typer.Option(
+        "--executor", help="local (subprocesses here) or ray (actors on a Ray cluster).")
+    ] = "local",
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="With --executor ray: the cluster to join (HOST:PORT or auto).")
+    ] = None,
     gpus: Annotated[int | None, typer.Option("--gpus", help="GPUs of the local node.")] = None,
     gpu_type: Annotated[str, typer.Option("--gpu-type", help="Their type.")] = "generic",
     cluster: Annotated[str | None, typer.Option(
@@ -65,6 +70,9 @@ def serve(
         "--policy-opt", help="Policy option key=value; repeatable.")] = None,
     token: TokenOpt = None,
     token_file: Annotated[Path | None, typer.Option("--token-file")] = None,
+    tokens_file: Annotated[Path | None, typer.Option(
+        "--tokens-file", help="Per-tenant tokens (YAML): each tenant uses only its queues; "
+                              "--token, if also given, is an admin's.")] = None,
     data_dir: Annotated[Path, typer.Option(
         "--data-dir", help="Logs, default checkpoints, the SQLite database.")] = Path(
             "~/.dlsched"),
@@ -72,19 +80,23 @@ def serve(
         "--grace-seconds", help="SIGTERM to SIGKILL when a job is stopped.")] = 10.0,
     max_attempts: Annotated[int, typer.Option(
         "--max-attempts", help="Give a job up after this many failed attempts.")] = 3,
+    retry_backoff: Annotated[float, typer.Option(
+        "--retry-backoff", help="Seconds before retrying after a first failure, doubling "
+                                "after each (0: at once).")] = 10.0,
+    retry_backoff_max: Annotated[float, typer.Option(
+        "--retry-backoff-max", help="The longest retry delay.")] = 360.0,
 ) -> None:
-    """Run the scheduler service (REST API, scheduling loop, local executor)."""
+    """Run the scheduler service (REST API, scheduling loop, local or Ray executor)."""
     from dlsched.experiment import parse_policy_options
     from dlsched.runtime.server import ServeOptions
     from dlsched.runtime.server import serve as run_service
 
     try:
-        if executor != "local":
-            raise DlschedError(f"executor {executor!r} is not available yet (use local)")
         options = ServeOptions(
             data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
             dict(parse_policy_options(policy_opt or [])), _read_token(token, token_file),
-            grace_seconds, max_attempts)
+            grace_seconds, max_attempts, executor, ray_address, retry_backoff,
+            retry_backoff_max, tokens_file)
         run_service(options)
     except (DlschedError, OSError) as exc:
         _fail(exc)

@@ -28,6 +28,11 @@ class ServeOptions:
     token: str | None = None
     grace_seconds: float = 10.0
     max_attempts: int = 3
+    executor: str = "local"
+    ray_address: str | None = None
+    retry_backoff: float = 10.0
+    retry_backoff_max: float = 360.0
+    tokens_file: Path | None = None
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
@@ -37,7 +42,24 @@ def local_cluster(gpus: int, gpu_type: str) -> Cluster:
     return Cluster("local", (Node("local", gpu_type, gpus),))
 
 
+def check_options(options: ServeOptions) -> None:
+    for flag, value in (("--grace-seconds", options.grace_seconds),
+                        ("--retry-backoff", options.retry_backoff),
+                        ("--retry-backoff-max", options.retry_backoff_max)):
+        if value < 0:
+            raise ConfigError(f"{flag} must be at least 0, got {value:g}")
+    if options.max_attempts < 1:
+        raise ConfigError(f"--max-attempts must be at least 1, got {options.max_attempts}")
+
+
 def service_cluster(options: ServeOptions) -> Cluster:
+    if options.executor == "ray":
+        if options.gpus is not None or options.cluster is not None:
+            raise ConfigError("--executor ray takes its nodes from the Ray cluster: drop "
+                              "--gpus/--cluster")
+        return Cluster("ray", ())  # replaced by the Ray cluster's nodes in serve()
+    if options.executor != "local":
+        raise ConfigError(f"--executor: unknown executor {options.executor!r} (local, ray)")
     if (options.gpus is None) == (options.cluster is None):
         raise ConfigError("give either --gpus N (one local node) or --cluster FILE.yaml")
     if options.cluster is not None:
@@ -63,14 +85,29 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
     from dlsched.runtime.api import create_app
     from dlsched.runtime.service import Service, ServiceConfig
 
+    check_options(options)
     cluster = service_cluster(options)
+    ray_cluster = None
+    if options.executor == "ray":
+        from dlsched.runtime.executors.ray_cluster import connect
+
+        ray_cluster = connect(options.ray_address)
+        cluster = ray_cluster.cluster
+    tokens = None
+    if options.tokens_file is not None:
+        from dlsched.runtime.auth import load_tokens
+
+        tokens = load_tokens(options.tokens_file)
     sock = bind(options.host, options.port)
     port = sock.getsockname()[1]
     worker_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "") else options.host
     url = f"http://{worker_host}:{port}"
     service = Service(ServiceConfig(cluster, options.data_dir, options.db_url, options.policy,
                                     dict(options.policy_options), url, options.token,
-                                    options.grace_seconds, options.max_attempts))
+                                    options.grace_seconds, options.max_attempts,
+                                    retry_backoff=options.retry_backoff,
+                                    retry_backoff_max=options.retry_backoff_max,
+                                    ray_cluster=ray_cluster, tokens=tokens))
     service.start()
     try:
         _write_info(options.data_dir, url)

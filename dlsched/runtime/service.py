@@ -1,4 +1,5 @@
-"""The scheduler service: the simulator's core with a wall clock and the local executor.
+"""The scheduler service: the simulator's core with a wall clock and a runtime executor (local
+subprocesses, or Ray actors when ``ServiceConfig.ray_cluster`` is set).
 
 One background thread runs the loop. Each iteration, under the service lock: reap workers that
 exited (all ranks 0 -> ``finish``; a failure -> ``requeue``, or ``fail`` after
@@ -14,25 +15,32 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import LinearScaling
+from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.clock import WallClock
-from dlsched.runtime.executors.local import (
+from dlsched.runtime.executors.base import (
     AttemptEnd,
+    ExecutorSettings,
     LaunchPlan,
-    LocalExecutor,
-    LocalSettings,
     Outcome,
+    RuntimeExecutor,
 )
+from dlsched.runtime.executors.local import LocalExecutor
 from dlsched.runtime.metrics import RuntimeMetrics
 from dlsched.runtime.recovery import recover
 from dlsched.runtime.store import Batch, Store
 from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.scheduler import CoreConfig, Scheduler
 from dlsched.workload.job import JobStatus
+
+if TYPE_CHECKING:
+    from dlsched.runtime.auth import TokenTable
+    from dlsched.runtime.executors.ray_cluster import RayCluster
 
 log = logging.getLogger("dlsched.runtime")
 
@@ -49,6 +57,10 @@ class ServiceConfig:
     grace_seconds: float = 10.0
     max_attempts: int = 3
     poll_seconds: float = 0.1
+    retry_backoff: float = 10.0  # seconds after the first failure, doubling (0: retry at once)
+    retry_backoff_max: float = 360.0
+    ray_cluster: RayCluster | None = None  # set: the Ray executor on that cluster
+    tokens: TokenTable | None = None  # per-tenant tokens (``token`` is then an admin's)
 
     @property
     def database(self) -> str:
@@ -75,9 +87,10 @@ class Service:
         self.clock = WallClock()
         self.lock = threading.RLock()
         self.wake = threading.Event()
-        self.profile = build_policy(config.policy, dict(config.policy_options))
-        settings = LocalSettings(config.grace_seconds, config.service_url, config.token)
-        self.executor = LocalExecutor(config.cluster, self._plan_attempt, settings)
+        self.backoff = RetryBackoff(config.retry_backoff, config.retry_backoff_max)
+        profile = build_policy(config.policy, dict(config.policy_options))
+        self.profile = replace(profile, plugins=(*profile.plugins, self.backoff))
+        self.executor = self._executor()
         self.core = Scheduler(config.cluster, self.profile, LinearScaling(), self.clock,
                               self.executor, CoreConfig(restart_overhead=0.0))
         self.metrics = RuntimeMetrics(config.cluster)
@@ -92,6 +105,16 @@ class Service:
         self._last_cycle = 0.0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+
+    def _executor(self) -> RuntimeExecutor:
+        config = self.config
+        shared_token = config.token if config.tokens is None else None  # never an admin's
+        settings = ExecutorSettings(config.grace_seconds, config.service_url, shared_token)
+        if config.ray_cluster is None:
+            return LocalExecutor(config.cluster, self._plan_attempt, settings)
+        from dlsched.runtime.executors.ray import RayExecutor
+
+        return RayExecutor(config.ray_cluster, self._plan_attempt, settings)
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -194,7 +217,8 @@ class Service:
             self.core.fail(end.job_id, f"{reason} (gave up after {record.failures} failures)")
             self.event(end.job_id, "failed", self.core.jobs[end.job_id].pending_reason, now)
         else:
-            self.requeue(end.job_id, reason)
+            delay = self.backoff.failed(end.job_id, record.failures, now)
+            self.requeue(end.job_id, reason + (f"; retry in {delay:g} s" if delay else ""))
 
     def requeue(self, job_id: str, reason: str) -> None:
         self.core.requeue(job_id, reason)
@@ -205,8 +229,9 @@ class Service:
         record.attempts += 1
         self.batch.job(job_id, attempts=record.attempts)
         log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{record.attempts}.log"
+        token = self.config.tokens.worker_token(job_id) if self.config.tokens else None
         return LaunchPlan(record.attempts, record.command, record.checkpoint_dir, log_path,
-                          record.working_dir, record.env)
+                          record.working_dir, record.env, token)
 
     def record_launches(self) -> None:
         for launch in self.executor.take_launched():
@@ -230,6 +255,7 @@ class Service:
                            finish_time=job.finish_time,
                            attained_service=job.attained_service(self.clock.now()))
             if job.status.is_terminal and self.active.pop(job_id, None) is not None:
+                self.backoff.forget(job_id)
                 self._reasons.pop(job_id, None)
                 self.metrics.jobs_ended.labels(job.status.value).inc()
         self.touched.clear()

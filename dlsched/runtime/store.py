@@ -172,8 +172,9 @@ class Store:
             return session.get(JobRow, job_id)
 
     def jobs(self, status: str | None = None, queue: str | None = None,
-             limit: int | None = 1000,
-             offset: int = 0, statuses: Iterable[str] | None = None) -> list[JobRow]:
+             limit: int | None = 1000, offset: int = 0,
+             statuses: Iterable[str] | None = None,
+             queues: Iterable[str] | None = None) -> list[JobRow]:
         query = select(JobRow).order_by(JobRow.seq).limit(limit).offset(offset)
         if status is not None:
             query = query.where(JobRow.status == status)
@@ -181,6 +182,8 @@ class Store:
             query = query.where(JobRow.status.in_(tuple(statuses)))
         if queue is not None:
             query = query.where(JobRow.queue == queue)
+        if queues is not None:
+            query = query.where(JobRow.queue.in_(tuple(queues)))
         with self.session() as session:
             return list(session.scalars(query))
 

@@ -62,9 +62,10 @@ def _live_reasons(service: Service, rows: list[JobRow]) -> dict[str, str]:
 
 
 def job_list(service: Service, status: str | None, queue: str | None, limit: int,
-             offset: int) -> list[JobSummary]:
+             offset: int, queues: frozenset[str] | None = None) -> list[JobSummary]:
+    """``queues``: only jobs of these queues (a tenant's view); None: every queue."""
     _flushed(service)
-    rows = service.store.jobs(status, queue, limit, offset)
+    rows = service.store.jobs(status, queue, limit, offset, queues=queues)
     reasons = _live_reasons(service, rows)
     return [summary(service, row, reasons.get(row.id)) for row in rows]
 
@@ -131,11 +132,15 @@ def log_tail(service: Service, job_id: str, max_bytes: int) -> str:
         return ""
 
 
-def cluster_view(service: Service) -> ClusterView:
+HIDDEN = "(another tenant)"
+
+
+def cluster_view(service: Service, queues: frozenset[str] | None = None) -> ClusterView:
+    """``queues``: a tenant's view; GPUs held by other queues' jobs show ``HIDDEN``."""
     cluster = service.cluster
     with service.locked():
-        holder = {int(g): job.job_id for job in service.core.running.values()
-                  for g in job.allocation}
+        holder = {int(g): job.job_id if queues is None or job.spec.queue in queues else HIDDEN
+                  for job in service.core.running.values() for g in job.allocation}
         used = service.core.used_gpus
     nodes = []
     for n, node in enumerate(cluster.nodes):
@@ -147,13 +152,13 @@ def cluster_view(service: Service) -> ClusterView:
                        gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes)
 
 
-def queue_views(service: Service) -> list[QueueView]:
+def queue_views(service: Service, queues: frozenset[str] | None = None) -> list[QueueView]:
     with service.locked():
         pending = Counter(job.spec.queue for job in service.core.waiting.values())
         running = Counter(job.spec.queue for job in service.core.running.values())
         gpus: Counter[str] = Counter()
         for job in service.core.running.values():
             gpus[job.spec.queue] += sum(job.shares)
-    names = sorted(set(pending) | set(running) | {"default"})
+    names = sorted(set(pending) | set(running) | {"default"} if queues is None else queues)
     return [QueueView(name=q, pending=pending[q], running=running[q], gpus_allocated=gpus[q])
             for q in names]

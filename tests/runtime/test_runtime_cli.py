@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 from runtime_helpers import Live, wait_for, worker
 from typer.testing import CliRunner
@@ -69,3 +70,26 @@ def test_the_main_app_has_the_verbs_without_importing_fastapi() -> None:
              "assert {'serve', 'submit', 'jobs', 'cancel', 'logs'} <= names, names; "
              "assert 'fastapi' not in sys.modules and 'sqlalchemy' not in sys.modules")
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--executor", "slurm", "--gpus", "2"], "--executor: unknown executor 'slurm' (local, ray)"),
+    (["--executor", "ray", "--gpus", "2"], "--executor ray takes its nodes from the Ray cluster"),
+], ids=["unknown-executor", "ray-with-gpus"])
+def test_serve_refuses_bad_executor_options(args: list[str], message: str,
+                                            tmp_path: Path) -> None:
+    result = runner.invoke(runtime_app, ["serve", *args, "--data-dir", str(tmp_path)])
+    assert result.exit_code == 1
+    assert message in " ".join(result.output.split())
+
+
+def test_serve_with_ray_needs_an_address(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    import ray
+
+    if ray.is_initialized():
+        pytest.skip("this process is already a Ray driver")
+    result = runner.invoke(runtime_app, ["serve", "--executor", "ray", "--data-dir",
+                                         str(tmp_path)])
+    assert result.exit_code == 1
+    assert "--executor ray needs --ray-address" in " ".join(result.output.split())

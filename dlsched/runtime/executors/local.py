@@ -9,69 +9,43 @@ belong to the same job: a job never runs twice at once, and no two jobs share a 
 Workers get this environment (the job-side library reads exactly these names):
 ``DLSCHED_JOB_ID``, ``DLSCHED_ATTEMPT`` (1-based), ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
 ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR`` (127.0.0.1), ``MASTER_PORT`` (free, per attempt),
-``CUDA_VISIBLE_DEVICES`` (the worker's GPU index on its node), ``DLSCHED_CHECKPOINT_DIR`` (per
-job, the same for every attempt), ``DLSCHED_SERVICE_URL``, ``DLSCHED_TOKEN`` (when auth is on)
-and ``DLSCHED_GRACE_SECONDS``.
+``CUDA_VISIBLE_DEVICES`` (the worker's GPU index on its node), ``DLSCHED_NODE`` (its node's
+name), ``DLSCHED_CHECKPOINT_DIR`` (per job, the same for every attempt),
+``DLSCHED_SERVICE_URL``, ``DLSCHED_TOKEN`` (when auth is on) and ``DLSCHED_GRACE_SECONDS``
+(built in ``executors/base.py``, shared with the Ray executor).
 """
 
 from __future__ import annotations
 
-import enum
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.runtime.executors.base import (
+    AttemptEnd,
+    AttemptLaunch,
+    ExecutorSettings,
+    LaunchPlan,
+    Outcome,
+    Planner,
+    contract_env,
+    describe_stopped,
+    exit_text,
+    rank_envs,
+)
 from dlsched.runtime.executors.processes import free_port, signal_group
 from dlsched.workload.job import Job
 
+LocalSettings = ExecutorSettings  # the name the local executor's callers know
 
-class Outcome(enum.Enum):
-    SUCCEEDED = "succeeded"  # every worker exited with code 0
-    FAILED = "failed"  # a worker exited with another code or could not start
-    STOPPED = "stopped"  # told to stop (preemption, cancel, shutdown), and it did
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What the service says about one attempt of a job, asked for when it is launched."""
-
-    attempt: int
-    command: tuple[str, ...]
-    checkpoint_dir: str
-    log_path: Path
-    working_dir: str | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class LocalSettings:
-    grace_seconds: float = 10.0
-    service_url: str = ""
-    token: str | None = None
-
-
-@dataclass(frozen=True)
-class AttemptLaunch:
-    job_id: str
-    attempt: int
-    gpus: tuple[int, ...]
-    pids: tuple[int, ...]
-    log_path: Path
-
-
-@dataclass(frozen=True)
-class AttemptEnd:
-    job_id: str
-    attempt: int
-    outcome: Outcome
-    message: str
+__all__ = ["AttemptEnd", "AttemptLaunch", "LaunchPlan", "LocalExecutor", "LocalSettings",
+           "Outcome"]
 
 
 @dataclass(eq=False)
@@ -92,8 +66,7 @@ class _Attempt:
 class LocalExecutor:
     """Not thread-safe: the service calls it under its lock (only the kill timers run apart)."""
 
-    def __init__(self, cluster: Cluster, plan: Callable[[str], LaunchPlan],
-                 settings: LocalSettings) -> None:
+    def __init__(self, cluster: Cluster, plan: Planner, settings: ExecutorSettings) -> None:
         self.cluster = cluster
         self.plan = plan
         self.settings = settings
@@ -124,7 +97,7 @@ class LocalExecutor:
             self._stopping.remove(attempt)
             if attempt.timer is not None:
                 attempt.timer.cancel()
-            self._end(attempt, Outcome.STOPPED, _describe(attempt.codes()))
+            self._end(attempt, Outcome.STOPPED, describe_stopped(attempt.codes()))
         self._launch_ready()
         ended, self._ended = self._ended, []
         return ended
@@ -158,7 +131,7 @@ class LocalExecutor:
             _kill(attempt)  # the other ranks cannot go on without it
             for proc in attempt.procs:
                 proc.wait(timeout=10)
-            self._end(attempt, Outcome.FAILED, f"rank {failed[0]} {_exit_text(failed[1])}")
+            self._end(attempt, Outcome.FAILED, f"rank {failed[0]} {exit_text(failed[1])}")
         elif all(code == 0 for code in codes):
             del self._active[attempt.job_id]
             self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0")
@@ -212,43 +185,12 @@ class LocalExecutor:
                      port: int) -> Iterator[dict[str, str]]:
         base = {**os.environ, **plan.env}
         base.pop("DLSCHED_TOKEN", None)
-        nodes = [int(self.cluster.gpu_node[gpu]) for gpu in attempt.gpus]
-        per_node = Counter(nodes)
-        seen: Counter[int] = Counter()
-        for rank, (gpu, node) in enumerate(zip(attempt.gpus, nodes, strict=True)):
-            env = dict(base)
-            env.update(self._contract(attempt, plan, port))
-            env.update(RANK=str(rank), LOCAL_RANK=str(seen[node]),
-                       LOCAL_WORLD_SIZE=str(per_node[node]),
-                       CUDA_VISIBLE_DEVICES=str(gpu - int(self.cluster.node_first_gpu[node])))
-            seen[node] += 1
-            yield env
-
-    def _contract(self, attempt: _Attempt, plan: LaunchPlan, port: int) -> dict[str, str]:
-        env = {"DLSCHED_JOB_ID": attempt.job_id, "DLSCHED_ATTEMPT": str(plan.attempt),
-               "WORLD_SIZE": str(len(attempt.gpus)), "MASTER_ADDR": "127.0.0.1",
-               "MASTER_PORT": str(port), "DLSCHED_CHECKPOINT_DIR": plan.checkpoint_dir,
-               "DLSCHED_SERVICE_URL": self.settings.service_url,
-               "DLSCHED_GRACE_SECONDS": f"{self.settings.grace_seconds:g}"}
-        if self.settings.token:
-            env["DLSCHED_TOKEN"] = self.settings.token
-        return env
+        shared = contract_env(attempt.job_id, plan, len(attempt.gpus), ("127.0.0.1", port),
+                              self.settings)
+        for per_rank in rank_envs(self.cluster, attempt.gpus):
+            yield {**base, **shared, **per_rank}
 
 
 def _kill(attempt: _Attempt) -> None:
     for proc in attempt.procs:
         signal_group(proc.pid, signal.SIGKILL)
-
-
-def _exit_text(code: int) -> str:
-    if code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
-
-
-def _describe(codes: list[int | None]) -> str:
-    return "workers stopped (" + ", ".join(
-        "running" if c is None else _exit_text(c) for c in codes) + ")"

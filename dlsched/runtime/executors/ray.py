@@ -1,0 +1,305 @@
+"""The Ray executor: each worker of a job is a subprocess of a Ray actor, on the node and GPU
+the policy chose.
+
+An attempt moves through these phases, one step per ``poll`` (nothing here blocks the service
+for more than a short RPC):
+
+1. **queued**: ``start`` was called, but a stopped attempt of the same job, or one on the same
+   GPUs, is still exiting (the local executor's rule: a job never runs twice at once, no GPU is
+   shared).
+2. **reserving**: a placement group with one bundle ``{"GPU": 1}`` per worker, each bundle
+   pinned to the Ray node of the worker's GPU (``ray.io/node-id`` label selector). Ray reserves
+   all bundles or none (gang), so a gang whose GPUs another Ray user still holds waits here.
+   One actor per bundle (``num_cpus=0``, ``num_gpus=0``: the bundle holds the GPU). Ray counts
+   GPUs per node; *which* index a worker uses is dlsched's decision, given to it in
+   ``CUDA_VISIBLE_DEVICES`` (Ray leaves that variable alone when an actor asks for no GPU).
+3. **starting**: rank 0's actor has answered with its address and a free port (``MASTER_ADDR``,
+   ``MASTER_PORT``); every actor starts the command with the environment contract.
+4. **running**: every actor's ``wait`` call is outstanding; all exit codes 0 -> succeeded, any
+   other code or a lost actor -> the other ranks are killed, failed.
+5. **stopping** (preemption, cancel, shutdown): SIGTERM to every worker's process group, SIGKILL
+   once the grace period has passed; when all have exited -> stopped.
+
+An ended attempt's leftover processes are killed, its actors killed and its placement group
+removed, which frees its GPUs in Ray.
+"""
+
+from __future__ import annotations
+
+import enum
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlsched.runtime.executors.base import (
+    AttemptEnd,
+    AttemptLaunch,
+    ExecutorSettings,
+    Outcome,
+    Planner,
+    contract_env,
+    describe_stopped,
+    exit_text,
+    rank_envs,
+)
+from dlsched.runtime.executors.ray_cluster import RayCluster
+from dlsched.runtime.executors.ray_worker import WorkerProcess
+from dlsched.workload.job import Job
+
+NODE_LABEL = "ray.io/node-id"
+RPC_TIMEOUT = 5.0
+
+
+class Phase(enum.Enum):
+    RESERVING = "reserving"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+
+
+@dataclass(eq=False)
+class _Attempt:
+    job_id: str
+    gpus: tuple[int, ...]
+    phase: Phase = Phase.RESERVING
+    number: int = 0
+    group: Any = None  # the placement group
+    actors: list[Any] = field(default_factory=list)
+    where: Any = None  # rank 0's node(): (node id, address, port)
+    pid_refs: list[Any] = field(default_factory=list)
+    exit_refs: list[Any] = field(default_factory=list)
+    codes: dict[int, int | None] = field(default_factory=dict)  # rank -> code (None: lost)
+    lost: dict[int, str] = field(default_factory=dict)
+    log_path: Path | None = None
+    launched: bool = False
+    kill_at: float | None = None
+
+    def exited(self) -> bool:
+        return len(self.codes) == len(self.gpus)
+
+
+class RayExecutor:
+    """Not thread-safe: the service calls it under its lock. Needs ``ray.init`` done (see
+    ``ray_cluster.connect``)."""
+
+    def __init__(self, ray_cluster: RayCluster, plan: Planner,
+                 settings: ExecutorSettings) -> None:
+        import ray
+
+        self.ray = ray
+        self.ray_cluster = ray_cluster
+        self.cluster = ray_cluster.cluster
+        self.plan = plan
+        self.settings = settings
+        self._actor = ray.remote(num_cpus=0, num_gpus=0, max_concurrency=4)(WorkerProcess)
+        self._queued: dict[str, _Attempt] = {}
+        self._active: dict[str, _Attempt] = {}
+        self._stopping: list[_Attempt] = []
+        self._launched: list[AttemptLaunch] = []
+        self._ended: list[AttemptEnd] = []
+
+    # -- the Executor protocol ------------------------------------------------------------
+    def start(self, job: Job, now: float) -> None:
+        self._queued[job.job_id] = _Attempt(job.job_id, tuple(int(g) for g in job.allocation))
+        self._launch_ready()
+
+    def stop(self, job: Job, now: float) -> None:
+        if self._queued.pop(job.job_id, None) is not None:
+            return
+        attempt = self._active.pop(job.job_id, None)
+        if attempt is None:
+            return  # its workers already exited (a failure being handled)
+        if attempt.phase is Phase.RESERVING:
+            self._release(attempt)  # nothing started yet: nothing to tell
+            return
+        self._signal(attempt, signal.SIGTERM)
+        attempt.phase = Phase.STOPPING
+        attempt.kill_at = time.monotonic() + self.settings.grace_seconds
+        self._stopping.append(attempt)
+
+    # -- what the service loop calls ------------------------------------------------------
+    def poll(self) -> list[AttemptEnd]:
+        for attempt in list(self._active.values()):
+            self._advance(attempt)
+        for attempt in list(self._stopping):
+            self._advance_stopping(attempt)
+        self._launch_ready()
+        ended, self._ended = self._ended, []
+        return ended
+
+    def take_launched(self) -> list[AttemptLaunch]:
+        launched, self._launched = self._launched, []
+        return launched
+
+    def drain(self, timeout: float) -> list[AttemptEnd]:
+        self._queued.clear()
+        ended = self.poll()
+        deadline = time.monotonic() + timeout
+        while self._stopping and time.monotonic() < deadline:
+            time.sleep(0.05)
+            ended += self.poll()
+        for attempt in self._stopping:
+            self._signal(attempt, signal.SIGKILL)
+            self._release(attempt)
+        self._stopping.clear()
+        return ended
+
+    @property
+    def active_jobs(self) -> tuple[str, ...]:
+        return tuple(self._active)
+
+    # -- phases ---------------------------------------------------------------------------
+    def _launch_ready(self) -> None:
+        busy = {gpu for attempt in self._stopping for gpu in attempt.gpus}
+        exiting = {attempt.job_id for attempt in self._stopping}
+        for job_id, attempt in list(self._queued.items()):
+            if job_id not in exiting and busy.isdisjoint(attempt.gpus):
+                del self._queued[job_id]
+                self._reserve(attempt)
+                self._active[job_id] = attempt
+
+    def _reserve(self, attempt: _Attempt) -> None:
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        node_ids = [self.ray_cluster.node_of_gpu(gpu).node_id for gpu in attempt.gpus]
+        attempt.group = placement_group(
+            [{"GPU": 1} for _ in node_ids], strategy="PACK",
+            name=f"dlsched-{attempt.job_id}",
+            bundle_label_selector=[{NODE_LABEL: node_id} for node_id in node_ids])
+        attempt.actors = [
+            self._actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
+                attempt.group, placement_group_bundle_index=index)).remote()
+            for index in range(len(node_ids))]
+        attempt.where = attempt.actors[0].node.remote()
+
+    def _advance(self, attempt: _Attempt) -> None:
+        if attempt.phase is Phase.RESERVING and self._ready([attempt.where]):
+            self._start_workers(attempt)
+        if attempt.phase is Phase.STARTING:
+            self._collect_pids(attempt)
+        if attempt.phase is Phase.RUNNING:
+            self._collect_exits(attempt)
+            failed = next(((r, c) for r, c in sorted(attempt.codes.items()) if c != 0), None)
+            if failed is not None:
+                del self._active[attempt.job_id]
+                self._signal(attempt, signal.SIGKILL)  # the others cannot go on without it
+                self._end(attempt, Outcome.FAILED, self._failure_text(attempt, *failed))
+            elif attempt.exited():
+                del self._active[attempt.job_id]
+                self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0")
+
+    def _start_workers(self, attempt: _Attempt) -> None:
+        plan = self.plan(attempt.job_id)
+        attempt.number, attempt.log_path = plan.attempt, plan.log_path
+        try:
+            _, address, port = self.ray.get(attempt.where, timeout=RPC_TIMEOUT)
+        except self.ray.exceptions.RayError as exc:
+            del self._active[attempt.job_id]
+            self._record_launch(attempt, ())
+            self._end(attempt, Outcome.FAILED, f"its Ray actors did not start: {_cause(exc)}")
+            return
+        shared = {**plan.env, **contract_env(attempt.job_id, plan, len(attempt.gpus),
+                                             (address, port), self.settings)}
+        for actor, per_rank in zip(attempt.actors, rank_envs(self.cluster, attempt.gpus),
+                                   strict=True):
+            attempt.pid_refs.append(actor.start.remote(
+                list(plan.command), {**shared, **per_rank}, plan.working_dir,
+                str(plan.log_path)))
+            attempt.exit_refs.append(actor.wait.remote())
+        attempt.phase = Phase.STARTING
+
+    def _collect_pids(self, attempt: _Attempt) -> None:
+        if not self._ready(attempt.pid_refs):
+            return
+        pids, errors = [], []
+        for ref in attempt.pid_refs:
+            try:
+                pids.append(int(self.ray.get(ref, timeout=RPC_TIMEOUT)))
+            except self.ray.exceptions.RayError as exc:
+                errors.append(_cause(exc))
+        self._record_launch(attempt, tuple(pids))
+        if errors:
+            self._active.pop(attempt.job_id, None)
+            self._signal(attempt, signal.SIGKILL)
+            outcome = Outcome.STOPPED if attempt.phase is Phase.STOPPING else Outcome.FAILED
+            self._end(attempt, outcome, f"could not start its workers: {errors[0]}")
+        elif attempt.phase is Phase.STARTING:
+            attempt.phase = Phase.RUNNING
+
+    def _collect_exits(self, attempt: _Attempt) -> None:
+        waiting = [(rank, ref) for rank, ref in enumerate(attempt.exit_refs)
+                   if rank not in attempt.codes]
+        if not waiting:
+            return
+        ready, _ = self.ray.wait([ref for _, ref in waiting], num_returns=len(waiting),
+                                 timeout=0)
+        for rank, ref in waiting:
+            if ref in ready:
+                try:
+                    attempt.codes[rank] = int(self.ray.get(ref, timeout=RPC_TIMEOUT))
+                except self.ray.exceptions.RayError as exc:
+                    attempt.codes[rank] = None
+                    attempt.lost[rank] = _cause(exc)
+
+    def _advance_stopping(self, attempt: _Attempt) -> None:
+        if not attempt.launched:
+            self._collect_pids(attempt)
+            if not attempt.launched or attempt not in self._stopping:
+                return
+        self._collect_exits(attempt)
+        if attempt.exited():
+            self._stopping.remove(attempt)
+            self._end(attempt, Outcome.STOPPED,
+                      describe_stopped([attempt.codes[r] for r in range(len(attempt.gpus))]))
+        elif attempt.kill_at is not None and time.monotonic() >= attempt.kill_at:
+            attempt.kill_at = None
+            self._signal(attempt, signal.SIGKILL)
+
+    # -- helpers --------------------------------------------------------------------------
+    def _record_launch(self, attempt: _Attempt, pids: tuple[int, ...]) -> None:
+        assert attempt.log_path is not None
+        self._launched.append(AttemptLaunch(attempt.job_id, attempt.number, attempt.gpus, pids,
+                                            attempt.log_path))
+        attempt.launched = True
+
+    def _ready(self, refs: list[Any]) -> bool:
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+        return len(ready) == len(refs)
+
+    def _signal(self, attempt: _Attempt, signum: signal.Signals) -> None:
+        if attempt.phase is not Phase.RESERVING:
+            for actor in attempt.actors:
+                actor.signal.remote(int(signum))
+
+    def _failure_text(self, attempt: _Attempt, rank: int, code: int | None) -> str:
+        if code is None:
+            return f"rank {rank} was lost ({attempt.lost.get(rank, 'its actor died')})"
+        return f"rank {rank} {exit_text(code)}"
+
+    def _end(self, attempt: _Attempt, outcome: Outcome, message: str) -> None:
+        if attempt in self._stopping:
+            self._stopping.remove(attempt)
+        self._release(attempt)
+        if attempt.launched:
+            self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message))
+
+    def _release(self, attempt: _Attempt) -> None:
+        """Kill what the workers left behind, then the actors, then free the GPUs in Ray."""
+        from ray.util.placement_group import remove_placement_group
+
+        if attempt.phase is not Phase.RESERVING:
+            refs = [actor.cleanup.remote() for actor in attempt.actors]
+            self.ray.wait(refs, num_returns=len(refs), timeout=RPC_TIMEOUT)
+        for actor in attempt.actors:
+            self.ray.kill(actor, no_restart=True)
+        if attempt.group is not None:
+            remove_placement_group(attempt.group)
+            attempt.group = None
+
+
+def _cause(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")

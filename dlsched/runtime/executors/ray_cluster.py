@@ -1,0 +1,88 @@
+"""The dlsched ``Cluster`` of a Ray cluster: one node per live Ray node that has GPUs.
+
+A node's GPU count is its ``GPU`` resource; its GPU type is the name in a ``gpu_type:<T>``
+custom resource (start nodes with ``ray start --num-gpus 4 --resources '{"gpu_type:V100": 4}'``),
+``generic`` when there is none. Nodes are named ``node-<first 8 hex digits of the Ray node
+id>`` and ordered by address, then id. The Ray node id of each node is kept: the executor pins
+placement-group bundles to it (``ray.io/node-id`` label selector).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dlsched.cluster.cluster import Cluster, Node
+from dlsched.errors import ConfigError
+
+GPU_TYPE_PREFIX = "gpu_type:"
+DEFAULT_GPU_TYPE = "generic"
+
+
+@dataclass(frozen=True)
+class RayNode:
+    name: str
+    node_id: str
+    address: str
+    gpu_type: str
+    num_gpus: int
+
+
+@dataclass(frozen=True)
+class RayCluster:
+    """A dlsched cluster and, node by node in the same order, the Ray nodes behind it."""
+
+    cluster: Cluster
+    nodes: tuple[RayNode, ...]
+
+    def node_of_gpu(self, gpu: int) -> RayNode:
+        return self.nodes[int(self.cluster.gpu_node[gpu])]
+
+
+def node_from_ray(info: Mapping[str, Any]) -> RayNode | None:
+    """One entry of ``ray.nodes()`` as a dlsched node (None: dead, or no GPUs)."""
+    resources: Mapping[str, float] = info.get("Resources") or {}
+    node_id = str(info.get("NodeID", ""))
+    gpus = float(resources.get("GPU", 0.0))
+    if not info.get("Alive", False) or gpus <= 0:
+        return None
+    where = f"Ray node {node_id} ({info.get('NodeManagerAddress', '?')})"
+    if gpus != int(gpus):
+        raise ConfigError(f"{where}: resource GPU: a whole number is needed, got {gpus:g}")
+    types = [key[len(GPU_TYPE_PREFIX):] for key in resources if key.startswith(GPU_TYPE_PREFIX)]
+    if len(types) > 1:
+        raise ConfigError(f"{where}: resource gpu_type: one type per node, got "
+                          f"{', '.join(sorted(types))}")
+    if types and not types[0]:
+        raise ConfigError(f"{where}: resource gpu_type: the type name after ':' is empty")
+    return RayNode(f"node-{node_id[:8]}", node_id, str(info.get("NodeManagerAddress", "")),
+                   types[0] if types else DEFAULT_GPU_TYPE, int(gpus))
+
+
+def cluster_from_ray_nodes(infos: Iterable[Mapping[str, Any]],
+                           name: str = "ray") -> RayCluster:
+    nodes = sorted((n for n in map(node_from_ray, infos) if n is not None),
+                   key=lambda n: (n.address, n.node_id))
+    if not nodes:
+        raise ConfigError("the Ray cluster has no live node with GPUs (start nodes with "
+                          "--num-gpus and a gpu_type:<T> resource)")
+    cluster = Cluster(name, tuple(Node(n.name, n.gpu_type, n.num_gpus) for n in nodes))
+    return RayCluster(cluster, tuple(nodes))
+
+
+def connect(address: str | None) -> RayCluster:
+    """Join an existing Ray cluster as a driver (or reuse this process's connection) and
+    describe its GPU nodes."""
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("the Ray executor needs Ray: pip install 'dlsched[ray]'") from None
+    if not ray.is_initialized():
+        if not address:
+            raise ConfigError("--executor ray needs --ray-address (e.g. 10.0.0.1:6379 or auto)")
+        try:
+            ray.init(address=address, log_to_driver=False, namespace="dlsched")
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ConfigError(f"--ray-address {address}: cannot connect: {exc}") from None
+    return cluster_from_ray_nodes(ray.nodes())

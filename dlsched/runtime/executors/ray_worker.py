@@ -1,0 +1,107 @@
+"""The Ray actor behind one worker: it runs the job's command as a subprocess on the node Ray
+placed it on, with the environment contract, and reports its exit code.
+
+The Ray executor makes this class a remote actor with ``num_cpus=0`` (its bundle holds the GPU)
+and several threads, so ``wait`` (blocks until the process exits) and ``signal`` (preemption) run
+at the same time. The process runs in its own session, so a signal reaches everything it
+started. It is launched from a supervisor thread that lives exactly as long as the process, with
+``PR_SET_PDEATHSIG`` = SIGKILL on Linux: if the actor dies (``ray.kill``, a crashed service whose
+actors Ray reaps, a lost node), the worker dies with it and never runs unsupervised.
+
+The module imports nothing from Ray at import time; the actor runs wherever ``dlsched`` is
+installed (every node of the Ray cluster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+
+from dlsched.runtime.executors.processes import free_port, signal_group
+
+PR_SET_PDEATHSIG = 1
+START_TIMEOUT = 30.0
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
+class WorkerProcess:
+    """One worker of one attempt, inside a Ray actor."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._error: str | None = None
+        self._code: int | None = None
+        self._started = threading.Event()
+        self._exited = threading.Event()
+
+    def node(self) -> tuple[str, str, int]:
+        """Where the actor runs: Ray node id, IP address, and a free port there (rank 0's
+        answer becomes ``MASTER_ADDR``/``MASTER_PORT``)."""
+        import ray
+
+        address = ray.util.get_node_ip_address()
+        return ray.get_runtime_context().get_node_id(), address, free_port(address)
+
+    def start(self, argv: list[str], overrides: Mapping[str, str], cwd: str | None,
+              log_path: str) -> int:
+        """Start the command; returns its pid, or raises ``OSError`` if it cannot start."""
+        import ray
+
+        env = {**os.environ, **overrides}
+        if "DLSCHED_TOKEN" not in overrides:
+            env.pop("DLSCHED_TOKEN", None)  # never inherited from the node
+        env["DLSCHED_RAY_NODE_ID"] = ray.get_runtime_context().get_node_id()
+        threading.Thread(target=self._supervise, args=(argv, env, cwd, log_path),
+                         daemon=True).start()
+        self._started.wait(START_TIMEOUT)
+        if self._proc is None:
+            raise OSError(self._error or "the worker did not start")
+        return self._proc.pid
+
+    def _supervise(self, argv: list[str], env: dict[str, str], cwd: str | None,
+                   log_path: str) -> None:
+        try:
+            os.makedirs(os.path.dirname(log_path), exist_ok=True)
+            with open(log_path, "ab") as log:
+                self._proc = subprocess.Popen(
+                    argv, cwd=cwd or None, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_die_with_parent)  # noqa: PLW1509 (only prctl, async-safe)
+        except (OSError, ValueError) as exc:
+            self._error = str(exc)
+            self._code = 127
+            self._started.set()
+            self._exited.set()
+            return
+        self._started.set()
+        self._code = self._proc.wait()
+        self._exited.set()
+
+    def wait(self) -> int:
+        """Block until the process exits; its exit code (negative: killed by that signal)."""
+        self._exited.wait()
+        assert self._code is not None
+        return self._code
+
+    def signal(self, signum: int) -> None:
+        """Signal the worker's process group (waits for a start that is under way)."""
+        self._started.wait(START_TIMEOUT)
+        if self._proc is not None:
+            signal_group(self._proc.pid, signal.Signals(signum))
+
+    def cleanup(self) -> None:
+        """SIGKILL whatever is left in the worker's process group, before the actor goes."""
+        if self._proc is not None:
+            with contextlib.suppress(OSError):
+                signal_group(self._proc.pid, signal.SIGKILL)

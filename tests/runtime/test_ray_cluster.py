@@ -1,0 +1,57 @@
+"""Building the dlsched cluster from ``ray.nodes()`` entries (no Ray needed): GPU count, the
+``gpu_type:<T>`` resource, node names and order, and clear errors for nodes it cannot use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dlsched.errors import ConfigError
+from dlsched.runtime.executors.ray_cluster import cluster_from_ray_nodes, node_from_ray
+
+
+def ray_node(node_id: str, gpus: float, address: str = "10.0.0.1", alive: bool = True,
+             **resources: float) -> dict[str, Any]:
+    return {"NodeID": node_id, "Alive": alive, "NodeManagerAddress": address,
+            "Resources": {"CPU": 8.0, **({"GPU": gpus} if gpus else {}), **resources}}
+
+
+@pytest.mark.parametrize(("info", "expected"), [
+    (ray_node("ab" * 28, 4, **{"gpu_type:V100": 4}), ("node-abababab", "V100", 4)),
+    (ray_node("cd" * 28, 2), ("node-cdcdcdcd", "generic", 2)),
+    (ray_node("ef" * 28, 0), None),  # a CPU-only head node is left out
+    (ray_node("01" * 28, 4, alive=False), None),
+], ids=["typed", "untyped", "no-gpus", "dead"])
+def test_one_ray_node(info: dict[str, Any], expected: tuple[str, str, int] | None) -> None:
+    node = node_from_ray(info)
+    assert (None if node is None else (node.name, node.gpu_type, node.num_gpus)) == expected
+
+
+@pytest.mark.parametrize(("info", "message"), [
+    (ray_node("aa" * 28, 1.5), "resource GPU: a whole number is needed, got 1.5"),
+    (ray_node("aa" * 28, 2, **{"gpu_type:T4": 1, "gpu_type:V100": 1}),
+     "resource gpu_type: one type per node, got T4, V100"),
+    (ray_node("aa" * 28, 2, **{"gpu_type:": 2}), "the type name after ':' is empty"),
+], ids=["fractional", "two-types", "empty-type"])
+def test_bad_nodes_name_the_node_and_the_resource(info: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match="Ray node a{56} \\(10.0.0.1\\)") as error:
+        node_from_ray(info)
+    assert message in str(error.value)
+
+
+def test_nodes_are_ordered_by_address_then_id_with_global_gpu_numbers() -> None:
+    built = cluster_from_ray_nodes([
+        ray_node("bb" * 28, 2, "10.0.0.2"), ray_node("cc" * 28, 0, "10.0.0.0"),
+        ray_node("aa" * 28, 4, "10.0.0.2", **{"gpu_type:A100": 4}),
+        ray_node("dd" * 28, 1, "10.0.0.1")])
+    assert [n.name for n in built.cluster.nodes] == ["node-dddddddd", "node-aaaaaaaa",
+                                                     "node-bbbbbbbb"]
+    assert [built.node_of_gpu(g).node_id[:2] for g in range(7)] == ["dd"] + ["aa"] * 4 + \
+        ["bb"] * 2
+    assert built.cluster.num_gpus == 7
+
+
+def test_a_cluster_without_gpus_is_refused() -> None:
+    with pytest.raises(ConfigError, match="no live node with GPUs"):
+        cluster_from_ray_nodes([ray_node("aa" * 28, 0)])
