@@ -15,11 +15,12 @@ Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleRes
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from dlsched.errors import DlschedError
 from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
 from dlsched.scheduling.decisions import CycleResult, Preempt, Resize, Start
+from dlsched.scheduling.framework import WakeupPlugin
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
 
@@ -29,7 +30,7 @@ class AllocationError(DlschedError):
 
 
 def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
-                         wakeup: float | None = None) -> CycleResult:
+                         wakeups: Sequence[WakeupPlugin] = ()) -> CycleResult:
     state = CycleState.begin(snapshot)
     targets = allocator.allocate(state)
     _check(allocator, state, targets)
@@ -53,7 +54,9 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             reasons[job.job_id] = f"[{allocator.name}] no GPUs in this round's allocation"
             continue
         starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ())))
-    return CycleResult(tuple(starts), tuple(preemptions), reasons, wakeup, resizes=resizes)
+    asked = [w for p in wakeups if (w := p.next_wakeup(state)) is not None]
+    return CycleResult(tuple(starts), tuple(preemptions), reasons,
+                       min(asked) if asked else None, resizes=resizes)
 
 
 def _check(allocator: AllocatePlugin, state: CycleState,

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from dlsched.scheduling.allocation_cycle import run_allocation_cycle
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import (
@@ -33,6 +34,8 @@ from dlsched.workload.job import Job
 
 
 def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
+    if profile.allocators:
+        return run_allocation_cycle(profile.allocators[0], snapshot, profile.wakeups)
     state = CycleState.begin(snapshot)
     run = _CycleRun(profile, state)
     if profile.strict_fifo and profile.static_order:

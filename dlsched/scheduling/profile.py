@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlsched.scheduling.allocation import AllocatePlugin
 from dlsched.scheduling.framework import (
     BlockedPlugin,
     FilterPlugin,
@@ -75,6 +76,10 @@ class Profile:
         self.reserves = _having(everything, ReservePlugin)
         self.blocked = _having(everything, BlockedPlugin)
         self.wakeups = _having(everything, WakeupPlugin)
+        # An allocation policy decides every job's GPUs at once (see allocation.py).
+        self.allocators = _having(everything, AllocatePlugin)
+        if len(self.allocators) > 1:
+            raise ValueError(f"profile {self.name}: more than one allocation plugin")
         self.scores = placement_scores(self.placement)
         self.take_limit = 1 if self.placement == "spread" else None
         # Jobs whose last attempt failed, with what that failure depended on (see cycle.py).

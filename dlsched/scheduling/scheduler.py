@@ -176,6 +176,13 @@ class Scheduler:
         now = self.clock.now()
         for preempt in result.preemptions:
             self._preempt(self.running[preempt.job_id], now, preempt.reason)
+        # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
+        moving = [(self.running[r.job_id], r) for r in result.resizes]
+        for job, _ in moving:
+            self._halt(job, now)
+        for job, resize in moving:
+            job.resizes += 1
+            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
         for start in result.starts:
             self._start(self.waiting.pop(start.job_id), start, now)
         for job_id, reason in result.reasons.items():
@@ -193,19 +200,30 @@ class Scheduler:
 
     def _start(self, job: Job, start: Start, now: float) -> None:
         job.set_status(JobStatus.RUNNING)
-        job.allocation, job.shares = start.gpus, start.shares
-        self._adjust(start.gpus, start.shares, -1.0)
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
+        self.running[job.job_id] = job
+        self._launch(job, start.gpus, start.shares, now, overhead)
+
+    def _launch(self, job: Job, gpus: tuple[int, ...], shares: tuple[float, ...], now: float,
+                overhead: float) -> None:
+        """Give a running job its GPUs and start its workers (after a start or a resize)."""
+        job.allocation, job.shares = gpus, shares
+        self._adjust(gpus, shares, -1.0)
         job.run_started = now
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
         job.rate = self.throughput.rate(job.spec, self.placement_of(job))
         job.pending_reason = ""
         job.epoch += 1
-        self.running[job.job_id] = job
         self.executor.start(job, now)
+
+    def _halt(self, job: Job, now: float) -> None:
+        """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
+        self.executor.stop(job, now)
+        self._settle(job, now)
+        self._release(job)
 
     def _preempt(self, job: Job, now: float, reason: str) -> None:
         self.executor.stop(job, now)

@@ -27,6 +27,8 @@ class JobRecord:
     work_done: float
     work: float
     pending_reason: str
+    resizes: int = 0
+    deadline: float | None = None
 
     @property
     def jct(self) -> float | None:
@@ -65,7 +67,8 @@ def record_of(job: Job, now: float, reason: str | None = None) -> JobRecord:
     return JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
                      job.first_start, job.finish_time, job.status.value, job.preemptions,
                      job.gpu_seconds, job.work_done(now), job.spec.work,
-                     job.pending_reason if reason is None else reason)
+                     job.pending_reason if reason is None else reason, job.resizes,
+                     job.spec.deadline)
 
 
 def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:

@@ -138,6 +138,7 @@ class Job:
     first_start: float | None = None
     finish_time: float | None = None
     preemptions: int = 0
+    resizes: int = 0
     epoch: int = 0
     gpu_seconds: float = 0.0
     pending_reason: str = ""
