@@ -6,9 +6,9 @@ Every round (one slot of the plan):
 1. **Admission** (§4.2): a job with a deadline seen for the first time is admitted only if
    every admitted job and it still meet their deadlines when planned in deadline order at their
    minimum satisfactory shares (``elastic/elasticflow_plan.py``). ElasticFlow drops a job it
-   cannot admit; the core cannot drop a job, so by default (``rejected="best-effort"``) it runs
-   as a best-effort job, after every admitted one (the report counts its deadline as missed);
-   ``rejected="drop"`` never gives it a GPU.
+   cannot admit: by default (``rejected="drop"``) the core fails it at once with the reason;
+   ``rejected="best-effort"`` runs it after every admitted one instead (the report counts its
+   deadline as missed either way).
 2. **Minimum shares now**: the admitted jobs are re-planned (progress since and restarts change
    the plan) and each gets its plan's first slot. A job with no deadline, a rejected one and an
    admitted one whose plan no longer meets its deadline are best effort: each gets its smallest
@@ -53,7 +53,7 @@ class ElasticFlowAllocator:
     name = "elasticflow-allocate"
 
     def __init__(self, elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-                 slot_seconds: float = ROUND_SECONDS, rejected: str = "best-effort",
+                 slot_seconds: float = ROUND_SECONDS, rejected: str = "drop",
                  max_slots: int = 20_000) -> None:
         if rejected not in REJECTED_MODES:
             raise ValueError(f"rejected must be one of {', '.join(REJECTED_MODES)}")
@@ -94,6 +94,13 @@ class ElasticFlowAllocator:
         deadline = job.spec.deadline
         horizon = math.inf if deadline is None else deadline - state.now
         return JobPlan(sizes[keep], rates[keep], job.remaining_work(state.now), horizon)
+
+    def rejections(self, state: CycleState) -> Mapping[str, str]:
+        """Under ``rejected="drop"`` the jobs admission refused leave the system (§4.2)."""
+        if self.rejected_mode != "drop":
+            return {}
+        return {job_id: "deadline cannot be met at admission (dropped)"
+                for job_id in self.rejected}
 
     def _admit(self, state: CycleState, jobs: list[Job], plans: dict[str, JobPlan],
                total: int) -> None:
@@ -141,7 +148,7 @@ class ElasticFlowAllocator:
 
 @register_policy("elasticflow")
 def elasticflow(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-                round_seconds: float = ROUND_SECONDS, rejected: str = "best-effort",
+                round_seconds: float = ROUND_SECONDS, rejected: str = "drop",
                 placement: str = "consolidated") -> Profile:
     """ElasticFlow: deadline admission by minimum satisfactory shares, elastic leftovers."""
     allocator = ElasticFlowAllocator(elastic, max_workers, round_seconds, rejected)

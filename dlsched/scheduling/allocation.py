@@ -65,7 +65,8 @@ class AllocatePlugin(Protocol):
     ``CycleState`` (snapshot of the cluster, running and waiting jobs, the throughput model and
     the time) and never mutates jobs. A plugin may also define ``worker_bounds(job)``, the
     fewest and most workers it may give a job (default: ``worker_bounds`` below), which the
-    core checks its targets against."""
+    core checks its targets against, and ``rejections(state)``, the waiting jobs it refuses for
+    good (job id -> reason; the core fails them)."""
 
     name: str
 

@@ -7,7 +7,8 @@
    released for a resize, running jobs with the same one keep their GPUs;
 4. resized and starting jobs take free GPUs on their target nodes (a resized job first takes
    back the GPUs it held there, so a job that only grows keeps its old workers in place);
-5. waiting jobs without a target get a reason.
+5. waiting jobs without a target get a reason; those the policy refuses for good (its optional
+   ``rejections(state)``: job id -> reason) fail with that reason.
 
 Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleResult``.
 """
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from dlsched.errors import DlschedError
 from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
-from dlsched.scheduling.decisions import CycleResult, Preempt, Resize, Start
+from dlsched.scheduling.decisions import CycleResult, Preempt, Reject, Resize, Start
 from dlsched.scheduling.framework import WakeupPlugin
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
@@ -48,15 +49,21 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
                     for job, target in moving)
     starts: list[Start] = []
     reasons: dict[str, str] = {}
+    refused = dict(allocator.rejections(state)) if hasattr(allocator, "rejections") else {}
+    rejections: list[Reject] = []
     for job in snapshot.waiting:
         target = targets.get(job.job_id)
+        if job.job_id in refused and not (target and target.nodes):
+            rejections.append(Reject(job.job_id, f"[{allocator.name}] {refused[job.job_id]}"))
+            continue
         if target is None or not target.nodes:
             reasons[job.job_id] = f"[{allocator.name}] no GPUs in this round's allocation"
             continue
         starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ())))
     asked = [w for p in wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
-                       min(asked) if asked else None, resizes=resizes)
+                       min(asked) if asked else None, resizes=resizes,
+                       rejections=tuple(rejections))
 
 
 def _check(allocator: AllocatePlugin, state: CycleState,

@@ -28,6 +28,15 @@ class Preempt:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """A waiting job the policy refuses for good (admission control, e.g. ElasticFlow's for a
+    deadline no allocation can meet): the core fails it with ``reason``."""
+
+    job_id: str
+    reason: str
+
+
 @dataclass(frozen=True)
 class CycleResult:
     """Evictions are applied first, then resizes, then starts. ``reasons`` says why each
@@ -40,3 +49,4 @@ class CycleResult:
     next_wakeup: float | None = None
     blocked: dict[str, str] = field(default_factory=dict)
     resizes: tuple[Resize, ...] = ()
+    rejections: tuple[Reject, ...] = ()

@@ -187,6 +187,8 @@ class Scheduler:
             self._start(self.waiting.pop(start.job_id), start, now)
         for job_id, reason in result.reasons.items():
             self.jobs[job_id].pending_reason = reason
+        for reject in result.rejections:
+            self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
 
     def reason_for(self, job: Job) -> str:

@@ -38,3 +38,15 @@ def test_pollux_workload_finishes(policy: str) -> None:
     assert all(j.status == "finished" for j in result.jobs), [
         (j.job_id, j.status, j.pending_reason) for j in result.jobs if j.status != "finished"]
     assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)
+
+
+# ElasticFlow admission: on 2 GPUs, A (400 s of 1-GPU work, deadline 300) can meet its
+# deadline with 2 GPUs; B arrives at 10 needing the whole cluster past A's deadline too, so
+# admitting B would break A's guarantee: B is dropped at once (status failed, with the reason),
+# A finishes by its deadline.
+def test_elasticflow_drops_what_it_cannot_admit() -> None:
+    jobs = [make_job("A").at(0).work(400).elastic(1, 2).deadline(300).build(),
+            make_job("B").at(10).work(400).elastic(1, 2).deadline(320).build()]
+    records = run("elasticflow", make_cluster(nodes=1, gpus=2), jobs)
+    assert records["A"].status == "finished" and records["A"].finish_time <= 300
+    assert records["B"].status == "failed" and "dropped" in records["B"].pending_reason

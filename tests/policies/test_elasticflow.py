@@ -64,7 +64,7 @@ def test_rejected_job_runs_best_effort_after_admitted_ones() -> None:
     feasible = Job(make_job("ok").gpus(2).elastic(2, 2).work(200).deadline(100).build())
     hopeless = Job(make_job("late").at(1).work(2000).deadline(100).build())
     state = cycle_state(make_cluster(nodes=1, gpus=4), waiting=[feasible, hopeless])
-    got = elasticflow().allocate(state)
+    got = elasticflow(rejected="best-effort").allocate(state)
     assert got["ok"].num_workers == 2 and got["late"].num_workers == 2
 
 
