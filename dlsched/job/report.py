@@ -24,7 +24,9 @@ log = logging.getLogger(__name__)
 
 
 class Reporter:
-    """``POST {service}/v1/jobs/{id}/progress`` with ``{"step", "samples_per_second", "metrics"}``.
+    """``POST {service}/v1/jobs/{id}/progress`` with ``{"step", "samples_per_second", "metrics",
+    "world_size"}`` (the size the speed was measured at: the service ignores a late report of
+    an attempt that ran at another size, e.g. just before an elastic resize).
 
     A no-op when the service URL is unset or this worker is not rank 0. Use it as a context
     manager, or call ``close()``, so the last report is sent before the process exits.
@@ -33,6 +35,7 @@ class Reporter:
     def __init__(self, ctx: JobContext, min_interval: float = 1.0, timeout: float = 2.0,
                  max_backoff: float = 60.0) -> None:
         self.url = _progress_url(ctx) if ctx.is_chief else None
+        self.world_size = ctx.world_size
         self.headers = {"Content-Type": "application/json"}
         if ctx.token:
             self.headers["Authorization"] = f"Bearer {ctx.token}"
@@ -59,7 +62,7 @@ class Reporter:
         if self.url is None or self._closed:
             return
         try:
-            body = _payload(step, samples_per_second, metrics)
+            body = _payload(step, samples_per_second, metrics, self.world_size)
             with self._wake:
                 self._pending = body
                 self._start_thread()
@@ -135,12 +138,13 @@ def _progress_url(ctx: JobContext) -> str | None:
     return f"{ctx.service_url}/v1/jobs/{urllib.parse.quote(ctx.job_id, safe='')}/progress"
 
 
-def _payload(step: int, samples_per_second: float, metrics: dict[str, Any]) -> bytes:
+def _payload(step: int, samples_per_second: float, metrics: dict[str, Any],
+             world_size: int) -> bytes:
     speed = float(samples_per_second)
     numbers = {str(name): number for name, value in metrics.items()
                if (number := _number(value)) is not None}
     body = {"step": int(step), "samples_per_second": speed if math.isfinite(speed) else 0.0,
-            "metrics": numbers}
+            "metrics": numbers, "world_size": int(world_size)}
     return json.dumps(body, allow_nan=False).encode()
 
 

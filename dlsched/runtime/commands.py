@@ -105,7 +105,8 @@ def _row(request: SubmitRequest, job_id: str, seq: int, now: float,
                   priority=request.priority, min_gpus=request.min_gpus,
                   max_gpus=request.max_gpus, checkpoint_dir=checkpoint_dir,
                   work_seconds=request.work_seconds, status="pending", submit_time=now,
-                  attempts=0, failures=0, pending_reason="", attained_service=0.0)
+                  attempts=0, failures=0, pending_reason="", attained_service=0.0,
+                  done_work=0.0, preemptions=0)
 
 
 def cancel(service: Service, job_id: str) -> None:
@@ -127,6 +128,8 @@ def report_progress(service: Service, job_id: str, report: ProgressReport) -> No
             _missing_or_ended(service, job_id)
         progress = {"time": time.time(), **report.model_dump()}
         service.batch.job(job_id, last_progress=progress)
+        if report.samples_per_second is not None:
+            service.measured(job_id, report.samples_per_second, report.world_size)
 
 
 def _missing_or_ended(service: Service, job_id: str) -> None:

@@ -32,6 +32,8 @@ class RuntimeMetrics:
                                        buckets=CYCLE_BUCKETS, registry=reg)
         self.preemptions = Counter("dlsched_preemptions", "Jobs preempted by the policy",
                                    registry=reg)
+        self.resizes = Counter("dlsched_resizes", "Running jobs moved to a new allocation "
+                               "(elastic resize)", registry=reg)
         self.submitted = Counter("dlsched_jobs_submitted", "Jobs accepted", registry=reg)
         self.jobs_ended = Counter("dlsched_jobs_ended", "Jobs that ended, per final status",
                                   ["status"], registry=reg)

@@ -36,6 +36,9 @@ class ProgressReport(BaseModel):
 
     step: int | None = None
     samples_per_second: float | None = None
+    world_size: int | None = Field(None, ge=1, description="Workers the speed was measured "
+                                   "with; a report from another size than the job's now is "
+                                   "kept but not used as a measurement.")
     metrics: dict[str, float | str | bool | None] = Field(default_factory=dict)
 
 
@@ -97,6 +100,8 @@ class NodeView(BaseModel):
     name: str
     gpu_type: str
     gpus: list[GpuView]
+    down: bool = Field(False, description="The executor lost this node (e.g. a dead Ray "
+                                          "node): nothing is placed there until it is back.")
 
 
 class ClusterView(BaseModel):

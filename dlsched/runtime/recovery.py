@@ -4,8 +4,11 @@ Workers of a service that died (``kill -9``) keep running, but their exit status
 collected, so they are stopped (SIGTERM, grace period, SIGKILL) before anything restarts: the
 jobs then resume from their checkpoints. They are found by their environment (job id and
 checkpoint directory, on Linux) and by the pids recorded per attempt elsewhere. Jobs that were
-pending, preempted or running go back to the core with their original submission time;
-finished, failed and cancelled jobs stay as they are.
+pending, preempted or running go back to the core with their original submission time and the
+service, done work, preemptions and attempt count the store had for them (written every
+iteration that changes them and every ``STATE_SAVE_SECONDS`` while they run), so the policy
+ranks them as the old service would have; finished, failed and cancelled jobs stay as they
+are.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dlsched.runtime.commands import PLACEHOLDER_WORK
+from dlsched.runtime.core import Restored
 from dlsched.runtime.executors.processes import PROC, find_workers, stop_processes
 from dlsched.runtime.store import JobRow
 from dlsched.workload.job import JobSpec
@@ -54,7 +58,8 @@ def _resubmit(service: Service, row: JobRow) -> None:
                    priority=row.priority, min_gpus=row.min_gpus, max_gpus=row.max_gpus)
     service.active[row.id] = ActiveJob(tuple(row.command), row.checkpoint_dir, row.working_dir,
                                        dict(row.env or {}), row.attempts, row.failures)
-    service.core.submit(spec)
+    service.core.resubmit(spec, Restored(row.attained_service, row.done_work,
+                                         row.preemptions, started=row.attempts > 0))
     if row.status == "running":
         service.event(row.id, "requeued", RESTARTED)
     else:

@@ -23,6 +23,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import LinearScaling
 from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.clock import WallClock
+from dlsched.runtime.core import RuntimeScheduler
 from dlsched.runtime.executors.base import (
     AttemptEnd,
     ExecutorSettings,
@@ -34,8 +35,9 @@ from dlsched.runtime.executors.local import LocalExecutor
 from dlsched.runtime.metrics import RuntimeMetrics
 from dlsched.runtime.recovery import recover
 from dlsched.runtime.store import Batch, Store
+from dlsched.runtime.throughput import MeasuredThroughput
 from dlsched.scheduling.registry import build_policy
-from dlsched.scheduling.scheduler import CoreConfig, Scheduler
+from dlsched.scheduling.scheduler import CoreConfig
 from dlsched.workload.job import JobStatus
 
 if TYPE_CHECKING:
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
     from dlsched.runtime.executors.ray_cluster import RayCluster
 
 log = logging.getLogger("dlsched.runtime")
+
+# How often the attained service and done work of running jobs are written while they run, so
+# a restart after ``kill -9`` ranks them as the old service did (at most this much is lost).
+STATE_SAVE_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,10 @@ class Service:
         profile = build_policy(config.policy, dict(config.policy_options))
         self.profile = replace(profile, plugins=(*profile.plugins, self.backoff))
         self.executor = self._executor()
-        self.core = Scheduler(config.cluster, self.profile, LinearScaling(), self.clock,
-                              self.executor, CoreConfig(restart_overhead=0.0))
+        # Measured speeds first, the duration model where there are none (issue 3 item 4).
+        self.throughput = MeasuredThroughput(LinearScaling())
+        self.core = RuntimeScheduler(config.cluster, self.profile, self.throughput, self.clock,
+                                     self.executor, CoreConfig(restart_overhead=0.0))
         self.metrics = RuntimeMetrics(config.cluster)
         self.active: dict[str, ActiveJob] = {}
         self.batch = Batch()
@@ -103,6 +111,7 @@ class Service:
         self._reasons: dict[str, str] = {}
         self._next_wakeup: float | None = None
         self._last_cycle = 0.0
+        self._last_save = 0.0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -169,10 +178,29 @@ class Service:
             for end in self.executor.poll():
                 self._attempt_ended(end)
                 self.changed = True
+            self._check_nodes()
             if self.changed or self._due():
                 self._cycle()
             self.record_launches()
+            self._save_running()
             self.persist()
+
+    def _check_nodes(self) -> None:
+        """Mark the nodes the executor lost down in the core (and up again when back)."""
+        down = self.executor.down_nodes()
+        before = self.core.down_nodes
+        if not self.core.set_down_nodes(down):
+            return
+        self.changed = True
+        for node in sorted(down ^ before):
+            name = self.cluster.nodes[node].name
+            log.warning("node %s is %s", name, "down" if node in down else "back up")
+
+    def _save_running(self) -> None:
+        now = self.clock.now()
+        if now - self._last_save >= STATE_SAVE_SECONDS:
+            self._last_save = now
+            self.touched.update(self.core.running)
 
     def _due(self) -> bool:
         now = self.clock.now()
@@ -193,6 +221,11 @@ class Service:
             self.event(preempt.job_id, "preempted", preempt.reason, now)
         for start in result.starts:
             self.event(start.job_id, "scheduled", f"on GPUs {list(start.gpus)}", now)
+        for resize in result.resizes:
+            self.metrics.resizes.inc()
+            self.event(resize.job_id, "resized",
+                       f"to {len(resize.gpus)} GPUs {list(resize.gpus)}: its workers stop "
+                       "(checkpoint) and restart at the new size", now)
         for job_id, reason in result.reasons.items():
             if self._reasons.get(job_id) != reason:
                 self._reasons[job_id] = reason
@@ -208,6 +241,9 @@ class Service:
             self.core.finish(end.job_id)
             self.event(end.job_id, "finished", end.message, now)
             return
+        if end.outcome is Outcome.LOST:  # the node died, not the job: no failure counted
+            self.requeue(end.job_id, f"attempt {end.attempt} lost: {end.message}")
+            return
         self.metrics.worker_failures.inc()
         record = self.active[end.job_id]
         record.failures += 1
@@ -219,6 +255,18 @@ class Service:
         else:
             delay = self.backoff.failed(end.job_id, record.failures, now)
             self.requeue(end.job_id, reason + (f"; retry in {delay:g} s" if delay else ""))
+
+    def measured(self, job_id: str, samples_per_second: float,
+                 world_size: int | None = None) -> None:
+        """A running job's reported speed (``commands.report_progress``): the throughput model
+        keeps it and the job's rate follows it at once. A report measured at another size
+        than the job's allocation (its old attempt's, arriving after a resize) is dropped."""
+        job = self.core.running.get(job_id)
+        if job is None or not job.allocation or world_size not in (None, len(job.allocation)):
+            return
+        placement = self.core.placement_of(job)
+        if self.throughput.record(job.spec, placement, samples_per_second):
+            self.core.refresh_rate(job_id)
 
     def requeue(self, job_id: str, reason: str) -> None:
         self.core.requeue(job_id, reason)
@@ -253,9 +301,12 @@ class Service:
             self.batch.job(job_id, status=job.status.value,
                            pending_reason=self.core.reason_for(job),
                            finish_time=job.finish_time,
-                           attained_service=job.attained_service(self.clock.now()))
+                           attained_service=job.attained_service(self.clock.now()),
+                           done_work=job.work_done(self.clock.now()),
+                           preemptions=job.preemptions)
             if job.status.is_terminal and self.active.pop(job_id, None) is not None:
                 self.backoff.forget(job_id)
+                self.throughput.forget(job_id)
                 self._reasons.pop(job_id, None)
                 self.metrics.jobs_ended.labels(job.status.value).inc()
         self.touched.clear()

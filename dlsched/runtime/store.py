@@ -22,13 +22,17 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 UNFINISHED = ("pending", "running", "preempted")
+# Columns added after the first release: (name, SQL type, default), see ``_add_missing_columns``.
+NEWER_COLUMNS = (("done_work", "FLOAT", "0"), ("preemptions", "INTEGER", "0"))
 
 
 class Base(DeclarativeBase):
@@ -64,6 +68,8 @@ class JobRow(Base):
     pending_reason: Mapped[str] = mapped_column(String(1000), default="")
     finish_time: Mapped[float | None]
     attained_service: Mapped[float] = mapped_column(default=0.0)
+    done_work: Mapped[float] = mapped_column(default=0.0)
+    preemptions: Mapped[int] = mapped_column(default=0)
     last_progress: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
 
@@ -127,6 +133,17 @@ class Store:
 
     def create(self) -> None:
         Base.metadata.create_all(self.engine)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """A database made by an older dlsched lacks the newer ``jobs`` columns: add them with
+        their defaults (``ALTER TABLE ... ADD COLUMN``, which SQLite and PostgreSQL both do)."""
+        present = {column["name"] for column in inspect(self.engine).get_columns("jobs")}
+        with self.engine.begin() as connection:
+            for name, kind, default in NEWER_COLUMNS:
+                if name not in present:
+                    connection.execute(text(f"ALTER TABLE jobs ADD COLUMN {name} {kind} "
+                                            f"NOT NULL DEFAULT {default}"))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -146,7 +163,8 @@ class Store:
 
     def add_job(self, row: JobRow, at: float, message: str) -> None:
         """Insert a new job and its first event (bulk inserts: no unit-of-work overhead)."""
-        values = {column.key: getattr(row, column.key) for column in JobRow.__table__.columns}
+        values = {column.key: _value_or_default(row, column)
+                  for column in JobRow.__table__.columns}
         with self.session.begin() as session:
             session.execute(insert(JobRow), [values])
             session.execute(insert(EventRow), [{"job_id": row.id, "time": at,
@@ -205,6 +223,16 @@ class Store:
         query = select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)
         with self.session() as session:
             return list(session.scalars(query))
+
+
+def _value_or_default(row: JobRow, column: Any) -> Any:
+    """A column's value, or its scalar default when the row leaves it unset (a bulk insert
+    would otherwise write NULL)."""
+    value = getattr(row, column.key)
+    default = column.default
+    if value is None and default is not None and default.is_scalar:
+        return default.arg
+    return value
 
 
 def _engine(url: str) -> Engine:

@@ -4,7 +4,8 @@ the contract's environment, SIGTERM to preempt):
 - SIGTERM at about step 15, then a restart, gives bit-identical final weights to an
   uninterrupted run (CNN with 1 worker, transformer with 2 data-parallel workers, where only
   rank 1 gets the signal and both ranks stop at the same step);
-- a 2-worker checkpoint resumes with 1 worker from the saved step (elastic restart);
+- a 2-worker checkpoint resumes with 1 worker, and a 1-worker one with 2, from the saved step
+  (elastic restarts: same model, the global batch split over the new world size);
 - rank 0 reports progress to the service, the last step included.
 
 A worker spends ~3.5 s of CPU starting torch, so every run is started in two concurrent waves
@@ -101,15 +102,15 @@ def resume(run: Preempted, root: Path, workers: int) -> Resumed:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    """Wave 1: both scenarios' first attempts. Wave 2: each restarted at its own size, and the
-    2-worker one also at 1 worker."""
+    """Wave 1: both scenarios' first attempts. Wave 2: each restarted at its own size, the
+    2-worker one also at 1 worker and the 1-worker one at 2."""
     with ThreadPoolExecutor() as pool:
         first = {name: pool.submit(preempt_side_by_side, example, workers,
                                    tmp_path_factory.mktemp(name))
                  for name, (example, workers) in SCENARIOS.items()}
         preempted = {name: future.result() for name, future in first.items()}
         restarts = [(name, run.workers) for name, run in preempted.items()]
-        restarts.append(("transformer-2-workers", 1))
+        restarts += [("transformer-2-workers", 1), ("cnn-1-worker", 2)]
         second = {(name, size): pool.submit(resume, preempted[name],
                                             tmp_path_factory.mktemp(f"{name}-at-{size}"), size)
                   for name, size in restarts}
@@ -131,11 +132,15 @@ def test_resumed_run_gives_identical_weights(runs: Runs, name: str) -> None:
     assert resumed.digest == preempted.uninterrupted_digest
 
 
-def test_elastic_restart_at_a_new_size(runs: Runs) -> None:
-    preempted = runs.preempted["transformer-2-workers"]
-    resumed = runs.resumed[("transformer-2-workers", 1)]
-    assert (f"resumed from step {preempted.stopped_at} (saved at world size 2)"
-            in resumed.output)
+@pytest.mark.parametrize(("name", "size"), [("transformer-2-workers", 1), ("cnn-1-worker", 2)],
+                         ids=["shrink-2-to-1", "grow-1-to-2"])
+def test_elastic_restart_at_a_new_size(runs: Runs, name: str, size: int) -> None:
+    preempted = runs.preempted[name]
+    resumed = runs.resumed[(name, size)]
+    assert (f"resumed from step {preempted.stopped_at} (saved at world size "
+            f"{preempted.workers})" in resumed.output)
+    assert f"rank 0/{size}," in resumed.output
+    assert f"done: {STEPS} steps" in resumed.output
     first_step = re.search(r"^step (\d+) ", resumed.output, re.MULTILINE)
     assert first_step and int(first_step.group(1)) == preempted.stopped_at + 1
     assert re.fullmatch(r"[0-9a-f]{64}\n", resumed.digest)

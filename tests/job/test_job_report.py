@@ -40,7 +40,8 @@ def test_posts_the_contract_json_with_the_bearer_token(service: ProgressServer) 
     assert headers["Content-Type"] == "application/json"
     assert service.bodies()[-1] == {"step": 12, "samples_per_second": 345.5,
                                     "metrics": {"loss": 0.25, "accuracy": 0.5,
-                                                "tokens": 4096.0}}
+                                                "tokens": 4096.0},
+                                    "world_size": 2}
     assert reporter.sent == 1 and reporter.failed == 0
 
 
@@ -65,7 +66,8 @@ def test_metrics_are_finite_numbers_only(service: ProgressServer) -> None:
         reporter.report(3, math.nan, loss=math.inf, acc=Scalar(), count=4, shape=(2, 3),
                         phase="warmup", done=True)
     assert service.bodies()[-1] == {"step": 3, "samples_per_second": 0.0,
-                                    "metrics": {"acc": 0.75, "count": 4.0}}
+                                    "metrics": {"acc": 0.75, "count": 4.0},
+                                    "world_size": 2}
 
 
 def test_rate_limited_and_the_newest_report_wins(service: ProgressServer) -> None:

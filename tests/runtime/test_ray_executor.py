@@ -9,7 +9,9 @@ settings of RAY_NOTES.md):
 - the README scenario (``scenario.py``): a 2-worker data-parallel example preempted (SRTF) and
   resumed gives the same weight digest as an uninterrupted run of the same job;
 - submit -> running latency (target <= 5 s on Ray);
-- a service killed with ``kill -9`` leaves no worker process behind.
+- a service killed with ``kill -9`` leaves no worker process behind;
+- (last: it removes a node) a Ray node that dies requeues the job that ran there without
+  counting a failure, is marked down in the core, and the job resumes on a live node.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,9 +37,15 @@ GPUS_PER_NODE = 4
 
 
 @pytest.fixture(scope="module")
-def ray_cluster() -> Iterator[RayCluster]:
-    with local_ray_cluster(("T4", "T4", "V100"), GPUS_PER_NODE):
-        yield connect(None)  # reuses the connection local_ray_cluster made
+def ray_nodes() -> Iterator[Any]:
+    """The ``ray.cluster_utils.Cluster`` itself (the node-loss test removes a node)."""
+    with local_ray_cluster(("T4", "T4", "V100"), GPUS_PER_NODE) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(ray_nodes: Any) -> RayCluster:
+    return connect(None)  # reuses the connection local_ray_cluster made
 
 
 @pytest.fixture
@@ -161,3 +170,38 @@ def test_a_killed_service_leaves_no_worker_behind(ray_cluster: RayCluster, out: 
         driver.send_signal(signal.SIGKILL)
         driver.wait()
     wait_for(lambda: not alive(pid), 15, "the orphaned worker to die")
+
+
+def test_a_lost_node_requeues_its_job_which_resumes_elsewhere(
+        ray_live: Callable[..., Live], ray_cluster: RayCluster, ray_nodes: Any,
+        out: Path) -> None:
+    """Runs last: it removes one of the two T4 nodes (not the head) from the module's cluster."""
+    handle = ray_live(max_attempts=1)  # a lost node must not count as the job's failure
+    # A whole T4 node, then 1 GPU, which can only go to the other T4 node.
+    jobs = [submit(handle, worker("steps", out, 25), gpus, gpu_type="T4")
+            for gpus in (GPUS_PER_NODE, 1)]
+    for job_id in jobs:
+        wait_for(lambda job_id=job_id: "started" in kinds(handle, job_id), 20, "workers")
+    head = ray_nodes.head_node.node_id
+    node_of = {job_id: ray_cluster.node_of_gpu(handle.service.core.jobs[job_id].allocation[0])
+               for job_id in jobs}
+    victim = next(j for j in jobs if node_of[j].node_id != head)
+    survivor = next(j for j in jobs if j != victim)
+    lost = next(n for n in ray_nodes.worker_nodes if n.node_id == node_of[victim].node_id)
+    ray_nodes.remove_node(lost, allow_graceful=False)
+
+    wait_for(lambda: "requeued" in kinds(handle, victim), 20, "the job to be requeued")
+    index = ray_cluster.nodes.index(node_of[victim])
+    wait_for(lambda: handle.service.core.down_nodes == frozenset({index}), 20, "node down")
+    view = handle.http.get("/v1/cluster").json()
+    assert [node["down"] for node in view["nodes"]] == [i == index for i in range(3)]
+    wait_status(handle, survivor, "finished", timeout=30)
+    detail = wait_status(handle, victim, "finished", timeout=30)
+    attempts = detail["attempt_history"]
+    # Its actors die first (lost); until Ray declares the node dead the core may place it
+    # there again, an attempt that ends lost when the node is marked down.
+    outcomes = [a["outcome"] for a in attempts]
+    assert outcomes[-1] == "succeeded" and set(outcomes[:-1]) == {"lost"}, attempts
+    assert {ray_cluster.node_of_gpu(g).node_id for g in attempts[-1]["gpus"]} == {head}
+    assert not (out / f"{victim}.double").exists()
+    assert (out / f"{victim}.done").read_text() == f"attempt {len(attempts)}\n"

@@ -77,3 +77,26 @@ def test_an_empty_batch_is_falsy() -> None:
     assert not batch
     batch.event("j", 0.0, "kind")
     assert batch
+
+
+def test_an_older_database_gets_the_newer_columns(tmp_path: Path) -> None:
+    """A database from before ``done_work``/``preemptions`` existed opens, gains them with
+    their defaults, and keeps its rows; a row that leaves them unset gets the defaults."""
+    from sqlalchemy import inspect, text
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    old = Store(url)
+    old.create()
+    old.add_job(job_row("job-1", 1), 1.5, "submitted")
+    with old.engine.begin() as connection:
+        for name in ("done_work", "preemptions"):
+            connection.execute(text(f"ALTER TABLE jobs DROP COLUMN {name}"))
+    old.close()
+    store = Store(url)
+    store.create()
+    columns = {c["name"] for c in inspect(store.engine).get_columns("jobs")}
+    assert {"done_work", "preemptions"} <= columns
+    store.add_job(job_row("job-2", 2), 2.0, "submitted")
+    rows = {row.id: (row.done_work, row.preemptions) for row in store.jobs()}
+    assert rows == {"job-1": (0.0, 0), "job-2": (0.0, 0)}
+    store.close()

@@ -26,6 +26,7 @@ class Outcome(enum.Enum):
     SUCCEEDED = "succeeded"  # every worker exited with code 0
     FAILED = "failed"  # a worker exited with another code, was lost, or could not start
     STOPPED = "stopped"  # told to stop (preemption, cancel, shutdown), and it did
+    LOST = "lost"  # a node it ran on (or was to run on) died: not the job's fault
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,10 @@ class RuntimeExecutor(Protocol):
     def take_launched(self) -> list[AttemptLaunch]: ...
 
     def drain(self, timeout: float) -> list[AttemptEnd]: ...
+
+    def down_nodes(self) -> frozenset[int]:
+        """Nodes (dlsched indices) the executor knows to be dead right now."""
+        ...
 
 
 def contract_env(job_id: str, plan: LaunchPlan, world_size: int, master: tuple[str, int],

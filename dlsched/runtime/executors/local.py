@@ -122,6 +122,9 @@ class LocalExecutor:
     def active_jobs(self) -> tuple[str, ...]:
         return tuple(self._active)
 
+    def down_nodes(self) -> frozenset[int]:
+        return frozenset()  # this machine's GPUs do not come and go
+
     # -- internals ------------------------------------------------------------------------
     def _check(self, attempt: _Attempt) -> None:
         codes = attempt.codes()

@@ -22,6 +22,15 @@ for more than a short RPC):
 
 An ended attempt's leftover processes are killed, its actors killed and its placement group
 removed, which frees its GPUs in Ray.
+
+**Node loss**: a rank whose actor died (no exit code) ends its attempt as ``lost``: the service
+requeues it without counting a failure. Ray declares the node itself dead a few seconds later
+(health checks); every ``NODE_CHECK_SECONDS`` the executor asks Ray which nodes are alive, and
+an attempt with a worker on a dead node ends at once as ``lost`` whatever its phase: a
+placement group pinned to a dead node would otherwise wait forever, and a surviving rank would
+wait in a collective until its timeout. The dead nodes are reported by ``down_nodes`` and the
+service marks them down in the core, so no policy places a worker there until Ray sees the
+node again.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from dlsched.workload.job import Job
 
 NODE_LABEL = "ray.io/node-id"
 RPC_TIMEOUT = 5.0
+NODE_CHECK_SECONDS = 1.0
 
 
 class Phase(enum.Enum):
@@ -99,6 +109,8 @@ class RayExecutor:
         self._stopping: list[_Attempt] = []
         self._launched: list[AttemptLaunch] = []
         self._ended: list[AttemptEnd] = []
+        self._down: frozenset[int] = frozenset()
+        self._next_node_check = 0.0
 
     # -- the Executor protocol ------------------------------------------------------------
     def start(self, job: Job, now: float) -> None:
@@ -121,6 +133,7 @@ class RayExecutor:
 
     # -- what the service loop calls ------------------------------------------------------
     def poll(self) -> list[AttemptEnd]:
+        self._check_nodes()
         for attempt in list(self._active.values()):
             self._advance(attempt)
         for attempt in list(self._stopping):
@@ -149,6 +162,44 @@ class RayExecutor:
     @property
     def active_jobs(self) -> tuple[str, ...]:
         return tuple(self._active)
+
+    def down_nodes(self) -> frozenset[int]:
+        return self._down
+
+    # -- node loss ------------------------------------------------------------------------
+    def _check_nodes(self) -> None:
+        now = time.monotonic()
+        if now < self._next_node_check:
+            return
+        self._next_node_check = now + NODE_CHECK_SECONDS
+        alive = {info["NodeID"] for info in self.ray.nodes() if info.get("Alive")}
+        self._down = frozenset(index for index, node in enumerate(self.ray_cluster.nodes)
+                               if node.node_id not in alive)
+        if not self._down:
+            return
+        for attempt in [*self._active.values(), *self._stopping]:
+            lost = self._lost_node(attempt)
+            if lost is not None:
+                self._abandon(attempt, lost)
+
+    def _lost_node(self, attempt: _Attempt) -> str | None:
+        for gpu in attempt.gpus:
+            if int(self.cluster.gpu_node[gpu]) in self._down:
+                return self.ray_cluster.node_of_gpu(gpu).name
+        return None
+
+    def _abandon(self, attempt: _Attempt, node: str) -> None:
+        """End an attempt that had a worker on a dead node; kill its surviving ranks."""
+        stopping = attempt in self._stopping
+        self._active.pop(attempt.job_id, None)
+        if not attempt.launched:  # still reserving or starting: record it all the same
+            if attempt.number == 0:
+                plan = self.plan(attempt.job_id)
+                attempt.number, attempt.log_path = plan.attempt, plan.log_path
+            self._record_launch(attempt, ())
+        self._signal(attempt, signal.SIGKILL)
+        outcome = Outcome.STOPPED if stopping else Outcome.LOST
+        self._end(attempt, outcome, f"node {node} died (Ray lost it)")
 
     # -- phases ---------------------------------------------------------------------------
     def _launch_ready(self) -> None:
@@ -186,7 +237,9 @@ class RayExecutor:
             if failed is not None:
                 del self._active[attempt.job_id]
                 self._signal(attempt, signal.SIGKILL)  # the others cannot go on without it
-                self._end(attempt, Outcome.FAILED, self._failure_text(attempt, *failed))
+                # No exit code: the actor itself died (its node did, most often), not the job.
+                outcome = Outcome.LOST if failed[1] is None else Outcome.FAILED
+                self._end(attempt, outcome, self._failure_text(attempt, *failed))
             elif attempt.exited():
                 del self._active[attempt.job_id]
                 self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0")
@@ -199,7 +252,9 @@ class RayExecutor:
         except self.ray.exceptions.RayError as exc:
             del self._active[attempt.job_id]
             self._record_launch(attempt, ())
-            self._end(attempt, Outcome.FAILED, f"its Ray actors did not start: {_cause(exc)}")
+            died = isinstance(exc, self.ray.exceptions.ActorDiedError)  # with its node, mostly
+            self._end(attempt, Outcome.LOST if died else Outcome.FAILED,
+                      f"its Ray actors did not start: {_cause(exc)}")
             return
         shared = {**plan.env, **contract_env(attempt.job_id, plan, len(attempt.gpus),
                                              (address, port), self.settings)}

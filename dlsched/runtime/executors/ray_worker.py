@@ -73,6 +73,8 @@ class WorkerProcess:
                    log_path: str) -> None:
         try:
             os.makedirs(os.path.dirname(log_path), exist_ok=True)
+            if env.get("DLSCHED_CHECKPOINT_DIR"):  # as the local executor: it exists at start
+                os.makedirs(env["DLSCHED_CHECKPOINT_DIR"], exist_ok=True)
             with open(log_path, "ab") as log:
                 self._proc = subprocess.Popen(
                     argv, cwd=cwd or None, env=env, stdin=subprocess.DEVNULL, stdout=log,

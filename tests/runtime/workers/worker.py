@@ -12,6 +12,10 @@ with its environment contract and start time.
 - ``steps OUT N``: N steps of 0.1 s, checkpointed after each; resumes from the checkpoint; holds
   a lock per rank (a second concurrent run writes ``JOB.double``); rank 0 appends a line to
   ``JOB.done`` when it completes the last step.
+- ``elastic OUT N``: data-parallel stand-in: N global steps of 0.4 s / WORLD_SIZE, rank 0 keeps
+  the step in the checkpoint directory (saved after each step) under an exclusive lock (a second
+  run at once writes ``JOB.double``); SIGTERM stops it between steps, exit 0. Rank 0 appends
+  ``{"attempt", "world", "from", "to"}`` to ``JOB.steps``; the other ranks wait for rank 0.
 """
 
 from __future__ import annotations
@@ -92,6 +96,36 @@ def steps(out: Path, total: int) -> None:
             done.write(f"attempt {env('DLSCHED_ATTEMPT')}\n")
 
 
+def elastic(out: Path, total: int) -> None:
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    record(out)
+    job, attempt, world = env("DLSCHED_JOB_ID"), env("DLSCHED_ATTEMPT"), int(env("WORLD_SIZE"))
+    finished = out / f"{job}-a{attempt}.finished"
+    if env("RANK") != "0":
+        while not (stop or finished.exists()):
+            time.sleep(0.05)
+        return
+    ckpt = Path(env("DLSCHED_CHECKPOINT_DIR"))
+    lock = open(ckpt / "lock", "w")  # noqa: SIM115 (held until exit)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        (out / f"{job}.double").write_text("two runs at once\n")
+        sys.exit(3)
+    state = ckpt / "step"
+    start = step = int(state.read_text()) if state.exists() else 0
+    while step < total and not stop:
+        time.sleep(0.4 / world)
+        step += 1
+        save(state, str(step))
+    with open(out / f"{job}.steps", "a") as log:
+        log.write(json.dumps({"attempt": int(attempt), "world": world, "from": start,
+                              "to": step}) + "\n")
+    if step >= total:
+        finished.write_text("")
+
+
 def main() -> None:
     mode, out = sys.argv[1], Path(sys.argv[2])
     arg = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
@@ -116,6 +150,8 @@ def main() -> None:
         time.sleep(60)
     elif mode == "steps":
         steps(out, int(arg))
+    elif mode == "elastic":
+        elastic(out, int(arg))
     else:
         sys.exit(f"unknown mode {mode}")
 

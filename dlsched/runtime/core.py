@@ -1,0 +1,75 @@
+"""The scheduler core as the runtime drives it: the shared ``Scheduler`` plus three things only
+a real cluster needs (candidates to move into the core itself, see ``docs/runtime.md``):
+
+- ``down_nodes``: nodes the executor lost (a dead Ray node). Every snapshot of a cycle carries
+  them, so no policy places a worker there (``CycleState.begin`` zeroes their GPUs) and the
+  allocation policies leave them out of their capacity. ``submit`` still judges a job against
+  the whole cluster: a node that is down may come back.
+- ``refresh_rate``: a running job's speed changes when its workers report a new measured
+  throughput; its progress so far is folded in at the old rate first.
+- ``resubmit``: after a restart, a job comes back with the service it had attained, the work
+  it had done and the preemptions it had suffered, so the policies (Tiresias's 2D-LAS queue,
+  Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from dlsched.scheduling.scheduler import Scheduler
+from dlsched.scheduling.state import ClusterSnapshot
+from dlsched.workload.job import Job, JobSpec, JobStatus
+
+
+@dataclass(frozen=True)
+class Restored:
+    """What a job had when the service stopped (from the store)."""
+
+    attained_service: float = 0.0  # GPU-seconds
+    done_work: float = 0.0  # work units
+    preemptions: int = 0
+    started: bool = False  # it ran at least once (a resume, not a first start)
+
+
+class RuntimeScheduler(Scheduler):
+    down_nodes: frozenset[int] = frozenset()
+
+    def snapshot(self, running: bool = True) -> ClusterSnapshot:
+        snapshot = super().snapshot(running)
+        if not running or not self.down_nodes:
+            return snapshot
+        return replace(snapshot, down_nodes=self.down_nodes)
+
+    def set_down_nodes(self, nodes: frozenset[int]) -> bool:
+        """Mark exactly ``nodes`` down; True if that changed anything."""
+        changed = nodes != self.down_nodes
+        self.down_nodes = nodes
+        return changed
+
+    def refresh_rate(self, job_id: str) -> None:
+        """Re-ask the throughput model for a running job's rate (after a new measurement)."""
+        job = self.running.get(job_id)
+        if job is None:
+            return
+        now = self.clock.now()
+        job.done_work = job.work_done(now)
+        job.progress_time = now
+        job.rate = self.throughput.rate(job.spec, self.placement_of(job))
+
+    def resubmit(self, spec: JobSpec, restored: Restored) -> Job:
+        """Submit a job that existed before a restart, with its counters restored. It is
+        taken out of the waiting queue and put back so a static order (Tiresias) files it
+        under its restored queue."""
+        job = self.submit(spec)
+        if job.status is not JobStatus.PENDING:
+            return job  # refused (can never run)
+        self.waiting.discard(job.job_id)
+        job.attained = restored.attained_service
+        job.done_work = min(restored.done_work, spec.work)
+        job.preemptions = restored.preemptions
+        if restored.started:
+            # The core only asks whether it is set (a resume pays the restart overhead); the
+            # real first start is in the store's first attempt.
+            job.first_start = spec.submit_time
+        self.waiting.add(job)
+        return job

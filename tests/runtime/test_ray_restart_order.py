@@ -1,0 +1,43 @@
+"""The Ray executor's start rule without a Ray cluster: a resize stops a job and starts it again
+in one cycle; the new attempt must not reserve anything until every worker of the old one has
+exited (it may be writing its checkpoint). The Ray calls are replaced by recorders; the queue,
+phases and ``poll`` are the executor's own."""
+
+from __future__ import annotations
+
+from dlsched.runtime.executors.base import ExecutorSettings, Outcome
+from dlsched.runtime.executors.ray import Phase, RayExecutor
+from dlsched.workload.job import Job, JobSpec
+
+
+def bare_executor(reserved: list[tuple[int, ...]]) -> RayExecutor:
+    executor = RayExecutor.__new__(RayExecutor)  # no ray.init: nothing below talks to Ray
+    executor.settings = ExecutorSettings(grace_seconds=5.0)
+    executor._queued, executor._active, executor._stopping = {}, {}, []
+    executor._launched, executor._ended = [], []
+    executor._down, executor._next_node_check = frozenset(), float("inf")
+    executor._reserve = lambda attempt: reserved.append(attempt.gpus)  # type: ignore[method-assign]
+    executor._signal = lambda attempt, signum: None  # type: ignore[method-assign]
+    executor._release = lambda attempt: None  # type: ignore[method-assign]
+    return executor
+
+
+def test_a_resized_job_starts_again_only_after_its_old_attempt_exited() -> None:
+    reserved: list[tuple[int, ...]] = []
+    executor = bare_executor(reserved)
+    job = Job(JobSpec("j", 0.0, 1, 10.0, min_gpus=1, max_gpus=4))
+    job.allocation = (0,)
+    executor.start(job, 0.0)
+    old = executor._active["j"]
+    old.phase, old.launched, old.number = Phase.RUNNING, True, 1
+    job.allocation = (0, 1, 2, 3)  # what the core does in one cycle: stop, then start
+    executor.stop(job, 1.0)
+    executor.start(job, 1.0)
+    assert reserved == [(0,)]
+    assert executor.poll() == []  # the old worker still runs: nothing new is reserved
+    assert reserved == [(0,)]
+    old.codes[0] = 0  # it saved its checkpoint and exited
+    ended = executor.poll()
+    assert [(e.attempt, e.outcome) for e in ended] == [(1, Outcome.STOPPED)]
+    assert reserved == [(0,), (0, 1, 2, 3)]
+    assert list(executor._active) == ["j"] and not executor._stopping
