@@ -16,6 +16,10 @@ Rules for what the table does not measure (see docs/throughput-models.md):
   that job type. Off by default: the consolidated table is what Gavel's policies see, and 44 of
   the 165 spread measurements are faster than their consolidated counterparts (noise).
 * Mixed GPU types run at the slowest type's rate (synchronous data parallelism).
+* Space sharing (``placement.partners``): a worker sharing its GPU with another job runs at
+  Gavel's co-located rate of the pair at the job's scale factor (OSDI'20 §3.1); a pair Gavel did
+  not measure runs at half its isolated rate (as if the two were time-sliced). The job runs at
+  its slowest worker's rate, like mixed types.
 """
 
 from __future__ import annotations
@@ -174,9 +178,22 @@ class GavelThroughputs:
         job = self.job_type(spec)
         spread = len(set(placement.nodes)) > 1
         workers = placement.num_workers
-        return min(
-            estimate(self.curve(job, kind, spread), workers) for kind in set(placement.gpu_types)
-        )
+        alone = {kind: estimate(self.curve(job, kind, spread), workers)
+                 for kind in set(placement.gpu_types)}
+        if not placement.is_shared:
+            return min(alone.values())
+        return min(alone[kind] if partner is None
+                   else self._shared_rate(spec, partner, kind, workers, alone[kind])
+                   for kind, partner in zip(placement.gpu_types, placement.partners,
+                                            strict=True))
+
+    def _shared_rate(self, spec: JobSpec, partner: JobSpec, kind: str, workers: int,
+                     alone: float) -> float:
+        """Co-located steps/s of ``spec`` beside ``partner`` (half ``alone`` if unmeasured)."""
+        try:
+            return self.colocated_rate(spec, partner, kind, workers)[0]
+        except KeyError:
+            return 0.5 * alone
 
     def reference_rate(self, spec: JobSpec) -> float:
         job = self.job_type(spec)

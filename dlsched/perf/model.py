@@ -1,8 +1,9 @@
 """The throughput-model interface and the duration-based linear model.
 
 A model answers ``rate(spec, placement)``: work units per second for a job whose workers sit where
-``placement`` says (GPU type and node of each worker, in allocation order). Models are registered by
-name; a trace names the one its jobs need (``Trace.throughput``).
+``placement`` says (GPU type and node of each worker, in allocation order, and the job sharing
+each worker's GPU, if any; a model that ignores ``partners`` rates a shared job as if alone).
+Models are registered by name; a trace names the one its jobs need (``Trace.throughput``).
 """
 
 from __future__ import annotations
@@ -18,10 +19,17 @@ from dlsched.workload.job import JobSpec
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a job's workers run: the GPU type and node index of each worker."""
+    """Where a job's workers run: the GPU type and node index of each worker, and, when GPUs
+    are space-shared, the spec of the job each worker shares its GPU with (``None``: alone).
+    ``partners`` is empty when no worker shares (the common case)."""
 
     gpu_types: tuple[str, ...]
     nodes: tuple[int, ...]
+    partners: tuple[JobSpec | None, ...] = ()
+
+    @property
+    def is_shared(self) -> bool:
+        return any(p is not None for p in self.partners)
 
     @property
     def num_workers(self) -> int:

@@ -2,9 +2,9 @@
 
 Each builder pairs one LP objective of ``dlsched.policies.gavel`` with the round mechanism of
 ``gavel_round.GavelRounds``: the allocation ``X`` is solved when the set of active jobs changes,
-and every ``round_seconds`` (6 minutes, as in Gavel) waiting jobs with a higher priority
-``X[j, t] / (time fraction received on t)`` preempt running ones. ``pop_k > 1`` solves ``X``
-with POP (Narayanan et al., SOSP'21) on that many random sub-problems.
+and every ``round_seconds`` (6 minutes, as in Gavel) all active jobs are re-assigned by priority
+``X[j, t] / (time fraction received on t)``: running jobs may stay, move type or be preempted.
+``pop_k > 1`` solves ``X`` with POP (Narayanan et al., SOSP'21) on that many random sub-problems.
 
 Jobs need Gavel job types (``spec.model`` and ``spec.batch_size`` of Gavel's table, as in
 Gavel's traces with the ``gavel`` throughput model); others raise ``ConfigError``.
@@ -24,7 +24,7 @@ from dlsched.policies.gavel.fairness import las, max_min_fairness, weighted_fair
 from dlsched.policies.gavel.ftf import finish_time_fairness
 from dlsched.policies.gavel.problem import AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, Objective
-from dlsched.scheduling.profile import Profile, default_filters
+from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.workload.job import Job
 
@@ -35,13 +35,12 @@ DEFAULT_PRICES = (0.9, 1.46, 3.06)
 
 def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: int,
                   placement: str, **kwargs: object) -> Profile:
-    """The profile of a round-based Gavel policy: one ``GavelRounds`` plugin at QueueSort,
-    Filter and PostFilter; cycles every round even when nothing waits."""
+    """The profile of a round-based Gavel policy: one ``GavelRounds`` allocation plugin
+    that re-assigns every job each round; cycles every round even when nothing waits."""
     rounds = GavelRounds(name, objective, round_seconds=round_seconds, pop_k=pop_k,
                          **kwargs)  # type: ignore[arg-type]
     return Profile(name, rounds, plugins=(rounds,), placement=placement,
-                   filters=(*default_filters(), rounds), round_seconds=round_seconds,
-                   acts_on_running=True)
+                   round_seconds=round_seconds, acts_on_running=True)
 
 
 @register_policy("gavel-maxmin")

@@ -1,19 +1,20 @@
-"""Gavel's round-based mechanism (Narayanan et al., OSDI'20 §5) as one multi-point plugin.
+"""Gavel's round-based mechanism (Narayanan et al., OSDI'20 §5) as an allocation plugin.
 
 An LP policy (``dlsched.policies.gavel``) gives ``X[j, t]``, the fraction of time job ``j``
 should spend on GPU type ``t``. Rounds realize it: ``priority[j, t] = X[j, t] / (fraction of
 its time since arrival job j has run on t)`` (§5; a job that has not run on ``t`` yet counts
-``MIN_FRACTION``, so new jobs go first). Every cycle:
+``MIN_FRACTION``, so new jobs go first). At every round boundary (``round_seconds``, 6 minutes
+in Gavel) **every** active job, running or waiting, is re-assigned by priority
+(``gavel.assign``): a running job may keep its GPUs, move to another type (a ``Resize``: it
+checkpoints and restarts there, no queueing) or be preempted. Entries with ``X = 0`` come after
+all others and are used only when a type would otherwise stay idle (work conservation, a
+simplification: Gavel leaves such GPUs idle until the next solve).
 
-- **QueueSort**: waiting jobs by their best priority (then submit time, id);
-- **Filter** (dynamic): a job may use the first type, in its priority order, with room for its
-  gang; if none has room, its best type (where it may preempt). Types with ``X = 0`` come last
-  and are used only when free (work conservation; such a job never preempts);
-- **PostFilter**: only at round boundaries, running jobs whose priority on their type is below
-  the waiting job's on that type, its preferred types first and the lowest priority first.
-
-``X`` is re-solved only when the set of active jobs (waiting + running) changes. Time on each
-type is counted per job at every cycle from the running jobs' allocations.
+Between rounds (a job arrived or finished) running jobs keep their GPUs and waiting jobs take
+free GPUs by the same priorities (a job that arrived since the last solve has no ``X`` yet and
+takes only otherwise idle GPUs). As in Gavel's implementation, ``X`` is re-solved at most once
+per round, at its start, and only when the set of active jobs changed.
+Time on each type is counted per job at every cycle from the running jobs' allocations.
 """
 
 from __future__ import annotations
@@ -25,9 +26,12 @@ import numpy as np
 
 from dlsched.errors import ConfigError
 from dlsched.perf.gavel_table import GavelThroughputs, worker_type
+from dlsched.perf.model import Placement
+from dlsched.policies.gavel.assign import Entry, assign_types, place_round
 from dlsched.policies.gavel.inputs import from_gavel
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
+from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -44,11 +48,12 @@ class _Round:
     priority: np.ndarray  # (jobs, types)
     preference: list[tuple[int, ...]]  # per row: types by priority, X > 0 ones first
     allocated: np.ndarray  # (jobs, types) bool: X > 0
+    speed: np.ndarray  # (jobs, types): throughput on each type (ones when unknown)
     is_round: bool
 
 
 class GavelRounds:
-    """QueueSort, Filter, PostFilter and Wakeup for Gavel's priorities.
+    """Gavel's rounds as an ``AllocatePlugin`` (and the profile's nominal QueueSort).
 
     ``objective(problem, **options)`` gives X (with POP over ``pop_k`` sub-problems when
     ``pop_k > 1``); ``options`` may be a function of the problem (prices per its types);
@@ -67,7 +72,7 @@ class GavelRounds:
         self.policy, self.objective, self.options = policy, objective, options or {}
         self.round_seconds, self.pop_k = round_seconds, pop_k
         self.refine = refine
-        self._x_throughput: dict[str, np.ndarray] = {}
+        self._rates: dict[str, np.ndarray] = {}  # throughput per type, by job
         self.time_on: dict[str, np.ndarray] = {}  # seconds run per type (cluster order), by job
         self._credited: dict[str, float] = {}
         self._active: frozenset[str] | None = None
@@ -92,24 +97,27 @@ class GavelRounds:
         jobs = sorted((*snapshot.running, *snapshot.waiting),
                       key=lambda j: (j.spec.submit_time, j.job_id))
         active = frozenset(j.job_id for j in jobs)
-        if active != self._active:
+        if is_round and active != self._active:  # Gavel re-solves at most once per round
             self._solve(state, jobs)
             self._active = active
             for gone in set(self._credited) - active:
                 del self._credited[gone]  # time_on stays: what each job received, for reports
+            for gone in set(self._rates) - active:
+                del self._rates[gone]
         n_types = len(state.cluster.type_names)
-        x = np.array([self._x[j.job_id] for j in jobs]).reshape(len(jobs), n_types)
+        none = np.zeros(n_types)  # arrived since the last solve: no X yet
+        x = np.array([self._x.get(j.job_id, none) for j in jobs]).reshape(len(jobs), n_types)
         ran = np.array([self.time_on.get(j.job_id, np.zeros(n_types)) for j in jobs])
         elapsed = np.array([max(now - j.spec.submit_time, 1e-9) for j in jobs])
         fraction = np.maximum(ran.reshape(x.shape) / elapsed[:, None], MIN_FRACTION)
         priority = x / fraction
         allocated = x > 0
         order = np.lexsort((-priority, ~allocated), axis=-1) if len(jobs) else priority
-        runnable = self._runnable(state, jobs)
-        preference = [tuple(int(t) for t in row if runnable[i, t])
+        speed = self._speed(state, jobs)
+        preference = [tuple(int(t) for t in row if speed[i, t] > 0)
                       for i, row in enumerate(order)]
         return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, preference,
-                      allocated, is_round)
+                      allocated, speed, is_round)
 
     def _credit(self, state: CycleState) -> None:
         """Add the time since the last cycle to each running job's current GPU type."""
@@ -123,16 +131,25 @@ class GavelRounds:
             seconds[kind] += max(0.0, now - since)
             self._credited[job.job_id] = now
 
-    def _runnable(self, state: CycleState, jobs: Sequence[Job]) -> np.ndarray:
-        """(jobs, types): where each job may run at all (the throughput model's rate > 0)."""
-        rows = [self._x_throughput.get(j.job_id) for j in jobs]
-        n_types = len(state.cluster.type_names)
-        return np.array([r > 0 if r is not None else np.ones(n_types, bool) for r in rows]
-                        ).reshape(len(jobs), n_types)
+    def _speed(self, state: CycleState, jobs: Sequence[Job]) -> np.ndarray:
+        """(jobs, types): each job's throughput per type at its size (0: it cannot run
+        there), from the throughput model, once per job."""
+        rates, cluster = self._rates, state.cluster
+        model = state.snapshot.throughput
+        for job in jobs:
+            if job.job_id not in rates:
+                try:
+                    rates[job.job_id] = np.array([model.rate(job.spec, Placement.single_node(
+                        name, job.spec.num_gpus)) for name in cluster.type_names])
+                except KeyError as exc:
+                    raise ConfigError(f"policy {self.policy}: {_unknown([job], None)}{exc}"
+                                      ) from None
+        return np.array([rates[j.job_id] for j in jobs]).reshape(len(jobs),
+                                                                 len(cluster.type_names))
 
     def _solve(self, state: CycleState, jobs: Sequence[Job]) -> None:
         if not jobs:
-            self._x, self._x_throughput = {}, {}
+            self._x = {}
             return
         problem = self._problem(state, jobs)
         if self.refine is not None:
@@ -143,8 +160,6 @@ class GavelRounds:
         else:
             allocation = self.objective(problem, **options)
         self._x = {job_id: allocation.x[i] for i, job_id in enumerate(problem.job_ids)}
-        self._x_throughput = {job_id: problem.throughput[i]
-                              for i, job_id in enumerate(problem.job_ids)}
         self.solves += 1
 
     def _problem(self, state: CycleState, jobs: Sequence[Job]) -> AllocationProblem:
@@ -167,53 +182,49 @@ class GavelRounds:
                               f"{exc.args[0] if exc.args else exc}; Gavel policies need the "
                               f"'gavel' throughput model's job types") from None
 
-    # -- QueueSort ------------------------------------------------------------------------
-    def sort_key(self, state: CycleState, job: Job) -> tuple[float, float, str]:
-        view = self.view(state)
-        row = view.row[job.job_id]
-        return (-float(view.priority[row].max(initial=0.0)), job.spec.submit_time, job.job_id)
+    # -- QueueSort (unused by the allocation cycle; a profile needs one) -----------------
+    def sort_key(self, state: CycleState | None, job: Job) -> tuple[float, str]:
+        return (job.spec.submit_time, job.job_id)
 
-    # -- Filter ---------------------------------------------------------------------------
-    def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
+    # -- Allocate -------------------------------------------------------------------------
+    def allocate(self, state: CycleState) -> dict[str, Assignment]:
+        """Every job's nodes for this cycle: all re-assigned at a round boundary, else the
+        running ones keep theirs and waiting ones fill free GPUs (module docstring)."""
         view = self.view(state)
-        row = view.row[job.job_id]
-        node_type = state.cluster.node_type
-        capacity = state.capacity(job.spec.gpu_share)
-        for t in view.preference[row]:
-            nodes = mask & (node_type == t)
-            if int(capacity[nodes].sum()) >= job.spec.num_gpus:
-                return nodes
-        best = view.preference[row][:1]
-        if best and view.allocated[row, best[0]]:
-            return mask & (node_type == best[0])  # full: preemption may make room there
-        return mask & np.isin(node_type, view.preference[row])
-
-    # -- PostFilter -----------------------------------------------------------------------
-    def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...]:
-        """At a round boundary: running jobs with a lower priority on their own type than
-        this job has there, on the types it is allocated, preferred types first."""
-        view = self.view(state)
-        if not view.is_round:
-            return ()
-        row = view.row[job.job_id]
-        rank = {t: i for i, t in enumerate(view.preference[row]) if view.allocated[row, t]}
         cluster = state.cluster
-        candidates = []
-        for other in state.snapshot.running:
-            if other.job_id in state.evicted:
-                continue
-            kind = int(cluster.node_type[cluster.gpu_node[other.allocation[0]]])
-            theirs = view.priority[view.row[other.job_id], kind]
-            if kind in rank and theirs < view.priority[row, kind]:
-                candidates.append((rank[kind], theirs, other.job_id, other))
-        return tuple(c[-1] for c in sorted(candidates, key=lambda c: c[:3]))
+        current = {job.job_id: Assignment.of(job, cluster).nodes
+                   for job in state.snapshot.running}
+        if view.is_round:
+            room = cluster.node_gpus.astype(np.int64).copy()
+            room[list(state.snapshot.down_nodes)] = 0
+            candidates = [*state.snapshot.running, *state.snapshot.waiting]
+            kept: dict[str, tuple[int, ...]] = {}
+        else:
+            room = state.node_free.astype(np.int64).copy()
+            candidates = list(state.snapshot.waiting)
+            kept = current
+        workers = {job.job_id: job.spec.num_gpus for job in candidates}
+        free = np.bincount(cluster.node_type, weights=room,
+                           minlength=len(cluster.type_names))
+        types = assign_types(self._entries(view, candidates), workers, free)
+        placed = place_round(types, workers, current if view.is_round else {},
+                             cluster.node_type, room)
+        return {job_id: Assignment(nodes) for job_id, nodes in {**kept, **placed}.items()}
 
-    # -- Wake-ups -------------------------------------------------------------------------
-    def next_wakeup(self, state: CycleState) -> float | None:
-        """Asks for nothing (the simulator runs a cycle every round) but keeps the accounts:
-        a cycle with no waiting job calls no other point of this plugin."""
-        self.view(state)
-        return None
+    def _entries(self, view: _Round, jobs: Sequence[Job]) -> list[Entry]:
+        """(job, type) entries: allocated types at their priority; types with ``X = 0`` after
+        all of them (work conservation), the job's faster types first."""
+        entries = []
+        for job in jobs:
+            row = view.row[job.job_id]
+            speed = view.speed[row]
+            top = float(speed.max(initial=0.0)) or 1.0
+            tiebreak = (job.spec.submit_time, job.job_id)
+            for t in view.preference[row]:
+                priority = (float(view.priority[row, t]) if view.allocated[row, t]
+                            else -2.0 + float(speed[t]) / top)
+                entries.append(Entry(priority, tiebreak, job.job_id, t))
+        return entries
 
     def seconds_on(self, job_id: str) -> np.ndarray:
         """Seconds the job has run on each GPU type (cluster type order) so far."""

@@ -71,6 +71,9 @@ COLUMNS = (
     Column("mean FTF ρ", lambda s: s.ftf_rho_mean, "low"),
     Column("jobs with ρ > 1 (%)", lambda s: _percent_of(s.ftf_rho_above_1), "low"),
     Column("Jain's index (tenants)", lambda s: s.jain_tenants, "high"),
+    Column("GPU-hours", lambda s: s.gpu_hours, "low"),
+    Column("resizes", lambda s: s.resizes, "low", integer=True),
+    Column("deadlines met (%)", lambda s: _percent_of(s.deadline_satisfaction), "high"),
     Column("wall seconds", lambda s: s.wall_seconds, "low"),
 )
 
@@ -82,8 +85,10 @@ HOW_TO_READ = (
     "column is highlighted when runs are compared. Wall seconds measure the simulator, not "
     "the schedule. FTF ρ is Themis' finish-time fairness, JCT over (the job's isolated time "
     "× the mean number of active jobs during its life); ρ > 1 means worse than a dedicated "
-    "1/N share. Jain's index is over tenants' GPU-seconds (1 = equal shares). '–' means not "
-    "measured."
+    "1/N share. Jain's index is over tenants' GPU-seconds (1 = equal shares). GPU-hours are "
+    "held by jobs (restarts included); resizes count elastic re-allocations; deadlines met is "
+    "the share of jobs with a deadline that finished by it (rejected ones miss it). '–' means "
+    "not measured."
 )
 
 STYLE = """

@@ -57,6 +57,10 @@ class Summary:
     ftf_rho_above_1: float | None = None
     jain_tenants: float | None = None
     utilization_by_type: tuple[tuple[str, float], ...] = ()
+    # Elastic and deadline-aware scheduling (docs/report.md).
+    deadline_jobs: int = 0
+    deadline_satisfaction: float | None = None
+    resizes: int = 0
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable dict: options as a mapping, non-finite numbers as ``None``."""
@@ -153,6 +157,22 @@ def jct_by_queue(result: SimulationResult) -> dict[str, float]:
     return {queue: float(np.mean(jcts)) for queue, jcts in sorted(by_queue.items())}
 
 
+def met_deadline(job: JobRecord) -> bool:
+    """Finished by its deadline (an absolute time); a job without one never counts."""
+    return (job.deadline is not None and job.status == FINISHED and job.finish_time is not None
+            and job.finish_time <= job.deadline + 1e-9)
+
+
+def deadline_satisfaction(result: SimulationResult) -> tuple[int, float | None]:
+    """``(jobs with a deadline, share of them finished by it)`` (ElasticFlow ASPLOS'23 §6's
+    deadline satisfactory ratio): a job rejected at admission, failed or unfinished misses it.
+    The share is ``None`` when no job has a deadline."""
+    with_deadline = [j for j in result.jobs if j.deadline is not None]
+    if not with_deadline:
+        return 0, None
+    return len(with_deadline), sum(map(met_deadline, with_deadline)) / len(with_deadline)
+
+
 def summarize(result: SimulationResult, inputs: FairnessInputs | None = None) -> Summary:
     """The run's ``Summary``; ``inputs`` (isolated times, per-type use) enable the
     finish-time-fairness and per-type utilization fields."""
@@ -162,6 +182,7 @@ def summarize(result: SimulationResult, inputs: FairnessInputs | None = None) ->
     jct_median, jct_p95, jct_p99 = percentiles(jcts, (50, 95, 99))
     delays = queueing_delays(result)
     cycle_ms = 1000.0 * result.cycle_seconds / result.cycles if result.cycles else None
+    deadlines, satisfied = deadline_satisfaction(result)
     return Summary(
         policy=info.policy, trace=info.trace, cluster=info.cluster, seed=info.seed,
         version=info.version, jobs_submitted=len(result.jobs), jobs_finished=len(jcts),
@@ -177,4 +198,6 @@ def summarize(result: SimulationResult, inputs: FairnessInputs | None = None) ->
         ftf_rho_max=fair.ftf_rho_max, ftf_rho_mean=fair.ftf_rho_mean,
         ftf_rho_above_1=fair.ftf_rho_above_1, jain_tenants=fair.jain_tenants,
         utilization_by_type=fair.utilization_by_type,
+        deadline_jobs=deadlines, deadline_satisfaction=satisfied,
+        resizes=sum(j.resizes for j in result.jobs),
     )

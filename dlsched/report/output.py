@@ -18,13 +18,15 @@ from typing import Any
 
 from dlsched.errors import DlschedError
 from dlsched.report.fairness import FairnessInputs
+from dlsched.report.goodput_series import GOODPUT_COLUMNS, goodput_rows
 from dlsched.report.metrics import TIMING_KEYS, summarize
 from dlsched.sim.result import JobRecord, RunInfo, SimulationResult
 
 FORMATS = ("csv", "parquet")
 RUN_COLUMNS = ("policy", "trace", "cluster", "seed", "version")
 JOB_COLUMNS = ("job_id", "queue", "num_gpus", "submit_time", "first_start", "finish_time", "jct",
-               "queueing_delay", "status", "preemptions", "gpu_seconds", "pending_reason")
+               "queueing_delay", "status", "preemptions", "gpu_seconds", "pending_reason",
+               "queue_position", "resizes", "deadline")
 TIMELINE_COLUMNS = ("time", "used_gpus", "waiting", "running")
 FLOAT_FORMAT = "%.6f"
 
@@ -34,10 +36,13 @@ class ParquetUnavailable(DlschedError, ImportError):
 
 
 def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
-              fairness: FairnessInputs | None = None) -> None:
+              fairness: FairnessInputs | None = None,
+              positions: Mapping[str, int] | None = None) -> None:
     """Write the run's files into ``out_dir`` (created if missing); ``fmt`` picks the jobs table
     format, ``"csv"`` or ``"parquet"`` (which needs ``pip install dlsched[parquet]``);
-    ``fairness`` fills the finish-time-fairness and per-type fields of ``summary.json``."""
+    ``fairness`` fills the finish-time-fairness and per-type fields of ``summary.json``;
+    ``positions``: each job still pending at the end, its 1-based place in its queue (the
+    ``queue_position`` column; empty for the others)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "parquet":
@@ -46,10 +51,13 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     out_dir.mkdir(parents=True, exist_ok=True)
     identity = run_identity(result.info)
     if fmt == "parquet":
-        _write_parquet(out_dir / "jobs.parquet", job_rows(result), identity, result.info)
+        _write_parquet(out_dir / "jobs.parquet", job_rows(result, positions), identity,
+                       result.info)
     else:
-        _write_csv(out_dir / "jobs.csv", JOB_COLUMNS, job_rows(result), identity)
+        _write_csv(out_dir / "jobs.csv", JOB_COLUMNS, job_rows(result, positions), identity)
     _write_csv(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_rows(result), identity)
+    if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
+        _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
     write_json(out_dir / "summary.json", summarize(result, fairness).to_dict())
     write_json(out_dir / "run.json", run_info_dict(result.info))
 
@@ -76,17 +84,20 @@ def _opt_float(value: float | None) -> float | None:
     return None if value is None else float(value)
 
 
-def job_row(job: JobRecord) -> tuple[Any, ...]:
+def job_row(job: JobRecord, position: int | None = None) -> tuple[Any, ...]:
     return (job.job_id, job.queue, int(job.num_gpus), float(job.submit_time),
             _opt_float(job.first_start), _opt_float(job.finish_time), _opt_float(job.jct),
             _opt_float(job.queueing_delay), job.status, int(job.preemptions),
-            float(job.gpu_seconds), job.pending_reason)
+            float(job.gpu_seconds), job.pending_reason, position, int(job.resizes),
+            _opt_float(job.deadline))
 
 
-def job_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
+def job_rows(result: SimulationResult,
+             positions: Mapping[str, int] | None = None) -> list[tuple[Any, ...]]:
     """One row per job in ``JOB_COLUMNS`` order, sorted by submit time then job id."""
     ordered = sorted(result.jobs, key=lambda j: (float(j.submit_time), j.job_id))
-    return [job_row(job) for job in ordered]
+    where = positions or {}
+    return [job_row(job, where.get(job.job_id)) for job in ordered]
 
 
 def timeline_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
@@ -133,7 +144,8 @@ def _import_pyarrow() -> Any:
 def _parquet_schema(pa: Any) -> Any:
     text, integer, number = pa.string(), pa.int64(), pa.float64()
     types = {"job_id": text, "queue": text, "num_gpus": integer, "status": text,
-             "preemptions": integer, "pending_reason": text, "seed": integer}
+             "preemptions": integer, "pending_reason": text, "seed": integer,
+             "queue_position": integer, "resizes": integer}
     names = (*JOB_COLUMNS, *RUN_COLUMNS)
     return pa.schema([pa.field(name, types.get(name, text if name in RUN_COLUMNS else number))
                       for name in names])

@@ -35,13 +35,35 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Assignment:
-    """Where a job's workers should run: one node index per worker, sorted."""
+    """Where a job's workers should run: one node index per worker, sorted.
+
+    ``share``: the fraction of each GPU the job takes (None: its spec's ``gpu_share``); below 1
+    two jobs may share a GPU (Gavel's packed pairs, Gandiva's packing). ``gpus``: the exact GPU
+    per worker when the policy must choose them (to put a job beside its partner); None lets
+    the core pick free GPUs on ``nodes``."""
 
     nodes: tuple[int, ...]
+    share: float | None = None
+    gpus: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if tuple(sorted(self.nodes)) != self.nodes:
             object.__setattr__(self, "nodes", tuple(sorted(self.nodes)))
+        if self.gpus is not None:
+            object.__setattr__(self, "gpus", tuple(sorted(self.gpus)))
+            if len(self.gpus) != len(self.nodes):
+                raise ValueError("an assignment names one GPU per worker")
+        if self.share is not None and not 0 < self.share <= 1:
+            raise ValueError(f"share must be in (0, 1], got {self.share}")
+
+    def keeps(self, job: Job, cluster: Cluster) -> bool:
+        """Whether a running job already runs exactly like this (no resize needed)."""
+        if Assignment.of(job, cluster).nodes != self.nodes:
+            return False
+        if self.gpus is not None and self.gpus != tuple(sorted(job.allocation)):
+            return False
+        share = self.share if self.share is not None else job.spec.gpu_share
+        return all(abs(s - share) < 1e-9 for s in job.shares)
 
     @property
     def num_workers(self) -> int:

@@ -42,7 +42,7 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         if target is None or not target.nodes:
             preemptions.append(Preempt(job.job_id, f"reallocated by {allocator.name}"))
             state.evict(job)
-        elif target != Assignment.of(job, state.cluster):
+        elif not target.keeps(job, state.cluster):
             moving.append((job, target))
             state.evict(job)
     resizes = tuple(Resize(job.job_id, *_take(allocator.name, state, job, target, job.allocation))
@@ -88,8 +88,11 @@ def _check(allocator: AllocatePlugin, state: CycleState,
 
 def _take(name: str, state: CycleState, job: Job, target: Assignment,
           held: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[float, ...]]:
-    """Free GPUs on the target nodes, the job's previous GPUs there first."""
-    share = job.spec.gpu_share
+    """Free GPUs on the target nodes, the job's previous GPUs there first (or exactly the
+    target's ``gpus`` when it names them)."""
+    share = target.share if target.share is not None else job.spec.gpu_share
+    if target.gpus is not None:
+        return _take_exact(name, state, job, target, share)
     gpu_node, first, counts = (state.cluster.gpu_node, state.cluster.node_first_gpu,
                                state.cluster.node_gpus)
     wanted = target.per_node()
@@ -115,5 +118,20 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
             raise AllocationError(f"{name}: {job.job_id} needs {need} more GPU(s) on node "
                                   f"{node} than are free there")
     gpus = tuple(sorted(chosen))
+    state.started[job.job_id] = gpus
+    return gpus, (share,) * len(gpus)
+
+
+def _take_exact(name: str, state: CycleState, job: Job, target: Assignment,
+                share: float) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    gpus = target.gpus or ()
+    gpu_node = state.cluster.gpu_node
+    for gpu in gpus:
+        if not 0 <= gpu < state.cluster.num_gpus or int(gpu_node[gpu]) not in target.nodes:
+            raise AllocationError(f"{name}: {job.job_id} named GPU {gpu}, not on its nodes")
+        if state.free[gpu] < share - EPS:
+            raise AllocationError(f"{name}: {job.job_id} named GPU {gpu}, which has "
+                                  f"{state.free[gpu]:.2f} free, not {share:.2f}")
+        state.take((gpu,), share)
     state.started[job.job_id] = gpus
     return gpus, (share,) * len(gpus)

@@ -88,6 +88,8 @@ class Scheduler:
         self._max_workers_cache: dict[tuple, int] = {}
         self.queue_reasons: dict[str, str] = {}
         self.fractional_jobs = 0  # submitted jobs that ask for part of a GPU (ever)
+        # Space sharing: the running jobs holding part of each shared GPU, in arrival order.
+        self._sharing: dict[int, list[Job]] = {}
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -213,6 +215,7 @@ class Scheduler:
         """Give a running job its GPUs and start its workers (after a start or a resize)."""
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, shares, -1.0)
+        shared = self._share(job)
         job.run_started = now
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
@@ -220,6 +223,7 @@ class Scheduler:
         job.pending_reason = ""
         job.epoch += 1
         self.executor.start(job, now)
+        self._rerate_partners(shared, now)
 
     def _halt(self, job: Job, now: float) -> None:
         """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
@@ -253,6 +257,50 @@ class Scheduler:
         self._adjust(job.allocation, job.shares, 1.0)
         job.rate = 0.0
         job.run_started = None
+        self._rerate_partners(self._unshare(job), self.clock.now())
+
+    # -- space sharing ----------------------------------------------------------------------
+    def _share(self, job: Job) -> list[Job]:
+        """Record a job that holds part of its GPUs; the jobs already sharing them."""
+        if all(share >= 1.0 for share in job.shares):
+            return []
+        partners: list[Job] = []
+        for gpu in job.allocation:
+            holders = self._sharing.setdefault(gpu, [])
+            partners.extend(other for other in holders if other not in partners)
+            holders.append(job)
+        return partners
+
+    def _unshare(self, job: Job) -> list[Job]:
+        """Forget a job's part of its GPUs; the jobs left sharing them."""
+        partners: list[Job] = []
+        for gpu in job.allocation:
+            holders = self._sharing.get(gpu)
+            if holders is None or job not in holders:
+                continue
+            holders.remove(job)
+            partners.extend(other for other in holders if other not in partners)
+            if not holders:
+                del self._sharing[gpu]
+        return partners
+
+    def _rerate_partners(self, partners: list[Job], now: float) -> None:
+        """A partner started or left: jobs still sharing those GPUs run at a new rate from
+        ``now`` (Gavel's co-located throughputs, OSDI'20 §3.1). Progress so far is settled at
+        the old rate and the completion re-timed through the executor; no restart overhead."""
+        rerate = getattr(self.executor, "rerate", None)
+        for job in partners:
+            if job.run_started is None:
+                continue  # halted in this cycle (a resize): its relaunch rates it
+            rate = self.throughput.rate(job.spec, self.placement_of(job))
+            if rate == job.rate:
+                continue
+            job.done_work = job.work_done(now)
+            job.progress_time = now
+            job.rate = rate
+            if rerate is not None:
+                job.epoch += 1
+                rerate(job, now)
 
     def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float) -> None:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
@@ -264,9 +312,18 @@ class Scheduler:
             self.used_gpus -= sign * share
 
     def placement_of(self, job: Job) -> Placement:
+        """Type and node of each worker and, on shared GPUs, the job sharing it (the first
+        other holder)."""
         gpu_node, node_type = self._gpu_node, self._node_type
         nodes = tuple([gpu_node[g] for g in job.allocation])
-        return Placement(tuple([node_type[n] for n in nodes]), nodes)
+        types = tuple([node_type[n] for n in nodes])
+        if not self._sharing or all(share >= 1.0 for share in job.shares):
+            return Placement(types, nodes)
+        partners = tuple(next((other.spec for other in self._sharing.get(g, ())
+                               if other is not job), None) for g in job.allocation)
+        if all(p is None for p in partners):
+            return Placement(types, nodes)
+        return Placement(types, nodes, partners)
 
     def _record(self) -> None:
         self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),

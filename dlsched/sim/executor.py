@@ -1,7 +1,8 @@
 """The simulator's executor: a started job's completion becomes a future event.
 
 Completion time = start + pause (restart overhead) + remaining work / rate. A preempted job's
-pending completion is made stale by the job's ``epoch`` (lazy deletion from the heap).
+pending completion is made stale by the job's ``epoch`` (lazy deletion from the heap); so is that
+of a job whose rate changed while running (``rerate``: space sharing).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ class SimExecutor:
             return  # cannot progress here; a policy that allows this will preempt it later
         finish = max(now, job.productive_from) + job.remaining_work(now) / job.rate
         self.events.schedule(finish, Event(Priority.FINISH, job.job_id, job.epoch))
+
+    def rerate(self, job: Job, now: float) -> None:
+        """The job's rate changed while it runs (a GPU partner came or went): its completion
+        moves; the core has settled its progress and bumped its epoch (the old event is stale)."""
+        self.start(job, now)
 
     def stop(self, job: Job, now: float) -> None:
         """Nothing to tear down: the job's epoch changes, so its completion event is stale."""

@@ -39,6 +39,21 @@ class JobRecord:
         return None if self.first_start is None else self.first_start - self.submit_time
 
 
+@dataclass(frozen=True, slots=True)
+class GoodputPoint:
+    """One job at one time under a progress-dependent model (Pollux §3): its GPUs, training
+    ``progress`` (examples at ``M0``), global ``batch``, statistical ``efficiency`` and
+    ``goodput`` (examples at ``M0`` per second) from then until the next point."""
+
+    time: float
+    job_id: str
+    num_gpus: int
+    progress: float
+    batch: float
+    efficiency: float
+    goodput: float
+
+
 @dataclass(frozen=True)
 class RunInfo:
     policy: str
@@ -61,12 +76,15 @@ class SimulationResult:
     cycle_seconds: float
     wall_seconds: float
     end_time: float
+    goodput_series: tuple[GoodputPoint, ...] = ()
 
 
 def record_of(job: Job, now: float, reason: str | None = None) -> JobRecord:
+    """The job's record at ``now``; a job still running is charged its GPUs up to ``now``."""
+    held = 0.0 if job.run_started is None else (now - job.run_started) * sum(job.shares)
     return JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
                      job.first_start, job.finish_time, job.status.value, job.preemptions,
-                     job.gpu_seconds, job.work_done(now), job.spec.work,
+                     job.gpu_seconds + held, job.work_done(now), job.spec.work,
                      job.pending_reason if reason is None else reason, job.resizes,
                      job.spec.deadline)
 
@@ -79,5 +97,7 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                    placement=sim.profile.placement,
                    restart_overhead=sim.config.restart_overhead)
     jobs = tuple(record_of(job, now, sim.core.reason_for(job)) for job in sim.core.jobs.values())
+    series = tuple(getattr(sim.core, "goodput_series", ()))  # a re-rating core keeps one
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
-                            sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now)
+                            sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
+                            series)

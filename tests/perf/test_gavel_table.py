@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import re
 from pathlib import Path
 
@@ -213,3 +214,21 @@ def test_bundled_colocated_file_is_lossless():
             scale = int(row["scale_factor_a"])
             expected = (float(row["steps_per_sec_a"]), float(row["steps_per_sec_b"]))
             assert GAVEL.colocated_rate(spec(*job_a), spec(*job_b), gpu, scale) == expected
+
+
+def test_shared_placement_uses_the_colocated_rate():
+    # ResNet-18 (16) beside ResNet-50 (16) on a K80: 2.454 steps/s (alone it is faster).
+    a, b = spec("ResNet-18", 16), spec("ResNet-50", 16)
+    alone = GAVEL.rate(a, Placement(("K80",), (0,)))
+    shared = GAVEL.rate(a, Placement(("K80",), (0,), (b,)))
+    assert shared == pytest.approx(2.4539953436775868)
+    assert shared < alone
+    assert GAVEL.rate(a, Placement(("K80",), (0,), (None,))) == alone
+
+
+def test_unmeasured_pair_runs_at_half_its_isolated_rate():
+    a = dataclasses.replace(spec("A3C", None), num_gpus=4)
+    b = dataclasses.replace(spec("ResNet-50", 64), num_gpus=4)
+    alone = GAVEL.rate(a, Placement.single_node("V100", 4))
+    shared = GAVEL.rate(a, Placement(("V100",) * 4, (0,) * 4, (b,) * 4))
+    assert shared == pytest.approx(0.5 * alone) and alone > 0

@@ -3,13 +3,19 @@ double-booked, and an elastic policy beats FIFO where jobs can grow."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from builders import make_cluster, make_job, run, time_limit
 
 from dlsched.cluster.builtin import resolve_cluster
+from dlsched.perf.goodput import GoodputThroughputs
+from dlsched.perf.model import Placement
+from dlsched.policies.elastic import rerating
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace
+from dlsched.workload.trace import Trace
 
 ELASTIC = ("optimus", "afs", "elasticflow", "pollux", "sia")
 
@@ -50,3 +56,46 @@ def test_elasticflow_drops_what_it_cannot_admit() -> None:
     records = run("elasticflow", make_cluster(nodes=1, gpus=2), jobs)
     assert records["A"].status == "finished" and records["A"].finish_time <= 300
     assert records["B"].status == "failed" and "dropped" in records["B"].pending_reason
+
+
+def _goodput_sim(policy: str, cluster: object, jobs: list, **config: object) -> Simulator:
+    config.setdefault("restart_overhead", 0.0)
+    sim = Simulator(cluster, Trace("test", tuple(jobs), throughput="goodput"),  # type: ignore
+                    build_policy(policy), SimConfig(**config),  # type: ignore[arg-type]
+                    throughput=GoodputThroughputs())
+    return rerating.enable(sim)
+
+
+# cifar10 at its reference size (batch 128, 8 T4s on 2 nodes), alone, FIFO with 60 s rounds:
+# re-rated after every cycle, its progress follows the piecewise-constant rate rate(f) set at
+# each round (computed here by hand), not the run's mean rate. Early in training φ is small,
+# so the job is much slower than its mean: linear progress would be far ahead at 600 s.
+def test_rerating_follows_progress_round_by_round() -> None:
+    work, model = 40_000.0, GoodputThroughputs()
+    job = make_job("c").at(0).gpus(8).work(work).build()
+    job = replace(job, model="cifar10", batch_size=128)
+    where = Placement(("T4",) * 8, (0, 0, 0, 0, 1, 1, 1, 1))
+    done = 0.0
+    for _ in range(10):  # ten 60 s rounds
+        done += 60.0 * model.rate(job, where, done / work)
+    sim = _goodput_sim("fifo", make_cluster(nodes=2, gpus=4, gpu_type="T4"), [job],
+                       round_seconds=60.0, max_time=600.0)
+    record = sim.run().jobs[0]
+    assert record.work_done == pytest.approx(done, rel=1e-9)
+    assert done < 0.5 * 600.0 * model.rate(job, where)
+    assert sim.core.rerated > 0  # type: ignore[attr-defined]
+
+
+# The first 12 jobs of Pollux workload 1 under the goodput model, re-rated each round: every
+# job still finishes with exactly its work.
+@pytest.mark.parametrize("policy", ["pollux", "sia", "tiresias"])
+def test_rerated_pollux_workload_finishes(policy: str) -> None:
+    trace = replace(resolve_trace("pollux-1").head(12), throughput="goodput")
+    sim = rerating.enable(Simulator(resolve_cluster("pollux-64"), trace, build_policy(policy),
+                                    SimConfig(restart_overhead=30.0),
+                                    throughput=GoodputThroughputs()))
+    with time_limit(60):
+        result = sim.run()
+    assert all(j.status == "finished" for j in result.jobs)
+    assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)
+    assert sim.core.rerated > 0  # type: ignore[attr-defined]

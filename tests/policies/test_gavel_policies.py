@@ -113,3 +113,35 @@ def test_unknown_job_type_names_job_and_model() -> None:
 def test_cost_prices_need_three_positive_numbers() -> None:
     with pytest.raises(ConfigError, match="prices"):
         build_policy("gavel-cost", {"prices": "1:2"})
+
+
+@pytest.mark.parametrize("policy", ["gavel-fifo", "gavel-maxmin", "gavel-maxmin-agnostic"])
+def test_running_job_migrates_to_the_fast_type_when_it_frees(policy: str) -> None:
+    # One K80 and one V100. A (short) and B (long) are both ResNet-18 b256 (0.886 steps/s on
+    # K80, 10.30 on V100). At 0 one of them gets the V100 and B ends up on the K80 at least
+    # once A holds the V100; A finishes within the first round (3,000 steps < 360 s * 10.3).
+    # At the 360 s round Gavel re-assigns every job (§5): B moves to the V100 (a resize, not a
+    # preemption). Without migration B would stay on the K80 for ~11 hours.
+    cluster = cluster_of(Node("k80", "K80", 1), Node("v100", "V100", 1))
+    jobs = [gavel_job("A", FAST, 3_000), gavel_job("B", FAST, 36_000)]
+    sim, records = simulate(policy, cluster, jobs)
+    b = records["B"]
+    assert b.status == "finished"
+    k80, v100 = 0.8855799947494726, 10.300256501360458
+    latest = 720 + 36_000 / v100  # moved by the second round at the latest
+    assert b.finish_time <= latest, b.finish_time
+    assert b.finish_time < 36_000 / k80 / 5
+    assert b.resizes + b.preemptions >= 1
+
+
+def test_fifo_migration_golden() -> None:
+    # gavel-fifo: A (first by id) gets the V100, B the K80. A ends at 3000 / 10.30 = 291 s;
+    # B moves at the 360 s round with 360 * 0.886 = 318.8 steps done:
+    # finish = 360 + (36000 - 318.8) / 10.30 = 3824.1 s, one resize, no preemption.
+    cluster = cluster_of(Node("k80", "K80", 1), Node("v100", "V100", 1))
+    _, records = simulate("gavel-fifo", cluster,
+                          [gavel_job("A", FAST, 3_000), gavel_job("B", FAST, 36_000)])
+    k80, v100 = 0.8855799947494726, 10.300256501360458
+    assert records["A"].finish_time == pytest.approx(3_000 / v100)
+    assert records["B"].finish_time == pytest.approx(360 + (36_000 - 360 * k80) / v100)
+    assert (records["B"].resizes, records["B"].preemptions) == (1, 0)

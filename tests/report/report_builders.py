@@ -27,6 +27,9 @@ CONTRACT_KEYS = {
 FAIRNESS_KEYS = {"ftf_rho_max", "ftf_rho_mean", "ftf_rho_above_1", "jain_tenants",
                  "utilization_by_type"}
 
+# Added with the elastic and deadline metrics (metrics.py).
+ELASTIC_KEYS = {"deadline_jobs", "deadline_satisfaction", "resizes"}
+
 TINY_JOBS = (JobSpec("a", 0, 8, 100), JobSpec("b", 1, 4, 10), JobSpec("c", 2, 4, 50),
              JobSpec("d", 3, 1, 5))
 
@@ -38,12 +41,16 @@ def run_tiny(policy: str) -> SimulationResult:
 
 
 def job(job_id: str, submit: float, start: float | None, finish: float | None,
-        queue: str = "default", gpus: int = 1, preemptions: int = 0) -> JobRecord:
-    """A hand-made record; status follows from the times, GPU-seconds from start to finish."""
-    status = "finished" if finish is not None else ("running" if start is not None else "pending")
+        queue: str = "default", gpus: int = 1, preemptions: int = 0, *, resizes: int = 0,
+        deadline: float | None = None, status: str | None = None) -> JobRecord:
+    """A hand-made record; status follows from the times (unless given), GPU-seconds from
+    start to finish."""
+    if status is None:
+        status = ("finished" if finish is not None
+                  else "running" if start is not None else "pending")
     busy = 0.0 if start is None or finish is None else (finish - start) * gpus
     return JobRecord(job_id, queue, gpus, submit, start, finish, status, preemptions, busy,
-                     0.0, 1.0, "")
+                     0.0, 1.0, "", resizes, deadline)
 
 
 def hand_result(jobs: Sequence[JobRecord], times: Sequence[float] = (),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from report_builders import CONTRACT_KEYS, FAIRNESS_KEYS, hand_result, job, run_tiny
+from report_builders import CONTRACT_KEYS, ELASTIC_KEYS, FAIRNESS_KEYS, hand_result, job, run_tiny
 
 from dlsched.report.metrics import (
     Summary,
@@ -88,7 +88,7 @@ def test_no_finished_jobs_gives_none_and_valid_json() -> None:
 
 def test_to_dict_has_the_contract_keys() -> None:
     data = summarize(run_tiny("fifo")).to_dict()
-    assert set(data) == CONTRACT_KEYS | FAIRNESS_KEYS
+    assert set(data) == CONTRACT_KEYS | FAIRNESS_KEYS | ELASTIC_KEYS
     assert data["policy_options"] == {}
     json.dumps(data, allow_nan=False)
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from report_builders import CONTRACT_KEYS, FAIRNESS_KEYS, run_tiny
+from report_builders import CONTRACT_KEYS, ELASTIC_KEYS, FAIRNESS_KEYS, run_tiny
 
 from dlsched.report.metrics import TIMING_KEYS
 from dlsched.report.output import (
@@ -43,7 +43,7 @@ def test_summary_json_is_sorted_with_contract_keys(tmp_path: Path) -> None:
     write_run(run_tiny("fifo"), tmp_path)
     text = (tmp_path / "summary.json").read_text(encoding="utf-8")
     data = json.loads(text)
-    assert set(data) == CONTRACT_KEYS | FAIRNESS_KEYS
+    assert set(data) == CONTRACT_KEYS | FAIRNESS_KEYS | ELASTIC_KEYS
     assert list(data) == sorted(data)
     assert text.endswith("}\n") and "NaN" not in text
     assert data["jct_mean"] == pytest.approx(117.25)

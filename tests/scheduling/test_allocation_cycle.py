@@ -85,3 +85,25 @@ def test_bad_targets_fail(targets: dict[str, tuple[int, ...]], message: str) -> 
     blocker = _running("Z", (0,))
     with pytest.raises(AllocationError, match=message):
         run_allocation_cycle(Fixed(targets), _snapshot(cluster, [blocker], [rigid, elastic]))
+
+
+# Packing: A holds GPU 0 whole; the target halves it and puts waiting B beside it on GPU 0.
+def test_shared_gpu_targets() -> None:
+    cluster = make_cluster(nodes=1, gpus=2)
+    a = _running("A", (0,))
+    b = Job(make_job("B").build())
+    allocator = Fixed({})
+    allocator.targets = {"A": Assignment((0,), share=0.5, gpus=(0,)),
+                         "B": Assignment((0,), share=0.5, gpus=(0,))}
+    result = run_allocation_cycle(allocator, _snapshot(cluster, [a], [b]))
+    assert [(r.job_id, r.gpus, r.shares) for r in result.resizes] == [("A", (0,), (0.5,))]
+    assert [(s.job_id, s.gpus, s.shares) for s in result.starts] == [("B", (0,), (0.5,))]
+
+
+def test_named_gpu_without_room_fails() -> None:
+    cluster = make_cluster(nodes=1, gpus=2)
+    a = _running("A", (0,))
+    allocator = Fixed({"A": (0,)})
+    allocator.targets["B"] = Assignment((0,), share=0.5, gpus=(0,))
+    with pytest.raises(AllocationError, match="GPU 0"):
+        run_allocation_cycle(allocator, _snapshot(cluster, [a], [Job(make_job("B").build())]))

@@ -4,7 +4,9 @@
 (b) a gang runs all of its workers or none;
 (c) every finished job received exactly its work, and its GPU time matches (exactly with no
     restart overhead; within one overhead per preemption otherwise);
-(d) runs are deterministic and do not depend on the input order of jobs.
+(d) runs are deterministic and do not depend on the input order of jobs;
+(e) with space sharing that slows shared workers, (a) and (c) still hold: a job re-rated when a
+    partner starts or leaves its GPU finishes exactly when its work is done.
 Every generated job fits the cluster (num_gpus <= total GPUs), so every job must finish.
 """
 
@@ -19,11 +21,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dlsched.cluster.cluster import Cluster, Node
+from dlsched.perf.model import LinearScaling, Placement
+from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.scheduling.state import whole_free_per_node
 from dlsched.sim.result import JobRecord
-from dlsched.sim.simulator import Simulator
+from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.job import JobSpec, JobStatus
+from dlsched.workload.trace import Trace
 
 POLICIES = {
     "fifo": {},
@@ -96,10 +101,25 @@ def _instrument(sim: Simulator) -> None:
     core.cycle, core.finish = checked_cycle, checked_finish
 
 
+class SharedSlowdown(LinearScaling):
+    """Linear scaling, but a job with a worker sharing its GPU runs at 0.6 of that speed."""
+
+    name = "shared-slowdown"
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        return super().rate(spec, placement) * (0.6 if placement.is_shared else 1.0)
+
+
 def _run(policy: str, cluster: Cluster, jobs: list[JobSpec], overhead: float,
-         check: bool = False) -> dict[str, JobRecord]:
-    sim = simulator(policy, cluster, jobs, options=POLICIES[policy], restart_overhead=overhead,
-                    max_time=MAX_TIME)
+         check: bool = False, sharing: bool = False) -> dict[str, JobRecord]:
+    if sharing:
+        sim = Simulator(cluster, Trace("test", tuple(jobs)),
+                        build_policy(policy, POLICIES[policy]),
+                        SimConfig(restart_overhead=overhead, max_time=MAX_TIME),
+                        throughput=SharedSlowdown())
+    else:
+        sim = simulator(policy, cluster, jobs, options=POLICIES[policy],
+                        restart_overhead=overhead, max_time=MAX_TIME)
     if check:
         _instrument(sim)
     return records_of(sim, seconds=5.0)
@@ -165,3 +185,28 @@ def test_every_job_finishes_on_typed_nodes_and_queues(
         record = records[spec.job_id]
         assert record.status == "finished", (spec, record)
         assert record.work_done == record.work == spec.work
+
+
+@pytest.mark.parametrize("policy", ["fifo", "srtf"])
+@given(scenario=scenarios())
+def test_invariants_with_space_sharing(policy: str,
+                                       scenario: tuple[Cluster, list[JobSpec], float]) -> None:
+    cluster, jobs, overhead = scenario
+    records = _run(policy, cluster, jobs, overhead, check=True, sharing=True)  # (e)
+    for spec in jobs:
+        record = records[spec.job_id]
+        assert record.status == "finished", (spec, record)
+        assert record.work_done == record.work == spec.work
+
+
+def test_partner_start_and_finish_rerate_golden() -> None:
+    # One GPU, two half-GPU jobs of 100 s of work; alone rate 1, shared 0.6 (SharedSlowdown).
+    # A: 0-10 alone (10 done), then shares with B from 10: 90 left at 0.6 -> A ends at 160.
+    # B: 10-160 at 0.6 (90 done), then alone: 10 left at 1 -> B ends at 170.
+    # Without re-rating A would keep rate 1 and end at 100.
+    cluster = cluster_of(Node("n0", "V100", 1))
+    jobs = [JobSpec("A", 0.0, 1, 100.0, gpu_share=0.5),
+            JobSpec("B", 10.0, 1, 100.0, gpu_share=0.5)]
+    records = _run("fifo", cluster, jobs, 0.0, check=True, sharing=True)
+    assert records["A"].finish_time == pytest.approx(160.0)
+    assert records["B"].finish_time == pytest.approx(170.0)

@@ -79,6 +79,19 @@ class GradientStats:
         with np.errstate(divide="ignore"):
             return np.where(sqr > 0, self.init_batch * var / np.where(sqr > 0, sqr, 1.0), np.inf)
 
+    def efficiency_along(self, progress: ArrayLike, batch: ArrayLike) -> NDArray[np.float64]:
+        """``E`` at every (progress, batch) pair: rows follow ``progress``, columns ``batch``.
+        Without ``interpolate_batch`` ``φ`` depends on progress only: one vector, no loop."""
+        points = np.atleast_1d(np.asarray(progress, dtype=float))
+        batches = np.atleast_1d(np.asarray(batch, dtype=float))
+        if self.interpolate_batch:
+            return np.stack([self.efficiency(float(p), batches) for p in points])
+        sqr = np.interp(points, self.progress, self.sqr[0])
+        var = np.interp(points, self.progress, self.var[0])
+        with np.errstate(divide="ignore"):
+            phi = np.where(sqr > 0, self.init_batch * var / np.where(sqr > 0, sqr, 1.0), np.inf)
+        return efficiency(phi[:, None], self.init_batch, batches[None, :])
+
     def efficiency(self, progress: float, batch: ArrayLike) -> NDArray[np.float64]:
         """``E(M)`` after ``progress`` examples for each global batch ``M`` in ``batch``."""
         return efficiency(self.noise_scales(progress, batch), self.init_batch, batch)

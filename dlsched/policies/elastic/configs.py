@@ -8,9 +8,9 @@ one node and over several nodes. They are computed for every ``K`` at once with 
 per (application, GPU type, progress bucket): training progress is rounded to 1/``BUCKETS`` of
 the run, so a round over hundreds of jobs of six applications costs a few table look-ups.
 
-Progress of a running job is its share of work done (reference seconds, the unit of the
-``goodput`` throughput model) times the application's total progress: an approximation (a
-reference second early in training is worth fewer examples than one late), good to a bucket.
+Progress of a running job is the training progress its reference run (the unit of the
+``goodput`` throughput model: reference seconds) reaches after its share of work done
+(``RunTable.progress_at_fraction``); without a batch size, that share times the total.
 
 A job whose model has no goodput profile keeps its declared bounds (``goodput_bounds``) and
 is valued as scaling linearly (goodput ``K``) within them.
@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 from dlsched.perf.goodput.bundle import fit_sia_params, load_grad_stats
 from dlsched.perf.goodput.goodput import MAX_ACCUM_STEPS, GoodputFunction, atomic_grid
 from dlsched.perf.goodput.iteration_time import PerfParams, throughput
-from dlsched.perf.goodput.throughput_model import goodput_function
+from dlsched.perf.goodput.throughput_model import goodput_function, reference_run
 from dlsched.policies.elastic.speed import job_bounds
 from dlsched.scheduling.allocation import worker_bounds
 from dlsched.workload.job import Job
@@ -94,7 +94,12 @@ def curve_key(job: Job, now: float) -> tuple[str, int] | None:
     app = app_of(job)
     if app is None:
         return None
-    return app, min(int(progress_fraction(job, now) * BUCKETS), BUCKETS - 1)
+    share = progress_fraction(job, now)
+    if job.spec.batch_size is not None:
+        run = reference_run(app, job.spec.batch_size, job.spec.num_gpus)
+        if math.isfinite(run.total_seconds):
+            share = run.progress_at_fraction(share) / run.progress[-1]
+    return app, min(int(share * BUCKETS), BUCKETS - 1)
 
 
 def curves_of(key: tuple[str, int] | None, gpu: str, kmax: int,

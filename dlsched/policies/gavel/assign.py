@@ -1,0 +1,88 @@
+"""Gavel's round mechanism, its placement half (Narayanan et al., OSDI'20 §5).
+
+Each round Gavel walks the (job, GPU type) entries in decreasing priority and gives a job the
+first type, in that order, with room for its whole gang; a job is scheduled at most once per
+round. Every running job is re-assigned, so a job can move to another type (migration) when its
+priority there is highest. Placement then keeps a job that stays on its type on the workers it
+already holds (Gavel avoids needless checkpoint-restore), and puts the others on the nodes of
+their type, a node that fits the whole gang first (the tightest), else the roomiest nodes.
+
+This module is pure: counts in, node lists out; ``gavel_round`` feeds it the cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One (job, type) candidate of a round, with its priority (higher first)."""
+
+    priority: float
+    tiebreak: tuple[float, str]  # (submit time, job id): deterministic ties
+    job_id: str
+    kind: int
+
+
+def assign_types(entries: Sequence[Entry], workers: Mapping[str, int],
+                 free: np.ndarray) -> dict[str, int]:
+    """Gavel §5: entries by priority (highest first), each job on the first type with room for
+    its ``workers``; ``free[t]`` GPUs of type t are available (a copy is consumed)."""
+    left = free.astype(np.int64).copy()
+    chosen: dict[str, int] = {}
+    for entry in sorted(entries, key=lambda e: (-e.priority, e.tiebreak, e.kind)):
+        need = workers[entry.job_id]
+        if entry.job_id not in chosen and left[entry.kind] >= need:
+            chosen[entry.job_id] = entry.kind
+            left[entry.kind] -= need
+    return chosen
+
+
+def place_on_nodes(need: int, nodes: np.ndarray, room: np.ndarray) -> tuple[int, ...] | None:
+    """``need`` workers on ``nodes`` (indices) with ``room[n]`` free GPUs each (consumed): the
+    tightest node that fits all, else the roomiest nodes first; None when they do not fit."""
+    if need <= 0:
+        return ()
+    space = room[nodes]
+    fits = np.flatnonzero(space >= need)
+    if len(fits):
+        best = int(nodes[fits[np.argmin(space[fits])]])
+        room[best] -= need
+        return (best,) * need
+    if int(space.sum()) < need:
+        return None
+    placed: list[int] = []
+    for index in np.argsort(-space, kind="stable"):
+        node = int(nodes[index])
+        take = min(int(room[node]), need - len(placed))
+        room[node] -= take
+        placed.extend([node] * take)
+        if len(placed) == need:
+            break
+    return tuple(sorted(placed))
+
+
+def place_round(types: Mapping[str, int], workers: Mapping[str, int],
+                current: Mapping[str, tuple[int, ...]], node_type: np.ndarray,
+                room: np.ndarray) -> dict[str, tuple[int, ...]]:
+    """Nodes for every job given its type: jobs staying on their type keep their nodes, the
+    others (largest gangs first) are placed on the remaining room (``room`` is consumed)."""
+    placed: dict[str, tuple[int, ...]] = {}
+    for job_id, kind in types.items():
+        held = current.get(job_id, ())
+        if held and all(int(node_type[n]) == kind for n in held):
+            nodes, count = np.unique(held, return_counts=True)
+            if np.all(room[nodes] >= count):
+                placed[job_id] = held
+                room[nodes] -= count
+    by_type = {kind: np.flatnonzero(node_type == kind) for kind in set(types.values())}
+    moving = sorted((j for j in types if j not in placed), key=lambda j: (-workers[j], j))
+    for job_id in moving:
+        nodes = place_on_nodes(workers[job_id], by_type[types[job_id]], room)
+        if nodes is not None:
+            placed[job_id] = nodes
+    return placed
