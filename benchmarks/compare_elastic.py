@@ -7,7 +7,8 @@ Run on demand (2-core shared machine: wall seconds are noisy)::
     python benchmarks/compare_elastic.py --workloads 1,2 --policies pollux,tiresias
 
 Every run uses the ``goodput`` throughput model, re-rated each round from the job's progress
-(``policies/elastic/rerating.py``; ``--no-rerate`` keeps one mean rate per allocation). The Sia
+(``scheduling/rerating.py``, on by default for the goodput model; ``--no-rerate`` keeps one
+mean rate per allocation). The Sia
 setting gives the model Sia's per-GPU-type fits when ``../shared/data/profiles/sia`` exists
 (as the Sia policy uses them), else every type runs at T4's speed. Prints mean and p99 JCT and
 makespan (hours) per workload and policy, the mean over workloads, and each run's wall seconds
@@ -27,7 +28,6 @@ from pathlib import Path
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.perf.goodput import GoodputThroughputs
-from dlsched.policies.elastic import rerating
 from dlsched.policies.elastic.configs import sia_perf_params
 from dlsched.report.metrics import Summary, summarize
 from dlsched.scheduling.registry import build_policy
@@ -65,8 +65,8 @@ SETTINGS = {
 def run_one(setting: Setting, n: int, policy: str, rerate: bool) -> tuple[Summary, float]:
     sim = Simulator(resolve_cluster(setting.cluster), setting.trace(n), build_policy(policy),
                     SimConfig(restart_overhead=30.0), throughput=setting.model())
-    if rerate:
-        rerating.enable(sim)
+    if not rerate:
+        sim.core.rerater = None  # one mean rate per allocation
     started = time.perf_counter()
     result = sim.run()
     return summarize(result), time.perf_counter() - started

@@ -20,6 +20,7 @@ from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec, JobStatus
@@ -57,6 +58,7 @@ class CoreConfig:
 
     restart_overhead: float = 30.0
     start_overhead: float = 0.0
+    rerate_progress: bool = True  # re-rate jobs of a progress-dependent model every cycle
 
 
 class Scheduler:
@@ -88,6 +90,8 @@ class Scheduler:
         self._max_workers_cache: dict[tuple, int] = {}
         self.queue_reasons: dict[str, str] = {}
         self.fractional_jobs = 0  # submitted jobs that ask for part of a GPU (ever)
+        self.rerater = (ProgressRerater(throughput) if self.config.rerate_progress
+                        and is_progress_dependent(throughput) else None)
         # Space sharing: the running jobs holding part of each shared GPU, in arrival order.
         self._sharing: dict[int, list[Job]] = {}
 
@@ -164,15 +168,26 @@ class Scheduler:
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
+            self._rerate()
             self._record()  # nothing waits: the policy has nothing to decide
             return IDLE_RESULT
         started = time.perf_counter()
         result = run_cycle(self.profile, self.snapshot())
         self.apply(result)
+        self._rerate()
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
         self._record()
         return result
+
+    def _rerate(self) -> None:
+        if self.rerater is not None:
+            self.rerater.rerate(self.running.values(), self.placement_of, self.executor,
+                                self.clock.now())
+
+    @property
+    def goodput_series(self) -> list[GoodputPoint]:
+        return self.rerater.goodput_series if self.rerater is not None else []
 
     def apply(self, result: CycleResult) -> None:
         now = self.clock.now()

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlsched import __version__
+from dlsched.scheduling.rerating import GoodputPoint
 from dlsched.scheduling.scheduler import Timeline
 from dlsched.workload.job import Job
 
@@ -39,19 +40,6 @@ class JobRecord:
         return None if self.first_start is None else self.first_start - self.submit_time
 
 
-@dataclass(frozen=True, slots=True)
-class GoodputPoint:
-    """One job at one time under a progress-dependent model (Pollux §3): its GPUs, training
-    ``progress`` (examples at ``M0``), global ``batch``, statistical ``efficiency`` and
-    ``goodput`` (examples at ``M0`` per second) from then until the next point."""
-
-    time: float
-    job_id: str
-    num_gpus: int
-    progress: float
-    batch: float
-    efficiency: float
-    goodput: float
 
 
 @dataclass(frozen=True)
@@ -97,7 +85,7 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                    placement=sim.profile.placement,
                    restart_overhead=sim.config.restart_overhead)
     jobs = tuple(record_of(job, now, sim.core.reason_for(job)) for job in sim.core.jobs.values())
-    series = tuple(getattr(sim.core, "goodput_series", ()))  # a re-rating core keeps one
+    series = tuple(sim.core.goodput_series)
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
                             sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
                             series)

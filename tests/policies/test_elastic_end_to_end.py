@@ -11,7 +11,6 @@ from builders import make_cluster, make_job, run, time_limit
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.perf.goodput import GoodputThroughputs
 from dlsched.perf.model import Placement
-from dlsched.policies.elastic import rerating
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace
@@ -63,7 +62,7 @@ def _goodput_sim(policy: str, cluster: object, jobs: list, **config: object) -> 
     sim = Simulator(cluster, Trace("test", tuple(jobs), throughput="goodput"),  # type: ignore
                     build_policy(policy), SimConfig(**config),  # type: ignore[arg-type]
                     throughput=GoodputThroughputs())
-    return rerating.enable(sim)
+    return sim
 
 
 # cifar10 at its reference size (batch 128, 8 T4s on 2 nodes), alone, FIFO with 60 s rounds:
@@ -83,7 +82,7 @@ def test_rerating_follows_progress_round_by_round() -> None:
     record = sim.run().jobs[0]
     assert record.work_done == pytest.approx(done, rel=1e-9)
     assert done < 0.5 * 600.0 * model.rate(job, where)
-    assert sim.core.rerated > 0  # type: ignore[attr-defined]
+    assert sim.core.rerater is not None and sim.core.rerater.rerated > 0
 
 
 # The first 12 jobs of Pollux workload 1 under the goodput model, re-rated each round: every
@@ -91,11 +90,10 @@ def test_rerating_follows_progress_round_by_round() -> None:
 @pytest.mark.parametrize("policy", ["pollux", "sia", "tiresias"])
 def test_rerated_pollux_workload_finishes(policy: str) -> None:
     trace = replace(resolve_trace("pollux-1").head(12), throughput="goodput")
-    sim = rerating.enable(Simulator(resolve_cluster("pollux-64"), trace, build_policy(policy),
-                                    SimConfig(restart_overhead=30.0),
-                                    throughput=GoodputThroughputs()))
+    sim = Simulator(resolve_cluster("pollux-64"), trace, build_policy(policy),
+                    SimConfig(restart_overhead=30.0), throughput=GoodputThroughputs())
     with time_limit(60):
         result = sim.run()
     assert all(j.status == "finished" for j in result.jobs)
     assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)
-    assert sim.core.rerated > 0  # type: ignore[attr-defined]
+    assert sim.core.rerater is not None and sim.core.rerater.rerated > 0
