@@ -11,8 +11,11 @@ Here, for every policy alike:
 - ``N`` is Themis' *average contention* over the job's life (§3.1: ``N_avg``), measured from
   the run's timeline: the time-average of ``waiting + running`` jobs over ``[submit, finish]``
   (at least 1, the job itself);
-- ``T_independent = T_isolated × N``, so ``ρ = JCT / (T_isolated × N)``; ρ ≤ 1 means the job
-  did at least as well as on its fair 1/N share. Unfinished jobs have no ρ.
+- ``T_independent``: the job's time on a dedicated ``1/N`` of the cluster's ``G`` GPUs. A job
+  of ``g`` GPUs runs at full speed there when ``G/N ≥ g`` and at ``(G/N)/g`` of it otherwise,
+  so ``T_independent = T_isolated × max(1, N·g/G)`` and ``ρ = JCT / T_independent``. ρ ≤ 1
+  means the job did at least as well as on its fair share (ρ = 1 when it ran at once at full
+  speed: a share larger than its demand does not make it faster). Unfinished jobs have no ρ.
 
 **Jain's index** (Jain, Chiu and Hawe, DEC-TR-301, 1984) ``(Σx)² / (n Σx²)`` over tenants
 (``queue``), ``x`` = the GPU-seconds each tenant received: 1 when all tenants got the same GPU
@@ -114,7 +117,8 @@ def ftf_rhos(result: SimulationResult, isolated: Mapping[str, float]) -> dict[st
         if job.status != FINISHED or job.finish_time is None or not t_iso:
             continue
         n_avg = contention.mean(float(job.submit_time), float(job.finish_time))
-        rhos[job.job_id] = float(job.finish_time - job.submit_time) / (t_iso * n_avg)
+        share = max(1.0, n_avg * job.num_gpus / max(result.total_gpus, 1))
+        rhos[job.job_id] = float(job.finish_time - job.submit_time) / (t_iso * share)
     return rhos
 
 

@@ -50,16 +50,18 @@ def test_mean_contention(start: float, end: float, expected: float) -> None:
 
 
 def test_ftf_rho_is_jct_over_isolated_times_contention() -> None:
-    # a: JCT 20, isolated 10, N_avg 2 -> 20 / 20 = 1.0 (not > 1)
-    # b: JCT 20, isolated 5, N_avg 1.75 -> 20 / 8.75
+    # 4 GPUs. a (4 GPUs): JCT 20, isolated 10, N_avg 2: its 1/2 share is 2 of its 4 GPUs, so
+    # T_independent = 10 x 2 x 4 / 4 = 20 -> rho 1.0 (not > 1).
+    # b (1 GPU): JCT 20, isolated 5, N_avg 1.75: its share (4 / 1.75 GPUs) covers its 1 GPU,
+    # T_independent = 5 -> rho 4.0.
     # c: unfinished -> no rho; d: no isolated time -> no rho
-    jobs = (job("a", 0, 0, 20), job("b", 5, 10, 25), job("c", 0, 0, None),
+    jobs = (job("a", 0, 0, 20, gpus=4), job("b", 5, 10, 25), job("c", 0, 0, None),
             job("d", 0, 0, 20))
     rhos = ftf_rhos(_result(jobs), {"a": 10.0, "b": 5.0, "c": 1.0})
-    assert rhos == pytest.approx({"a": 1.0, "b": 20 / 8.75})
+    assert rhos == pytest.approx({"a": 1.0, "b": 4.0})
     summary = summarize(_result(jobs), FairnessInputs({"a": 10.0, "b": 5.0}))
-    assert summary.ftf_rho_max == pytest.approx(20 / 8.75)
-    assert summary.ftf_rho_mean == pytest.approx((1.0 + 20 / 8.75) / 2)
+    assert summary.ftf_rho_max == pytest.approx(4.0)
+    assert summary.ftf_rho_mean == pytest.approx((1.0 + 4.0) / 2)
     assert summary.ftf_rho_above_1 == 0.5
 
 
@@ -105,7 +107,8 @@ def test_type_usage_and_rho_from_a_real_run() -> None:
     # One K80 node and one V100 node, 2 GPUs each; FIFO. A (2 GPUs, 10 s, K80 only) and
     # B (2 GPUs, 20 s) start at 0: A on K80 0->10, B on V100 0->20.
     # Per type: K80 2 x 10 = 20 GPU-s over 2 x 20 -> 0.5; V100 2 x 20 = 40 -> 1.0.
-    # rho: A: 10 / (10 x N 2) = 0.5; B: N_avg = (2 x 10 + 1 x 10) / 20 = 1.5 -> 20 / 30.
+    # rho (4 GPUs): A: N_avg 2, its share 4 / 2 = 2 GPUs covers its 2: 10 / 10 = 1.0;
+    # B: N_avg = (2 x 10 + 1 x 10) / 20 = 1.5, share 2.67 GPUs covers its 2: 20 / 20 = 1.0.
     cluster = Cluster("mixed", (Node("k", "K80", 2), Node("v", "V100", 2)))
     trace = Trace("t", (JobSpec("A", 0, 2, 10, gpu_types=("K80",)), JobSpec("B", 0, 2, 20)))
     sim = Simulator(cluster, trace, build_policy("fifo"), SimConfig(restart_overhead=0))
@@ -116,7 +119,7 @@ def test_type_usage_and_rho_from_a_real_run() -> None:
     inputs = usage.inputs(isolated_seconds(trace, LinearScaling()))
     summary = summarize(result, inputs)
     assert dict(summary.utilization_by_type) == pytest.approx({"K80": 0.5, "V100": 1.0})
-    assert ftf_rhos(result, inputs.isolated_seconds) == pytest.approx({"A": 0.5, "B": 20 / 30})
+    assert ftf_rhos(result, inputs.isolated_seconds) == pytest.approx({"A": 1.0, "B": 1.0})
 
 
 def test_type_usage_counts_a_preempted_run_until_its_stop() -> None:
