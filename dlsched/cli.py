@@ -59,13 +59,17 @@ SynthRateOpt = Annotated[float | None, typer.Option(
     "--synthetic-rate", help="Poisson arrival rate of a synthetic trace, jobs per hour.")]
 SynthFromOpt = Annotated[str | None, typer.Option(
     "--synthetic-from", help="Trace whose jobs a synthetic trace resamples (whole job specs).")]
+TenantsOpt = Annotated[Path | None, typer.Option(
+    "--tenants", help="A tenant YAML file (flavors, cluster queues, cohorts, local queues; see "
+    "docs/tenancy.md): every policy runs inside its quotas. Drops the Philly VC pool pins.")]
 
 
 def _config(config_file: Path | None, **values: Any) -> RunConfig:
     if values.get("policy_options") is not None:
         values["policy_options"] = parse_policy_options(values["policy_options"])
-    if values.get("out") is not None:
-        values["out"] = str(values["out"])
+    for key in ("out", "tenants"):
+        if values.get(key) is not None:
+            values[key] = str(values[key])
     if config_file is not None:
         return RunConfig.from_yaml(config_file, values)
     return RunConfig().with_values({k: v for k, v in values.items() if v is not None})
@@ -87,7 +91,8 @@ def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
     if trace.skipped:
         console.print(f"[yellow]skipped {trace.skipped} invalid rows[/] (first: "
                       f"{trace.warnings[0]})")
-    console.print(f"trace {trace.name}: {len(trace)} jobs; cluster {cluster.describe()}")
+    console.print(f"trace {trace.name}: {len(trace)} jobs; cluster {cluster.describe()}"
+                  + (f"; tenants {config.tenants}" if config.tenants else ""))
     out = Path(config.out)
     outcomes = []
     for policy in config.policies:
@@ -128,7 +133,7 @@ def simulate(trace: TraceOpt = None, cluster: ClusterOpt = None,
              restart_overhead: OverheadOpt = None, round_seconds: RoundOpt = None,
              jobs_format: JobsFormatOpt = None, config: ConfigOpt = None,
              synthetic_jobs: SynthJobsOpt = None, synthetic_rate: SynthRateOpt = None,
-             synthetic_from: SynthFromOpt = None) -> None:
+             synthetic_from: SynthFromOpt = None, tenants: TenantsOpt = None) -> None:
     """Simulate one policy on a trace and cluster; write summary.json and jobs.csv to --out."""
     options = dict(locals())
     try:
@@ -150,7 +155,7 @@ def compare(trace: TraceOpt = None, cluster: ClusterOpt = None,
             restart_overhead: OverheadOpt = None, round_seconds: RoundOpt = None,
             jobs_format: JobsFormatOpt = None, config: ConfigOpt = None,
             synthetic_jobs: SynthJobsOpt = None, synthetic_rate: SynthRateOpt = None,
-            synthetic_from: SynthFromOpt = None) -> None:
+            synthetic_from: SynthFromOpt = None, tenants: TenantsOpt = None) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
     options = dict(locals())

@@ -22,12 +22,19 @@ from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.output import FORMATS, write_run
 from dlsched.report.type_usage import TypeUsage
-from dlsched.scheduling.profile import PLACEMENTS
+from dlsched.scheduling.cycle import ordered_waiting
+from dlsched.scheduling.profile import PLACEMENTS, Profile
 from dlsched.scheduling.registry import accepts, build_policy
+from dlsched.scheduling.state import CycleState
 from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.tenancy.config import TenantConfig
+from dlsched.tenancy.loader import load_tenants
+from dlsched.tenancy.plugins import TenantAdmission
+from dlsched.tenancy.profile import with_tenants
 from dlsched.workload.bundled import resolve_trace
 from dlsched.workload.readers.base import ReaderOptions
+from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.synthetic import generate
 from dlsched.workload.trace import Trace
 
@@ -52,6 +59,7 @@ class RunConfig:
     synthetic_jobs: int = field(default=1000, metadata={"help": "jobs of a synthetic trace"})
     synthetic_rate: float = field(default=30.0, metadata={"help": "synthetic jobs per hour"})
     synthetic_from: str = field(default="philly-sample", metadata={"help": "trace to fit"})
+    tenants: str | None = field(default=None, metadata={"help": "tenant (queues/quotas) YAML"})
 
     @classmethod
     def from_yaml(cls, path: Path, overrides: Mapping[str, Any]) -> RunConfig:
@@ -110,6 +118,7 @@ _SCALAR_TYPES: dict[str, type] = {
     "trace": str, "cluster": str, "out": str, "seed": int, "format": str, "skip_invalid": bool,
     "limit": int, "placement": str, "restart_overhead": float, "round_seconds": float,
     "jobs_format": str, "synthetic_jobs": int, "synthetic_rate": float, "synthetic_from": str,
+    "tenants": str,
 }
 
 
@@ -154,12 +163,62 @@ def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...
 
 
 def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
+    """The run's trace. With tenants, the Philly reader's per-VC pool pin is dropped (a job
+    whose pool is its own queue runs anywhere its queue's flavors allow): the tenant quota
+    bounds each VC instead, so that it can borrow; and every job's queue must be known."""
     options = ReaderOptions(skip_invalid=config.skip_invalid, max_gpus=cluster.num_gpus,
                             limit=config.limit)
     if config.trace == SYNTHETIC:
         source = resolve_trace(config.synthetic_from, None, options)
-        return generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)
-    return resolve_trace(config.trace, config.format, options)
+        trace = generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)
+    else:
+        trace = resolve_trace(config.trace, config.format, options)
+    if config.tenants is None:
+        return trace
+    check_queues(trace, load_tenants(config.tenants))
+    return without_vc_pins(trace)
+
+
+def check_queues(trace: Trace, tenants: TenantConfig) -> None:
+    """A ConfigError naming the tenant file and the first queue of the trace it does not
+    know (a job of an unknown queue could never be admitted)."""
+    unknown: dict[str, int] = {}
+    for spec in trace.jobs:
+        if tenants.cluster_queue_of(spec.queue) is None:
+            unknown[spec.queue] = unknown.get(spec.queue, 0) + 1
+    if unknown:
+        name, count = next(iter(unknown.items()))
+        raise ConfigError(f"{tenants.source}: trace {trace.name}'s jobs use queue {name!r} "
+                          f"({count} jobs), which is no local or cluster queue of it"
+                          + (f" ({len(unknown) - 1} more unknown queues)"
+                             if len(unknown) > 1 else ""))
+
+
+def build_profile(config: RunConfig, policy: str) -> Profile:
+    """The policy's profile, inside the tenant model when ``config.tenants`` names a file."""
+    profile = build_policy(policy, options_for(policy, config.policy_options), config.placement)
+    if config.tenants is None:
+        return profile
+    return with_tenants(profile, load_tenants(config.tenants))
+
+
+def final_positions(profile: Profile, sim: Simulator) -> dict[str, int]:
+    """Each job still waiting when the run ends: its 1-based place in its queue (the tenant
+    layer's position in its cluster queue; otherwise the policy's order within the queue)."""
+    waiting = [j for j in sim.core.jobs.values() if j.status.is_waiting]
+    if not waiting:
+        return {}
+    plugin = profile.queue_sort
+    if isinstance(plugin, TenantAdmission):
+        return {j.job_id: plugin.pending[j.job_id].position + 1 for j in waiting
+                if j.job_id in plugin.pending}
+    state = CycleState.begin(sim.core.snapshot())
+    places: dict[str, int] = {}
+    out: dict[str, int] = {}
+    for job in ordered_waiting(profile, state):
+        places[job.spec.queue] = places.get(job.spec.queue, 0) + 1
+        out[job.job_id] = places[job.spec.queue]
+    return out
 
 
 @dataclass
@@ -172,7 +231,7 @@ class RunOutcome:
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
                progress: Callable[[int, int], None] | None = None) -> RunOutcome:
-    profile = build_policy(policy, options_for(policy, config.policy_options), config.placement)
+    profile = build_profile(config, policy)
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
                            round_seconds=config.round_seconds, seed=config.seed)
     started = time.perf_counter()
@@ -182,7 +241,8 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     result = replace(result, wall_seconds=time.perf_counter() - started)
     usage.close(sim)
     fairness = usage.inputs(isolated_seconds(trace, sim.core.throughput))
-    write_run(result, out_dir, config.jobs_format, fairness=fairness)
+    write_run(result, out_dir, config.jobs_format, fairness=fairness,
+              positions=final_positions(profile, sim))
     (out_dir / "config.yaml").write_text(replace(config, policies=(policy,)).to_yaml())
     return RunOutcome(result, summarize(result, fairness), out_dir, fairness)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -108,3 +109,92 @@ def test_listings(command: str) -> None:
     output = invoke(command)
     expected = {"traces": "pollux-1", "clusters": "gavel-108", "policies": "tiresias"}[command]
     assert expected in output
+
+
+# -- --tenants (issue 6) ----------------------------------------------------------------------
+# Two VCs of one 4-GPU node each; VC "a" submits two 4-GPU jobs of 1 h at once.
+VC_CLUSTER = """name: two-vcs
+nodes:
+  - {name: na, gpu_type: P100, gpus: 4, pool: a}
+  - {name: nb, gpu_type: P100, gpus: 4, pool: b}
+"""
+VC_TRACE = """timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-09 07:00:00,3600.0,4,14400.0,a
+2017-10-09 07:00:00,3600.0,4,14400.0,a
+"""
+VC_TENANTS = """flavors: [{name: p100}]
+cluster_queues:
+  - {name: a, cohort: all, quotas: {p100: {gpu: 4}}}
+  - {name: b, cohort: all, quotas: {p100: {gpu: 4}}}
+"""
+
+
+def _vc_files(tmp_path: Path, tenants: str = VC_TENANTS) -> list[str]:
+    for name, text in (("c.yaml", VC_CLUSTER), ("t.csv", VC_TRACE), ("q.yaml", tenants)):
+        (tmp_path / name).write_text(text)
+    return ["simulate", "--trace", str(tmp_path / "t.csv"), "--format", "philly", "--cluster",
+            str(tmp_path / "c.yaml"), "--policy", "fifo", "--out", str(tmp_path / "out")]
+
+
+def _first_starts(out: Path) -> list[float]:
+    rows = [line.split(",") for line in (out / "jobs.csv").read_text().splitlines()]
+    column = rows[0].index("first_start")
+    return sorted(float(row[column]) for row in rows[1:])
+
+
+@pytest.mark.parametrize(("tenants", "starts"), [
+    # Without tenants the Philly reader pins VC a's jobs to pool a: the second waits 1 h.
+    (False, [0.0, 3600.0]),
+    # With tenants the pin is dropped: a borrows b's idle quota and node, both start at once.
+    (True, [0.0, 0.0]),
+], ids=["pinned-to-vc-pool", "tenants-borrow"])
+def test_tenants_drop_the_vc_pool_pin_so_a_vc_can_borrow(tmp_path: Path, tenants: bool,
+                                                          starts: list[float]) -> None:
+    args = _vc_files(tmp_path)
+    invoke(*args, *(["--tenants", str(tmp_path / "q.yaml")] if tenants else []))
+    assert _first_starts(tmp_path / "out") == starts
+
+
+def test_strict_quotas_keep_a_vc_to_its_own_share(tmp_path: Path) -> None:
+    strict = VC_TENANTS.replace("cohort: all, ", "")  # no cohort: no borrowing
+    invoke(*_vc_files(tmp_path, strict), "--tenants", str(tmp_path / "q.yaml"))
+    assert _first_starts(tmp_path / "out") == [0.0, 3600.0]
+
+
+def test_tenants_are_recorded_and_jobs_get_a_queue_position(tmp_path: Path) -> None:
+    invoke(*_vc_files(tmp_path), "--tenants", str(tmp_path / "q.yaml"))
+    out = tmp_path / "out"
+    assert "tenants: " + str(tmp_path / "q.yaml") in (out / "config.yaml").read_text()
+    header = (out / "jobs.csv").read_text().splitlines()[0].split(",")
+    assert header[header.index("pending_reason") + 1] == "queue_position"
+    invoke("simulate", "--config", str(out / "config.yaml"), "--out", str(tmp_path / "again"))
+    assert _first_starts(tmp_path / "again") == [0.0, 0.0]
+
+
+def test_a_trace_queue_unknown_to_the_tenants_is_a_clear_error(tmp_path: Path) -> None:
+    only_b = "flavors: [{name: p100}]\ncluster_queues: [{name: b, quotas: {p100: {gpu: 4}}}]\n"
+    result = runner.invoke(app, [*_vc_files(tmp_path, only_b), "--tenants",
+                                 str(tmp_path / "q.yaml")])
+    assert result.exit_code == 2
+    assert "q.yaml: trace t's jobs use queue 'a' (2 jobs)" in " ".join(result.output.split())
+
+
+def test_a_bad_tenant_file_names_file_line_and_key(tmp_path: Path) -> None:
+    bad = VC_TENANTS.replace("{gpu: 4}}}\n  - {name: b", "{gpu: 4}}, weigth: 2}\n  - {name: b")
+    result = runner.invoke(app, [*_vc_files(tmp_path, bad), "--tenants",
+                                 str(tmp_path / "q.yaml")])
+    assert result.exit_code == 2
+    assert "q.yaml:3" in result.output and "weigth" in result.output
+
+
+def test_jobs_still_pending_at_the_end_show_their_reason_and_queue_position(
+        tmp_path: Path) -> None:
+    # a has no quota and no cohort: its two jobs can never be admitted. They end the run
+    # pending, first and second in a, with the tenant layer's reason.
+    no_quota = VC_TENANTS.replace("a, cohort: all, quotas: {p100: {gpu: 4}}",
+                                  "a, quotas: {p100: {gpu: 0}}").replace("cohort: all, ", "")
+    invoke(*_vc_files(tmp_path, no_quota), "--tenants", str(tmp_path / "q.yaml"))
+    with (tmp_path / "out" / "jobs.csv").open() as table:
+        rows = list(csv.DictReader(table))
+    assert sorted(r["queue_position"] for r in rows) == ["1", "2"]
+    assert all("no quota in any flavor" in r["pending_reason"] for r in rows)

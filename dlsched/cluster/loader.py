@@ -58,7 +58,7 @@ class NodeGroup:
         return self.rack or DEFAULT_RACK
 
 
-def _number(low: int, integer: bool, above: bool = False) -> Callable[[Any], Any]:
+def number_check(low: int, integer: bool, above: bool = False) -> Callable[[Any], Any]:
     """A value check: it returns the value or raises ValueError with a message for the user."""
     kind = "an integer" if integer else "a number"
 
@@ -89,7 +89,8 @@ def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(str(value) if isinstance(value, int) else value)
 
 
-_COUNT, _NONNEG, _POSITIVE_INT = _number(0, True), _number(0, False), _number(1, True)
+_COUNT, _NONNEG = number_check(0, True), number_check(0, False)
+_POSITIVE_INT = number_check(1, True)
 _NODE_CHECKS: dict[str, Callable[[Any], Any]] = {
     "gpu_type": _text, "gpus": _COUNT, "cpus": _NONNEG, "memory_gb": _NONNEG,
     "nvlink_domain": _COUNT, "pool": _optional_text,
@@ -97,7 +98,7 @@ _NODE_CHECKS: dict[str, Callable[[Any], Any]] = {
 _CHECKS = {
     "cluster": {"name": _text, "topology": _instance_of(dict),
                 "node_groups": _instance_of(list), "nodes": _instance_of(list)},
-    "topology": {f.name: _number(0, False, above=True) for f in fields(Topology)},
+    "topology": {f.name: number_check(0, False, above=True) for f in fields(Topology)},
     "group": {"count": _COUNT, **_NODE_CHECKS, "prefix": _text, "rack": _text,
               "nodes_per_rack": _POSITIVE_INT},
     "node": {"name": _text, **_NODE_CHECKS, "rack": _text},
@@ -107,7 +108,7 @@ _REQUIRED = {"cluster": ("name",), "topology": (), "group": ("count", "gpus"),
 
 
 @dataclass(frozen=True)
-class _Source:
+class YamlSource:
     """A parsed file: where it came from and the line of every key path."""
 
     path: str
@@ -118,7 +119,7 @@ class _Source:
         return InputError(InputLocation(self.path, line, key_path or None), message)
 
 
-def _checked(raw: Any, kind: str, key_path: str, src: _Source) -> dict[str, Any]:
+def _checked(raw: Any, kind: str, key_path: str, src: YamlSource) -> dict[str, Any]:
     """The mapping ``raw`` with every value checked; unknown and missing keys rejected."""
     if not isinstance(raw, dict):
         raise src.error(key_path, f"must be a mapping, got {type(raw).__name__}")
@@ -126,7 +127,7 @@ def _checked(raw: Any, kind: str, key_path: str, src: _Source) -> dict[str, Any]
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in checks:
-            raise src.error(prefix + str(key), _unknown_key(key, checks))
+            raise src.error(prefix + str(key), unknown_key_message(key, checks))
         try:
             out[key] = checks[key](value)
         except ValueError as exc:
@@ -138,7 +139,7 @@ def _checked(raw: Any, kind: str, key_path: str, src: _Source) -> dict[str, Any]
     return out
 
 
-def _check_node_rules(values: dict[str, Any], key_path: str, src: _Source) -> None:
+def _check_node_rules(values: dict[str, Any], key_path: str, src: YamlSource) -> None:
     """Rules between the keys of one node or group."""
     if values.get("gpus") and "gpu_type" not in values:
         raise src.error(key_path, "missing required key 'gpu_type' (the node has GPUs)")
@@ -150,23 +151,23 @@ def _check_node_rules(values: dict[str, Any], key_path: str, src: _Source) -> No
         raise src.error(key_path, "give either 'rack' or 'nodes_per_rack', not both")
 
 
-def _unknown_key(key: object, known: Mapping[str, object]) -> str:
+def unknown_key_message(key: object, known: Mapping[str, object]) -> str:
     close = difflib.get_close_matches(str(key), list(known), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""
     return f"unknown key '{key}'{hint}; known keys: {', '.join(known)}"
 
 
-def _group(raw: Any, key_path: str, src: _Source) -> NodeGroup:
+def _group(raw: Any, key_path: str, src: YamlSource) -> NodeGroup:
     return NodeGroup(**{"gpu_type": "", **_checked(raw, "group", key_path, src)})
 
 
-def _node(raw: Any, key_path: str, src: _Source) -> Node:
+def _node(raw: Any, key_path: str, src: YamlSource) -> Node:
     values = _checked(raw, "node", key_path, src)
     values["num_gpus"] = values.pop("gpus")
     return Node(**{"gpu_type": "", **values})
 
 
-def _nodes(doc: dict[str, Any], src: _Source) -> list[Node]:
+def _nodes(doc: dict[str, Any], src: YamlSource) -> list[Node]:
     placed = [(node, f"node_groups[{i}]") for i, raw in enumerate(doc.get("node_groups", []))
               for node in _group(raw, f"node_groups[{i}]", src).expand()]
     placed += [(_node(raw, f"nodes[{i}]", src), f"nodes[{i}]")
@@ -201,7 +202,7 @@ def _line_map(node: yaml.Node, key_path: str, lines: dict[str, int], src_path: s
 
 def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:
     """A cluster from YAML text; ``source`` names it in errors."""
-    doc, src = _parse(text, source)
+    doc, src = parse_yaml(text, source)
     if doc is None:
         raise src.error("", "the file is empty")
     values = _checked(doc, "cluster", "", src)
@@ -209,7 +210,7 @@ def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:
     return Cluster(values["name"], tuple(_nodes(values, src)), topology)
 
 
-def _parse(text: str, source: str) -> tuple[Any, _Source]:
+def parse_yaml(text: str, source: str) -> tuple[Any, YamlSource]:
     """The YAML document, parsed once, and the line of every key path in it."""
     loader = yaml.SafeLoader(text)
     try:
@@ -225,7 +226,7 @@ def _parse(text: str, source: str) -> tuple[Any, _Source]:
     lines: dict[str, int] = {}
     if root is not None:
         _line_map(root, "", lines, source)
-    return doc, _Source(source, lines)
+    return doc, YamlSource(source, lines)
 
 
 def load_cluster_yaml(path: str | Path) -> Cluster:

@@ -85,6 +85,9 @@ def serve(
                                 "after each (0: at once).")] = 10.0,
     retry_backoff_max: Annotated[float, typer.Option(
         "--retry-backoff-max", help="The longest retry delay.")] = 360.0,
+    tenants: Annotated[Path | None, typer.Option(
+        "--tenants", help="A tenant YAML (queues, quotas, cohorts; docs/tenancy.md): the "
+                          "policy runs inside its quotas.")] = None,
 ) -> None:
     """Run the scheduler service (REST API, scheduling loop, local or Ray executor)."""
     from dlsched.experiment import parse_policy_options
@@ -96,7 +99,7 @@ def serve(
             data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
             dict(parse_policy_options(policy_opt or [])), _read_token(token, token_file),
             grace_seconds, max_attempts, executor, ray_address, retry_backoff,
-            retry_backoff_max, tokens_file)
+            retry_backoff_max, tokens_file, tenants)
         run_service(options)
     except (DlschedError, OSError) as exc:
         _fail(exc)

@@ -9,6 +9,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import ConfigError
@@ -33,6 +34,7 @@ class ServeOptions:
     retry_backoff: float = 10.0
     retry_backoff_max: float = 360.0
     tokens_file: Path | None = None
+    tenants: Path | None = None  # tenant YAML: every policy runs inside its quotas
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
@@ -108,6 +110,8 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
                                     retry_backoff=options.retry_backoff,
                                     retry_backoff_max=options.retry_backoff_max,
                                     ray_cluster=ray_cluster, tokens=tokens))
+    if options.tenants is not None:
+        use_tenants(service, options.tenants)
     service.start()
     try:
         _write_info(options.data_dir, url)
@@ -119,6 +123,19 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
     finally:
         service.shutdown()
         sock.close()
+
+
+def use_tenants(service: Any, path: Path) -> None:
+    """Put the service's policy inside the tenant model of ``path`` (before it starts: the
+    core must not have scheduled with the plain profile). The policy keeps its own plugins
+    and the service's retry backoff (``with_tenants``)."""
+    from dlsched.tenancy.loader import load_tenants
+    from dlsched.tenancy.profile import with_tenants
+
+    tenants = load_tenants(path)
+    service.profile = with_tenants(service.profile, tenants)
+    service.core.profile = service.profile
+    service.tenants = tenants
 
 
 def _write_info(data_dir: Path, url: str) -> None:

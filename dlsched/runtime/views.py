@@ -100,9 +100,13 @@ def _slots(service: Service, gpus: tuple[int, ...]) -> list[GpuSlot]:
 
 
 def _position(service: Service, job: Job) -> int | None:
-    """1-based place in the policy's order of the waiting jobs (None unless it waits)."""
+    """1-based place in the policy's order of the waiting jobs (None unless it waits); with
+    tenants, the place in its cluster queue at the last cycle (docs/tenancy.md)."""
     if not job.status.is_waiting or job.job_id not in service.core.waiting:
         return None
+    pending = getattr(service.profile.queue_sort, "pending", None)
+    if pending is not None and job.job_id in pending:
+        return int(pending[job.job_id].position) + 1
     state = CycleState.begin(service.core.snapshot())
     for place, other in enumerate(ordered_waiting(service.profile, state), 1):
         if other is job:
@@ -147,7 +151,8 @@ def cluster_view(service: Service, queues: frozenset[str] | None = None) -> Clus
         first = int(cluster.node_first_gpu[n])
         gpus = [GpuView(index=i, gpu=first + i, job_id=holder.get(first + i))
                 for i in range(node.num_gpus)]
-        nodes.append(NodeView(name=node.name, gpu_type=node.gpu_type, gpus=gpus))
+        nodes.append(NodeView(name=node.name, gpu_type=node.gpu_type, gpus=gpus,
+                              down=n in service.core.down_nodes))
     return ClusterView(name=cluster.name, policy=service.profile.name,
                        gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes)
 

@@ -1,10 +1,13 @@
 """One scheduling cycle, in numbered steps (after Kueue's):
 
 1. order the waiting jobs (QueueSort);
-2. for each: PreFilter, then place (Filter + Score, gang-whole);
-3. if it does not fit: PostFilter nominates victims; evict the fewest that let it fit;
-4. Permit and Reserve; under strict FIFO the first job of a queue that does not fit blocks
-   the rest of its queue;
+2. for each: PreFilter, then place (Filter + Score, gang-whole) and Permit;
+3. if it does not fit, or a PreFilter said ``UNSCHEDULABLE`` (``UNRESOLVABLE`` stops here):
+   PostFilter nominates victims; evict the fewest that let it fit (placement and Permit), then
+   run the PreFilters that failed once more (Kubernetes retries a preemptor from PreFilter);
+4. Reserve; under strict FIFO the first job of a queue that does not fit blocks the rest of
+   its queue, and any plugin may block a queue for the rest of the cycle (``skip_queue``,
+   Kueue's heads of queues);
 5. collect the earliest wake-up any plugin asks for.
 
 The cycle reads a ``ClusterSnapshot`` and returns a ``CycleResult``; it never mutates jobs.
@@ -32,6 +35,16 @@ from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
 
+BLOCKED_QUEUES = "cycle:blocked-queues"
+
+
+def skip_queue(state: CycleState, queue: str, reason: str) -> None:
+    """Ask the cycle to try no more jobs of tenant queue ``queue`` (``JobSpec.queue``) in this
+    cycle; ``reason`` becomes theirs. A plugin calls it from any extension point (the tenant
+    layer does for a StrictFIFO queue whose head cannot be admitted: Kueue's heads of queues,
+    kueue.sigs.k8s.io/docs/concepts/cluster_queue/#queueing-strategy)."""
+    state.scratch.setdefault(BLOCKED_QUEUES, {}).setdefault(queue, reason)
+
 
 def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     if profile.allocators:
@@ -56,7 +69,10 @@ class _CycleRun:
         self.preemptions: list[Preempt] = []
         self.reasons: dict[str, str] = {}
         self.misses: dict[tuple, int] = {}  # shape -> fewest GPUs a job of it failed with
-        self.blocked: dict[str, str] = {}  # queue -> why the rest of it waits (strict FIFO)
+        self.pre_filter_names = frozenset(p.name for p in profile.pre_filters)
+        self.placement_failed = False
+        # queue -> why the rest of it waits (strict FIFO, or a plugin's ``skip_queue``)
+        self.blocked: dict[str, str] = state.scratch.setdefault(BLOCKED_QUEUES, {})
 
     def in_order(self, order: Sequence[Job]) -> None:
         blocked, consider, misses = self.blocked, self.consider, self.misses
@@ -68,7 +84,7 @@ class _CycleRun:
                 continue
             if shortcut and misses and self._known_miss(job):
                 continue
-            if not consider(job) and self._nothing_else_fits(job):
+            if not consider(job) and self.placement_failed and self._nothing_else_fits(job):
                 return
 
     def _known_miss(self, job: Job) -> bool:
@@ -90,14 +106,20 @@ class _CycleRun:
         sort_key = self.profile.queue_sort.sort_key
         heap = [(sort_key(None, jobs[0]), name, 0) for name, jobs in queues.items() if jobs]
         heapq.heapify(heap)
+        blocked = self.blocked
         while heap:
             _, name, index = heapq.heappop(heap)
             jobs = queues[name]
+            if name in blocked:
+                continue
             if self.consider(jobs[index]) and index + 1 < len(jobs):
                 heapq.heappush(heap, (sort_key(None, jobs[index + 1]), name, index + 1))
 
     def consider(self, job: Job) -> bool:
         status, evicted = _try_job(self.profile, self.state, job, self.misses)
+        # Whether it failed to be placed (not on a PreFilter: ``_nothing_else_fits`` reasons
+        # about placement only).
+        self.placement_failed = not status.ok and status.plugin not in self.pre_filter_names
         if status.ok:
             self.starts.append(Start(job.job_id, self.state.started[job.job_id],
                                      (job.spec.gpu_share,) * job.spec.num_gpus))
@@ -115,7 +137,7 @@ class _CycleRun:
         for plugin in self.profile.blocked:
             plugin.on_unschedulable(self.state, job, status)
         if self.profile.strict_fifo:
-            self.blocked[job.spec.queue] = f"waiting behind {job.job_id} (strict FIFO)"
+            self.blocked.setdefault(job.spec.queue, f"waiting behind {job.job_id} (strict FIFO)")
 
     def _nothing_else_fits(self, failed: Job) -> bool:
         """Whether every later job must fail too: the cluster is full and nothing may be
@@ -145,10 +167,10 @@ _SMALLER_FAILED_TEXT = str(_SMALLER_FAILED)
 
 def _try_job(profile: Profile, state: CycleState, job: Job,
              misses: dict[tuple, int]) -> tuple[Status, tuple[Job, ...]]:
-    for plugin in profile.pre_filters:
+    for index, plugin in enumerate(profile.pre_filters):
         status = plugin.pre_filter(state, job)
         if not status.ok:
-            return status, ()
+            return _after_pre_filter(profile, state, job, index, status)
     spec = job.spec
     shape = _shape(profile, state, job)
     if shape is not None and misses and spec.num_gpus >= misses.get(shape, 1 << 62):
@@ -168,6 +190,29 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
     else:
         profile.futile[job.job_id] = memo or _futility_key(profile, state, job)
     return status, victims
+
+
+def _after_pre_filter(profile: Profile, state: CycleState, job: Job, failed: int,
+                      status: Status) -> tuple[Status, tuple[Job, ...]]:
+    """PreFilter number ``failed`` said no. ``UNRESOLVABLE``: nothing can help.
+    ``UNSCHEDULABLE``: PostFilter may nominate victims (Kubernetes scheduling framework:
+    PostFilter runs when PreFilter or Filter finds the pod unschedulable); the victim search
+    asks placement and Permit, and after the evictions that PreFilter and the ones after it
+    (not run yet) must pass before the job is placed."""
+    if status.code is not Code.UNSCHEDULABLE:
+        return status, ()
+    for plugin in profile.post_filters:
+        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
+        if not victims:
+            continue
+        again = next((s for p in profile.pre_filters[failed:]
+                      if not (s := p.pre_filter(state, job)).ok), SUCCESS)
+        placed = _place(profile, state, job) if again.ok else again
+        if placed.ok:
+            return placed, victims
+        _restore(state, list(victims))
+        return placed, ()
+    return status, ()
 
 
 def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None:
@@ -227,11 +272,14 @@ def _place(profile: Profile, state: CycleState, job: Job) -> Status:
 
 
 def _fits(profile: Profile, state: CycleState, job: Job) -> bool:
-    """Would the job fit now? Places it tentatively and gives the GPUs back."""
+    """Would the job fit now, on nodes and by every Permit (gang, tenant quota)? Places it
+    tentatively and gives the GPUs back."""
     gpus, status = place(state, job, profile.filters, profile.scores, profile.take_limit)
-    if status.ok:
-        state.give_back(gpus, [job.spec.gpu_share] * len(gpus))
-    return status.ok
+    if not status.ok:
+        return False
+    permitted = all(plugin.permit(state, job, gpus).ok for plugin in profile.permits)
+    state.give_back(gpus, [job.spec.gpu_share] * len(gpus))
+    return permitted
 
 
 def _fewest_victims(profile: Profile, state: CycleState, job: Job,

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlsched.cluster.loader import _number, _parse, _Source, _unknown_key
+from dlsched.cluster.loader import YamlSource, number_check, parse_yaml, unknown_key_message
 from dlsched.errors import InputError, InputLocation
 from dlsched.tenancy import config as c
 
-_NONNEG = _number(0, False)
-_POSITIVE = _number(0, False, above=True)
+_NONNEG = number_check(0, False)
+_POSITIVE = number_check(0, False, above=True)
 
 
 def load_tenants(path: str | Path) -> c.TenantConfig:
@@ -30,7 +30,7 @@ def load_tenants(path: str | Path) -> c.TenantConfig:
 
 
 def parse_tenants(text: str, source: str = "<string>") -> c.TenantConfig:
-    doc, src = _parse(text, source)
+    doc, src = parse_yaml(text, source)
     top = _mapping(doc if doc is not None else {}, "", src, (
         "flavors", "cluster_queues", "cohorts", "local_queues", "fair_sharing", "requeue"))
     flavors = _named(top.get("flavors", []), "flavors", src,
@@ -53,13 +53,13 @@ def parse_tenants(text: str, source: str = "<string>") -> c.TenantConfig:
     return config
 
 
-def _mapping(raw: Any, at: str, src: _Source, known: tuple[str, ...],
+def _mapping(raw: Any, at: str, src: YamlSource, known: tuple[str, ...],
              required: tuple[str, ...] = ()) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise src.error(at, f"must be a mapping, got {type(raw).__name__}")
     for key in raw:
         if key not in known:
-            raise src.error(_join(at, key), _unknown_key(key, dict.fromkeys(known)))
+            raise src.error(_join(at, key), unknown_key_message(key, dict.fromkeys(known)))
     for key in required:
         if key not in raw:
             raise src.error(at, f"missing required key '{key}'")
@@ -72,7 +72,7 @@ def _join(at: str, key: object) -> str:
     return f"{at}.{key}" if at else str(key)
 
 
-def _named(raw: Any, at: str, src: _Source, build: Callable[[Any, str], Any]) -> dict[str, Any]:
+def _named(raw: Any, at: str, src: YamlSource, build: Callable[[Any, str], Any]) -> dict[str, Any]:
     if not isinstance(raw, list):
         raise src.error(at, "must be a list")
     out: dict[str, Any] = {}
@@ -84,7 +84,7 @@ def _named(raw: Any, at: str, src: _Source, build: Callable[[Any, str], Any]) ->
     return out
 
 
-def _value(raw: dict[str, Any], key: str, at: str, src: _Source, check: Callable[[Any], Any],
+def _value(raw: dict[str, Any], key: str, at: str, src: YamlSource, check: Callable[[Any], Any],
            default: Any = None) -> Any:
     if key not in raw:
         return default
@@ -116,14 +116,14 @@ def _enum(kind: type) -> Callable[[Any], Any]:
     return check
 
 
-def _flavor(raw: Any, at: str, src: _Source) -> c.ResourceFlavor:
+def _flavor(raw: Any, at: str, src: YamlSource) -> c.ResourceFlavor:
     raw = _mapping(raw, at, src, ("name", "gpu_types", "pools"), ("name",))
     return c.ResourceFlavor(_value(raw, "name", at, src, _name),
                             _value(raw, "gpu_types", at, src, _names, ()),
                             _value(raw, "pools", at, src, _names, ()))
 
 
-def _quotas(raw: Any, at: str, src: _Source, flavors: dict[str, c.ResourceFlavor],
+def _quotas(raw: Any, at: str, src: YamlSource, flavors: dict[str, c.ResourceFlavor],
             in_cohort: bool) -> dict[c.FlavorResource, c.Quota]:
     out: dict[c.FlavorResource, c.Quota] = {}
     if not isinstance(raw, dict):
@@ -137,7 +137,7 @@ def _quotas(raw: Any, at: str, src: _Source, flavors: dict[str, c.ResourceFlavor
     return out
 
 
-def _quota(raw: Any, at: str, src: _Source, in_cohort: bool) -> c.Quota:
+def _quota(raw: Any, at: str, src: YamlSource, in_cohort: bool) -> c.Quota:
     if not isinstance(raw, dict):  # a bare number is the nominal quota
         return c.Quota(_value({"": raw}, "", at, src, _NONNEG))
     raw = _mapping(raw, at, src, ("nominal", "borrowing_limit", "lending_limit"), ("nominal",))
@@ -154,7 +154,7 @@ def _quota(raw: Any, at: str, src: _Source, in_cohort: bool) -> c.Quota:
     return quota
 
 
-def _cluster_queue(raw: Any, at: str, src: _Source,
+def _cluster_queue(raw: Any, at: str, src: YamlSource,
                    flavors: dict[str, c.ResourceFlavor]) -> c.ClusterQueue:
     raw = _mapping(raw, at, src, ("name", "cohort", "quotas", "queueing_strategy",
                                   "preemption", "flavor_fungibility", "weight"),
@@ -171,7 +171,7 @@ def _cluster_queue(raw: Any, at: str, src: _Source,
         _value(raw, "weight", at, src, _NONNEG, 1.0))
 
 
-def _preemption(raw: Any, at: str, src: _Source) -> c.Preemption:
+def _preemption(raw: Any, at: str, src: YamlSource) -> c.Preemption:
     raw = _mapping(raw, at, src, ("within_cluster_queue", "reclaim_within_cohort",
                                   "borrow_within_cohort", "min_runtime"))
     borrow = c.BorrowWithinCohort()
@@ -184,14 +184,14 @@ def _preemption(raw: Any, at: str, src: _Source) -> c.Preemption:
             raise src.error(_join(where, "policy"), "must be never or lower-priority")
         borrow = c.BorrowWithinCohort(policy is c.Reclaim.LOWER_PRIORITY,
                                       _value(inner, "max_priority_threshold", where, src,
-                                             _number(-(1 << 31), True)))
+                                             number_check(-(1 << 31), True)))
     return c.Preemption(
         _value(raw, "within_cluster_queue", at, src, _enum(c.WithinQueue), c.WithinQueue.NEVER),
         _value(raw, "reclaim_within_cohort", at, src, _enum(c.Reclaim), c.Reclaim.NEVER),
         borrow, _value(raw, "min_runtime", at, src, _NONNEG, 0.0))
 
 
-def _fungibility(raw: Any, at: str, src: _Source) -> c.FlavorFungibility:
+def _fungibility(raw: Any, at: str, src: YamlSource) -> c.FlavorFungibility:
     raw = _mapping(raw, at, src, ("when_can_borrow", "when_can_preempt"))
     return c.FlavorFungibility(
         _value(raw, "when_can_borrow", at, src, _enum(c.WhenCanBorrow), c.WhenCanBorrow.BORROW),
@@ -199,7 +199,7 @@ def _fungibility(raw: Any, at: str, src: _Source) -> c.FlavorFungibility:
                c.WhenCanPreempt.TRY_NEXT_FLAVOR))
 
 
-def _cohort(raw: Any, at: str, src: _Source, flavors: dict[str, c.ResourceFlavor]) -> c.Cohort:
+def _cohort(raw: Any, at: str, src: YamlSource, flavors: dict[str, c.ResourceFlavor]) -> c.Cohort:
     raw = _mapping(raw, at, src, ("name", "parent", "quotas", "weight"), ("name",))
     parent = _value(raw, "parent", at, src, _name)
     quotas = _quotas(raw.get("quotas", {}), _join(at, "quotas"), src, flavors,
@@ -208,13 +208,13 @@ def _cohort(raw: Any, at: str, src: _Source, flavors: dict[str, c.ResourceFlavor
                     _value(raw, "weight", at, src, _NONNEG, 1.0))
 
 
-def _local_queue(raw: Any, at: str, src: _Source) -> c.LocalQueue:
+def _local_queue(raw: Any, at: str, src: YamlSource) -> c.LocalQueue:
     raw = _mapping(raw, at, src, ("name", "cluster_queue"), ("name", "cluster_queue"))
     return c.LocalQueue(_value(raw, "name", at, src, _name),
                         _value(raw, "cluster_queue", at, src, _name))
 
 
-def _fair_sharing(raw: Any, src: _Source) -> c.FairSharing:
+def _fair_sharing(raw: Any, src: YamlSource) -> c.FairSharing:
     at = "fair_sharing"
     raw = _mapping(raw, at, src, ("enabled", "strategies", "usage_half_life"))
     enabled = raw.get("enabled", False)
@@ -227,13 +227,13 @@ def _fair_sharing(raw: Any, src: _Source) -> c.FairSharing:
                          _value(raw, "usage_half_life", at, src, _NONNEG, 0.0))
 
 
-def _requeue(raw: Any, src: _Source) -> c.Requeue:
+def _requeue(raw: Any, src: YamlSource) -> c.Requeue:
     raw = _mapping(raw, "requeue", src, ("base_seconds", "max_seconds"))
     return c.Requeue(_value(raw, "base_seconds", "requeue", src, _NONNEG, 0.0),
                      _value(raw, "max_seconds", "requeue", src, _POSITIVE, 3600.0))
 
 
-def _check_references(config: c.TenantConfig, src: _Source) -> None:
+def _check_references(config: c.TenantConfig, src: YamlSource) -> None:
     """Names that must exist, and no cohort cycle (Kueue KEP-79: the cohort graph is a tree)."""
     for i, cq in enumerate(config.cluster_queues.values()):
         if cq.name in config.cohorts:

@@ -1,15 +1,18 @@
-"""The tenant layer as scheduling-framework plugins, and ``with_tenants`` to wrap any policy.
+"""The tenant layer as scheduling-framework plugins (``profile.with_tenants`` wraps a policy).
 
 ``TenantAdmission`` is one object at several extension points:
 - QueueSort: ``ordering.admission_key`` around the wrapped policy's own key;
 - PreFilter: queue known, StrictFIFO, requeue backoff, flavor assignment on quota (Kueue's
-  nominate step); a job that needs preemption is let through with its victims chosen;
-- Filter: the assigned flavor's nodes, and none while the quota does not fit (so the cycle's
-  victim search, which asks "does it fit now?", counts quota as well as GPUs);
+  nominate step); ``UNRESOLVABLE`` when no preemption can help, ``UNSCHEDULABLE`` with the
+  victims chosen when the job needs preemption (the cycle then runs PostFilter);
+- Filter: the assigned flavor's nodes;
+- Permit: the quota fits in the assigned flavor (the cycle asks Permit in its victim search,
+  so "does it fit now?" counts quota as well as GPUs);
 - PostFilter: the quota victims chosen at PreFilter (the tenant layer decides victims across
   queues; the wrapped policy's own preemption runs after it, inside the job's own queue);
 - Reserve: the quota a started job takes, for later jobs of the same cycle;
-- Blocked: StrictFIFO blocking and the structured reason; Wakeup: minimum runtime, backoff.
+- Blocked: the structured reason, and for a StrictFIFO queue ``skip_queue`` for the rest of
+  it (Kueue's heads of queues); Wakeup: minimum runtime, backoff.
 """
 
 from __future__ import annotations
@@ -19,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.scheduling.framework import SUCCESS, Status, unschedulable
+from dlsched.scheduling.cycle import skip_queue
+from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
 from dlsched.scheduling.plugins.preemption import protection_ends
-from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy.assignment import Assignment, Mode, assign
 from dlsched.tenancy.config import ClusterQueue, QueueingStrategy, TenantConfig
@@ -29,8 +32,9 @@ from dlsched.tenancy.fairshare import DecayedUsage, share_value
 from dlsched.tenancy.ordering import admission_key, queue_positions
 from dlsched.tenancy.preemption import Admitted, Target, candidates, select_targets
 from dlsched.tenancy.quota import QuotaTree, request_of
-from dlsched.tenancy.reasons import Pending, Reason
-from dlsched.tenancy.view import FlavorNodes, QuotaView, admitted_of
+from dlsched.tenancy.reasons import Pending, PendingBook, Reason
+from dlsched.tenancy.skip import closes_queue, least_requests
+from dlsched.tenancy.view import FlavorNodes, Ledger, QuotaView, admitted_of
 from dlsched.workload.job import Job
 
 NAME = "tenants"
@@ -50,9 +54,10 @@ class _Cycle:
         self.assigned: dict[str, Assignment] = {}
         self.targets: dict[str, list[Target]] = {}
         self.blocked: dict[str, str] = {}  # StrictFIFO queue -> head that blocks it
-        self.lenient: str | None = None
         # (queue, GPU types, priority, borrows) -> (usage version, request, submitted, reason)
         # of a job that failed on quota
+        self.least: dict[str, dict[str, float]] = {}  # per queue, the least a job asks
+        self.ranks: dict[tuple, float] = {}  # (queue, flavor, request) -> borrow rank
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
 
 
@@ -64,20 +69,26 @@ class TenantAdmission:
         self.config, self.inner = config, inner
         self.tree = QuotaTree(config)
         self.flavor_nodes = FlavorNodes(config)
+        self.ledger = Ledger(config, self.tree, self.flavor_nodes)
         half_life = config.fair_sharing.usage_half_life
         self.history = DecayedUsage(half_life) if half_life > 0 else None
-        self.pending: dict[str, Pending] = {}  # the last cycle's reasons, for visibility
+        self.pending = PendingBook()  # the last cycle's reasons, for visibility
         self.evicted_by: dict[str, set[str]] = {}  # victim -> the jobs that evicted it
         self._requests: dict[str, Mapping[str, float]] = {}
+        self._names: dict[str, tuple[str, ...]] = {}
+        self._queue_names: dict[str, str] = {}  # JobSpec.queue -> cluster queue name
+        self._submission_order = bool(getattr(inner, "static", False))
+        self._min_runtimes = sorted({cq.preemption.min_runtime
+                                     for cq in config.cluster_queues.values()
+                                     if cq.preemption.min_runtime})
 
     # -- per-cycle data ---------------------------------------------------------------------
     def cycle(self, state: CycleState) -> _Cycle:
         data = state.scratch.get(NAME)
         if data is None:
-            data = state.scratch[NAME] = _Cycle(QuotaView(self.config, self.tree,
-                                                          self.flavor_nodes, state))
+            data = state.scratch[NAME] = _Cycle(QuotaView(self.config, self.ledger, state))
             self._advance_history(state, data.view)
-            self.pending = {}
+            self.pending = PendingBook(data.positions)
         return data
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
@@ -88,9 +99,21 @@ class TenantAdmission:
             rates[a.cq] = rates.get(a.cq, 0.0) + a.request.get("gpu", 0.0)
         self.history.advance(state.now, rates)
 
+    def queue_names(self, cq: str) -> tuple[str, ...]:
+        """The names jobs use for cluster queue ``cq``: its own and its local queues'."""
+        names = self._names.get(cq)
+        if names is None:
+            names = self._names[cq] = (cq, *(lq.name for lq in self.config.local_queues.values()
+                                             if lq.cluster_queue == cq))
+        return names
+
     def queue_of(self, job: Job) -> str:
-        cq = self.config.cluster_queue_of(job.spec.queue)
-        return cq.name if cq is not None else f"?{job.spec.queue}"
+        name = job.spec.queue
+        found = self._queue_names.get(name)
+        if found is None:
+            cq = self.config.cluster_queue_of(name)
+            found = self._queue_names[name] = cq.name if cq is not None else f"?{name}"
+        return found
 
     # -- QueueSort --------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple:
@@ -103,24 +126,40 @@ class TenantAdmission:
         return key if key is not None else self._key(state, data, job, 0)
 
     def _order(self, state: CycleState, data: _Cycle) -> None:
-        data.positions = queue_positions(state.snapshot.waiting, self.queue_of,
-                                         lambda j: self.inner.sort_key(state, j))
-        for job in state.snapshot.waiting:
-            data.keys[job.job_id] = self._key(state, data, job, data.positions[job.job_id][1])
+        waiting, inner_key = state.snapshot.waiting, self.inner.sort_key
+        within = {job.job_id: inner_key(state, job) for job in waiting}
+        positions = queue_positions(waiting, self.queue_of, lambda j: within[j.job_id])
+        data.positions = self.pending.positions = positions
+        data.least = least_requests(waiting, self.queue_of, self.request)
+        keys = data.keys
+        for job in waiting:
+            job_id = job.job_id
+            keys[job_id] = self._key(state, data, job, positions[job_id][1], within[job_id])
 
-    def _key(self, state: CycleState, data: _Cycle, job: Job, position: int) -> tuple:
+    def _key(self, state: CycleState, data: _Cycle, job: Job, position: int,
+             within: Any = None) -> tuple:
         cq = self.config.cluster_queue_of(job.spec.queue)
         rank, history = 0.0, 0.0
         if cq is not None and cq.flavors:
-            usage, request = data.view.usage, self.request(job)
-            flavor = cq.flavors[0]
+            rank = self._rank(data, cq, self.request(job))
+            if self.history is not None:
+                history = self.history.value(cq.name) / cq.weight if cq.weight else np.inf
+        if within is None:
+            within = self.inner.sort_key(state, job)
+        return admission_key(position, rank, history, job, within)
+
+    def _rank(self, data: _Cycle, cq: ClusterQueue, request: Mapping[str, float]) -> float:
+        """Borrowing first-term of the cross-queue key, the same for equal requests (cached)."""
+        flavor, usage = cq.flavors[0], data.view.usage
+        key = (cq.name, tuple(request.items()))
+        rank = data.ranks.get(key)
+        if rank is None:
             if self.config.fair_sharing.enabled:
                 rank = share_value(usage, cq.name, {(flavor, r): v for r, v in request.items()})
             else:
                 rank = float(usage.borrows(cq.name, flavor, request))
-            if self.history is not None:
-                history = self.history.value(cq.name) / cq.weight if cq.weight else np.inf
-        return admission_key(position, rank, history, job, self.inner.sort_key(state, job))
+            data.ranks[key] = rank
+        return rank
 
     # -- PreFilter --------------------------------------------------------------------------
     def pre_filter(self, state: CycleState, job: Job) -> Status:
@@ -128,6 +167,7 @@ class TenantAdmission:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if cq is None:
             return self._fail(data, job, Reason.UNKNOWN_QUEUE, repr(job.spec.queue))
+        data.assigned.pop(job.job_id, None)
         if cq.name in data.blocked:
             return self._fail(data, job, Reason.STRICT_FIFO, data.blocked[cq.name])
         if job.preemptions and self.config.requeue.base_seconds:
@@ -152,10 +192,23 @@ class TenantAdmission:
             data.assigned[job.job_id] = assignment
             if assignment.mode is Mode.PREEMPT:
                 status = self._nominate_victims(state, data, job, cq.name, assignment)
-        if not status.ok and memo is not None:
-            data.failed[memo] = (data.view.version, request, job.spec.submit_time,
-                                 self.pending[job.job_id].reason)
+                if status.ok:  # victims chosen: the cycle's PostFilter step evicts them
+                    return _NEEDS_VICTIMS
+        if not status.ok:
+            reason = self.pending[job.job_id].reason
+            if memo is not None:
+                data.failed[memo] = (data.view.version, request, job.spec.submit_time, reason)
+            if closes_queue(cq, job, request, reason, data.least.get(cq.name), usage,
+                            bool(self.evicted_by.get(job.job_id)), self._submission_order):
+                self._close(state, cq.name, reason, job.job_id)
         return status
+
+    def _close(self, state: CycleState, cq: str, reason: Reason, job_id: str) -> None:
+        """Skip the rest of ``cq`` in this cycle (``tenancy/skip.py``)."""
+        detail = f"as {job_id}, which asks no more, in this cycle"
+        self.pending.blocked.setdefault(cq, (reason, detail))
+        for name in self.queue_names(cq):
+            skip_queue(state, name, f"[{NAME}] {reason.value} ({detail})")
 
     def request(self, job: Job) -> Mapping[str, float]:
         asked = self._requests.get(job.job_id)
@@ -181,9 +234,12 @@ class TenantAdmission:
         # (reclaim "any", fair sharing) allow it once shares have moved; this makes every
         # pair of jobs preempt in one direction at most (tests/tenancy/test_no_loops.py).
         evictors = self.evicted_by.get(job.job_id)
-        if evictors:
-            running = {q: [a for a in jobs if a.job_id not in evictors]
-                       for q, jobs in running.items()}
+        if evictors:  # rebuild only the queues an evictor runs in
+            admitted = data.view.admitted
+            touched = {admitted[e].cq for e in evictors if e in admitted}
+            if touched:
+                running = {q: [a for a in jobs if a.job_id not in evictors] if q in touched
+                           else jobs for q, jobs in running.items()}
         targets = select_targets(self.config, usage, incoming, running, state.now)
         if targets:
             data.targets[job.job_id] = targets
@@ -196,7 +252,7 @@ class TenantAdmission:
     def _fail(self, data: _Cycle, job: Job, reason: Reason, detail: str = "") -> Status:
         self._record(data, job, reason, detail)
         text = f"{reason.value} ({detail})" if detail else reason.value
-        return unschedulable(NAME, text)
+        return Status(Code.UNRESOLVABLE, text, NAME)
 
     def _record(self, data: _Cycle, job: Job, reason: Reason, detail: str = "") -> None:
         cq, position = data.positions.get(job.job_id, (self.queue_of(job), 0))
@@ -208,14 +264,18 @@ class TenantAdmission:
         assignment = data.assigned.get(job.job_id)
         if assignment is None or assignment.flavor is None:
             return mask
-        mask = mask & self.flavor_nodes.masks(state.cluster)[assignment.flavor]
-        if data.lenient == job.job_id:
-            data.lenient = None  # the victim search's first look: nodes only
-            return mask
+        return mask & self.flavor_nodes.masks(state.cluster)[assignment.flavor]
+
+    # -- Permit -----------------------------------------------------------------------------
+    def permit(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> Status:
+        data = self.cycle(state)
+        assignment = data.assigned.get(job.job_id)
         cq = self.config.cluster_queue_of(job.spec.queue)
-        fits = data.view.sync().fits(cq.name, assignment.flavor,  # type: ignore[union-attr]
-                                     request_of(job.spec))
-        return mask if fits else np.zeros_like(mask)
+        if assignment is None or assignment.flavor is None or cq is None:
+            return SUCCESS
+        if data.view.sync().fits(cq.name, assignment.flavor, self.request(job)):
+            return SUCCESS
+        return _QUOTA_SHORT
 
     # -- PostFilter -------------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterable[Job]:
@@ -223,7 +283,6 @@ class TenantAdmission:
         targets = data.targets.get(job.job_id)
         if not targets:
             return ()
-        data.lenient = job.job_id
         running = {j.job_id: j for j in state.snapshot.running}
         return [running[t.victim.job_id] for t in targets
                 if t.victim.job_id not in state.evicted]
@@ -231,6 +290,7 @@ class TenantAdmission:
     # -- Reserve, Blocked, Wakeup -----------------------------------------------------------
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         data = self.cycle(state)
+        self.pending.admit(job.job_id)
         assignment = data.assigned.get(job.job_id)
         cq = self.config.cluster_queue_of(job.spec.queue)
         if assignment is not None and assignment.flavor is not None and cq is not None:
@@ -241,16 +301,19 @@ class TenantAdmission:
 
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:
         data = self.cycle(state)
-        data.lenient = None
         cq = self.config.cluster_queue_of(job.spec.queue)
         if job.job_id not in self.pending:
             self._record(data, job, Reason.NO_NODE_FITS, str(status))
         if cq is not None and cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
-            data.blocked.setdefault(cq.name, job.job_id)
+            head = data.blocked.setdefault(cq.name, job.job_id)
+            self.pending.blocked.setdefault(cq.name, (Reason.STRICT_FIFO, head))
+            for name in self.queue_names(cq.name):
+                skip_queue(state, name, f"[{NAME}] {Reason.STRICT_FIFO.value} ({head})")
 
     def next_wakeup(self, state: CycleState) -> float | None:
-        times = [protection_ends(state, cq.preemption.min_runtime)
-                 for cq in self.config.cluster_queues.values() if cq.preemption.min_runtime]
+        # One scan per distinct minimum runtime (a wake-up for a job of another queue is
+        # early, never late: the cycle then finds nothing to do).
+        times = [protection_ends(state, runtime) for runtime in self._min_runtimes]
         if self.config.requeue.base_seconds:
             times += [self.config.requeue.ready_at(j.queued_since, j.preemptions)
                       for j in state.snapshot.waiting if j.preemptions]
@@ -258,38 +321,5 @@ class TenantAdmission:
         return min(future) if future else None
 
 
-_POINTS = ("pre_filter", "filter", "score", "permit", "reserve", "on_unschedulable",
-           "next_wakeup")
-
-
-class _Stripped:
-    """A wrapped policy's plugin without its QueueSort: the tenant layer orders across queues.
-    Its PostFilter (the policy's own preemption: Tiresias' 2D-LAS, SRTF) still runs, limited
-    to victims of the preemptor's own cluster queue, so it cannot take another tenant's quota;
-    victims across queues are the tenant layer's (Kueue's) to choose."""
-
-    def __init__(self, inner: Any, config: TenantConfig) -> None:
-        self.inner, self.name, self.config = inner, inner.name, config
-        self.static = getattr(inner, "static", False)
-        for point in _POINTS:
-            if hasattr(inner, point):
-                setattr(self, point, getattr(inner, point))
-        if hasattr(inner, "post_filter"):
-            self.post_filter = self._same_queue_victims
-
-    def _same_queue_victims(self, state: CycleState, job: Job) -> Iterable[Job]:
-        own = self.config.cluster_queue_of(job.spec.queue)
-        return (victim for victim in self.inner.post_filter(state, job)
-                if own is not None and self.config.cluster_queue_of(victim.spec.queue) is own)
-
-
-def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
-    """``profile``'s policy inside the tenant model, the policy itself unchanged."""
-    own = list({id(p): p for p in (profile.queue_sort, *profile.plugins)}.values())
-    kept = [_Stripped(p, config) for p in own
-            if any(hasattr(p, point) for point in (*_POINTS, "post_filter"))]
-    filters = [f for f in profile.filters if f not in own]
-    return Profile(f"{profile.name}+tenants", TenantAdmission(config, profile.queue_sort),
-                   kept, placement=profile.placement, filters=filters, strict_fifo=False,
-                   round_seconds=profile.round_seconds, acts_on_running=profile.acts_on_running,
-                   options=dict(profile.options))
+_NEEDS_VICTIMS = unschedulable(NAME, Reason.NEEDS_PREEMPTION.value)
+_QUOTA_SHORT = unschedulable(NAME, "quota does not fit in the assigned flavor")

@@ -117,6 +117,11 @@ class Usage:
         self.tree = tree
         self.used: dict[str, dict[FlavorResource, float]] = {k: {} for k in tree.nodes}
 
+    def copy(self) -> Usage:
+        twin = Usage.__new__(Usage)
+        twin.tree, twin.used = self.tree, {k: dict(v) for k, v in self.used.items()}
+        return twin
+
     def add(self, cq: str, flavor: str, request: Mapping[str, float], sign: float = 1.0) -> None:
         for resource, amount in request.items():
             self._shift(cq, (flavor, resource), sign * amount)

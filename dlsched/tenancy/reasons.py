@@ -3,8 +3,10 @@ condition message; here every pending job gets one per cycle, with its place in 
 
 from __future__ import annotations
 
+import bisect
 import enum
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 
 
 class Reason(enum.Enum):
@@ -33,3 +35,61 @@ class Pending:
     def __str__(self) -> str:
         extra = f" ({self.detail})" if self.detail else ""
         return f"{self.reason.value}{extra}; position {self.position} in {self.cluster_queue}"
+
+
+class PendingBook(Mapping[str, Pending]):
+    """One cycle's ``Pending`` per job: those the tenant layer looked at, and, without a
+    record of their own, the jobs of a StrictFIFO queue whose head blocked it (the cycle skips
+    them, as Kueue looks only at heads; their reason and position are told on demand)."""
+
+    def __init__(self, positions: Mapping[str, tuple[str, int]] | None = None) -> None:
+        self.recorded: dict[str, Pending] = {}
+        self.positions: Mapping[str, tuple[str, int]] = positions or {}
+        # cluster queue -> why the rest of it waits: StrictFIFO behind its head, or a quota
+        # reason that a job asking no more had (see ``tenancy/skip.py``), and that job
+        self.blocked: dict[str, tuple[Reason, str]] = {}
+        self.admitted: set[str] = set()  # started in this cycle: not pending
+        self._admitted_at: dict[str, list[int]] = {}  # cluster queue -> their positions
+
+    def admit(self, job_id: str) -> None:
+        self.recorded.pop(job_id, None)
+        self.admitted.add(job_id)
+        where = self.positions.get(job_id)
+        if where is not None:
+            bisect.insort(self._admitted_at.setdefault(where[0], []), where[1])
+
+    def _pending_place(self, pending: Pending) -> Pending:
+        """Positions count pending jobs only: those admitted ahead of it no longer do."""
+        ahead = bisect.bisect_left(self._admitted_at.get(pending.cluster_queue, ()),
+                                   pending.position)
+        return replace(pending, position=pending.position - ahead) if ahead else pending
+
+    def __setitem__(self, job_id: str, pending: Pending) -> None:
+        self.recorded[job_id] = pending
+
+    def __getitem__(self, job_id: str) -> Pending:
+        found = self.recorded.get(job_id)
+        if found is not None:
+            return self._pending_place(found)
+        cq, position = self.positions.get(job_id, ("", 0))
+        why = self.blocked.get(cq)
+        if why is None or job_id in self.admitted:
+            raise KeyError(job_id)
+        return self._pending_place(Pending(job_id, cq, why[0], position, why[1]))
+
+    def __contains__(self, job_id: object) -> bool:
+        if job_id in self.recorded:
+            return True
+        where = self.positions.get(job_id)  # type: ignore[call-overload]
+        return (where is not None and where[0] in self.blocked
+                and job_id not in self.admitted)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.recorded
+        for job_id, (cq, _) in self.positions.items():
+            if (cq in self.blocked and job_id not in self.recorded
+                    and job_id not in self.admitted):
+                yield job_id
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

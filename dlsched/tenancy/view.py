@@ -1,6 +1,10 @@
-"""The per-cycle quota view: usage computed from the snapshot's running jobs, kept in step with
-the cycle's reservations (``reserve``) and evictions (``CycleState.evicted``, read lazily because
-the cycle evicts and restores victims while it searches)."""
+"""Quota usage across cycles (``Ledger``) and per cycle (``QuotaView``).
+
+The ledger keeps the running jobs' quota usage from one cycle to the next and applies only what
+changed (jobs started and jobs that ended or were evicted since the last cycle), instead of
+rebuilding it from every running job each cycle. The per-cycle view starts from a copy of it and
+follows the cycle's reservations (``reserve``) and evictions (``CycleState.evicted``, read lazily
+because the cycle evicts and restores victims while it searches)."""
 
 from __future__ import annotations
 
@@ -33,27 +37,38 @@ class FlavorNodes:
         return entry[1]
 
 
-class QuotaView:
-    def __init__(self, config: TenantConfig, tree: QuotaTree, flavors: FlavorNodes,
-                 state: CycleState) -> None:
-        self.config, self.state = config, state
+class Ledger:
+    """The running jobs' quota usage, kept across cycles: ``update`` diffs the snapshot's
+    running jobs against the last cycle's (a set difference) and adds or removes only those."""
+
+    def __init__(self, config: TenantConfig, tree: QuotaTree, flavors: FlavorNodes) -> None:
+        self.config, self.flavors = config, flavors
         self.usage = Usage(tree)
         self.admitted: dict[str, Admitted] = {}
-        masks = flavors.masks(state.cluster)
-        gpu_node = state.cluster.gpu_node
-        for job in state.snapshot.running:
+        self._allocations: dict[str, tuple[int, ...]] = {}
+
+    def update(self, state: CycleState) -> None:
+        running = {job.job_id: job for job in state.snapshot.running}
+        for job_id in [j for j in self.admitted if j not in running]:
+            self._remove(job_id)
+        masks, gpu_node = self.flavors.masks(state.cluster), state.cluster.gpu_node
+        for job_id, job in running.items():
+            known = self._allocations.get(job_id)
+            if known is not None and known == job.allocation:
+                continue
+            if job_id in self.admitted:  # moved or resized: account it afresh
+                self._remove(job_id)
+            self._allocations[job_id] = job.allocation
             admitted = self._admitted(job, masks, gpu_node)
             if admitted is not None:
-                self.admitted[job.job_id] = admitted
+                self.admitted[job_id] = admitted
                 self.usage.add(admitted.cq, admitted.flavor, admitted.request)
-        self._evicted: set[str] = set()
-        self.version = 0  # bumped whenever usage changes within the cycle (for memos)
-        self._grouped = by_queue(self.admitted.values())
-        self._without: tuple[frozenset[str], dict[str, list[Admitted]]] = (frozenset(), {})
-        now = state.now
-        self.any_protected = any(
-            now - a.started < config.cluster_queues[a.cq].preemption.min_runtime
-            for a in self.admitted.values())
+
+    def _remove(self, job_id: str) -> None:
+        a = self.admitted.pop(job_id, None)
+        self._allocations.pop(job_id, None)
+        if a is not None:
+            self.usage.add(a.cq, a.flavor, a.request, -1.0)
 
     def _admitted(self, job: Job, masks: Mapping[str, np.ndarray],
                   gpu_node: np.ndarray) -> Admitted | None:
@@ -63,6 +78,34 @@ class QuotaView:
         node = int(gpu_node[job.allocation[0]]) if job.allocation else -1
         flavor = next((f for f in cq.flavors if node >= 0 and masks[f][node]), cq.flavors[0])
         return admitted_of(job, cq.name, flavor)
+
+
+class QuotaView:
+    def __init__(self, config: TenantConfig, ledger: Ledger, state: CycleState) -> None:
+        self.config, self.state = config, state
+        ledger.update(state)
+        self.usage = ledger.usage.copy()
+        self.admitted: Mapping[str, Admitted] = ledger.admitted
+        self._evicted: set[str] = set()
+        self.version = 0  # bumped whenever usage changes within the cycle (for memos)
+        self._grouped_cache: dict[str, list[Admitted]] | None = None
+        self._without: tuple[frozenset[str], dict[str, list[Admitted]]] = (frozenset(), {})
+        self._protected: bool | None = None
+
+    @property
+    def _grouped(self) -> dict[str, list[Admitted]]:
+        if self._grouped_cache is None:
+            self._grouped_cache = by_queue(self.admitted.values())
+        return self._grouped_cache
+
+    @property
+    def any_protected(self) -> bool:
+        """Whether any running job is within its queue's minimum runtime (read lazily)."""
+        if self._protected is None:
+            now, queues = self.state.now, self.config.cluster_queues
+            self._protected = any(now - a.started < queues[a.cq].preemption.min_runtime
+                                  for a in self.admitted.values())
+        return self._protected
 
     def sync(self) -> Usage:
         """Usage with the cycle's current evictions applied."""

@@ -20,7 +20,8 @@ from dlsched.policies.fifo import fifo
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.state import ClusterSnapshot, whole_free_per_node
 from dlsched.tenancy.loader import parse_tenants
-from dlsched.tenancy.plugins import TenantAdmission, with_tenants
+from dlsched.tenancy.plugins import TenantAdmission
+from dlsched.tenancy.profile import with_tenants
 from dlsched.tenancy.reasons import Pending, Reason
 from dlsched.workload.job import Job, JobSpec, JobStatus
 

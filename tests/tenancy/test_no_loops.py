@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dlsched.policies.fifo import fifo
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
-from dlsched.tenancy.plugins import with_tenants
+from dlsched.tenancy.profile import with_tenants
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 

@@ -253,8 +253,9 @@ def test_pending_reason_and_position() -> None:
     text = config_yaml([cq("a", 8, cohort=None, queueing_strategy="StrictFIFO")])
     run_scenario(text, [R("a0", "a", 4)], [W("a1", "a", 8), W("a2", "a", 2, submit=1),
                                            W("a3", "a", 1, prio=1, submit=2)])
-    # a3 has the higher priority: it is a's head and fits; a1 is next and blocks a2.
+    # a3 has the higher priority: it is a's head and fits; a1 is next and blocks a2. Positions
+    # count the jobs still pending after the cycle (Kueue's positionInClusterQueue): a3 has left.
     assert "a3" not in LAST_PENDING
-    assert (LAST_PENDING["a1"].position, LAST_PENDING["a1"].reason) == (1, NEED)
-    assert (LAST_PENDING["a2"].position, LAST_PENDING["a2"].reason) == (2, Reason.STRICT_FIFO)
-    assert str(LAST_PENDING["a2"]) == (f"{Reason.STRICT_FIFO.value} (a1); position 2 in a")
+    assert (LAST_PENDING["a1"].position, LAST_PENDING["a1"].reason) == (0, NEED)
+    assert (LAST_PENDING["a2"].position, LAST_PENDING["a2"].reason) == (1, Reason.STRICT_FIFO)
+    assert str(LAST_PENDING["a2"]) == (f"{Reason.STRICT_FIFO.value} (a1); position 1 in a")

@@ -13,7 +13,8 @@ from dlsched.policies.tiresias import tiresias
 from dlsched.scheduling.profile import Profile
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
-from dlsched.tenancy.plugins import TenantAdmission, with_tenants
+from dlsched.tenancy.plugins import TenantAdmission
+from dlsched.tenancy.profile import with_tenants
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 

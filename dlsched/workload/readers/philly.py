@@ -3,6 +3,8 @@
 Columns ``timestamp,duration,num_gpus,gpu_time,cluster``: an ISO time, seconds, a GPU count,
 GPU-seconds and the virtual cluster (VC). Submit times are rebased to the first job. The VC
 becomes both the job's queue and its node pool (Philly ran each VC on its own machines).
+With a tenant model (``--tenants``) the pool pin is dropped (``without_vc_pins``): a VC's quota,
+not its machines, bounds it then, so that it can borrow other VCs' idle GPUs.
 
 Reading is vectorised (numpy/pandas) when every row is clean; any doubt (a bad value, a blank
 line, quoting, an unusual time format) falls back to the row-by-row path, which gives the same
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -128,3 +131,12 @@ def _fast_jobs(path: Path, options: ReaderOptions) -> list[JobSpec] | None:
 
 
 register_reader(PhillyReader())
+
+
+def without_vc_pins(trace: Trace) -> Trace:
+    """``trace`` with the pool pin this reader puts on each job (pool = its VC = its queue)
+    dropped; any other pool a job names is kept. Used when tenants are configured: the tenant
+    layer bounds each VC by its quota and lets it borrow idle quota of its cohort (issue 6)."""
+    jobs = tuple(replace(spec, pool=None) if spec.pool is not None and spec.pool == spec.queue
+                 else spec for spec in trace.jobs)
+    return replace(trace, jobs=jobs)

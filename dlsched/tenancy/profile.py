@@ -1,0 +1,50 @@
+"""``with_tenants(profile, config)``: any policy inside the tenant model, the policy unchanged
+except for its QueueSort (the tenant layer orders across queues) and its PostFilter (limited to
+victims of the preemptor's own cluster queue: victims across queues are Kueue's to choose)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.state import CycleState
+from dlsched.tenancy.config import TenantConfig
+from dlsched.tenancy.plugins import TenantAdmission
+from dlsched.workload.job import Job
+
+_POINTS = ("pre_filter", "filter", "score", "permit", "reserve", "on_unschedulable",
+           "next_wakeup")
+
+
+class _Stripped:
+    """A wrapped policy's plugin without its QueueSort: the tenant layer orders across queues.
+    Its PostFilter (the policy's own preemption: Tiresias' 2D-LAS, SRTF) still runs, limited
+    to victims of the preemptor's own cluster queue, so it cannot take another tenant's quota;
+    victims across queues are the tenant layer's (Kueue's) to choose."""
+
+    def __init__(self, inner: Any, config: TenantConfig) -> None:
+        self.inner, self.name, self.config = inner, inner.name, config
+        self.static = getattr(inner, "static", False)
+        for point in _POINTS:
+            if hasattr(inner, point):
+                setattr(self, point, getattr(inner, point))
+        if hasattr(inner, "post_filter"):
+            self.post_filter = self._same_queue_victims
+
+    def _same_queue_victims(self, state: CycleState, job: Job) -> Iterable[Job]:
+        own = self.config.cluster_queue_of(job.spec.queue)
+        return (victim for victim in self.inner.post_filter(state, job)
+                if own is not None and self.config.cluster_queue_of(victim.spec.queue) is own)
+
+
+def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
+    """``profile``'s policy inside the tenant model, the policy itself unchanged."""
+    own = list({id(p): p for p in (profile.queue_sort, *profile.plugins)}.values())
+    kept = [_Stripped(p, config) for p in own
+            if any(hasattr(p, point) for point in (*_POINTS, "post_filter"))]
+    filters = [f for f in profile.filters if f not in own]
+    return Profile(f"{profile.name}+tenants", TenantAdmission(config, profile.queue_sort),
+                   kept, placement=profile.placement, filters=filters, strict_fifo=False,
+                   round_seconds=profile.round_seconds, acts_on_running=profile.acts_on_running,
+                   options=dict(profile.options))

@@ -1,0 +1,112 @@
+"""The part-2 speed paths keep the semantics: the ledger kept across cycles equals a rebuild,
+a failed job closes its queue only when no later job of it could do better, and the jobs it
+closes still get a reason and a position."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from builders import cycle_state, make_cluster
+from harness import LAST_PENDING, R, W, config_yaml, cq, expect, run_scenario, without_types
+
+from dlsched.tenancy.config import BorrowWithinCohort, ClusterQueue, Preemption, WithinQueue
+from dlsched.tenancy.loader import parse_tenants
+from dlsched.tenancy.quota import QuotaTree, Usage
+from dlsched.tenancy.reasons import Reason
+from dlsched.tenancy.skip import closes_queue
+from dlsched.tenancy.view import FlavorNodes, Ledger
+from dlsched.workload.job import Job, JobSpec, JobStatus
+
+NEED = Reason.NEEDS_PREEMPTION
+CONFIG = parse_tenants(config_yaml([cq("a", 8), cq("b", 8)]))
+
+
+def _running(job_id: str, queue: str, gpus: tuple[int, ...]) -> Job:
+    job = Job(JobSpec(job_id, 0.0, len(gpus), 1e6, queue=queue))
+    job.status, job.allocation, job.shares = JobStatus.RUNNING, gpus, (1.0,) * len(gpus)
+    job.run_started = 0.0
+    return job
+
+
+def test_the_ledger_kept_across_cycles_equals_a_rebuild_every_cycle() -> None:
+    rng = random.Random(7)
+    cluster = make_cluster(nodes=4, gpus=4)
+    tree, flavors = QuotaTree(CONFIG), FlavorNodes(CONFIG)
+    kept = Ledger(CONFIG, tree, flavors)
+    running: dict[str, Job] = {}
+    for step in range(60):
+        for job_id in rng.sample(sorted(running), k=min(len(running), rng.randint(0, 2))):
+            del running[job_id]  # finished or evicted
+        used = {g for j in running.values() for g in j.allocation}
+        free = [g for g in range(cluster.num_gpus) if g not in used]
+        if free and rng.random() < 0.7:
+            gpus = tuple(free[:rng.randint(1, min(4, len(free)))])
+            running[f"j{step}"] = _running(f"j{step}", rng.choice("ab"), gpus)
+        if running and rng.random() < 0.2:  # a job resized onto other GPUs
+            job_id = rng.choice(sorted(running))
+            running[job_id] = replace(running[job_id], allocation=running[job_id].allocation[:1])
+        state = cycle_state(cluster, running=running.values())
+        kept.update(state)
+        fresh = Ledger(CONFIG, tree, flavors)
+        fresh.update(state)
+        assert _clean(kept.usage) == _clean(fresh.usage), step
+        assert set(kept.admitted) == set(running)
+
+
+def _clean(usage: Usage) -> dict:
+    return {k: {fr: round(v, 9) for fr, v in used.items() if abs(v) > 1e-9}
+            for k, used in usage.used.items()}
+
+
+A = CONFIG.cluster_queues["a"]
+TWO_FLAVORS = replace(A, flavors=("f", "g"),
+                      quotas={**A.quotas, ("g", "gpu"): A.quotas[("f", "gpu")]})
+BORROW = replace(A, preemption=Preemption(
+    borrow_within_cohort=BorrowWithinCohort(enabled=True)))
+NEWER = replace(A, preemption=Preemption(
+    within_cluster_queue=WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY))
+
+
+@pytest.mark.parametrize(("cq", "gpus", "types", "reason", "least", "evicted", "fifo", "want"), [
+    (A, 1, (), NEED, 1, False, True, True),            # the least job failed: all later fail
+    (A, 2, (), NEED, 1, False, True, False),           # a later 1-GPU job may still fit
+    (A, 1, (), Reason.NO_NODE_FITS, 1, False, True, False),  # nodes, not quota
+    (A, 1, (), Reason.STRICT_FIFO, 1, False, True, False),
+    (A, 1, ("V100",), NEED, 1, False, True, False),    # a later job may use another flavor
+    (TWO_FLAVORS, 1, (), NEED, 1, False, True, False),  # a larger job may fit another flavor
+    (A, 1, (), NEED, 1, True, True, False),             # it had candidates taken away
+    (BORROW, 1, (), NEED, 1, False, True, False),       # a later, borrowing job has more
+    (NEWER, 1, (), NEED, 1, False, False, False),       # later may be older: more candidates
+    (NEWER, 1, (), NEED, 1, False, True, True),         # FIFO: later is newer
+], ids=["least-fails", "larger-fails", "node-reason", "strict-reason", "named-type",
+        "two-flavors", "was-evicted", "borrow-within-cohort", "newer-not-fifo", "newer-fifo"])
+def test_when_a_failed_job_closes_its_queue(cq: ClusterQueue, gpus: int, types: tuple,
+                                            reason: Reason, least: int, evicted: bool,
+                                            fifo: bool, want: bool) -> None:
+    job = Job(JobSpec("x", 0.0, gpus, 10.0, queue="a", gpu_types=types))
+    usage = Usage(QuotaTree(CONFIG))
+    assert closes_queue(cq, job, {"gpu": float(gpus)}, reason, {"gpu": float(least)}, usage,
+                        evicted, fifo) is want
+
+
+def test_a_closed_queue_still_tells_each_job_why_and_where() -> None:
+    # a uses its 8 and b lends nothing (b uses its 8 too): a1 (1 GPU, a's least) fails on
+    # quota, so a2 and a3 are not tried, and get a1's reason with their own positions; b's own
+    # head b9 is still tried (it fails on quota as well).
+    text = config_yaml([cq("a", 8), cq("b", 8)])
+    out = run_scenario(text, [R("a0", "a", 8), R("b0", "b", 8)],
+                       [W("a1", "a", 1), W("a2", "a", 2, submit=1), W("a3", "a", 1, submit=2),
+                        W("b9", "b", 1, submit=3)])
+    assert without_types(out) == expect([], [], {"a1": NEED, "a2": NEED, "a3": NEED,
+                                                 "b9": NEED})
+    assert [LAST_PENDING[j].position for j in ("a1", "a2", "a3")] == [0, 1, 2]
+    assert "a1, which asks no more" in LAST_PENDING["a3"].detail
+    assert LAST_PENDING["b9"].detail == ""  # b9 was tried itself
+
+
+def test_best_effort_fifo_still_tries_a_smaller_job_behind_a_failed_larger_one() -> None:
+    text = config_yaml([cq("a", 8, cohort=None)])
+    out = run_scenario(text, [R("a0", "a", 6)], [W("a1", "a", 4), W("a2", "a", 2, submit=1)])
+    assert without_types(out) == expect(["a2"], [], {"a1": NEED})
