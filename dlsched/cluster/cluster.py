@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -74,11 +75,12 @@ class Cluster:
     def _set(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
 
-    @property
+    # Computed on first use and kept (the cluster is immutable).
+    @cached_property
     def num_gpus(self) -> int:
         return int(self.node_gpus.sum())
 
-    @property
+    @cached_property
     def num_nodes(self) -> int:
         return len(self.nodes)
 

@@ -66,8 +66,9 @@ class DiscretizedLas:
         return self._level(self._service(state, job))
 
     def _service(self, state: CycleState | None, job: Job) -> float:
-        now = state.now if state is not None else job.attained_time
-        return job.attained_service(now) - self._offsets.get(job.job_id, 0.0)
+        now = state.snapshot.now if state is not None else job.attained_time
+        offsets = self._offsets
+        return job.attained_service(now) - (offsets.get(job.job_id, 0.0) if offsets else 0.0)
 
     def _level(self, service: float) -> int:
         # A wake-up set for a threshold crossing may see the service a hair below it (float
@@ -83,13 +84,14 @@ class DiscretizedLas:
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
-        if self._starving(state, job):
-            self._offsets[job.job_id] = job.attained_service(state.now)
+        now = state.snapshot.now
+        if self.promote_knob and self._starving(state, job):
+            self._offsets[job.job_id] = job.attained_service(now)
         # A promoted job's service is now 0, so its level is its queue (0) here too.
         service = self._service(state, job)
         level = self._level(service)
-        self._running.file(job, level, state.now)
-        self._push_demotion(state, job, state.now, len(gpus), service, level)
+        self._running.file(job, level, now)
+        self._push_demotion(state, job, now, len(gpus), service, level)
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterator[Job]:
@@ -132,7 +134,7 @@ class DiscretizedLas:
         self._advance(state)
         first = self._demotions[0][0] if self._demotions else None
         if not self.min_runtime and not self.promote_knob:  # the default: demotions only
-            return first if first is not None and first > state.now else None
+            return first if first is not None and first > state.snapshot.now else None
         times = [first]
         if self.min_runtime:
             times.append(protection_ends(state, self.min_runtime))
@@ -149,22 +151,24 @@ class DiscretizedLas:
         """Apply every threshold crossing due by now, from a heap of (time, job id, start
         time, job) kept since each job started; stale entries (the job stopped or restarted
         since) are dropped lazily."""
-        heap = self._demotions
+        heap, now = self._demotions, state.snapshot.now
         if not self._seeded:
             self._seeded = True
             self._node_demotions = np.zeros(state.cluster.num_nodes, dtype=np.int64)
             for job in state.snapshot.running:
                 self._running.file(job, self.queue_of(state, job), job.run_started or 0.0)
                 self._push_demotion(state, job, job.run_started)
-        while heap and heap[0][0] <= state.now:
+        while heap and heap[0][0] <= now:
             _, _, started, job = heapq.heappop(heap)
-            just_started = job.job_id in state.started and started == state.now
+            just_started = job.job_id in state.started and started == now
             if just_started or (job.run_started == started
                                 and job.status is JobStatus.RUNNING
                                 and job.job_id not in state.evicted):
                 self._running.file(job, self.queue_of(state, job), started or 0.0)
                 self._push_demotion(state, job, started)
-                self._node_demotions[state.cluster.gpu_node[list(job.allocation)]] += 1
+                demotions, gpu_node = self._node_demotions, state.layout.gpu_node
+                for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node
+                    demotions[node] += 1
                 self._demotion_count += 1
 
     def _push_demotion(self, state: CycleState, job: Job, started: float | None,
@@ -175,7 +179,7 @@ class DiscretizedLas:
             service = self._service(state, job)
             level = self._level(service)
         if level < len(self.thresholds) and gpus:
-            at = state.now + (self.thresholds[level] - service) / gpus
+            at = state.snapshot.now + (self.thresholds[level] - service) / gpus
             heapq.heappush(self._demotions, (at, job.job_id, started, job))
 
 

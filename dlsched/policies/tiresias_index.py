@@ -32,8 +32,9 @@ class RunningByQueue:
         self._filed[job.job_id] = (queue, started)
         self._size += 1
         # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
-        # scans start: compact once they reach a quarter of the live ones.
-        if self._size > self._live_at_compaction + self._live_at_compaction // 4 + 64:
+        # scans start: compact once they reach half the live ones (a compaction reads every
+        # entry; scans skip stale ones cheaply, and few scans happen between compactions).
+        if self._size > self._live_at_compaction + self._live_at_compaction // 2 + 128:
             self._compact()
 
     def queue_of(self, job: Job) -> int | None:
@@ -47,11 +48,14 @@ class RunningByQueue:
         yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key))
 
     def _valid_in(self, queue: int, first: int) -> Iterator[Job]:
-        entries = self._entries[queue]
+        entries, filed, running = self._entries[queue], self._filed, JobStatus.RUNNING
         for index in range(len(entries) - 1, first - 1, -1):
             job, started = entries[index]
-            if self._valid(job, (queue, started)):
-                yield job
+            # ``_valid``, inlined: victim searches read many entries, stale ones included.
+            if job.status is running and job.run_started == started:
+                where = filed.get(job.job_id)
+                if where is not None and where[0] == queue and where[1] == started:
+                    yield job
 
     def _valid(self, job: Job, filed: tuple[int, float]) -> bool:
         return (job.status is JobStatus.RUNNING and job.run_started == filed[1]

@@ -14,7 +14,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.framework import SUCCESS, FilterPlugin, ScorePlugin, Status, unschedulable
-from dlsched.scheduling.state import EPS, CycleState
+from dlsched.scheduling.state import EPS, CycleState, layout_of
 from dlsched.workload.job import Job
 
 
@@ -124,33 +124,30 @@ def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin])
     return unschedulable("filter", "no node passes the filters")
 
 
-_GPU_NODES: dict[int, tuple[Cluster, list[int]]] = {}
-
-
 def gpu_nodes(cluster: Cluster) -> list[int]:
     """``cluster.gpu_node`` as a list of Python ints (indexing it one GPU at a time is
     several times faster than indexing the array); cached per cluster, read only."""
-    cached = _GPU_NODES.get(id(cluster))
-    if cached is None or cached[0] is not cluster:
-        if len(_GPU_NODES) > 64:
-            _GPU_NODES.clear()
-        cached = _GPU_NODES[id(cluster)] = (cluster, cluster.gpu_node.tolist())
-    return cached[1]
+    return layout_of(cluster).gpu_node
 
 
 def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
           scores: Sequence[tuple[ScorePlugin, float]], take_limit: int | None = None,
           workers: int | None = None) -> tuple[tuple[int, ...], Status]:
     """GPUs for ``workers`` (default: the job's request) workers, or () and why not."""
-    need = job.spec.num_gpus if workers is None else workers
-    share = job.spec.gpu_share
-    mask, status = filter_nodes(state, job, filters)
-    if not status.ok:
-        return (), status
+    spec = job.spec
+    need = spec.num_gpus if workers is None else workers
+    share = spec.gpu_share
+    mask, empty, dynamic = _spec_record(state, job, filters)[4][:3]
+    if empty or dynamic:
+        mask, status = filter_nodes(state, job, filters)
+        if not status.ok:
+            return (), status
     capacity = state.capacity(share)
+    if need == 1 and len(scores) == 1:
+        best_single = getattr(scores[0][0], "best_single", None)
+        if best_single is not None:
+            return _place_single(state, best_single(capacity, mask), share)
     usable = mask & (capacity > 0)
-    if need == 1 and len(scores) == 1 and hasattr(scores[0][0], "best_single"):
-        return _place_single(state, usable, capacity, share, scores[0][0])
     nodes = usable.nonzero()[0]
     room = capacity[nodes]
     have = int(room.sum()) if need > 1 else len(nodes)
@@ -180,12 +177,15 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     return tuple(chosen), SUCCESS
 
 
-def _place_single(state: CycleState, usable: np.ndarray, capacity: np.ndarray, share: float,
-                  scorer: ScorePlugin) -> tuple[tuple[int, ...], Status]:
-    """One worker: the scorer's shortcut picks the node its scores would rank first."""
-    best = scorer.best_single(capacity, usable)  # type: ignore[attr-defined]
-    if not usable[best]:
-        return (), unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
+_NO_SINGLE = unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
+
+
+def _place_single(state: CycleState, best: int | None, share: float
+                  ) -> tuple[tuple[int, ...], Status]:
+    """One worker on ``best``, the node the scorer's shortcut ranks first (None: no node of
+    the mask has room)."""
+    if best is None:
+        return (), _NO_SINGLE
     gpus = pick_gpus(state, best, 1, share)
     state.take(gpus, share)
     state.scratch["placing_nodes"] = [best]
@@ -206,14 +206,21 @@ def pick_gpus(state: CycleState, node: int, count: int, share: float) -> list[in
     """``count`` GPUs of ``node`` with room for ``share``: inside one NVLink domain when one
     has room (the fullest such domain, to keep big domains free), else the lowest indices;
     for fractions, the GPUs with the least room left that still fit (packing)."""
-    cluster = state.cluster
-    first = int(cluster.node_first_gpu[node])
-    free = state.free[first:first + int(cluster.node_gpus[node])]
-    domain = cluster.nodes[node].nvlink_domain
+    layout = state.layout
+    first = layout.first_gpu[node]
+    end = first + layout.gpus[node]
+    domain = layout.nvlink_domain[node]
     if share >= 1.0 - EPS and not domain:
+        # The lowest free GPUs, read as Python floats: a node has a handful of GPUs, and this
+        # beats building numpy temporaries for them.
+        room = share - EPS
+        free_list = state.free[first:end].tolist()
         if count == 1:
-            return [first + int((free >= share - EPS).argmax())]
-        return [first + i for i, f in enumerate(free.tolist()) if f >= share - EPS][:count]
+            for i, f in enumerate(free_list):
+                if f >= room:
+                    return [first + i]
+        return [first + i for i, f in enumerate(free_list) if f >= room][:count]
+    free = state.free[first:end]
     fits = np.flatnonzero(free >= share - EPS)
     if share < 1.0 - EPS:
         order = fits[np.argsort(free[fits], kind="stable")]

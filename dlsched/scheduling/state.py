@@ -40,14 +40,16 @@ class ClusterSnapshot:
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.
-        # A read-only array passed in (the core keeps such views of its books) is kept as is.
-        for name in ("free", "node_free", "node_version"):
-            value = getattr(self, name)
-            if isinstance(value, np.ndarray) and not value.flags.writeable:
-                continue
-            view = np.asarray(value).view()
-            view.flags.writeable = False
-            object.__setattr__(self, name, view)
+        # A read-only array passed in (the core keeps such views of its books) is kept as is;
+        # that is the case of every cycle, so it is tested first, without a loop.
+        if not (_read_only(self.free) and _read_only(self.node_free)
+                and _read_only(self.node_version)):
+            for name in ("free", "node_free", "node_version"):
+                value = getattr(self, name)
+                if not _read_only(value):
+                    view = np.asarray(value).view()
+                    view.flags.writeable = False
+                    object.__setattr__(self, name, view)
         if not self.by_queue and self.waiting:  # built by hand: group the waiting jobs
             groups: dict[str, list[Job]] = {}
             for job in self.waiting:
@@ -60,7 +62,8 @@ class CycleState:
     """The scratchpad of one cycle: GPUs reserved so far, evictions, per-plugin data.
 
     ``free`` starts as a copy of the snapshot's and changes as jobs are placed or evicted, so
-    later jobs in the same cycle see earlier decisions.
+    later jobs in the same cycle see earlier decisions. ``node_free`` and the whole-free count
+    behind ``free_whole`` change with it (only through ``take``, ``give_back`` and ``evict``).
     """
 
     snapshot: ClusterSnapshot
@@ -69,6 +72,14 @@ class CycleState:
     evicted: dict[str, Job] = field(default_factory=dict)
     started: dict[str, tuple[int, ...]] = field(default_factory=dict)
     scratch: dict[str, Any] = field(default_factory=dict)
+    layout: Layout = field(init=False, repr=False)
+    # ``free_whole`` = _whole_base + _whole_change; the base is summed only when first asked
+    # (preemptive policies never ask), the change is kept by every take and give-back.
+    _whole_base: int | None = field(default=None, init=False, repr=False)
+    _whole_change: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.layout = layout_of(self.snapshot.cluster)
 
     @classmethod
     def begin(cls, snapshot: ClusterSnapshot) -> CycleState:
@@ -89,7 +100,10 @@ class CycleState:
 
     @property
     def free_whole(self) -> int:
-        return int(self.node_free.sum())
+        """Wholly free GPUs in the cluster."""
+        if self._whole_base is None:  # node_free changes only with _whole_change
+            self._whole_base = int(self.node_free.sum()) - self._whole_change
+        return self._whole_base + self._whole_change
 
     def capacity(self, share: float) -> np.ndarray:
         """Per node: how many workers needing ``share`` of a GPU each could still be placed."""
@@ -106,38 +120,72 @@ class CycleState:
         return int(np.count_nonzero(self.free[_node_slice(self.cluster, node)] >= share - EPS))
 
     def take(self, gpus: Sequence[int], share: float) -> None:
-        self._adjust(gpus, -share)
+        free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
+        for gpu in gpus:
+            self._whole_change += shift_free(free, node_free, gpu_node, gpu, -share)
 
     def give_back(self, gpus: Sequence[int], shares: Sequence[float]) -> None:
-        for gpu, s in zip(gpus, shares, strict=True):
-            self._adjust((gpu,), s)
+        free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
+        for gpu, share in zip(gpus, shares, strict=True):
+            self._whole_change += shift_free(free, node_free, gpu_node, gpu, share)
 
     def evict(self, job: Job) -> None:
         self.evicted[job.job_id] = job
         self.give_back(job.allocation, job.shares)
 
-    def _adjust(self, gpus: Sequence[int], delta: float) -> None:
-        for gpu in gpus:
-            shift_free(self.free, self.node_free, self.cluster.gpu_node, gpu, delta)
-
 
 def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: Sequence[int], gpu: int,
-               delta: float) -> None:
+               delta: float) -> int:
     """Add ``delta`` to one GPU's free share (clamped to 0..1), keeping its node's count of
-    wholly free GPUs in step. The core and each cycle's scratchpad both keep books this way."""
+    wholly free GPUs in step; returns how that count changed (-1, 0 or 1). The core and each
+    cycle's scratchpad both keep books this way."""
     old = free.item(gpu)  # a Python float: scalar arithmetic on numpy values is slower
     new = old + delta
     new = FULL if new > FULL else (0.0 if new < 0.0 else new)
     free[gpu] = new
-    is_whole = new >= FULL - EPS
-    if (old >= FULL - EPS) != is_whole:
-        node_free[gpu_node[gpu]] += 1 if is_whole else -1
+    was_whole = old >= FULL - EPS
+    if was_whole == (new >= FULL - EPS):
+        return 0
+    change = -1 if was_whole else 1
+    node_free[gpu_node[gpu]] += change
+    return change
 
 
 def whole_free_per_node(cluster: Cluster, free: np.ndarray) -> np.ndarray:
     whole = (free >= FULL - EPS).astype(np.int64)
     return np.bincount(cluster.gpu_node, weights=whole, minlength=cluster.num_nodes).astype(
         np.int64)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A cluster's GPU layout as Python lists (indexing them one element at a time is several
+    times faster than indexing numpy arrays): each GPU's node; each node's first GPU, GPU
+    count and NVLink domain size. Built once per cluster (``layout_of``); read only."""
+
+    gpu_node: list[int]
+    first_gpu: list[int]
+    gpus: list[int]
+    nvlink_domain: list[int]
+
+
+# id(cluster) -> (cluster, its layout); holding the cluster keeps its id from being reused.
+_LAYOUTS: dict[int, tuple[Cluster, Layout]] = {}
+
+
+def layout_of(cluster: Cluster) -> Layout:
+    cached = _LAYOUTS.get(id(cluster))
+    if cached is None or cached[0] is not cluster:
+        if len(_LAYOUTS) > 64:
+            _LAYOUTS.clear()
+        layout = Layout(cluster.gpu_node.tolist(), cluster.node_first_gpu.tolist(),
+                        cluster.node_gpus.tolist(), [n.nvlink_domain for n in cluster.nodes])
+        cached = _LAYOUTS[id(cluster)] = (cluster, layout)
+    return cached[1]
+
+
+def _read_only(value: object) -> bool:
+    return isinstance(value, np.ndarray) and not value.flags.writeable
 
 
 def _node_slice(cluster: Cluster, node: int) -> slice:

@@ -29,8 +29,11 @@ class WaitingQueue:
             key = self._key_of[job.job_id] = self._static_key(job)
             _insert(self._keys, self._ordered, key, job)
             queue = job.spec.queue
-            _insert(self._queue_keys.setdefault(queue, []), self._by_queue.setdefault(queue, []),
-                    key, job)
+            keys = self._queue_keys.get(queue)
+            if keys is None:
+                keys = self._queue_keys[queue] = []
+                self._by_queue[queue] = []
+            _insert(keys, self._by_queue[queue], key, job)
 
     def pop(self, job_id: str) -> Job:
         job = self._jobs.pop(job_id)
@@ -74,6 +77,10 @@ class WaitingQueue:
 
 
 def _insert(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:
+    if not keys or not key < keys[-1]:  # the common case: it goes last (one comparison)
+        keys.append(key)
+        jobs.append(job)
+        return
     at = bisect.bisect_right(keys, key)
     keys.insert(at, key)
     jobs.insert(at, job)

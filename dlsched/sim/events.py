@@ -9,8 +9,7 @@ from __future__ import annotations
 import enum
 import heapq
 import itertools
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Priority(enum.IntEnum):
@@ -22,8 +21,12 @@ class Priority(enum.IntEnum):
     TIMER = 3
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
+    """What happens (``kind``), to what (``payload``), and for which attempt (``token``).
+
+    Immutable. A named tuple rather than a frozen dataclass: a Philly run makes ~2 x 10^5 of
+    them and a tuple is several times cheaper to build."""
+
     kind: Priority
     payload: Any = None
     token: int = 0
@@ -35,20 +38,21 @@ class EventQueue:
         self._seq = itertools.count()
 
     def schedule(self, time: float, event: Event) -> None:
-        heapq.heappush(self._heap, (time, int(event.kind), next(self._seq), event))
+        heapq.heappush(self._heap, (time, event.kind, next(self._seq), event))
 
     def peek(self) -> float:
         """Time of the next event (infinity when empty)."""
-        return self._heap[0][0] if self._heap else float("inf")
+        return self._heap[0][0] if self._heap else _INFINITY
 
     def pop(self) -> tuple[float, Event]:
         time, _, _, event = heapq.heappop(self._heap)
         return time, event
 
-    def pop_at(self, time: float) -> Event | None:
-        """The next event if it is due at ``time``, removed from the queue; else None."""
+    def pop_at(self, time: float, before: int = 1 << 30) -> Event | None:
+        """The next event if it is due at ``time`` (and, with ``before``, has a priority below
+        it), removed from the queue; else None."""
         heap = self._heap
-        if heap and heap[0][0] == time:
+        if heap and heap[0][0] == time and heap[0][1] < before:
             return heapq.heappop(heap)[3]
         return None
 
@@ -57,3 +61,6 @@ class EventQueue:
 
     def __bool__(self) -> bool:
         return bool(self._heap)
+
+
+_INFINITY = float("inf")

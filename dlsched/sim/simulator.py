@@ -1,8 +1,8 @@
 """The simulator: the scheduler core driven by a simulated clock and executor over a trace.
 
-Per time step: pop every event at that time (completions, failures, arrivals, timers, in that
-order), then run one scheduling cycle if anything changed. Arrivals enter the heap one at a time
-from the sorted trace, which keeps the heap small.
+Per time step: take every event at that time (completions, failures, arrivals, timers, in that
+order), then run one scheduling cycle if anything changed. Arrivals are read straight from the
+sorted trace, merged with the heap at their place in that order: they never enter the heap.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dlsched.sim.result import SimulationResult, collect_result
 from dlsched.workload.trace import Trace
 
 WAKEUP, ROUND = "wakeup", "round"
+_FINISH, _ARRIVAL = Priority.FINISH, Priority.ARRIVAL
 
 
 @dataclass(frozen=True)
@@ -69,31 +70,44 @@ class Simulator:
 
     def _run(self) -> SimulationResult:
         started = time.perf_counter()
-        self._push_arrival()
         max_time = self.config.max_time
-        events, clock, handle = self.events, self.clock, self._handle
-        while events:
+        events, clock, core, handle = self.events, self.clock, self.core, self._handle
+        specs, arrival = self.trace.jobs, self._next_arrival
+        arrivals = len(specs)
+        while True:
             now = events.peek()
+            if arrival < arrivals and specs[arrival].submit_time <= now:
+                now = specs[arrival].submit_time
+            elif not events:
+                break
             if max_time is not None and now > max_time:
                 clock.time = max_time
                 break
             clock.time = now
             changed = False
+            # Same-time order (events.Priority): completions and failures, arrivals, timers.
+            while (event := events.pop_at(now, _ARRIVAL)) is not None:
+                changed |= handle(event)
+            while arrival < arrivals and specs[arrival].submit_time == now:
+                core.submit(specs[arrival])
+                arrival += 1
+                changed = True
+            self._next_arrival = arrival
             while (event := events.pop_at(now)) is not None:
                 changed |= handle(event)
             if changed:
-                result = self.core.cycle()
-                self._arm_wakeup(result.next_wakeup)
-                self._arm_round()
+                self._arm_wakeup(core.cycle().next_wakeup)
+                if self.round_seconds is not None:
+                    self._arm_round()
         return collect_result(self, time.perf_counter() - started)
 
     def _handle(self, event: Event) -> bool:
-        if event.kind is Priority.ARRIVAL:
-            self.core.submit(event.payload)
-            self._push_arrival()
-            return True
-        if event.kind is Priority.FINISH:
+        kind = event.kind
+        if kind is _FINISH:
             return self._finish(event)
+        if kind is _ARRIVAL:  # not scheduled by the simulator itself (arrivals come from the
+            self.core.submit(event.payload)  # trace), but any caller may schedule one
+            return True
         if event.payload == ROUND:
             self._round_armed = False
             return True
@@ -109,17 +123,10 @@ class Simulator:
             self.progress(self.finished, len(self.trace))
         return True
 
-    def _push_arrival(self) -> None:
-        jobs = self.trace.jobs
-        if self._next_arrival < len(jobs):
-            spec = jobs[self._next_arrival]
-            self.events.schedule(spec.submit_time, Event(Priority.ARRIVAL, spec))
-            self._next_arrival += 1
-
     def _arm_wakeup(self, at: float | None) -> None:
         now = self.clock.time
-        if at is not None and at == self._wakeup_at:
-            return
+        if at == self._wakeup_at:
+            return  # already armed; or none armed (no timer holds the token) and none asked
         self._wakeup_token += 1  # any wake-up armed before is now stale
         if at is None or at <= now:
             self._wakeup_at = None

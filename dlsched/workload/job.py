@@ -37,18 +37,25 @@ class JobStatus(enum.Enum):
 
     @property
     def is_waiting(self) -> bool:
-        return self in (JobStatus.PENDING, JobStatus.PREEMPTED)
+        return self in _WAITING
 
 
-_TERMINAL = frozenset({JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED})
+# Tuples, not sets: membership by identity, without calling ``Enum.__hash__`` (Python code)
+# several times per job on 10^5-job traces.
+_TERMINAL = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED)
+_WAITING = (JobStatus.PENDING, JobStatus.PREEMPTED)
+_RUNNING = JobStatus.RUNNING
 
-_TRANSITIONS: dict[JobStatus, frozenset[JobStatus]] = {
-    JobStatus.PENDING: frozenset({JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED}),
-    JobStatus.RUNNING: frozenset(
-        {JobStatus.PREEMPTED, JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED}
-    ),
-    JobStatus.PREEMPTED: frozenset({JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED}),
+_TRANSITIONS: dict[JobStatus, tuple[JobStatus, ...]] = {
+    JobStatus.PENDING: (JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED),
+    JobStatus.RUNNING: (JobStatus.PREEMPTED, JobStatus.FINISHED, JobStatus.FAILED,
+                        JobStatus.CANCELLED),
+    JobStatus.PREEMPTED: (JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED),
 }
+# The same table keyed by each state's value (a str, whose hash is cached): the lookup the
+# core makes on every start, stop and finish.
+_NEXT_BY_VALUE: dict[str, tuple[JobStatus, ...]] = {
+    old.value: new for old, new in _TRANSITIONS.items()}
 
 
 class InvalidTransition(DlschedError):
@@ -56,7 +63,7 @@ class InvalidTransition(DlschedError):
 
 
 def check_transition(job_id: str, old: JobStatus, new: JobStatus) -> None:
-    if new not in _TRANSITIONS.get(old, frozenset()):
+    if new not in _NEXT_BY_VALUE.get(old._value_, ()):
         raise InvalidTransition(f"job {job_id}: {old.value} -> {new.value} is not allowed")
 
 
@@ -153,7 +160,7 @@ class Job:
         return len(self.allocation) if self.allocation else self.spec.num_gpus
 
     def work_done(self, now: float) -> float:
-        if self.status is not JobStatus.RUNNING:
+        if self.status is not _RUNNING:
             return self.done_work
         since = max(self.progress_time, self.productive_from)
         return min(self.spec.work, self.done_work + self.rate * max(0.0, now - since))
@@ -163,7 +170,7 @@ class Job:
 
     def attained_service(self, now: float) -> float:
         """GPU-seconds received so far (Tiresias' attained service)."""
-        if self.status is not JobStatus.RUNNING:
+        if self.status is not _RUNNING:
             return self.attained
         return self.attained + len(self.allocation) * (now - self.attained_time)
 

@@ -8,11 +8,14 @@ import gc
 import numpy as np
 import pytest
 from builders import cycle_state, make_cluster, make_job, simulator
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlsched.policies.tiresias import DiscretizedLas
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.framework import SUCCESS, Status
-from dlsched.scheduling.placement import filter_nodes, gpu_nodes, static_shape
+from dlsched.scheduling.placement import filter_nodes, gpu_nodes, pick_gpus, static_shape
+from dlsched.scheduling.plugins.scores import Consolidated
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import ClusterSnapshot, CycleState
 from dlsched.scheduling.waiting import WaitingQueue
@@ -126,16 +129,21 @@ def test_waiting_queue_computes_a_static_key_once_per_job() -> None:
     assert calls == ["j0", "j1", "j2"]
 
 
-def test_rank_epoch_sees_a_demotion_on_the_same_mask() -> None:
-    # One 1-GPU job runs from t=0; its queue-0 threshold of 100 GPU-s is crossed at t=100.
-    cluster = make_cluster(nodes=1, gpus=2)
-    running = _running(make_job("r").build(), (0,))
+@pytest.mark.parametrize(("gpus", "crossed_at"), [((0,), 100.0), ((0, 1), 50.0)],
+                         ids=["one-gpu", "two-gpus-one-node"])
+def test_rank_epoch_sees_a_demotion_on_the_same_mask(gpus: tuple[int, ...],
+                                                     crossed_at: float) -> None:
+    # A job runs from t=0 on ``gpus`` of node 0; its queue-0 threshold of 100 GPU-s is crossed
+    # at 100 / len(gpus). A demotion counts once per node it touches, whatever its GPUs there.
+    cluster = make_cluster(nodes=2, gpus=2)
+    running = _running(make_job("r").gpus(len(gpus)).build(), gpus)
     order = DiscretizedLas((100.0,), 0.0)
     waiting = Job(make_job("w").at(1).build())
-    mask = np.ones(1, dtype=bool)
+    mask = np.ones(2, dtype=bool)
     epochs = []
-    for now in (50.0, 99.0, 150.0):
-        state = cycle_state(cluster, {0: 1.0}, waiting=[waiting], running=[running], now=now)
+    for now in (crossed_at / 2, crossed_at - 1, crossed_at + 50):
+        state = cycle_state(cluster, dict.fromkeys(gpus, 1.0), waiting=[waiting],
+                            running=[running], now=now)
         epochs.append(order.rank_epoch(state, waiting, mask))
     assert epochs == [(0, 0), (0, 0), (1, 0)]
 
@@ -164,3 +172,117 @@ def test_simulation_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -
     finally:
         gc.enable() if was else gc.disable()
     assert [r.status for r in result.jobs] == ["finished"]
+
+
+def _tightest(capacity: list[int], mask: list[bool]) -> int | None:
+    """The rule ``Consolidated.best_single`` shortcuts, the long way."""
+    fits = [(c, n) for n, (c, m) in enumerate(zip(capacity, mask, strict=True)) if m and c > 0]
+    return min(fits)[1] if fits else None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.booleans()), min_size=1, max_size=12),
+       st.booleans(), st.booleans())
+def test_best_single_is_the_tightest_fitting_node(nodes: list[tuple[int, bool]],
+                                                  read_only: bool, as_float: bool) -> None:
+    capacity = [c for c, _ in nodes]
+    mask = np.array([m for _, m in nodes], dtype=bool)
+    mask.flags.writeable = not read_only
+    array = np.array(capacity, dtype=np.float64 if as_float else np.int64)
+    assert Consolidated().best_single(array, mask) == _tightest(capacity, mask.tolist())
+
+
+BEST_SINGLE = [  # capacity, mask, best
+    ("tightest wins", [3, 1, 2], [True, True, True], 1),
+    ("full node skipped", [0, 2, 1], [True, True, True], 2),
+    ("outside the mask skipped", [1, 4, 2], [False, True, True], 2),
+    ("tie goes to the lowest index", [2, 2, 2], [True, True, True], 0),
+    ("nothing fits", [0, 5, 0], [True, False, True], None),
+]
+
+
+@pytest.mark.parametrize(("capacity", "mask", "best"), [c[1:] for c in BEST_SINGLE],
+                         ids=[c[0] for c in BEST_SINGLE])
+def test_best_single_golden(capacity: list[int], mask: list[bool], best: int | None) -> None:
+    frozen = np.array(mask)
+    frozen.flags.writeable = False
+    for _ in range(2):  # the second call reads the cached offsets of the read-only mask
+        assert Consolidated().best_single(np.array(capacity), frozen) == best
+
+
+@pytest.mark.parametrize("read_first", [True, False], ids=["read-before", "read-after"])
+def test_free_whole_follows_takes_evictions_and_give_backs(read_first: bool) -> None:
+    # Two 2-GPU nodes, GPU 1 half used: 3 whole GPUs free.
+    state = cycle_state(make_cluster(nodes=2, gpus=2), {1: 0.5})
+    if read_first:
+        assert state.free_whole == 3
+    state.take([0, 2], 1.0)       # 1 left (GPU 3)
+    state.take([1], 0.5)          # GPU 1 was not whole: still 1
+    assert state.free_whole == 1
+    state.give_back([0], [1.0])   # 2
+    state.give_back([1], [0.25])  # GPU 1 at 0.25: not whole
+    assert state.free_whole == 2
+    state.evict(_running(make_job("r").gpus(2).build(), (2, 1)))  # whole shares: both whole
+    assert state.free_whole == 4 == int(state.node_free.sum())
+    assert state.node_free.tolist() == [2, 2]
+
+
+PICKS = [  # used GPUs of a plain 4-GPU node, count, expected
+    ("first free", {0: 1.0}, 1, [1]),
+    ("lowest free ones", {0: 1.0, 2: 1.0}, 2, [1, 3]),
+    ("a part-used GPU is not free", {0: 0.5, 1: 1.0}, 1, [2]),
+    ("last one", {0: 1.0, 1: 1.0, 2: 1.0}, 1, [3]),
+]
+
+
+@pytest.mark.parametrize(("used", "count", "expected"), [c[1:] for c in PICKS],
+                         ids=[c[0] for c in PICKS])
+def test_pick_gpus_takes_the_lowest_free_gpus(used: dict[int, float], count: int,
+                                              expected: list[int]) -> None:
+    state = cycle_state(make_cluster(nodes=2, gpus=4), used)
+    assert pick_gpus(state, 0, count, 1.0) == expected
+    assert pick_gpus(state, 1, count, 1.0) == [4 + g for g in range(count)]
+
+
+def test_arrivals_come_from_the_trace_in_same_time_order() -> None:
+    # One GPU, FIFO. A (10 s) at 0; B and C at 10, when A ends; D at 25. B starts at 10 (the
+    # completion first, then both arrivals, then one cycle); C at 20; D waits for C until 30.
+    jobs = [make_job("A").work(10).build(), make_job("B").at(10).work(10).build(),
+            make_job("C").at(10).work(10).build(), make_job("D").at(25).work(5).build()]
+    sim = simulator("fifo", make_cluster(nodes=1, gpus=1), jobs)
+    scheduled: list[Priority] = []
+    schedule, cycle = sim.events.schedule, sim.core.cycle
+    cycles: list[tuple[float, int]] = []
+
+    def log_schedule(time: float, event: Event) -> None:
+        scheduled.append(event.kind)
+        schedule(time, event)
+
+    def log_cycle():  # noqa: ANN202
+        cycles.append((sim.clock.now(), len(sim.core.waiting)))
+        return cycle()
+
+    sim.events.schedule, sim.core.cycle = log_schedule, log_cycle
+    result = sim.run()
+    starts = {r.job_id: (r.first_start, r.finish_time) for r in result.jobs}
+    assert starts == {"A": (0, 10), "B": (10, 20), "C": (20, 30), "D": (30, 35)}
+    assert cycles == [(0, 1), (10, 2), (20, 1), (25, 1), (30, 1), (35, 0)]
+    assert Priority.ARRIVAL not in scheduled  # arrivals never enter the heap
+
+
+def test_max_time_stops_before_later_arrivals() -> None:
+    jobs = [make_job("A").work(10).build(), make_job("B").at(50).work(10).build()]
+    sim = simulator("fifo", make_cluster(nodes=1, gpus=1), jobs, max_time=20)
+    result = sim.run()
+    assert [r.status for r in result.jobs] == ["finished"]
+    assert sim.clock.now() == 20
+
+
+def test_pop_at_before_a_priority_leaves_later_kinds() -> None:
+    queue = EventQueue()
+    for kind in (Priority.TIMER, Priority.FINISH, Priority.ARRIVAL):
+        queue.schedule(1.0, Event(kind, kind.name))
+    first = queue.pop_at(1.0, Priority.ARRIVAL)
+    assert first is not None and first.payload == "FINISH"
+    assert queue.pop_at(1.0, Priority.ARRIVAL) is None
+    assert [queue.pop_at(1.0).payload for _ in range(2)] == ["ARRIVAL", "TIMER"]  # type: ignore[union-attr]

@@ -21,10 +21,39 @@ class Consolidated:
                         capacity * (50.0 / max(need, 1)))
 
 
-    def best_single(self, capacity: np.ndarray, usable: np.ndarray) -> int:
-        """The node ``score`` ranks first for one worker, without scoring every candidate:
-        every usable node fits one worker, so the tightest wins (lowest index on ties)."""
-        return int(np.where(usable, capacity, np.iinfo(np.int64).max).argmin())
+    def best_single(self, capacity: np.ndarray, mask: np.ndarray) -> int | None:
+        """The node ``score`` ranks first for one worker, among the nodes of ``mask`` with
+        room for one (None if there is none), without scoring every candidate: every such
+        node fits the worker, so the tightest wins (lowest index on ties)."""
+        if capacity.dtype != _INT64:
+            keyed = np.where(mask & (capacity > 0), capacity, _OUTSIDE)
+            best = int(keyed.argmin())
+            return best if keyed[best] < _OUTSIDE else None
+        # One addition and one argmin, no temporaries per test: a node of the mask keys as
+        # capacity - 1, which, read as unsigned, puts a full node (-1) after every other;
+        # a node outside the mask keys as _OUTSIDE + capacity.
+        keyed = capacity + _mask_offsets(mask)
+        best = int(keyed.view(np.uint64).argmin())
+        return best if 0 <= keyed.item(best) < _OUTSIDE else None
+
+
+_INT64 = np.dtype(np.int64)
+_OUTSIDE = 1 << 62  # far above any GPU count, far below the int64 limit
+# id(mask) -> (mask, its offsets): masks are mostly the placement's cached static ones.
+_OFFSETS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _mask_offsets(mask: np.ndarray) -> np.ndarray:
+    """-1 on the nodes of ``mask``, _OUTSIDE elsewhere; cached for read-only masks (a
+    writable one could change under the cache)."""
+    if mask.flags.writeable:
+        return np.where(mask, np.int64(-1), np.int64(_OUTSIDE))
+    cached = _OFFSETS.get(id(mask))
+    if cached is None or cached[0] is not mask:
+        if len(_OFFSETS) > 4096:  # masks of dynamic filters: do not pile up
+            _OFFSETS.clear()
+        cached = _OFFSETS[id(mask)] = (mask, np.where(mask, np.int64(-1), np.int64(_OUTSIDE)))
+    return cached[1]
 
 
 class BestFit:
