@@ -172,9 +172,10 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         if not status.ok:
             return _after_pre_filter(profile, state, job, index, status)
     spec = job.spec
-    shape = _shape(profile, state, job)
-    if shape is not None and misses and spec.num_gpus >= misses.get(shape, 1 << 62):
-        return _SMALLER_FAILED, ()
+    if misses:  # the shape is needed only to compare with known misses, or to record one
+        shape = _shape(profile, state, job)
+        if shape is not None and spec.num_gpus >= misses.get(shape, 1 << 62):
+            return _SMALLER_FAILED, ()
     if not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole:
         return Status(Code.UNSCHEDULABLE, f"needs {spec.num_gpus} GPUs, "
                       f"{state.free_whole} free", "placement"), ()
@@ -184,7 +185,7 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         # The reason from last time, as it was (no plugin prefix, so it does not grow).
         reason = job.pending_reason or "no change since it last failed"
         return Status(Code.UNSCHEDULABLE, reason), ()
-    status, victims = _attempt(profile, state, job, misses, shape)
+    status, victims = _attempt(profile, state, job, misses)
     if status.ok:
         profile.futile.pop(job.job_id, None)
     else:
@@ -241,8 +242,8 @@ def _version_sum(state: CycleState, mask: np.ndarray) -> int:
     return cached[1]
 
 
-def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, int],
-             shape: tuple | None) -> tuple[Status, tuple[Job, ...]]:
+def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, int]
+             ) -> tuple[Status, tuple[Job, ...]]:
     status = _place(profile, state, job)
     if status.ok:
         return status, ()
@@ -251,6 +252,7 @@ def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, 
         if victims:
             return _place(profile, state, job), victims
     # A later job of this kind ranks lower and asks at least as much: it cannot fit either.
+    shape = _shape(profile, state, job)
     if shape is not None:
         misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
     return status, ()

@@ -272,7 +272,8 @@ class Scheduler:
         self._adjust(job.allocation, job.shares, 1.0)
         job.rate = 0.0
         job.run_started = None
-        self._rerate_partners(self._unshare(job), self.clock.now())
+        if self._sharing:  # nothing is shared (the common case): no partner to re-rate
+            self._rerate_partners(self._unshare(job), self.clock.now())
 
     # -- space sharing ----------------------------------------------------------------------
     def _share(self, job: Job) -> list[Job]:
@@ -321,10 +322,12 @@ class Scheduler:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
         gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
                                                    self.node_version)
+        used = self.used_gpus  # a local: the same float steps, without attribute writes
         for gpu, share in zip(gpus, shares, strict=True):
             node_version[gpu_node[gpu]] += 1
             shift_free(free, node_free, gpu_node, gpu, sign * share)
-            self.used_gpus -= sign * share
+            used -= sign * share
+        self.used_gpus = used
 
     def placement_of(self, job: Job) -> Placement:
         """Type and node of each worker and, on shared GPUs, the job sharing it (the first
