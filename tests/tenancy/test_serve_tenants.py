@@ -11,7 +11,10 @@ import pytest
 
 pytest.importorskip("fastapi")
 
-from dlsched.runtime.commands import submit  # noqa: E402
+from dlsched.runtime.commands import (
+    RequestError,  # noqa: E402
+    submit,  # noqa: E402
+)
 from dlsched.runtime.models import SubmitRequest  # noqa: E402
 from dlsched.runtime.server import local_cluster, use_tenants  # noqa: E402
 from dlsched.runtime.service import Service, ServiceConfig  # noqa: E402
@@ -52,5 +55,8 @@ def test_serve_with_tenants_holds_a_queue_to_its_quota(tmp_path: Path) -> None:
         assert view.status != "running"
         assert view.queue_position == 1
         assert "insufficient unused quota" in view.pending_reason
+        with pytest.raises(RequestError, match="not a local or cluster queue"):
+            submit(service, SubmitRequest(command=SLEEP, gpus=1, queue="nobody"))
+        assert len(service.core.jobs) == 2  # nothing stored half-way
     finally:
         service.shutdown()
