@@ -7,8 +7,9 @@ checkpoint and resume). Chronus is not elastic: a job runs on exactly its reques
 
 At a lease boundary:
 
-1. **SLO jobs** (those with a deadline): each needs ``ceil(remaining time / lease)`` more leases
-   before its deadline, its remaining time from the throughput model at its requested size.
+1. **SLO jobs** (those with a deadline): each needs ``ceil(remaining time / (lease - restart))``
+   more leases before its deadline (every lease may start with a restart pause; the last lease
+   may end mid-slot), its remaining time from the throughput model at its requested size.
    The lease-slot MILP (``elastic/chronus_milp.py``, HiGHS) admits a new SLO job only if every
    admitted one still meets its deadline (§4.2); a job it cannot admit runs best effort (its
    deadline counts as missed). The admitted jobs the MILP places in the first slot run now.
@@ -17,11 +18,12 @@ At a lease boundary:
 3. Admitted SLO jobs not in the first slot take what is still free (earliest deadline first),
    which only moves their work earlier.
 
-Between boundaries (arrivals, completions) running jobs keep their GPUs until their lease ends
-and waiting jobs may start on free GPUs in the same order. Placement packs each job on the
+Between boundaries (arrivals, completions) running jobs (status RUNNING: a preempted job keeps
+its last GPUs in ``allocation``) keep their GPUs until their lease ends and waiting jobs may
+start on free GPUs in the same order. Placement packs each job on the
 fewest nodes (``elastic/optimus_placement.py``; Chronus's consolidation, §4.4). The MILP has one
-binary per (SLO job, slot before its deadline), at most ``max_slots`` slots per job (a farther
-deadline is treated as that many slots away: conservative).
+binary per (SLO job, slot before its deadline), at most ``max_slots`` slots per job: a job due
+farther away must get inside the window only the leases that do not fit in the slots after it.
 """
 
 from __future__ import annotations
@@ -39,10 +41,17 @@ from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
 
 LEASE_SECONDS = 300.0  # the lease term is configurable; this default is ours, not the paper's
+RESTART_SECONDS = 30.0  # the simulator's default restart overhead
 EPS = 1e-9
+
+
+def is_running(job: Job) -> bool:
+    """Whether the job holds GPUs now. Not ``job.allocation``: a preempted job keeps its last
+    GPUs there while it waits (the core's record of where it ran)."""
+    return job.status is JobStatus.RUNNING
 
 
 class ChronusAllocator:
@@ -50,10 +59,16 @@ class ChronusAllocator:
 
     name = "chronus-allocate"
 
-    def __init__(self, lease_seconds: float = LEASE_SECONDS, max_slots: int = 96) -> None:
+    def __init__(self, lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
+                 restart_seconds: float = RESTART_SECONDS) -> None:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be > 0, got {lease_seconds}")
-        self.lease, self.max_slots = lease_seconds, max_slots
+        if max_slots < 1:
+            raise ValueError(f"max_slots must be >= 1, got {max_slots}")
+        if not 0 <= restart_seconds < lease_seconds:
+            raise ValueError(f"restart_seconds must be in [0, lease_seconds), "
+                             f"got {restart_seconds}")
+        self.lease, self.max_slots, self.restart = lease_seconds, max_slots, restart_seconds
         self.curves = SpeedCurves()
         self.admitted: set[str] = set()
         self.rejected: set[str] = set()
@@ -65,7 +80,7 @@ class ChronusAllocator:
         capacity = node_capacity(state)
         by_id = {j.job_id: j for j in jobs}
         if state.now < self.lease_end - EPS:  # mid-lease: running jobs keep their GPUs
-            first = [j for j in jobs if j.allocation]
+            first = [j for j in jobs if is_running(j)]
         else:
             self.lease_end = state.now + self.lease
             first = self._admit(state, jobs, int(capacity.sum()))
@@ -75,32 +90,47 @@ class ChronusAllocator:
     def _admit(self, state: CycleState, jobs: list[Job], total: int) -> list[Job]:
         """Run the lease MILP; returns the SLO jobs that hold GPUs in the first slot."""
         slo = [j for j in jobs if j.spec.deadline is not None and j.job_id not in self.rejected]
-        need = np.array([self._leases_needed(state, j) for j in slo], dtype=np.int64)
-        horizon = np.array([self._slots_left(state, j) for j in slo], dtype=np.int64)
+        plans = [self._plan(state, j) for j in slo]
+        need = np.array([n for n, _ in plans], dtype=np.int64)
+        horizon = np.array([h for _, h in plans], dtype=np.int64)
         fits = (need <= horizon) & (need > 0) & np.array(
             [j.spec.num_gpus <= total for j in slo], dtype=bool)
         for job, ok in zip(slo, fits, strict=True):
             if not ok and job.job_id not in self.admitted:
                 self.rejected.add(job.job_id)
         chosen = [j for j, ok in zip(slo, fits, strict=True) if ok]
+        # A deadline beyond the window leaves (horizon - window) slots after it: only the
+        # leases that do not fit there must be planned inside the window.
+        window = np.minimum(horizon[fits], self.max_slots)
+        inside = np.maximum(need[fits] - (horizon[fits] - window), 0)
         new = sum(1 for j in chosen if j.job_id not in self.admitted)
         weight = np.array([1.0 + new if j.job_id in self.admitted else 1.0 for j in chosen])
-        scheduled, first = lease_milp(np.array([j.spec.num_gpus for j in chosen]),
-                                      need[fits], np.maximum(horizon[fits], 1), weight, total)
+        keep = np.array([is_running(j) for j in chosen], dtype=bool)
+        scheduled, first = lease_milp(np.array([j.spec.num_gpus for j in chosen]), inside,
+                                      np.maximum(window, 1), weight, total, keep)
         for job, ok in zip(chosen, scheduled, strict=True):
             if job.job_id not in self.admitted:
                 (self.admitted if ok else self.rejected).add(job.job_id)
         return [j for j, now in zip(chosen, first, strict=True) if now]
 
-    def _leases_needed(self, state: CycleState, job: Job) -> int:
+    def _plan(self, state: CycleState, job: Job) -> tuple[int, int]:
+        """``(need, horizon)``: the leases the job still needs and the slots it may use.
+
+        Its remaining time comes from the throughput model at its requested size. Every lease
+        is counted as ``lease - restart`` seconds of work, as Chronus charges checkpoint and
+        resume overhead to each lease of a job's estimate (§4.1): a lease plan may stop and
+        resume a job at any boundary, and a plan that ignored the pause would fall behind and
+        miss the deadline it promised. The last lease may be partial: ending ``last`` seconds
+        into a slot, the job may use slot ``t`` while ``t·lease + last`` is by its deadline."""
         rate = float(self.curves.rates(state, job, [job.spec.num_gpus])[0])
         if rate <= 0:
-            return 0
-        return max(1, math.ceil(job.remaining_work(state.now) / (rate * self.lease) - EPS))
-
-    def _slots_left(self, state: CycleState, job: Job) -> int:
+            return 0, 0
+        seconds, work = job.remaining_work(state.now) / rate, self.lease - self.restart
+        need = max(1, math.ceil(seconds / work - EPS))
+        last = self.restart + seconds - (need - 1) * work
         deadline = job.spec.deadline if job.spec.deadline is not None else state.now
-        return min(self.max_slots, max(0, math.floor((deadline - state.now) / self.lease + EPS)))
+        slack = deadline - state.now - last
+        return need, (math.floor(slack / self.lease + EPS) + 1 if slack >= -EPS else 0)
 
     def _fill(self, state: CycleState, jobs: list[Job], first: list[Job],
               total: int) -> dict[str, int]:
@@ -121,8 +151,8 @@ class ChronusAllocator:
 
 @register_policy("chronus")
 def chronus(lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
-            placement: str = "consolidated") -> Profile:
+            restart_seconds: float = RESTART_SECONDS, placement: str = "consolidated") -> Profile:
     """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS), best effort by LAS."""
-    allocator = ChronusAllocator(lease_seconds, max_slots)
+    allocator = ChronusAllocator(lease_seconds, max_slots, restart_seconds)
     return Profile("chronus", DeadlineOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=lease_seconds, acts_on_running=True)

@@ -126,6 +126,8 @@ class Job:
 
     Progress is kept as ``done_work`` up to ``progress_time``; while running at ``rate`` (work
     units per second) after ``productive_from`` (a restart costs a pause), it grows linearly.
+    ``allocation`` keeps the last GPUs a job held after it stops (a preempted job's record of
+    where it ran): test ``status`` to know whether it runs, not ``allocation``.
     """
 
     spec: JobSpec
