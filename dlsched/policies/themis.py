@@ -138,12 +138,13 @@ class ThemisArbiter:
     def _bids(self, state: CycleState, job: Job, current: float, expired: bool) -> list[Bid]:
         """A waiting job bids on every type it can run on; a running job at its lease end bids
         to keep its own type; a running job mid-lease does not bid."""
-        if job.allocation and not expired:
+        running = job.status is JobStatus.RUNNING  # a preempted job keeps its old allocation
+        if running and not expired:
             return []
         left = job.remaining_work(state.now)
-        lose = current if not job.allocation else self._rho(
+        lose = current if not running else self._rho(
             state, job, self.lease + left / state.snapshot.throughput.reference_rate(job.spec))
-        kinds = [self._type_of(state, job)] if job.allocation else range(
+        kinds = [self._type_of(state, job)] if running else range(
             len(state.cluster.type_names))
         bids = []
         for kind in kinds:
