@@ -9,8 +9,8 @@ Poisson arrivals):
 - ``philly-gavel``: Philly jobs (``philly-sample``) mapped to Gavel job types by Gavel's rule
   (``workload/readers/gavel_mapping.py``), then resampled the same way.
 
-Policies: gavel-maxmin-agnostic, gavel-maxmin, gavel-las, gavel-ftf, themis, gandiva
-(gavel-maxmin-packed is not registered yet: see docs/policies/gavel.md). For each run it
+Policies: gavel-maxmin-agnostic, gavel-maxmin, gavel-maxmin-packed, gavel-las, gavel-ftf,
+themis, gandiva (with packing). For each run it
 prints mean JCT and makespan (hours), finish-time fairness ρ (max, mean, % above 1: Themis' ρ
 with contention from the run's timeline, ``dlsched/report/fairness.py``) and utilization per GPU
 type, and writes ``DIR/<workload>/report.html`` plus each run's files. The offered load printed
@@ -40,8 +40,8 @@ from dlsched.workload.readers.gavel_mapping import to_gavel_types
 from dlsched.workload.synthetic import generate
 from dlsched.workload.trace import Trace
 
-POLICIES = ("gavel-maxmin-agnostic", "gavel-maxmin", "gavel-las", "gavel-ftf", "themis",
-            "gandiva")
+POLICIES = ("gavel-maxmin-agnostic", "gavel-maxmin", "gavel-maxmin-packed", "gavel-las",
+            "gavel-ftf", "themis", "gandiva")
 CLUSTER = "gavel-108"
 
 

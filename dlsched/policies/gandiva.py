@@ -17,9 +17,15 @@ Rules implemented (docs/policies/gandiva.md says what is simplified):
 - Between quanta (arrivals, completions) running jobs keep their GPUs and waiting jobs fill free
   GPUs in the same round-robin order.
 
-Not implemented: packing (two jobs on one GPU, §3.2, with its introspective unpacking). The
-core rates co-located jobs (``Placement.partners``) but an allocation plugin's targets cannot
-yet ask for half a GPU (``allocation_cycle`` gives every worker ``spec.gpu_share``).
+- **Packing** (§3.2, §4 "packing"): at a quantum boundary when oversubscribed, a job left out
+  of the rotation shares the GPUs of a scheduled job of its size (half a share each, the same
+  GPUs) when their predicted co-located throughput beats time-slicing: ``r_a / T_a + r_b / T_b
+  > pack_gain`` (1: time-slicing's sum), ``r`` the measured co-located and ``T`` the isolated
+  steps/s of the ``gavel`` model's tables; the best such partner first. Jobs without Gavel job
+  types (or a pair Gavel did not measure) are never packed.
+- **Introspective unpacking** (§3.2, §4): at every quantum boundary the rates the running
+  pairs actually got are compared with time-slicing the same way; a pair that did worse is
+  unpacked (each goes back to time-slicing) and never packed again.
 """
 
 from __future__ import annotations
@@ -28,7 +34,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dlsched.perf.gavel_table import GavelThroughputs
+from dlsched.perf.model import Placement
 from dlsched.policies.gavel.assign import place_on_nodes
+from dlsched.policies.gavel.gpus import exact, name_gpus
+from dlsched.policies.gavel.packed_round import PAIR_SHARE, pair_key, running_pairs
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
@@ -45,10 +55,19 @@ class GandivaSlices:
     name = "gandiva"
     static = False
 
-    def __init__(self, quantum: float = QUANTUM_SECONDS, migrate: bool = True) -> None:
+    def __init__(self, quantum: float = QUANTUM_SECONDS, migrate: bool = True,
+                 pack: bool = True, pack_gain: float = 1.0) -> None:
         if quantum <= 0:
             raise ValueError("quantum must be > 0 seconds")
+        if pack_gain <= 0:
+            raise ValueError("pack_gain must be > 0")
         self.quantum, self.migrate = quantum, migrate
+        self.pack, self.pack_gain = pack, pack_gain
+        self.unpacked: set[tuple[str, str]] = set()  # pairs introspection found worse
+        self.packings = 0
+        self._gains: dict[tuple, float] = {}
+        self._host_gpus: dict[str, tuple[int, ...]] = {}  # this quantum's scheduled jobs
+        self._jobs: dict[str, Job] = {}
         self.last_ran: dict[str, float] = {}  # job id -> last cycle time it held GPUs
         self._quantum_start: float | None = None
         self.migrations = 0
@@ -72,20 +91,129 @@ class GandivaSlices:
         current = {j.job_id: Assignment.of(j, cluster).nodes for j in snapshot.running}
         if not boundary:
             room = state.node_free.astype(np.int64).copy()
-            placed = self._place(self.turn_order(snapshot.waiting), room, {})
-            return {j: Assignment(n) for j, n in {**current, **placed}.items()}
+            placed = self._place(state, self.turn_order(snapshot.waiting), room, {})
+            return {**{j.job_id: exact(j.allocation, cluster.gpu_node, j.shares[0])
+                       for j in snapshot.running},
+                    **{j: Assignment(n) for j, n in placed.items()}}
+        self._introspect(state)
         room = cluster.node_gpus.astype(np.int64).copy()
         room[list(snapshot.down_nodes)] = 0
+        pinned = self._pinned(state, room)
         chosen, left = [], int(room.sum())
-        for job in self.turn_order([*snapshot.waiting, *snapshot.running]):
+        for job in self.turn_order([j for j in (*snapshot.waiting, *snapshot.running)
+                                    if j.job_id not in pinned]):
             if job.spec.num_gpus <= left:
                 chosen.append(job)
                 left -= job.spec.num_gpus
         kept = self._keep([j for j in chosen if j.job_id in current], current, room)
         rest = [j for j in chosen if j.job_id not in kept]
-        placed = self._place(rest, room, _sizes(kept, snapshot.running))
+        placed = self._place(state, rest, room, _sizes(kept, snapshot.running))
         self.migrations += sum(1 for j in placed if j in current)
-        return {j: Assignment(n) for j, n in {**kept, **placed}.items()}
+        targets = {**{j: Assignment(n) for j, n in {**kept, **placed}.items()}, **pinned}
+        left_out = [j for j in self.turn_order([*snapshot.waiting, *snapshot.running])
+                    if j.job_id not in targets]
+        if not (self.pack and left_out and isinstance(snapshot.throughput, GavelThroughputs)):
+            return targets
+        return {**self._packed(state, kept, placed, left_out, pinned), **pinned}
+
+    def _pinned(self, state: CycleState, room: np.ndarray) -> dict[str, Assignment]:
+        """Running pairs stay packed on their GPUs until introspection unpacks them (§3.2);
+        their GPUs leave ``room``."""
+        pinned: dict[str, Assignment] = {}
+        if not self.pack:
+            return pinned
+        for pair, gpus in running_pairs(state.snapshot.running).items():
+            if pair not in self.unpacked:
+                target = exact(gpus, state.cluster.gpu_node, PAIR_SHARE)
+                pinned.update(dict.fromkeys(pair, target))
+                np.subtract.at(room, list(target.nodes), 1)
+        return pinned
+
+    # -- packing (§3.2) -------------------------------------------------------------------
+    def _packed(self, state: CycleState, kept: dict[str, tuple[int, ...]],
+                placed: dict[str, tuple[int, ...]], left_out: list[Job],
+                pinned: dict[str, Assignment]) -> dict[str, Assignment]:
+        """Every scheduled job on named GPUs, and left-out jobs beside the best partner."""
+        cluster, snapshot = state.cluster, state.snapshot
+        jobs = {j.job_id: j for j in (*snapshot.running, *snapshot.waiting)}
+        fixed = {j: tuple(sorted(jobs[j].allocation)) for j in kept}
+        up = np.ones(cluster.num_nodes, dtype=bool)
+        up[list(snapshot.down_nodes)] = False
+        free = np.repeat(up, cluster.node_gpus)
+        free[[g for held in fixed.values() for g in held]] = False
+        free[[g for target in pinned.values() for g in target.gpus or ()]] = False
+        gpus = {**fixed, **name_gpus(placed, {}, free, cluster.node_first_gpu,
+                                     cluster.node_gpus)}
+        targets = {j: exact(g, cluster.gpu_node, 1.0) for j, g in gpus.items()}
+        self._host_gpus, self._jobs = gpus, jobs
+        hosts: dict[tuple, list[str]] = {}  # (job type, GPU type, size) -> free hosts
+        for job_id in sorted(gpus):
+            hosts.setdefault(self._host_class(state, jobs[job_id], gpus[job_id]), []
+                             ).append(job_id)
+        for guest in left_out:
+            host = self._best_host(state, guest, hosts)
+            if host is not None:
+                shared = exact(gpus[host], cluster.gpu_node, PAIR_SHARE)
+                targets[host] = targets[guest.job_id] = shared
+                self.packings += 1
+        return targets
+
+    def _host_class(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> tuple:
+        types = {state.cluster.type_names[state.cluster.node_type[state.cluster.gpu_node[g]]]
+                 for g in gpus}
+        kind = types.pop() if len(types) == 1 else None
+        return (job.spec.model, job.spec.batch_size, kind, len(gpus))
+
+    def _best_host(self, state: CycleState, guest: Job, hosts: dict[tuple, list[str]]
+                   ) -> str | None:
+        """A scheduled job of the guest's size whose pair gains most over time-slicing;
+        gains are memoized per (job types, GPU type, size)."""
+        best, best_gain = None, self.pack_gain
+        for key, members in hosts.items():
+            allowed = [h for h in members if pair_key(h, guest.job_id) not in self.unpacked]
+            if key[3] != guest.spec.num_gpus or key[2] is None or not allowed:
+                continue
+            memo = (*key, guest.spec.model, guest.spec.batch_size)
+            if memo not in self._gains:
+                host = allowed[0]
+                self._gains[memo] = self._predicted_gain(state, self._jobs[host], guest,
+                                                         self._host_gpus[host])
+            if self._gains[memo] > best_gain:
+                best, best_gain = (key, allowed[0]), self._gains[memo]
+        if best is None:
+            return None
+        hosts[best[0]].remove(best[1])
+        return best[1]
+
+    def _predicted_gain(self, state: CycleState, a: Job, b: Job, gpus: tuple[int, ...]
+                        ) -> float:
+        """``r_a / T_a + r_b / T_b`` on ``gpus`` from the measured co-located table; 0 when
+        it has no measurement for the pair (Gandiva packs only what it can judge)."""
+        model: GavelThroughputs = state.snapshot.throughput  # type: ignore[assignment]
+        placement = _placement(state, gpus)
+        if len(set(placement.gpu_types)) != 1:
+            return 0.0
+        try:
+            r_a, r_b = model.colocated_rate(a.spec, b.spec, placement.gpu_types[0],
+                                            len(gpus))
+            alone = [model.rate(j.spec, placement) for j in (a, b)]
+        except KeyError:
+            return 0.0
+        if min(r_a, r_b, *alone) <= 0:
+            return 0.0  # one of them would stall: never worth it
+        return r_a / alone[0] + r_b / alone[1]
+
+    def _introspect(self, state: CycleState) -> None:
+        """Gandiva §3.2: compare what each running pair got with time-slicing (normalized
+        rates summing to 1); a pair that did worse is never packed again."""
+        jobs = {j.job_id: j for j in state.snapshot.running}
+        model = state.snapshot.throughput
+        for pair, gpus in running_pairs(state.snapshot.running).items():
+            placement = _placement(state, gpus)
+            got = [jobs[j].rate / max(model.rate(jobs[j].spec, placement), 1e-12)
+                   for j in pair]
+            if sum(got) <= self.pack_gain or min(got) <= 0:
+                self.unpacked.add(pair)
 
     def _keep(self, running: list[Job], current: dict[str, tuple[int, ...]],
               room: np.ndarray) -> dict[str, tuple[int, ...]]:
@@ -96,6 +224,9 @@ class GandivaSlices:
         kept = {}
         for job in sorted(running, key=lambda j: (-j.spec.num_gpus, j.job_id)):
             nodes = current[job.job_id]
+            if max(job.shares) < 1.0:  # packed: re-decided each quantum (§3.2)
+                np.add.at(room, list(nodes), 1)
+                continue
             if self.migrate and len(set(nodes)) > 1:
                 np.add.at(room, list(nodes), 1)
                 if int(room.max(initial=0)) >= len(nodes):
@@ -104,14 +235,16 @@ class GandivaSlices:
             kept[job.job_id] = nodes
         return kept
 
-    def _place(self, jobs: Sequence[Job], room: np.ndarray, sizes: dict[int, set[int]]
-               ) -> dict[str, tuple[int, ...]]:
-        """Each job's gang: a node hosting its size first, else the tightest or roomiest."""
+    def _place(self, state: CycleState, jobs: Sequence[Job], room: np.ndarray,
+               sizes: dict[int, set[int]]) -> dict[str, tuple[int, ...]]:
+        """Each job's gang: a node hosting its size first, else the tightest or roomiest;
+        only nodes of a GPU type the job can run on (rate above 0)."""
         placed: dict[str, tuple[int, ...]] = {}
-        everywhere = np.arange(len(room))
         for job in jobs:
             need = job.spec.num_gpus
-            same = np.array(sorted(sizes.get(need, ())), dtype=np.int64)
+            everywhere = np.flatnonzero(_runnable(state, job))
+            same = np.intersect1d(np.array(sorted(sizes.get(need, ())), dtype=np.int64),
+                                  everywhere)
             nodes = None
             if len(same) and int(room[same].max()) >= need:
                 nodes = place_on_nodes(need, same, room)
@@ -124,6 +257,21 @@ class GandivaSlices:
         return placed
 
 
+def _runnable(state: CycleState, job: Job) -> np.ndarray:
+    """Node mask: the job runs faster than 0 on that node's GPU type at its size."""
+    cluster, model = state.cluster, state.snapshot.throughput
+    ok = [model.rate(job.spec, Placement.single_node(name, job.spec.num_gpus)) > 0
+          for name in cluster.type_names]
+    return np.array(ok, dtype=bool)[cluster.node_type]
+
+
+def _placement(state: CycleState, gpus: tuple[int, ...]) -> Placement:
+    """Where workers on ``gpus`` run, as if alone."""
+    cluster = state.cluster
+    nodes = tuple(int(cluster.gpu_node[g]) for g in gpus)
+    return Placement(tuple(cluster.type_names[cluster.node_type[n]] for n in nodes), nodes)
+
+
 def _sizes(kept: dict[str, tuple[int, ...]], running: Sequence[Job]) -> dict[int, set[int]]:
     """Gang size -> nodes hosting a kept job of that size (Gandiva's affinity)."""
     size = {job.job_id: job.spec.num_gpus for job in running}
@@ -134,10 +282,10 @@ def _sizes(kept: dict[str, tuple[int, ...]], running: Sequence[Job]) -> dict[int
 
 
 @register_policy("gandiva")
-def gandiva(quantum: float = QUANTUM_SECONDS, migrate: bool = True,
-            placement: str = "consolidated") -> Profile:
-    """Gandiva (OSDI'18): time-slicing at a quantum when oversubscribed, size affinity and
-    migration for locality (packing not yet)."""
-    plugin = GandivaSlices(quantum, migrate)
+def gandiva(quantum: float = QUANTUM_SECONDS, migrate: bool = True, pack: bool = True,
+            pack_gain: float = 1.0, placement: str = "consolidated") -> Profile:
+    """Gandiva (OSDI'18): time-slicing at a quantum when oversubscribed, packing with
+    introspective unpacking, size affinity and migration for locality."""
+    plugin = GandivaSlices(quantum, migrate, pack, pack_gain)
     return Profile("gandiva", plugin, plugins=(plugin,), placement=placement,
                    round_seconds=quantum, acts_on_running=True)

@@ -8,8 +8,8 @@ and every ``round_seconds`` (6 minutes, as in Gavel) all active jobs are re-assi
 
 Jobs need Gavel job types (``spec.model`` and ``spec.batch_size`` of Gavel's table, as in
 Gavel's traces with the ``gavel`` throughput model); others raise ``ConfigError``.
-Not registered yet: ``gavel-maxmin-packed`` (space sharing needs two jobs on the same GPUs,
-each at its co-located rate, which the core and the throughput models do not express yet).
+``gavel-maxmin-packed`` adds space sharing (§3.1): ``gavel.packed_round.PackedGavelRounds``
+schedules single jobs and co-located pairs, a pair on the same GPUs at half a share each.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from dlsched.perf.gavel_table import WORKER_TYPES
 from dlsched.policies.gavel.efficiency import fifo_hetero, min_cost, min_makespan
 from dlsched.policies.gavel.fairness import las, max_min_fairness, weighted_fairness
 from dlsched.policies.gavel.ftf import finish_time_fairness
+from dlsched.policies.gavel.packed import max_min_fairness_packed
+from dlsched.policies.gavel.packed_round import PackedGavelRounds
 from dlsched.policies.gavel.problem import AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, Objective
 from dlsched.scheduling.profile import Profile
@@ -34,10 +36,11 @@ DEFAULT_PRICES = (0.9, 1.46, 3.06)
 
 
 def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: int,
-                  placement: str, **kwargs: object) -> Profile:
+                  placement: str, rounds_type: type[GavelRounds] = GavelRounds,
+                  **kwargs: object) -> Profile:
     """The profile of a round-based Gavel policy: one ``GavelRounds`` allocation plugin
     that re-assigns every job each round; cycles every round even when nothing waits."""
-    rounds = GavelRounds(name, objective, round_seconds=round_seconds, pop_k=pop_k,
+    rounds = rounds_type(name, objective, round_seconds=round_seconds, pop_k=pop_k,
                          **kwargs)  # type: ignore[arg-type]
     return Profile(name, rounds, plugins=(rounds,), placement=placement,
                    round_seconds=round_seconds, acts_on_running=True)
@@ -56,6 +59,15 @@ def gavel_maxmin_agnostic(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
     """Gavel's heterogeneity-agnostic max-min fairness baseline (OSDI'20 §4.1, §7)."""
     return gavel_profile("gavel-maxmin-agnostic", max_min_fairness, round_seconds, pop_k,
                          placement, options={"heterogeneity_aware": False})
+
+
+@register_policy("gavel-maxmin-packed")
+def gavel_maxmin_packed(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
+                        placement: str = "consolidated") -> Profile:
+    """Gavel max-min fairness with space sharing (OSDI'20 §3.1, §4.1): jobs alone or in
+    co-located pairs, in rounds (§5)."""
+    return gavel_profile("gavel-maxmin-packed", max_min_fairness_packed, round_seconds, pop_k,
+                         placement, rounds_type=PackedGavelRounds)
 
 
 @register_policy("gavel-ftf")

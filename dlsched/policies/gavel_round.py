@@ -61,6 +61,7 @@ class GavelRounds:
 
     name = "gavel-rounds"
     static = False  # the filter and the order change every round
+    colocation = False  # the problem carries co-located rates (space sharing)
 
     def __init__(self, policy: str, objective: Objective,
                  options: dict | Callable[[AllocationProblem], dict] | None = None,
@@ -107,7 +108,7 @@ class GavelRounds:
         n_types = len(state.cluster.type_names)
         none = np.zeros(n_types)  # arrived since the last solve: no X yet
         x = np.array([self._x.get(j.job_id, none) for j in jobs]).reshape(len(jobs), n_types)
-        ran = np.array([self.time_on.get(j.job_id, np.zeros(n_types)) for j in jobs])
+        ran = np.array([self._alone_seconds(j.job_id, n_types) for j in jobs])
         elapsed = np.array([max(now - j.spec.submit_time, 1e-9) for j in jobs])
         fraction = np.maximum(ran.reshape(x.shape) / elapsed[:, None], MIN_FRACTION)
         priority = x / fraction
@@ -118,6 +119,11 @@ class GavelRounds:
                       for i, row in enumerate(order)]
         return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, preference,
                       allocated, speed, is_round)
+
+    def _alone_seconds(self, job_id: str, n_types: int) -> np.ndarray:
+        """Seconds the job has run on each type in the combination a single ``X`` entry
+        stands for (alone; ``PackedGavelRounds`` leaves out time shared with a partner)."""
+        return self.time_on.get(job_id, np.zeros(n_types))
 
     def _credit(self, state: CycleState) -> None:
         """Add the time since the last cycle to each running job's current GPU type."""
@@ -159,8 +165,11 @@ class GavelRounds:
             allocation = solve_with_pop(self.objective, problem, self.pop_k, **options)
         else:
             allocation = self.objective(problem, **options)
-        self._x = {job_id: allocation.x[i] for i, job_id in enumerate(problem.job_ids)}
+        self._store(problem, allocation)
         self.solves += 1
+
+    def _store(self, problem: AllocationProblem, allocation: Allocation) -> None:
+        self._x = {job_id: allocation.x[i] for i, job_id in enumerate(problem.job_ids)}
 
     def _problem(self, state: CycleState, jobs: Sequence[Job]) -> AllocationProblem:
         """Gavel's problem for the active jobs: types in the cluster's order (mapped to k80,
@@ -176,7 +185,7 @@ class GavelRounds:
                 [j.spec for j in jobs], {name: by_type[name] for name in cluster.type_names},
                 model=model, remaining=[j.remaining_work(now) for j in jobs],
                 elapsed=[now - j.spec.submit_time for j in jobs],
-                attained=[j.attained_service(now) for j in jobs], colocation=False)
+                attained=[j.attained_service(now) for j in jobs], colocation=self.colocation)
         except KeyError as exc:
             raise ConfigError(f"policy {self.policy}: {_unknown(jobs, model)}"
                               f"{exc.args[0] if exc.args else exc}; Gavel policies need the "

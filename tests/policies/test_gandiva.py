@@ -1,6 +1,7 @@
 """Gandiva (OSDI'18) on hand-checkable cases: time-slicing at a quantum when oversubscribed
-(§3.1), none when everything fits, and migration of a spread job onto one node (§3.3).
-Restart overhead 0, linear model (work = seconds on one GPU)."""
+(§3.1), none when everything fits, migration of a spread job onto one node (§3.3) (linear
+model: work = seconds on one GPU, so no packing), and packing with introspective unpacking
+(§3.2) with Gavel's measured co-located rates. Restart overhead 0."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ import pytest
 from builders import assert_schedule, make_cluster, make_job, records_of, run, simulator
 
 from dlsched.errors import ConfigError
+from dlsched.perf.gavel_table import GavelThroughputs
+from dlsched.perf.model import Placement
 from dlsched.scheduling.registry import build_policy
+from dlsched.scheduling.state import CycleState
+from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.workload.job import JobSpec, WorkUnit
+from dlsched.workload.trace import Trace
 
 
 @pytest.mark.parametrize(("policy", "a_end", "b_end"), [
@@ -56,3 +63,76 @@ def test_spread_job_migrates_onto_one_node(migrate: str, resizes: int,
 def test_quantum_must_be_positive() -> None:
     with pytest.raises(ConfigError, match="quantum"):
         build_policy("gandiva", {"quantum": "0"})
+
+
+# -- packing (§3.2) on one K80 with Gavel's measured rates (steps/s, alone -> co-located) -----
+# LM (batch 10) 23.79 -> 15.95 beside Recommendation (batch 1024) 20.05 -> 12.13: normalized
+# 0.67 + 0.60 = 1.27 > 1 (time-slicing): packed. Recommendation 512 beside 1024: 0.40, never.
+GOOD = (("LM", 10), ("Recommendation", 1024))
+BAD = (("Recommendation", 512), ("Recommendation", 1024))
+
+
+def gavel_pair(kinds: tuple[tuple[str, int], ...]) -> list[JobSpec]:
+    return [JobSpec(name, 0.0, 1, 20_000, WorkUnit.ITERATIONS, model=model, batch_size=batch)
+            for name, (model, batch) in zip("AB", kinds, strict=True)]
+
+
+class Interfering(GavelThroughputs):
+    """Gavel's table, except that sharing really runs at 0.3x alone: the interference the
+    profile did not predict, which Gandiva's introspection must catch."""
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        alone = super().rate(spec, Placement(placement.gpu_types, placement.nodes))
+        return 0.3 * alone if placement.is_shared else alone
+
+
+def run_pair(kinds: tuple[tuple[str, int], ...], pack: str = "true",
+             model: GavelThroughputs | None = None) -> tuple[Simulator, dict, list[float]]:
+    """Run on one K80 and return the times of cycles that found two jobs sharing the GPU."""
+    sim = Simulator(make_cluster(nodes=1, gpus=1, gpu_type="K80"),
+                    Trace("t", tuple(gavel_pair(kinds)), throughput="gavel"),
+                    build_policy("gandiva", {"pack": pack}), SimConfig(restart_overhead=0.0),
+                    throughput=model)
+    plugin, shared_at = sim.profile.queue_sort, []
+    allocate = plugin.allocate
+
+    def watched(state: CycleState) -> dict:
+        if sum(s for j in state.snapshot.running for s in j.shares) > 1.0 + 1e-9:
+            raise AssertionError("GPU over 1.0")
+        if any(max(j.shares) < 1.0 for j in state.snapshot.running):
+            shared_at.append(state.now)
+        return allocate(state)
+
+    plugin.allocate = watched
+    return sim, records_of(sim), shared_at
+
+
+def test_packs_a_pair_that_beats_time_slicing() -> None:
+    sim, records, shared_at = run_pair(GOOD)
+    # Packed from 0: A ends at 20000 / 15.95 = 1254.2 s; B has done 1254.2 * 12.13 = 15209
+    # steps and runs the other 4791 alone at 20.05 steps/s: 1493.1 s.
+    assert records["A"].finish_time == pytest.approx(1254.2, abs=0.5)
+    assert records["B"].finish_time == pytest.approx(1493.1, abs=0.5)
+    assert (records["B"].first_start, sim.profile.queue_sort.packings > 0) == (0.0, True)
+    assert shared_at and not sim.profile.queue_sort.unpacked
+
+
+@pytest.mark.parametrize(("kinds", "pack"), [
+    pytest.param(GOOD, "false", id="packing-off"),
+    pytest.param(BAD, "true", id="interfering-pair"),
+])
+def test_no_packing_time_slices(kinds: tuple, pack: str) -> None:
+    _, records, shared_at = run_pair(kinds, pack)
+    assert shared_at == []
+    assert records["B"].first_start == 60.0  # B waits for A's first quantum
+    assert all(r.preemptions > 0 for r in records.values())
+
+
+def test_introspection_unpacks_a_pair_that_turns_out_worse() -> None:
+    # Packed at 0 on the table's prediction; at the 60 s quantum the pair measured 0.3 + 0.3
+    # = 0.6 < 1: unpacked for good, and the two time-slice from then on.
+    sim, records, shared_at = run_pair(GOOD, model=Interfering())
+    plugin = sim.profile.queue_sort
+    assert plugin.unpacked == {("A", "B")} and plugin.packings == 1
+    assert shared_at == [60.0]  # seen sharing only by the cycle that unpacked them
+    assert all(r.status == "finished" for r in records.values())

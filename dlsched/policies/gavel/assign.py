@@ -26,20 +26,35 @@ class Entry:
     tiebreak: tuple[float, str]  # (submit time, job id): deterministic ties
     job_id: str
     kind: int
+    partner: str | None = None  # a co-located pair: both jobs on the same GPUs (§3.1)
 
 
 def assign_types(entries: Sequence[Entry], workers: Mapping[str, int],
                  free: np.ndarray) -> dict[str, int]:
     """Gavel §5: entries by priority (highest first), each job on the first type with room for
     its ``workers``; ``free[t]`` GPUs of type t are available (a copy is consumed)."""
+    return assign_with_pairs(entries, workers, free)[0]
+
+
+def assign_with_pairs(entries: Sequence[Entry], workers: Mapping[str, int], free: np.ndarray
+                      ) -> tuple[dict[str, int], dict[str, str]]:
+    """``assign_types`` over single and pair entries (Gavel §5 with space sharing: priorities
+    per job combination): a pair entry takes ``workers`` GPUs once for both jobs, only when
+    neither job is scheduled yet. Returns each job's type and each paired job's partner."""
     left = free.astype(np.int64).copy()
     chosen: dict[str, int] = {}
+    partner: dict[str, str] = {}
     for entry in sorted(entries, key=lambda e: (-e.priority, e.tiebreak, e.kind)):
-        need = workers[entry.job_id]
-        if entry.job_id not in chosen and left[entry.kind] >= need:
-            chosen[entry.job_id] = entry.kind
-            left[entry.kind] -= need
-    return chosen
+        need, other = workers[entry.job_id], entry.partner
+        if entry.job_id in chosen or left[entry.kind] < need or (
+                other is not None and other in chosen):
+            continue
+        chosen[entry.job_id] = entry.kind
+        left[entry.kind] -= need
+        if other is not None:
+            chosen[other] = entry.kind
+            partner[entry.job_id], partner[other] = other, entry.job_id
+    return chosen, partner
 
 
 def place_on_nodes(need: int, nodes: np.ndarray, room: np.ndarray) -> tuple[int, ...] | None:
