@@ -22,24 +22,20 @@ from dlsched.policies.elastic.optimus_fit import fitted_curve
 from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
-    SpeedCurves,
-    active_jobs,
-    check_elastic,
+    ElasticAllocator,
     job_bounds,
-    node_capacity,
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
 
 SPEEDS = ("fitted", "exact")
 ROUND_SECONDS = 60.0  # the round length is ours (configurable)
 
 
-class AfsAllocator:
+class AfsAllocator(ElasticAllocator):
     """AllocatePlugin: AFS-L over measured throughput curves (module docstring)."""
 
     name = "afs-allocate"
@@ -48,20 +44,11 @@ class AfsAllocator:
                  speed: str = "fitted") -> None:
         if speed not in SPEEDS:
             raise ValueError(f"speed must be one of {', '.join(SPEEDS)}, got {speed!r}")
-        self.elastic, self.speed = check_elastic(elastic), speed
-        self.max_workers = max_workers
-        self.curves = SpeedCurves()
-
-    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
-        """The fewest and most workers this policy may give ``job``."""
-        return job_bounds(job, self.elastic, self.max_workers,
-                          self.max_workers if capacity is None else capacity)
+        super().__init__(elastic, max_workers)
+        self.speed = speed
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
-        jobs = active_jobs(state)
-        self.curves.forget(jobs)
-        capacity = node_capacity(state)
-        total = int(capacity.sum())
+        jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
         bounds = np.array([job_bounds(j, self.elastic, self.max_workers, total) for j in jobs])

@@ -31,11 +31,8 @@ from dlsched.policies.elastic.elasticflow_plan import JobPlan, allowed_sizes, pl
 from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
-    SpeedCurves,
-    active_jobs,
-    check_elastic,
+    ElasticAllocator,
     job_bounds,
-    node_capacity,
 )
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
@@ -47,7 +44,7 @@ ROUND_SECONDS = 300.0  # one plan slot; the length is ours (configurable)
 REJECTED_MODES = ("best-effort", "drop")
 
 
-class ElasticFlowAllocator:
+class ElasticFlowAllocator(ElasticAllocator):
     """AllocatePlugin: admission by minimum satisfactory shares, then marginal return."""
 
     name = "elasticflow-allocate"
@@ -57,23 +54,14 @@ class ElasticFlowAllocator:
                  max_slots: int = 20_000) -> None:
         if rejected not in REJECTED_MODES:
             raise ValueError(f"rejected must be one of {', '.join(REJECTED_MODES)}")
-        self.elastic = check_elastic(elastic)
-        self.max_workers, self.slot, self.max_slots = max_workers, slot_seconds, max_slots
+        super().__init__(elastic, max_workers)
+        self.slot, self.max_slots = slot_seconds, max_slots
         self.rejected_mode = rejected
-        self.curves = SpeedCurves()
         self.admitted: set[str] = set()
         self.rejected: set[str] = set()
 
-    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
-        """The fewest and most workers this policy may give ``job``."""
-        return job_bounds(job, self.elastic, self.max_workers,
-                          self.max_workers if capacity is None else capacity)
-
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
-        jobs = active_jobs(state)
-        self.curves.forget(jobs)
-        capacity = node_capacity(state)
-        total = int(capacity.sum())
+        jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
         plans = {j.job_id: self._job_plan(state, j, total) for j in jobs}

@@ -25,11 +25,8 @@ from dlsched.policies.elastic.optimus_fit import fitted_curve, marginal_greedy
 from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
-    SpeedCurves,
-    active_jobs,
-    check_elastic,
+    ElasticAllocator,
     job_bounds,
-    node_capacity,
     remaining_times,
 )
 from dlsched.policies.fifo import SubmitOrder
@@ -42,26 +39,16 @@ from dlsched.workload.job import Job
 ROUND_SECONDS = 600.0  # Optimus reallocates at a fixed interval (§5); the length is ours
 
 
-class OptimusAllocator:
+class OptimusAllocator(ElasticAllocator):
     """AllocatePlugin: fitted speed functions and the marginal-gain greedy (module docstring)."""
 
     name = "optimus-allocate"
 
     def __init__(self, elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS) -> None:
-        self.elastic = check_elastic(elastic)
-        self.max_workers = max_workers
-        self.curves = SpeedCurves()
-
-    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
-        """The fewest and most workers this policy may give ``job``."""
-        return job_bounds(job, self.elastic, self.max_workers,
-                          self.max_workers if capacity is None else capacity)
+        super().__init__(elastic, max_workers)
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
-        jobs = active_jobs(state)
-        self.curves.forget(jobs)
-        capacity = node_capacity(state)
-        total = int(capacity.sum())
+        jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
         times, base = self.remaining_time_table(state, jobs, total)

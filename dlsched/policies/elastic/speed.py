@@ -115,3 +115,25 @@ def remaining_times(remaining_work: float, rates: np.ndarray) -> np.ndarray:
     """``remaining_work / rate``, ``inf`` where the rate is 0."""
     with np.errstate(divide="ignore"):
         return np.where(rates > 0, remaining_work / np.maximum(rates, 1e-300), np.inf)
+
+
+class ElasticAllocator:
+    """What Optimus, AFS and ElasticFlow's allocators share: the ``elastic`` mode, the cap on
+    workers, the speed curves, their worker bounds and the start of every round."""
+
+    def __init__(self, elastic: str, max_workers: int) -> None:
+        self.elastic = check_elastic(elastic)
+        self.max_workers = max_workers
+        self.curves = SpeedCurves()
+
+    def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
+        """The fewest and most workers this policy may give ``job``."""
+        return job_bounds(job, self.elastic, self.max_workers,
+                          self.max_workers if capacity is None else capacity)
+
+    def begin_round(self, state: CycleState) -> tuple[list[Job], np.ndarray, int]:
+        """The active jobs (curves of departed ones forgotten), GPUs per node and in all."""
+        jobs = active_jobs(state)
+        self.curves.forget(jobs)
+        capacity = node_capacity(state)
+        return jobs, capacity, int(capacity.sum())
