@@ -5,16 +5,15 @@ phases and ``poll`` are the executor's own."""
 
 from __future__ import annotations
 
-from dlsched.runtime.executors.base import ExecutorSettings, Outcome
-from dlsched.runtime.executors.ray import Phase, RayExecutor
+from dlsched.runtime.executors.base import AttemptBook, ExecutorSettings, Outcome
+from dlsched.runtime.executors.ray import Phase, RayExecutor, _Attempt
 from dlsched.workload.job import Job, JobSpec
 
 
 def bare_executor(reserved: list[tuple[int, ...]]) -> RayExecutor:
     executor = RayExecutor.__new__(RayExecutor)  # no ray.init: nothing below talks to Ray
     executor.settings = ExecutorSettings(grace_seconds=5.0)
-    executor._queued, executor._active, executor._stopping = {}, {}, []
-    executor._launched, executor._ended = [], []
+    AttemptBook.__init__(executor, _Attempt)  # the queues, as RayExecutor.__init__ sets them
     executor._down, executor._next_node_check = frozenset(), float("inf")
     executor._reserve = lambda attempt: reserved.append(attempt.gpus)  # type: ignore[method-assign]
     executor._signal = lambda attempt, signum: None  # type: ignore[method-assign]

@@ -10,13 +10,15 @@ Ray actors; both give the workers exactly the environment built here.
 
 from __future__ import annotations
 
+import abc
 import enum
 import signal
+import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.workload.job import Job
@@ -130,3 +132,79 @@ def exit_text(code: int) -> str:
 def describe_stopped(codes: list[int | None]) -> str:
     return "workers stopped (" + ", ".join(
         "running" if c is None else exit_text(c) for c in codes) + ")"
+
+
+class AttemptBook(abc.ABC):
+    """The bookkeeping both executors share: starts queued until the GPUs they need are no
+    longer held by exiting workers, running and stopping attempts, and the launches and ends
+    the service has not read yet. A subclass names its attempt type (built from a job id and
+    its GPUs, with ``job_id`` and ``gpus``) and says how to launch, terminate and kill one."""
+
+    def __init__(self, attempt_type: Callable[[str, tuple[int, ...]], Any]) -> None:
+        self._attempt_type = attempt_type
+        self._queued: dict[str, Any] = {}  # started by the core, GPUs still draining
+        self._active: dict[str, Any] = {}
+        self._stopping: list[Any] = []
+        self._launched: list[AttemptLaunch] = []
+        self._ended: list[AttemptEnd] = []
+
+    # -- the Executor protocol ------------------------------------------------------------
+    def start(self, job: Job, now: float) -> None:
+        gpus = tuple(int(g) for g in job.allocation)
+        self._queued[job.job_id] = self._attempt_type(job.job_id, gpus)
+        self._launch_ready()
+
+    def stop(self, job: Job, now: float) -> None:
+        if self._queued.pop(job.job_id, None) is not None:
+            return  # never launched
+        attempt = self._active.pop(job.job_id, None)
+        if attempt is not None:  # None: its workers already exited (a failure being handled)
+            self._terminate(attempt)
+
+    # -- what the service loop calls ------------------------------------------------------
+    @abc.abstractmethod
+    def poll(self) -> list[AttemptEnd]:
+        """The attempts that ended since the last call (each executor watches its workers)."""
+
+    def take_launched(self) -> list[AttemptLaunch]:
+        launched, self._launched = self._launched, []
+        return launched
+
+    def drain(self, timeout: float) -> list[AttemptEnd]:
+        """Wait (blocking) until every stopped attempt has exited, or ``timeout`` passes; then
+        kill what is left."""
+        self._queued.clear()
+        ended = self.poll()
+        deadline = time.monotonic() + timeout
+        while self._stopping and time.monotonic() < deadline:
+            time.sleep(0.05)
+            ended += self.poll()
+        self._kill_stopping()
+        return ended
+
+    @property
+    def active_jobs(self) -> tuple[str, ...]:
+        return tuple(self._active)
+
+    # -- for the executors ----------------------------------------------------------------
+    def _launch_ready(self) -> None:
+        """Launch each queued start once no stopped worker holds its GPUs and no earlier
+        attempt of the same job is still exiting (it may be writing its checkpoint)."""
+        busy = {gpu for attempt in self._stopping for gpu in attempt.gpus}
+        exiting = {attempt.job_id for attempt in self._stopping}
+        for job_id, attempt in list(self._queued.items()):
+            if job_id not in exiting and busy.isdisjoint(attempt.gpus):
+                del self._queued[job_id]
+                self._launch(attempt)
+
+    @abc.abstractmethod
+    def _launch(self, attempt: Any) -> None:
+        """Start the attempt's workers (and record it as active)."""
+
+    @abc.abstractmethod
+    def _terminate(self, attempt: Any) -> None:
+        """Ask a running attempt's workers to stop (grace period) and record it as stopping."""
+
+    @abc.abstractmethod
+    def _kill_stopping(self) -> None:
+        """Kill whatever stopping attempts are left (end of ``drain``)."""

@@ -21,13 +21,13 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.runtime.executors.base import (
+    AttemptBook,
     AttemptEnd,
     AttemptLaunch,
     ExecutorSettings,
@@ -40,7 +40,6 @@ from dlsched.runtime.executors.base import (
     rank_envs,
 )
 from dlsched.runtime.executors.processes import free_port, signal_group
-from dlsched.workload.job import Job
 
 LocalSettings = ExecutorSettings  # the name the local executor's callers know
 
@@ -63,30 +62,14 @@ class _Attempt:
         return all(code is not None for code in self.codes())
 
 
-class LocalExecutor:
+class LocalExecutor(AttemptBook):
     """Not thread-safe: the service calls it under its lock (only the kill timers run apart)."""
 
     def __init__(self, cluster: Cluster, plan: Planner, settings: ExecutorSettings) -> None:
+        super().__init__(_Attempt)
         self.cluster = cluster
         self.plan = plan
         self.settings = settings
-        self._queued: dict[str, _Attempt] = {}  # started by the core, GPUs still draining
-        self._active: dict[str, _Attempt] = {}
-        self._stopping: list[_Attempt] = []
-        self._launched: list[AttemptLaunch] = []
-        self._ended: list[AttemptEnd] = []
-
-    # -- the Executor protocol ------------------------------------------------------------
-    def start(self, job: Job, now: float) -> None:
-        self._queued[job.job_id] = _Attempt(job.job_id, tuple(int(g) for g in job.allocation))
-        self._launch_ready()
-
-    def stop(self, job: Job, now: float) -> None:
-        if self._queued.pop(job.job_id, None) is not None:
-            return  # never launched
-        attempt = self._active.pop(job.job_id, None)
-        if attempt is not None:  # None: its workers already exited (a failure being handled)
-            self._terminate(attempt)
 
     # -- what the service loop calls ------------------------------------------------------
     def poll(self) -> list[AttemptEnd]:
@@ -102,25 +85,9 @@ class LocalExecutor:
         ended, self._ended = self._ended, []
         return ended
 
-    def take_launched(self) -> list[AttemptLaunch]:
-        launched, self._launched = self._launched, []
-        return launched
-
-    def drain(self, timeout: float) -> list[AttemptEnd]:
-        """Wait (blocking) until every stopped attempt has exited, or ``timeout`` passes."""
-        self._queued.clear()
-        ended = self.poll()
-        deadline = time.monotonic() + timeout
-        while self._stopping and time.monotonic() < deadline:
-            time.sleep(0.05)
-            ended += self.poll()
+    def _kill_stopping(self) -> None:
         for attempt in self._stopping:
             _kill(attempt)
-        return ended
-
-    @property
-    def active_jobs(self) -> tuple[str, ...]:
-        return tuple(self._active)
 
     def down_nodes(self) -> frozenset[int]:
         return frozenset()  # this machine's GPUs do not come and go
@@ -150,16 +117,6 @@ class LocalExecutor:
         attempt.timer.daemon = True
         attempt.timer.start()
         self._stopping.append(attempt)
-
-    def _launch_ready(self) -> None:
-        """Launch each queued start once no stopped worker holds its GPUs and no earlier
-        attempt of the same job is still exiting (it may be writing its checkpoint)."""
-        busy = {gpu for attempt in self._stopping for gpu in attempt.gpus}
-        exiting = {attempt.job_id for attempt in self._stopping}
-        for job_id, attempt in list(self._queued.items()):
-            if job_id not in exiting and busy.isdisjoint(attempt.gpus):
-                del self._queued[job_id]
-                self._launch(attempt)
 
     def _launch(self, attempt: _Attempt) -> None:
         plan = self.plan(attempt.job_id)

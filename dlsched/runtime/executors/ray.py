@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.runtime.executors.base import (
+    AttemptBook,
     AttemptEnd,
     AttemptLaunch,
     ExecutorSettings,
@@ -55,7 +56,6 @@ from dlsched.runtime.executors.base import (
 )
 from dlsched.runtime.executors.ray_cluster import RayCluster
 from dlsched.runtime.executors.ray_worker import WorkerProcess
-from dlsched.workload.job import Job
 
 NODE_LABEL = "ray.io/node-id"
 RPC_TIMEOUT = 5.0
@@ -90,7 +90,7 @@ class _Attempt:
         return len(self.codes) == len(self.gpus)
 
 
-class RayExecutor:
+class RayExecutor(AttemptBook):
     """Not thread-safe: the service calls it under its lock. Needs ``ray.init`` done (see
     ``ray_cluster.connect``)."""
 
@@ -104,25 +104,11 @@ class RayExecutor:
         self.plan = plan
         self.settings = settings
         self._actor = ray.remote(num_cpus=0, num_gpus=0, max_concurrency=4)(WorkerProcess)
-        self._queued: dict[str, _Attempt] = {}
-        self._active: dict[str, _Attempt] = {}
-        self._stopping: list[_Attempt] = []
-        self._launched: list[AttemptLaunch] = []
-        self._ended: list[AttemptEnd] = []
+        super().__init__(_Attempt)
         self._down: frozenset[int] = frozenset()
         self._next_node_check = 0.0
 
-    # -- the Executor protocol ------------------------------------------------------------
-    def start(self, job: Job, now: float) -> None:
-        self._queued[job.job_id] = _Attempt(job.job_id, tuple(int(g) for g in job.allocation))
-        self._launch_ready()
-
-    def stop(self, job: Job, now: float) -> None:
-        if self._queued.pop(job.job_id, None) is not None:
-            return
-        attempt = self._active.pop(job.job_id, None)
-        if attempt is None:
-            return  # its workers already exited (a failure being handled)
+    def _terminate(self, attempt: _Attempt) -> None:
         if attempt.phase is Phase.RESERVING:
             self._release(attempt)  # nothing started yet: nothing to tell
             return
@@ -142,26 +128,11 @@ class RayExecutor:
         ended, self._ended = self._ended, []
         return ended
 
-    def take_launched(self) -> list[AttemptLaunch]:
-        launched, self._launched = self._launched, []
-        return launched
-
-    def drain(self, timeout: float) -> list[AttemptEnd]:
-        self._queued.clear()
-        ended = self.poll()
-        deadline = time.monotonic() + timeout
-        while self._stopping and time.monotonic() < deadline:
-            time.sleep(0.05)
-            ended += self.poll()
+    def _kill_stopping(self) -> None:
         for attempt in self._stopping:
             self._signal(attempt, signal.SIGKILL)
             self._release(attempt)
         self._stopping.clear()
-        return ended
-
-    @property
-    def active_jobs(self) -> tuple[str, ...]:
-        return tuple(self._active)
 
     def down_nodes(self) -> frozenset[int]:
         return self._down
@@ -202,14 +173,9 @@ class RayExecutor:
         self._end(attempt, outcome, f"node {node} died (Ray lost it)")
 
     # -- phases ---------------------------------------------------------------------------
-    def _launch_ready(self) -> None:
-        busy = {gpu for attempt in self._stopping for gpu in attempt.gpus}
-        exiting = {attempt.job_id for attempt in self._stopping}
-        for job_id, attempt in list(self._queued.items()):
-            if job_id not in exiting and busy.isdisjoint(attempt.gpus):
-                del self._queued[job_id]
-                self._reserve(attempt)
-                self._active[job_id] = attempt
+    def _launch(self, attempt: _Attempt) -> None:
+        self._reserve(attempt)
+        self._active[attempt.job_id] = attempt
 
     def _reserve(self, attempt: _Attempt) -> None:
         from ray.util.placement_group import placement_group
