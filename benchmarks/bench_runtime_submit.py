@@ -12,7 +12,6 @@ Starts ``dlsched serve`` (local executor, 4 fake GPUs, SQLite in a temporary dir
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import statistics
 import subprocess
@@ -23,27 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import service_process
 
 STAMP = "import sys, time; open(sys.argv[1], 'w').write(repr(time.time()))"
 
 
 def start_service(root: Path, policy: str) -> tuple[subprocess.Popen[bytes], str]:
-    data = root / "data"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dlsched.runtime.cli", "serve", "--gpus", "4", "--port", "0",
-         "--data-dir", str(data), "--policy", policy, "--grace-seconds", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            url = json.loads((data / "service.json").read_text())["url"]
-            if httpx.get(f"{url}/healthz", timeout=10).status_code == 200:
-                return proc, url
-        except (OSError, ValueError, httpx.HTTPError):
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("the service did not start")
+    return service_process.start_service(
+        root / "data", ["--gpus", "4", "--policy", policy, "--grace-seconds", "2"])
 
 
 def percentile(values: list[float], q: float) -> float:

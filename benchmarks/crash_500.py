@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+from service_process import start_service
 
 
 def worker(out: Path, seconds: float) -> None:
@@ -60,24 +61,10 @@ class Service:
         self.count = 0
 
     def start(self) -> tuple[subprocess.Popen[bytes], str]:
-        data = self.root / "data"
-        (data / "service.json").unlink(missing_ok=True)
         log = open(self.root / f"serve-{self.count}.log", "wb")  # noqa: SIM115
         self.count += 1
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dlsched.runtime.cli", "serve", "--gpus", str(self.gpus),
-             "--port", "0", "--data-dir", str(data), "--grace-seconds", "3"],
-            stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                info = json.loads((data / "service.json").read_text())
-                if httpx.get(f"{info['url']}/healthz", timeout=30).status_code == 200:
-                    return proc, info["url"]
-            except (OSError, ValueError, httpx.HTTPError):
-                pass
-            time.sleep(0.1)
-        raise SystemExit("the service did not start")
+        return start_service(self.root / "data", ["--gpus", str(self.gpus),
+                                                  "--grace-seconds", "3"], log, timeout=120)
 
 
 def counts(url: str) -> dict[str, int]:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import service_process
 
 SAMPLES_PER_STEP = 32
 GPU_CHOICES = (1, 1, 1, 2, 2, 4)
@@ -68,21 +69,8 @@ def workload(jobs: int, seed: int) -> list[dict[str, Any]]:
 
 
 def start_service(root: Path, policy: str) -> tuple[subprocess.Popen[bytes], str]:
-    data = root / "data"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dlsched.runtime.cli", "serve", "--gpus", "4", "--port", "0",
-         "--data-dir", str(data), "--policy", policy, "--grace-seconds", "2"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            url = json.loads((data / "service.json").read_text())["url"]
-            if httpx.get(f"{url}/healthz", timeout=10).status_code == 200:
-                return proc, url
-        except (OSError, ValueError, httpx.HTTPError):
-            pass
-        time.sleep(0.1)
-    raise SystemExit("the service did not start")
+    return service_process.start_service(
+        root / "data", ["--gpus", "4", "--policy", policy, "--grace-seconds", "2"])
 
 
 def run_real(jobs: list[dict[str, Any]], policy: str, root: Path) -> list[dict[str, Any]]:
