@@ -72,7 +72,7 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
                        max_gpus=request.max_gpus)
     except ValueError as exc:
         raise RequestError(400, str(exc).removeprefix(f"job {job_id}: ")) from None
-    tenants = getattr(service, "tenants", None)
+    tenants = service.tenants
     if tenants is not None and tenants.cluster_queue_of(spec.queue) is None:
         raise RequestError(400, f"queue {spec.queue!r} is not a local or cluster queue of the "
                                 f"tenant file")

@@ -9,10 +9,13 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from dlsched.tenancy.config import TenantConfig
 
 
 @dataclass(frozen=True)
@@ -109,9 +112,8 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
                                     options.grace_seconds, options.max_attempts,
                                     retry_backoff=options.retry_backoff,
                                     retry_backoff_max=options.retry_backoff_max,
-                                    ray_cluster=ray_cluster, tokens=tokens))
-    if options.tenants is not None:
-        use_tenants(service, options.tenants)
+                                    ray_cluster=ray_cluster, tokens=tokens,
+                                    tenants=_tenants(options.tenants)))
     service.start()
     try:
         _write_info(options.data_dir, url)
@@ -125,17 +127,13 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
         sock.close()
 
 
-def use_tenants(service: Any, path: Path) -> None:
-    """Put the service's policy inside the tenant model of ``path`` (before it starts: the
-    core must not have scheduled with the plain profile). The policy keeps its own plugins
-    and the service's retry backoff (``with_tenants``)."""
+def _tenants(path: Path | None) -> TenantConfig | None:
+    """The tenant model of ``path`` (``--tenants``), or None."""
+    if path is None:
+        return None
     from dlsched.tenancy.loader import load_tenants
-    from dlsched.tenancy.profile import with_tenants
 
-    tenants = load_tenants(path)
-    service.profile = with_tenants(service.profile, tenants)
-    service.core.profile = service.profile
-    service.tenants = tenants
+    return load_tenants(path)
 
 
 def _write_info(data_dir: Path, url: str) -> None:

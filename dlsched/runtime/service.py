@@ -43,6 +43,7 @@ from dlsched.workload.job import JobStatus
 if TYPE_CHECKING:
     from dlsched.runtime.auth import TokenTable
     from dlsched.runtime.executors.ray_cluster import RayCluster
+    from dlsched.tenancy.config import TenantConfig
 
 log = logging.getLogger("dlsched.runtime")
 
@@ -67,6 +68,7 @@ class ServiceConfig:
     retry_backoff_max: float = 360.0
     ray_cluster: RayCluster | None = None  # set: the Ray executor on that cluster
     tokens: TokenTable | None = None  # per-tenant tokens (``token`` is then an admin's)
+    tenants: TenantConfig | None = None  # set: the policy runs inside this tenant model
 
     @property
     def database(self) -> str:
@@ -96,6 +98,11 @@ class Service:
         self.backoff = RetryBackoff(config.retry_backoff, config.retry_backoff_max)
         profile = build_policy(config.policy, dict(config.policy_options))
         self.profile = replace(profile, plugins=(*profile.plugins, self.backoff))
+        self.tenants = config.tenants
+        if config.tenants is not None:  # the policy, backoff included, inside the quotas
+            from dlsched.tenancy.profile import with_tenants
+
+            self.profile = with_tenants(self.profile, config.tenants)
         self.executor = self._executor()
         # Measured speeds first, the duration model where there are none (issue 3 item 4).
         self.throughput = MeasuredThroughput(LinearScaling())

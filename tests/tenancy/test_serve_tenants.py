@@ -16,9 +16,10 @@ from dlsched.runtime.commands import (
     submit,  # noqa: E402
 )
 from dlsched.runtime.models import SubmitRequest  # noqa: E402
-from dlsched.runtime.server import local_cluster, use_tenants  # noqa: E402
+from dlsched.runtime.server import local_cluster  # noqa: E402
 from dlsched.runtime.service import Service, ServiceConfig  # noqa: E402
 from dlsched.runtime.views import job_detail  # noqa: E402
+from dlsched.tenancy.loader import load_tenants  # noqa: E402
 from dlsched.tenancy.plugins import TenantAdmission  # noqa: E402
 
 # Queue a may use 2 of the 4 GPUs (no cohort: it never borrows); b has the other 2.
@@ -41,8 +42,8 @@ def _wait_until(predicate, seconds: float = 10.0) -> None:  # type: ignore[no-un
 def test_serve_with_tenants_holds_a_queue_to_its_quota(tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text(TENANTS)
     service = Service(ServiceConfig(local_cluster(4, "T4"), tmp_path / "data",
-                                    poll_seconds=0.05, grace_seconds=0.5, retry_backoff=0.0))
-    use_tenants(service, tmp_path / "t.yaml")
+                                    poll_seconds=0.05, grace_seconds=0.5, retry_backoff=0.0,
+                                    tenants=load_tenants(tmp_path / "t.yaml")))
     assert isinstance(service.profile.queue_sort, TenantAdmission)
     service.start()
     try:
