@@ -74,7 +74,7 @@ class _CycleRun:
         # queue -> why the rest of it waits (strict FIFO, or a plugin's ``skip_queue``)
         self.blocked: dict[str, str] = state.scratch.setdefault(BLOCKED_QUEUES, {})
 
-    def in_order(self, order: Sequence[Job]) -> None:
+    def in_order(self, order: Iterable[Job]) -> None:
         blocked, consider, misses = self.blocked, self.consider, self.misses
         # A known miss can be told without trying the job (see ``_known_miss``).
         shortcut = (not self.profile.pre_filters and bool(self.profile.post_filters)
@@ -153,10 +153,15 @@ class _CycleRun:
                 and unconstrained(state, failed, profile.filters))
 
 
-def ordered_waiting(profile: Profile, state: CycleState) -> Sequence[Job]:
-    """Waiting jobs in queue order. A static order (FIFO, SJF) arrives sorted from the core."""
+def ordered_waiting(profile: Profile, state: CycleState) -> Iterable[Job]:
+    """Waiting jobs in queue order. A static order (FIFO, SJF) arrives sorted from the core; a
+    QueueSort with ``ordered(state)`` generates the order itself, lazily (the tenant layer:
+    queues the cycle closes are never sorted)."""
     if profile.static_order:
         return state.snapshot.waiting
+    ordered = getattr(profile.queue_sort, "ordered", None)
+    if ordered is not None:
+        return ordered(state)
     return sorted(state.snapshot.waiting, key=lambda j: profile.queue_sort.sort_key(state, j))
 
 

@@ -17,23 +17,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
-from dlsched.scheduling.cycle import skip_queue
+from dlsched.scheduling.cycle import BLOCKED_QUEUES, skip_queue
 from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
 from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy.assignment import Assignment, Mode, assign
 from dlsched.tenancy.config import ClusterQueue, QueueingStrategy, TenantConfig
 from dlsched.tenancy.fairshare import DecayedUsage, share_value
-from dlsched.tenancy.ordering import admission_key, queue_positions
+from dlsched.tenancy.lines import WaitingLines
+from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, candidates, select_targets
-from dlsched.tenancy.quota import QuotaTree, request_of
+from dlsched.tenancy.quota import QuotaTree, Usage, request_of
 from dlsched.tenancy.reasons import Pending, PendingBook, Reason
-from dlsched.tenancy.skip import closes_queue, least_requests
+from dlsched.tenancy.skip import closes_queue
 from dlsched.tenancy.view import FlavorNodes, Ledger, QuotaView, admitted_of
 from dlsched.workload.job import Job
 
@@ -50,7 +51,7 @@ class _Cycle:
     def __init__(self, view: QuotaView) -> None:
         self.view = view
         self.keys: dict[str, tuple] = {}
-        self.positions: dict[str, tuple[str, int]] = {}
+        self.positions: Mapping[str, tuple[str, int]] = {}
         self.assigned: dict[str, Assignment] = {}
         self.targets: dict[str, list[Target]] = {}
         self.blocked: dict[str, str] = {}  # StrictFIFO queue -> head that blocks it
@@ -59,6 +60,7 @@ class _Cycle:
         self.least: dict[str, dict[str, float]] = {}  # per queue, the least a job asks
         self.ranks: dict[tuple, float] = {}  # (queue, flavor, request) -> borrow rank
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
+        self.rank_usage: Usage | None = None  # usage at the cycle's start, for the order
 
 
 class TenantAdmission:
@@ -78,6 +80,7 @@ class TenantAdmission:
         self._names: dict[str, tuple[str, ...]] = {}
         self._queue_names: dict[str, str] = {}  # JobSpec.queue -> cluster queue name
         self._submission_order = bool(getattr(inner, "static", False))
+        self.lines = WaitingLines(self.queue_of, self.request, self._submission_order)
         self._min_runtimes = sorted({cq.preemption.min_runtime
                                      for cq in config.cluster_queues.values()
                                      if cq.preemption.min_runtime})
@@ -120,37 +123,63 @@ class TenantAdmission:
         if state is None:  # a static order is never asked of this plugin
             return (0, 0.0, 0.0, -job.spec.priority, self.inner.sort_key(None, job), job.job_id)
         data = self.cycle(state)
-        if not data.keys:
-            self._order(state, data)
+        self._prepare(state, data)
         key = data.keys.get(job.job_id)
-        return key if key is not None else self._key(state, data, job, 0)
+        if key is None:
+            key = data.keys[job.job_id] = self._key(state, data, job)
+        return key
 
-    def _order(self, state: CycleState, data: _Cycle) -> None:
-        waiting, inner_key = state.snapshot.waiting, self.inner.sort_key
-        within = {job.job_id: inner_key(state, job) for job in waiting}
-        positions = queue_positions(waiting, self.queue_of, lambda j: within[j.job_id])
-        data.positions = self.pending.positions = positions
-        data.least = least_requests(waiting, self.queue_of, self.request)
-        keys = data.keys
-        for job in waiting:
-            job_id = job.job_id
-            keys[job_id] = self._key(state, data, job, positions[job_id][1], within[job_id])
+    def ordered(self, state: CycleState) -> Iterator[Job]:
+        """The waiting jobs in ``sort_key`` order, one round of queue positions at a time
+        (all heads, then all second jobs, ...): a queue the cycle closed (``skip_queue``) drops
+        out of later rounds before its keys are computed."""
+        data = self.cycle(state)
+        self._prepare(state, data)
+        lines = self.lines.lines
+        blocked = state.scratch.setdefault(BLOCKED_QUEUES, {})
+        queues, position = list(lines), 0
+        while queues:
+            heads, still = [], []
+            for cq in queues:
+                line = lines[cq]
+                if position >= len(line) or (blocked and self._closed(cq, blocked)):
+                    continue
+                still.append(cq)
+                heads.append(line[position])
+            heads.sort(key=lambda j: self.sort_key(state, j))
+            yield from heads
+            queues, position = still, position + 1
 
-    def _key(self, state: CycleState, data: _Cycle, job: Job, position: int,
-             within: Any = None) -> tuple:
+    def _closed(self, cq: str, blocked: Mapping[str, str]) -> bool:
+        return cq in self.config.cluster_queues and all(
+            name in blocked for name in self.queue_names(cq))
+
+    def _prepare(self, state: CycleState, data: _Cycle) -> None:
+        """Bring the queues' lines up to this cycle's waiting jobs, once per cycle; freeze the
+        usage that borrowing ranks read (Kueue orders a cycle's heads by its snapshot)."""
+        if data.rank_usage is not None:
+            return
+        inner_key = self.inner.sort_key
+        self.lines.update(state.snapshot.waiting, lambda j: inner_key(state, j))
+        data.positions = self.pending.positions = self.lines.positions
+        data.least = self.lines.least
+        data.rank_usage = data.view.usage.copy()
+
+    def _key(self, state: CycleState, data: _Cycle, job: Job) -> tuple:
         cq = self.config.cluster_queue_of(job.spec.queue)
         rank, history = 0.0, 0.0
         if cq is not None and cq.flavors:
             rank = self._rank(data, cq, self.request(job))
             if self.history is not None:
                 history = self.history.value(cq.name) / cq.weight if cq.weight else np.inf
-        if within is None:
-            within = self.inner.sort_key(state, job)
-        return admission_key(position, rank, history, job, within)
+        where = self.lines.positions.get(job.job_id)
+        if where is None:  # not waiting: asked by another plugin
+            return admission_key(0, rank, history, job, self.inner.sort_key(state, job))
+        return admission_key(where[1], rank, history, job, self.lines.within(job))
 
     def _rank(self, data: _Cycle, cq: ClusterQueue, request: Mapping[str, float]) -> float:
         """Borrowing first-term of the cross-queue key, the same for equal requests (cached)."""
-        flavor, usage = cq.flavors[0], data.view.usage
+        flavor, usage = cq.flavors[0], data.rank_usage or data.view.usage
         key = (cq.name, tuple(request.items()))
         rank = data.ranks.get(key)
         if rank is None:
