@@ -28,7 +28,7 @@ from dlsched.errors import ConfigError
 from dlsched.perf.gavel_table import GavelThroughputs, worker_type
 from dlsched.perf.model import Placement
 from dlsched.policies.gavel.assign import Entry, assign_types, place_round
-from dlsched.policies.gavel.inputs import from_gavel
+from dlsched.policies.gavel.inputs import from_gavel, from_rates
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.scheduling.allocation import Assignment
@@ -172,20 +172,29 @@ class GavelRounds:
         self._x = {job_id: allocation.x[i] for i, job_id in enumerate(problem.job_ids)}
 
     def _problem(self, state: CycleState, jobs: Sequence[Job]) -> AllocationProblem:
-        """Gavel's problem for the active jobs: types in the cluster's order (mapped to k80,
-        p100, v100), remaining steps, seconds since arrival and attained GPU-seconds."""
+        """Gavel's problem for the active jobs: types in the cluster's order, remaining work,
+        seconds since arrival and attained GPU-seconds. With the ``gavel`` throughput model,
+        from Gavel's tables (types mapped to k80, p100, v100; co-located pairs); with any
+        other model, from its rates per type at each job's size (``_speed``)."""
         cluster, now = state.cluster, state.now
         by_type = cluster.gpus_by_type()
+        counts = {name: by_type[name] for name in cluster.type_names}
+        remaining = [j.remaining_work(now) for j in jobs]
+        elapsed = [now - j.spec.submit_time for j in jobs]
+        attained = [j.attained_service(now) for j in jobs]
         model = state.snapshot.throughput
-        model = model if isinstance(model, GavelThroughputs) else None
+        if not isinstance(model, GavelThroughputs):
+            if self.colocation:
+                raise ConfigError(f"policy {self.policy}: space sharing needs Gavel's "
+                                  f"co-location measurements: use the 'gavel' throughput model")
+            return from_rates([j.spec for j in jobs], counts, self._speed(state, jobs),
+                              remaining=remaining, elapsed=elapsed, attained=attained)
         try:
             for name in cluster.type_names:
                 worker_type(name)
             return from_gavel(
-                [j.spec for j in jobs], {name: by_type[name] for name in cluster.type_names},
-                model=model, remaining=[j.remaining_work(now) for j in jobs],
-                elapsed=[now - j.spec.submit_time for j in jobs],
-                attained=[j.attained_service(now) for j in jobs], colocation=self.colocation)
+                [j.spec for j in jobs], counts, model=model, remaining=remaining,
+                elapsed=elapsed, attained=attained, colocation=self.colocation)
         except KeyError as exc:
             raise ConfigError(f"policy {self.policy}: {_unknown(jobs, model)}"
                               f"{exc.args[0] if exc.args else exc}; Gavel policies need the "

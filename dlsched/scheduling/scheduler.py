@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.errors import ConfigError
 from dlsched.perf.model import Placement, ThroughputModel
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
@@ -101,9 +102,13 @@ class Scheduler:
             raise ValueError(f"job {spec.job_id} already submitted")
         job = Job(spec)
         job.queued_since = self.clock.now()
+        try:
+            most = self._max_workers(job)
+        except KeyError as exc:  # the throughput model does not know the job
+            raise ConfigError(f"job {spec.job_id}: {exc.args[0] if exc.args else exc}"
+                              ) from None
         self.fractional_jobs += spec.gpu_share < 1.0
         self.jobs[spec.job_id] = job
-        most = self._max_workers(job)
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
             job.finish_time = job.queued_since

@@ -4,12 +4,16 @@ and one that runs faster on K80 (Recommendation, batch 1024: 0.66x)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from builders import cluster_of, records_of
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.cluster.cluster import Node
 from dlsched.errors import ConfigError
+from dlsched.perf.model import Placement
+from dlsched.policies.gavel.fairness import fairness_values, max_min_fairness
+from dlsched.policies.gavel.inputs import from_rates
 from dlsched.policies.gavel_round import GavelRounds
 from dlsched.scheduling.registry import build_policy, policies
 from dlsched.sim.result import JobRecord
@@ -104,8 +108,8 @@ def test_round_length_is_an_option() -> None:
 def test_unknown_job_type_names_job_and_model() -> None:
     jobs = [JobSpec("mystery", 0.0, 1, 100.0, WorkUnit.ITERATIONS, model="NoSuchNet",
                     batch_size=7)]
-    sim = Simulator(TWO_TYPES, Trace("test", tuple(jobs)), build_policy("gavel-maxmin"),
-                    SimConfig())
+    sim = Simulator(TWO_TYPES, Trace("test", tuple(jobs), throughput="gavel"),
+                    build_policy("gavel-maxmin"), SimConfig())
     with pytest.raises(ConfigError, match="mystery.*NoSuchNet"):
         sim.run()
 
@@ -145,3 +149,58 @@ def test_fifo_migration_golden() -> None:
     assert records["A"].finish_time == pytest.approx(3_000 / v100)
     assert records["B"].finish_time == pytest.approx(360 + (36_000 - 360 * k80) / v100)
     assert (records["B"].resizes, records["B"].preemptions) == (1, 0)
+
+
+class _PerTypeRates:
+    """A throughput model other than Gavel's tables: work units/s by (model, GPU type)."""
+
+    RATES = {"v100-only": {"K80": 0.0, "V100": 2.0}, "k80-only": {"K80": 1.0, "V100": 0.0},
+             "either": {"K80": 1.0, "V100": 1.5}}
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        return self.RATES[spec.model][placement.gpu_types[0]]
+
+
+def test_rates_from_any_model_make_gavels_lp() -> None:
+    # T = [[0, 2], [1, 1.5]] on 1 K80 + 1 V100. Equal-share normalizers (mean rate over the
+    # cluster's GPUs, times the same share f): a 1.0 f, b 1.25 f. With u = b's V100 time, a gets
+    # the V100 the rest (1 - u) and b the K80 (1 - u) (each job's time adds up to at most 1):
+    # a = 2(1 - u) / 1, b = ((1 - u) + 1.5u) / 1.25; max-min equalizes them: u = 0.5, both 1/f.
+    jobs = (JobSpec("a", 0.0, 1, 7_200.0, model="v100-only"),
+            JobSpec("b", 0.0, 1, 3_600.0, model="either"))
+    problem = from_rates(jobs, {"K80": 1, "V100": 1}, np.array([[0.0, 2.0], [1.0, 1.5]]),
+                         remaining=[7_200.0, 3_600.0], elapsed=[0.0, 0.0], attained=[0.0, 0.0])
+    allocation = max_min_fairness(problem)
+    assert allocation.x.ravel().tolist() == pytest.approx([0.0, 0.5, 0.5, 0.5], abs=1e-6)
+    assert fairness_values(problem, allocation).tolist() == pytest.approx([1.0, 1.0])
+
+
+@pytest.mark.parametrize("with_b", [False, True])
+def test_any_throughput_model_gives_gavel_its_rates_per_type(with_b: bool) -> None:
+    # 1 K80 + 1 V100 under a model that is not Gavel's table: "a" runs only on the V100 and "c"
+    # only on the K80, so alone they run from t = 0 to 3,600 s; "b" (either type) arriving at
+    # 100 s may share their GPUs, but "a" never gets K80 time nor "c" V100 time (rate 0 in T).
+    cluster = cluster_of(Node("k80", "K80", 1), Node("v100", "V100", 1))
+    jobs = (JobSpec("a", 0.0, 1, 7_200.0, model="v100-only"),
+            JobSpec("c", 0.0, 1, 3_600.0, model="k80-only"),
+            *((JobSpec("b", 100.0, 1, 3_600.0, model="either"),) if with_b else ()))
+    profile = build_policy("gavel-maxmin")
+    sim = Simulator(cluster, Trace("t", jobs), profile, SimConfig(restart_overhead=0.0),
+                    throughput=_PerTypeRates())
+    records = records_of(sim)
+    assert all(r.status == "finished" for r in records.values())
+    rounds = next(p for p in profile.allocators if isinstance(p, GavelRounds))
+    assert rounds.seconds_on("a")[0] == 0.0 and rounds.seconds_on("c")[1] == 0.0
+    if not with_b:
+        assert records["a"].finish_time == pytest.approx(3_600.0)  # 7,200 units at 2/s
+        assert records["c"].finish_time == pytest.approx(3_600.0)
+    else:
+        assert records["a"].finish_time > 3_600.0  # it shared the V100 with b
+
+
+def test_space_sharing_needs_gavel_pair_measurements() -> None:
+    jobs = (JobSpec("b", 0.0, 1, 100.0, model="either"),)
+    sim = Simulator(TWO_TYPES, Trace("t", jobs), build_policy("gavel-maxmin-packed"),
+                    SimConfig(), throughput=_PerTypeRates())
+    with pytest.raises(ConfigError, match="co-location"):
+        sim.run()

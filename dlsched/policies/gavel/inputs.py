@@ -1,4 +1,5 @@
-"""Build an ``AllocationProblem`` from job specs and Gavel's measured throughput tables.
+"""Build an ``AllocationProblem`` from job specs and Gavel's measured throughput tables
+(``from_gavel``), or from any throughput model's rates per GPU type (``from_rates``).
 
 ``T[j, t]`` is Gavel's steps/s of the job's type at its scale factor (``spec.num_gpus``) on worker
 type ``t`` (``GavelThroughputs`` rules: interpolation between measured scale factors, 0 where the
@@ -71,3 +72,20 @@ def colocated_rates(classes: Sequence[ClassKey], types: Sequence[str]) -> np.nda
                 if pair is not None:
                     rates[t, a, b] = pair[0]
     return rates
+
+
+def from_rates(jobs: Sequence[JobSpec], cluster_counts: Mapping[str, float],
+               rates: np.ndarray, *, remaining: Sequence[float], elapsed: Sequence[float],
+               attained: Sequence[float]) -> AllocationProblem:
+    """The problem with ``T[j, t] = rates[j, t]``, each job's rate (work units/s) on type ``t``
+    at its requested size, from any throughput model (e.g. the goodput model of Sia's setting:
+    Gavel's LP needs only these numbers, §3.1). Worker types keep the cluster's names; no
+    co-located rates (Gavel's pair measurements exist only for its own job types)."""
+    n = len(jobs)
+    return AllocationProblem(
+        job_ids=tuple(spec.job_id for spec in jobs), worker_types=tuple(cluster_counts),
+        counts=np.array([float(c) for c in cluster_counts.values()]),
+        throughput=np.asarray(rates, dtype=float).reshape(n, len(cluster_counts)),
+        scale=np.array([max(spec.num_gpus, 1) for spec in jobs], dtype=float),
+        remaining=np.asarray(remaining, dtype=float), elapsed=np.asarray(elapsed, dtype=float),
+        attained=np.asarray(attained, dtype=float))
