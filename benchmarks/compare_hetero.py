@@ -28,11 +28,10 @@ from pathlib import Path
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.perf.model import get_throughput_model
-from dlsched.report.fairness import isolated_seconds
+from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.output import write_run
-from dlsched.report.type_usage import TypeUsage
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace
@@ -62,11 +61,9 @@ def offered_load(trace: Trace, rate_per_hour: float, gpus: int) -> float:
 def run_one(trace: Trace, policy: str, out: Path) -> tuple[Summary, object, object]:
     cluster = resolve_cluster(CLUSTER)
     sim = Simulator(cluster, trace, build_policy(policy), SimConfig(seed=0))
-    usage = TypeUsage.attach(sim)
     started = time.perf_counter()
     result = sim.run()
-    usage.close(sim)
-    inputs = usage.inputs(isolated_seconds(trace, sim.core.throughput))
+    inputs = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput), cluster)
     write_run(result, out / policy, fairness=inputs)
     print(f"    ({policy}: {time.perf_counter() - started:.1f} s wall)", flush=True)
     return summarize(result, inputs), result, inputs

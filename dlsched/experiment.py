@@ -21,7 +21,6 @@ from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.output import FORMATS, write_run
-from dlsched.report.type_usage import TypeUsage
 from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.profile import PLACEMENTS, Profile
 from dlsched.scheduling.registry import accepts, build_policy
@@ -236,11 +235,10 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                            round_seconds=config.round_seconds, seed=config.seed)
     started = time.perf_counter()
     sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
-    usage = TypeUsage.attach(sim)
     result = sim.run()
     result = replace(result, wall_seconds=time.perf_counter() - started)
-    usage.close(sim)
-    fairness = usage.inputs(isolated_seconds(trace, sim.core.throughput))
+    fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
+                                     cluster)
     write_run(result, out_dir, config.jobs_format, fairness=fairness,
               positions=final_positions(profile, sim))
     (out_dir / "config.yaml").write_text(replace(config, policies=(policy,)).to_yaml())

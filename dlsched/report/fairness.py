@@ -23,8 +23,8 @@ time, ``1/n`` when one got it all. It measures equal *shares*, not equal slowdow
 less demand than their share pull it down (documented in docs/report.md).
 
 **Per-type utilization**: GPU-seconds in use on each GPU type over that type's GPU count times
-the utilization window; the per-type busy series comes from ``TypeUsage`` (type_usage.py),
-since the core's ``Timeline`` keeps only the cluster total.
+the utilization window; the core keeps GPU-seconds per type as it settles each run
+(``Scheduler.gpu_seconds_by_type``, in ``SimulationResult.type_gpu_seconds``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel
 from dlsched.sim.result import JobRecord, SimulationResult
 from dlsched.workload.trace import Trace
@@ -50,6 +51,12 @@ class FairnessInputs:
     isolated_seconds: Mapping[str, float] = field(default_factory=dict)
     type_gpu_seconds: Mapping[str, float] | None = None
     type_gpus: Mapping[str, int] | None = None
+
+    @classmethod
+    def of_run(cls, result: SimulationResult, isolated: Mapping[str, float],
+               cluster: Cluster) -> FairnessInputs:
+        """The run's per-type GPU-seconds (kept by the core) with ``cluster``'s GPU counts."""
+        return cls(isolated, dict(result.type_gpu_seconds), cluster.gpus_by_type())
 
 
 @dataclass(frozen=True)

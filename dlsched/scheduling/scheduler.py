@@ -84,6 +84,9 @@ class Scheduler:
         self._views = tuple(_read_only(a) for a in (self.free, self.node_free, self.node_version))
         self._gpu_node = cluster.gpu_node.tolist()  # Python ints: cheaper to index one by one
         self._node_type = [node.gpu_type for node in cluster.nodes]
+        # GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
+        # running ones); the timeline keeps only the cluster total.
+        self.type_seconds = dict.fromkeys(cluster.type_names, 0.0)
         self.used_gpus = 0.0
         self.timeline = Timeline()
         self.cycles = 0
@@ -272,6 +275,22 @@ class Scheduler:
         job.attained_time = now
         job.gpu_seconds += held * sum(job.shares)
         job.last_run_seconds = held
+        if held > 0:
+            self._charge_types(job, held, self.type_seconds)
+
+    def _charge_types(self, job: Job, held: float, spent: dict[str, float]) -> None:
+        node_of, type_of = self._gpu_node, self._node_type
+        for gpu, share in zip(job.allocation, job.shares, strict=True):
+            spent[type_of[node_of[gpu]]] += held * share
+
+    def gpu_seconds_by_type(self, now: float) -> dict[str, float]:
+        """GPU-seconds held on each GPU type up to ``now`` (shares counted; running jobs charged
+        up to ``now``; restart overhead counts as held, as in the timeline)."""
+        spent = dict(self.type_seconds)
+        for job in self.running.values():
+            if job.run_started is not None and now > job.run_started:
+                self._charge_types(job, now - job.run_started, spent)
+        return spent
 
     def _release(self, job: Job) -> None:
         self._adjust(job.allocation, job.shares, 1.0)

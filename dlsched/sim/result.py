@@ -65,6 +65,7 @@ class SimulationResult:
     wall_seconds: float
     end_time: float
     goodput_series: tuple[GoodputPoint, ...] = ()
+    type_gpu_seconds: tuple[tuple[str, float], ...] = ()  # (GPU type, GPU-seconds held)
 
 
 def record_of(job: Job, now: float, reason: str | None = None) -> JobRecord:
@@ -88,4 +89,4 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
     series = tuple(sim.core.goodput_series)
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
                             sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
-                            series)
+                            series, tuple(sim.core.gpu_seconds_by_type(now).items()))

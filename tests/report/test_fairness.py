@@ -19,7 +19,6 @@ from dlsched.report.fairness import (
     utilization_by_type,
 )
 from dlsched.report.metrics import summarize
-from dlsched.report.type_usage import TypeUsage
 from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.scheduler import Timeline
 from dlsched.sim import SimConfig
@@ -112,11 +111,9 @@ def test_type_usage_and_rho_from_a_real_run() -> None:
     cluster = Cluster("mixed", (Node("k", "K80", 2), Node("v", "V100", 2)))
     trace = Trace("t", (JobSpec("A", 0, 2, 10, gpu_types=("K80",)), JobSpec("B", 0, 2, 20)))
     sim = Simulator(cluster, trace, build_policy("fifo"), SimConfig(restart_overhead=0))
-    usage = TypeUsage.attach(sim)
     result = sim.run()
-    usage.close(sim)
-    assert dict(usage.seconds) == pytest.approx({"K80": 20.0, "V100": 40.0})
-    inputs = usage.inputs(isolated_seconds(trace, LinearScaling()))
+    assert dict(result.type_gpu_seconds) == pytest.approx({"K80": 20.0, "V100": 40.0})
+    inputs = FairnessInputs.of_run(result, isolated_seconds(trace, LinearScaling()), cluster)
     summary = summarize(result, inputs)
     assert dict(summary.utilization_by_type) == pytest.approx({"K80": 0.5, "V100": 1.0})
     assert ftf_rhos(result, inputs.isolated_seconds) == pytest.approx({"A": 1.0, "B": 1.0})
@@ -128,8 +125,6 @@ def test_type_usage_counts_a_preempted_run_until_its_stop() -> None:
     cluster = Cluster("one", (Node("v", "V100", 1),))
     trace = Trace("t", (JobSpec("L", 0, 1, 100), JobSpec("S", 5, 1, 2)))
     sim = Simulator(cluster, trace, build_policy("srtf"), SimConfig(restart_overhead=0))
-    usage = TypeUsage.attach(sim)
     result = sim.run()
-    usage.close(sim)
     assert {j.job_id: j.preemptions for j in result.jobs} == {"L": 1, "S": 0}
-    assert usage.seconds["V100"] == pytest.approx(102.0)
+    assert dict(result.type_gpu_seconds)["V100"] == pytest.approx(102.0)
