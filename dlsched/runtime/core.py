@@ -7,6 +7,11 @@ a real cluster needs (candidates to move into the core itself, see ``docs/runtim
   the whole cluster: a node that is down may come back.
 - ``refresh_rate``: a running job's speed changes when its workers report a new measured
   throughput; its progress so far is folded in at the old rate first.
+- ``reason_for``: a job the policy started while the workers of the jobs it preempted are
+  still checkpointing and exiting waits for them (the executor holds its start until their
+  GPUs are free, ``AttemptBook.waiting_for``); its reason then names them (Kueue's
+  "waiting for preempted workloads to exit", ``Reason.WAITING_FOR_EVICTION``), with or
+  without tenants.
 - ``resubmit``: after a restart, a job comes back with the service it had attained, the work
   it had done and the preemptions it had suffered, so the policies (Tiresias's 2D-LAS queue,
   Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did.
@@ -18,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.scheduling.state import ClusterSnapshot
+from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
 
@@ -45,6 +51,16 @@ class RuntimeScheduler(Scheduler):
         changed = nodes != self.down_nodes
         self.down_nodes = nodes
         return changed
+
+    def reason_for(self, job: Job) -> str:
+        """The core's reason, or, for a started job whose executor still waits for the workers
+        of the jobs it preempted to exit, that wait and their ids."""
+        if job.status is JobStatus.RUNNING:
+            waiting_for = getattr(self.executor, "waiting_for", None)
+            victims = waiting_for(job.job_id) if waiting_for is not None else ()
+            if victims:
+                return f"{Reason.WAITING_FOR_EVICTION.value} ({', '.join(victims)})"
+        return super().reason_for(job)
 
     def refresh_rate(self, job_id: str) -> None:
         """Re-ask the throughput model for a running job's rate (after a new measurement)."""

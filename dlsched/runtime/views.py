@@ -24,7 +24,7 @@ from dlsched.runtime.models import (
 from dlsched.runtime.store import JobRow
 from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
@@ -54,11 +54,13 @@ def summary(service: Service, row: JobRow, reason: str | None = None) -> JobSumm
 
 
 def _live_reasons(service: Service, rows: list[JobRow]) -> dict[str, str]:
-    """Why each waiting job waits, now (a job behind a strict-FIFO head shares its reason)."""
+    """Why each waiting job waits, now (a job behind a strict-FIFO head shares its reason),
+    and why a started job has no workers yet (waiting for preempted jobs to exit)."""
     with service.locked():
         jobs = (service.core.jobs.get(row.id) for row in rows)
         return {job.job_id: service.core.reason_for(job) for job in jobs
-                if job is not None and job.status.is_waiting}
+                if job is not None and (job.status.is_waiting
+                                        or job.status is JobStatus.RUNNING)}
 
 
 def job_list(service: Service, status: str | None, queue: str | None, limit: int,

@@ -7,8 +7,9 @@
    released for a resize, running jobs with the same one keep their GPUs;
 4. resized and starting jobs take free GPUs on their target nodes (a resized job first takes
    back the GPUs it held there, so a job that only grows keeps its old workers in place);
-5. waiting jobs without a target get a reason; those the policy refuses for good (its optional
-   ``rejections(state)``: job id -> reason) fail with that reason.
+5. waiting jobs without a target get a reason (the plugin's own when it defines
+   ``reason_for(job_id)``: the tenant layer's quota reasons); those the policy refuses for good
+   (its optional ``rejections(state)``: job id -> reason) fail with that reason.
 
 Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleResult``.
 """
@@ -16,7 +17,7 @@ Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleRes
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from dlsched.errors import DlschedError
 from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
@@ -35,12 +36,14 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     state = CycleState.begin(snapshot)
     targets = allocator.allocate(state)
     _check(allocator, state, targets)
+    why = getattr(allocator, "reason_for", None)
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     for job in snapshot.running:
         target = targets.get(job.job_id)
         if target is None or not target.nodes:
-            preemptions.append(Preempt(job.job_id, f"reallocated by {allocator.name}"))
+            preemptions.append(Preempt(job.job_id, _reason(why, job.job_id)
+                                       or f"reallocated by {allocator.name}"))
             state.evict(job)
         elif not target.keeps(job, state.cluster):
             moving.append((job, target))
@@ -57,13 +60,18 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             rejections.append(Reject(job.job_id, f"[{allocator.name}] {refused[job.job_id]}"))
             continue
         if target is None or not target.nodes:
-            reasons[job.job_id] = f"[{allocator.name}] no GPUs in this round's allocation"
+            reasons[job.job_id] = (_reason(why, job.job_id)
+                                   or f"[{allocator.name}] no GPUs in this round's allocation")
             continue
         starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ())))
     asked = [w for p in wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
                        min(asked) if asked else None, resizes=resizes,
                        rejections=tuple(rejections))
+
+
+def _reason(why: Callable[[str], str | None] | None, job_id: str) -> str | None:
+    return why(job_id) if why is not None else None
 
 
 def _check(allocator: AllocatePlugin, state: CycleState,

@@ -32,7 +32,7 @@ def queue_positions(jobs: Iterable[Job], queue_of: Callable[[Job], str],
     return out
 
 
-def admission_key(position: int, borrow_rank: float, history: float, job: Job,
+def admission_key(position: int, borrow_rank: tuple[float, ...], history: float, job: Job,
                   within: Any) -> tuple:
     """The cross-queue key; smaller is admitted first."""
     return (position, borrow_rank, history, -job.spec.priority, within, job.job_id)

@@ -28,7 +28,7 @@ from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy.assignment import Assignment, Mode, assign
 from dlsched.tenancy.config import ClusterQueue, QueueingStrategy, TenantConfig
-from dlsched.tenancy.fairshare import DecayedUsage, share_value
+from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, candidates, select_targets
@@ -58,7 +58,7 @@ class _Cycle:
         # (queue, GPU types, priority, borrows) -> (usage version, request, submitted, reason)
         # of a job that failed on quota
         self.least: dict[str, dict[str, float]] = {}  # per queue, the least a job asks
-        self.ranks: dict[tuple, float] = {}  # (queue, flavor, request) -> borrow rank
+        self.ranks: dict[tuple, ShareRank] = {}  # (queue, request) -> borrow rank
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
         self.rank_usage: Usage | None = None  # usage at the cycle's start, for the order
 
@@ -167,7 +167,8 @@ class TenantAdmission:
 
     def _key(self, state: CycleState, data: _Cycle, job: Job) -> tuple:
         cq = self.config.cluster_queue_of(job.spec.queue)
-        rank, history = 0.0, 0.0
+        rank: ShareRank = (0.0,)
+        history = 0.0
         if cq is not None and cq.flavors:
             rank = self._rank(data, cq, self.request(job))
             if self.history is not None:
@@ -177,16 +178,18 @@ class TenantAdmission:
             return admission_key(0, rank, history, job, self.inner.sort_key(state, job))
         return admission_key(where[1], rank, history, job, self.lines.within(job))
 
-    def _rank(self, data: _Cycle, cq: ClusterQueue, request: Mapping[str, float]) -> float:
+    def _rank(self, data: _Cycle, cq: ClusterQueue, request: Mapping[str, float]
+              ) -> ShareRank:
         """Borrowing first-term of the cross-queue key, the same for equal requests (cached)."""
         flavor, usage = cq.flavors[0], data.rank_usage or data.view.usage
         key = (cq.name, tuple(request.items()))
         rank = data.ranks.get(key)
         if rank is None:
             if self.config.fair_sharing.enabled:
-                rank = share_value(usage, cq.name, {(flavor, r): v for r, v in request.items()})
+                rank = admission_rank(usage, cq.name,
+                                      {(flavor, r): v for r, v in request.items()})
             else:
-                rank = float(usage.borrows(cq.name, flavor, request))
+                rank = (float(usage.borrows(cq.name, flavor, request)),)
             data.ranks[key] = rank
         return rank
 

@@ -18,9 +18,12 @@ own-queue candidates with borrowing. Each try removes candidates greedily while 
 matter (a candidate of another queue only while that queue borrows) until the job fits, then
 gives back every removed job not needed, latest removed first.
 
-Fair-sharing mode: take the next candidate from the queue with the highest share; a job of
-another queue is evicted only if the strategy holds (see ``fairshare.strategy_allows``);
-strategies are tried in order.
+Fair-sharing mode: take the next candidate from the queue with the highest share, found from
+the root of the cohort tree down by the shares of sub-cohorts (``fairshare.most_unfair``, Kueue
+KEP-79 with fair sharing); a job of another queue is evicted only if the strategy holds on the
+shares of the two nodes just below the lowest common ancestor of the preemptor's and the
+victim's queues (``fairshare.almost_lca``, ``strategy_allows``); strategies are tried in
+order.
 """
 
 from __future__ import annotations
@@ -29,8 +32,15 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dlsched.tenancy.config import ClusterQueue, Reclaim, TenantConfig, WithinQueue
-from dlsched.tenancy.fairshare import share_value, strategy_allows
+from dlsched.tenancy.config import (
+    ClusterQueue,
+    FlavorResource,
+    Reclaim,
+    ShareStrategy,
+    TenantConfig,
+    WithinQueue,
+)
+from dlsched.tenancy.fairshare import almost_lca, most_unfair, node_share, strategy_allows
 from dlsched.tenancy.quota import Usage
 
 
@@ -195,17 +205,14 @@ def _fair_targets(config: TenantConfig, usage: Usage, incoming: Admitted,
         extra = {(incoming.flavor, r): v for r, v in incoming.request.items()}
         fits = False
         while by_queue and not fits:
-            cq = max(by_queue, key=lambda q: (share_value(usage, q), q))
+            cq = most_unfair(usage, by_queue)
             target = by_queue[cq].pop(0)
             if not by_queue[cq]:
                 del by_queue[cq]
             victim = target.victim
-            if cq != incoming.cq:
-                minus = {(victim.flavor, r): -v for r, v in victim.request.items()}
-                if not strategy_allows(strategy, share_value(usage, incoming.cq, extra),
-                                       share_value(usage, cq), share_value(usage, cq, minus)):
-                    by_queue.pop(cq, None)
-                    continue
+            if cq != incoming.cq and not _fair_allows(strategy, usage, incoming, victim, extra):
+                by_queue.pop(cq, None)
+                continue
             _remove(usage, victim)
             removed.append(target)
             fits = usage.fits(incoming.cq, incoming.flavor, incoming.request)
@@ -214,6 +221,18 @@ def _fair_targets(config: TenantConfig, usage: Usage, incoming: Admitted,
         if fits:
             return _minimal(usage, incoming, removed, allow_borrowing=True)
     return []
+
+
+def _fair_allows(strategy: ShareStrategy, usage: Usage, incoming: Admitted, victim: Admitted,
+                 extra: Mapping[FlavorResource, float]) -> bool:
+    """The strategy, on the shares of the two nodes just below the preemptor's and the
+    victim's lowest common ancestor (Kueue ``ComputeShares``; the queues themselves in a flat
+    cohort), the preemptor's with its job admitted."""
+    mine, theirs = almost_lca(usage, incoming.cq, victim.cq)
+    minus = {(victim.flavor, r): -v for r, v in victim.request.items()}
+    return strategy_allows(strategy, node_share(usage, mine, extra, at=incoming.cq),
+                           node_share(usage, theirs),
+                           node_share(usage, theirs, minus, at=victim.cq))
 
 
 def _remove(usage: Usage, job: Admitted) -> None:

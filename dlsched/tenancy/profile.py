@@ -1,6 +1,7 @@
 """``with_tenants(profile, config)``: any policy inside the tenant model, the policy unchanged
 except for its QueueSort (the tenant layer orders across queues) and its PostFilter (limited to
-victims of the preemptor's own cluster queue: victims across queues are Kueue's to choose)."""
+victims of the preemptor's own cluster queue: victims across queues are Kueue's to choose).
+An allocation policy's ``AllocatePlugin`` runs behind a ``QuotaGate`` (``allocation.py``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import CycleState
+from dlsched.tenancy.allocation import QuotaGate
 from dlsched.tenancy.config import TenantConfig
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.workload.job import Job
@@ -40,6 +42,8 @@ class _Stripped:
 
 def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     """``profile``'s policy inside the tenant model, the policy itself unchanged."""
+    if profile.allocators:
+        return _allocating(profile, config)
     own = list({id(p): p for p in (profile.queue_sort, *profile.plugins)}.values())
     kept = [_Stripped(p, config) for p in own
             if any(hasattr(p, point) for point in (*_POINTS, "post_filter"))]
@@ -48,3 +52,21 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
                    kept, placement=profile.placement, filters=filters, strict_fifo=False,
                    round_seconds=profile.round_seconds, acts_on_running=profile.acts_on_running,
                    options=dict(profile.options))
+
+
+def _allocating(profile: Profile, config: TenantConfig) -> Profile:
+    """An allocation policy: its ``AllocatePlugin`` behind a ``QuotaGate``; ``TenantAdmission``
+    as QueueSort (the cross-queue order the gate charges in, and the pending book of reasons
+    and positions that jobs.csv and the API read); the policy's other plugins and its wake-ups
+    unchanged (the tenant layer's minimum-runtime and backoff wake-ups do not apply: the
+    policy preempts by design every round)."""
+    allocator = profile.allocators[0]
+    admission = TenantAdmission(config, profile.queue_sort)
+    plugins = [QuotaGate(allocator, admission),
+               *(p for p in profile.plugins if p is not allocator)]
+    wrapped = Profile(f"{profile.name}+tenants", admission, plugins,
+                      placement=profile.placement, filters=profile.filters, strict_fifo=False,
+                      round_seconds=profile.round_seconds, acts_on_running=profile.acts_on_running,
+                      options=dict(profile.options))
+    wrapped.wakeups = profile.wakeups
+    return wrapped

@@ -17,6 +17,7 @@ class Reason(enum.Enum):
     NEEDS_PREEMPTION = "insufficient unused quota and no job may be preempted for it"
     MIN_RUNTIME = "the jobs it could preempt are within their minimum runtime"
     NO_NODE_FITS = "quota reserved but no node fits the gang"
+    NOT_ALLOCATED = "the allocation policy gave it no GPUs in this round"
     WAITING_FOR_EVICTION = "waiting for preempted jobs to exit"
     BACKOFF = "requeued after an eviction: backing off"
     STRICT_FIFO = "waiting behind the head of its cluster queue (StrictFIFO)"

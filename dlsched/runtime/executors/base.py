@@ -186,6 +186,17 @@ class AttemptBook(abc.ABC):
     def active_jobs(self) -> tuple[str, ...]:
         return tuple(self._active)
 
+    def waiting_for(self, job_id: str) -> tuple[str, ...]:
+        """The jobs whose stopped workers a start of ``job_id`` still waits for (they hold
+        its GPUs, or are its own earlier attempt), sorted; () when it is not waiting. The
+        service reports them as "waiting for preempted jobs to exit" (docs/runtime.md)."""
+        attempt = self._queued.get(job_id)
+        if attempt is None:
+            return ()
+        gpus = set(attempt.gpus)
+        return tuple(sorted({old.job_id for old in self._stopping
+                             if old.job_id == job_id or not gpus.isdisjoint(old.gpus)}))
+
     # -- for the executors ----------------------------------------------------------------
     def _launch_ready(self) -> None:
         """Launch each queued start once no stopped worker holds its GPUs and no earlier

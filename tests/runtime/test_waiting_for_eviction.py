@@ -1,0 +1,81 @@
+"""A job started by the policy while the jobs it preempted are still exiting waits for them;
+the executor names them and the API and CLI say "waiting for preempted jobs to exit (IDS)"
+(docs/runtime.md), until the victims' workers exit and its own start."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from runtime_helpers import Live, kill_strays, records, wait_for, worker
+from test_runtime_cli import cli
+
+from dlsched.cluster.cluster import Cluster, Node
+from dlsched.runtime.executors.local import LaunchPlan, LocalExecutor, LocalSettings
+from dlsched.tenancy.reasons import Reason
+from dlsched.workload.job import Job, JobSpec
+
+WAITING = Reason.WAITING_FOR_EVICTION.value
+
+
+def _job(job_id: str, gpus: tuple[int, ...]) -> Job:
+    job = Job(JobSpec(job_id, 0.0, len(gpus), 100.0))
+    job.allocation = gpus
+    return job
+
+
+def test_executor_names_the_stopped_jobs_holding_a_queued_start(
+        tmp_path: Path, out: Path) -> None:
+    """old0 (GPU 0) and old1 (GPU 1) ignore SIGTERM; new asks GPUs 0-1 and waits for both,
+    other (GPU 2) for none; once they are killed (grace 0.5 s) new starts and waits no more."""
+    def plan(job_id: str) -> LaunchPlan:
+        return LaunchPlan(1, tuple(worker("stubborn" if job_id.startswith("old") else "sleep",
+                                          out, 0)),
+                          str(tmp_path / job_id), tmp_path / f"{job_id}.log")
+
+    cluster = Cluster("one", (Node("n0", "T4", 4),))
+    executor = LocalExecutor(cluster, plan, LocalSettings(0.5, "", None))
+    try:
+        for job_id, gpu in (("old0", 0), ("old1", 1)):
+            executor.start(_job(job_id, (gpu,)), 0.0)
+        wait_for(lambda: records(out, "old0") and records(out, "old1"), 10, "stubborn workers")
+        assert executor.waiting_for("old0") == ()  # running, not waiting
+        for job_id, gpu in (("old1", 1), ("old0", 0)):
+            executor.stop(_job(job_id, (gpu,)), 0.0)
+        executor.start(_job("new", (0, 1)), 0.0)
+        executor.start(_job("other", (2,)), 0.0)
+        assert executor.waiting_for("new") == ("old0", "old1")
+        assert executor.waiting_for("other") == ()  # launched at once
+        wait_for(lambda: (executor.poll() or True) and not executor.waiting_for("new"), 5,
+                 "the stubborn workers to be killed")
+        assert "new" in executor.active_jobs
+    finally:
+        executor.drain(0.1)
+        kill_strays(tmp_path)
+
+
+def test_api_and_cli_show_the_victims_while_they_exit(
+        live: Callable[..., Live], out: Path) -> None:
+    """Tiresias (threshold 4 GPU-seconds) preempts the 4-GPU stubborn job for a 2-GPU one; the
+    stubborn workers ignore SIGTERM for the 1 s grace period, during which the new job is
+    started by the core but has no workers, and says why. (The core charges it service while
+    it waits: 2 GPUs x 1 s stays under the threshold, so the victim does not come back.)"""
+    handle = live(policy="tiresias", options={"thresholds": "4"}, grace=1.0)
+    http = handle.http
+    big = http.post("/v1/jobs", json={"command": worker("stubborn", out), "gpus": 4}).json()["id"]
+    wait_for(lambda: len(records(out, big)) == 4, 10, "the stubborn job to run")
+    wait_for(lambda: handle.service.core.jobs[big].attained_service(
+        handle.service.clock.now()) > 4.4, 10, "the big job to pass the threshold")
+    small = http.post("/v1/jobs", json={"command": worker("sleep", out, 0.1),
+                                        "gpus": 2}).json()["id"]
+    expected = f"{WAITING} ({big})"
+    detail = wait_for(lambda: (d := http.get(f"/v1/jobs/{small}").json())["pending_reason"]
+                      == expected and d, 5, "the small job to wait for the victim")
+    assert detail["status"] == "running" and not records(out, small)
+    listed = {j["id"]: j["pending_reason"] for j in http.get("/v1/jobs").json()}
+    assert listed[small] == expected
+    code, text = cli(handle.url, "jobs", small)
+    assert code == 0 and f"why: {expected}" in text
+    wait_for(lambda: records(out, small), 5, "the small job's workers after the SIGKILL")
+    wait_for(lambda: http.get(f"/v1/jobs/{small}").json()["pending_reason"] == "", 5,
+             "the reason to clear once it runs")
