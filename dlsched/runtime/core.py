@@ -7,6 +7,8 @@ a real cluster needs (candidates to move into the core itself, see ``docs/runtim
   the whole cluster: a node that is down may come back.
 - ``refresh_rate``: a running job's speed changes when its workers report a new measured
   throughput; its progress so far is folded in at the old rate first.
+- ``launched``: a started job accrues service, progress and GPU time from the launch of its
+  workers, not from the cycle that started it (they may wait for its victims to exit).
 - ``reason_for``: a job the policy started while the workers of the jobs it preempted are
   still checkpointing and exiting waits for them (the executor holds its start until their
   GPUs are free, ``AttemptBook.waiting_for``); its reason then names them (Kueue's
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from dlsched.scheduling.decisions import CycleResult
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.scheduling.state import ClusterSnapshot
 from dlsched.tenancy.reasons import Reason
@@ -51,6 +54,32 @@ class RuntimeScheduler(Scheduler):
         changed = nodes != self.down_nodes
         self.down_nodes = nodes
         return changed
+
+    def cycle(self) -> CycleResult:
+        now = self.clock.now()
+        for job_id in self._unlaunched():
+            self.launched(job_id, now)  # still waiting: no service accrues meanwhile
+        return super().cycle()
+
+    def _unlaunched(self) -> list[str]:
+        waiting_for = getattr(self.executor, "waiting_for", None)
+        if waiting_for is None:
+            return []
+        return [job_id for job_id in self.running if waiting_for(job_id)]
+
+    def launched(self, job_id: str, now: float) -> None:
+        """A started job's workers run from ``now``: the time it waited for the jobs it
+        preempted to exit is neither attained service nor progress nor GPU time (the victims
+        still held the GPUs). Without this, under Tiresias a job waiting for a slow
+        checkpoint could pass the demotion threshold and be preempted back by its own victim
+        before it ever ran."""
+        job = self.running.get(job_id)
+        if job is None or job.run_started is None or now <= job.run_started:
+            return
+        job.productive_from += now - job.run_started
+        job.run_started = now
+        job.progress_time = max(job.progress_time, now)
+        job.attained_time = max(job.attained_time, now)
 
     def reason_for(self, job: Job) -> str:
         """The core's reason, or, for a started job whose executor still waits for the workers

@@ -291,6 +291,7 @@ class Service:
     def record_launches(self) -> None:
         for launch in self.executor.take_launched():
             now = self.clock.now()
+            self.core.launched(launch.job_id, now)
             self.batch.attempt_started(launch.job_id, launch.attempt, now, launch.gpus,
                                        launch.pids, str(launch.log_path))
             self.event(launch.job_id, "started",

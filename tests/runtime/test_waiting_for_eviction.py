@@ -7,11 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from runtime_helpers import Live, kill_strays, records, wait_for, worker
 from test_runtime_cli import cli
 
 from dlsched.cluster.cluster import Cluster, Node
+from dlsched.perf.model import LinearScaling
+from dlsched.runtime.core import RuntimeScheduler
 from dlsched.runtime.executors.local import LaunchPlan, LocalExecutor, LocalSettings
+from dlsched.scheduling.registry import build_policy
+from dlsched.scheduling.scheduler import CoreConfig
 from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import Job, JobSpec
 
@@ -58,8 +63,7 @@ def test_api_and_cli_show_the_victims_while_they_exit(
         live: Callable[..., Live], out: Path) -> None:
     """Tiresias (threshold 4 GPU-seconds) preempts the 4-GPU stubborn job for a 2-GPU one; the
     stubborn workers ignore SIGTERM for the 1 s grace period, during which the new job is
-    started by the core but has no workers, and says why. (The core charges it service while
-    it waits: 2 GPUs x 1 s stays under the threshold, so the victim does not come back.)"""
+    started by the core but has no workers, and says why."""
     handle = live(policy="tiresias", options={"thresholds": "4"}, grace=1.0)
     http = handle.http
     big = http.post("/v1/jobs", json={"command": worker("stubborn", out), "gpus": 4}).json()["id"]
@@ -79,3 +83,54 @@ def test_api_and_cli_show_the_victims_while_they_exit(
     wait_for(lambda: records(out, small), 5, "the small job's workers after the SIGKILL")
     wait_for(lambda: http.get(f"/v1/jobs/{small}").json()["pending_reason"] == "", 5,
              "the reason to clear once it runs")
+
+
+class FixedClock:
+    time = 0.0
+
+    def now(self) -> float:
+        return self.time
+
+
+class _HeldStarts:
+    """An executor whose starts wait while ``holding`` (the victims still exit)."""
+
+    def __init__(self) -> None:
+        self.holding: set[str] = set()
+
+    def start(self, job: Job, now: float) -> None:
+        pass
+
+    def stop(self, job: Job, now: float) -> None:
+        pass
+
+    def waiting_for(self, job_id: str) -> tuple[str, ...]:
+        return ("victim",) if job_id in self.holding else ()
+
+
+def test_a_job_waiting_for_its_victims_accrues_nothing_until_it_launches() -> None:
+    # 4 GPUs; A (4 GPUs) ran 0 -> 10 (40 GPU-s). B (2 GPUs) arrives at 10 and preempts it under
+    # Tiresias (threshold 1 GPU-s); B's launch waits for A's workers until 15. Through cycles at
+    # 11-14 B's service stays 0 (it would be 2-8 GPU-s, past the threshold, if charged from its
+    # start); from the launch at 15 it accrues: 2 GPUs x 1 s at 16.
+    clock, executor = FixedClock(), _HeldStarts()
+    cluster = Cluster("one", (Node("n0", "T4", 4),))
+    core = RuntimeScheduler(cluster, build_policy("tiresias", {"thresholds": "1"}),
+                            LinearScaling(), clock, executor, CoreConfig(restart_overhead=0.0))
+    core.submit(JobSpec("A", 0.0, 4, 1e6))
+    core.cycle()
+    clock.time = 10.0
+    executor.holding.add("B")
+    core.submit(JobSpec("B", 10.0, 2, 1e6))
+    core.cycle()
+    assert set(core.running) == {"B"}
+    for t in (11.0, 12.0, 13.0, 14.0):
+        clock.time = t
+        core.cycle()
+        assert core.jobs["B"].attained_service(t) == 0.0
+        assert set(core.running) == {"B"}  # A does not preempt it back
+    clock.time = 15.0
+    executor.holding.clear()
+    core.launched("B", 15.0)
+    assert core.jobs["B"].attained_service(16.0) == pytest.approx(2.0)
+    assert core.jobs["B"].work_done(16.0) == pytest.approx(1.0)  # 1 s at the linear rate
