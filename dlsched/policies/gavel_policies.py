@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from dlsched.errors import ConfigError
 from dlsched.perf.gavel_table import WORKER_TYPES
 from dlsched.policies.gavel.efficiency import fifo_hetero, min_cost, min_makespan
 from dlsched.policies.gavel.fairness import las, max_min_fairness, weighted_fairness
@@ -110,18 +111,40 @@ def gavel_weighted(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
 
 @register_policy("gavel-cost")
 def gavel_cost(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-               prices: tuple = DEFAULT_PRICES, placement: str = "consolidated") -> Profile:
-    """Gavel minimize cost (OSDI'20 §4.2); ``prices`` $/GPU-hour for k80:p100:v100."""
+               prices: tuple = DEFAULT_PRICES, type_prices: str = "",
+               placement: str = "consolidated") -> Profile:
+    """Gavel minimize cost (OSDI'20 §4.2); ``prices`` $/GPU-hour for k80:p100:v100, and
+    ``type_prices`` for any cluster GPU type as ``NAME=price,NAME=price`` (e.g.
+    ``T4=0.35,A100=2.93``; it overrides ``prices`` for the types it names)."""
     if len(prices) != len(WORKER_TYPES) or min(prices) <= 0:
         raise ValueError(f"prices needs {len(WORKER_TYPES)} positive numbers "
                          f"({':'.join(WORKER_TYPES)}), got {prices}")
-    by_type = dict(zip(WORKER_TYPES, prices, strict=True))
+    by_type = {**dict(zip(WORKER_TYPES, prices, strict=True)), **_type_prices(type_prices)}
 
     def options(problem: AllocationProblem) -> dict:
-        return {"prices": [by_type[t] for t in problem.worker_types]}
+        missing = [t for t in problem.worker_types if t.casefold() not in by_type]
+        if missing:
+            raise ConfigError(f"policy gavel-cost: no price for GPU type {missing[0]!r}: give "
+                              f"one with --policy-opt type_prices={missing[0]}=PRICE")
+        return {"prices": [by_type[t.casefold()] for t in problem.worker_types]}
 
     return gavel_profile("gavel-cost", min_cost, round_seconds, pop_k, placement,
                          options=options)
+
+
+def _type_prices(text: str) -> dict[str, float]:
+    """``"T4=0.35,A100=2.93"`` -> ``{"t4": 0.35, "a100": 2.93}`` (names case-folded)."""
+    out: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        try:
+            price = float(value)
+        except ValueError:
+            price = -1.0
+        if not sep or not name.strip() or price <= 0:
+            raise ValueError(f"type_prices: {item!r} is not NAME=PRICE with a positive price")
+        out[name.strip().casefold()] = price
+    return out
 
 
 def by_tenant(problem: AllocationProblem, jobs: Sequence[Job]) -> AllocationProblem:

@@ -59,7 +59,10 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
         _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
     write_json(out_dir / "summary.json", summarize(result, fairness).to_dict())
-    write_json(out_dir / "run.json", run_info_dict(result.info))
+    run = run_info_dict(result.info)
+    if result.stalled_at is not None:  # jobs were left waiting that could never start
+        run["stalled_at"] = result.stalled_at
+    write_json(out_dir / "run.json", run)
 
 
 def deterministic_view(summary: Mapping[str, Any]) -> dict[str, Any]:

@@ -66,6 +66,7 @@ class SimulationResult:
     end_time: float
     goodput_series: tuple[GoodputPoint, ...] = ()
     type_gpu_seconds: tuple[tuple[str, float], ...] = ()  # (GPU type, GPU-seconds held)
+    stalled_at: float | None = None  # the run ended here: the jobs left waiting never start
 
 
 def record_of(job: Job, now: float, reason: str | None = None) -> JobRecord:
@@ -89,4 +90,5 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
     series = tuple(sim.core.goodput_series)
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
                             sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
-                            series, tuple(sim.core.gpu_seconds_by_type(now).items()))
+                            series, tuple(sim.core.gpu_seconds_by_type(now).items()),
+                            sim.stalled_at)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel, get_throughput_model
+from dlsched.scheduling.decisions import CycleResult
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.scheduler import CoreConfig, Scheduler
 from dlsched.sim.clock import SimClock
@@ -28,12 +29,15 @@ _FINISH, _ARRIVAL = Priority.FINISH, Priority.ARRIVAL
 
 @dataclass(frozen=True)
 class SimConfig:
-    """``round_seconds`` overrides the policy's round length (None keeps the policy's)."""
+    """``round_seconds`` overrides the policy's round length (None keeps the policy's).
+    ``stall_cycles``: the run ends after this many cycles in a row with nothing running,
+    nothing left to arrive and nothing started (``Simulator._stalled``)."""
 
     restart_overhead: float = 30.0
     round_seconds: float | None = None
     max_time: float | None = None
     seed: int = 0
+    stall_cycles: int = 1000
 
 
 class Simulator:
@@ -50,6 +54,8 @@ class Simulator:
                               CoreConfig(restart_overhead=self.config.restart_overhead))
         self.round_seconds = self.config.round_seconds or profile.round_seconds
         self.progress = progress
+        self._idle_cycles = 0
+        self.stalled_at: float | None = None  # when the run ended with jobs that never start
         self._next_arrival = 0
         self._wakeup_token = 0
         self._wakeup_at: float | None = None
@@ -96,10 +102,26 @@ class Simulator:
             while (event := events.pop_at(now)) is not None:
                 changed |= handle(event)
             if changed:
-                self._arm_wakeup(core.cycle().next_wakeup)
+                result = core.cycle()
+                self._arm_wakeup(result.next_wakeup)
                 if self.round_seconds is not None:
                     self._arm_round()
+                if self._stalled(result, arrival < arrivals):
+                    self.stalled_at = now
+                    break
         return collect_result(self, time.perf_counter() - started)
+
+    def _stalled(self, result: CycleResult, arrivals_left: bool) -> bool:
+        """Whether the jobs still waiting can never start: nothing runs, nothing is left to
+        arrive, and ``stall_cycles`` cycles in a row started nothing. One such cycle is not
+        enough (a timer may still start a job: a requeue backoff ends, a deadline passes),
+        but a policy with rounds or timers would otherwise cycle forever over jobs that no
+        quota or node admits (a rigid 8-GPU job in a queue of 4)."""
+        if arrivals_left or self.core.running or result.starts:
+            self._idle_cycles = 0
+            return False
+        self._idle_cycles += 1
+        return self._idle_cycles >= self.config.stall_cycles
 
     def _handle(self, event: Event) -> bool:
         kind = event.kind

@@ -19,19 +19,21 @@ what fits, in Kueue's admission order:
 4. a job left with nothing: a running job keeps its current GPUs if they still fit (quota and
    nodes), else it is preempted; a waiting job stays waiting. Both get the tenant reason
    (``Reason``), and the pending job its position in its cluster queue, in the
-   ``TenantAdmission.pending`` book that jobs.csv, the API and ``dlsched jobs`` read.
+   ``TenantAdmission.pending`` book that jobs.csv, the API and ``dlsched jobs`` read;
+5. in a round where step 2 cut a target, GPUs left idle go to waiting jobs the policy left out
+   or the gate cut, in the same order, at their fewest workers, when their quota allows
+   (``QuotaGate._fill``, work conservation); when no quota binds, the policy's targets stand
+   as they are (an idle GPU it chose stays idle).
 
 What this approximates in Kueue: elastic jobs as *workload slices* (KEP-77, dynamically sized
 jobs; feature gate ``ElasticJobsViaWorkloadSlices``): a scale-up is a new slice admitted like a
 new workload and replacing the old one once its quota is reserved, a scale-down gives quota back
 at once. Here each round's grow is charged after every job that keeps its size. What it does not
 do: it never preempts to reclaim lent quota (the policy re-allocates every round, and step 2
-gives a lender its quota back at the next round); it never starts a job the policy left out, so
-a lender's job gets its quota back only once the policy gives it a target (policies that give
-every active job a minimum while GPUs last, as Pollux, Optimus and Gavel's rotation do, do so
-unless the cluster has fewer GPUs than jobs); GPUs freed by a cut stay idle until the next
-round; no minimum runtime, requeue backoff or flavor fungibility (the policy preempts by design
-and chose the nodes).
+gives a lender its quota back at the next round); a job the policy left out starts only on GPUs
+that the kept targets leave idle (step 5), never by cutting another queue's job; no minimum
+runtime, requeue backoff or flavor fungibility (the policy preempts by design and chose the
+nodes).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from dlsched.policies.elastic.optimus_placement import allowed_nodes, fit_nodes
 from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
 from dlsched.scheduling.state import EPS, CycleState
 from dlsched.tenancy.charge import Plan, workers_of
@@ -84,6 +87,8 @@ class QuotaGate:
         for plan in plans:
             if plan.job.job_id not in out:
                 self._keep_or_drop(state, plan, usage, room, out)
+        if any(not plan.complete for plan in plans):  # quotas cut the policy's targets
+            self._fill(state, usage, room, out)
         for job in state.snapshot.waiting:
             if job.job_id in out:
                 self.admission.pending.admit(job.job_id)
@@ -110,6 +115,45 @@ class QuotaGate:
             keyed.append(((group, sort_key(state, job)), plan))
         keyed.sort(key=lambda pair: pair[0])
         return [plan for _, plan in keyed]
+
+    def _fill(self, state: CycleState, usage: Usage, room: _Room,
+              out: dict[str, Assignment]) -> None:
+        """Step 5, work conservation in a round where quotas cut the policy's targets: GPUs
+        that no kept target uses go to waiting jobs the policy left out or the gate cut, in
+        the tenant admission order, each at its fewest
+        workers (its requested size for a rigid job) on the fewest nodes, when its quota
+        allows (nominal first, then borrowing). Kueue admits whatever fits; without this a
+        rigid policy (Gavel, Chronus, Gandiva) that keeps giving the GPUs to a job beyond its
+        queue's quota would leave the cluster idle and starve the jobs that fit."""
+        refused = getattr(self.inner, "rejections", None)
+        skip = set(refused(state)) if refused is not None else set()
+        masks = self.admission.flavor_nodes.masks(state.cluster)
+        sort_key = self.admission.sort_key
+        left = sorted((j for j in state.snapshot.waiting
+                       if j.job_id not in out and j.job_id not in skip),
+                      key=lambda j: sort_key(state, j))
+        for job in left:
+            if not room.free.any():
+                return
+            cq = self.config.cluster_queue_of(job.spec.queue)
+            if cq is None:
+                continue
+            count = self.bounds(job)[0]
+            usable = allowed_nodes(state, job) & np.logical_or.reduce(
+                [masks[f] for f in cq.flavors], initial=False)
+            nodes = fit_nodes(count, room.free.copy(), usable)
+            if nodes is None:
+                continue
+            target = Assignment(nodes)
+            plan = Plan(job, cq, target, workers_of(job, target, cq, self.config, masks,
+                                                     state.cluster.gpu_node), count)
+            for borrow in (False, True):
+                if not plan.complete:
+                    plan.grant(usage, borrow)
+            if plan.complete:
+                out[job.job_id] = target
+                room.take(target)
+                self._why.pop(job.job_id, None)
 
     def _keep_or_drop(self, state: CycleState, plan: Plan, usage: Usage, room: _Room,
                       out: dict[str, Assignment]) -> None:

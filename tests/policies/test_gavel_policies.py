@@ -157,8 +157,12 @@ class _PerTypeRates:
     RATES = {"v100-only": {"K80": 0.0, "V100": 2.0}, "k80-only": {"K80": 1.0, "V100": 0.0},
              "either": {"K80": 1.0, "V100": 1.5}}
 
+    def __init__(self, t4: float = 0.0) -> None:
+        self.t4 = t4
+
     def rate(self, spec: JobSpec, placement: Placement) -> float:
-        return self.RATES[spec.model][placement.gpu_types[0]]
+        kind = placement.gpu_types[0]
+        return self.t4 if kind == "T4" else self.RATES[spec.model][kind]
 
 
 def test_rates_from_any_model_make_gavels_lp() -> None:
@@ -204,3 +208,18 @@ def test_space_sharing_needs_gavel_pair_measurements() -> None:
                     SimConfig(), throughput=_PerTypeRates())
     with pytest.raises(ConfigError, match="co-location"):
         sim.run()
+
+
+def test_cost_prices_for_any_gpu_type() -> None:
+    jobs = (JobSpec("b", 0.0, 1, 100.0, model="either"),)
+    sim = Simulator(TWO_TYPES, Trace("t", jobs), build_policy(
+        "gavel-cost", {"type_prices": "K80=0.5, V100=2"}), SimConfig(),
+        throughput=_PerTypeRates())
+    assert all(r.status == "finished" for r in records_of(sim).values())
+    t4 = cluster_of(Node("t", "T4", 1))
+    sim = Simulator(t4, Trace("t", jobs), build_policy("gavel-cost"), SimConfig(),
+                    throughput=_PerTypeRates(t4=1.0))
+    with pytest.raises(ConfigError, match="no price for GPU type 'T4'.*type_prices=T4="):
+        sim.run()
+    with pytest.raises(ConfigError, match="NAME=PRICE"):
+        build_policy("gavel-cost", {"type_prices": "T4=free"})

@@ -175,6 +175,22 @@ def test_pending_reason_and_position() -> None:
     assert got.reasons["x"] == f"[tenants] {Reason.UNKNOWN_QUEUE.value} ('nowhere')"
 
 
+@pytest.mark.parametrize(("jobs", "targets", "sizes"), [
+    # The policy gives all 8 GPUs to rigid x (queue a, nominal 4): the gate cuts it, and the
+    # idle GPUs go to y (2 GPUs, left out by the policy) and z (queue b, 3 GPUs), in order.
+    ([J("x", "a", 8), J("y", "a", 2, at=1.0), J("z", "b", 3, at=2.0)],
+     {"x": (0,) * 4 + (1,) * 4}, {"x": 0, "y": 2, "z": 3}),
+    # Elastic w (1..6) is cut to a's 4; rigid v (a, 1 GPU) finds a's quota spent: it waits.
+    ([J("w", "a", 6, elastic=True), J("v", "a", 1, at=1.0)],
+     {"w": (0,) * 4 + (1,) * 2}, {"w": 4, "v": 0}),
+    # Nothing is cut: the policy's choice to leave u out stands (no fill).
+    ([J("t", "a", 2), J("u", "a", 1, at=1.0)], {"t": (0, 0)}, {"t": 2, "u": 0}),
+], ids=["starved-rigid", "quota-spent", "no-cut-no-fill"])
+def test_gpus_a_cut_frees_go_to_jobs_that_fit(jobs: list[J], targets: dict,
+                                             sizes: dict[str, int]) -> None:
+    assert gate(STRICT, jobs, targets).sizes == sizes
+
+
 def test_a_job_the_policy_left_out_keeps_the_policys_reason() -> None:
     got = gate(STRICT, [J("a1", "a", 4)], {})
     assert got.reasons == {"a1": "[fixed] no GPUs in this round's allocation"}

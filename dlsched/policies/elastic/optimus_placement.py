@@ -42,7 +42,7 @@ def place(state: CycleState, counts: Mapping[str, int], jobs: Mapping[str, Job],
             out[job_id] = kept
     rest.sort(key=lambda j: (-counts[j], j))
     for job_id in rest:
-        nodes = _fit(counts[job_id], room, _allowed(state, jobs[job_id]))
+        nodes = fit_nodes(counts[job_id], room, allowed_nodes(state, jobs[job_id]))
         if nodes is not None:
             out[job_id] = Assignment(nodes)
     return out
@@ -60,7 +60,7 @@ def _keep(state: CycleState, job: Job, count: int, room: np.ndarray) -> Assignme
     return current
 
 
-def _allowed(state: CycleState, job: Job) -> np.ndarray:
+def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
     cluster = state.cluster
     types = job.spec.gpu_types
     if not types:
@@ -68,7 +68,7 @@ def _allowed(state: CycleState, job: Job) -> np.ndarray:
     return np.array([node.gpu_type in types for node in cluster.nodes], dtype=bool)
 
 
-def _fit(count: int, room: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:
+def fit_nodes(count: int, room: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:
     """Best fit on one node, else whole nodes roomiest first; updates ``room``."""
     usable = np.where(allowed, room, 0)
     if usable.sum() < count:

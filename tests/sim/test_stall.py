@@ -1,0 +1,39 @@
+"""The simulator ends a run whose waiting jobs can never start, even when a policy's rounds
+keep waking it (before, a rigid job beyond its queue's quota under Gavel's rounds cycled
+forever): ``stalled_at`` says when, and the jobs left waiting keep their reason."""
+
+from __future__ import annotations
+
+from builders import cluster_of, make_job
+
+from dlsched.cluster.cluster import Node
+from dlsched.scheduling.registry import build_policy
+from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.tenancy.loader import parse_tenants
+from dlsched.tenancy.profile import with_tenants
+from dlsched.tenancy.reasons import Reason
+from dlsched.workload.trace import Trace
+
+TENANTS = parse_tenants("""
+flavors: [{name: any}]
+cluster_queues: [{name: a, quotas: {any: {gpu: 4}}}]
+""")
+CLUSTER = cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4))
+JOBS = (make_job("big").gpus(8).work(3600).queue("a").build(),
+        make_job("small").gpus(1).at(10).work(600).queue("a").build())
+
+
+def test_a_run_whose_jobs_can_never_start_ends() -> None:
+    sim = Simulator(CLUSTER, Trace("t", JOBS), with_tenants(build_policy("gavel-maxmin"),
+                                                            TENANTS), SimConfig(stall_cycles=20))
+    result = sim.run()
+    records = {j.job_id: j for j in result.jobs}
+    assert records["small"].status == "finished" and records["big"].first_start is None
+    assert Reason.NO_QUOTA.value in records["big"].pending_reason
+    assert result.stalled_at is not None and result.stalled_at >= records["small"].finish_time
+    assert sim.core.cycles < 100
+
+
+def test_a_run_that_finishes_has_not_stalled() -> None:
+    result = Simulator(CLUSTER, Trace("t", JOBS[1:]), build_policy("gavel-maxmin")).run()
+    assert result.stalled_at is None and all(j.status == "finished" for j in result.jobs)
