@@ -9,7 +9,7 @@ simulator's moves only between time steps, the runtime freezes its own while it 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,32 +22,11 @@ from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
+from dlsched.scheduling.sharing import SharedGpus
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
+from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec, JobStatus
-
-
-@dataclass
-class Timeline:
-    """Cluster state after each cycle: time, GPUs in use, jobs waiting, jobs running."""
-
-    times: list[float] = field(default_factory=list)
-    used_gpus: list[float] = field(default_factory=list)
-    waiting: list[int] = field(default_factory=list)
-    running: list[int] = field(default_factory=list)
-
-    def record(self, now: float, used: float, waiting: int, running: int) -> None:
-        if self.times and self.times[-1] == now:
-            self.used_gpus[-1], self.waiting[-1], self.running[-1] = used, waiting, running
-            return
-        if self.times and (self.used_gpus[-1], self.waiting[-1], self.running[-1]) == (
-                used, waiting, running):
-            return
-        self.times.append(now)
-        self.used_gpus.append(used)
-        self.waiting.append(waiting)
-        self.running.append(running)
-
 
 IDLE_RESULT = CycleResult()
 
@@ -96,8 +75,7 @@ class Scheduler:
         self.fractional_jobs = 0  # submitted jobs that ask for part of a GPU (ever)
         self.rerater = (ProgressRerater(throughput) if self.config.rerate_progress
                         and is_progress_dependent(throughput) else None)
-        # Space sharing: the running jobs holding part of each shared GPU, in arrival order.
-        self._sharing: dict[int, list[Job]] = {}
+        self.sharing = SharedGpus()  # the running jobs holding part of each shared GPU
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -238,7 +216,7 @@ class Scheduler:
         """Give a running job its GPUs and start its workers (after a start or a resize)."""
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, shares, -1.0)
-        shared = self._share(job)
+        shared = self.sharing.share(job)
         job.run_started = now
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
@@ -296,34 +274,10 @@ class Scheduler:
         self._adjust(job.allocation, job.shares, 1.0)
         job.rate = 0.0
         job.run_started = None
-        if self._sharing:  # nothing is shared (the common case): no partner to re-rate
-            self._rerate_partners(self._unshare(job), self.clock.now())
+        if self.sharing:  # nothing is shared (the common case): no partner to re-rate
+            self._rerate_partners(self.sharing.unshare(job), self.clock.now())
 
     # -- space sharing ----------------------------------------------------------------------
-    def _share(self, job: Job) -> list[Job]:
-        """Record a job that holds part of its GPUs; the jobs already sharing them."""
-        if all(share >= 1.0 for share in job.shares):
-            return []
-        partners: list[Job] = []
-        for gpu in job.allocation:
-            holders = self._sharing.setdefault(gpu, [])
-            partners.extend(other for other in holders if other not in partners)
-            holders.append(job)
-        return partners
-
-    def _unshare(self, job: Job) -> list[Job]:
-        """Forget a job's part of its GPUs; the jobs left sharing them."""
-        partners: list[Job] = []
-        for gpu in job.allocation:
-            holders = self._sharing.get(gpu)
-            if holders is None or job not in holders:
-                continue
-            holders.remove(job)
-            partners.extend(other for other in holders if other not in partners)
-            if not holders:
-                del self._sharing[gpu]
-        return partners
-
     def _rerate_partners(self, partners: list[Job], now: float) -> None:
         """A partner started or left: jobs still sharing those GPUs run at a new rate from
         ``now`` (Gavel's co-located throughputs, OSDI'20 §3.1). Progress so far is settled at
@@ -359,13 +313,8 @@ class Scheduler:
         gpu_node, node_type = self._gpu_node, self._node_type
         nodes = tuple([gpu_node[g] for g in job.allocation])
         types = tuple([node_type[n] for n in nodes])
-        if not self._sharing or all(share >= 1.0 for share in job.shares):
-            return Placement(types, nodes)
-        partners = tuple(next((other.spec for other in self._sharing.get(g, ())
-                               if other is not job), None) for g in job.allocation)
-        if all(p is None for p in partners):
-            return Placement(types, nodes)
-        return Placement(types, nodes, partners)
+        partners = self.sharing.partners_of(job) if self.sharing else None
+        return Placement(types, nodes) if partners is None else Placement(types, nodes, partners)
 
     def _record(self) -> None:
         self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from dlsched import __version__
 from dlsched.scheduling.rerating import GoodputPoint
-from dlsched.scheduling.scheduler import Timeline
+from dlsched.scheduling.timeline import Timeline
 from dlsched.workload.job import Job
 
 if TYPE_CHECKING:

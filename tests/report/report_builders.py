@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.scheduling.registry import build_policy
-from dlsched.scheduling.scheduler import Timeline
+from dlsched.scheduling.timeline import Timeline
 from dlsched.sim import SimConfig, simulate
 from dlsched.sim.result import JobRecord, RunInfo, SimulationResult
 from dlsched.workload.job import JobSpec

@@ -20,7 +20,7 @@ from dlsched.report.fairness import (
 )
 from dlsched.report.metrics import summarize
 from dlsched.scheduling.registry import build_policy
-from dlsched.scheduling.scheduler import Timeline
+from dlsched.scheduling.timeline import Timeline
 from dlsched.sim import SimConfig
 from dlsched.sim.result import RunInfo, SimulationResult
 from dlsched.sim.simulator import Simulator
