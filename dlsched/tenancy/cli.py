@@ -1,0 +1,64 @@
+"""``dlsched tenants``: write a tenant file for a trace (``generate.py`` has the rule)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.console import Console
+
+from dlsched.errors import DlschedError
+
+tenants_app = typer.Typer(add_completion=False)
+console = Console(stderr=True)
+
+
+@tenants_app.command("tenants")
+def tenants(
+        trace: Annotated[str, typer.Argument(help="A bundled trace name or a trace file.")],
+        cluster: Annotated[str, typer.Option(help="Built-in cluster name or YAML file.")],
+        sizes: Annotated[Path | None, typer.Option(
+            exists=True, dir_okay=False, help="CSV of queue sizes in GPUs (queue,size; or Helios' date-by-VC table: its "
+                 "last row). Without it, quotas follow each queue's demand.")] = None,
+        scale: Annotated[float, typer.Option(
+            help="Multiply the sizes (8 for Philly's servers x 8 GPUs).")] = 1.0,
+        strict: Annotated[bool, typer.Option(
+            "--strict", help="No cohort: queues never borrow or lend.")] = False,
+        trace_format: Annotated[str | None, typer.Option(
+            "--format", help="Trace format, when it cannot be told from the columns.")] = None,
+        out: Annotated[Path | None, typer.Option(help="Write here (default: stdout).")] = None,
+) -> None:
+    """Write a tenant file for a trace: one cluster queue per queue (VC) of its jobs, quotas
+    from the queues' sizes or demand (docs/tenancy.md)."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.tenancy.generate import read_sizes, tenants_for
+    from dlsched.tenancy.loader import parse_tenants
+    from dlsched.workload.bundled import resolve_trace
+    from dlsched.workload.readers.base import ReaderOptions
+
+    try:
+        target = resolve_cluster(cluster)
+        jobs = resolve_trace(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus))
+        table = read_sizes(sizes, scale) if sizes is not None else None
+        doc = tenants_for(jobs, target, table, borrowing=not strict)
+        rule = (f"sizes from {sizes}" + (f" x {scale:g}" if scale != 1 else "")
+                if sizes is not None else "quotas in proportion to each queue's GPU-seconds")
+        text = (f"# dlsched tenants {trace} --cluster {cluster}: one cluster queue per queue of "
+                f"the trace;\n# {rule}; {'strict quotas' if strict else 'one cohort, borrowing'}"
+                f" (docs/tenancy.md).\n" + yaml.safe_dump(doc, sort_keys=False))
+        parse_tenants(text)  # what we write loads
+    except DlschedError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+    if out is None:
+        print(text, end="")
+    else:
+        out.write_text(text)
+        console.print(f"{len(doc['cluster_queues'])} cluster queues -> {out}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tenants`` to the main ``dlsched`` app."""
+    app.registered_commands.extend(tenants_app.registered_commands)

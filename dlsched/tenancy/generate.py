@@ -1,0 +1,135 @@
+"""A tenant file for a trace: its queues (Philly VCs, Helios VCs, ITP clusters, ...) as cluster
+queues with quotas from their sizes (issue 6, "traces with tenants").
+
+The rule (``docs/tenancy.md``):
+
+- one cluster queue per distinct ``JobSpec.queue`` of the trace, named as the queue;
+- one flavor per GPU type of the cluster (``gpu_types: [TYPE]``), so quotas are per GPU type;
+- nominal quota per queue and flavor: with ``sizes`` (queue -> GPUs: a VC table such as
+  Philly's servers x 8 or a Helios VC's GPU count), the queue's size split over the flavors in
+  proportion to their GPUs; a queue not in the table gets 0 (it runs on borrowed GPUs only);
+  without ``sizes``, each flavor's GPUs apportioned by the queues' demand (GPU-seconds of their
+  jobs run alone, ``report.fairness.isolated_seconds``), largest remainders first (Hamilton's
+  method), so the quotas add up to the cluster;
+- ``borrowing``: all queues in one cohort, lending idle quota and reclaiming it
+  (``reclaim_within_cohort: any``); otherwise strict quotas (no cohort).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.errors import InputError, InputLocation
+from dlsched.perf.model import get_throughput_model
+from dlsched.report.fairness import isolated_seconds
+from dlsched.workload.trace import Trace
+
+COHORT = "all"
+
+
+def tenants_for(trace: Trace, cluster: Cluster, sizes: Mapping[str, float] | None = None,
+                borrowing: bool = True) -> dict[str, Any]:
+    """The tenant document (as ``loader.parse_tenants`` reads it) for ``trace`` on ``cluster``."""
+    queues = sorted({spec.queue for spec in trace.jobs})
+    by_type = cluster.gpus_by_type()
+    flavors = {kind: kind.casefold() for kind in by_type}
+    weight = dict(sizes) if sizes is not None else demand(trace)
+    quotas: dict[str, dict[str, int]] = {q: {} for q in queues}
+    for kind, gpus in by_type.items():
+        if sizes is not None:
+            share = gpus / cluster.num_gpus
+            split = {q: round(float(sizes.get(q, 0.0)) * share) for q in queues}
+        else:
+            split = apportion(gpus, {q: weight.get(q, 0.0) for q in queues})
+        for queue, amount in split.items():
+            quotas[queue][flavors[kind]] = amount
+    cluster_queues = []
+    for queue in queues:
+        entry: dict[str, Any] = {"name": queue, "quotas": {
+            flavor: {"gpu": amount} for flavor, amount in quotas[queue].items()}}
+        if borrowing:
+            entry["cohort"] = COHORT
+            entry["preemption"] = {"reclaim_within_cohort": "any"}
+        cluster_queues.append(entry)
+    doc: dict[str, Any] = {"flavors": [{"name": name, "gpu_types": [kind]}
+                                       for kind, name in flavors.items()]}
+    if borrowing:
+        doc["cohorts"] = [{"name": COHORT}]
+    doc["cluster_queues"] = cluster_queues
+    return doc
+
+
+def demand(trace: Trace) -> dict[str, float]:
+    """GPU-seconds each queue's jobs need when run alone at their requested size."""
+    alone = isolated_seconds(trace, get_throughput_model(trace.throughput))
+    out: dict[str, float] = {}
+    for spec in trace.jobs:
+        seconds = alone.get(spec.job_id, 0.0)
+        if math.isfinite(seconds):
+            out[spec.queue] = out.get(spec.queue, 0.0) + spec.num_gpus * seconds
+    return out
+
+
+def apportion(total: int, weights: Mapping[str, float]) -> dict[str, int]:
+    """``total`` split in proportion to ``weights`` in whole units, largest remainders first
+    (ties by name); all zero weights split nothing."""
+    mass = sum(max(w, 0.0) for w in weights.values())
+    if mass <= 0:
+        return dict.fromkeys(weights, 0)
+    exact = {k: total * max(w, 0.0) / mass for k, w in weights.items()}
+    out = {k: math.floor(v) for k, v in exact.items()}
+    rest = total - sum(out.values())
+    for key in sorted(exact, key=lambda k: (-(exact[k] - out[k]), k))[:rest]:
+        out[key] += 1
+    return out
+
+
+def read_sizes(path: Path, scale: float = 1.0) -> dict[str, float]:
+    """Queue sizes from a CSV, times ``scale``: either two columns (queue, size; a header row is
+    skipped), e.g. Philly's ``vc,node num`` with ``scale=8``; or a wide table with a ``date``
+    column and one column per queue (Helios' ``<cluster>_vc_gpu_number_daily.csv``): its last
+    row. Errors name the file, line and field."""
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    if not rows:
+        raise InputError(InputLocation(str(path)), "empty sizes file")
+    header = [cell.strip() for cell in rows[0]]
+    if header and header[0].casefold() == "date":
+        last = rows[-1]
+        return {name: _number(path, len(rows), name, value) * scale
+                for name, value in zip(header[1:], last[1:], strict=False)
+                if name.casefold() != "total"}
+    out: dict[str, float] = {}
+    for line, row in enumerate(rows, 1):
+        if len(row) < 2:
+            raise InputError(InputLocation(str(path), line),
+                             f"expected two columns (queue, size), got {row}")
+        if line == 1 and not _is_number(row[1]):
+            continue  # a header
+        out[row[0].strip()] = _number(path, line, "size", row[1]) * scale
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _number(path: Path, line: int, field: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(InputLocation(str(path), line, field),
+                         f"expected a number, got {text!r}") from None
+    if value < 0 or not math.isfinite(value):
+        raise InputError(InputLocation(str(path), line, field),
+                         f"must be a finite number >= 0, got {text!r}")
+    return value

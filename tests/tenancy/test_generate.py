@@ -1,0 +1,89 @@
+"""``dlsched tenants``: a tenant file from a trace's queues (``tenancy/generate.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml  # noqa: I001
+from builders import cluster_of, make_job
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+from dlsched.cluster.cluster import Node
+from dlsched.errors import InputError
+from dlsched.tenancy.generate import apportion, read_sizes, tenants_for
+from dlsched.tenancy.loader import load_tenants, parse_tenants
+from dlsched.workload.trace import Trace
+
+
+@pytest.mark.parametrize(("total", "weights", "want"), [
+    (10, {"a": 1, "b": 1}, {"a": 5, "b": 5}),
+    (10, {"a": 1, "b": 2}, {"a": 3, "b": 7}),  # 3.33 / 6.67: b has the larger remainder
+    (7, {"a": 1, "b": 1, "c": 1}, {"a": 3, "b": 2, "c": 2}),  # ties by name
+    (4, {"a": 0, "b": 0}, {"a": 0, "b": 0}),
+])
+def test_apportion_by_largest_remainder(total: int, weights: dict, want: dict) -> None:
+    got = apportion(total, weights)
+    assert got == want and (sum(got.values()) == total or not any(weights.values()))
+
+
+TWO_TYPES = cluster_of(Node("v", "V100", 8), Node("k", "K80", 4))
+# a: 2 GPUs x 300 s = 600 GPU-s; b: 1 GPU x 1200 s = 1200 GPU-s (the linear model's seconds).
+TRACE = Trace("t", (make_job("a1").gpus(2).work(300).queue("a").build(),
+                    make_job("b1").gpus(1).work(1200).queue("b").build()))
+
+
+def test_quotas_follow_demand_per_gpu_type_and_add_up_to_the_cluster() -> None:
+    doc = tenants_for(TRACE, TWO_TYPES)
+    quotas = {q["name"]: q["quotas"] for q in doc["cluster_queues"]}
+    # V100: 8 x 1/3, 8 x 2/3 -> 2.67, 5.33 -> 3, 5; K80: 1.33, 2.67 -> 1, 3.
+    assert quotas == {"a": {"v100": {"gpu": 3}, "k80": {"gpu": 1}},
+                      "b": {"v100": {"gpu": 5}, "k80": {"gpu": 3}}}
+    config = parse_tenants(yaml.safe_dump(doc))
+    assert config.cluster_queues["a"].cohort == "all"
+
+
+def test_sizes_split_over_types_and_strict_has_no_cohort() -> None:
+    doc = tenants_for(TRACE, TWO_TYPES, {"a": 6, "c": 6}, borrowing=False)
+    quotas = {q["name"]: q["quotas"] for q in doc["cluster_queues"]}
+    assert quotas == {"a": {"v100": {"gpu": 4}, "k80": {"gpu": 2}},  # 6 x 8/12, 6 x 4/12
+                      "b": {"v100": {"gpu": 0}, "k80": {"gpu": 0}}}  # not in the table
+    assert "cohorts" not in doc
+    assert parse_tenants(yaml.safe_dump(doc)).cluster_queues["b"].cohort is None
+
+
+def test_read_sizes_two_columns_and_helios_daily(tmp_path: Path) -> None:
+    pairs = tmp_path / "vc.csv"
+    pairs.write_text("vc,node num\n6214e9,64\n7f04ca,32\n")
+    assert read_sizes(pairs, scale=8) == {"6214e9": 512.0, "7f04ca": 256.0}
+    daily = tmp_path / "daily.csv"
+    daily.write_text("date,vcA,vcB,total\n2020-04-01,8,16,24\n2020-04-02,16,16,32\n")
+    assert read_sizes(daily) == {"vcA": 16.0, "vcB": 16.0}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("vc,gpus\nx,8\ny,many\n")
+    with pytest.raises(InputError, match=r"bad.csv:3:size: expected a number, got 'many'"):
+        read_sizes(bad)
+
+
+def test_cli_writes_a_file_that_simulate_accepts(tmp_path: Path) -> None:
+    runner = CliRunner()
+    out = tmp_path / "tenants.yaml"
+    made = runner.invoke(app, ["tenants", "philly-sample", "--cluster", "philly", "--out",
+                               str(out)])
+    assert made.exit_code == 0, made.output
+    config = load_tenants(out)
+    assert len(config.cluster_queues) >= 10
+    assert sum(q.quotas[("p100", "gpu")].nominal for q in config.cluster_queues.values()) == 2816
+    run = runner.invoke(app, ["simulate", "--trace", "philly-sample", "--cluster", "philly",
+                              "--policy", "fifo", "--limit", "200", "--tenants", str(out),
+                              "--out", str(tmp_path / "run")])
+    assert run.exit_code == 0, run.output
+
+
+def test_cli_names_a_bad_sizes_file(tmp_path: Path) -> None:
+    bad = tmp_path / "sizes.csv"
+    bad.write_text("vc,gpus\nx,-4\n")
+    result = CliRunner().invoke(app, ["tenants", "philly-sample", "--cluster", "philly",
+                                      "--sizes", str(bad)])
+    assert result.exit_code == 2 and "sizes.csv:2:size" in result.output
