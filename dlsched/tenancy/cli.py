@@ -20,7 +20,8 @@ def tenants(
         trace: Annotated[str, typer.Argument(help="A bundled trace name or a trace file.")],
         cluster: Annotated[str, typer.Option(help="Built-in cluster name or YAML file.")],
         sizes: Annotated[Path | None, typer.Option(
-            exists=True, dir_okay=False, help="CSV of queue sizes in GPUs (queue,size; or Helios' date-by-VC table: its "
+            exists=True, dir_okay=False,
+            help="CSV of queue sizes in GPUs (queue,size; or Helios' date-by-VC table: its "
                  "last row). Without it, quotas follow each queue's demand.")] = None,
         scale: Annotated[float, typer.Option(
             help="Multiply the sizes (8 for Philly's servers x 8 GPUs).")] = 1.0,
