@@ -85,11 +85,24 @@ class Cluster:
         return len(self.nodes)
 
     def gpus_by_type(self) -> dict[str, int]:
+        """GPUs per type, by type name (a fresh dict: the cluster never changes)."""
+        return dict(self._gpus_by_type)
+
+    @cached_property
+    def _gpus_by_type(self) -> dict[str, int]:
         counts: Counter[str] = Counter()
         for n in self.nodes:
             if n.num_gpus:
                 counts[n.gpu_type] += n.num_gpus
         return dict(sorted(counts.items()))
+
+    @cached_property
+    def largest_node_by_type(self) -> dict[str, int]:
+        """The most GPUs a node of each type has."""
+        out: dict[str, int] = {}
+        for n in self.nodes:
+            out[n.gpu_type] = max(out.get(n.gpu_type, 0), n.num_gpus)
+        return out
 
     def gpu_type_of(self, gpu: int) -> GpuType:
         return gpu_type(self.nodes[int(self.gpu_node[gpu])].gpu_type)

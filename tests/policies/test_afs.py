@@ -92,3 +92,44 @@ def test_every_gpu_is_used_when_jobs_scale() -> None:
     state = cycle_state(make_cluster(nodes=2, gpus=4), waiting=jobs)
     got = afs(state)
     assert sum(got.values()) == 8 and set(got) == {"j0", "j1", "j2"}
+
+
+def _one_gpu_at_a_time(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                       lengths: np.ndarray, free: int) -> np.ndarray:
+    """AFS-L's loop as the paper states it, one GPU per pass (the reference for the shortcut
+    that lets a lone growing job take its GPUs at once)."""
+    from dlsched.policies.elastic.afs_rule import _tournament
+
+    jobs = curves.shape[0]
+    order = np.lexsort((np.arange(jobs), lengths))
+    alloc = np.zeros(jobs, dtype=np.int64)
+    rows = np.arange(jobs)
+    while free > 0:
+        nxt = np.where(alloc == 0, lo, alloc + 1)
+        step = nxt - alloc
+        capped = np.minimum(nxt, curves.shape[1] - 1)
+        now, new = curves[rows, alloc], curves[rows, capped]
+        valid = (nxt <= hi) & (step <= free) & (new > now)
+        if not valid.any():
+            break
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain_a = np.where(now > 0, (new - now) / np.where(now > 0, now, 1.0), np.inf)
+            gain_b = (new - now) / np.where(new > 0, new, 1.0)
+        winner = _tournament(order[valid[order]], gain_a, gain_b)
+        alloc[winner] = nxt[winner]
+        free -= int(step[winner])
+    return alloc
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_incremental_loop_gives_what_the_one_gpu_loop_gives(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    jobs, width = int(rng.integers(1, 5)), int(rng.integers(2, 40))
+    steps = rng.choice([0.0, 0.0, 0.5, 1.0, 2.0], size=(jobs, width - 1))  # flat stretches too
+    curves = np.concatenate([np.zeros((jobs, 1)), np.cumsum(steps, axis=1)], axis=1)
+    lo = rng.integers(1, 4, jobs)
+    hi = np.minimum(rng.integers(1, width + 5, jobs), width - 1)  # the caller's contract
+    lengths = rng.uniform(1, 100, jobs)
+    free = int(rng.integers(0, 3 * width))
+    assert afs_allocate(curves, lo, hi, lengths, free).tolist() == _one_gpu_at_a_time(
+        curves, lo, hi, lengths, free).tolist()

@@ -30,25 +30,36 @@ def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np
                  free: int) -> np.ndarray:
     """Workers per job. ``curves[j, n]``: job j's throughput on n workers (relative units
     are fine: the rule compares ratios); ``lengths[j]``: its remaining length (the order of
-    the pass; ties by row)."""
-    jobs = curves.shape[0]
+    the pass; ties by row); ``lo``, ``hi``: its fewest and most workers, ``hi[j] <
+    curves.shape[1]`` (a job with ``lo > hi`` gets none). Each pass changes only the winner,
+    so only its entries are recomputed."""
+    jobs, width = curves.shape[0], curves.shape[1] - 1
     order = np.lexsort((np.arange(jobs), lengths))
     alloc = np.zeros(jobs, dtype=np.int64)
-    rows = np.arange(jobs)
+    nxt = np.asarray(lo, dtype=np.int64).copy()
+    step = nxt.copy()
+    now = curves[:, 0].astype(float)
+    new = curves[np.arange(jobs), np.minimum(nxt, width)].astype(float)
+    valid = (nxt <= hi) & (new > now)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain_a = np.where(now > 0, (new - now) / np.where(now > 0, now, 1.0), np.inf)
+        gain_b = (new - now) / np.where(new > 0, new, 1.0)
     while free > 0:
-        nxt = np.where(alloc == 0, lo, alloc + 1)
-        step = nxt - alloc
-        capped = np.minimum(nxt, curves.shape[1] - 1)
-        now, new = curves[rows, alloc], curves[rows, capped]
-        valid = (nxt <= hi) & (step <= free) & (new > now)
-        if not valid.any():
+        candidates = order[(valid & (step <= free))[order]]
+        if not len(candidates):
             break
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gain_a = np.where(now > 0, (new - now) / np.where(now > 0, now, 1.0), np.inf)
-            gain_b = (new - now) / np.where(new > 0, new, 1.0)
-        winner = _tournament(order[valid[order]], gain_a, gain_b)
-        alloc[winner] = nxt[winner]
+        if len(candidates) == 1:  # it would win every pass until it stops growing
+            free -= _grow_alone(int(candidates[0]), curves, alloc, nxt, hi, free)
+            break
+        winner = _tournament(candidates, gain_a, gain_b)
         free -= int(step[winner])
+        alloc[winner] = nxt[winner]
+        nxt[winner], step[winner] = alloc[winner] + 1, 1
+        before, after = curves[winner, alloc[winner]], curves[winner, min(nxt[winner], width)]
+        now[winner], new[winner] = before, after
+        valid[winner] = nxt[winner] <= hi[winner] and after > before
+        gain_a[winner] = (after - before) / before if before > 0 else np.inf
+        gain_b[winner] = (after - before) / (after if after > 0 else 1.0)
     return alloc
 
 
@@ -63,3 +74,19 @@ def _tournament(candidates: np.ndarray, gain_a: np.ndarray, gain_b: np.ndarray) 
         if not len(beats):
             return int(best)
         position += int(beats[0]) + 1
+
+
+def _grow_alone(job: int, curves: np.ndarray, alloc: np.ndarray, nxt: np.ndarray,
+                hi: np.ndarray, free: int) -> int:
+    """The only job that can use another GPU takes them, one step at a time as the loop
+    would, while its throughput still grows, within its maximum and the free GPUs; returns
+    the GPUs it took. Saves a loop pass per GPU (thousands per round on a large, quiet
+    cluster)."""
+    first = int(nxt[job])
+    top = min(int(hi[job]), int(alloc[job]) + free,
+              curves.shape[1] - 1)
+    rising = np.diff(curves[job, first:top + 1]) > 0
+    stop = int(np.argmin(rising)) if not rising.all() else len(rising)
+    taken = first + stop - int(alloc[job])
+    alloc[job] = first + stop
+    return taken

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import Placement
 from dlsched.scheduling.allocation import worker_bounds
 from dlsched.scheduling.state import CycleState
@@ -66,14 +67,25 @@ def job_bounds(job: Job, mode: str, max_workers: int, capacity: int) -> tuple[in
 def reference_type(state: CycleState, job: Job) -> tuple[str, int]:
     """The GPU type a job's speed is estimated on: of the types it may use, the one with the
     most GPUs (ties by name); and the most GPUs a node of that type has."""
-    cluster = state.cluster
-    allowed = set(job.spec.gpu_types) or set(cluster.type_names)
-    totals = {t: n for t, n in cluster.gpus_by_type().items() if t in allowed and n > 0}
-    if not totals:
-        return "", 0
-    best = min(totals, key=lambda t: (-totals[t], t))
-    per_node = max(n.num_gpus for n in cluster.nodes if n.gpu_type == best)
-    return best, per_node
+    return _reference_type(state.cluster, job.spec.gpu_types)
+
+
+def _reference_type(cluster: Cluster, gpu_types: tuple[str, ...]) -> tuple[str, int]:
+    key = (id(cluster), gpu_types)
+    found = _REFERENCE.get(key)
+    if found is None or found[0] is not cluster:
+        allowed = set(gpu_types) or set(cluster.type_names)
+        totals = {t: n for t, n in cluster.gpus_by_type().items() if t in allowed and n > 0}
+        best = min(totals, key=lambda t: (-totals[t], t)) if totals else ""
+        pick = (best, cluster.largest_node_by_type[best]) if best else ("", 0)
+        if len(_REFERENCE) > 10_000:
+            _REFERENCE.clear()
+        found = _REFERENCE[key] = (cluster, pick)
+    return found[1]
+
+
+# (id(cluster), job's GPU types) -> (the cluster, its reference type and largest node)
+_REFERENCE: dict[tuple[int, tuple[str, ...]], tuple[Cluster, tuple[str, int]]] = {}
 
 
 def packed(gpu_type: str, per_node: int, workers: int) -> Placement:
