@@ -8,7 +8,7 @@ standing in for AFS's online measurements and about ten times cheaper with the `
 model), with ``speed="exact"`` at every size. Its remaining length is its remaining
 work over its throughput on its smallest size. GPUs are then handed out one at a time with the
 AFS-L pairwise rule (``elastic/afs_rule.py``, which states the rule), and placed on the fewest
-nodes (``elastic/optimus_placement.py``; AFS's prototype packs a job's workers too, §4).
+nodes (``scheduling/fewest_nodes.py``; AFS's prototype packs a job's workers too, §4).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import numpy as np
 
 from dlsched.policies.elastic.afs_rule import afs_allocate
 from dlsched.policies.elastic.optimus_fit import fitted_curve
-from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
@@ -27,6 +26,7 @@ from dlsched.policies.elastic.speed import (
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState

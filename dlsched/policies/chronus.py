@@ -21,7 +21,7 @@ At a lease boundary:
 Between boundaries (arrivals, completions) running jobs (status RUNNING: a preempted job keeps
 its last GPUs in ``allocation``) keep their GPUs until their lease ends and waiting jobs may
 start on free GPUs in the same order. Placement packs each job on the
-fewest nodes (``elastic/optimus_placement.py``; Chronus's consolidation, §4.4). The MILP has one
+fewest nodes (``scheduling/fewest_nodes.py``; Chronus's consolidation, §4.4). The MILP has one
 binary per (SLO job, slot before its deadline), at most ``max_slots`` slots per job: a job due
 farther away must get inside the window only the leases that do not fit in the slots after it.
 """
@@ -35,9 +35,9 @@ import numpy as np
 
 from dlsched.policies.edf import DeadlineOrder
 from dlsched.policies.elastic.chronus_milp import lease_milp
-from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import SpeedCurves, active_jobs, node_capacity
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState

@@ -15,7 +15,7 @@ Every round (one slot of the plan):
    size in submission order while GPUs last.
 3. **Leftover GPUs** go by marginal return (§4.3, ``elastic/elasticflow_growth.py``).
 4. Sizes are powers of two (plus a declared minimum) and placement is buddy-style best fit
-   (§4.4, ``elastic/optimus_placement.py``).
+   (§4.4, ``scheduling/fewest_nodes.py``).
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ import numpy as np
 from dlsched.policies.edf import DeadlineOrder
 from dlsched.policies.elastic.elasticflow_growth import grow
 from dlsched.policies.elastic.elasticflow_plan import JobPlan, allowed_sizes, plan
-from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
     job_bounds,
 )
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState

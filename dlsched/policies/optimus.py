@@ -10,7 +10,7 @@ Every round (§5, "the scheduler reallocates at every scheduling interval"):
    GPUs last (§5.1: "we first allocate one worker to each job" so none starves);
 3. the rest go one at a time to the job with the largest reduction of remaining time per added
    worker (§5.1 marginal gain), until GPUs run out or no job gains;
-4. workers are placed on the fewest nodes (§5.2, ``elastic/optimus_placement.py``).
+4. workers are placed on the fewest nodes (§5.2, ``scheduling/fewest_nodes.py``).
 
 A changed size is a checkpoint-restart the core charges; Optimus ignores that cost (§5.1).
 """
@@ -22,7 +22,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from dlsched.policies.elastic.optimus_fit import fitted_curve, marginal_greedy
-from dlsched.policies.elastic.optimus_placement import place
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
@@ -31,6 +30,7 @@ from dlsched.policies.elastic.speed import (
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState

@@ -1,6 +1,7 @@
 """Placing worker counts on nodes: the fewest nodes per job (Optimus, Peng et al. EuroSys'18
 §5.2: a job's tasks on the smallest number of servers, which minimizes its cross-server
-traffic). Shared by Optimus, AFS, ElasticFlow and Chronus.
+traffic). Shared by Optimus, AFS, ElasticFlow and Chronus, and by the tenant layer's quota gate
+(``tenancy/allocation.py``) when it fills idle GPUs.
 
 Given a target worker count per job, the placement:
 
