@@ -121,7 +121,7 @@ class TenantAdmission:
     # -- QueueSort --------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple:
         if state is None:  # a static order is never asked of this plugin
-            return (0, 0.0, 0.0, -job.spec.priority, self.inner.sort_key(None, job), job.job_id)
+            return admission_key(0, (0.0,), 0.0, job, self.inner.sort_key(None, job))
         data = self.cycle(state)
         self._prepare(state, data)
         key = data.keys.get(job.job_id)
