@@ -39,7 +39,7 @@ class TraceReader(Protocol):
 
 READERS: dict[str, TraceReader] = {}
 
-_READER_MODULES = ("philly", "itp", "alibaba", "pollux", "gavel", "chronus")
+_READER_MODULES = ("philly", "itp", "alibaba", "pollux", "gavel", "chronus", "helios")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:
