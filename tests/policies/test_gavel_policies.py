@@ -20,6 +20,7 @@ from dlsched.sim.result import JobRecord
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace
 from dlsched.workload.job import JobSpec, WorkUnit
+from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.trace import Trace
 
 GAVEL_POLICIES = sorted(name for name in policies() if name.startswith("gavel-"))
@@ -223,3 +224,13 @@ def test_cost_prices_for_any_gpu_type() -> None:
         sim.run()
     with pytest.raises(ConfigError, match="NAME=PRICE"):
         build_policy("gavel-cost", {"type_prices": "T4=free"})
+
+
+def test_a_stalled_warm_start_is_solved_again_from_scratch() -> None:
+    # On ElasticFlow's 195 jobs squeezed onto 16 GPUs, FTF's Pareto re-solve at t = 52,105 s
+    # stalls from the previous basis (HiGHS: "Unknown"); a cold interior-point solve succeeds.
+    cluster = resolve_cluster("small-16")
+    trace = resolve_trace("elasticflow-195", None, ReaderOptions(max_gpus=cluster.num_gpus))
+    sim = Simulator(cluster, trace, build_policy("gavel-ftf"), SimConfig(max_time=53_000))
+    result = sim.run()
+    assert sum(j.status == "finished" for j in result.jobs) > 0

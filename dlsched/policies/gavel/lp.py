@@ -135,6 +135,13 @@ class LinearProgram:
         self.solves += 1
         status = self.highs.getModelStatus()
         if status != highspy.HighsModelStatus.kOptimal:
+            # A warm start from the last basis can stall on a badly scaled re-solve (HiGHS
+            # reports "Unknown"): solve once more from scratch with the interior-point method.
+            self.highs.clearSolver()
+            self.highs.setOptionValue("solver", "ipm")
+            self.highs.run()
+            status = self.highs.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"HiGHS: {self.highs.modelStatusToString(status)}")
         self.highs.setOptionValue("solver", "simplex")  # re-solves start from the basis
         return np.asarray(self.highs.getSolution().col_value)
