@@ -30,6 +30,7 @@ import numpy as np
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.cluster.cluster import Cluster, Node
+from dlsched.perf.goodput.bundle import sia_perf_params
 from dlsched.perf.model import LinearScaling
 from dlsched.policies.elastic import configs
 from dlsched.policies.pollux import PolluxAllocator
@@ -120,7 +121,7 @@ def main() -> None:
     parser.add_argument("--large-jobs", type=int, default=5000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    sia_params = configs.sia_perf_params()  # fitted once (about 12 s) before any timing
+    sia_params = sia_perf_params()  # fitted once (about 12 s) before any timing
     print(f"Sia parameters: {'fitted from Sia profiles' if sia_params else 'bundled T4'}")
     small, specs160 = resolve_cluster("pollux-64"), pollux_specs(160)
     big_specs = pollux_specs(args.large_jobs)

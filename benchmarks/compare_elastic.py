@@ -30,7 +30,7 @@ from pathlib import Path
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.perf.goodput import GoodputThroughputs
-from dlsched.policies.elastic.configs import sia_perf_params
+from dlsched.perf.goodput.bundle import sia_perf_params
 from dlsched.report.metrics import Summary, summarize
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator

@@ -64,6 +64,12 @@ TenantsOpt = Annotated[Path | None, typer.Option(
     "docs/tenancy.md): every policy runs inside its quotas. Drops the Philly VC pool pins.")]
 
 
+ThroughputOpt = Annotated[str | None, typer.Option(
+    "--throughput", help="Throughput model instead of the trace format's: linear, pollux, gavel, "
+    "goodput (Pollux's goodput model, re-rated as training progresses), goodput-sia (with Sia's "
+    "per-GPU-type fits); see docs/throughput-models.md.")]
+
+
 def _config(config_file: Path | None, **values: Any) -> RunConfig:
     if values.get("policy_options") is not None:
         values["policy_options"] = parse_policy_options(values["policy_options"])
@@ -139,7 +145,8 @@ def simulate(trace: TraceOpt = None, cluster: ClusterOpt = None,
              restart_overhead: OverheadOpt = None, round_seconds: RoundOpt = None,
              jobs_format: JobsFormatOpt = None, config: ConfigOpt = None,
              synthetic_jobs: SynthJobsOpt = None, synthetic_rate: SynthRateOpt = None,
-             synthetic_from: SynthFromOpt = None, tenants: TenantsOpt = None) -> None:
+             synthetic_from: SynthFromOpt = None, tenants: TenantsOpt = None,
+             throughput: ThroughputOpt = None) -> None:
     """Simulate one policy on a trace and cluster; write summary.json and jobs.csv to --out."""
     options = dict(locals())
     try:
@@ -161,7 +168,8 @@ def compare(trace: TraceOpt = None, cluster: ClusterOpt = None,
             restart_overhead: OverheadOpt = None, round_seconds: RoundOpt = None,
             jobs_format: JobsFormatOpt = None, config: ConfigOpt = None,
             synthetic_jobs: SynthJobsOpt = None, synthetic_rate: SynthRateOpt = None,
-            synthetic_from: SynthFromOpt = None, tenants: TenantsOpt = None) -> None:
+            synthetic_from: SynthFromOpt = None, tenants: TenantsOpt = None,
+            throughput: ThroughputOpt = None) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
     options = dict(locals())

@@ -17,6 +17,7 @@ import yaml
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
+from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
@@ -59,6 +60,8 @@ class RunConfig:
     synthetic_rate: float = field(default=30.0, metadata={"help": "synthetic jobs per hour"})
     synthetic_from: str = field(default="philly-sample", metadata={"help": "trace to fit"})
     tenants: str | None = field(default=None, metadata={"help": "tenant (queues/quotas) YAML"})
+    throughput: str | None = field(default=None, metadata={"help": "throughput model (default: "
+                                                           "the trace format's)"})
 
     @classmethod
     def from_yaml(cls, path: Path, overrides: Mapping[str, Any]) -> RunConfig:
@@ -172,10 +175,20 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         trace = generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)
     else:
         trace = resolve_trace(config.trace, config.format, options)
+    if config.throughput is not None:
+        trace = replace(trace, throughput=_known_model(config.throughput))
     if config.tenants is None:
         return trace
     check_queues(trace, load_tenants(config.tenants))
     return without_vc_pins(trace)
+
+
+def _known_model(name: str) -> str:
+    try:
+        get_throughput_model(name)
+    except KeyError as exc:
+        raise ConfigError(f"--throughput: {exc.args[0]}") from None
+    return name
 
 
 def check_queues(trace: Trace, tenants: TenantConfig) -> None:

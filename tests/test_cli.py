@@ -95,13 +95,30 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
     (["--policy", "fifo", "--placement", "diagonal"], "placement: 'diagonal'"),
     (["--policy", "fifo", "--jobs-format", "xml"], "jobs_format: 'xml'"),
     (["--policy", "fifo", "--cluster", "no-such-cluster"], "no-such-cluster"),
+    (["--policy", "fifo", "--throughput", "nope"], "unknown throughput model 'nope'"),
+    (["--policy", "fifo", "--trace", "philly-sample", "--throughput", "goodput"],
+     ": the goodput model needs spec.model"),
 ], ids=["unknown-policy", "option-of-no-policy", "bad-placement", "bad-jobs-format",
-        "unknown-cluster"])
+        "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job"])
 def test_bad_options_get_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
     base = ["simulate", "--trace", "pollux-1", "--cluster", "pollux-64", "--out", str(tmp_path)]
     result = runner.invoke(app, base + args)
     assert result.exit_code == 2
     assert message in " ".join(result.output.split())
+
+
+def test_throughput_model_is_chosen_and_recorded(tmp_path: Path) -> None:
+    # Pollux's first 20 jobs under the goodput model: the run re-rates jobs as they progress
+    # (goodput.csv), its config records the model, and it differs from the trace's own model.
+    runs = {}
+    for model in ("goodput", None):
+        out = tmp_path / str(model)
+        invoke("simulate", "--trace", "pollux-1", "--cluster", "pollux-64", "--policy", "pollux",
+               "--limit", "20", "--out", str(out), *(["--throughput", model] if model else []))
+        runs[model] = json.loads((out / "summary.json").read_text())["jct_mean"]
+        assert (out / "goodput.csv").exists() == (model == "goodput")
+    assert "throughput: goodput" in (tmp_path / "goodput" / "config.yaml").read_text()
+    assert runs["goodput"] != runs[None]
 
 
 @pytest.mark.parametrize("command", ["traces", "clusters", "policies"])

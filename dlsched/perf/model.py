@@ -85,7 +85,8 @@ class LinearScaling:
 
 
 MODEL_FACTORIES: dict[str, Callable[[], ThroughputModel]] = {"linear": LinearScaling}
-_LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "GoodputThroughputs")}
+_LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "GoodputThroughputs"),
+                   "goodput-sia": ("dlsched.perf.goodput.throughput_model", "with_sia_fits")}
 
 
 def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:

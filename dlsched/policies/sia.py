@@ -28,16 +28,15 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from dlsched.perf.goodput.bundle import SIA_PROFILES, sia_perf_params
 from dlsched.perf.goodput.iteration_time import PerfParams
 from dlsched.policies.elastic.configs import (
-    SIA_PROFILES,
     STAY_TIE_BREAK,
     UNLIMITED,
     RestartLog,
     curve_key,
     curves_of,
     goodput_bounds,
-    sia_perf_params,
 )
 from dlsched.policies.elastic.sia_configs import (
     Columns,

@@ -85,8 +85,10 @@ class Scheduler:
         job.queued_since = self.clock.now()
         try:
             most = self._max_workers(job)
-        except KeyError as exc:  # the throughput model does not know the job
-            raise ConfigError(f"job {spec.job_id}: {exc.args[0] if exc.args else exc}"
+        except (KeyError, ValueError) as exc:  # the throughput model cannot rate the job
+            message = str(exc.args[0] if exc.args else exc)
+            prefix = f"job {spec.job_id}"
+            raise ConfigError(message if message.startswith(prefix) else f"{prefix}: {message}"
                               ) from None
         self.fractional_jobs += spec.gpu_share < 1.0
         self.jobs[spec.job_id] = job

@@ -156,3 +156,21 @@ def load_perf_params(params_file: Path | None = None) -> dict[tuple[str, str], F
         key = (row["application"], row["gpu_type"])
         fitted[key] = FittedParams(*key, row["source"], params, error)
     return fitted
+
+
+SIA_PROFILES = Path("../shared/data/profiles/sia")  # Sia's profiles (not bundled)
+
+
+@functools.cache
+def sia_perf_params(sia_dir: Path = SIA_PROFILES) -> dict[tuple[str, str], PerfParams]:
+    """Per (application, GPU type) parameters fitted to Sia's profiles when ``sia_dir`` exists
+    (they cannot be bundled, see ``docs/goodput.md``), else none: every type then falls back to
+    the bundled parameters (T4's for types without a fit)."""
+    if not sia_dir.is_dir():
+        return {}
+    fitted: dict[tuple[str, str], PerfParams] = {}
+    for fit in fit_sia_params(sia_dir):
+        key = (fit.application, fit.gpu_type)
+        if key not in fitted:  # the first Sia cluster of a GPU type wins (dgx before dgx-ext)
+            fitted[key] = fit.params
+    return fitted

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dlsched.perf.goodput.bundle import load_grad_stats, load_perf_params
+from dlsched.perf.goodput.bundle import load_grad_stats, load_perf_params, sia_perf_params
 from dlsched.perf.goodput.goodput import BatchLimits, GoodputFunction
 from dlsched.perf.goodput.iteration_time import PerfParams
 from dlsched.perf.goodput.run_table import (
@@ -173,3 +173,11 @@ def _app_and_batch(spec: JobSpec) -> tuple[str, int]:
     if spec.model is None or spec.batch_size is None:
         raise ValueError(f"job {spec.job_id}: the goodput model needs spec.model and batch_size")
     return spec.model.casefold(), spec.batch_size
+
+
+def with_sia_fits() -> GoodputThroughputs:
+    """The ``goodput-sia`` model: the goodput model with Sia's per-GPU-type fits
+    (``bundle.sia_perf_params``, fitted once per process from ``../shared/data/profiles/sia``;
+    T4's bundled fit for a type without one, and for every type when Sia's profiles are absent).
+    Sia's heterogeneous setting uses it."""
+    return GoodputThroughputs(params=sia_perf_params())

@@ -23,12 +23,11 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dlsched.perf.goodput.bundle import fit_sia_params, load_grad_stats
+from dlsched.perf.goodput.bundle import load_grad_stats
 from dlsched.perf.goodput.goodput import MAX_ACCUM_STEPS, GoodputFunction, atomic_grid
 from dlsched.perf.goodput.iteration_time import PerfParams, throughput
 from dlsched.perf.goodput.throughput_model import goodput_function, reference_run
@@ -39,7 +38,6 @@ from dlsched.workload.job import Job
 BUCKETS = 50
 UNLIMITED = 1 << 30  # no cluster-size cap on a job's bounds
 STAY_TIE_BREAK = 1e-6  # relative bonus of a running job's current size: ties do not swap jobs
-SIA_PROFILES = Path("../shared/data/profiles/sia")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,19 +141,6 @@ def best_goodputs(fn: GoodputFunction, kmax: int,
     return result[0], result[1]
 
 
-@functools.cache
-def sia_perf_params(sia_dir: Path = SIA_PROFILES) -> dict[tuple[str, str], PerfParams]:
-    """Per (application, GPU type) parameters fitted to Sia's profiles when ``sia_dir`` exists
-    (they cannot be bundled, see ``docs/goodput.md``), else none: every type then falls back to
-    the bundled parameters (T4's for types without a fit)."""
-    if not sia_dir.is_dir():
-        return {}
-    fitted: dict[tuple[str, str], PerfParams] = {}
-    for fit in fit_sia_params(sia_dir):
-        key = (fit.application, fit.gpu_type)
-        if key not in fitted:  # the first Sia cluster of a GPU type wins (dgx before dgx-ext)
-            fitted[key] = fit.params
-    return fitted
 
 
 def restart_factor(age: float, restarts: int, restart_seconds: float) -> float:
