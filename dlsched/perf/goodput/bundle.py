@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import resources
@@ -158,7 +159,10 @@ def load_perf_params(params_file: Path | None = None) -> dict[tuple[str, str], F
     return fitted
 
 
-SIA_PROFILES = Path("../shared/data/profiles/sia")  # Sia's profiles (not bundled)
+# Sia's profiles (no license: not bundled): $DLSCHED_SIA_PROFILES, else ``shared/data/profiles/sia``
+# beside a source checkout (found from this file, not the working directory).
+SIA_PROFILES = Path(os.environ.get("DLSCHED_SIA_PROFILES")
+                    or Path(__file__).resolve().parents[4] / "shared/data/profiles/sia")
 
 
 @functools.cache

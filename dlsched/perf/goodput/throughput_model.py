@@ -177,7 +177,7 @@ def _app_and_batch(spec: JobSpec) -> tuple[str, int]:
 
 def with_sia_fits() -> GoodputThroughputs:
     """The ``goodput-sia`` model: the goodput model with Sia's per-GPU-type fits
-    (``bundle.sia_perf_params``, fitted once per process from ``../shared/data/profiles/sia``;
+    (``bundle.sia_perf_params``, fitted once per process from ``bundle.SIA_PROFILES``;
     T4's bundled fit for a type without one, and for every type when Sia's profiles are absent).
     Sia's heterogeneous setting uses it."""
     return GoodputThroughputs(params=sia_perf_params())
