@@ -32,7 +32,7 @@ from dlsched.tenancy.config import TenantConfig
 from dlsched.tenancy.loader import load_tenants
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.profile import with_tenants
-from dlsched.workload.bundled import resolve_trace
+from dlsched.workload.bundled import resolve_trace, resolve_traces
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.synthetic import generate
@@ -174,7 +174,7 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         source = resolve_trace(config.synthetic_from, None, options)
         trace = generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)
     else:
-        trace = resolve_trace(config.trace, config.format, options)
+        trace = resolve_traces(config.trace, config.format, options)
     if config.throughput is not None:
         trace = replace(trace, throughput=_known_model(config.throughput))
     if config.tenants is None:

@@ -36,12 +36,12 @@ def tenants(
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.tenancy.generate import read_sizes, tenants_for
     from dlsched.tenancy.loader import parse_tenants
-    from dlsched.workload.bundled import resolve_trace
+    from dlsched.workload.bundled import resolve_traces
     from dlsched.workload.readers.base import ReaderOptions
 
     try:
         target = resolve_cluster(cluster)
-        jobs = resolve_trace(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus))
+        jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus))
         table = read_sizes(sizes, scale) if sizes is not None else None
         doc = tenants_for(jobs, target, table, borrowing=not strict)
         rule = (f"sizes from {sizes}" + (f" x {scale:g}" if scale != 1 else "")

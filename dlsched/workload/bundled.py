@@ -66,3 +66,31 @@ def resolve_trace(name_or_path: str, fmt: str | None = None,
         raise InputError(InputLocation(name_or_path),
                          f"no such file, and not a bundled trace (bundled: {known})")
     return read_trace(path, fmt, options)
+
+
+def resolve_traces(names_or_paths: str, fmt: str | None = None,
+                   options: ReaderOptions | None = None) -> Trace:
+    """``resolve_trace`` for one name or path; for several, comma-separated (e.g. the five ITP
+    cluster files), one trace of all their jobs: each job's id is prefixed with its trace's
+    name, and a job of no queue (``default``) gets its trace's name as queue, so each file is
+    a tenant queue (``dlsched tenants``). Each file keeps its own clock (rebased to its first
+    job), so they start together; ``options.limit`` applies to each file."""
+    parts = [part.strip() for part in names_or_paths.split(",") if part.strip()]
+    if len(parts) == 1:
+        return resolve_trace(parts[0], fmt, options)
+    traces = [resolve_trace(part, fmt, options) for part in parts]
+    models = {trace.throughput for trace in traces}
+    if len(models) > 1:
+        raise InputError(InputLocation(names_or_paths),
+                         f"the traces need different throughput models ({sorted(models)}): "
+                         "read them one at a time")
+    names = [trace.name for trace in traces]
+    if len(set(names)) < len(names):
+        raise InputError(InputLocation(names_or_paths), f"two traces are named alike: {names}")
+    jobs = tuple(replace(spec, job_id=f"{trace.name}/{spec.job_id}",
+                         queue=trace.name if spec.queue == "default" else spec.queue)
+                 for trace in traces for spec in trace.jobs)
+    return Trace("+".join(names), jobs, source=names_or_paths,
+                 format=",".join(dict.fromkeys(t.format for t in traces)),
+                 throughput=traces[0].throughput, skipped=sum(t.skipped for t in traces),
+                 warnings=tuple(w for t in traces for w in t.warnings))
