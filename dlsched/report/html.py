@@ -15,6 +15,7 @@ from typing import Literal
 from dlsched.report.fairness import FairnessInputs
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.plots import jct_cdf_svg, queue_length_svg, run_label, utilization_svg
+from dlsched.report.tenants_table import tenant_table
 from dlsched.sim.result import SimulationResult
 
 HOUR = 3600.0
@@ -167,6 +168,7 @@ def render_report(results: Sequence[SimulationResult], title: str,
         "<h2>Summary</h2>",
         summary_table(results, inputs),
         type_utilization_table(results, inputs),
+        tenant_table(results),
         f'<p class="how">{escape(HOW_TO_READ)}</p>',
         _figure("Job completion time (CDF)", jct_cdf_svg(results)),
         _figure("GPU utilization over time", utilization_svg(results)),

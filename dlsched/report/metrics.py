@@ -157,6 +157,15 @@ def jct_by_queue(result: SimulationResult) -> dict[str, float]:
     return {queue: float(np.mean(jcts)) for queue, jcts in sorted(by_queue.items())}
 
 
+def wait_by_queue(result: SimulationResult) -> dict[str, float]:
+    """Mean queueing delay (submit to first start) of the started jobs of each queue."""
+    by_queue: dict[str, list[float]] = defaultdict(list)
+    for job in result.jobs:
+        if job.queueing_delay is not None:
+            by_queue[job.queue].append(float(job.queueing_delay))
+    return {queue: float(np.mean(waits)) for queue, waits in sorted(by_queue.items())}
+
+
 def met_deadline(job: JobRecord) -> bool:
     """Finished by its deadline (an absolute time); a job without one never counts."""
     return (job.deadline is not None and job.status == FINISHED and job.finish_time is not None

@@ -1,0 +1,33 @@
+"""Per tenant (queue) table of the HTML report: for each queue, its jobs and, per run, the
+mean JCT and mean queueing delay of its jobs, so runs with and without quotas compare tenant by
+tenant (issue 6: "mean JCT per tenant"). Shown when the runs have two or more queues."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from html import escape
+
+from dlsched.report.metrics import jct_by_queue, wait_by_queue
+from dlsched.report.plots import run_label
+from dlsched.sim.result import SimulationResult
+
+
+def tenant_table(results: Sequence[SimulationResult]) -> str:
+    jobs: Counter[str] = Counter(job.queue for job in results[0].jobs) if results else Counter()
+    if len(jobs) < 2:
+        return ""
+    columns = [(run_label(r), jct_by_queue(r), wait_by_queue(r)) for r in results]
+    head = "".join(f"<th>{escape(label)}: JCT (h)</th><th>{escape(label)}: wait (h)</th>"
+                   for label, _, _ in columns)
+    rows = []
+    for queue in sorted(jobs):
+        cells = "".join(_hours(jct.get(queue)) + _hours(wait.get(queue))
+                        for _, jct, wait in columns)
+        rows.append(f"<tr><td>{escape(queue)}</td><td>{jobs[queue]}</td>{cells}</tr>")
+    return ("<h2>Per tenant (queue)</h2>\n<table>\n<thead><tr><th>queue</th><th>jobs</th>"
+            + head + "</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>")
+
+
+def _hours(seconds: float | None) -> str:
+    return "<td>–</td>" if seconds is None else f"<td>{seconds / 3600:.2f}</td>"
