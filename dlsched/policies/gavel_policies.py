@@ -34,6 +34,9 @@ from dlsched.workload.job import Job
 ROUND_SECONDS = 360.0
 # On-demand $/GPU-hour for k80, p100, v100 (the cloud prices Gavel's cost policy used).
 DEFAULT_PRICES = (0.9, 1.46, 3.06)
+# Other GPU types' on-demand $/GPU-hour (Google Cloud list prices: T4 0.35, A100 40 GB 2.93);
+# ``type_prices`` overrides them.
+OTHER_TYPE_PRICES = {"t4": 0.35, "a100": 2.93}
 
 
 def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: int,
@@ -114,12 +117,13 @@ def gavel_cost(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
                prices: tuple = DEFAULT_PRICES, type_prices: str = "",
                placement: str = "consolidated") -> Profile:
     """Gavel minimize cost (OSDI'20 §4.2); ``prices`` $/GPU-hour for k80:p100:v100, and
-    ``type_prices`` for any cluster GPU type as ``NAME=price,NAME=price`` (e.g.
-    ``T4=0.35,A100=2.93``; it overrides ``prices`` for the types it names)."""
+    ``type_prices`` for any cluster GPU type as ``NAME=price,NAME=price`` (T4 and A100 have
+    defaults, ``OTHER_TYPE_PRICES``; it overrides ``prices`` for the types it names)."""
     if len(prices) != len(WORKER_TYPES) or min(prices) <= 0:
         raise ValueError(f"prices needs {len(WORKER_TYPES)} positive numbers "
                          f"({':'.join(WORKER_TYPES)}), got {prices}")
-    by_type = {**dict(zip(WORKER_TYPES, prices, strict=True)), **_type_prices(type_prices)}
+    by_type = {**OTHER_TYPE_PRICES, **dict(zip(WORKER_TYPES, prices, strict=True)),
+               **_type_prices(type_prices)}
 
     def options(problem: AllocationProblem) -> dict:
         missing = [t for t in problem.worker_types if t.casefold() not in by_type]

@@ -163,7 +163,7 @@ class _PerTypeRates:
 
     def rate(self, spec: JobSpec, placement: Placement) -> float:
         kind = placement.gpu_types[0]
-        return self.t4 if kind == "T4" else self.RATES[spec.model][kind]
+        return self.t4 if kind in ("T4", "MI250") else self.RATES[spec.model][kind]
 
 
 def test_rates_from_any_model_make_gavels_lp() -> None:
@@ -217,10 +217,14 @@ def test_cost_prices_for_any_gpu_type() -> None:
         "gavel-cost", {"type_prices": "K80=0.5, V100=2"}), SimConfig(),
         throughput=_PerTypeRates())
     assert all(r.status == "finished" for r in records_of(sim).values())
-    t4 = cluster_of(Node("t", "T4", 1))
+    t4 = cluster_of(Node("t", "T4", 1))  # T4 has a default price
     sim = Simulator(t4, Trace("t", jobs), build_policy("gavel-cost"), SimConfig(),
                     throughput=_PerTypeRates(t4=1.0))
-    with pytest.raises(ConfigError, match="no price for GPU type 'T4'.*type_prices=T4="):
+    assert all(r.status == "finished" for r in records_of(sim).values())
+    mi = cluster_of(Node("m", "MI250", 1))
+    sim = Simulator(mi, Trace("t", jobs), build_policy("gavel-cost"), SimConfig(),
+                    throughput=_PerTypeRates(t4=1.0))
+    with pytest.raises(ConfigError, match="no price for GPU type 'MI250'.*type_prices=MI250="):
         sim.run()
     with pytest.raises(ConfigError, match="NAME=PRICE"):
         build_policy("gavel-cost", {"type_prices": "T4=free"})
