@@ -43,6 +43,9 @@ def tenants(
         target = resolve_cluster(cluster)
         jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus))
         table = read_sizes(sizes, scale) if sizes is not None else None
+        if table is not None and not {j.queue for j in jobs.jobs} & set(table):
+            raise DlschedError(f"{sizes}: none of its queues ({', '.join(sorted(table)[:3])}, "
+                               f"...) is a queue of trace {jobs.name}: every quota would be 0")
         doc = tenants_for(jobs, target, table, borrowing=not strict)
         rule = (f"sizes from {sizes}" + (f" x {scale:g}" if scale != 1 else "")
                 if sizes is not None else "quotas in proportion to each queue's GPU-seconds")

@@ -87,3 +87,11 @@ def test_cli_names_a_bad_sizes_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["tenants", "philly-sample", "--cluster", "philly",
                                       "--sizes", str(bad)])
     assert result.exit_code == 2 and "sizes.csv:2:size" in result.output
+
+
+def test_cli_refuses_sizes_that_name_none_of_the_traces_queues(tmp_path: Path) -> None:
+    sizes = tmp_path / "other.csv"
+    sizes.write_text("vc,gpus\nvcA,8\nvcB,8\n")
+    result = CliRunner().invoke(app, ["tenants", "philly-sample", "--cluster", "philly",
+                                      "--sizes", str(sizes)])
+    assert result.exit_code == 2 and "none of its queues" in " ".join(result.output.split())
