@@ -302,3 +302,24 @@ def collect(path: Path, options: ReaderOptions, rows: Iterable[RowContext],
         if not collector.add(ctx, build):
             break
     return collector
+
+
+@dataclass(frozen=True)
+class CsvRowReader:
+    """A reader for a CSV with a header whose every row is one job (or a ``DropRow``):
+    ``columns`` in the file's order, ``build`` makes the job, ``gpu_field`` is blamed for a
+    request larger than the cluster. Register it with ``register_reader``."""
+
+    name: str
+    header: tuple[str, ...]
+    build: Callable[[RowContext], JobSpec | None]
+    gpu_field: str = "num_gpus"
+
+    @property
+    def columns(self) -> frozenset[str]:
+        return frozenset(self.header)
+
+    def read(self, path: Path, options: ReaderOptions) -> Trace:
+        rows = iter_csv_rows(path, self.header)
+        collector = collect(path, options, rows, self.build, gpu_field=self.gpu_field)
+        return collector.trace(path.stem, self.name)

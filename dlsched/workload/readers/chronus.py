@@ -21,34 +21,14 @@ reader skips them.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dlsched.workload.job import JobSpec
-from dlsched.workload.readers.base import (
-    DropRow,
-    ReaderOptions,
-    RowContext,
-    collect,
-    iter_csv_rows,
-    register_reader,
-)
-from dlsched.workload.trace import Trace
+from dlsched.workload.readers.base import CsvRowReader, DropRow, RowContext, register_reader
 
 COLUMNS = ("job_id", "user", "num_gpu", "submit_time", "iterations", "model_name", "duration",
            "interval", "expect_time_list", "expect_value_list", "best_effort", "job_type")
 MINUTE = 60.0
 JOB_TYPES = ("strict", "soft", "best")
 NO_GPU = "no GPU (num_gpu 0; Chronus skips these)"
-
-
-class ChronusReader:
-    name = "chronus"
-    columns = frozenset(COLUMNS)
-
-    def read(self, path: Path, options: ReaderOptions) -> Trace:
-        rows = iter_csv_rows(path, COLUMNS)
-        collector = collect(path, options, rows, _job, gpu_field="num_gpu")
-        return collector.trace(path.stem, self.name)
 
 
 def _job(ctx: RowContext) -> JobSpec:
@@ -96,4 +76,4 @@ def _int_list(ctx: RowContext, field: str) -> list[int]:
         raise ctx.fail(field, f"not a '-'-separated list of integers: {raw!r}") from None
 
 
-register_reader(ChronusReader())
+register_reader(CsvRowReader("chronus", COLUMNS, _job, gpu_field="num_gpu"))

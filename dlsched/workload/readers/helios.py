@@ -20,34 +20,15 @@ Dropped on purpose and counted in the trace's warnings (not errors): CPU-only jo
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 from dlsched.workload.job import JobSpec
-from dlsched.workload.readers.base import (
-    DropRow,
-    ReaderOptions,
-    RowContext,
-    collect,
-    iter_csv_rows,
-    register_reader,
-)
-from dlsched.workload.trace import Trace
+from dlsched.workload.readers.base import CsvRowReader, DropRow, RowContext, register_reader
 
 COLUMNS = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state", "submit_time",
            "start_time", "end_time", "duration", "queue")
 STATES = frozenset({"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL"})
 CPU_ONLY = "CPU-only job (gpu_num 0)"
 NEVER_RAN = "never ran (duration 0)"
-
-
-class HeliosReader:
-    name = "helios"
-    columns = frozenset(COLUMNS)
-
-    def read(self, path: Path, options: ReaderOptions) -> Trace:
-        rows = iter_csv_rows(path, COLUMNS)
-        return collect(path, options, rows, _job, gpu_field="gpu_num").trace(path.stem,
-                                                                               self.name)
 
 
 def _job(ctx: RowContext) -> JobSpec:
@@ -74,4 +55,4 @@ def _time(ctx: RowContext, field: str) -> float:
         raise ctx.fail(field, f"not a date-time: {raw!r}") from None
 
 
-register_reader(HeliosReader())
+register_reader(CsvRowReader("helios", COLUMNS, _job, gpu_field="gpu_num"))

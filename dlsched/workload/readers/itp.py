@@ -14,18 +14,8 @@ ElasticFlow's iteration counts belong to its own throughput profiles.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-
 from dlsched.workload.job import JobSpec
-from dlsched.workload.readers.base import (
-    ReaderOptions,
-    RowContext,
-    collect,
-    iter_csv_rows,
-    register_reader,
-)
-from dlsched.workload.trace import Trace
+from dlsched.workload.readers.base import CsvRowReader, RowContext, register_reader
 
 ITP_COLUMNS = ("job_id", "submission_time", "duration", "num_gpu")
 ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "deadline",
@@ -54,27 +44,6 @@ def _elasticflow_job(ctx: RowContext) -> JobSpec:
                    batch_size=ctx.integer("batch_size", minimum=1), deadline=deadline)
 
 
-class ItpReader:
-    name = "itp"
-    columns = frozenset(ITP_COLUMNS)
-
-    def read(self, path: Path, options: ReaderOptions) -> Trace:
-        return _read(path, options, ITP_COLUMNS, _itp_job, self.name)
-
-
-class ElasticFlowReader:
-    name = "elasticflow"
-    columns = frozenset(ELASTICFLOW_COLUMNS)
-
-    def read(self, path: Path, options: ReaderOptions) -> Trace:
-        return _read(path, options, ELASTICFLOW_COLUMNS, _elasticflow_job, self.name)
-
-
-def _read(path: Path, options: ReaderOptions, columns: tuple[str, ...],
-          build: Callable[[RowContext], JobSpec], fmt: str) -> Trace:
-    rows = iter_csv_rows(path, columns)
-    return collect(path, options, rows, build, gpu_field="num_gpu").trace(path.stem, fmt)
-
-
-register_reader(ItpReader())
-register_reader(ElasticFlowReader())
+register_reader(CsvRowReader("itp", ITP_COLUMNS, _itp_job, gpu_field="num_gpu"))
+register_reader(CsvRowReader("elasticflow", ELASTICFLOW_COLUMNS, _elasticflow_job,
+                             gpu_field="num_gpu"))
