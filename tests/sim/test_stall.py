@@ -4,8 +4,13 @@ forever): ``stalled_at`` says when, and the jobs left waiting keep their reason.
 
 from __future__ import annotations
 
-from builders import cluster_of, make_job
+import json
+from pathlib import Path
 
+from builders import cluster_of, make_job
+from typer.testing import CliRunner
+
+from dlsched.cli import app
 from dlsched.cluster.cluster import Node
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
@@ -37,3 +42,18 @@ def test_a_run_whose_jobs_can_never_start_ends() -> None:
 def test_a_run_that_finishes_has_not_stalled() -> None:
     result = Simulator(CLUSTER, Trace("t", JOBS[1:]), build_policy("gavel-maxmin")).run()
     assert result.stalled_at is None and all(j.status == "finished" for j in result.jobs)
+
+
+def test_the_cli_warns_and_run_json_says_when(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"  # one 8-GPU job in queue a of 4 GPUs: it can never start
+    trace.write_text("job_id,submission_time,duration,num_gpu\nbig,0,3600,8\nsmall,10,60,1\n")
+    tenants = tmp_path / "t.yaml"
+    tenants.write_text("flavors: [{name: any}]\n"
+                       "cluster_queues: [{name: default, quotas: {any: {gpu: 4}}}]\n")
+    result = CliRunner().invoke(app, ["simulate", "--trace", str(trace), "--cluster", "small-16",
+                                      "--policy", "gavel-maxmin", "--tenants", str(tenants),
+                                      "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "nothing could start (1 jobs not finished" in " ".join(result.output.split())
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["stalled_at"] >= 70.0  # after the small job finished
