@@ -1,19 +1,12 @@
-"""A run described as data: what the CLI flags or a YAML file say, and how to execute it.
-
-``RunConfig`` maps one-to-one onto ``dlsched simulate`` options, so the same run can be given as
-flags or as a file (``--config run.yaml``); every run writes its full config to
-``DIR/config.yaml``, which ``--config`` reads back to repeat it.
-"""
+"""Executing a run described by a ``RunConfig`` (``run_config.py``): load its trace, build each
+policy's profile, simulate and write the outputs."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
@@ -21,9 +14,10 @@ from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
-from dlsched.report.output import FORMATS, write_run
+from dlsched.report.output import write_json, write_run
+from dlsched.run_config import RunConfig, parse_policy_options
 from dlsched.scheduling.cycle import ordered_waiting
-from dlsched.scheduling.profile import PLACEMENTS, Profile
+from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import accepts, build_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.sim.result import SimulationResult
@@ -41,107 +35,6 @@ from dlsched.workload.trace import Trace
 SYNTHETIC = "synthetic"
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    trace: str = field(default="philly-sample", metadata={"help": "bundled trace name or path"})
-    cluster: str = field(default="philly", metadata={"help": "built-in cluster or YAML path"})
-    policies: tuple[str, ...] = field(default=("fifo",), metadata={"help": "policy names"})
-    out: str = field(default="runs/latest", metadata={"help": "output directory"})
-    seed: int = field(default=0, metadata={"help": "seed for synthetic traces"})
-    format: str | None = field(default=None, metadata={"help": "trace format (detected)"})
-    skip_invalid: bool = field(default=False, metadata={"help": "skip bad rows, counted"})
-    limit: int | None = field(default=None, metadata={"help": "read at most N jobs"})
-    placement: str | None = field(default=None, metadata={"help": "placement strategy"})
-    policy_options: tuple[tuple[str, str], ...] = field(default=(), metadata={"help": "k=v"})
-    restart_overhead: float = field(default=30.0, metadata={"help": "seconds lost per resume"})
-    round_seconds: float | None = field(default=None, metadata={"help": "scheduling round"})
-    jobs_format: str = field(default="csv", metadata={"help": "csv or parquet"})
-    synthetic_jobs: int = field(default=1000, metadata={"help": "jobs of a synthetic trace"})
-    synthetic_rate: float = field(default=30.0, metadata={"help": "synthetic jobs per hour"})
-    synthetic_from: str = field(default="philly-sample", metadata={"help": "trace to fit"})
-    tenants: str | None = field(default=None, metadata={"help": "tenant (queues/quotas) YAML"})
-    throughput: str | None = field(default=None, metadata={"help": "throughput model (default: "
-                                                           "the trace format's)"})
-
-    @classmethod
-    def from_yaml(cls, path: Path, overrides: Mapping[str, Any]) -> RunConfig:
-        try:
-            data = yaml.safe_load(path.read_text()) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            raise ConfigError(f"{path}: cannot read run file: {exc}") from None
-        if not isinstance(data, dict):
-            raise ConfigError(f"{path}: a run file is a mapping of option: value")
-        if "policy" in data:
-            data["policies"] = data.pop("policy")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"{path}: unknown key {unknown[0]!r} "
-                              f"(known: {', '.join(sorted(known))})")
-        merged = {**data, **{k: v for k, v in overrides.items() if v is not None}}
-        return cls().with_values(merged)
-
-    def with_values(self, values: Mapping[str, Any]) -> RunConfig:
-        values = dict(values)
-        if isinstance(values.get("policies"), str):
-            values["policies"] = tuple(p.strip() for p in values["policies"].split(",") if p)
-        if isinstance(values.get("policy_options"), dict):
-            values["policy_options"] = tuple((str(k), str(v))
-                                             for k, v in values["policy_options"].items())
-        for key in ("policies", "policy_options"):
-            if key in values:
-                values[key] = tuple(tuple(v) if isinstance(v, list) else v
-                                    for v in values[key])
-        return replace(self, **values).checked()
-
-    def checked(self) -> RunConfig:
-        """This config with every value of its declared type, or a ConfigError naming it."""
-        for f in fields(self):
-            value = getattr(self, f.name)
-            expected = _SCALAR_TYPES.get(f.name)
-            if expected is not None and value is not None and not _is_a(value, expected):
-                raise ConfigError(f"{f.name}: expected {expected.__name__}, got {value!r}")
-        if not self.policies:
-            raise ConfigError("policies: name at least one policy")
-        if self.jobs_format not in FORMATS:
-            raise ConfigError(f"jobs_format: {self.jobs_format!r} is not one of {FORMATS}")
-        if self.placement is not None and self.placement not in PLACEMENTS:
-            raise ConfigError(f"placement: {self.placement!r} is not one of {PLACEMENTS}")
-        return self
-
-    def to_yaml(self) -> str:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["policies"] = list(self.policies)
-        data["policy_options"] = dict(self.policy_options)
-        return yaml.safe_dump(data, sort_keys=False)
-
-
-_SCALAR_TYPES: dict[str, type] = {
-    "trace": str, "cluster": str, "out": str, "seed": int, "format": str, "skip_invalid": bool,
-    "limit": int, "placement": str, "restart_overhead": float, "round_seconds": float,
-    "jobs_format": str, "synthetic_jobs": int, "synthetic_rate": float, "synthetic_from": str,
-    "tenants": str,
-}
-
-
-def _is_a(value: object, expected: type) -> bool:
-    if expected is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if expected is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, expected)
-
-
-def parse_policy_options(pairs: list[str]) -> tuple[tuple[str, str], ...]:
-    parsed = []
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"--policy-opt expects key=value, got {pair!r}")
-        parsed.append((key.strip(), value.strip()))
-    return tuple(parsed)
-
-
 def options_for(policy: str, options: tuple[tuple[str, str], ...]) -> dict[str, str]:
     """Options for one policy: ``policy:key=value`` targets it; a plain ``key=value`` goes to
     every policy that has such an option (and must fit at least one, checked by the caller)."""
@@ -155,6 +48,9 @@ def options_for(policy: str, options: tuple[tuple[str, str], ...]) -> dict[str, 
     return chosen
 
 
+__all__ = ["RunConfig", "parse_policy_options"]  # re-exported: their home is run_config.py
+
+
 def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...]) -> None:
     for key, _ in options:
         target, sep, name = key.rpartition(":")
@@ -162,6 +58,21 @@ def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...
             raise ConfigError(f"--policy-opt {key}: policy {target!r} is not being run")
         if not sep and not any(accepts(p, key) for p in policies):
             raise ConfigError(f"--policy-opt {key}: no policy of {', '.join(policies)} has it")
+
+
+def check_run(config: RunConfig) -> None:
+    """Every policy name, policy option, placement, tenant file and output format of the run
+    checked before its first simulation: a typo in the last policy of a comparison fails at
+    once, not after the others ran. (The trace and cluster are loaded before it too.)"""
+    from dlsched.report.output import _import_pyarrow
+
+    check_options(config.policies, config.policy_options)
+    for policy in config.policies:
+        build_profile(config, policy)  # unknown names and bad option values raise here
+    if config.throughput is not None:
+        _known_model(config.throughput)
+    if config.jobs_format == "parquet":
+        _import_pyarrow()
 
 
 def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
@@ -254,8 +165,21 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                                      cluster)
     write_run(result, out_dir, config.jobs_format, fairness=fairness,
               positions=final_positions(profile, sim))
-    (out_dir / "config.yaml").write_text(replace(config, policies=(policy,)).to_yaml())
+    own = replace(config, policies=(policy,))
+    (out_dir / "config.yaml").write_text(own.to_yaml())
+    _record_options(out_dir / "run.json", own, trace)
     return RunOutcome(result, summarize(result, fairness), out_dir, fairness)
+
+
+def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:
+    """run.json also names the throughput model that rated the jobs and every option of the
+    run that is not its default (issue 11 item 12)."""
+    import json
+
+    run = json.loads(path.read_text())
+    run["throughput"] = trace.throughput
+    run["options"] = config.non_defaults()
+    write_json(path, run)
 
 
 def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str) -> Path:

@@ -92,8 +92,8 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "nope"], "unknown policy 'nope'"),
     (["--policy", "fifo", "--policy-opt", "thresholds=1:2"], "no policy of fifo has it"),
-    (["--policy", "fifo", "--placement", "diagonal"], "placement: 'diagonal'"),
-    (["--policy", "fifo", "--jobs-format", "xml"], "jobs_format: 'xml'"),
+    (["--policy", "fifo", "--placement", "diagonal"], "--placement: 'diagonal'"),
+    (["--policy", "fifo", "--jobs-format", "xml"], "--jobs-format: 'xml'"),
     (["--policy", "fifo", "--cluster", "no-such-cluster"], "no-such-cluster"),
     (["--policy", "fifo", "--throughput", "nope"], "unknown throughput model 'nope'"),
     (["--policy", "fifo", "--trace", "philly-sample", "--throughput", "goodput"],
