@@ -16,9 +16,14 @@ import yaml
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.cluster.topology import Topology
-from dlsched.errors import InputError, InputLocation
+from dlsched.textinput import control_character, read_text
+from dlsched.yamlinput import YamlSource, parse_yaml
+
+__all__ = ["YamlSource", "dump_cluster_yaml", "load_cluster_yaml", "name_check", "number_check",
+           "parse_cluster_yaml", "parse_yaml", "unknown_key_message"]
 
 DEFAULT_RACK = Node.__dataclass_fields__["rack"].default
+MAX_NAME = 256  # a node, rack, pool or GPU type name
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,17 +63,32 @@ class NodeGroup:
         return self.rack or DEFAULT_RACK
 
 
-def number_check(low: int, integer: bool, above: bool = False) -> Callable[[Any], Any]:
-    """A value check: it returns the value or raises ValueError with a message for the user."""
+MAX_NODES = 100_000  # nodes of one cluster (a group's count, or all of them)
+MAX_GPUS_PER_NODE = 1_024
+MAX_NUMBER = 1e15  # any other number (CPUs, memory, bandwidths, quotas)
+
+
+def number_check(low: int, integer: bool, above: bool = False,
+                 high: float = MAX_NUMBER) -> Callable[[Any], Any]:
+    """A value check: it returns the value or raises ValueError with a message for the user.
+    NaN, infinities and values above ``high`` are refused."""
     kind = "an integer" if integer else "a number"
 
     def check(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
-            raise ValueError(f"must be {kind}, got {value!r}")
+            raise ValueError(f"must be {kind}, got {_short(value)}")
         if not value >= low or (above and value == low):  # also rejects NaN
-            raise ValueError(f"must be {'>' if above else '>='} {low}, got {value}")
+            raise ValueError(f"must be {'>' if above else '>='} {low}, got {_short(value)}")
+        if not value <= high:
+            raise ValueError(f"must be at most {high:,g}, got {_short(value)}")
         return value
     return check
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters (a huge number or string stays readable)."""
+    text = repr(value) if not isinstance(value, int) or value < 10**limit else "a huge integer"
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _instance_of(kind: type) -> Callable[[Any], Any]:
@@ -79,10 +99,19 @@ def _instance_of(kind: type) -> Callable[[Any], Any]:
     return check
 
 
-def _text(value: Any) -> str:
+def name_check(value: Any) -> str:
+    """A name: a non-empty string of at most ``MAX_NAME`` characters, no control character."""
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"must be a non-empty string, got {value!r}")
+        raise ValueError(f"must be a non-empty string, got {_short(value)}")
+    if len(value) > MAX_NAME:
+        raise ValueError(f"is {len(value):,} characters long; the limit is {MAX_NAME}")
+    control = control_character(value)
+    if control is not None:
+        raise ValueError(f"has a {control}")
     return value
+
+
+_text = name_check
 
 
 def _optional_text(value: Any) -> str | None:
@@ -90,33 +119,23 @@ def _optional_text(value: Any) -> str | None:
 
 
 _COUNT, _NONNEG = number_check(0, True), number_check(0, False)
-_POSITIVE_INT = number_check(1, True)
+_NODES = number_check(0, True, high=MAX_NODES)
+_GPUS = number_check(0, True, high=MAX_GPUS_PER_NODE)
+_POSITIVE_INT = number_check(1, True, high=MAX_NODES)
 _NODE_CHECKS: dict[str, Callable[[Any], Any]] = {
-    "gpu_type": _text, "gpus": _COUNT, "cpus": _NONNEG, "memory_gb": _NONNEG,
-    "nvlink_domain": _COUNT, "pool": _optional_text,
+    "gpu_type": _text, "gpus": _GPUS, "cpus": _NONNEG, "memory_gb": _NONNEG,
+    "nvlink_domain": _GPUS, "pool": _optional_text,
 }
 _CHECKS = {
     "cluster": {"name": _text, "topology": _instance_of(dict),
                 "node_groups": _instance_of(list), "nodes": _instance_of(list)},
     "topology": {f.name: number_check(0, False, above=True) for f in fields(Topology)},
-    "group": {"count": _COUNT, **_NODE_CHECKS, "prefix": _text, "rack": _text,
+    "group": {"count": _NODES, **_NODE_CHECKS, "prefix": _text, "rack": _text,
               "nodes_per_rack": _POSITIVE_INT},
     "node": {"name": _text, **_NODE_CHECKS, "rack": _text},
 }
 _REQUIRED = {"cluster": ("name",), "topology": (), "group": ("count", "gpus"),
              "node": ("name", "gpus")}
-
-
-@dataclass(frozen=True)
-class YamlSource:
-    """A parsed file: where it came from and the line of every key path."""
-
-    path: str
-    lines: Mapping[str, int]
-
-    def error(self, key_path: str, message: str) -> InputError:
-        line = self.lines.get(key_path)
-        return InputError(InputLocation(self.path, line, key_path or None), message)
 
 
 def _checked(raw: Any, kind: str, key_path: str, src: YamlSource) -> dict[str, Any]:
@@ -168,8 +187,15 @@ def _node(raw: Any, key_path: str, src: YamlSource) -> Node:
 
 
 def _nodes(doc: dict[str, Any], src: YamlSource) -> list[Node]:
-    placed = [(node, f"node_groups[{i}]") for i, raw in enumerate(doc.get("node_groups", []))
-              for node in _group(raw, f"node_groups[{i}]", src).expand()]
+    groups = [(_group(raw, f"node_groups[{i}]", src), f"node_groups[{i}]")
+              for i, raw in enumerate(doc.get("node_groups", []))]
+    total = len(doc.get("nodes", []))
+    for group, key_path in groups:  # before any node is made
+        total += group.count
+        if total > MAX_NODES:
+            raise src.error(f"{key_path}.count", f"the cluster would have more than "
+                                                 f"{MAX_NODES:,} nodes")
+    placed = [(node, key_path) for group, key_path in groups for node in group.expand()]
     placed += [(_node(raw, f"nodes[{i}]", src), f"nodes[{i}]")
                for i, raw in enumerate(doc.get("nodes", []))]
     if not placed:
@@ -183,23 +209,6 @@ def _nodes(doc: dict[str, Any], src: YamlSource) -> list[Node]:
     return [node for node, _ in placed]
 
 
-def _line_map(node: yaml.Node, key_path: str, lines: dict[str, int], src_path: str) -> None:
-    """Record the 1-based line of every key path; reject duplicate keys, which YAML allows."""
-    lines.setdefault(key_path, node.start_mark.line + 1)
-    if isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _line_map(item, f"{key_path}[{i}]", lines, src_path)
-    elif isinstance(node, yaml.MappingNode):
-        keys: set[str] = set()
-        for key_node, value_node in node.value:
-            child = f"{key_path}.{key_node.value}" if key_path else str(key_node.value)
-            lines[child] = key_node.start_mark.line + 1
-            if key_node.value in keys:
-                raise InputError(InputLocation(src_path, lines[child], child), "duplicate key")
-            keys.add(key_node.value)
-            _line_map(value_node, child, lines, src_path)
-
-
 def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:
     """A cluster from YAML text; ``source`` names it in errors."""
     doc, src = parse_yaml(text, source)
@@ -210,32 +219,9 @@ def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:
     return Cluster(values["name"], tuple(_nodes(values, src)), topology)
 
 
-def parse_yaml(text: str, source: str) -> tuple[Any, YamlSource]:
-    """The YAML document, parsed once, and the line of every key path in it."""
-    loader = yaml.SafeLoader(text)
-    try:
-        root = loader.get_single_node()
-        doc = None if root is None else loader.construct_document(root)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or exc
-        raise InputError(InputLocation(source, line), f"not valid YAML: {problem}") from None
-    finally:
-        loader.dispose()
-    lines: dict[str, int] = {}
-    if root is not None:
-        _line_map(root, "", lines, source)
-    return doc, YamlSource(source, lines)
-
-
 def load_cluster_yaml(path: str | Path) -> Cluster:
     """A cluster from a YAML file (schema in docs/clusters.md)."""
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(InputLocation(str(path)), f"cannot read: {exc.strerror}") from None
-    return parse_cluster_yaml(text, str(path))
+    return parse_cluster_yaml(read_text(path), str(path))
 
 
 def dump_cluster_yaml(cluster: Cluster) -> str:

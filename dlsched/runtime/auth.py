@@ -21,16 +21,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from dlsched.errors import InputError, InputLocation
+from dlsched.textinput import read_text
+from dlsched.yamlinput import YamlSource, parse_yaml
 
 MIN_TOKEN_LENGTH = 16
+MAX_NAME = 256
+MAX_TOKEN_FILE = 4096
 _KEYS = {"name", "token", "token_file", "queues", "admin"}
 
 
@@ -79,63 +81,62 @@ class TokenTable:
 
 def load_tokens(path: str | Path) -> TokenTable:
     """Parse a tokens file; errors name the file, line and field."""
-    text = Path(path).read_text()
-    root = yaml.compose(text, Loader=yaml.SafeLoader)
     source = str(path)
-    if not isinstance(root, yaml.MappingNode) or [k.value for k, _ in root.value] != ["tenants"]:
+    doc, src = parse_yaml(read_text(path), source)
+    if not isinstance(doc, dict) or list(doc) != ["tenants"]:
         raise InputError(InputLocation(source, 1), "expected one key, 'tenants', a list")
-    listed = root.value[0][1]
-    if not isinstance(listed, yaml.SequenceNode) or not listed.value:
-        raise InputError(InputLocation(source, listed.start_mark.line + 1, "tenants"),
-                         "must be a non-empty list")
-    tenants = [_tenant(node, f"tenants[{i}]", source, Path(path).parent)
-               for i, node in enumerate(listed.value)]
-    _unique(tenants, listed.value, source)
+    listed = doc["tenants"]
+    if not isinstance(listed, list) or not listed:
+        raise src.error("tenants", "must be a non-empty list")
+    tenants = [_tenant(raw, f"tenants[{i}]", src, Path(path).parent)
+               for i, raw in enumerate(listed)]
+    _unique(tenants, src)
     return TokenTable(tuple(tenants))
 
 
-def _tenant(node: yaml.Node, where: str, source: str, base: Path) -> Tenant:
-    def error(key: str, message: str, at: yaml.Node = node) -> InputError:
-        return InputError(InputLocation(source, at.start_mark.line + 1, f"{where}.{key}"),
-                          message)
+def _tenant(raw: Any, where: str, src: YamlSource, base: Path) -> Tenant:
+    def error(key: str, message: str) -> InputError:
+        return src.error(f"{where}.{key}", message)
 
-    if not isinstance(node, yaml.MappingNode):
-        raise InputError(InputLocation(source, node.start_mark.line + 1, where),
-                         "must be a mapping")
-    values: dict[str, Any] = {}
-    for key_node, value_node in node.value:
-        if key_node.value not in _KEYS:
-            raise error(key_node.value, f"unknown key (known: {', '.join(sorted(_KEYS))})",
-                        key_node)
-        values[key_node.value] = yaml.safe_load(yaml.serialize(value_node))
-    if not isinstance(values.get("name"), str) or not values["name"]:
-        raise error("name", "a tenant needs a name")
-    if ("token" in values) == ("token_file" in values):
+    if not isinstance(raw, dict):
+        raise src.error(where, "must be a mapping")
+    for key in raw:
+        if key not in _KEYS:
+            raise error(str(key), f"unknown key (known: {', '.join(sorted(_KEYS))})")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name or len(name) > MAX_NAME:
+        raise error("name", f"a tenant needs a name (a string of 1 to {MAX_NAME} characters)")
+    if ("token" in raw) == ("token_file" in raw):
         raise error("token", "give exactly one of token and token_file")
-    token = values.get("token")
-    if "token_file" in values:
-        token = (base / str(values["token_file"])).read_text().strip()
+    token = raw.get("token")
+    if "token_file" in raw:
+        token = _token_file(base / str(raw["token_file"]), error)
     if not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH:
         raise error("token", f"a token needs at least {MIN_TOKEN_LENGTH} characters")
-    if values.get("admin") is True:
-        return Tenant(values["name"], token, None)
-    queues = values.get("queues")
+    if raw.get("admin") is True:
+        return Tenant(name, token, None)
+    queues = raw.get("queues")
     if not isinstance(queues, list) or not queues or not all(
             isinstance(q, str) and q for q in queues):
         raise error("queues", "a list of queue names (or admin: true)")
-    return Tenant(values["name"], token, frozenset(queues))
+    return Tenant(name, token, frozenset(queues))
 
 
-def _unique(tenants: Iterable[Tenant], nodes: list[yaml.Node], source: str) -> None:
+def _token_file(path: Path, error: Callable[[str, str], InputError]) -> str:
+    try:
+        return read_text(path, max_bytes=MAX_TOKEN_FILE).strip()
+    except InputError as exc:
+        raise error("token_file", exc.message if exc.location.path == str(path)
+                    else str(exc)) from None
+
+
+def _unique(tenants: Iterable[Tenant], src: YamlSource) -> None:
     names: set[str] = set()
     tokens: set[str] = set()
-    for i, (tenant, node) in enumerate(zip(tenants, nodes, strict=True)):
-        line = node.start_mark.line + 1
+    for i, tenant in enumerate(tenants):
         if tenant.name in names:
-            raise InputError(InputLocation(source, line, f"tenants[{i}].name"),
-                             f"tenant {tenant.name!r} appears twice")
+            raise src.error(f"tenants[{i}].name", f"tenant {tenant.name!r} appears twice")
         if tenant.token in tokens:
-            raise InputError(InputLocation(source, line, f"tenants[{i}].token"),
-                             "two tenants share a token")
+            raise src.error(f"tenants[{i}].token", "two tenants share a token")
         names.add(tenant.name)
         tokens.add(tenant.token)

@@ -13,20 +13,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dlsched.cluster.loader import YamlSource, number_check, parse_yaml, unknown_key_message
-from dlsched.errors import InputError, InputLocation
+from dlsched.cluster.loader import (
+    YamlSource,
+    name_check,
+    number_check,
+    parse_yaml,
+    unknown_key_message,
+)
 from dlsched.tenancy import config as c
+from dlsched.textinput import read_text
 
 _NONNEG = number_check(0, False)
 _POSITIVE = number_check(0, False, above=True)
 
 
 def load_tenants(path: str | Path) -> c.TenantConfig:
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(InputLocation(str(path)), f"cannot read: {exc.strerror}") from None
-    return parse_tenants(text, str(path))
+    return parse_tenants(read_text(path), str(path))
 
 
 def parse_tenants(text: str, source: str = "<string>") -> c.TenantConfig:
@@ -95,9 +97,7 @@ def _value(raw: dict[str, Any], key: str, at: str, src: YamlSource, check: Calla
 
 
 def _name(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"must be a non-empty string, got {value!r}")
-    return value
+    return name_check(value)
 
 
 def _names(value: Any) -> tuple[str, ...]:

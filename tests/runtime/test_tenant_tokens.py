@@ -57,7 +57,7 @@ def test_a_tokens_file_maps_tokens_to_tenants_and_queues(tmp_path: Path) -> None
     ("tenants:\n  - name: x\n    token: " + "x" * 16 + "\n    queue: [a]\n",
      "tokens.yaml:4:tenants[0].queue", "unknown key"),
     ("tenants:\n  - name: x\n    token: short\n    queues: [a]\n",
-     "tokens.yaml:2:tenants[0].token", "at least 16 characters"),
+     "tokens.yaml:3:tenants[0].token", "at least 16 characters"),
     ("tenants:\n  - name: x\n    queues: [a]\n", "tokens.yaml:2:tenants[0].token",
      "exactly one of token and token_file"),
     ("tenants:\n  - name: x\n    token: " + "x" * 16 + "\n", "tokens.yaml:2:tenants[0].queues",

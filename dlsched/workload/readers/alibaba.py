@@ -28,13 +28,13 @@ import re
 from pathlib import Path
 
 from dlsched.errors import InputError, InputLocation
+from dlsched.textinput import first_line
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
     DropRow,
     ReaderOptions,
     RowContext,
     collect,
-    first_line,
     iter_csv_rows,
     register_reader,
 )
@@ -60,7 +60,8 @@ class AlibabaReader:
     def read(self, path: Path, options: ReaderOptions) -> Trace:
         _check_times(path)
         rows = iter_csv_rows(path, COLUMNS)
-        collector = collect(path, options, rows, _job, gpu_field="num_gpu")
+        collector = collect(path, options, rows, _job, gpu_field="num_gpu",
+                            id_field="name")
         return collector.trace(path.stem, self.name)
 
 

@@ -13,10 +13,13 @@ import importlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from dlsched.errors import InputError, InputLocation
+from dlsched.textinput import MAX_FIELD_CHARS, TextLines, field_at, value_problem
+from dlsched.textinput import first_line as text_first_line
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -59,10 +62,9 @@ def _load_all() -> None:
 
 
 def _header(path: Path) -> list[str]:
-    with open(path, newline="") as f:
-        first = f.readline()
+    first = text_first_line(path)
     delimiter = "\t" if "\t" in first else ","
-    return [c.strip() for c in first.rstrip("\r\n").split(delimiter)]
+    return [c.strip() for c in first.split(delimiter)]
 
 
 def detect_format(path: Path) -> str:
@@ -94,15 +96,20 @@ def read_trace(path: str | Path, fmt: str | None = None,
     return READERS[fmt].read(path, options or ReaderOptions())
 
 
+MAX_MAGNITUDE = 1e15  # any number a trace gives: 31 million years in seconds, 10^15 GPUs
+
+
 @dataclass
 class RowContext:
     """One CSV row plus where it is; ``get`` parses a field or raises a located error.
-    ``problem`` marks a row that could not even be split into fields."""
+    ``problem`` marks a row that could not even be split into fields (blamed on
+    ``problem_field`` when one field is at fault)."""
 
     path: str
     line: int
     row: dict[str, str]
     problem: str | None = None
+    problem_field: str | None = None
 
     def where(self, field: str | None = None) -> InputLocation:
         return InputLocation(self.path, self.line, field)
@@ -131,6 +138,8 @@ class RowContext:
             raise self.fail(field, f"not a number: {raw!r}") from None
         if not math.isfinite(value):
             raise self.fail(field, f"not a finite number: {raw!r}")
+        if abs(value) > MAX_MAGNITUDE:
+            raise self.fail(field, f"out of range: {raw} (the limit is {MAX_MAGNITUDE:g})")
         if positive and value <= 0:
             raise self.fail(field, f"must be > 0, got {raw}")
         if minimum is not None and value < minimum:
@@ -147,60 +156,121 @@ class RowContext:
         return int(value)
 
 
+_EPOCH = "1970-01-01"
+
+
+def date_time(ctx: RowContext, field: str) -> float:
+    """A date-time field as seconds since 1970-01-01 UTC; a time without an offset is UTC.
+    Times before 1970 are refused (no trace has them; they would be negative times)."""
+    raw = ctx.text(field)
+    try:
+        when = datetime.fromisoformat(raw)
+    except ValueError:
+        raise ctx.fail(field, f"not a date-time: {raw!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    seconds = when.timestamp()
+    if seconds < 0:
+        raise ctx.fail(field, f"{raw!r} is before {_EPOCH}")
+    return seconds
+
+
+def _checked_row(path: str, line: int, names: Sequence[str],
+                 values: list[str]) -> RowContext:
+    """A row whose values are all readable text, or one that carries the first problem."""
+    if len(values) != len(names):
+        return RowContext(path, line, {}, f"expected {len(names)} fields, found {len(values)}")
+    for name, value in zip(names, values, strict=True):
+        problem = value_problem(value)
+        if problem is not None:
+            return RowContext(path, line, {}, problem, name or None)
+    return RowContext(path, line, dict(zip(names, values, strict=True)))
+
+
+def _header_row(path: Path, names: list[str], expected: Sequence[str],
+                allow_extra: frozenset[str]) -> None:
+    """A missing expected column, an unknown, repeated or unreadable one fails on line 1."""
+    def fail(field: str | None, message: str) -> InputError:
+        return InputError(InputLocation(str(path), 1, field), message)
+
+    for name in names:
+        problem = value_problem(name)
+        if problem is not None:
+            raise fail(None, f"header: {problem}")
+    missing = [c for c in expected if c not in names]
+    if missing:
+        raise fail(missing[0], "missing column")
+    unknown = [c for c in names if c not in expected and c not in allow_extra and c]
+    if unknown:
+        raise fail(unknown[0], "unknown column")
+    repeated = [c for i, c in enumerate(names) if c and c in names[:i]]
+    if repeated:
+        raise fail(repeated[0], "column appears twice in the header")
+
+
+def _csv_problem(lines: TextLines, start: int, error: csv.Error) -> InputError:
+    """A located message for what the csv module refused (the field is guessed from the
+    record's last line read: the quote that opened it, or the over-long value)."""
+    path, message = str(lines.path), str(error)
+    if "field larger than field limit" in message:
+        parts = lines.last.split(lines.delimiter or ",")
+        long = next((i for i, p in enumerate(parts) if len(p) > MAX_FIELD_CHARS), None)
+        field = lines.names[long] if long is not None and long < len(lines.names) else None
+        return InputError(InputLocation(path, lines.line, field),
+                          f"value longer than the limit of {MAX_FIELD_CHARS:,} characters")
+    quote = lines.last.find('"')
+    field = field_at(lines.last[:quote], lines.delimiter, lines.names) if quote >= 0 else None
+    if "unexpected end of data" in message:
+        return InputError(InputLocation(path, start, field),
+                          "unterminated quote: the file ends inside a quoted value that "
+                          f"starts on line {start}")
+    return InputError(InputLocation(path, lines.line, field), f"bad CSV quoting: {message}")
+
+
 def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
                   allow_extra: frozenset[str] = frozenset()) -> Iterator[RowContext]:
     """Rows of a CSV file with a header, checking the header first.
 
-    A missing expected column or an unknown extra column fails on line 1.
+    A missing expected column or an unknown or repeated extra column fails on line 1. A row's
+    ``line`` is the line it starts on (a quoted value may span lines: that is an error).
     """
-    with open(path, newline="") as f:
-        reader = csv.reader(f, delimiter=delimiter)
-        try:
-            header = [c.strip() for c in next(reader)]
-        except StopIteration:
-            raise InputError(InputLocation(str(path), 1), "empty file") from None
-        missing = [c for c in expected if c not in header]
-        if missing:
-            raise InputError(InputLocation(str(path), 1, missing[0]), "missing column")
-        unknown = [c for c in header if c not in expected and c not in allow_extra and c]
-        if unknown:
-            raise InputError(InputLocation(str(path), 1, unknown[0]), "unknown column")
-        for index, values in enumerate(reader, start=2):
-            if not values or all(not v.strip() for v in values):
-                continue
-            if len(values) != len(header):
-                yield RowContext(str(path), index, {},
-                                 f"expected {len(header)} fields, found {len(values)}")
-                continue
-            yield RowContext(str(path), index, dict(zip(header, values, strict=True)))
+    lines = TextLines(path, delimiter)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    start = 1
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise InputError(InputLocation(str(path), 1), "empty file (expected a header: "
+                             f"{delimiter.join(expected)})")
+        names = [c.strip() for c in header]
+        _header_row(path, names, expected, allow_extra)
+        lines.names = names
+        start = reader.line_num + 1
+        for values in reader:
+            if values and any(v.strip() for v in values):
+                yield _checked_row(str(path), start, names, values)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise _csv_problem(lines, start, exc) from None
 
 
 def iter_headerless_rows(path: Path, columns: Sequence[str], *,
                          delimiter: str = "\t") -> Iterator[RowContext]:
     """Rows of a header-less file, named by ``columns``; a row with another field count fails."""
-    with open(path, newline="") as f:
-        for index, line in enumerate(f, start=1):
-            text = line.rstrip("\r\n")
-            if not text.strip():
-                continue
-            values = text.split(delimiter)
-            if len(values) != len(columns):
-                yield RowContext(str(path), index, {},
-                                 f"expected {len(columns)} fields, found {len(values)}")
-                continue
-            yield RowContext(str(path), index, dict(zip(columns, values, strict=True)))
+    lines = TextLines(path, delimiter)
+    lines.names = columns
+    for text in lines:
+        text = text.rstrip("\r\n")
+        if text.strip():
+            yield _checked_row(str(path), lines.line, columns, text.split(delimiter))
 
 
 def first_line(path: Path) -> str:
     """The first non-blank line of a text file ('' if none or unreadable as text)."""
     try:
-        with open(path, newline="") as f:
-            for line in f:
-                if line.strip():
-                    return line.rstrip("\r\n")
-    except (OSError, UnicodeDecodeError):
+        return text_first_line(path)
+    except InputError:
         return ""
-    return ""
 
 
 _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
@@ -239,9 +309,11 @@ class DropRow(Exception):
 class RowCollector:
     """Builds jobs row by row; turns errors into counted warnings when asked.
 
-    ``gpu_field`` names the column a too-large GPU request is blamed on. Rows a builder leaves
-    out on purpose (it raises ``DropRow``, e.g. for CPU-only pods) are not errors and not
-    ``skipped``; the trace's warnings end with one summary line per reason.
+    ``gpu_field`` names the column a too-large GPU request is blamed on, ``id_field`` the one a
+    repeated job id is (None where the reader makes ids from line numbers). Rows a builder
+    leaves out on purpose (it raises ``DropRow``, e.g. for CPU-only pods) are not errors and not
+    ``skipped``; the trace's warnings end with one summary line per reason. A file that gives
+    no job at all is an error: a run on nothing would only look like one.
     """
 
     path: Path
@@ -250,20 +322,28 @@ class RowCollector:
     warnings: list[str]
     gpu_field: str = "num_gpus"
     dropped: dict[str, int] = dataclasses.field(default_factory=dict)
+    id_field: str | None = None
+    lines: dict[str, int] = dataclasses.field(default_factory=dict)  # job id -> its line
+    rows: int = 0
+    first_row: int | None = None
 
     @classmethod
-    def start(cls, path: Path, options: ReaderOptions, gpu_field: str = "num_gpus") -> RowCollector:
-        return cls(path, options, [], [], gpu_field)
+    def start(cls, path: Path, options: ReaderOptions, gpu_field: str = "num_gpus",
+              id_field: str | None = None) -> RowCollector:
+        return cls(path, options, [], [], gpu_field, id_field=id_field)
 
     def add(self, ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> bool:
         """Build one job; False once ``limit`` jobs are collected."""
+        self.rows += 1
+        self.first_row = self.first_row or ctx.line
         try:
             if ctx.problem is not None:
-                raise ctx.fail(None, ctx.problem)
-            spec = build(ctx)
+                raise ctx.fail(ctx.problem_field, ctx.problem)
+            spec = _built(ctx, build)
             if spec is not None:
                 self._check(ctx, spec)
                 self.jobs.append(spec)
+                self.lines[spec.job_id] = ctx.line
         except DropRow as drop:
             self.drop(drop.reason)
         except InputError as exc:
@@ -281,10 +361,16 @@ class RowCollector:
         if cap is not None and spec.num_gpus > cap:
             raise ctx.fail(self.gpu_field,
                            f"asks for {spec.num_gpus} GPUs; the cluster has {cap}")
+        first = self.lines.get(spec.job_id)
+        if first is not None:
+            raise ctx.fail(self.id_field, f"job id {spec.job_id!r} is used twice: on line "
+                                          f"{first} and on line {ctx.line}")
 
     def trace(self, name: str, fmt: str, throughput: str = "linear", *,
               rebased: bool = True) -> Trace:
         """The collected jobs as a trace, rebased to the first submission unless told not to."""
+        if not self.jobs:
+            raise self._nothing()
         jobs = rebase(self.jobs) if rebased else self.jobs
         notes = [f"{self.path}: dropped {count} rows: {reason}"
                  for reason, count in self.dropped.items()]
@@ -292,12 +378,38 @@ class RowCollector:
                      throughput=throughput, skipped=len(self.warnings),
                      warnings=tuple(self.warnings + notes))
 
+    def _nothing(self) -> InputError:
+        """Why the file gave no job: no rows, every row invalid, or every row left out."""
+        if self.options.limit is not None and self.options.limit < 1:
+            return InputError(InputLocation(str(self.path)),
+                              f"no jobs read: the limit is {self.options.limit}")
+        if self.rows == 0:
+            return InputError(InputLocation(str(self.path), 2), "no job rows (the file has at "
+                              "most a header): nothing to simulate")
+        where = InputLocation(str(self.path), self.first_row)
+        if self.warnings:
+            return InputError(where, f"no valid job: all {len(self.warnings)} invalid rows were "
+                              f"skipped (--skip-invalid); the first: {self.warnings[0]}")
+        reasons = "; ".join(f"{n} {reason}" for reason, n in self.dropped.items())
+        return InputError(where, f"no job to simulate: every row was left out ({reasons})")
+
+
+def _built(ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> JobSpec | None:
+    """``build(ctx)``; a job the spec itself refuses (e.g. a negative submit time after a
+    reader's own checks) is a located error too, never a traceback."""
+    try:
+        return build(ctx)
+    except ValueError as exc:
+        raise ctx.fail(None, str(exc)) from None
+
 
 def collect(path: Path, options: ReaderOptions, rows: Iterable[RowContext],
             build: Callable[[RowContext], JobSpec | None], *,
-            gpu_field: str = "num_gpus") -> RowCollector:
+            gpu_field: str = "num_gpus", id_field: str | None = None) -> RowCollector:
     """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected."""
-    collector = RowCollector.start(path, options, gpu_field)
+    collector = RowCollector.start(path, options, gpu_field, id_field)
+    if options.limit is not None and options.limit < 1:
+        return collector
     for ctx in rows:
         if not collector.add(ctx, build):
             break
@@ -314,6 +426,7 @@ class CsvRowReader:
     header: tuple[str, ...]
     build: Callable[[RowContext], JobSpec | None]
     gpu_field: str = "num_gpus"
+    id_field: str | None = None
 
     @property
     def columns(self) -> frozenset[str]:
@@ -321,5 +434,6 @@ class CsvRowReader:
 
     def read(self, path: Path, options: ReaderOptions) -> Trace:
         rows = iter_csv_rows(path, self.header)
-        collector = collect(path, options, rows, self.build, gpu_field=self.gpu_field)
+        collector = collect(path, options, rows, self.build, gpu_field=self.gpu_field,
+                            id_field=self.id_field)
         return collector.trace(path.stem, self.name)

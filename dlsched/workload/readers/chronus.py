@@ -76,4 +76,5 @@ def _int_list(ctx: RowContext, field: str) -> list[int]:
         raise ctx.fail(field, f"not a '-'-separated list of integers: {raw!r}") from None
 
 
-register_reader(CsvRowReader("chronus", COLUMNS, _job, gpu_field="num_gpu"))
+register_reader(CsvRowReader("chronus", COLUMNS, _job, gpu_field="num_gpu",
+                             id_field="job_id"))

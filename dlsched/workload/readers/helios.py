@@ -19,10 +19,14 @@ Dropped on purpose and counted in the trace's warnings (not errors): CPU-only jo
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from dlsched.workload.job import JobSpec
-from dlsched.workload.readers.base import CsvRowReader, DropRow, RowContext, register_reader
+from dlsched.workload.readers.base import (
+    CsvRowReader,
+    DropRow,
+    RowContext,
+    date_time,
+    register_reader,
+)
 
 COLUMNS = ("job_id", "user", "vc", "gpu_num", "cpu_num", "node_num", "state", "submit_time",
            "start_time", "end_time", "duration", "queue")
@@ -42,17 +46,10 @@ def _job(ctx: RowContext) -> JobSpec:
     if duration == 0:
         raise DropRow(NEVER_RAN)
     cpus = ctx.integer("cpu_num", minimum=0)
-    return JobSpec(job_id=f"helios-{ctx.text('job_id')}", submit_time=_time(ctx, "submit_time"),
+    return JobSpec(job_id=f"helios-{ctx.text('job_id')}", submit_time=date_time(ctx, "submit_time"),
                    num_gpus=gpus, work=duration, queue=ctx.text("vc"),
                    cpus_per_gpu=cpus / gpus)
 
 
-def _time(ctx: RowContext, field: str) -> float:
-    raw = ctx.text(field)
-    try:
-        return datetime.fromisoformat(raw).replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        raise ctx.fail(field, f"not a date-time: {raw!r}") from None
-
-
-register_reader(CsvRowReader("helios", COLUMNS, _job, gpu_field="gpu_num"))
+register_reader(CsvRowReader("helios", COLUMNS, _job, gpu_field="gpu_num",
+                             id_field="job_id"))

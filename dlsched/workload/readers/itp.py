@@ -44,6 +44,6 @@ def _elasticflow_job(ctx: RowContext) -> JobSpec:
                    batch_size=ctx.integer("batch_size", minimum=1), deadline=deadline)
 
 
-register_reader(CsvRowReader("itp", ITP_COLUMNS, _itp_job, gpu_field="num_gpu"))
+register_reader(CsvRowReader("itp", ITP_COLUMNS, _itp_job, gpu_field="num_gpu", id_field="job_id"))
 register_reader(CsvRowReader("elasticflow", ELASTICFLOW_COLUMNS, _elasticflow_job,
-                             gpu_field="num_gpu"))
+                             gpu_field="num_gpu", id_field="job_id"))

@@ -16,17 +16,19 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from dlsched.textinput import MAX_FIELD_CHARS
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
+    MAX_MAGNITUDE,
     ReaderOptions,
     RowCollector,
     RowContext,
+    date_time,
     iter_csv_rows,
     register_reader,
 )
@@ -36,6 +38,10 @@ COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 _TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _TIME_LENGTH = 19  # len("2017-10-09 07:01:55")
 _BLANK_LINE = re.compile(rb"\n[ \t]*\n")
+# what the row path must judge: quoting, CR, control characters, anything not ASCII (a BOM,
+# bytes that may not be UTF-8)
+_ROW_PATH_ONLY = re.compile(rb'["\r\x00-\x08\x0b-\x1f\x7f-\xff]')
+_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
 
 
 class PhillyReader:
@@ -45,10 +51,12 @@ class PhillyReader:
     def read(self, path: Path, options: ReaderOptions) -> Trace:
         jobs = _fast_jobs(path, options)
         if jobs is None:
-            return self._read_rows(path, options)
+            return self.read_rows(path, options)
         return Trace(name=path.stem, jobs=tuple(jobs), source=str(path), format=self.name)
 
-    def _read_rows(self, path: Path, options: ReaderOptions) -> Trace:
+    def read_rows(self, path: Path, options: ReaderOptions) -> Trace:
+        """The row-by-row path alone: ``read`` must give the same jobs or the same error
+        (a property test holds the fast path to it)."""
         collector = RowCollector.start(path, options)
         for ctx in iter_csv_rows(path, COLUMNS):
             if not collector.add(ctx, self._job):
@@ -57,11 +65,7 @@ class PhillyReader:
 
     @staticmethod
     def _job(ctx: RowContext) -> JobSpec:
-        raw_time = ctx.text("timestamp")
-        try:
-            submit = datetime.fromisoformat(raw_time).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            raise ctx.fail("timestamp", f"not a date-time: {raw_time!r}") from None
+        submit = date_time(ctx, "timestamp")
         duration = ctx.number("duration", positive=True)
         gpus = ctx.integer("num_gpus", minimum=1)
         ctx.number("gpu_time", minimum=0)
@@ -73,7 +77,7 @@ class PhillyReader:
 def _clean_columns(path: Path, limit: int | None) -> dict[str, list[str]] | None:
     """The file's columns as lists of strings, or None unless it is plain, unquoted CSV."""
     data = path.read_bytes().rstrip()  # trailing blank lines shift no line numbers
-    if b'"' in data or b"\r" in data or _BLANK_LINE.search(data):
+    if _ROW_PATH_ONLY.search(data) or _BLANK_LINE.search(data):
         return None
     try:
         frame = pd.read_csv(io.BytesIO(data), dtype=str, na_filter=False, nrows=limit)
@@ -84,6 +88,8 @@ def _clean_columns(path: Path, limit: int | None) -> dict[str, list[str]] | None
         return None
     if frame.isna().any().any():
         return None
+    if any(frame[c].str.len().max() > MAX_FIELD_CHARS for c in frame.columns):
+        return None
     return {name: frame[column].tolist() for name, column in zip(header, frame.columns,
                                                                   strict=True)}
 
@@ -91,10 +97,14 @@ def _clean_columns(path: Path, limit: int | None) -> dict[str, list[str]] | None
 def _submit_seconds(raw: list[str]) -> np.ndarray | None:
     if any(len(value) != _TIME_LENGTH for value in raw):
         return None
-    times = pd.to_datetime(pd.Series(raw), format=_TIME_FORMAT, errors="coerce")
+    series = pd.Series(raw)
+    if not series.str.fullmatch(_TIME).all():  # what pandas' format would also take, e.g.
+        return None  # one-digit hours, is the row path's (datetime.fromisoformat) to judge
+    times = pd.to_datetime(series, format=_TIME_FORMAT, errors="coerce")
     if times.isna().any():
         return None
-    return times.to_numpy(dtype="datetime64[s]").astype(np.int64).astype(float)
+    seconds = times.to_numpy(dtype="datetime64[s]").astype(np.int64).astype(float)
+    return None if (seconds < 0).any() else seconds
 
 
 def _floats(raw: list[str]) -> np.ndarray | None:
@@ -102,7 +112,9 @@ def _floats(raw: list[str]) -> np.ndarray | None:
         values = np.array(raw, dtype=float)
     except ValueError:
         return None
-    return values if np.isfinite(values).all() else None
+    if not np.isfinite(values).all() or (np.abs(values) > MAX_MAGNITUDE).any():
+        return None
+    return values
 
 
 def _fast_jobs(path: Path, options: ReaderOptions) -> list[JobSpec] | None:

@@ -42,7 +42,7 @@ class PolluxReader:
         profile = load_profile(self.profiles_dir)
         rows = iter_csv_rows(path, COLUMNS)
         collector = collect(path, options, rows, lambda ctx: _job(ctx, profile),
-                            gpu_field="num_replicas")
+                            gpu_field="num_replicas", id_field="name")
         return collector.trace(path.stem, self.name, throughput="pollux")
 
 

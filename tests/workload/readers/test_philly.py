@@ -32,7 +32,7 @@ def test_whole_file_reads_with_the_rows_as_written(philly: Path) -> None:
 def test_vectorised_path_equals_row_path(philly: Path, limit: int) -> None:
     options = ReaderOptions(limit=limit)
     reader = PhillyReader()
-    assert reader.read(philly, options) == reader._read_rows(philly, options)
+    assert reader.read(philly, options) == reader.read_rows(philly, options)
 
 
 def test_blank_line_keeps_line_numbered_ids(write) -> None:

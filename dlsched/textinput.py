@@ -1,0 +1,123 @@
+"""Reading users' text files safely: UTF-8 only (a leading byte-order mark is accepted), lines
+and fields of bounded length, no control characters; every refusal is an ``InputError`` naming
+the file, the line and, where there is one, the field.
+
+Trace readers (``workload/readers``) and the YAML loaders (cluster, tenants, run files, tokens)
+all read through here, so a binary file, a Latin-1 export or a runaway field gets the same clear
+message everywhere instead of a ``UnicodeDecodeError`` traceback.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from dlsched.errors import InputError, InputLocation
+
+BOM = "\ufeff"
+MAX_LINE_BYTES = 1 << 20  # one line of a trace; no real trace comes near
+MAX_FIELD_CHARS = 4096  # one value: ids, queue names, commands are far shorter
+MAX_YAML_BYTES = 8 << 20  # a cluster, tenant, run or tokens file
+# C0 controls but tab, line ends handled by the caller; DEL; C1 controls; a BOM past the start;
+# the two noncharacters U+FFFE/U+FFFF (what a UTF-16 file read as UTF-8 may leave)
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufeff\ufffe\uffff]")
+
+
+def control_character(text: str) -> str | None:
+    """A description of the first control character in ``text`` (e.g. ``U+0000``), or None."""
+    match = _CONTROL.search(text)
+    if match is None:
+        return None
+    return f"control character U+{ord(match.group()):04X} at column {match.start() + 1}"
+
+
+def value_problem(value: str) -> str | None:
+    """Why one field's value cannot be read (too long, a control character), or None."""
+    if len(value) > MAX_FIELD_CHARS:
+        return f"value is {len(value):,} characters long; the limit is {MAX_FIELD_CHARS:,}"
+    if "\n" in value or "\r" in value:
+        return "value runs over several lines (an unterminated quote?)"
+    control = control_character(value)
+    return None if control is None else f"{control} (not text)"
+
+
+def field_at(text_before: str, delimiter: str | None, names: Sequence[str]) -> str | None:
+    """The name of the field a position falls in, counting delimiters before it."""
+    if delimiter is None or not names:
+        return None
+    index = text_before.count(delimiter)
+    return names[index] if index < len(names) else None
+
+
+def decode(raw: bytes, path: str, line: int, *, delimiter: str | None = None,
+           names: Sequence[str] = ()) -> str:
+    """``raw`` as UTF-8 (a leading BOM dropped on line 1), or an error naming line and field."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        before = raw[:exc.start].decode("utf-8", errors="replace")
+        field = field_at(before.lstrip(BOM), delimiter, names)
+        raise InputError(InputLocation(path, line, field),
+                         f"not UTF-8 text: byte 0x{raw[exc.start]:02x} at column "
+                         f"{len(before) + 1} (save the file as UTF-8)") from None
+    return text[1:] if line == 1 and text.startswith(BOM) else text
+
+
+class TextLines:
+    """The decoded lines of a file (line ends kept), numbered from 1 in ``line``.
+
+    Memory stays bounded: a line over ``MAX_LINE_BYTES`` fails without being read whole.
+    ``names`` (set once a header is read) lets a decoding error name its field.
+    """
+
+    def __init__(self, path: Path, delimiter: str | None = None) -> None:
+        self.path = path
+        self.delimiter = delimiter
+        self.names: Sequence[str] = ()
+        self.line = 0
+        self.last = ""
+
+    def __iter__(self) -> Iterator[str]:
+        with open_binary(self.path) as f:
+            while raw := f.readline(MAX_LINE_BYTES + 1):
+                self.line += 1
+                if len(raw) > MAX_LINE_BYTES:
+                    raise InputError(InputLocation(str(self.path), self.line),
+                                     f"line longer than {MAX_LINE_BYTES:,} bytes (not a "
+                                     "trace file?)")
+                self.last = decode(raw, str(self.path), self.line, delimiter=self.delimiter,
+                                   names=self.names)
+                yield self.last
+
+
+def open_binary(path: Path):  # noqa: ANN201 (a file object)
+    try:
+        return open(path, "rb")  # noqa: SIM115 (the caller closes it)
+    except OSError as exc:
+        raise InputError(InputLocation(str(path)), f"cannot read: {exc.strerror}") from None
+
+
+def first_line(path: Path) -> str:
+    """The first non-blank line of a text file, decoded ('' if none); errors are located."""
+    for text in TextLines(path):
+        if text.strip():
+            return text.rstrip("\r\n")
+    return ""
+
+
+def read_text(path: str | Path, max_bytes: int = MAX_YAML_BYTES) -> str:
+    """A whole (small) text file: UTF-8, BOM dropped, at most ``max_bytes``, no NUL or other
+    control characters (tabs and line ends allowed); errors name the line."""
+    with open_binary(Path(path)) as f:
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise InputError(InputLocation(str(path)),
+                         f"file larger than {max_bytes:,} bytes (not a configuration file?)")
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        text = decode(raw, str(path), number).rstrip("\r\n")
+        control = control_character(text)
+        if control is not None:
+            raise InputError(InputLocation(str(path), number), f"{control} (not text)")
+    text = data.decode("utf-8")
+    return text[1:] if text.startswith(BOM) else text
