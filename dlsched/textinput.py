@@ -77,6 +77,8 @@ class TextLines:
         self.names: Sequence[str] = ()
         self.line = 0
         self.last = ""
+        self.remember = 0  # the line whose text to keep in ``remembered`` (a record's start)
+        self.remembered = ""
 
     def __iter__(self) -> Iterator[str]:
         with open_binary(self.path) as f:
@@ -88,6 +90,8 @@ class TextLines:
                                      "trace file?)")
                 self.last = decode(raw, str(self.path), self.line, delimiter=self.delimiter,
                                    names=self.names)
+                if self.line == self.remember:
+                    self.remembered = self.last
                 yield self.last
 
 

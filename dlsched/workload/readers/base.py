@@ -178,12 +178,13 @@ def date_time(ctx: RowContext, field: str) -> float:
 def _checked_row(path: str, line: int, names: Sequence[str],
                  values: list[str]) -> RowContext:
     """A row whose values are all readable text, or one that carries the first problem."""
-    if len(values) != len(names):
-        return RowContext(path, line, {}, f"expected {len(names)} fields, found {len(values)}")
-    for name, value in zip(names, values, strict=True):
+    for index, value in enumerate(values):
         problem = value_problem(value)
         if problem is not None:
+            name = names[index] if index < len(names) else None
             return RowContext(path, line, {}, problem, name or None)
+    if len(values) != len(names):
+        return RowContext(path, line, {}, f"expected {len(names)} fields, found {len(values)}")
     return RowContext(path, line, dict(zip(names, values, strict=True)))
 
 
@@ -218,8 +219,9 @@ def _csv_problem(lines: TextLines, start: int, error: csv.Error) -> InputError:
         field = lines.names[long] if long is not None and long < len(lines.names) else None
         return InputError(InputLocation(path, lines.line, field),
                           f"value longer than the limit of {MAX_FIELD_CHARS:,} characters")
-    quote = lines.last.find('"')
-    field = field_at(lines.last[:quote], lines.delimiter, lines.names) if quote >= 0 else None
+    text = lines.remembered if lines.remember == start else lines.last
+    quote = text.find('"')
+    field = field_at(text[:quote], lines.delimiter, lines.names) if quote >= 0 else None
     if "unexpected end of data" in message:
         return InputError(InputLocation(path, start, field),
                           "unterminated quote: the file ends inside a quoted value that "
@@ -245,11 +247,11 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
         names = [c.strip() for c in header]
         _header_row(path, names, expected, allow_extra)
         lines.names = names
-        start = reader.line_num + 1
+        start = lines.remember = reader.line_num + 1
         for values in reader:
             if values and any(v.strip() for v in values):
                 yield _checked_row(str(path), start, names, values)
-            start = reader.line_num + 1
+            start = lines.remember = reader.line_num + 1
     except csv.Error as exc:
         raise _csv_problem(lines, start, exc) from None
 
