@@ -160,8 +160,10 @@ if __name__ == "__main__":
 
 # The runtime's verbs (serve, submit, jobs, cancel, logs, status); importing them loads no
 # optional dependency, so `dlsched simulate` does not pay for FastAPI.
+from dlsched.perf.llm.cli import register as register_plan  # noqa: E402
 from dlsched.runtime.cli import register  # noqa: E402
 from dlsched.tenancy.cli import register as register_tenants  # noqa: E402
 
 register(app)
 register_tenants(app)
+register_plan(app)

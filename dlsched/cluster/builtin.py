@@ -122,3 +122,26 @@ def small_16() -> Cluster:
     """Two nodes with 8 NVLinked V100 each (like AWS p3.16xlarge): for tests and examples."""
     return _grouped("small-16", [NodeGroup(2, "V100", 8, prefix="node", cpus=64,
                                            memory_gb=488, nvlink_domain=8)])
+
+
+@builtin("megatron-selene")
+def megatron_selene() -> Cluster:
+    """NVIDIA Selene as Megatron-LM used it (Narayanan et al., SC'21, §5): DGX A100 80 GB
+    nodes of 8 GPUs on NVSwitch (NVLink 3: 300 GB/s per GPU each way), 8 x 200 Gb/s HDR
+    InfiniBand per node (25 GB/s per GPU) in a fat tree; 384 nodes, the 3,072 GPUs of the
+    largest run; racks of 4 DGX."""
+    return _grouped("megatron-selene", [
+        NodeGroup(384, "A100-80G", 8, prefix="dgx", cpus=256, memory_gb=2048, nvlink_domain=8,
+                  nodes_per_rack=4)],
+        Topology(nvlink_gbps=300.0, pcie_gbps=32.0, rack_gbps=25.0, network_gbps=25.0))
+
+
+@builtin("llama3-h100")
+def llama3_h100() -> Cluster:
+    """Meta's Llama 3 training cluster (Llama Team 2024, §3.3.1): 16,384 H100 80 GB in nodes of
+    8 on NVLink 4 (450 GB/s per GPU each way), one 400 Gb/s RoCE NIC per GPU (50 GB/s); racks
+    of 2 nodes; the aggregation layer between pods is 1:7 oversubscribed (~7 GB/s per GPU)."""
+    return _grouped("llama3-h100", [
+        NodeGroup(2048, "H100", 8, prefix="h100", cpus=224, memory_gb=2048, nvlink_domain=8,
+                  nodes_per_rack=2)],
+        Topology(nvlink_gbps=450.0, pcie_gbps=64.0, rack_gbps=50.0, network_gbps=7.1))

@@ -34,8 +34,8 @@ def iteration_flops(model: LlmModel, recompute: float = 0.0) -> float:
 
 def megatron_formula(model: LlmModel, recompute: bool = True) -> float:
     """The paper's closed form for GPT shapes (a cross-check of ``iteration_flops``)."""
-    b, s, l, h, v = (model.global_batch, model.seq_len, model.layers, model.hidden,
+    b, s, n, h, v = (model.global_batch, model.seq_len, model.layers, model.hidden,
                      model.vocab)
     if recompute:
-        return 96.0 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h))
-    return 72.0 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h))
+        return 96.0 * b * s * n * h * h * (1 + s / (6 * h) + v / (16 * n * h))
+    return 72.0 * b * s * n * h * h * (1 + s / (6 * h) + v / (12 * n * h))

@@ -36,9 +36,10 @@ class Software:
     """Implementation choices. ``flash_attention`` (Dao et al. 2022) never materializes the
     s x s attention matrix (no ``5 a s^2 b`` activation term, no softmax traffic); Megatron's
     2021 runs predate it, and sequence parallelism (Korthikanti et al. MLSys'23), which also
-    splits the norms' and dropouts' activations across the tensor-parallel group. ``overlap_dp`` is the share of the gradient all-reduce hidden behind
-    the backward pass (0: after the pipeline flush, as Megatron-LM 2021 did). ``reserved_gb``:
-    CUDA context, NCCL buffers and allocator fragmentation."""
+    splits the norms' and dropouts' activations across the tensor-parallel group.
+    ``overlap_dp`` is the share of the gradient all-reduce hidden behind the backward pass
+    (0: after the pipeline flush, as Megatron-LM 2021 did). ``reserved_gb``: CUDA context,
+    NCCL buffers and allocator fragmentation."""
 
     flash_attention: bool = True
     sequence_parallel: bool = True

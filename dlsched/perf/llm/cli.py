@@ -1,0 +1,82 @@
+"""``dlsched plan MODEL --gpus N --cluster C``: the parallelism planner's ranked table."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from dlsched.errors import DlschedError
+
+plan_app = typer.Typer(add_completion=False)
+console = Console(stderr=True, soft_wrap=True)
+
+
+@plan_app.command("plan")
+def plan_command(
+        model: Annotated[str, typer.Argument(
+            help="A built-in model (gpt3-175b, megatron-1t, llama2-70b, llama3-405b, ...) or "
+                 "a model YAML file (docs/llm.md).")],
+        gpus: Annotated[int, typer.Option("--gpus", help="GPUs to train on.")],
+        cluster: Annotated[str, typer.Option(
+            "--cluster", help="A built-in cluster (megatron-selene, llama3-h100, ...) or a "
+                              "cluster YAML file.")],
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON, best first.")] = False,
+        top: Annotated[int, typer.Option("--top", help="Show the best N (0: all).")] = 10,
+        megatron_2021: Annotated[bool, typer.Option(
+            "--megatron-2021", help="Software as in Megatron-LM 2021: no FlashAttention, no "
+                                    "sequence parallelism.")] = False,
+) -> None:
+    """Feasible (DP, TP, PP, micro-batch, ZeRO) configurations of a model on N GPUs of a
+    cluster, fastest first, with predicted iteration time, PFLOP/s, MFU and memory."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.perf.llm.hardware import fabric_of
+    from dlsched.perf.llm.models import resolve_model
+    from dlsched.perf.llm.parallel import MEGATRON_2021, MODERN
+    from dlsched.perf.llm.planner import plan
+
+    try:
+        llm = resolve_model(model)
+        fabric = fabric_of(resolve_cluster(cluster))
+        found = plan(llm, gpus, fabric, MEGATRON_2021 if megatron_2021 else MODERN,
+                     limit=top or None)
+    except DlschedError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if not found:
+        console.print(f"[red]error:[/] no configuration of {llm.name} fits on {gpus} GPUs "
+                      f"({fabric.gpu.name}, {fabric.gpu.memory_gb:g} GB)")
+        raise typer.Exit(1)
+    rows = [row(e) for e in found]
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(*_HEADERS, title=f"{llm.name} ({llm.params / 1e9:.1f}B) on {gpus} "
+                  f"{fabric.gpu.name}: {len(found)} shown, fastest first")
+    for r in rows:
+        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()))
+    Console().print(table)
+
+
+_HEADERS = ("dp", "tp", "pp", "mb", "ZeRO", "v", "recomp", "iter s", "PFLOP/s", "MFU", "GB/GPU",
+            "bubble s", "DP s")
+
+
+def row(estimate) -> dict[str, float | int]:  # noqa: ANN001 (an iteration.Estimate)
+    c = estimate.config
+    return {"dp": c.dp, "tp": c.tp, "pp": c.pp, "micro_batch": c.micro_batch,
+            "zero_stage": c.zero_stage, "interleave": c.interleave, "recompute": c.recompute,
+            "iteration_seconds": round(estimate.iteration_seconds, 4),
+            "pflops": round(estimate.pflops, 3), "mfu": round(estimate.mfu, 4),
+            "memory_gb_per_gpu": round(estimate.memory_gb_per_gpu, 2),
+            "bubble_seconds": round(estimate.bubble_seconds, 4),
+            "dp_seconds": round(estimate.dp_seconds, 4)}
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``plan`` to the main ``dlsched`` app."""
+    app.registered_commands.extend(plan_app.registered_commands)

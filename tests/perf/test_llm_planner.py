@@ -1,0 +1,77 @@
+"""The parallelism planner and ``dlsched plan``."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+from dlsched.cluster.builtin import resolve_cluster
+from dlsched.perf.llm.hardware import fabric_of
+from dlsched.perf.llm.models import BUILTIN_MODELS, LlmModel
+from dlsched.perf.llm.parallel import MODERN
+from dlsched.perf.llm.planner import plan
+from dlsched.perf.llm.sync import compare_sync_modes
+
+SELENE = fabric_of(resolve_cluster("megatron-selene"))
+runner = CliRunner()
+
+
+@settings(max_examples=25, deadline=None)
+@given(layers=st.integers(2, 48), heads=st.sampled_from([8, 16, 32]),
+       width=st.sampled_from([64, 128, 256]), gpus=st.sampled_from([1, 2, 8, 16, 32]),
+       batch=st.sampled_from([32, 64, 128]))
+def test_planner_never_returns_a_configuration_that_does_not_fit(
+        layers: int, heads: int, width: int, gpus: int, batch: int) -> None:
+    model = LlmModel("m", layers=layers, hidden=heads * width, heads=heads, vocab=32000,
+                     seq_len=2048, global_batch=batch)
+    found = plan(model, gpus, SELENE, MODERN)
+    for e in found:
+        assert e.memory_gb_per_gpu <= SELENE.gpu.memory_gb
+        assert e.config.gpus == gpus
+        assert e.config.tp <= SELENE.gpus_per_node  # TP inside a node
+    times = [e.iteration_seconds for e in found]
+    assert times == sorted(times)
+
+
+def test_a_model_too_big_for_the_gpus_has_no_plan() -> None:
+    assert plan(BUILTIN_MODELS["megatron-1t"], 8, SELENE, MODERN) == []
+
+
+def test_llama2_70b_on_64_a100() -> None:
+    best = plan(BUILTIN_MODELS["llama2-70b"], 64, SELENE, MODERN)[0]
+    assert best.config.tp <= 8 and best.config.gpus == 64
+    assert 0.4 < best.mfu < 0.72
+
+
+def test_plan_json_lists_configurations_best_first() -> None:
+    result = runner.invoke(app, ["plan", "llama2-70b", "--gpus", "64", "--cluster",
+                                 "megatron-selene", "--json", "--top", "3"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert len(rows) == 3
+    assert set(rows[0]) >= {"dp", "tp", "pp", "micro_batch", "zero_stage", "iteration_seconds",
+                            "pflops", "mfu", "memory_gb_per_gpu"}
+    assert rows[0]["iteration_seconds"] <= rows[1]["iteration_seconds"]
+
+
+def test_plan_bad_input_exits_2_naming_the_problem(tmp_path) -> None:  # noqa: ANN001
+    bad = tmp_path / "m.yaml"
+    bad.write_text("layers: 2\nhidden: 64\nheads: 4\nvocab: 100\nglobal_batch: 8\n")
+    result = runner.invoke(app, ["plan", str(bad), "--gpus", "8", "--cluster", "megatron-selene"])
+    assert result.exit_code == 2
+    assert "m.yaml:1:seq_len: missing" in result.output
+    result = runner.invoke(app, ["plan", "gpt3-175b", "--gpus", "0", "--cluster",
+                                 "megatron-selene"])
+    assert result.exit_code == 2 and "--gpus must be >= 1" in result.output
+
+
+def test_sync_stale_sync_async_trade_throughput_for_staleness() -> None:
+    sync, ssp, asyn = compare_sync_modes(64, 1.0, 0.2, 0.1, staleness_bound=3,
+                                         staleness_cost=0.01)
+    assert sync.steps_per_second < ssp.steps_per_second < asyn.steps_per_second
+    assert sync.statistical_efficiency == 1 > ssp.statistical_efficiency > \
+        asyn.statistical_efficiency
