@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -15,15 +16,35 @@ from rich.table import Table
 from dlsched import __version__
 from dlsched.cli_options import config_from, run_command
 from dlsched.errors import DlschedError
-from dlsched.experiment import RunOutcome, check_run, load_trace, run_policy, write_comparison
+from dlsched.extras import extra_of, message
 from dlsched.run_config import RunConfig
 
-app = typer.Typer(help="dlsched: schedule deep-learning jobs on GPU clusters, or simulate it.",
-                  no_args_is_help=True)
+if TYPE_CHECKING:
+    from dlsched.experiment import RunOutcome
+
+class _App(typer.Typer):
+    """The ``dlsched`` app: a module of a missing optional extra ends in one line naming the
+    extra to install and exit code 2, never a traceback (commands check their extras first;
+    this is the last line of defence)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except ModuleNotFoundError as exc:
+            extra = extra_of(exc.name)
+            if extra is None:
+                raise
+            console.print(f"[red]error:[/] {escape(message(extra, 'this command', exc.name))}")
+            sys.exit(2)
+
+
+app = _App(help="dlsched: schedule deep-learning jobs on GPU clusters, or simulate it.",
+           no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True)  # never break a file:line:field message
 
 def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.experiment import check_run, load_trace
 
     cluster = resolve_cluster(config.cluster)
     trace = load_trace(config, cluster)
@@ -42,6 +63,8 @@ def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
 
 
 def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path) -> RunOutcome:
+    from dlsched.experiment import run_policy
+
     columns = (TextColumn(f"{policy:>10}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs finished"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
@@ -87,6 +110,8 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
     try:
+        from dlsched.experiment import write_comparison
+
         run = config_from(config_file, given, "--policies")
         outcomes = _run_all(run, compare=True)
         out_dir = Path(run.out)
@@ -154,10 +179,6 @@ def version() -> None:
     print(__version__)
 
 
-if __name__ == "__main__":
-    app()
-
-
 # The runtime's verbs (serve, submit, jobs, cancel, logs, status); importing them loads no
 # optional dependency, so `dlsched simulate` does not pay for FastAPI.
 from dlsched.perf.llm.cli import register as register_plan  # noqa: E402
@@ -167,3 +188,6 @@ from dlsched.tenancy.cli import register as register_tenants  # noqa: E402
 register(app)
 register_tenants(app)
 register_plan(app)
+
+if __name__ == "__main__":
+    app()

@@ -64,7 +64,7 @@ def check_run(config: RunConfig) -> None:
     """Every policy name, policy option, placement, tenant file and output format of the run
     checked before its first simulation: a typo in the last policy of a comparison fails at
     once, not after the others ran. (The trace and cluster are loaded before it too.)"""
-    from dlsched.report.output import _import_pyarrow
+    from dlsched.extras import MissingExtra, require
 
     check_options(config.policies, config.policy_options)
     for policy in config.policies:
@@ -72,7 +72,10 @@ def check_run(config: RunConfig) -> None:
     if config.throughput is not None:
         _known_model(config.throughput)
     if config.jobs_format == "parquet":
-        _import_pyarrow()
+        try:
+            require("parquet", "--jobs-format parquet")
+        except MissingExtra as exc:
+            raise MissingExtra(f"{exc} (or --jobs-format csv)") from None
 
 
 def load_trace(config: RunConfig, cluster: Cluster) -> Trace:

@@ -14,9 +14,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import torch
-import torch.distributed as dist
-from torch import nn
+from dlsched.extras import MissingExtra, message
+
+try:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+except ModuleNotFoundError as exc:
+    raise MissingExtra(message("torch", "dlsched.job.torch", exc.name or "torch")) from None
 
 from dlsched.job.checkpoint import CheckpointStore
 from dlsched.job.context import JobContext

@@ -7,6 +7,8 @@ so ``dlsched simulate`` does not pay for FastAPI.
 
 from __future__ import annotations
 
+import enum
+import json
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -14,29 +16,61 @@ from typing import Annotated, Any
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from dlsched.errors import DlschedError
+from dlsched.extras import CLIENT, MissingExtra, require
+from dlsched.runtime.display import print_job, shown_status
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 UrlOpt = Annotated[str, typer.Option("--url", help="The service's URL.")]
 TokenOpt = Annotated[str | None, typer.Option("--token", help="API token, if the service has "
                                                              "one.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (the API's own objects) "
+                                                      "instead of a table.")]
 
 
-def _client(url: str, token: str | None) -> Any:
+class State(enum.StrEnum):
+    """The states ``--status`` accepts (a typo is refused, not an empty list)."""
+
+    pending = "pending"
+    running = "running"
+    preempted = "preempted"
+    finished = "finished"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+def _client(url: str, token: str | None, wait: float = 0.0) -> Any:
+    require("runtime", "this command", CLIENT)
     from dlsched.runtime.client import Client
 
-    return Client(url, token)
+    return Client(url, token, connect_wait=wait)
 
 
 def _fail(exc: Exception) -> None:
-    console.print(f"[red]error:[/] {exc}")
-    raise typer.Exit(1)
+    """The service's (or our) message on one line, exit 1; a missing extra exits 2."""
+    console.print(f"[red]error:[/] {escape(str(exc))}")
+    raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1)
+
+
+def _print_json(data: Any) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True))
+
+
+def _policy_options(pairs: list[str] | None) -> dict[str, str]:
+    from dlsched.errors import ConfigError
+    from dlsched.run_config import parse_policy_options
+
+    try:
+        return dict(parse_policy_options(pairs or []))
+    except ConfigError as exc:
+        raise ConfigError(f"--policy-opt: {exc}") from None
 
 
 def _read_token(token: str | None, token_file: Path | None) -> str | None:
@@ -63,13 +97,15 @@ def serve(
     ] = None,
     db: Annotated[str | None, typer.Option(
         "--db", help="Database URL (default sqlite:///DATA_DIR/dlsched.db).")] = None,
-    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to listen on (0.0.0.0: every interface).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="0 picks a free port.")] = 8765,
     policy: Annotated[str, typer.Option("--policy", help="See `dlsched policies`.")] = "fifo",
     policy_opt: Annotated[list[str] | None, typer.Option(
         "--policy-opt", help="Policy option key=value; repeatable.")] = None,
     token: TokenOpt = None,
-    token_file: Annotated[Path | None, typer.Option("--token-file")] = None,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="Read --token from this file (keeps it out of `ps`).")] = None,
     tokens_file: Annotated[Path | None, typer.Option(
         "--tokens-file", help="Per-tenant tokens (YAML): each tenant uses only its queues; "
                               "--token, if also given, is an admin's.")] = None,
@@ -89,15 +125,19 @@ def serve(
         "--tenants", help="A tenant YAML (queues, quotas, cohorts; docs/tenancy.md): the "
                           "policy runs inside its quotas.")] = None,
 ) -> None:
-    """Run the scheduler service (REST API, scheduling loop, local or Ray executor)."""
-    from dlsched.experiment import parse_policy_options
-    from dlsched.runtime.server import ServeOptions
-    from dlsched.runtime.server import serve as run_service
-
+    """Run the scheduler service (REST API, scheduling loop, local or Ray executor). SIGINT or
+    SIGTERM stops it: running jobs get SIGTERM and --grace-seconds, and are requeued to resume
+    at the next start."""
     try:
+        require("runtime", "dlsched serve")
+        if executor == "ray":
+            require("ray", "dlsched serve --executor ray")
+        from dlsched.runtime.server import ServeOptions
+        from dlsched.runtime.server import serve as run_service
+
         options = ServeOptions(
             data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
-            dict(parse_policy_options(policy_opt or [])), _read_token(token, token_file),
+            _policy_options(policy_opt), _read_token(token, token_file),
             grace_seconds, max_attempts, executor, ray_address, retry_backoff,
             retry_backoff_max, tokens_file, tenants)
         run_service(options)
@@ -105,20 +145,36 @@ def serve(
         _fail(exc)
 
 
+WaitOpt = Annotated[float, typer.Option(
+    "--wait", help="Seconds to keep trying while the service cannot be reached yet (one "
+                   "started with `dlsched serve &` a moment ago); 0: fail at once.")]
+
+
 @runtime_app.command()
 def submit(
     command: Annotated[list[str] | None, typer.Argument(
         help="The job's argv, after `--`: dlsched submit --gpus 2 -- python train.py")] = None,
-    gpus: Annotated[int | None, typer.Option("--gpus")] = None,
-    gpu_type: Annotated[str | None, typer.Option("--gpu-type")] = None,
-    queue: Annotated[str | None, typer.Option("--queue")] = None,
-    priority: Annotated[int | None, typer.Option("--priority")] = None,
-    name: Annotated[str | None, typer.Option("--name")] = None,
-    checkpoint_dir: Annotated[str | None, typer.Option("--checkpoint-dir")] = None,
-    work_seconds: Annotated[float | None, typer.Option("--work-seconds")] = None,
+    gpus: Annotated[int | None, typer.Option(
+        "--gpus", help="Workers, one GPU each, started together as a gang. Required (unless "
+                       "--file gives gpus).")] = None,
+    gpu_type: Annotated[str | None, typer.Option(
+        "--gpu-type", help="Only GPUs of this type (default: any).")] = None,
+    queue: Annotated[str | None, typer.Option(
+        "--queue", help="The job's queue (tenant; default: default).")] = None,
+    priority: Annotated[int | None, typer.Option(
+        "--priority", help="Higher first, for policies and tenants that use it "
+                           "(default: 0).")] = None,
+    name: Annotated[str | None, typer.Option("--name", help="A name to show in listings.")
+                    ] = None,
+    checkpoint_dir: Annotated[str | None, typer.Option(
+        "--checkpoint-dir", help="Kept across attempts; relative to the working directory "
+                                 "(default: DATA_DIR/jobs/ID/checkpoint).")] = None,
+    work_seconds: Annotated[float | None, typer.Option(
+        "--work-seconds", help="Estimated run time, for policies that use one (sjf, srtf).")
+    ] = None,
     file: Annotated[Path | None, typer.Option(
         "--file", help="A YAML job with the API's fields; flags override it.")] = None,
-    url: UrlOpt = DEFAULT_URL, token: TokenOpt = None,
+    url: UrlOpt = DEFAULT_URL, token: TokenOpt = None, wait: WaitOpt = 10.0,
 ) -> None:
     """Submit a job; prints its id."""
     try:
@@ -127,8 +183,12 @@ def submit(
                  "queue": queue, "priority": priority, "name": name,
                  "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds}
         body.update({k: v for k, v in flags.items() if v is not None})
+        for key, flag in (("gpus", "--gpus N"), ("command", "the command after --")):
+            if key not in body:
+                raise DlschedError(f"give {flag}" + (" (or a --file that has it)"
+                                                     if file is None else f" ({file} has none)"))
         body.setdefault("working_dir", os.getcwd())
-        with _client(url, token) as client:
+        with _client(url, token, wait) as client:
             job = client.submit(body)
         print(job.id)
     except DlschedError as exc:
@@ -148,45 +208,41 @@ def _load_job_file(path: Path) -> dict[str, Any]:
 @runtime_app.command()
 def jobs(
     job_id: Annotated[str | None, typer.Argument(help="Show one job in detail.")] = None,
-    status: Annotated[str | None, typer.Option("--status")] = None,
-    queue: Annotated[str | None, typer.Option("--queue")] = None,
+    status: Annotated[State | None, typer.Option(
+        "--status", help="Only jobs in this state.", case_sensitive=False)] = None,
+    queue: Annotated[str | None, typer.Option("--queue", help="Only jobs of this queue.")
+                     ] = None,
+    as_json: JsonOpt = False,
     url: UrlOpt = DEFAULT_URL, token: TokenOpt = None,
 ) -> None:
-    """List jobs, or show one (with why it is pending)."""
+    """List jobs, or show one (with why it is pending, its attempts and events)."""
     try:
         with _client(url, token) as client:
             if job_id is not None:
-                _print_job(client.job(job_id), client.events(job_id))
+                job, events = client.job(job_id), client.events(job_id)
+                if as_json:
+                    _print_json({**job.model_dump(), "events": [e.model_dump()
+                                                                for e in events]})
+                else:
+                    print_job(Console(), job, events)
                 return
-            table = Table("id", "name", "status", "queue", "GPUs", "attempts", "pending reason")
-            for job in client.jobs(status, queue):
-                table.add_row(job.id, job.name or "", job.status, job.queue, str(job.gpus),
-                              str(job.attempts), job.pending_reason)
-            Console().print(table)
+            listed = client.jobs(status.value if status else None, queue)
     except DlschedError as exc:
         _fail(exc)
-
-
-def _print_job(job: Any, events: list[Any]) -> None:
-    out = Console()
-    out.print(f"[bold]{job.id}[/] {job.name or ''}  status [bold]{job.status}[/]  "
-              f"queue {job.queue}  GPUs {job.gpus}  attempts {job.attempts}")
-    out.print(f"command: {' '.join(job.command)}")
-    if job.queue_position is not None:
-        out.print(f"position in queue: {job.queue_position}")
-    if job.pending_reason:
-        out.print(f"why: {job.pending_reason}")
-    if job.allocation:
-        out.print("GPUs: " + ", ".join(f"{s.node}:{s.index}" for s in job.allocation))
-    if job.last_progress:
-        out.print(f"last progress: {job.last_progress}")
-    for event in events[-10:]:
-        out.print(f"  {event.kind:>10}  {event.message}")
+        return
+    if as_json:
+        _print_json([job.model_dump() for job in listed])
+        return
+    table = Table("id", "name", "status", "queue", "GPUs", "attempts", "pending reason")
+    for job in listed:
+        table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
+                      str(job.gpus), str(job.attempts), escape(job.pending_reason))
+    Console().print(table)
 
 
 @runtime_app.command()
-def cancel(job_id: Annotated[str, typer.Argument()], url: UrlOpt = DEFAULT_URL,
-           token: TokenOpt = None) -> None:
+def cancel(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched jobs`).")],
+           url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
     """Cancel a job (its workers get SIGTERM, then SIGKILL after the grace period)."""
     try:
         with _client(url, token) as client:
@@ -196,8 +252,9 @@ def cancel(job_id: Annotated[str, typer.Argument()], url: UrlOpt = DEFAULT_URL,
 
 
 @runtime_app.command()
-def logs(job_id: Annotated[str, typer.Argument()],
-         max_bytes: Annotated[int, typer.Option("--bytes")] = 65536,
+def logs(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched jobs`).")],
+         max_bytes: Annotated[int, typer.Option("--bytes", help="At most this many bytes, "
+                                                                "from the end.")] = 65536,
          url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
     """The end of a job's latest log."""
     try:
@@ -208,7 +265,8 @@ def logs(job_id: Annotated[str, typer.Argument()],
 
 
 @runtime_app.command("status")
-def status_(url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
+def status_(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL, token: TokenOpt = None
+            ) -> None:
     """The cluster (who holds which GPU) and the queues."""
     try:
         with _client(url, token) as client:
@@ -216,15 +274,20 @@ def status_(url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
     except DlschedError as exc:
         _fail(exc)
         return
+    if as_json:
+        _print_json({"cluster": cluster.model_dump(),
+                     "queues": [q.model_dump() for q in queues]})
+        return
     out = Console()
-    out.print(f"{cluster.name}: {cluster.gpus_allocated:g}/{cluster.gpus_total} GPUs "
-              f"allocated, policy {cluster.policy}")
+    out.print(escape(f"{cluster.name}: {cluster.gpus_allocated:g}/{cluster.gpus_total} GPUs "
+                     f"allocated, policy {cluster.policy}"))
     for node in cluster.nodes:
         held = ", ".join(f"{g.index}:{g.job_id or '-'}" for g in node.gpus)
-        out.print(f"  {node.name} ({node.gpu_type}): {held}")
+        down = " DOWN" if node.down else ""
+        out.print(escape(f"  {node.name} ({node.gpu_type}){down}: {held}"))
     table = Table("queue", "pending", "running", "GPUs")
     for queue in queues:
-        table.add_row(queue.name, str(queue.pending), str(queue.running),
+        table.add_row(escape(queue.name), str(queue.pending), str(queue.running),
                       f"{queue.gpus_allocated:g}")
     out.print(table)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -31,9 +32,12 @@ class ClientError(DlschedError):
 
 class Client:
     def __init__(self, url: str = DEFAULT_URL, token: str | None = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, connect_wait: float = 0.0) -> None:
+        """``connect_wait``: seconds to keep retrying while the service refuses connections
+        (it is still starting); nothing was sent then, so a retry cannot submit twice."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.url = url
+        self.connect_wait = connect_wait
         self.http = httpx.Client(base_url=url, headers=headers, timeout=timeout)
 
     def __enter__(self) -> Client:
@@ -84,13 +88,24 @@ class Client:
 
     def _call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self.http.request(method, path, **kwargs)
+            response = self._request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise ClientError(0, f"cannot reach the dlsched service at {self.url}: {exc}") \
                 from None
         if response.status_code >= 400:
             raise ClientError(response.status_code, _detail(response))
         return response
+
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        deadline = time.monotonic() + self.connect_wait
+        while True:
+            try:
+                return self.http.request(method, path, **kwargs)
+            except httpx.ConnectError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
 
 
 def _detail(response: httpx.Response) -> str:

@@ -3,16 +3,21 @@ process (one worker: the scheduler state lives here), and shut down cleanly."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import signal
 import socket
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import ConfigError
+from dlsched.runtime.datadir import check_free
 
 if TYPE_CHECKING:
     from dlsched.tenancy.config import TenantConfig
@@ -79,19 +84,53 @@ def bind(host: str, port: int) -> socket.socket:
     picks a free one)."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        hint = " (another dlsched serve? give --port N, or --port 0 for a free one)" \
+            if exc.errno == errno.EADDRINUSE else ""
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}{hint}") from None
     sock.listen(2048)  # connections wait in the backlog until uvicorn accepts them
     return sock
 
 
+class Stopped(Exception):
+    """The service was asked to stop by a signal (SIGTERM: systemd, Kubernetes, ``kill``)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    signal.signal(signum, signal.SIG_IGN)  # a second SIGTERM must not cut the shutdown short
+    raise Stopped(signum)
+
+
+@contextmanager
+def stop_on_sigterm() -> Iterator[None]:
+    """SIGTERM raises ``Stopped`` (as SIGINT raises KeyboardInterrupt), so that ``serve``'s
+    shutdown runs: workers get SIGTERM and their grace period and their jobs are requeued.
+    uvicorn captures SIGTERM while it serves and re-raises it once it has stopped; without
+    this handler that re-raise killed the process before the shutdown (issue 11 item 2)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def serve(options: ServeOptions, announce: bool = True) -> None:
-    import uvicorn
-
-    from dlsched.runtime.api import create_app
-    from dlsched.runtime.service import Service, ServiceConfig
-
+    """Run the service until SIGINT or SIGTERM. The port is bound before the heavy imports
+    (FastAPI, SQLAlchemy): a client that connects while the service starts waits in the
+    backlog instead of being refused."""
     check_options(options)
     cluster = service_cluster(options)
+    check_free(options.data_dir, database_url(options))
     ray_cluster = None
     if options.executor == "ray":
         from dlsched.runtime.executors.ray_cluster import connect
@@ -104,6 +143,23 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
 
         tokens = load_tokens(options.tokens_file)
     sock = bind(options.host, options.port)
+    try:
+        _serve_on(sock, options, cluster, ray_cluster, tokens, announce)
+    finally:
+        sock.close()
+
+
+def database_url(options: ServeOptions) -> str:
+    return options.db_url or f"sqlite:///{options.data_dir / 'dlsched.db'}"
+
+
+def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_cluster: Any,
+              tokens: Any, announce: bool) -> None:
+    import uvicorn
+
+    from dlsched.runtime.api import create_app
+    from dlsched.runtime.service import Service, ServiceConfig
+
     port = sock.getsockname()[1]
     worker_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "") else options.host
     url = f"http://{worker_host}:{port}"
@@ -114,17 +170,25 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
                                     retry_backoff_max=options.retry_backoff_max,
                                     ray_cluster=ray_cluster, tokens=tokens,
                                     tenants=_tenants(options.tenants)))
-    service.start()
-    try:
-        _write_info(options.data_dir, url)
-        if announce:
-            print(f"dlsched service on {url} ({cluster.describe()}; policy {options.policy}; "
-                  f"database {service.config.database})", flush=True)
-        config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        service.shutdown()
-        sock.close()
+    with stop_on_sigterm():
+        try:
+            service.start()
+            _write_info(options.data_dir, url)
+            if announce:
+                print(f"dlsched service on {url} ({cluster.describe()}; policy "
+                      f"{options.policy}; database {service.config.database})", flush=True)
+            config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
+            uvicorn.Server(config).run(sockets=[sock])
+        except (Stopped, KeyboardInterrupt) as exc:
+            stopped_by = exc.args[0] if isinstance(exc, Stopped) else "SIGINT"
+        else:
+            stopped_by = None
+        finally:
+            running = len(service.core.running)
+            service.shutdown()
+    if announce and stopped_by is not None:
+        print(f"dlsched service stopped ({stopped_by}): {running} running jobs stopped and "
+              "requeued", flush=True)
 
 
 def _tenants(path: Path | None) -> TenantConfig | None:

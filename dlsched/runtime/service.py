@@ -24,6 +24,7 @@ from dlsched.perf.model import LinearScaling
 from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.clock import WallClock
 from dlsched.runtime.core import RuntimeScheduler
+from dlsched.runtime.datadir import ServiceLock
 from dlsched.runtime.executors.base import (
     AttemptEnd,
     ExecutorSettings,
@@ -121,6 +122,7 @@ class Service:
         self._last_save = 0.0
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self.dir_lock = ServiceLock()  # held from start() to shutdown() (datadir.py)
 
     def _executor(self) -> RuntimeExecutor:
         config = self.config
@@ -135,6 +137,7 @@ class Service:
     # -- life cycle -----------------------------------------------------------------------
     def start(self) -> None:
         self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.dir_lock = ServiceLock.acquire(self.config.data_dir, self.config.database)
         self.store.create()
         self.clock.epoch = self.store.epoch()
         with self.locked():
@@ -158,6 +161,7 @@ class Service:
             self.record_launches()
             self.persist()
         self.store.close()
+        self.dir_lock.release()
 
     @contextmanager
     def locked(self) -> Iterator[float]:

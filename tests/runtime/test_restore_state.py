@@ -34,6 +34,7 @@ def crash(service: Service) -> None:
     assert service._thread is not None
     service._thread.join(timeout=10)
     service.store.close()
+    service.dir_lock.release()  # as the kernel does when a process dies
 
 
 @pytest.fixture

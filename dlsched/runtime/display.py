@@ -1,0 +1,69 @@
+"""How the CLI shows a job: its status as a person reads it, its events with their times, its
+last progress report in words. Everything from the service is escaped (a queue or message with
+``[brackets]`` is text, not rich markup)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+# The retry backoff's reason (runtime/backoff.py): the job failed and waits to be retried.
+RETRY_REASON = "backing off after"
+
+
+def shown_status(job: Any) -> str:
+    """``retrying`` for a job that failed and waits out its backoff (the core keeps it
+    ``preempted``, which reads as if the scheduler took its GPUs)."""
+    if job.status == "preempted" and job.pending_reason.startswith(RETRY_REASON):
+        return "retrying"
+    return job.status
+
+
+def clock(timestamp: float) -> str:
+    """Local date and time to the second, e.g. ``2026-12-03 09:41:07``."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
+
+
+def progress_text(progress: dict[str, Any], now: float | None = None) -> str:
+    """A progress report in words: ``step 120, 35.2 samples/s on 2 workers, loss=0.31
+    (4 s ago)``."""
+    parts = []
+    if progress.get("step") is not None:
+        parts.append(f"step {progress['step']}")
+    speed = progress.get("samples_per_second")
+    if speed is not None:
+        workers = progress.get("world_size")
+        parts.append(f"{speed:.4g} samples/s" + (f" on {workers} workers" if workers else ""))
+    metrics = progress.get("metrics") or {}
+    parts += [f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in
+              sorted(metrics.items())]
+    text = ", ".join(parts) or "(empty report)"
+    reported = progress.get("time")
+    if isinstance(reported, int | float):
+        ago = max(0.0, (time.time() if now is None else now) - reported)
+        text += f" ({ago:.0f} s ago, {clock(reported)})"
+    return text
+
+
+def print_job(out: Console, job: Any, events: list[Any], last: int = 10) -> None:
+    out.print(f"[bold]{escape(job.id)}[/] {escape(job.name or '')}  status "
+              f"[bold]{shown_status(job)}[/]  queue {escape(job.queue)}  GPUs {job.gpus}  "
+              f"attempts {job.attempts}")
+    out.print(escape(f"submitted: {clock(job.submitted_at)}"
+                     + (f", finished: {clock(job.finished_at)}" if job.finished_at else "")))
+    out.print(escape(f"command: {' '.join(job.command)}"))
+    if job.queue_position is not None:
+        out.print(f"position in queue: {job.queue_position}")
+    if job.pending_reason:
+        out.print(escape(f"why: {job.pending_reason}"))
+    if job.allocation:
+        out.print("GPUs: " + ", ".join(f"{escape(s.node)}:{s.index}" for s in job.allocation))
+    if job.last_progress:
+        out.print(escape(f"last progress: {progress_text(job.last_progress)}"))
+    if events:
+        out.print(f"events (last {min(last, len(events))} of {len(events)}):")
+    for event in events[-last:]:
+        out.print(escape(f"  {clock(event.time)}  {event.kind:>10}  {event.message}"))

@@ -1,0 +1,126 @@
+"""What the runtime verbs show and accept (issue 11 items 13, 14, 15): states checked, JSON
+output, events with their times, progress in words, a retry not shown as a preemption, submit
+waiting for a service that is starting, the port named when it is taken."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from runtime_helpers import Live, wait_for, worker
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+from dlsched.errors import ConfigError
+from dlsched.runtime.client import Client, ClientError
+from dlsched.runtime.display import progress_text, shown_status
+from dlsched.runtime.server import bind
+
+runner = CliRunner()
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_an_unknown_state_is_refused() -> None:
+    code, output = cli("jobs", "--status", "runing", "--url", "http://127.0.0.1:9")
+    assert code == 2 and "'runing' is not one of" in output
+
+
+def test_submit_without_gpus_says_so_before_calling_the_service() -> None:
+    code, output = cli("submit", "--url", "http://127.0.0.1:9", "--", "true")
+    assert code == 1 and "give --gpus N" in output
+
+
+def test_json_listings_and_events_with_their_times(live: Callable[..., Live], out: Path) -> None:
+    url = live().url
+    code, job_id = cli("submit", "--url", url, "--gpus", "1", "--name", "[gpu] run", "--",
+                       *worker("sleep", out, 30))
+    job_id = job_id.strip()
+    assert code == 0, job_id
+    wait_for(lambda: '"running"' in cli("jobs", job_id, "--json", "--url", url)[1], 15)
+    listed = json.loads(cli("jobs", "--json", "--url", url)[1])
+    assert [(j["id"], j["status"], j["name"]) for j in listed] == [(job_id, "running",
+                                                                    "[gpu] run")]
+    detail = json.loads(cli("jobs", job_id, "--json", "--url", url)[1])
+    assert [e["kind"] for e in detail["events"]][:2] == ["submitted", "scheduled"]
+    status = json.loads(cli("status", "--json", "--url", url)[1])
+    assert status["cluster"]["gpus_allocated"] == 1 and status["queues"][0]["running"] == 1
+    code, text = cli("jobs", job_id, "--url", url)
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d +started +attempt 1", text), text
+    code, text = cli("jobs", "--url", url)
+    assert "[gpu] run" in text  # a name is text, not markup
+
+
+def test_progress_reads_as_words() -> None:
+    report = {"time": 100.0, "step": 120, "samples_per_second": 35.25, "world_size": 2,
+              "metrics": {"loss": 0.3125, "phase": "warmup"}}
+    assert progress_text(report, now=104.0).startswith(
+        "step 120, 35.25 samples/s on 2 workers, loss=0.3125, phase=warmup (4 s ago, ")
+
+
+@pytest.mark.parametrize(("status", "reason", "shown"), [
+    ("preempted", "backing off after 1 failed attempt: retries 10 s after the failure",
+     "retrying"),
+    ("preempted", "waiting for 2 GPUs", "preempted"),
+    ("pending", "", "pending"),
+])
+def test_a_job_waiting_to_retry_reads_retrying(status: str, reason: str, shown: str) -> None:
+    assert shown_status(SimpleNamespace(status=status, pending_reason=reason)) == shown
+
+
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        body = b'{"status": "ok", "loop_alive": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: object) -> None:
+        pass
+
+
+def test_the_client_waits_for_a_service_that_is_starting() -> None:
+    probe = bind("127.0.0.1", 0)
+    port = probe.getsockname()[1]
+    probe.close()
+    url = f"http://127.0.0.1:{port}"
+    with pytest.raises(ClientError, match="cannot reach"):
+        Client(url).health()
+    servers: list[HTTPServer] = []
+
+    def start_later() -> None:
+        time.sleep(0.8)
+        servers.append(HTTPServer(("127.0.0.1", port), _Health))
+        servers[0].serve_forever()
+
+    threading.Thread(target=start_later, daemon=True).start()
+    try:
+        with Client(url, connect_wait=20) as client:
+            assert client.health()["status"] == "ok"
+    finally:
+        wait_for(lambda: servers, 5)
+        servers[0].shutdown()
+        servers[0].server_close()
+
+
+def test_a_taken_port_is_named() -> None:
+    first = bind("127.0.0.1", 0)
+    port = first.getsockname()[1]
+    try:
+        with pytest.raises(ConfigError, match=f"cannot listen on 127.0.0.1:{port}: "
+                                              "[Aa]ddress already in use"):
+            bind("127.0.0.1", port)
+    finally:
+        first.close()

@@ -1,0 +1,119 @@
+"""A real ``dlsched serve`` process (issue 11 items 2 and 3): SIGTERM (systemd, Kubernetes,
+``kill``) stops it as SIGINT does, its workers get SIGTERM and are gone within the grace period,
+its jobs are recorded as preempted and a restart resumes them; a second service on the same
+data directory or database refuses to start."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from runtime_helpers import kill_strays, records, wait_for, worker
+
+from dlsched.runtime.executors.processes import alive
+
+GRACE = 3.0
+
+
+class Serve:
+    """``dlsched serve`` processes on one data directory and database."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.data, self.db = root, root / "data", root / "state.db"
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def spawn(self, data: Path | None = None) -> subprocess.Popen[bytes]:
+        log = open(self.root / f"serve-{len(self.procs)}.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dlsched.cli", "serve", "--gpus", "4", "--port", "0",
+             "--data-dir", str(data or self.data), "--db", f"sqlite:///{self.db}",
+             "--grace-seconds", str(GRACE)], stdout=log, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def start(self) -> tuple[subprocess.Popen[bytes], str]:
+        (self.data / "service.json").unlink(missing_ok=True)
+        proc = self.spawn()
+        info = wait_for(lambda: _info(self.data / "service.json"), 30, "the service to start")
+        wait_for(lambda: httpx.get(f"{info['url']}/healthz", timeout=30).status_code == 200, 30)
+        return proc, info["url"]
+
+    def output(self, proc: subprocess.Popen[bytes]) -> str:
+        return (self.root / f"serve-{self.procs.index(proc)}.log").read_text()
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def _info(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Serve]:
+    handle = Serve(tmp_path)
+    yield handle
+    handle.stop_all()
+    kill_strays(tmp_path)
+
+
+def _statuses(url: str) -> dict[str, str]:
+    return {j["id"]: j["status"] for j in httpx.get(f"{url}/v1/jobs", timeout=30).json()}
+
+
+def test_sigterm_stops_workers_in_their_grace_and_a_restart_resumes_them(
+        serve: Serve, out: Path) -> None:
+    proc, url = serve.start()
+    ids = [httpx.post(f"{url}/v1/jobs", timeout=30, json={
+        "command": worker("preemptible", out, 120), "gpus": 1}).json()["id"] for _ in range(4)]
+    wait_for(lambda: all(records(out, job_id) for job_id in ids), 30, "4 jobs to run")
+    pids = [r["pid"] for job_id in ids for r in records(out, job_id)]
+
+    stopped_at = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=GRACE + 20) == 0, serve.output(proc)
+    assert time.monotonic() - stopped_at < GRACE + 10  # loaded CI machine: generous margin
+    assert not any(alive(pid) for pid in pids)
+    assert all((out / f"{job_id}-a1-r0.sigterm").exists() for job_id in ids)
+    assert "stopped (SIGTERM): 4 running jobs" in serve.output(proc)
+    with sqlite3.connect(serve.db) as db:
+        saved = dict(db.execute("select id, status from jobs").fetchall())
+    assert saved == dict.fromkeys(ids, "preempted")
+
+    _, url = serve.start()
+    wait_for(lambda: set(_statuses(url).values()) == {"finished"}, 30, "the jobs to resume")
+    for job_id in ids:
+        assert (out / f"{job_id}-a2-r0.resumed").read_text() == f"{job_id}-a1-r0"
+        events = httpx.get(f"{url}/v1/jobs/{job_id}/events", timeout=30).json()
+        assert any(e["kind"] == "requeued" and e["message"] == "the service stopped"
+                   for e in events)
+
+
+def test_a_second_service_on_the_same_data_or_database_refuses_to_start(
+        serve: Serve, tmp_path: Path) -> None:
+    first, url = serve.start()
+    for data in (serve.data, tmp_path / "other-data"):  # same data dir; same --db file
+        second = serve.spawn(data)
+        assert second.wait(timeout=60) == 1
+        output = " ".join(serve.output(second).split())
+        assert f"another dlsched service (pid {first.pid}) is using" in output, output
+        assert "Traceback" not in output
+    assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200  # the first is unharmed
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=30) == 0
+    third, _ = serve.start()  # the lock went with the first service
+    assert third.poll() is None
