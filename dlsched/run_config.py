@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from dlsched.errors import ConfigError, InputError, InputLocation
+from dlsched.errors import ConfigError, InputLocation
 
 
 def _opt(default: Any, help: str, **meta: Any) -> Any:
@@ -69,14 +69,10 @@ class RunConfig:
                   where: Callable[[str], str] = str) -> RunConfig:
         """The run file ``path`` with ``overrides`` (flags: not None wins) on top. A bad value
         in the file is a ``file:line:key`` error; a bad override is named by ``where(key)``."""
-        from dlsched.cluster.loader import parse_yaml, unknown_key_message
+        from dlsched.cluster.loader import unknown_key_message
+        from dlsched.yamlinput import load_yaml_file
 
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise InputError(InputLocation(str(path)), f"cannot read run file: "
-                                                       f"{exc.strerror}") from None
-        data, src = parse_yaml(text, str(path))
+        data, src = load_yaml_file(path)
         data = {} if data is None else data
         if not isinstance(data, dict):
             raise src.error("", "a run file is a mapping of option: value")
@@ -96,7 +92,7 @@ class RunConfig:
 
         def located(key: str) -> str:
             if key in values and overrides.get(key) is None:
-                return str(InputLocation(src.path, src.lines.get(key), key))
+                return str(InputLocation(src.path, src.line(key), key))
             return where(key)
 
         return replace(cls(), **values).with_values(overrides, located)
