@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,9 +45,12 @@ console = Console(stderr=True, soft_wrap=True)  # never break a file:line:field 
 
 def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.cluster.warnings import unknown_gpu_types
     from dlsched.experiment import check_run, load_trace
 
     cluster = resolve_cluster(config.cluster)
+    for warning in unknown_gpu_types(cluster, config.cluster):
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     trace = load_trace(config, cluster)
     check_run(config)
     if trace.skipped:
@@ -169,8 +173,19 @@ def policies() -> None:
     for name, info in registered().items():
         params = inspect.signature(info.builder).parameters.values()
         opts = ", ".join(f"{p.name}={p.default!r}" for p in params)
-        table.add_row(name, info.summary, opts)
+        table.add_row(name, escape(policy_summary(inspect.getdoc(info.builder) or "")),
+                      escape(opts))
     Console().print(table)
+
+
+_RST_ROLE = re.compile(r":[a-z]+:`([^`]*)`")
+
+
+def policy_summary(doc: str) -> str:
+    """A docstring's first paragraph as plain text: whole sentences (a summary wrapped onto a
+    second line is not cut there) without reStructuredText markup (````x````, ``:ref:`x```)."""
+    paragraph = " ".join(doc.split("\n\n")[0].split())
+    return _RST_ROLE.sub(r"\1", paragraph).replace("``", "")
 
 
 @app.command()
