@@ -204,5 +204,9 @@ register(app)
 register_tenants(app)
 register_plan(app)
 
+from dlsched.reproduce.cli import register as register_reproduce  # noqa: E402
+
+register_reproduce(app)
+
 if __name__ == "__main__":
     app()

@@ -32,11 +32,20 @@ def _pollux(n: int) -> BundledTrace:
                         f"Pollux (OSDI'21) workload {n}: 160 jobs over 8 hours; Apache-2.0")
 
 
+def _pollux_load(n: int, load: str) -> BundledTrace:
+    jobs = round(160 * float(load))
+    return BundledTrace(f"traces/pollux/load-{load}/workload-{n}.csv", "pollux",
+                        f"Pollux (OSDI'21) workload {n} at {load}x job load: {jobs} jobs over 8 "
+                        "hours; Apache-2.0")
+
+
 BUNDLED_TRACES: dict[str, BundledTrace] = {
     "philly-sample": BundledTrace(
         "traces/philly/philly-sample.csv", "philly",
         "first 2,000 jobs of the Microsoft Philly trace (Jeon et al., ATC'19); CC-BY-4.0"),
     **{f"pollux-{n}": _pollux(n) for n in range(1, 9)},
+    **{f"pollux-{n}-load-{load}": _pollux_load(n, load) for load in ("0.5", "1.5", "2.0")
+       for n in range(1, 9)},
     "elasticflow-195": BundledTrace(
         "traces/elasticflow/195job.csv", "elasticflow",
         "ElasticFlow (ASPLOS'23) testbed trace: 195 ITP jobs with deadlines; MIT"),

@@ -1,0 +1,137 @@
+"""``dlsched reproduce NAME --out DIR`` and ``dlsched reproduce --list`` (docs/reproduce.md)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from dlsched.errors import ConfigError, DlschedError
+
+if TYPE_CHECKING:
+    from dlsched.reproduce.registry import Experiment
+    from dlsched.reproduce.rows import ReproduceRow
+
+reproduce_app = typer.Typer(add_completion=False)
+console = Console(stderr=True, soft_wrap=True)
+
+
+def _split(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def _seeds(text: str | None) -> tuple[int, ...] | None:
+    parts = _split(text)
+    if parts is None:
+        return None
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        raise ConfigError(f"--seeds expects comma-separated integers, got {text!r}") from None
+
+
+def _pairs(pairs: list[str] | None) -> dict[str, str]:
+    parsed = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--opt expects key=value, got {pair!r}")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+@reproduce_app.command("reproduce")
+def reproduce(
+        name: Annotated[str | None, typer.Argument(
+            help="The experiment (see --list), e.g. pollux-osdi21.")] = None,
+        out: Annotated[Path | None, typer.Option(
+            "--out", help="Write reproduce.csv, reproduce.html and reproduce.svg here "
+            "(default: runs/reproduce-NAME).")] = None,
+        list_: Annotated[bool, typer.Option("--list", help="List the experiments.")] = False,
+        cases: Annotated[str | None, typer.Option(
+            "--cases", help="Comma-separated cases to run (e.g. workload-1,workload-6), or all.")]
+        = None,
+        variants: Annotated[str | None, typer.Option(
+            "--variants", help="Comma-separated variants (e.g. job loads 0.5,1.0), or all.")]
+        = None,
+        seeds: Annotated[str | None, typer.Option(
+            "--seeds", help="Comma-separated seeds to average over (randomized experiments).")]
+        = None,
+        opt: Annotated[list[str] | None, typer.Option(
+            "--opt", help="Experiment option key=value (see --list); repeatable.")] = None,
+) -> None:
+    """Regenerate a paper's headline comparison: dlsched's value beside the published or
+    artifact number for every cell (docs/reproduce.md)."""
+    from dlsched.reproduce.registry import registered_experiments
+
+    try:
+        if list_:
+            _print_list(registered_experiments())
+            return
+        if name is None:
+            raise ConfigError("name an experiment (dlsched reproduce --list shows them)")
+        _run(name, out or Path(f"runs/reproduce-{name}"), cases, variants, seeds, opt)
+    except DlschedError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from None
+
+
+def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: str | None,
+         opt: list[str] | None) -> None:
+    from dlsched.reproduce.output import write_outputs
+    from dlsched.reproduce.registry import ExperimentOptions, get_experiment
+    from dlsched.reproduce.runner import run_experiment
+
+    experiment = get_experiment(name)
+    options = ExperimentOptions(experiment.select("cases", _split(cases)),
+                                experiment.select("variants", _split(variants)), _seeds(seeds),
+                                _pairs(opt), out, log=lambda m: console.print(m))
+    started = time.perf_counter()
+    rows = run_experiment(experiment, options)
+    command = "dlsched " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    path = write_outputs(rows, out, f"dlsched reproduce {name}: {experiment.summary}", command)
+    _print_rows(name, rows)
+    console.print(f"{len(rows)} cells in {time.perf_counter() - started:.1f} s -> {path}, "
+                  f"{path.with_suffix('.html')}")
+
+
+def _print_list(known: Mapping[str, Experiment]) -> None:
+    table = Table("name", "summary", "cases", "variants", "options", title="Experiments")
+    for experiment in known.values():
+        table.add_row(experiment.name, experiment.summary, _listed(experiment.cases,
+                      experiment.default_cases), _listed(experiment.variants,
+                      experiment.default_variants),
+                      "; ".join(f"{k}: {v}" for k, v in experiment.options.items()))
+    Console().print(table)
+
+
+def _listed(known: tuple[str, ...], default: tuple[str, ...] | None) -> str:
+    if not known:
+        return "-"
+    text = ", ".join(known)
+    return text if default is None or default == known else f"{text} (default {', '.join(default)})"
+
+
+def _print_rows(name: str, rows: Sequence[ReproduceRow]) -> None:
+    table = Table("case", "policy", "metric", "dlsched", "reference", "diff", title=name)
+    for row in rows:
+        diff = row.rel_diff
+        table.add_row(row.case, row.policy, row.metric, _fmt(row.dlsched), _fmt(row.reference),
+                      "" if diff is None else f"{diff * 100:+.1f}%")
+    Console().print(table)
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:,.6g}"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``reproduce`` to the main ``dlsched`` app."""
+    app.registered_commands.extend(reproduce_app.registered_commands)

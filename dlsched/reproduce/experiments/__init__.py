@@ -1,0 +1,1 @@
+"""One module per registered experiment (imported by ``registry.experiments()``)."""

@@ -1,0 +1,115 @@
+"""``DIR/reproduce.csv``, ``DIR/reproduce.svg`` (dlsched against the reference, one panel per
+metric) and ``DIR/reproduce.html`` (the table, the figure and how it was made)."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from dlsched import __version__
+from dlsched.reproduce.rows import COLUMNS, ReproduceRow
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+CSV_NAME, HTML_NAME, SVG_NAME = "reproduce.csv", "reproduce.html", "reproduce.svg"
+SVG_RC = {"svg.hashsalt": "dlsched", "svg.fonttype": "none"}
+
+
+def write_outputs(rows: Sequence[ReproduceRow], out: Path, title: str, command: str) -> Path:
+    """Write the three files into ``out``; returns the CSV's path."""
+    out.mkdir(parents=True, exist_ok=True)
+    write_csv(rows, out / CSV_NAME)
+    svg = parity_svg(rows)
+    (out / SVG_NAME).write_text(svg)
+    (out / HTML_NAME).write_text(render_html(rows, title, command, svg))
+    return out / CSV_NAME
+
+
+def write_csv(rows: Sequence[ReproduceRow], path: Path) -> None:
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(COLUMNS)
+        writer.writerows(row.cells() for row in rows)
+
+
+def parity_svg(rows: Sequence[ReproduceRow]) -> str:
+    """dlsched's value against the reference (log-log), one panel per metric, one colour per
+    policy, the diagonal and a ±10% band: points off the band are disagreements."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    paired = [r for r in rows if r.dlsched and r.reference and r.dlsched > 0 and r.reference > 0]
+    metrics = sorted({r.metric for r in paired}) or ["(no reference numbers)"]
+    figure = Figure(figsize=(4.0 * len(metrics), 3.8))
+    FigureCanvasAgg(figure)
+    for index, metric in enumerate(metrics, start=1):
+        _panel(figure.add_subplot(1, len(metrics), index), metric,
+               [r for r in paired if r.metric == metric])
+    figure.tight_layout()
+    return _svg(figure)
+
+
+def _panel(ax: Axes, metric: str, rows: Sequence[ReproduceRow]) -> None:
+    ax.set_title(metric, fontsize="medium")
+    ax.set_xlabel("reference")
+    ax.set_ylabel("dlsched")
+    if not rows:
+        ax.text(0.5, 0.5, "no data", ha="center", va="center",
+                transform=ax.transAxes)
+        return
+    for policy in sorted({r.policy for r in rows}):
+        mine = [r for r in rows if r.policy == policy]
+        ax.scatter([r.reference for r in mine], [r.dlsched for r in mine],
+                   s=14, label=policy)
+    low = min(min(r.reference or 0, r.dlsched or 0) for r in rows) / 1.2
+    high = max(max(r.reference or 0, r.dlsched or 0) for r in rows) * 1.2
+    line = [low, high]
+    ax.plot(line, line, color="grey", linewidth=0.8)
+    ax.fill_between(line, [v * 0.9 for v in line], [v * 1.1 for v in line],
+                    color="grey", alpha=0.15, label="±10%")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+
+
+def _svg(figure: Figure) -> str:
+    import matplotlib
+
+    buffer = io.StringIO()
+    with matplotlib.rc_context(SVG_RC):
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
+    text = buffer.getvalue()
+    return text[text.index("<svg"):]
+
+
+def render_html(rows: Sequence[ReproduceRow], title: str, command: str, svg: str) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    body = "\n".join(_html_row(r) for r in rows)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p>dlsched {html.escape(__version__)}: <code>{html.escape(command)}</code>. "
+            f"rel_diff = dlsched / reference − 1; green within 5%, amber within 10%.</p>"
+            f"<figure>{svg}</figure><table><tr>{head}</tr>\n{body}</table></body></html>\n")
+
+
+def _html_row(row: ReproduceRow) -> str:
+    cells = row.cells()
+    diff = row.rel_diff
+    tone = "" if diff is None else "ok" if abs(diff) <= 0.05 else "near" if abs(diff) <= 0.1 \
+        else "off"
+    shown = [html.escape(c) for c in cells[:6]]
+    shown.append(f"<td class='{tone}'>" + ("" if diff is None else f"{diff * 100:+.1f}%"))
+    return ("<tr>" + "".join(f"<td>{c}</td>" for c in shown[:6]) + shown[6] + "</td>"
+            f"<td>{html.escape(cells[7])}</td></tr>")
+
+
+_STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
+          "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}.ok{background:#dfd}"
+          ".near{background:#ffd}.off{background:#fdd}")

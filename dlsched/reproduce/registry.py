@@ -1,0 +1,120 @@
+"""Experiments by name: ``@register_experiment("pollux-osdi21", ...)`` on a function that
+measures dlsched's side of a paper's headline comparison (docs/reproduce.md).
+
+An experiment is a function ``run(options: ExperimentOptions) -> Iterable[Measured]``; the
+framework joins each measured value with its reference number (``published.csv``) and writes
+``reproduce.csv``, ``reproduce.html`` and ``reproduce.svg``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dlsched.errors import ConfigError
+from dlsched.reproduce.rows import Measured
+
+
+def _quiet(message: str) -> None:
+    del message
+
+
+@dataclass(frozen=True)
+class ExperimentOptions:
+    """What the command line passes through to an experiment. ``cases``/``variants`` are the
+    selected ones (already checked against the experiment's lists); ``seeds`` the seeds to
+    average over (``None``: the experiment's default); ``options`` the ``--opt key=value``
+    pairs; ``out`` a folder the experiment may write its runs into; ``log`` prints progress."""
+
+    cases: tuple[str, ...]
+    variants: tuple[str, ...]
+    seeds: tuple[int, ...] | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+    out: Path | None = None
+    log: Callable[[str], None] = _quiet
+
+
+Runner = Callable[[ExperimentOptions], Iterable[Measured]]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A registered experiment: ``cases`` (e.g. workloads) and ``variants`` (e.g. job loads)
+    it knows, those it runs by default, and ``options`` it accepts (name -> help)."""
+
+    name: str
+    summary: str
+    run: Runner
+    cases: tuple[str, ...] = ()
+    default_cases: tuple[str, ...] | None = None
+    variants: tuple[str, ...] = ()
+    default_variants: tuple[str, ...] | None = None
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    def select(self, kind: str, asked: tuple[str, ...] | None) -> tuple[str, ...]:
+        """The ``kind`` ("cases" or "variants") to run: ``asked`` (``all`` for every one),
+        else the defaults; a ConfigError names an unknown one and lists the known."""
+        known: tuple[str, ...] = getattr(self, kind)
+        default: tuple[str, ...] | None = getattr(self, f"default_{kind}")
+        if asked is None:
+            return known if default is None else default
+        if asked == ("all",):
+            return known
+        unknown = [a for a in asked if a not in known]
+        if unknown:
+            listed = ", ".join(known) if known else "none"
+            raise ConfigError(f"--{kind} {unknown[0]}: not one of experiment {self.name}'s "
+                              f"{kind} ({listed}; or 'all')")
+        return asked
+
+    def check_options(self, options: Mapping[str, str]) -> None:
+        for key in options:
+            if key not in self.options:
+                listed = ", ".join(sorted(self.options)) or "none"
+                raise ConfigError(f"--opt {key}: experiment {self.name} has no such option "
+                                  f"(its options: {listed})")
+
+
+_EXPERIMENTS: dict[str, Experiment] = {}
+
+
+def register_experiment(name: str, summary: str, *, cases: Iterable[str] = (),
+                        default_cases: Iterable[str] | None = None,
+                        variants: Iterable[str] = (),
+                        default_variants: Iterable[str] | None = None,
+                        options: Mapping[str, str] | None = None) -> Callable[[Runner], Runner]:
+    """Register ``run`` as experiment ``name`` (a module under ``dlsched/reproduce/experiments``
+    is imported, hence registered, when the registry is first read)."""
+
+    def decorate(run: Runner) -> Runner:
+        if name in _EXPERIMENTS and _EXPERIMENTS[name].run is not run:
+            raise ValueError(f"experiment {name!r} is registered twice")
+        _EXPERIMENTS[name] = Experiment(
+            name, summary, run, tuple(cases),
+            None if default_cases is None else tuple(default_cases), tuple(variants),
+            None if default_variants is None else tuple(default_variants), dict(options or {}))
+        return run
+
+    return decorate
+
+
+def _load_all() -> None:
+    package = importlib.import_module("dlsched.reproduce.experiments")
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def registered_experiments() -> dict[str, Experiment]:
+    """Every registered experiment, by name, sorted."""
+    _load_all()
+    return dict(sorted(_EXPERIMENTS.items()))
+
+
+def get_experiment(name: str) -> Experiment:
+    known = registered_experiments()
+    if name not in known:
+        raise ConfigError(f"no experiment {name!r} (known: {', '.join(known) or 'none'})")
+    return known[name]

@@ -1,0 +1,26 @@
+"""Run a registered experiment and join its values with the reference numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from dlsched.reproduce.published import Key, Reference, published
+from dlsched.reproduce.registry import Experiment, ExperimentOptions
+from dlsched.reproduce.rows import Measured, ReproduceRow
+
+
+def run_experiment(experiment: Experiment, options: ExperimentOptions) -> list[ReproduceRow]:
+    """Every cell the experiment measured with these options, beside its reference."""
+    experiment.check_options(options.options)
+    return join(experiment.name, experiment.run(options), published())
+
+
+def join(experiment: str, measured: Iterable[Measured],
+         references: Mapping[Key, Reference]) -> list[ReproduceRow]:
+    rows = []
+    for cell in measured:
+        reference = references.get((experiment, cell.case, cell.policy, cell.metric))
+        rows.append(ReproduceRow(experiment, cell.case, cell.policy, cell.metric, cell.value,
+                                 None if reference is None else reference.value,
+                                 "" if reference is None else reference.source))
+    return rows

@@ -1,0 +1,85 @@
+"""Registering an experiment, choosing its cases and variants, and the CLI around it."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+from dlsched.errors import ConfigError
+from dlsched.reproduce import registry
+from dlsched.reproduce.published import Reference
+from dlsched.reproduce.registry import ExperimentOptions, get_experiment, register_experiment
+from dlsched.reproduce.rows import Measured
+from dlsched.reproduce.runner import join
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def toy() -> Iterator[str]:
+    @register_experiment("toy-test", "a toy", cases=("a", "b", "c"), default_cases=("a",),
+                         variants=("1", "2"), options={"scale": "multiply values"})
+    def run(options: ExperimentOptions) -> Iterator[Measured]:
+        scale = float(options.options.get("scale", "1"))
+        for case in options.cases:
+            for variant in options.variants:
+                seeds = options.seeds or (0,)
+                yield Measured(f"{case}@{variant}", "fifo", "jct_mean_s",
+                               scale * (len(case) + int(variant) + sum(seeds)))
+
+    yield "toy-test"
+    registry._EXPERIMENTS.pop("toy-test")
+
+
+@pytest.mark.parametrize(("asked", "expected"), [
+    pytest.param(None, ("a",), id="default"),
+    pytest.param(("all",), ("a", "b", "c"), id="all"),
+    pytest.param(("c", "b"), ("c", "b"), id="chosen"),
+])
+def test_select_cases(toy: str, asked: tuple[str, ...] | None,
+                      expected: tuple[str, ...]) -> None:
+    assert get_experiment(toy).select("cases", asked) == expected
+
+
+def test_unknown_case_lists_the_known(toy: str) -> None:
+    with pytest.raises(ConfigError, match=r"--cases d: .*\(a, b, c; or 'all'\)"):
+        get_experiment(toy).select("cases", ("d",))
+
+
+def test_unknown_experiment_and_option(toy: str) -> None:
+    with pytest.raises(ConfigError, match="no experiment 'nope'.*pollux-osdi21"):
+        get_experiment("nope")
+    with pytest.raises(ConfigError, match="--opt speed: .*scale"):
+        get_experiment(toy).check_options({"speed": "2"})
+
+
+def test_join_attaches_references_by_key() -> None:
+    rows = join("e", [Measured("c", "p", "m", 110.0), Measured("c", "q", "m", 5.0)],
+                {("e", "c", "p", "m"): Reference(100.0, "paper Table 2")})
+    assert [(r.reference, r.source) for r in rows] == [(100.0, "paper Table 2"), (None, "")]
+    assert rows[0].rel_diff == pytest.approx(0.1)
+
+
+def test_cli_writes_the_contract_files(toy: str, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["reproduce", toy, "--out", str(tmp_path), "--cases", "a,b",
+                                 "--variants", "2", "--seeds", "1,2", "--opt", "scale=2"])
+    assert result.exit_code == 0, result.output
+    with (tmp_path / "reproduce.csv").open() as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["experiment", "case", "policy", "metric", "dlsched", "reference",
+                       "rel_diff", "source"]
+    assert [(r[1], r[4], r[5]) for r in rows[1:]] == [("a@2", "12", ""), ("b@2", "12", "")]
+    assert "<svg" in (tmp_path / "reproduce.html").read_text()
+    assert (tmp_path / "reproduce.svg").read_text().startswith("<svg")
+
+
+def test_cli_lists_and_rejects(toy: str) -> None:
+    listed = runner.invoke(app, ["reproduce", "--list"])
+    assert listed.exit_code == 0 and "pollux-osdi21" in listed.output and toy in listed.output
+    bad = runner.invoke(app, ["reproduce", toy, "--variants", "3"])
+    assert bad.exit_code == 2 and "--variants 3" in bad.output
