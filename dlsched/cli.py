@@ -120,7 +120,7 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
         outcomes = _run_all(run, compare=True)
         out_dir = Path(run.out)
         title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
-        report = write_comparison(outcomes, out_dir, title)
+        report = write_comparison(outcomes, out_dir, title, run)
         (out_dir / "summary.json").write_text(json.dumps(
             {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
             sort_keys=True) + "\n")

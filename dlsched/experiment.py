@@ -153,6 +153,7 @@ class RunOutcome:
     summary: Summary
     out_dir: Path
     fairness: FairnessInputs | None = None
+    throughput: str = ""  # the throughput model that rated the jobs
 
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
@@ -171,7 +172,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)
-    return RunOutcome(result, summarize(result, fairness), out_dir, fairness)
+    return RunOutcome(result, summarize(result, fairness), out_dir, fairness, trace.throughput)
 
 
 def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:
@@ -185,7 +186,27 @@ def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:
     write_json(path, run)
 
 
-def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str) -> Path:
+def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str,
+                     config: RunConfig | None = None) -> Path:
     path = out_dir / "report.html"
-    write_report([o.result for o in outcomes], path, title, [o.fairness for o in outcomes])
+    write_report([o.result for o in outcomes], path, title, [o.fairness for o in outcomes],
+                 report_settings(outcomes, config))
     return path
+
+
+def report_settings(outcomes: list[RunOutcome], config: RunConfig | None) -> dict[str, str]:
+    """The report header's settings: the throughput model and every non-default option (but
+    trace, cluster and policies, which the header and the table already name)."""
+    settings = {"throughput model": ", ".join(dict.fromkeys(o.throughput for o in outcomes))}
+    if config is not None:
+        shown = {k: v for k, v in config.non_defaults().items()
+                 if k not in ("trace", "cluster", "policies")}
+        settings["options"] = "; ".join(f"{k}={_option_text(v)}" for k, v in shown.items()) \
+            or "all defaults"
+    return settings
+
+
+def _option_text(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items())
+    return str(value)

@@ -6,7 +6,7 @@ page apart from the wall-clock column.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -58,7 +58,7 @@ def _percent(summary: Summary) -> float | None:
     return _percent_of(summary.utilization)
 
 
-COLUMNS = (
+COMPLETION = (
     Column("jobs finished", lambda s: s.jobs_finished, "high", integer=True),
     Column("mean JCT (h)", _hours("jct_mean"), "low"),
     Column("median JCT (h)", _hours("jct_median"), "low"),
@@ -67,16 +67,23 @@ COLUMNS = (
     Column("mean queueing delay (h)", _hours("queueing_delay_mean"), "low"),
     Column("makespan (h)", _hours("makespan"), "low"),
     Column("utilization (%)", _percent, "high"),
+)
+JAIN = Column("Jain's index (tenants)", lambda s: s.jain_tenants, "high")
+FAIRNESS_AND_COST = (
     Column("preemptions", lambda s: s.preemptions, "low", integer=True),
     Column("max FTF ρ", lambda s: s.ftf_rho_max, "low"),
     Column("mean FTF ρ", lambda s: s.ftf_rho_mean, "low"),
     Column("jobs with ρ > 1 (%)", lambda s: _percent_of(s.ftf_rho_above_1), "low"),
-    Column("Jain's index (tenants)", lambda s: s.jain_tenants, "high"),
+    JAIN,
     Column("GPU-hours", lambda s: s.gpu_hours, "low"),
     Column("resizes", lambda s: s.resizes, "low", integer=True),
     Column("deadlines met (%)", lambda s: _percent_of(s.deadline_satisfaction), "high"),
     Column("wall seconds", lambda s: s.wall_seconds, "low"),
 )
+COLUMNS = COMPLETION + FAIRNESS_AND_COST
+# The summary is two tables of at most 10 columns each, so that it fits a 1,280 px screen and
+# a printed page (18 columns in one table did not: issue 11 item 12).
+TABLES = (("Completion", COMPLETION), ("Fairness and cost", FAIRNESS_AND_COST))
 
 HOW_TO_READ = (
     "How to read: times are hours of simulated time. JCT (job completion time) is finish minus "
@@ -93,21 +100,35 @@ HOW_TO_READ = (
 )
 
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 64em; padding: 0 1em;
+       color: #222; }
+.table { max-width: 100%; overflow-x: auto; margin: 0.5em 0 1em; }
 table { border-collapse: collapse; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th { font-weight: 600; vertical-align: bottom; min-width: 4em; }
+td { white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 td.best { background: #d9f2d9; font-weight: bold; }
 .meta, .how { color: #555; }
 figure { margin: 1em 0; }
+figure svg { max-width: 100%; height: auto; }
+@media print {
+  body { margin: 0; max-width: none; font-size: 10pt; }
+  .table { overflow: visible; }
+  table { font-size: 8.5pt; page-break-inside: avoid; }
+  th, td { padding: 0.2em 0.35em; }
+  td.best { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  figure { page-break-inside: avoid; }
+}
 """
 
 
-def best_texts(summaries: Sequence[Summary]) -> list[str | None]:
+def best_texts(summaries: Sequence[Summary],
+               columns: Sequence[Column] = COLUMNS) -> list[str | None]:
     """Per column, the displayed text of the best value (``None`` if no run has one). Texts are
     compared as shown, so runs that tie on screen are highlighted together."""
     best: list[str | None] = []
-    for column in COLUMNS:
+    for column in columns:
         values = [v for v in (column.value(s) for s in summaries) if v is not None]
         if not values:
             best.append(None)
@@ -117,26 +138,42 @@ def best_texts(summaries: Sequence[Summary]) -> list[str | None]:
     return best
 
 
-def _row(summary: Summary, label: str, best: Sequence[str | None]) -> str:
+def _row(summary: Summary, label: str, columns: Sequence[Column],
+         best: Sequence[str | None]) -> str:
     cells = [f"<td>{escape(label)}</td>"]
-    for column, best_text in zip(COLUMNS, best, strict=True):
+    for column, best_text in zip(columns, best, strict=True):
         text = column.text(summary)
         mark = ' class="best"' if text == best_text else ""
         cells.append(f"<td{mark}>{escape(text)}</td>")
     return "<tr>" + "".join(cells) + "</tr>"
 
 
+def shown_columns(results: Sequence[SimulationResult], summaries: Sequence[Summary],
+                  columns: Sequence[Column]) -> list[Column]:
+    """The columns some run measured; Jain's index only where a run has two tenants or more
+    (over one tenant it is 1 by definition)."""
+    tenants = max(len({job.queue for job in r.jobs}) for r in results)
+    return [c for c in columns if (c is not JAIN or tenants > 1)
+            and any(c.value(s) is not None for s in summaries)]
+
+
 def summary_table(results: Sequence[SimulationResult],
                   inputs: Sequence[FairnessInputs | None] | None = None) -> str:
-    """The summary table as HTML: one row per run; best values highlighted if there are two or
-    more runs. ``inputs[i]`` (optional) gives run i's fairness inputs."""
+    """The summary as HTML tables (``TABLES``): one row per run; best values highlighted if
+    there are two or more runs. ``inputs[i]`` (optional) gives run i's fairness inputs."""
     given = list(inputs) if inputs is not None else [None] * len(results)
     summaries = [summarize(r, i) for r, i in zip(results, given, strict=True)]
-    best = best_texts(summaries) if len(summaries) > 1 else [None] * len(COLUMNS)
-    head = "".join(f"<th>{escape(c.header)}</th>" for c in COLUMNS)
-    rows = [_row(s, run_label(r), best) for s, r in zip(summaries, results, strict=True)]
-    return ("<table>\n<thead><tr><th>policy</th>" + head + "</tr></thead>\n<tbody>\n"
-            + "\n".join(rows) + "\n</tbody>\n</table>")
+    tables = []
+    for title, group in TABLES:
+        columns = shown_columns(results, summaries, group)
+        best = best_texts(summaries, columns) if len(summaries) > 1 else [None] * len(columns)
+        head = "".join(f"<th>{escape(c.header)}</th>" for c in columns)
+        rows = [_row(s, run_label(r), columns, best)
+                for s, r in zip(summaries, results, strict=True)]
+        tables.append(f"<h3>{escape(title)}</h3>\n<div class=\"table\"><table>\n<thead><tr>"
+                      f"<th>policy</th>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows)
+                      + "\n</tbody>\n</table></div>")
+    return "\n".join(tables)
 
 
 def _distinct(values: Iterable[object]) -> str:
@@ -157,14 +194,26 @@ def _figure(heading: str, svg: str) -> str:
     return f"<h2>{escape(heading)}</h2>\n<figure>\n{svg}\n</figure>"
 
 
+def settings_line(settings: Mapping[str, str] | None) -> str:
+    """The run's settings beyond trace and cluster (throughput model, every option not at its
+    default), or nothing."""
+    if not settings:
+        return ""
+    return ('<p class="meta">' + " · ".join(f"{escape(name)} <b>{escape(value)}</b>"
+                                            for name, value in settings.items()) + "</p>")
+
+
 def render_report(results: Sequence[SimulationResult], title: str,
-                  inputs: Sequence[FairnessInputs | None] | None = None) -> str:
-    """The whole page as a string; ``inputs`` as in ``summary_table``."""
+                  inputs: Sequence[FairnessInputs | None] | None = None,
+                  settings: Mapping[str, str] | None = None) -> str:
+    """The whole page as a string; ``inputs`` as in ``summary_table``; ``settings`` (name ->
+    value) are shown under the header."""
     if not results:
         raise ValueError("a report needs at least one simulation result")
     body = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{header_line(results)}</p>',
+        settings_line(settings),
         "<h2>Summary</h2>",
         summary_table(results, inputs),
         type_utilization_table(results, inputs),
@@ -200,8 +249,9 @@ def type_utilization_table(results: Sequence[SimulationResult],
 
 
 def write_report(results: list[SimulationResult], path: Path, title: str,
-                 inputs: Sequence[FairnessInputs | None] | None = None) -> None:
+                 inputs: Sequence[FairnessInputs | None] | None = None,
+                 settings: Mapping[str, str] | None = None) -> None:
     """Write one self-contained HTML file comparing ``results`` (one row and line per run)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(results, title, inputs), encoding="utf-8")
+    path.write_text(render_report(results, title, inputs, settings), encoding="utf-8")

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from report_builders import run_tiny
+from report_builders import hand_result, job, run_tiny
 
 from dlsched.report.html import render_report, summary_table, write_report
 
@@ -29,7 +29,7 @@ def test_title_is_escaped() -> None:
 
 
 def test_best_value_per_column_highlighted() -> None:
-    table = summary_table([run_tiny("fifo"), run_tiny("sjf")])
+    table = summary_table([run_tiny("fifo"), run_tiny("sjf")]).split("<h3>")[1]  # completion
     rows = {re.search(r"<td>(\w+)</td>", row).group(1): row  # type: ignore[union-attr]
             for row in table.splitlines() if row.startswith("<tr><td>")}
     cells = {name: re.findall(r"<td( class=\"best\")?>([^<]*)</td>", row)[1:]
@@ -52,3 +52,38 @@ def test_page_is_deterministic_apart_from_wall_seconds() -> None:
 def test_empty_report_is_refused() -> None:
     with pytest.raises(ValueError, match="at least one"):
         render_report([], "nothing")
+
+
+def _headers(table: str) -> list[list[str]]:
+    return [re.findall(r"<th>([^<]*)</th>", part) for part in table.split("<h3>")[1:]]
+
+
+def test_the_summary_is_two_tables_that_fit_a_screen() -> None:
+    """18 columns in one table ran 4 columns off a 1,280 px screen (issue 11 item 12); each
+    table now has at most 10 and scrolls inside its box if a screen is narrower still."""
+    table = summary_table([run_tiny("fifo"), run_tiny("sjf")])
+    headers = _headers(table)
+    assert [h[0] for h in headers] == ["policy", "policy"] and len(headers) == 2
+    assert all(len(h) <= 10 for h in headers)
+    assert "mean JCT (h)" in headers[0] and "wall seconds" in headers[1]
+    assert table.count('<div class="table">') == 2
+
+
+def test_no_jain_index_for_one_tenant_and_no_column_nobody_measured() -> None:
+    one = hand_result([job("a", 0, 0, 10), job("b", 0, 0, 20)])
+    two = hand_result([job("a", 0, 0, 10, queue="x"), job("b", 0, 0, 20, queue="y")])
+    assert "Jain&#x27;s index" not in summary_table([one])
+    assert "Jain&#x27;s index" in summary_table([two])
+    assert "deadlines met (%)" not in summary_table([one])  # no job had a deadline
+
+
+def test_the_header_shows_the_settings() -> None:
+    page = render_report([run_tiny("fifo")], "t", settings={
+        "throughput model": "linear", "options": "limit=10; restart_overhead=5.0"})
+    assert "throughput model <b>linear</b>" in page
+    assert "options <b>limit=10; restart_overhead=5.0</b>" in page
+
+
+def test_the_page_prints_cleanly() -> None:
+    page = render_report([run_tiny("fifo")], "t")
+    assert "@media print" in page and "page-break-inside: avoid" in page
