@@ -110,6 +110,15 @@ def first_line(path: Path) -> str:
     return ""
 
 
+_KEY = re.compile(r"^[ \t]*(?:-[ \t]+)?([A-Za-z_][\w.-]*)[ \t]*:")
+
+
+def _key_on(line: str) -> str | None:
+    """The YAML key a line starts with (``  - gpus: 4`` -> ``gpus``), to name in an error."""
+    match = _KEY.match(line)
+    return match.group(1) if match else None
+
+
 def read_text(path: str | Path, max_bytes: int = MAX_YAML_BYTES) -> str:
     """A whole (small) text file: UTF-8, BOM dropped, at most ``max_bytes``, no NUL or other
     control characters (tabs and line ends allowed); errors name the line."""
@@ -119,9 +128,14 @@ def read_text(path: str | Path, max_bytes: int = MAX_YAML_BYTES) -> str:
         raise InputError(InputLocation(str(path)),
                          f"file larger than {max_bytes:,} bytes (not a configuration file?)")
     for number, raw in enumerate(data.splitlines(keepends=True), start=1):
-        text = decode(raw, str(path), number).rstrip("\r\n")
+        try:
+            text = decode(raw, str(path), number).rstrip("\r\n")
+        except InputError as exc:
+            key = _key_on(raw.decode("utf-8", errors="replace"))
+            raise InputError(InputLocation(str(path), number, key), exc.message) from None
         control = control_character(text)
         if control is not None:
-            raise InputError(InputLocation(str(path), number), f"{control} (not text)")
+            raise InputError(InputLocation(str(path), number, _key_on(text)),
+                             f"{control} (not text)")
     text = data.decode("utf-8")
     return text[1:] if text.startswith(BOM) else text

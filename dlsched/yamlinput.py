@@ -34,6 +34,11 @@ class BoundedLoader(yaml.SafeLoader):
         self._aliases = 0
         self._open: set[str] = set()  # anchors whose node is being composed
         self._sizes: dict[int, int] = {}  # id(node) -> values it expands to
+        self._path: list[str] = []  # key path of the node being composed, for errors
+
+    def key_path(self) -> str | None:
+        """Where composing stopped, as ``node_groups[1].count`` (None at the top)."""
+        return "".join(self._path).lstrip(".") or None
 
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
         event = self.peek_event()
@@ -46,10 +51,12 @@ class BoundedLoader(yaml.SafeLoader):
         anchor = getattr(event, "anchor", None)
         if anchor is not None:
             self._open.add(anchor)
+        self._path.append(_segment(parent, index))
         node = super().compose_node(parent, index)
+        self._count(node, event)
+        self._path.pop()
         self._open.discard(anchor)
         self._depth -= 1
-        self._count(node, event)
         return node
 
     def _alias(self, event: yaml.AliasEvent) -> None:
@@ -75,6 +82,14 @@ class BoundedLoader(yaml.SafeLoader):
     @staticmethod
     def _refuse(event: yaml.Event, message: str) -> ComposerError:
         return ComposerError(None, None, message, event.start_mark)
+
+
+def _segment(parent: yaml.Node | None, index: Any) -> str:
+    if isinstance(index, int):
+        return f"[{index}]"
+    if isinstance(index, yaml.ScalarNode) and isinstance(parent, yaml.MappingNode):
+        return f".{index.value}"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -124,7 +139,8 @@ def parse_yaml(text: str, source: str) -> tuple[Any, YamlSource]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or exc
-        raise InputError(InputLocation(source, line), f"not valid YAML: {problem}") from None
+        raise InputError(InputLocation(source, line, loader.key_path()),
+                         f"not valid YAML: {problem}") from None
     finally:
         loader.dispose()
     lines: dict[str, int] = {}

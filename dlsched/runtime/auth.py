@@ -84,7 +84,10 @@ def load_tokens(path: str | Path) -> TokenTable:
     source = str(path)
     doc, src = parse_yaml(read_text(path), source)
     if not isinstance(doc, dict) or list(doc) != ["tenants"]:
-        raise InputError(InputLocation(source, 1), "expected one key, 'tenants', a list")
+        other = next((str(k) for k in doc if k != "tenants"), None) if isinstance(doc, dict) \
+            else None
+        where = InputLocation(source, src.line(other) if other else 1, other)
+        raise InputError(where, "expected one key, 'tenants', a list")
     listed = doc["tenants"]
     if not isinstance(listed, list) or not listed:
         raise src.error("tenants", "must be a non-empty list")

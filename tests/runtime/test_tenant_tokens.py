@@ -53,7 +53,7 @@ def test_a_tokens_file_maps_tokens_to_tenants_and_queues(tmp_path: Path) -> None
 
 @pytest.mark.parametrize(("text", "where", "message"), [
     ("tenants: []\n", "tokens.yaml:1:tenants", "must be a non-empty list"),
-    ("users: []\n", "tokens.yaml:1", "expected one key, 'tenants'"),
+    ("users: []\n", "tokens.yaml:1:users", "expected one key, 'tenants'"),
     ("tenants:\n  - name: x\n    token: " + "x" * 16 + "\n    queue: [a]\n",
      "tokens.yaml:4:tenants[0].queue", "unknown key"),
     ("tenants:\n  - name: x\n    token: short\n    queues: [a]\n",

@@ -183,21 +183,26 @@ def _checked_row(path: str, line: int, names: Sequence[str],
         if problem is not None:
             name = names[index] if index < len(names) else None
             return RowContext(path, line, {}, problem, name or None)
-    if len(values) != len(names):
-        return RowContext(path, line, {}, f"expected {len(names)} fields, found {len(values)}")
+    if len(values) < len(names):  # blame the first column the row does not reach
+        return RowContext(path, line, {}, f"missing: the row has {len(values)} fields, the "
+                          f"header {len(names)}", names[len(values)] or None)
+    if len(values) > len(names):
+        return RowContext(path, line, {}, f"expected {len(names)} fields, found "
+                          f"{len(values)}: values after the last column", names[-1] or None)
     return RowContext(path, line, dict(zip(names, values, strict=True)))
 
 
-def _header_row(path: Path, names: list[str], expected: Sequence[str],
-                allow_extra: frozenset[str]) -> None:
+def _header_row(path: Path, raw_names: list[str], expected: Sequence[str],
+                allow_extra: frozenset[str]) -> list[str]:
     """A missing expected column, an unknown, repeated or unreadable one fails on line 1."""
     def fail(field: str | None, message: str) -> InputError:
         return InputError(InputLocation(str(path), 1, field), message)
 
-    for name in names:
+    for index, name in enumerate(raw_names, start=1):
         problem = value_problem(name)
         if problem is not None:
-            raise fail(None, f"header: {problem}")
+            raise fail(None, f"the name of column {index}: {problem}")
+    names = [c.strip() for c in raw_names]
     missing = [c for c in expected if c not in names]
     if missing:
         raise fail(missing[0], "missing column")
@@ -207,6 +212,7 @@ def _header_row(path: Path, names: list[str], expected: Sequence[str],
     repeated = [c for i, c in enumerate(names) if c and c in names[:i]]
     if repeated:
         raise fail(repeated[0], "column appears twice in the header")
+    return names
 
 
 def _csv_problem(lines: TextLines, start: int, error: csv.Error) -> InputError:
@@ -244,12 +250,11 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
         if header is None:
             raise InputError(InputLocation(str(path), 1), "empty file (expected a header: "
                              f"{delimiter.join(expected)})")
-        names = [c.strip() for c in header]
-        _header_row(path, names, expected, allow_extra)
+        names = _header_row(path, header, expected, allow_extra)
         lines.names = names
         start = lines.remember = reader.line_num + 1
         for values in reader:
-            if values and any(v.strip() for v in values):
+            if any(v.strip(" \t") for v in values):  # not str.strip: \x1f is "space"
                 yield _checked_row(str(path), start, names, values)
             start = lines.remember = reader.line_num + 1
     except csv.Error as exc:
@@ -263,7 +268,7 @@ def iter_headerless_rows(path: Path, columns: Sequence[str], *,
     lines.names = columns
     for text in lines:
         text = text.rstrip("\r\n")
-        if text.strip():
+        if text.strip(" \t"):
             yield _checked_row(str(path), lines.line, columns, text.split(delimiter))
 
 
