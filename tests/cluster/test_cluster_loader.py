@@ -104,7 +104,7 @@ def test_missing_file_names_it(tmp_path: Path) -> None:
 GROUP = "name: c\nnode_groups:\n  - {count: 2, gpu_type: T4, gpus: 4}\n"
 BAD = [
     ("empty", "", 1, None, "the file is empty"),
-    ("not-yaml", "name: [", 1, None, "not valid YAML"),
+    ("not-yaml", "name: [", 1, "name", "not valid YAML"),
     ("not-a-mapping", "- 1\n", 1, None, "must be a mapping"),
     ("no-name", "nodes: []\n", 1, None, "missing required key 'name'"),
     ("no-nodes", "name: c\n", 1, None, "has no nodes"),
