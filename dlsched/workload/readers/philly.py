@@ -41,7 +41,8 @@ _BLANK_LINE = re.compile(rb"\n[ \t]*\n")
 # what the row path must judge: quoting, CR, control characters, anything not ASCII (a BOM,
 # bytes that may not be UTF-8)
 _ROW_PATH_ONLY = re.compile(rb'["\r\x00-\x08\x0b-\x1f\x7f-\xff]')
-_TIME = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+# fields in range (pandas' format parser takes a second of 60, fromisoformat does not)
+_TIME = r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01]) (?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d"
 
 
 class PhillyReader:

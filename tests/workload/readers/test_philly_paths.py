@@ -8,7 +8,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from dlsched.errors import InputError
@@ -61,7 +61,14 @@ def _outcome(read, path: Path, options: ReaderOptions) -> object:
         return str(exc)
 
 
+ROW = "timestamp,duration,num_gpus,gpu_time,cluster\n{},1.0,1,0,vc1\n"
+
+
 @settings(max_examples=150)
+@example(data=ROW.format("2017-10-09 07:01:60").encode(), limit=None, skip=False, cap=None)
+@example(data=ROW.format("2017-02-30 00:00:00").encode(), limit=None, skip=False, cap=None)
+@example(data=ROW.format("1969-12-31 23:59:59").encode(), limit=None, skip=True, cap=None)
+@example(data=ROW.format("2017-10-09 24:00:00").encode(), limit=None, skip=False, cap=None)
 @given(data=philly_files(), limit=st.sampled_from([None, 1, 3]),
        skip=st.booleans(), cap=st.sampled_from([None, 4]))
 def test_fast_path_equals_row_path(data: bytes, limit: int | None, skip: bool,
