@@ -116,7 +116,8 @@ figure svg { max-width: 100%; height: auto; }
   body { margin: 0; max-width: none; font-size: 10pt; }
   .table { overflow: visible; }
   table { font-size: 8.5pt; page-break-inside: avoid; }
-  th, td { padding: 0.2em 0.35em; }
+  .table table { width: 100%; table-layout: fixed; }  /* every column on the page */
+  th, td { padding: 0.2em 0.35em; min-width: 0; overflow-wrap: anywhere; white-space: normal; }
   td.best { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   figure { page-break-inside: avoid; }
 }
@@ -194,6 +195,13 @@ def _figure(heading: str, svg: str) -> str:
     return f"<h2>{escape(heading)}</h2>\n<figure>\n{svg}\n</figure>"
 
 
+def _boxed(html: str) -> str:
+    """A table that scrolls inside its own box when wider than the page (the per-tenant table
+    has two columns per run), instead of widening the whole page."""
+    return html.replace("<table>", '<div class="table"><table>').replace(
+        "</table>", "</table></div>")
+
+
 def settings_line(settings: Mapping[str, str] | None) -> str:
     """The run's settings beyond trace and cluster (throughput model, every option not at its
     default), or nothing."""
@@ -216,8 +224,8 @@ def render_report(results: Sequence[SimulationResult], title: str,
         settings_line(settings),
         "<h2>Summary</h2>",
         summary_table(results, inputs),
-        type_utilization_table(results, inputs),
-        tenant_table(results),
+        _boxed(type_utilization_table(results, inputs)),
+        _boxed(tenant_table(results)),
         f'<p class="how">{escape(HOW_TO_READ)}</p>',
         _figure("Job completion time (CDF)", jct_cdf_svg(results)),
         _figure("GPU utilization over time", utilization_svg(results)),
