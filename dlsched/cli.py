@@ -76,15 +76,15 @@ def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path
         outcome = run_policy(config, policy, trace, cluster, out,
                              progress=lambda done, total: bar.update(task, completed=done))
     s = outcome.summary
-    console.print(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
-                  f"{_hours(s.jct_mean)}, makespan {_hours(s.makespan)}, utilization "
-                  f"{(s.utilization or 0) * 100:.1f}%, {s.wall_seconds:.2f} s -> {out}")
+    console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
+                         f"{_hours(s.jct_mean)}, makespan {_hours(s.makespan)}, utilization "
+                         f"{(s.utilization or 0) * 100:.1f}%, {s.wall_seconds:.2f} s -> {out}"))
     stalled = outcome.result.stalled_at
     if stalled is not None:
         waiting = s.jobs_submitted - s.jobs_finished
-        console.print(f"[yellow]warning:[/] {policy}: stopped at t={stalled:.0f} s: nothing ran "
-                      f"and nothing could start ({waiting} jobs not finished; see "
-                      f"pending_reason in jobs.csv)")
+        console.print("[yellow]warning:[/] " + escape(
+            f"{policy}: stopped at t={stalled:.0f} s: nothing ran and nothing could start "
+            f"({waiting} jobs not finished; see pending_reason in jobs.csv)"))
     return outcome
 
 

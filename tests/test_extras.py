@@ -44,7 +44,7 @@ def test_runtime_verbs_without_the_runtime_extra(monkeypatch: pytest.MonkeyPatch
         args = [*args, "--data-dir", str(tmp_path)]
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
-    what = "dlsched serve" if args[0] == "serve" else "this command"
+    what = f"dlsched {args[0]}"
     assert _lines(result.output) == [f"error: {what} needs the runtime extra (no module named "
                                      f"'{missing}'): {RUNTIME}"]
     assert result.exception is None or isinstance(result.exception, SystemExit)

@@ -102,9 +102,13 @@ def test_a_bad_option_value_of_a_later_policy_fails_first(tmp_path: Path) -> Non
     assert not (tmp_path / "fifo").exists()
 
 
-def test_error_text_is_not_read_as_markup(tmp_path: Path) -> None:
-    code, output = run("simulate", "--cluster", "rack[gpu]", "--out", str(tmp_path))
-    assert code == 2 and "rack[gpu]" in output
+@pytest.mark.parametrize("args", [
+    ["simulate", "--cluster", "rack[gpu]"],
+    ["tenants", "trace[gpu].csv", "--cluster", "philly"],
+], ids=["simulate", "tenants"])
+def test_error_text_is_not_read_as_markup(args: list[str]) -> None:
+    code, output = run(*args)
+    assert code == 2 and "[gpu]" in output, output
 
 
 def test_shell_completion_is_offered() -> None:

@@ -46,8 +46,8 @@ class State(enum.StrEnum):
     cancelled = "cancelled"
 
 
-def _client(url: str, token: str | None, wait: float = 0.0) -> Any:
-    require("runtime", "this command", CLIENT)
+def _client(verb: str, url: str, token: str | None, wait: float = 0.0) -> Any:
+    require("runtime", f"dlsched {verb}", CLIENT)
     from dlsched.runtime.client import Client
 
     return Client(url, token, connect_wait=wait)
@@ -188,7 +188,7 @@ def submit(
                 raise DlschedError(f"give {flag}" + (" (or a --file that has it)"
                                                      if file is None else f" ({file} has none)"))
         body.setdefault("working_dir", os.getcwd())
-        with _client(url, token, wait) as client:
+        with _client("submit", url, token, wait) as client:
             job = client.submit(body)
         print(job.id)
     except DlschedError as exc:
@@ -217,7 +217,7 @@ def jobs(
 ) -> None:
     """List jobs, or show one (with why it is pending, its attempts and events)."""
     try:
-        with _client(url, token) as client:
+        with _client("jobs", url, token) as client:
             if job_id is not None:
                 job, events = client.job(job_id), client.events(job_id)
                 if as_json:
@@ -245,7 +245,7 @@ def cancel(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsche
            url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
     """Cancel a job (its workers get SIGTERM, then SIGKILL after the grace period)."""
     try:
-        with _client(url, token) as client:
+        with _client("cancel", url, token) as client:
             print(f"{job_id}: {client.cancel(job_id).status}")
     except DlschedError as exc:
         _fail(exc)
@@ -258,7 +258,7 @@ def logs(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched 
          url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
     """The end of a job's latest log."""
     try:
-        with _client(url, token) as client:
+        with _client("logs", url, token) as client:
             print(client.logs(job_id, max_bytes), end="")
     except DlschedError as exc:
         _fail(exc)
@@ -269,7 +269,7 @@ def status_(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL, token: TokenOpt
             ) -> None:
     """The cluster (who holds which GPU) and the queues."""
     try:
-        with _client(url, token) as client:
+        with _client("status", url, token) as client:
             cluster, queues = client.cluster(), client.queues()
     except DlschedError as exc:
         _fail(exc)

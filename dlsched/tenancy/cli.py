@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from dlsched.errors import DlschedError
 
@@ -54,13 +55,13 @@ def tenants(
                 f" (docs/tenancy.md).\n" + yaml.safe_dump(doc, sort_keys=False))
         parse_tenants(text)  # what we write loads
     except DlschedError as exc:
-        console.print(f"[red]error:[/] {exc}")
+        console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     if out is None:
         print(text, end="")
     else:
         out.write_text(text)
-        console.print(f"{len(doc['cluster_queues'])} cluster queues -> {out}")
+        console.print(escape(f"{len(doc['cluster_queues'])} cluster queues -> {out}"))
 
 
 def register(app: typer.Typer) -> None:
