@@ -168,7 +168,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
                                      cluster)
     write_run(result, out_dir, config.jobs_format, fairness=fairness,
-              positions=final_positions(profile, sim))
+              positions=final_positions(sim.profile, sim))
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)

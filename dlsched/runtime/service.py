@@ -109,6 +109,9 @@ class Service:
         self.throughput = MeasuredThroughput(LinearScaling())
         self.core = RuntimeScheduler(config.cluster, self.profile, self.throughput, self.clock,
                                      self.executor, CoreConfig(restart_overhead=0.0))
+        # The run's plugins (views read their state) and its copy of the backoff plugin.
+        self.profile = self.core.profile
+        self.backoff = self.profile.instance_of(self.backoff)
         self.metrics = RuntimeMetrics(config.cluster)
         self.active: dict[str, ActiveJob] = {}
         self.batch = Batch()

@@ -2,10 +2,18 @@
 
 A plugin may implement several extension points (Tiresias sorts the queue and asks for wake-ups);
 the profile sorts them into per-point lists once, when it is built.
+
+A profile is a specification, reusable across runs: its plugins are configured prototypes that
+no run touches. Each run (``Scheduler``) works on ``profile.instantiate()``, a private copy of
+every plugin made from those prototypes, as Kubernetes builds a profile's plugins from their
+factories for each scheduler (``frameworkruntime.NewFramework``). Plugins keep per-run state
+(Themis' contention integral, Gandiva's rotation, Tiresias' demotion heap) in themselves, so
+running one profile twice, or in two runs at once, gives the same results as two fresh ones.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,6 +98,31 @@ class Profile:
     @property
     def preemptive(self) -> bool:
         return bool(self.post_filters)
+
+    def instantiate(self) -> Profile:
+        """A copy of this profile for one run: every plugin a fresh copy of its prototype
+        (one copy per plugin, however many points it serves and whatever wraps it, so a
+        plugin that sorts and reserves still sees both calls) and no per-run memory."""
+        memo: dict[int, Any] = {}
+        fields = {k: v for k, v in vars(self).items() if k != "_copies"}
+        run = object.__new__(Profile)
+        run.__dict__.update(copy.deepcopy(fields, memo))
+        run.futile = {}
+        # deepcopy keeps the originals it copied alive in memo[id(memo)]
+        run._copies = {id(o): (o, memo[id(o)]) for o in memo.get(id(memo), ()) if id(o) in memo}
+        return run
+
+    def instance_of(self, plugin: Any) -> Any:
+        """The run's copy of ``plugin``, a prototype of the profile this one was instantiated
+        from (the runtime service finds its retry-backoff plugin this way); ``plugin`` itself
+        on a profile that was not instantiated."""
+        copies: dict[int, tuple[Any, Any]] | None = getattr(self, "_copies", None)
+        if copies is None:
+            return plugin
+        original, instance = copies[id(plugin)]
+        if original is not plugin:
+            raise KeyError(f"{plugin!r} is not a plugin of this profile")
+        return instance
 
 
 def _having(plugins: Sequence[Any], point: type) -> tuple[Any, ...]:

@@ -45,7 +45,7 @@ class Scheduler:
     def __init__(self, cluster: Cluster, profile: Profile, throughput: ThroughputModel,
                  clock: Clock, executor: Executor, config: CoreConfig | None = None) -> None:
         self.cluster = cluster
-        self.profile = profile
+        self.profile = profile = profile.instantiate()  # this run's plugins (profile.py)
         self.throughput = throughput
         self.clock = clock
         self.executor = executor

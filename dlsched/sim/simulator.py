@@ -52,6 +52,7 @@ class Simulator:
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
                               CoreConfig(restart_overhead=self.config.restart_overhead))
+        self.profile = self.core.profile  # this run's plugins, with their state
         self.round_seconds = self.config.round_seconds or profile.round_seconds
         self.progress = progress
         self._idle_cycles = 0

@@ -194,7 +194,7 @@ def test_any_throughput_model_gives_gavel_its_rates_per_type(with_b: bool) -> No
                     throughput=_PerTypeRates())
     records = records_of(sim)
     assert all(r.status == "finished" for r in records.values())
-    rounds = next(p for p in profile.allocators if isinstance(p, GavelRounds))
+    rounds = next(p for p in sim.profile.allocators if isinstance(p, GavelRounds))
     assert rounds.seconds_on("a")[0] == 0.0 and rounds.seconds_on("c")[1] == 0.0
     if not with_b:
         assert records["a"].finish_time == pytest.approx(3_600.0)  # 7,200 units at 2/s
