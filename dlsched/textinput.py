@@ -16,12 +16,14 @@ from pathlib import Path
 from dlsched.errors import InputError, InputLocation
 
 BOM = "\ufeff"
-MAX_LINE_BYTES = 1 << 20  # one line of a trace; no real trace comes near
+MAX_LINE_CHARS = 1 << 20  # one line of a trace; no real trace comes near
 MAX_FIELD_CHARS = 4096  # one value: ids, queue names, commands are far shorter
 MAX_YAML_BYTES = 8 << 20  # a cluster, tenant, run or tokens file
 # C0 controls but tab, line ends handled by the caller; DEL; C1 controls; a BOM past the start;
 # the two noncharacters U+FFFE/U+FFFF (what a UTF-16 file read as UTF-8 may leave)
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ufeff\ufffe\uffff]")
+# a line worth checking value by value: a control character or a carriage return before its end
+_SUSPECT = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ufeff\ufffe\uffff]")
 
 
 def control_character(text: str) -> str | None:
@@ -67,7 +69,8 @@ def decode(raw: bytes, path: str, line: int, *, delimiter: str | None = None,
 class TextLines:
     """The decoded lines of a file (line ends kept), numbered from 1 in ``line``.
 
-    Memory stays bounded: a line over ``MAX_LINE_BYTES`` fails without being read whole.
+    Memory stays bounded: a line over ``MAX_LINE_CHARS`` fails without being read whole.
+    Lines end at ``\n``, ``\r\n`` or a lone ``\r`` (the csv module's rule).
     ``names`` (set once a header is read) lets a decoding error name its field.
     """
 
@@ -79,20 +82,46 @@ class TextLines:
         self.last = ""
         self.remember = 0  # the line whose text to keep in ``remembered`` (a record's start)
         self.remembered = ""
+        self.suspect = False  # a line read since the caller last cleared it needs a closer look
 
     def __iter__(self) -> Iterator[str]:
+        try:
+            f = open(self.path, encoding="utf-8-sig", newline="")  # noqa: SIM115
+        except OSError as exc:
+            raise InputError(InputLocation(str(self.path)), f"cannot read: {exc.strerror}") \
+                from None
+        with f:
+            try:
+                while text := f.readline(MAX_LINE_CHARS + 1):
+                    self.line += 1
+                    if len(text) > MAX_LINE_CHARS:
+                        raise InputError(InputLocation(str(self.path), self.line),
+                                         f"line longer than {MAX_LINE_CHARS:,} characters "
+                                         "(not a trace file?)")
+                    self.last = text
+                    if self.line == self.remember:
+                        self.remembered = text
+                    self._screen(text)
+                    yield text
+            except UnicodeDecodeError:  # decoded a block ahead: find the line in bytes
+                raise self._decode_error() from None
+
+    def _decode_error(self) -> InputError:
+        names = self.names
         with open_binary(self.path) as f:
-            while raw := f.readline(MAX_LINE_BYTES + 1):
-                self.line += 1
-                if len(raw) > MAX_LINE_BYTES:
-                    raise InputError(InputLocation(str(self.path), self.line),
-                                     f"line longer than {MAX_LINE_BYTES:,} bytes (not a "
-                                     "trace file?)")
-                self.last = decode(raw, str(self.path), self.line, delimiter=self.delimiter,
-                                   names=self.names)
-                if self.line == self.remember:
-                    self.remembered = self.last
-                yield self.last
+            for number, raw in enumerate(iter(lambda: f.readline(MAX_LINE_CHARS * 4), b""),
+                                         start=1):
+                text = decode(raw, str(self.path), number, delimiter=self.delimiter,
+                              names=names)
+                if number == 1 and not names and self.delimiter:  # a header not yet read
+                    names = [c.strip() for c in text.rstrip("\r\n").split(self.delimiter)]
+        return InputError(InputLocation(str(self.path), self.line + 1), "not UTF-8 text")
+
+    def _screen(self, text: str) -> None:
+        """One regex per line, so that clean lines skip the per-value checks."""
+        end = len(text) - (2 if text.endswith("\r\n") else 1 if text.endswith("\n") else 0)
+        if end > MAX_FIELD_CHARS or _SUSPECT.search(text, 0, end):
+            self.suspect = True
 
 
 def open_binary(path: Path):  # noqa: ANN201 (a file object)

@@ -27,6 +27,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.errors import InputError, InputLocation
 from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import isolated_seconds
+from dlsched.textinput import TextLines
 from dlsched.workload.trace import Trace
 
 COHORT = "all"
@@ -94,8 +95,11 @@ def read_sizes(path: Path, scale: float = 1.0) -> dict[str, float]:
     skipped), e.g. Philly's ``vc,node num`` with ``scale=8``; or a wide table with a ``date``
     column and one column per queue (Helios' ``<cluster>_vc_gpu_number_daily.csv``): its last
     row. Errors name the file, line and field."""
-    with path.open(newline="") as handle:
-        rows = list(csv.reader(handle))
+    lines = TextLines(path)  # UTF-8 (BOM allowed), bounded lines
+    try:
+        rows = list(csv.reader(lines, strict=True))
+    except csv.Error as exc:
+        raise InputError(InputLocation(str(path), lines.line), f"bad CSV: {exc}") from None
     if not rows:
         raise InputError(InputLocation(str(path)), "empty sizes file")
     header = [cell.strip() for cell in rows[0]]

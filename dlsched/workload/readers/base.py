@@ -175,10 +175,11 @@ def date_time(ctx: RowContext, field: str) -> float:
     return seconds
 
 
-def _checked_row(path: str, line: int, names: Sequence[str],
-                 values: list[str]) -> RowContext:
-    """A row whose values are all readable text, or one that carries the first problem."""
-    for index, value in enumerate(values):
+def _checked_row(path: str, line: int, names: Sequence[str], values: list[str],
+                 screen: bool = True) -> RowContext:
+    """A row whose values are all readable text, or one that carries the first problem.
+    ``screen`` False: its lines are known clean (``TextLines.suspect``), skip the values."""
+    for index, value in enumerate(values if screen else ()):
         problem = value_problem(value)
         if problem is not None:
             name = names[index] if index < len(names) else None
@@ -253,10 +254,13 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
         names = _header_row(path, header, expected, allow_extra)
         lines.names = names
         start = lines.remember = reader.line_num + 1
+        lines.suspect = False
         for values in reader:
             if any(v.strip(" \t") for v in values):  # not str.strip: \x1f is "space"
-                yield _checked_row(str(path), start, names, values)
+                screen = lines.suspect or reader.line_num != start  # several lines: a quote
+                yield _checked_row(str(path), start, names, values, screen)
             start = lines.remember = reader.line_num + 1
+            lines.suspect = False
     except csv.Error as exc:
         raise _csv_problem(lines, start, exc) from None
 
