@@ -37,23 +37,25 @@ class RunConfig:
     out: str = _opt("runs/latest", "Output directory (simulate: summary.json, jobs.csv, "
                     "timeline.csv, run.json, config.yaml; compare: one such folder per policy "
                     "plus report.html).")
-    seed: int = _opt(0, "Seed (synthetic traces).")
+    seed: int = _opt(0, "Seed (synthetic traces).", low=0, high=2**63 - 1)
     format: str | None = _opt(None, "Trace format when a path's columns do not tell (e.g. "
                               "philly, pollux).")
     skip_invalid: bool = _opt(False, "Skip malformed rows with a counted warning instead of "
                               "stopping at the first.", flag="--skip-invalid/--strict-input")
-    limit: int | None = _opt(None, "Read at most N jobs.")
+    limit: int | None = _opt(None, "Read at most N jobs.", low=1, high=10**9)
     placement: str | None = _opt(None, "consolidated | spread | best-fit | topology (default: "
                                  "the policy's).")
     policy_options: tuple[tuple[str, str], ...] = _opt(
         (), "Policy option key=value (or policy:key=value); repeatable.", flag="--policy-opt")
     restart_overhead: float = _opt(30.0, "Seconds of lost progress each time a preempted job "
-                                   "resumes.")
-    round_seconds: float | None = _opt(None, "Also run a scheduling cycle every N seconds.")
+                                   "resumes.", low=0, high=10**9)
+    round_seconds: float | None = _opt(None, "Also run a scheduling cycle every N seconds.",
+                                       low=1e-3, high=10**9)
     jobs_format: str = _opt("csv", "csv or parquet (parquet needs dlsched[parquet]).")
-    synthetic_jobs: int = _opt(1000, "Jobs in a synthetic trace (--trace synthetic).")
+    synthetic_jobs: int = _opt(1000, "Jobs in a synthetic trace (--trace synthetic).", low=1,
+                               high=10**7)
     synthetic_rate: float = _opt(30.0, "Poisson arrival rate of a synthetic trace, jobs per "
-                                 "hour.")
+                                 "hour.", low=1e-6, high=10**9)
     synthetic_from: str = _opt("philly-sample", "Trace whose jobs a synthetic trace resamples "
                                "(whole job specs).")
     tenants: str | None = _opt(None, "A tenant YAML file (flavors, cluster queues, cohorts, "
@@ -120,6 +122,7 @@ class RunConfig:
         for f in fields(self):
             try:
                 check_type(f.name, getattr(self, f.name))
+                check_range(f, getattr(self, f.name))
             except ConfigError as exc:
                 raise ConfigError(f"{where(f.name)}: {exc}") from None
         if not self.policies:
@@ -211,6 +214,17 @@ def check_type(key: str, value: Any) -> None:
     expected = field_types()[key]
     if not _conforms(value, expected):
         raise ConfigError(f"expected {_describe(expected)}, got {value!r}")
+
+
+def check_range(f: Any, value: Any) -> None:
+    """A ConfigError unless a number is finite and within the field's ``low``..``high``."""
+    if not _is_number(value):
+        return
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ConfigError(f"expected a finite number, got {value!r}")
+    low, high = f.metadata.get("low", -float("inf")), f.metadata.get("high", float("inf"))
+    if not low <= value <= high:
+        raise ConfigError(f"{value!r} is out of range ({low:g} to {high:g})")
 
 
 def _is_number(value: Any) -> bool:

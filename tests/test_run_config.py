@@ -33,10 +33,14 @@ def run(*args: str) -> tuple[int, str]:
     ("throughput: 2\n", ":1:throughput", "expected text"),
     ("trace: pollux-1\npolicys: fifo\n", ":2:policys", "did you mean 'policies'"),
     ("jobs_format: xml\n", ":1:jobs_format", "'xml' is not one of csv, parquet"),
+    ("restart_overhead: .nan\n", ":1:restart_overhead", "expected a finite number"),
+    ("trace: pollux-1\nseed: -1\n", ":2:seed", "-1 is out of range (0 to"),
+    ("limit: 0\n", ":1:limit", "0 is out of range (1 to"),
     ("- a\n- b\n", ":1", "a run file is a mapping"),
     ("trace: [\n", ":2", "not valid YAML"),
 ], ids=["policies-int", "seed-text", "limit-float", "bool", "float-list", "options-int",
-        "throughput-int", "unknown-key", "bad-choice", "not-a-mapping", "bad-yaml"])
+        "throughput-int", "unknown-key", "bad-choice", "nan", "negative-seed", "zero-limit",
+        "not-a-mapping", "bad-yaml"])
 def test_a_bad_run_file_names_file_line_and_key(tmp_path: Path, text: str, where: str,
                                                 message: str) -> None:
     path = tmp_path / "bad.yaml"
@@ -45,6 +49,11 @@ def test_a_bad_run_file_names_file_line_and_key(tmp_path: Path, text: str, where
     assert code == 2, output
     assert f"error: {path}{where}" in output and message in output, output
     assert "Traceback" not in output
+
+
+def test_a_flag_out_of_range_is_named() -> None:
+    code, output = run("simulate", "--restart-overhead", "-5")
+    assert code == 2 and "error: --restart-overhead: -5.0 is out of range (0 to" in output
 
 
 def test_run_file_values_are_normalized() -> None:
