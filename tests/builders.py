@@ -126,31 +126,62 @@ def run(policy: str, cluster: Cluster, jobs: Iterable[JobSpec], *,
                                 **sim_options))
 
 
-def records_of(sim: Simulator, seconds: float = 20.0) -> dict[str, JobRecord]:
-    """Run ``sim`` to the end; a run that takes over ``seconds`` fails instead of hanging."""
-    with time_limit(seconds):
+CYCLES = 200_000  # scheduling cycles a test run may take; no test trace comes near it
+CPU_SECONDS = 60.0  # backstop against a hang inside one cycle
+
+
+def records_of(sim: Simulator, cycles: int = CYCLES,
+               cpu_seconds: float = CPU_SECONDS) -> dict[str, JobRecord]:
+    """Run ``sim`` to the end; a run that takes over ``cycles`` cycles or ``cpu_seconds`` of
+    CPU fails instead of hanging. Never wall time: a loaded machine must not fail a test."""
+    with cycle_limit(sim, cycles), cpu_limit(cpu_seconds):
         result = sim.run()
     return {record.job_id: record for record in result.jobs}
 
 
+class TooManyCycles(RuntimeError):
+    """A simulation ran more cycles than its test allows (it does not end)."""
+
+
 @contextlib.contextmanager
-def time_limit(seconds: float) -> Iterator[None]:
-    """Raise TimeoutError in the block after ``seconds`` (where SIGALRM exists)."""
+def cycle_limit(sim: Simulator, cycles: int) -> Iterator[None]:
+    """Raise TooManyCycles from the cycle after the first ``cycles`` of ``sim``: a bound
+    that depends only on the run, so a test that hits it fails the same way everywhere."""
+    core = sim.core
+    cycle = core.cycle
+
+    def counted():  # noqa: ANN202
+        if core.cycles >= cycles:
+            raise TooManyCycles(f"the simulation did not end within {cycles} cycles "
+                                f"(simulated time {sim.clock.now():g} s)")
+        return cycle()
+
+    core.cycle = counted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        core.cycle = cycle  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def cpu_limit(seconds: float) -> Iterator[None]:
+    """Raise TimeoutError in the block after ``seconds`` of this process's CPU time (where
+    SIGPROF exists). CPU time, not wall time: other processes on the machine do not count."""
     in_main = threading.current_thread() is threading.main_thread()
     if not hasattr(signal, "setitimer") or not in_main:
         yield
         return
 
     def expire(signum: int, frame: object) -> None:
-        raise TimeoutError(f"the simulation did not end within {seconds} s")
+        raise TimeoutError(f"the simulation did not end within {seconds} s of CPU time")
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
 
 
 Row = tuple[str, float, float, float]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from builders import make_cluster, make_job, run, time_limit
+from builders import cpu_limit, make_cluster, make_job, run
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.perf.goodput import GoodputThroughputs
@@ -38,7 +38,7 @@ def test_pollux_workload_finishes(policy: str) -> None:
     trace = resolve_trace("pollux-1").head(12)
     sim = Simulator(resolve_cluster("pollux-64"), trace, build_policy(policy),
                     SimConfig(restart_overhead=30.0))
-    with time_limit(60):
+    with cpu_limit(60):
         result = sim.run()
     assert all(j.status == "finished" for j in result.jobs), [
         (j.job_id, j.status, j.pending_reason) for j in result.jobs if j.status != "finished"]
@@ -92,7 +92,7 @@ def test_rerated_pollux_workload_finishes(policy: str) -> None:
     trace = replace(resolve_trace("pollux-1").head(12), throughput="goodput")
     sim = Simulator(resolve_cluster("pollux-64"), trace, build_policy(policy),
                     SimConfig(restart_overhead=30.0), throughput=GoodputThroughputs())
-    with time_limit(60):
+    with cpu_limit(60):
         result = sim.run()
     assert all(j.status == "finished" for j in result.jobs)
     assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)

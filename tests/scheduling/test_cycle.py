@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from builders import cycle_state, make_cluster, make_job, simulator, time_limit
+from builders import cpu_limit, cycle_state, make_cluster, make_job, simulator
 
 import dlsched.scheduling.scheduler as scheduler_module
 from dlsched.scheduling.cycle import run_cycle
@@ -62,7 +62,7 @@ def test_cycle_does_not_mutate_jobs_or_gpus(policy: str, options: dict[str, str]
         return result
 
     monkeypatch.setattr(scheduler_module, "run_cycle", checked_cycle)
-    with time_limit(20):
+    with cpu_limit(20):
         result = sim.run()
     assert all(r.status == "finished" for r in result.jobs)
     assert any(d.starts for d in decisions)

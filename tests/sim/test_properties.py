@@ -122,7 +122,7 @@ def _run(policy: str, cluster: Cluster, jobs: list[JobSpec], overhead: float,
                         restart_overhead=overhead, max_time=MAX_TIME)
     if check:
         _instrument(sim)
-    return records_of(sim, seconds=5.0)
+    return records_of(sim)
 
 
 @pytest.mark.parametrize("policy", list(POLICIES))

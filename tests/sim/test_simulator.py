@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_cluster, make_job, run, simulator, time_limit
+from builders import cpu_limit, make_cluster, make_job, run, simulator
 
 from dlsched.workload.job import JobSpec
 
@@ -45,7 +45,7 @@ def test_result_says_what_made_it() -> None:
     sim = simulator("tiresias", make_cluster(nodes=1, gpus=2, name="tiny"),
                     [make_job("a").build()], options={"thresholds": "100:1000"},
                     placement="spread", restart_overhead=12.0, seed=7)
-    with time_limit(20):
+    with cpu_limit(20):
         info = sim.run().info
     assert (info.policy, info.trace, info.cluster, info.seed) == ("tiresias", "test", "tiny", 7)
     assert info.policy_options == (("thresholds", "100:1000"),)

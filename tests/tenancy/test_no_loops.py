@@ -51,7 +51,7 @@ def _simulate(policy: dict, fair: bool, jobs: list[tuple]) -> tuple[list[tuple[s
         original(job, now, reason)
 
     sim.core._preempt = record  # type: ignore[method-assign]
-    return pairs, records_of(sim, seconds=10.0)
+    return pairs, records_of(sim)
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
