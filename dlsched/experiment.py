@@ -29,6 +29,7 @@ from dlsched.tenancy.profile import with_tenants
 from dlsched.workload.bundled import resolve_trace, resolve_traces
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
+from dlsched.workload.readers.pollux_work import progress_seconds
 from dlsched.workload.synthetic import generate
 from dlsched.workload.trace import Trace
 
@@ -91,10 +92,35 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         trace = resolve_traces(config.trace, config.format, options)
     if config.throughput is not None:
         trace = replace(trace, throughput=_known_model(config.throughput))
+    if config.work_definition == "progress":
+        trace = with_progress_work(trace)
+    if config.single_queue:
+        trace = in_one_queue(trace)
     if config.tenants is None:
         return trace
     check_queues(trace, load_tenants(config.tenants))
     return without_vc_pins(trace)
+
+
+def with_progress_work(trace: Trace) -> Trace:
+    """A Pollux-format trace with each job's work as the Pollux artifact defines it
+    (``pollux_work.progress_seconds``); a ConfigError for any other format."""
+    if trace.format != "pollux":
+        raise ConfigError(f"work_definition progress is for pollux-format traces; trace "
+                          f"{trace.name} is {trace.format}")
+    jobs = tuple(replace(spec, work=progress_seconds(str(spec.model), int(spec.batch_size or 0),
+                                                     spec.num_gpus))
+                 for spec in trace.jobs)
+    return replace(trace, jobs=jobs)
+
+
+def in_one_queue(trace: Trace) -> Trace:
+    """Every job in the queue ``default``, without the pool pin a reader derives from its
+    queue (Philly's VCs): the Tiresias and Gavel artifacts schedule one global queue."""
+    jobs = tuple(replace(spec, queue="default",
+                         pool=None if spec.pool == spec.queue else spec.pool)
+                 for spec in trace.jobs)
+    return replace(trace, jobs=jobs)
 
 
 def _known_model(name: str) -> str:
@@ -160,7 +186,9 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                progress: Callable[[int, int], None] | None = None) -> RunOutcome:
     profile = build_profile(config, policy)
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
-                           round_seconds=config.round_seconds, seed=config.seed)
+                           round_seconds=config.round_seconds, seed=config.seed,
+                           start_overhead=config.start_overhead,
+                           rounds_only=config.rounds_only)
     started = time.perf_counter()
     sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
     result = sim.run()

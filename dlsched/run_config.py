@@ -21,6 +21,8 @@ import yaml
 
 from dlsched.errors import ConfigError, InputLocation
 
+WORK_DEFINITIONS = ("steps", "progress")
+
 
 def _opt(default: Any, help: str, **meta: Any) -> Any:
     return field(default=default, metadata={"help": help, **meta})
@@ -51,6 +53,19 @@ class RunConfig:
                                    "resumes.", low=0, high=10**9)
     round_seconds: float | None = _opt(None, "Also run a scheduling cycle every N seconds.",
                                        low=1e-3, high=10**9)
+    start_overhead: float = _opt(0.0, "Seconds of lost progress on a job's first start too "
+                                 "(the Pollux artifact charges its 30 s restart cost there).",
+                                 low=0, high=10**9)
+    rounds_only: bool = _opt(False, "Decide only at multiples of --round-seconds (from t=0), "
+                             "not on each arrival and completion, as the Pollux and Gavel "
+                             "artifacts' simulators do.", flag="--rounds-only/--event-cycles")
+    work_definition: str = _opt("steps", "A Pollux-format job's work: steps (the measured "
+                                "steps to finish x step time) or progress (the Pollux "
+                                "artifact's progress target, with statistical efficiency at "
+                                "the batch size run).")
+    single_queue: bool = _opt(False, "Put every job in one queue (no per-VC queues and pool "
+                              "pins), as the Tiresias and Gavel artifacts do.",
+                              flag="--single-queue/--trace-queues")
     jobs_format: str = _opt("csv", "csv or parquet (parquet needs dlsched[parquet]).")
     synthetic_jobs: int = _opt(1000, "Jobs in a synthetic trace (--trace synthetic).", low=1,
                                high=10**7)
@@ -128,7 +143,9 @@ class RunConfig:
         if not self.policies:
             raise ConfigError(f"{where('policies')}: name at least one policy")
         for key, value, allowed in (("jobs_format", self.jobs_format, FORMATS),
-                                    ("placement", self.placement, PLACEMENTS)):
+                                    ("placement", self.placement, PLACEMENTS),
+                                    ("work_definition", self.work_definition,
+                                     WORK_DEFINITIONS)):
             if value is not None and value not in allowed:
                 raise ConfigError(f"{where(key)}: {value!r} is not one of "
                                   f"{', '.join(allowed)}")

@@ -8,6 +8,7 @@ sorted trace, merged with the heap at their place in that order: they never ente
 from __future__ import annotations
 
 import gc
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,13 +32,18 @@ _FINISH, _ARRIVAL = Priority.FINISH, Priority.ARRIVAL
 class SimConfig:
     """``round_seconds`` overrides the policy's round length (None keeps the policy's).
     ``stall_cycles``: the run ends after this many cycles in a row with nothing running,
-    nothing left to arrive and nothing started (``Simulator._stalled``)."""
+    nothing left to arrive and nothing started (``Simulator._stalled``). ``start_overhead``:
+    seconds of no progress on a job's first start. ``rounds_only``: cycles run only at
+    multiples of the round length from t=0 (arrivals and completions wait for the next one),
+    as in the Pollux and Gavel artifacts' simulators."""
 
     restart_overhead: float = 30.0
     round_seconds: float | None = None
     max_time: float | None = None
     seed: int = 0
     stall_cycles: int = 1000
+    start_overhead: float = 0.0
+    rounds_only: bool = False
 
 
 class Simulator:
@@ -51,7 +57,8 @@ class Simulator:
         self.core = Scheduler(cluster, profile,
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
-                              CoreConfig(restart_overhead=self.config.restart_overhead))
+                              CoreConfig(restart_overhead=self.config.restart_overhead,
+                                         start_overhead=self.config.start_overhead))
         self.profile = self.core.profile  # this run's plugins, with their state
         self.round_seconds = self.config.round_seconds or profile.round_seconds
         self.progress = progress
@@ -102,6 +109,9 @@ class Simulator:
             self._next_arrival = arrival
             while (event := events.pop_at(now)) is not None:
                 changed |= handle(event)
+            if changed and self.config.rounds_only and not self._at_tick(now):
+                self._arm_tick()
+                continue
             if changed:
                 result = core.cycle()
                 self._arm_wakeup(result.next_wakeup)
@@ -158,10 +168,31 @@ class Simulator:
         self.events.schedule(at, Event(Priority.TIMER, WAKEUP, self._wakeup_token))
 
     def _arm_round(self) -> None:
+        if self.config.rounds_only:
+            self._arm_tick()
+            return
         if self.round_seconds is None or self._round_armed or self.core.idle:
             return
         self._round_armed = True
         self.events.schedule(self.clock.time + self.round_seconds, Event(Priority.TIMER, ROUND))
+
+    def _at_tick(self, now: float) -> bool:
+        ticks = now / self._tick_seconds()
+        return abs(ticks - round(ticks)) < 1e-9
+
+    def _tick_seconds(self) -> float:
+        if self.round_seconds is None:
+            raise ValueError("rounds_only needs a round length (round_seconds)")
+        return self.round_seconds
+
+    def _arm_tick(self) -> None:
+        """Wake at the next multiple of the round length (``rounds_only``), once."""
+        if self._round_armed or self.core.idle:
+            return
+        seconds = self._tick_seconds()
+        self._round_armed = True
+        at = (math.floor(self.clock.time / seconds + 1e-9) + 1) * seconds
+        self.events.schedule(at, Event(Priority.TIMER, ROUND))
 
 
 def simulate(cluster: Cluster, trace: Trace, profile: Profile,

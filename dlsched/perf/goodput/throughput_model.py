@@ -175,6 +175,14 @@ def _app_and_batch(spec: JobSpec) -> tuple[str, int]:
     return spec.model.casefold(), spec.batch_size
 
 
+def fixed_batch() -> GoodputThroughputs:
+    """The ``goodput-fixed`` model: every job trains at its submitted global batch (split into
+    micro-batches as Pollux does), its work still the progress target scaled by statistical
+    efficiency at that batch. The Pollux artifact runs its Tiresias and Optimus baselines so
+    (``simulator.py``: ``target_batch_size`` from the workload)."""
+    return GoodputThroughputs(adaptive_batch=False)
+
+
 def with_sia_fits() -> GoodputThroughputs:
     """The ``goodput-sia`` model: the goodput model with Sia's per-GPU-type fits
     (``bundle.sia_perf_params``, fitted once per process from ``bundle.SIA_PROFILES``;

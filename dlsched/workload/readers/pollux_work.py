@@ -1,0 +1,69 @@
+"""A Pollux job's work as the Pollux artifact defines it (``--work-definition progress``).
+
+The artifact's simulator (petuum/adaptdl, branch osdi21-artifact, ``simulator/simulator.py``,
+``Job.step``) runs a job until its training *progress* reaches the application's target: the
+end of its last epoch (``max_epochs``, the rows of its ``validation-*.csv``), in steps at the
+initial batch ``M0``. A step at global batch ``M`` makes ``gain`` steps of progress,
+``gain = (var + sqr) / (var / (M / M0) + sqr)`` with the gradient statistics of the epoch it
+is in (interpolated linearly between the measured batch sizes), and takes the measured step
+time plus the compute part of it again for each accumulation micro-step. Each epoch's time is
+rounded to whole seconds, as the artifact does.
+
+Work, as in the ``pollux`` reader, is in reference seconds: the seconds this takes on
+``num_replicas`` T4 GPUs packed four per node, at the workload's ``batch_size`` (the artifact's
+``target_batch_size`` for its Tiresias and Optimus baselines). dlsched's default
+(``steps``: the measured steps to finish at that batch times the step time) differs by up to
+30% per job (ncf on 1 GPU: the artifact forces one accumulation micro-step there); see
+docs/reproduce.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from dlsched.perf.goodput.bundle import load_grad_stats
+from dlsched.perf.goodput.efficiency import GradientStats
+from dlsched.workload.readers.pollux_profile import PolluxProfile, load_profile
+
+
+@functools.lru_cache(maxsize=4096)
+def progress_seconds(application: str, batch_size: int, replicas: int) -> float:
+    """Seconds to the artifact's progress target on ``replicas`` packed T4 at ``batch_size``."""
+    profile = load_profile()
+    stats = load_grad_stats()[application]
+    micro, accum = _micro_batch(profile, stats, application, batch_size, replicas)
+    curve = profile.curves[(application, replicas)]
+    step = float(np.interp(micro, curve.local_bsz, curve.step_time))
+    sync = float(np.interp(micro, curve.local_bsz, curve.sync_time))
+    seconds_per_step = step + (step - sync) * accum
+    batch = replicas * micro * (accum + 1)
+    ends = (0.0, *stats.progress)
+    total = 0.0
+    for epoch in range(len(stats.progress)):
+        sqr, var = _grad_stats(stats, batch, epoch)
+        gain = (var + sqr) / (var / (batch / stats.init_batch) + sqr)
+        steps = (ends[epoch + 1] - ends[epoch]) / stats.init_batch
+        total += round(steps / (gain / seconds_per_step))
+    return total
+
+
+def _micro_batch(profile: PolluxProfile, stats: GradientStats, application: str,
+                 batch_size: int, replicas: int) -> tuple[int, int]:
+    """The artifact's ``Job.update_local_bsz`` at a fixed batch: per-GPU micro-batch and
+    accumulation steps; one GPU above ``M0`` always accumulates at least once."""
+    max_local = profile.max_local_bsz[application]
+    local = math.ceil(batch_size / replicas - 1e-8)
+    accum = math.ceil(local / max_local - 1e-8) - 1
+    if replicas == 1 and batch_size > stats.init_batch:
+        accum = max(1, accum)
+    micro = math.ceil(local / (accum + 1) - 1e-8)
+    return min(micro, int(max(stats.batch_sizes) / (replicas * (accum + 1)))), accum
+
+
+def _grad_stats(stats: GradientStats, batch: float, epoch: int) -> tuple[float, float]:
+    sqr = float(np.interp(batch, stats.batch_sizes, [row[epoch] for row in stats.sqr]))
+    var = float(np.interp(batch, stats.batch_sizes, [row[epoch] for row in stats.var]))
+    return sqr, var
