@@ -23,6 +23,12 @@ from dlsched.errors import DlschedError
 from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
 from dlsched.scheduling.decisions import CycleResult, Preempt, Reject, Resize, Start
 from dlsched.scheduling.framework import WakeupPlugin
+from dlsched.scheduling.hooks import (
+    BoundedAllocator,
+    ExplainingAllocator,
+    RejectingAllocator,
+    optional,
+)
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
 
@@ -36,7 +42,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     state = CycleState.begin(snapshot)
     targets = allocator.allocate(state)
     _check(allocator, state, targets)
-    why = getattr(allocator, "reason_for", None)
+    explains = optional(allocator, ExplainingAllocator)
+    why = explains.reason_for if explains is not None else None
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     for job in snapshot.running:
@@ -52,7 +59,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
                     for job, target in moving)
     starts: list[Start] = []
     reasons: dict[str, str] = {}
-    refused = dict(allocator.rejections(state)) if hasattr(allocator, "rejections") else {}
+    rejecting = optional(allocator, RejectingAllocator)
+    refused = dict(rejecting.rejections(state)) if rejecting is not None else {}
     rejections: list[Reject] = []
     for job in snapshot.waiting:
         target = targets.get(job.job_id)
@@ -78,7 +86,8 @@ def _check(allocator: AllocatePlugin, state: CycleState,
            targets: Mapping[str, Assignment]) -> None:
     name = allocator.name
     # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.
-    bounds = getattr(allocator, "worker_bounds", worker_bounds)
+    bounded = optional(allocator, BoundedAllocator)
+    bounds = bounded.worker_bounds if bounded is not None else worker_bounds
     active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
     for job_id, target in targets.items():
         job = active.get(job_id)

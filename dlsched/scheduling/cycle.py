@@ -159,9 +159,8 @@ def ordered_waiting(profile: Profile, state: CycleState) -> Iterable[Job]:
     queues the cycle closes are never sorted)."""
     if profile.static_order:
         return state.snapshot.waiting
-    ordered = getattr(profile.queue_sort, "ordered", None)
-    if ordered is not None:
-        return ordered(state)
+    if profile.lazy_order is not None:
+        return profile.lazy_order.ordered(state)
     return sorted(state.snapshot.waiting, key=lambda j: profile.queue_sort.sort_key(state, j))
 
 
@@ -227,14 +226,14 @@ def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None
     was evicted in this cycle) the attempt would fail again, so it is skipped."""
     if state.evicted:
         return None
-    rank_epoch = getattr(profile.queue_sort, "rank_epoch", None)
-    if profile.preemptive and rank_epoch is None:
+    ranks = profile.rank_epoch
+    if profile.preemptive and ranks is None:
         return None  # ranks may change continuously (SRTF): always retry
     mask, status = filter_nodes(state, job, profile.filters)
     if not status.ok:
         return None
-    return (_version_sum(state, mask), rank_epoch(state, job, mask) if profile.preemptive
-            else None)
+    return (_version_sum(state, mask), ranks.rank_epoch(state, job, mask)
+            if ranks is not None and profile.preemptive else None)
 
 
 def _version_sum(state: CycleState, mask: np.ndarray) -> int:

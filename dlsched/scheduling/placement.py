@@ -14,6 +14,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.framework import SUCCESS, FilterPlugin, ScorePlugin, Status, unschedulable
+from dlsched.scheduling.hooks import SingleNodeScore, optional
 from dlsched.scheduling.state import EPS, CycleState, layout_of
 from dlsched.workload.job import Job
 
@@ -144,9 +145,9 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
             return (), status
     capacity = state.capacity(share)
     if need == 1 and len(scores) == 1:
-        best_single = getattr(scores[0][0], "best_single", None)
-        if best_single is not None:
-            return _place_single(state, best_single(capacity, mask), share)
+        single = _single_node_score(scores[0][0])
+        if single is not None:
+            return _place_single(state, single.best_single(capacity, mask), share)
     usable = mask & (capacity > 0)
     nodes = usable.nonzero()[0]
     room = capacity[nodes]
@@ -233,3 +234,15 @@ def pick_gpus(state: CycleState, node: int, count: int, share: float) -> list[in
             group = roomy[int(np.argmin(sizes[roomy]))]
             return [first + int(i) for i in fits[groups == group][:count]]
     return [first + int(i) for i in fits[:count]]
+
+
+_SINGLE: dict[type, bool] = {}  # Score class -> whether it offers ``best_single``
+
+
+def _single_node_score(scorer: ScorePlugin) -> SingleNodeScore | None:
+    """The scorer's ``best_single`` hook (hooks.py), looked up once per Score class."""
+    kind = type(scorer)
+    has = _SINGLE.get(kind)
+    if has is None:
+        has = _SINGLE[kind] = optional(scorer, SingleNodeScore) is not None
+    return scorer if has else None  # type: ignore[return-value]

@@ -30,6 +30,7 @@ from dlsched.scheduling.framework import (
     ScorePlugin,
     WakeupPlugin,
 )
+from dlsched.scheduling.hooks import LazyOrder, RankEpoch, check_plugin, optional, plugin_label
 from dlsched.scheduling.plugins.filters import GpuTypeFilter, NodePoolFilter, RunnableFilter
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.plugins.scores import BestFit, Consolidated, Spread, TopologyScore
@@ -72,6 +73,11 @@ class Profile:
     options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.queue_sort, QueueSortPlugin):
+            raise ValueError(f"profile {self.name}: queue_sort {plugin_label(self.queue_sort)} "
+                             "has no sort_key(state, job)")
+        for plugin in (self.queue_sort, *self.plugins, *self.filters):
+            check_plugin(self.name, plugin)
         everything = [self.queue_sort, *self.plugins, GangPermit()]
         # One tuple per profile (it keys placement caches): the default filters plus any
         # plugin that filters too (e.g. a per-round GPU type choice).
@@ -94,6 +100,9 @@ class Profile:
         self.futile: dict[str, tuple] = {}
         # A static order depends only on the job (FIFO, SJF): the core keeps it sorted.
         self.static_order = bool(getattr(self.queue_sort, "static", False))
+        # The QueueSort's optional hooks (hooks.py), None where it has none.
+        self.lazy_order = optional(self.queue_sort, LazyOrder)
+        self.rank_epoch = optional(self.queue_sort, RankEpoch)
 
     @property
     def preemptive(self) -> bool:
