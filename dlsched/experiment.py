@@ -188,7 +188,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
                            round_seconds=config.round_seconds, seed=config.seed,
                            start_overhead=config.start_overhead,
-                           rounds_only=config.rounds_only)
+                           rounds_only=config.rounds_only, **failure_options(config))
     started = time.perf_counter()
     sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
     result = sim.run()
@@ -201,6 +201,19 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)
     return RunOutcome(result, summarize(result, fairness), out_dir, fairness, trace.throughput)
+
+
+def failure_options(config: RunConfig) -> dict[str, object]:
+    """The simulator's failure model, checkpoint plan and spares for a run (none: none)."""
+    from dlsched.sim.checkpoint import CheckpointPlan, parse_interval
+    from dlsched.sim.failures import resolve_failure_model
+
+    if config.failures is None:
+        return {}
+    return {"failures": resolve_failure_model(config.failures),
+            "checkpoint": CheckpointPlan(parse_interval(config.checkpoint_interval),
+                                         config.checkpoint_seconds),
+            "hot_spares": config.hot_spares}
 
 
 def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:

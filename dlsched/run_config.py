@@ -80,6 +80,15 @@ class RunConfig:
                                   "linear, pollux, gavel, goodput (Pollux's goodput model, "
                                   "re-rated as training progresses), goodput-sia (with Sia's "
                                   "per-GPU-type fits); see docs/throughput-models.md.")
+    failures: str | None = _opt(None, "Node failures from a failure model: llama3 (Llama 3 "
+                                "405B's rates by category), llama3xK (K times those rates) "
+                                "or a failure YAML file; see docs/failures.md.")
+    checkpoint_interval: str = _opt("young", "Seconds of training between checkpoints, or a "
+                                    "rule: young, daly, adaptive (from the failure rate).")
+    checkpoint_seconds: float = _opt(60.0, "Seconds one checkpoint stalls a job (LLM jobs: "
+                                     "their checkpoint size over the storage bandwidth).")
+    hot_spares: int = _opt(0, "Nodes held back as hot spares: one replaces a failed node at "
+                           "once.")
 
     @classmethod
     def from_yaml(cls, path: Path, overrides: Mapping[str, Any] | None = None,
@@ -142,6 +151,7 @@ class RunConfig:
                 raise ConfigError(f"{where(f.name)}: {exc}") from None
         if not self.policies:
             raise ConfigError(f"{where('policies')}: name at least one policy")
+        self._check_failure_options(where)
         for key, value, allowed in (("jobs_format", self.jobs_format, FORMATS),
                                     ("placement", self.placement, PLACEMENTS),
                                     ("work_definition", self.work_definition,
@@ -150,6 +160,17 @@ class RunConfig:
                 raise ConfigError(f"{where(key)}: {value!r} is not one of "
                                   f"{', '.join(allowed)}")
         return self
+
+    def _check_failure_options(self, where: Callable[[str], str]) -> None:
+        from dlsched.sim.checkpoint import parse_interval
+
+        try:
+            parse_interval(self.checkpoint_interval)
+        except ConfigError as exc:
+            raise ConfigError(f"{where('checkpoint_interval')}: {exc}") from None
+        for key in ("checkpoint_seconds", "hot_spares"):
+            if not getattr(self, key) >= 0:
+                raise ConfigError(f"{where(key)}: must be >= 0, got {getattr(self, key)}")
 
     def non_defaults(self) -> dict[str, Any]:
         """The options this run sets to other than their defaults (for run.json and reports),
@@ -204,6 +225,8 @@ def normalized(key: str, value: Any) -> Any:
             return tuple(value)
     if key == "policy_options":
         return _policy_options(value)
+    if key == "checkpoint_interval" and _is_number(value):
+        return str(value)  # seconds, as text beside the rule names
     if _base(field_types().get(key)) is float and _is_number(value):
         return float(value)
     return value

@@ -61,6 +61,13 @@ class Summary:
     deadline_jobs: int = 0
     deadline_satisfaction: float | None = None
     resizes: int = 0
+    # Failures and checkpoints (docs/failures.md); zero / None in a run without failures.
+    node_failures: int = 0
+    job_interruptions: int = 0
+    lost_gpu_hours: float = 0.0
+    checkpoint_gpu_hours: float = 0.0
+    restart_gpu_hours: float = 0.0
+    ettr: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable dict: options as a mapping, non-finite numbers as ``None``."""
@@ -209,4 +216,28 @@ def summarize(result: SimulationResult, inputs: FairnessInputs | None = None) ->
         utilization_by_type=fair.utilization_by_type,
         deadline_jobs=deadlines, deadline_satisfaction=satisfied,
         resizes=sum(j.resizes for j in result.jobs),
+        **failure_fields(result),
     )
+
+
+def failure_fields(result: SimulationResult) -> dict[str, float | int | None]:
+    """Failures, GPU-hours lost to them and to checkpoints, and the effective training time
+    ratio: kept work at each job's requested-size rate over the time since its first start
+    (GPU-weighted; Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning
+    Research Clusters", 2024, §3)."""
+    if not result.failures_by_category and not any(j.checkpoint_gpu_seconds
+                                                   for j in result.jobs):
+        return {}
+    useful = elapsed = 0.0
+    for j in result.jobs:
+        if j.first_start is None:
+            continue
+        end = j.finish_time if j.finish_time is not None else result.end_time
+        useful += j.useful_seconds * j.num_gpus
+        elapsed += (end - j.first_start) * j.num_gpus
+    return {"node_failures": sum(n for _, n in result.failures_by_category),
+            "job_interruptions": sum(j.failures for j in result.jobs),
+            "lost_gpu_hours": sum(j.lost_gpu_seconds for j in result.jobs) / 3600.0,
+            "checkpoint_gpu_hours": sum(j.checkpoint_gpu_seconds for j in result.jobs) / 3600.0,
+            "restart_gpu_hours": sum(j.restart_gpu_seconds for j in result.jobs) / 3600.0,
+            "ettr": useful / elapsed if elapsed > 0 else None}

@@ -22,6 +22,7 @@ from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
+from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.sharing import SharedGpus
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
 from dlsched.scheduling.timeline import Timeline
@@ -43,7 +44,8 @@ class CoreConfig:
 
 class Scheduler:
     def __init__(self, cluster: Cluster, profile: Profile, throughput: ThroughputModel,
-                 clock: Clock, executor: Executor, config: CoreConfig | None = None) -> None:
+                 clock: Clock, executor: Executor, config: CoreConfig | None = None,
+                 resilience: ResilienceBook | None = None) -> None:
         self.cluster = cluster
         self.profile = profile = profile.instantiate()  # this run's plugins (profile.py)
         self.throughput = throughput
@@ -76,6 +78,10 @@ class Scheduler:
         self.rerater = (ProgressRerater(throughput) if self.config.rerate_progress
                         and is_progress_dependent(throughput) else None)
         self.sharing = SharedGpus()  # the running jobs holding part of each shared GPU
+        # Nodes that are down (failed, in repair, or held as hot spares): no cycle places a
+        # worker there; ``submit`` still judges jobs by the whole cluster (nodes come back).
+        self.down_nodes: frozenset[int] = frozenset()
+        self.resilience = resilience  # checkpoints and failure losses (None: no failures)
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -126,6 +132,32 @@ class Scheduler:
         to resume from its last checkpoint, like a preemption it did not ask for."""
         self._preempt(self.running[job_id], self.clock.now(), reason)
 
+    def fail_node(self, node: int, category: str, reason: str) -> list[str]:
+        """A node failed: it is down until ``node_up``; every job with a worker on it stops
+        and goes back to the queue, keeping only the work of its last checkpoint (``fail``
+        and the policies' preemptions keep all of it). Returns the jobs hit."""
+        self.down_nodes = self.down_nodes | {node}
+        now = self.clock.now()
+        gpu_node = self._gpu_node
+        hit = [job for job in self.running.values()
+               if any(gpu_node[g] == node for g in job.allocation)]
+        for job in hit:
+            kept = job.work_done(now)
+            if self.resilience is not None:
+                kept = self.resilience.failed(job, now, category, self.config.restart_overhead)
+            self._preempt(job, now, reason, counted=False)
+            job.done_work = kept
+        return [job.job_id for job in hit]
+
+    def node_up(self, node: int) -> None:
+        self.down_nodes = self.down_nodes - {node}
+
+    def set_down_nodes(self, nodes: frozenset[int]) -> bool:
+        """Mark exactly ``nodes`` down; True if that changed anything."""
+        changed = nodes != self.down_nodes
+        self.down_nodes = nodes
+        return changed
+
     def fail(self, job_id: str, reason: str) -> None:
         """Give up on a job (e.g. it failed too many times)."""
         self._end(job_id, JobStatus.FAILED, reason)
@@ -151,6 +183,7 @@ class Scheduler:
         jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, *jobs,
                                self.throughput,
+                               down_nodes=self.down_nodes if running else frozenset(),
                                by_queue=self.waiting.by_queue(),
                                has_fractional=self.fractional_jobs > 0)
 
@@ -223,6 +256,8 @@ class Scheduler:
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
         job.rate = self.throughput.rate(job.spec, self.placement_of(job))
+        if self.resilience is not None:
+            job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
         job.epoch += 1
         self.executor.start(job, now)
@@ -234,13 +269,13 @@ class Scheduler:
         self._settle(job, now)
         self._release(job)
 
-    def _preempt(self, job: Job, now: float, reason: str) -> None:
+    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True) -> None:
         self.executor.stop(job, now)
         self._settle(job, now)
         self._release(job)
         del self.running[job.job_id]
         job.set_status(JobStatus.PREEMPTED)
-        job.preemptions += 1
+        job.preemptions += counted
         job.queued_since = now
         job.pending_reason = reason
         job.epoch += 1
@@ -255,6 +290,8 @@ class Scheduler:
         job.attained_time = now
         job.gpu_seconds += held * sum(job.shares)
         job.last_run_seconds = held
+        if self.resilience is not None:
+            self.resilience.settled(job, job.productive_from, now, sum(job.shares))
         if held > 0:
             self._charge_types(job, held, self.type_seconds)
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlsched import __version__
 from dlsched.scheduling.rerating import GoodputPoint
+from dlsched.scheduling.resilience import JobLosses
 from dlsched.scheduling.timeline import Timeline
 from dlsched.workload.job import Job
 
@@ -30,6 +31,12 @@ class JobRecord:
     pending_reason: str
     resizes: int = 0
     deadline: float | None = None
+    failures: int = 0  # node failures that stopped it
+    lost_work: float = 0.0  # work units done, then lost to failures
+    lost_gpu_seconds: float = 0.0  # GPU time that produced the lost work
+    checkpoint_gpu_seconds: float = 0.0  # GPU time stalled writing checkpoints
+    restart_gpu_seconds: float = 0.0  # GPU time reloading checkpoints after failures
+    useful_seconds: float = 0.0  # its kept work at its requested size's rate (for ETTR)
 
     @property
     def jct(self) -> float | None:
@@ -67,16 +74,26 @@ class SimulationResult:
     goodput_series: tuple[GoodputPoint, ...] = ()
     type_gpu_seconds: tuple[tuple[str, float], ...] = ()  # (GPU type, GPU-seconds held)
     stalled_at: float | None = None  # the run ended here: the jobs left waiting never start
+    failures_by_category: tuple[tuple[str, int], ...] = ()  # node failures (all, not only hits)
+    lost_by_category: tuple[tuple[str, float], ...] = ()  # GPU-seconds lost and restarting
 
 
-def record_of(job: Job, now: float, reason: str | None = None) -> JobRecord:
+def record_of(job: Job, now: float, reason: str | None = None,
+              losses: JobLosses | None = None, reference_rate: float = 0.0) -> JobRecord:
     """The job's record at ``now``; a job still running is charged its GPUs up to ``now``."""
     held = 0.0 if job.run_started is None else (now - job.run_started) * sum(job.shares)
-    return JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
-                     job.first_start, job.finish_time, job.status.value, job.preemptions,
-                     job.gpu_seconds + held, job.work_done(now), job.spec.work,
-                     job.pending_reason if reason is None else reason, job.resizes,
-                     job.spec.deadline)
+    record = JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
+                       job.first_start, job.finish_time, job.status.value, job.preemptions,
+                       job.gpu_seconds + held, job.work_done(now), job.spec.work,
+                       job.pending_reason if reason is None else reason, job.resizes,
+                       job.spec.deadline)
+    if losses is None:
+        return record
+    useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0
+    return replace(record, failures=losses.failures, lost_work=losses.lost_work,
+                   lost_gpu_seconds=losses.lost_gpu_seconds,
+                   checkpoint_gpu_seconds=losses.checkpoint_gpu_seconds,
+                   restart_gpu_seconds=losses.restart_gpu_seconds, useful_seconds=useful)
 
 
 def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
@@ -86,9 +103,18 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                    policy_options=tuple(sorted(sim.profile.options.items())),
                    placement=sim.profile.placement,
                    restart_overhead=sim.config.restart_overhead)
-    jobs = tuple(record_of(job, now, sim.core.reason_for(job)) for job in sim.core.jobs.values())
+    book = sim.core.resilience
+    if book is None:
+        jobs = tuple(record_of(job, now, sim.core.reason_for(job))
+                     for job in sim.core.jobs.values())
+    else:
+        rate = sim.core.throughput.reference_rate
+        jobs = tuple(record_of(job, now, sim.core.reason_for(job), book.of(job.job_id),
+                               rate(job.spec)) for job in sim.core.jobs.values())
     series = tuple(sim.core.goodput_series)
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
                             sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
                             series, tuple(sim.core.gpu_seconds_by_type(now).items()),
-                            sim.stalled_at)
+                            sim.stalled_at,
+                            tuple(sorted(book.by_category.items())) if book else (),
+                            tuple(sorted(book.lost_by_category.items())) if book else ())

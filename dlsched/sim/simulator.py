@@ -17,15 +17,18 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel, get_throughput_model
 from dlsched.scheduling.decisions import CycleResult
 from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.scheduler import CoreConfig, Scheduler
+from dlsched.sim.checkpoint import CheckpointPlan
 from dlsched.sim.clock import SimClock
 from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.sim.executor import SimExecutor
+from dlsched.sim.failures import Failure, FailureModel, FailureProcess
 from dlsched.sim.result import SimulationResult, collect_result
 from dlsched.workload.trace import Trace
 
 WAKEUP, ROUND = "wakeup", "round"
-_FINISH, _ARRIVAL = Priority.FINISH, Priority.ARRIVAL
+_FINISH, _FAILURE, _ARRIVAL = Priority.FINISH, Priority.FAILURE, Priority.ARRIVAL
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,13 @@ class SimConfig:
     stall_cycles: int = 1000
     start_overhead: float = 0.0
     rounds_only: bool = False
+    failures: FailureModel | None = None  # node failures drawn from this model (sim/failures)
+    checkpoint: CheckpointPlan | None = None  # default with failures: Young's interval
+    hot_spares: int = 0  # nodes held back to replace failed ones at once
+
+    @property
+    def resilient(self) -> bool:
+        return self.failures is not None or self.checkpoint is not None
 
 
 class Simulator:
@@ -54,12 +64,16 @@ class Simulator:
         self.config = config or SimConfig()
         self.events = EventQueue()
         self.clock = SimClock()
+        config = self.config
+        book = (ResilienceBook(config.checkpoint or CheckpointPlan(), config.failures,
+                               cluster.num_gpus) if config.resilient else None)
         self.core = Scheduler(cluster, profile,
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
                               CoreConfig(restart_overhead=self.config.restart_overhead,
-                                         start_overhead=self.config.start_overhead))
+                                         start_overhead=self.config.start_overhead), book)
         self.profile = self.core.profile  # this run's plugins, with their state
+        self.failures = _FailureEvents(self, config) if config.failures is not None else None
         self.round_seconds = self.config.round_seconds or profile.round_seconds
         self.progress = progress
         self._idle_cycles = 0
@@ -92,7 +106,8 @@ class Simulator:
             now = events.peek()
             if arrival < arrivals and specs[arrival].submit_time <= now:
                 now = specs[arrival].submit_time
-            elif not events:
+            elif not events or (self.failures is not None and arrival >= arrivals
+                                and self.failures.only_failures_left()):
                 break
             if max_time is not None and now > max_time:
                 clock.time = max_time
@@ -138,6 +153,8 @@ class Simulator:
         kind = event.kind
         if kind is _FINISH:
             return self._finish(event)
+        if kind is _FAILURE:
+            return self.failures.handle(event.payload) if self.failures is not None else False
         if kind is _ARRIVAL:  # not scheduled by the simulator itself (arrivals come from the
             self.core.submit(event.payload)  # trace), but any caller may schedule one
             return True
@@ -193,6 +210,60 @@ class Simulator:
         self._round_armed = True
         at = (math.floor(self.clock.time / seconds + 1e-9) + 1) * seconds
         self.events.schedule(at, Event(Priority.TIMER, ROUND))
+
+
+class _FailureEvents:
+    """Node failures and repairs as events of the simulator's queue (``Priority.FAILURE``):
+    a failure takes its node down and stops the jobs on it (``Scheduler.fail_node``); its
+    repair brings the node back, or keeps it as a hot spare when the spare pool is short.
+    With hot spares, a spare replaces a failed node at once."""
+
+    def __init__(self, sim: Simulator, config: SimConfig) -> None:
+        assert config.failures is not None
+        self.sim = sim
+        self.process = FailureProcess(config.failures, sim.cluster, config.seed)
+        nodes = sim.cluster.num_nodes
+        self.spares = list(range(nodes - config.hot_spares, nodes))
+        self.wanted_spares = config.hot_spares
+        self.pending = 0
+        if self.spares:
+            sim.core.set_down_nodes(frozenset(self.spares))
+        self._next()
+
+    def only_failures_left(self) -> bool:
+        return self.pending == len(self.sim.events) and self.sim.core.idle
+
+    def _schedule(self, time: float, payload: object) -> None:
+        self.pending += 1
+        self.sim.events.schedule(time, Event(Priority.FAILURE, payload))
+
+    def _next(self) -> None:
+        failure = self.process.next()
+        if failure is not None:
+            self._schedule(failure.time, failure)
+
+    def handle(self, payload: object) -> bool:
+        self.pending -= 1
+        core = self.sim.core
+        if isinstance(payload, Failure):
+            self._next()
+            if payload.node in core.down_nodes:
+                return False  # a node already down (in repair, or a spare) cannot fail again
+            assert core.resilience is not None
+            core.resilience.node_failed(payload.category)
+            core.fail_node(payload.node, payload.category,
+                           f"node failure ({payload.category}) on "
+                           f"{self.sim.cluster.nodes[payload.node].name}")
+            if self.spares:
+                core.node_up(self.spares.pop())
+            self._schedule(self.sim.clock.time + payload.repair_seconds, ("repair", payload.node))
+            return True
+        node = payload[1]  # type: ignore[index]
+        if len(self.spares) < self.wanted_spares:
+            self.spares.append(node)  # repaired into the spare pool: stays out of the cycle
+            return False
+        core.node_up(node)
+        return True
 
 
 def simulate(cluster: Cluster, trace: Trace, profile: Profile,

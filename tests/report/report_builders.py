@@ -28,7 +28,10 @@ FAIRNESS_KEYS = {"ftf_rho_max", "ftf_rho_mean", "ftf_rho_above_1", "jain_tenants
                  "utilization_by_type"}
 
 # Added with the elastic and deadline metrics (metrics.py).
-ELASTIC_KEYS = {"deadline_jobs", "deadline_satisfaction", "resizes"}
+ELASTIC_KEYS = {"deadline_jobs", "deadline_satisfaction", "resizes",
+                # failures and checkpoints (docs/failures.md)
+                "node_failures", "job_interruptions", "lost_gpu_hours", "checkpoint_gpu_hours",
+                "restart_gpu_hours", "ettr"}
 
 TINY_JOBS = (JobSpec("a", 0, 8, 100), JobSpec("b", 1, 4, 10), JobSpec("c", 2, 4, 50),
              JobSpec("d", 3, 1, 5))

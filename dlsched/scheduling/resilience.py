@@ -1,0 +1,128 @@
+"""What failures cost running jobs: checkpoint stalls, work lost since the last checkpoint,
+restarts. The scheduler core owns one ``ResilienceBook`` when a run has failures or
+checkpointing; the simulator and the runtime report failures to the core the same way
+(``Scheduler.fail_node``), so a failure is an event of the one scheduling cycle.
+
+A job launched at ``t0`` (productive from ``t1 = t0 + restart overhead``) at raw rate ``r``
+writes a checkpoint after every ``tau`` seconds of training, each stalling it ``delta``
+seconds, so it progresses at ``r tau / (tau + delta)``. A failure at ``t`` keeps the work of
+the ``floor((t - t1) / (tau + delta))`` checkpoints completed since ``t1`` and loses the rest
+(rates changed mid-run by space sharing are charged at the rate at the failure).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from dlsched.workload.job import Job, JobSpec
+
+if TYPE_CHECKING:  # dlsched.sim imports the core: no import of it at module level here
+    from dlsched.sim.checkpoint import CheckpointPlan
+    from dlsched.sim.failures import FailureModel
+
+DAY = 86400.0
+
+
+@dataclass(slots=True)
+class JobLosses:
+    failures: int = 0
+    lost_work: float = 0.0
+    lost_gpu_seconds: float = 0.0  # GPU time that produced work later lost
+    checkpoint_gpu_seconds: float = 0.0  # GPU time stalled writing checkpoints
+    restart_gpu_seconds: float = 0.0  # GPU time reloading after failures
+    # the current run segment
+    segment_work: float = 0.0
+    raw_rate: float = 0.0
+    interval: float = math.inf
+    delta: float = 0.0
+
+
+class ResilienceBook:
+    def __init__(self, plan: CheckpointPlan, model: FailureModel | None,
+                 cluster_gpus: int) -> None:
+        self.plan = plan
+        self.model = model
+        self.cluster_gpus = cluster_gpus
+        self.jobs: dict[str, JobLosses] = {}
+        self.failures = 0
+        self.by_category: dict[str, int] = {}
+        self.lost_by_category: dict[str, float] = {}  # GPU-seconds
+
+    def of(self, job_id: str) -> JobLosses:
+        losses = self.jobs.get(job_id)
+        if losses is None:
+            losses = self.jobs[job_id] = JobLosses()
+        return losses
+
+    # -- rates ------------------------------------------------------------------------------
+    def rate_per_gpu_second(self, now: float) -> float:
+        """The failure rate the interval rules use: the model's, or, for ``adaptive``, the
+        rate observed so far with the model's as a prior worth one failure."""
+        prior = self.model.rate_per_gpu_day / DAY if self.model is not None else 0.0
+        if self.plan.interval != "adaptive" or prior == 0:
+            return prior
+        exposure = self.cluster_gpus * now
+        return (self.failures + 1) / (exposure + 1 / prior)
+
+    def checkpoint_delta(self, spec: JobSpec) -> float:
+        from dlsched.perf.llm.models import BUILTIN_MODELS
+
+        llm = BUILTIN_MODELS.get(spec.model or "")
+        if llm is None:
+            return self.plan.cost_seconds
+        return 14.0 * llm.params / (self.plan.storage_gbps * 1e9)  # bf16 weights + Adam fp32
+
+    def launched(self, job: Job, now: float, raw_rate: float) -> float:
+        """A job starts a run segment: its checkpoint interval; returns its effective rate."""
+        losses = self.of(job.job_id)
+        delta = self.checkpoint_delta(job.spec)
+        rate = self.rate_per_gpu_second(now) * len(job.allocation)
+        mtbf = math.inf if rate == 0 else 1.0 / rate
+        losses.segment_work, losses.raw_rate = job.done_work, raw_rate
+        losses.interval, losses.delta = self.plan.interval_for(delta, mtbf), delta
+        return raw_rate * _efficiency(losses.interval, delta)
+
+    # -- events -----------------------------------------------------------------------------
+    def settled(self, job: Job, start: float, now: float, gpus: float) -> None:
+        """Charge the checkpoint stalls of a run segment that ran from ``start`` to ``now``."""
+        losses = self.jobs.get(job.job_id)
+        if losses is None or math.isinf(losses.interval) or now <= start:
+            return
+        stalled = (now - start) * losses.delta / (losses.interval + losses.delta)
+        losses.checkpoint_gpu_seconds += stalled * gpus
+
+    def committed(self, job: Job, now: float) -> float:
+        """Work a failure at ``now`` keeps: that of the last completed checkpoint."""
+        losses = self.of(job.job_id)
+        if math.isinf(losses.interval):
+            return losses.segment_work
+        period = losses.interval + losses.delta
+        done = math.floor(max(0.0, now - job.productive_from) / period)
+        saved = losses.segment_work + done * losses.interval * losses.raw_rate
+        return min(job.work_done(now), saved)
+
+    def failed(self, job: Job, now: float, category: str, restart_overhead: float) -> float:
+        """Record a failure of a running job; returns the work it keeps."""
+        losses = self.of(job.job_id)
+        kept = self.committed(job, now)
+        lost = job.work_done(now) - kept
+        gpus = sum(job.shares)
+        lost_seconds = lost / losses.raw_rate * gpus if losses.raw_rate > 0 else 0.0
+        losses.failures += 1
+        losses.lost_work += lost
+        losses.lost_gpu_seconds += lost_seconds
+        losses.restart_gpu_seconds += restart_overhead * gpus
+        self.lost_by_category[category] = self.lost_by_category.get(category, 0.0) + \
+            lost_seconds + restart_overhead * gpus
+        return kept
+
+    def node_failed(self, category: str) -> None:
+        self.failures += 1
+        self.by_category[category] = self.by_category.get(category, 0) + 1
+
+
+def _efficiency(interval: float, delta: float) -> float:
+    """Share of running time that trains (``sim.checkpoint.efficiency``)."""
+    return 1.0 if math.isinf(interval) else interval / (interval + delta)

@@ -1,0 +1,151 @@
+"""Failures as events of the simulator; checkpoints; what a failure costs (docs/failures.md)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from builders import cluster_of
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dlsched.cluster.builtin import resolve_cluster
+from dlsched.cluster.cluster import Node
+from dlsched.errors import ConfigError, InputError
+from dlsched.report.metrics import summarize
+from dlsched.run_config import RunConfig
+from dlsched.scheduling.registry import build_policy
+from dlsched.sim.checkpoint import CheckpointPlan, daly, parse_interval, young
+from dlsched.sim.failures import (
+    FailureCategory,
+    FailureModel,
+    FailureProcess,
+    llama3_model,
+    load_failure_yaml,
+)
+from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.workload.job import JobSpec, JobStatus
+from dlsched.workload.trace import Trace
+
+TOL = 1e-6
+
+
+def _failures(model: FailureModel, seed: int, until: float) -> list:
+    process = FailureProcess(model, resolve_cluster("llama3-h100"), seed)
+    out = []
+    while (f := process.next()) is not None and f.time < until:
+        out.append(f)
+    return out
+
+
+def test_failures_replay_with_their_seed() -> None:
+    a, b = _failures(llama3_model(), 7, 5 * 86400), _failures(llama3_model(), 7, 5 * 86400)
+    assert a == b and a
+    assert a != _failures(llama3_model(), 8, 5 * 86400)
+
+
+def test_llama3_model_gives_419_failures_in_54_days_on_16384_gpus() -> None:
+    counts = [len(_failures(llama3_model(), seed, 54 * 86400)) for seed in range(5)]
+    assert sum(counts) / len(counts) == pytest.approx(419, rel=0.05)
+    shares = {c.name: c.rate_per_gpu_day / llama3_model().rate_per_gpu_day
+              for c in llama3_model().categories}
+    assert shares["gpu"] == pytest.approx(0.301) and shares["hbm3"] == pytest.approx(0.172)
+
+
+def test_young_and_daly() -> None:
+    assert young(60, 3600) == pytest.approx(math.sqrt(2 * 60 * 3600))
+    # Daly's refinement: slightly below Young for delta << M; M when delta >= 2M
+    assert young(60, 3600) - 60 < daly(60, 3600) < young(60, 3600)
+    assert daly(100, 40) == 40
+    plan = CheckpointPlan("young", 60)
+    assert plan.interval_for(60, math.inf) == math.inf
+
+
+@pytest.mark.parametrize("value, message", [(0, "must be > 0"), (-5, "must be > 0"),
+                                            ("weekly", "young, daly, adaptive")])
+def test_bad_checkpoint_interval(value: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_interval(value)
+
+
+def test_run_file_errors_name_file_line_and_field(tmp_path: Path) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text("trace: philly-sample\nfailures: llama3\ncheckpoint_interval: 0\n")
+    with pytest.raises(ConfigError, match=r"run.yaml:3:checkpoint_interval: must be > 0"):
+        RunConfig.from_yaml(run)
+    model = tmp_path / "f.yaml"
+    model.write_text("categories:\n  - name: gpu\n    rate_per_gpu_day: -1\n")
+    with pytest.raises(InputError, match=r"f.yaml:3:categories\[0\].rate_per_gpu_day: must "
+                                         r"be a number >= 0"):
+        load_failure_yaml(model)
+
+
+def _record_segments(sim: Simulator) -> dict[str, float]:
+    """Progress of every run segment, measured from the executor's starts and stops (not
+    from the core's books): what the jobs really computed, lost work included."""
+    gross: dict[str, float] = {}
+    open_: dict[str, tuple[float, float]] = {}
+    executor = sim.core.executor
+    start, stop = executor.start, executor.stop
+
+    def on_start(job, now):  # noqa: ANN001, ANN202
+        open_[job.job_id] = (job.productive_from, job.rate)
+        start(job, now)
+
+    def on_stop(job, now):  # noqa: ANN001, ANN202
+        since, rate = open_.pop(job.job_id)
+        gross[job.job_id] = gross.get(job.job_id, 0.0) + rate * max(0.0, now - since)
+        stop(job, now)
+
+    executor.start, executor.stop = on_start, on_stop
+    sim._open_segments = open_  # type: ignore[attr-defined]
+    return gross
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), jobs=st.integers(1, 12),
+       interval=st.sampled_from(["young", "daly", "adaptive", 50.0]),
+       spares=st.sampled_from([0, 0, 1]))
+def test_no_work_is_counted_twice(seed: int, jobs: int, interval: object, spares: int) -> None:
+    cluster = cluster_of(*(Node(f"n{i}", "V100", 4) for i in range(3)))
+    specs = tuple(JobSpec(f"j{i:02d}", submit_time=float(17 * i), num_gpus=1 + i % 4,
+                          work=200.0 + 97 * i) for i in range(jobs))
+    model = FailureModel("test", (FailureCategory("gpu", 40.0, 0.02),))  # ~1 per 540 s a GPU
+    sim = Simulator(cluster, Trace("t", specs), build_policy("fifo"),
+                    SimConfig(restart_overhead=5.0, seed=seed, failures=model,
+                              checkpoint=CheckpointPlan(interval, 10.0), hot_spares=spares,
+                              max_time=1e6))
+    gross = _record_segments(sim)
+    result = sim.run()
+    for job_id, (since, rate) in sim._open_segments.items():  # type: ignore[attr-defined]
+        end = sim.core.jobs[job_id].finish_time or result.end_time
+        gross[job_id] = gross.get(job_id, 0.0) + rate * max(0.0, end - since)
+    for record in result.jobs:
+        assert record.status == JobStatus.FINISHED.value
+        assert record.work_done == pytest.approx(record.work)
+        assert record.lost_work >= -TOL
+        # every unit computed is either kept once or lost once
+        assert gross.get(record.job_id, 0.0) == pytest.approx(
+            record.work_done + record.lost_work, rel=1e-6, abs=1e-6)
+    assert summarize(result).lost_gpu_hours == pytest.approx(
+        sum(r.lost_gpu_seconds for r in result.jobs) / 3600)
+
+
+def test_philly_with_failures_restarts_jobs_and_reports_lost_gpu_hours() -> None:
+    from dlsched.workload.bundled import resolve_trace
+    from dlsched.workload.readers.base import ReaderOptions
+
+    trace = resolve_trace("philly-sample", options=ReaderOptions(limit=300))
+    cluster = resolve_cluster("philly")
+    config = SimConfig(seed=3, failures=llama3_model(200.0), checkpoint=CheckpointPlan())
+    result = Simulator(cluster, trace, build_policy("tiresias"), config).run()
+    summary = summarize(result)
+    assert summary.jobs_finished == summary.jobs_submitted
+    assert summary.job_interruptions > 0 and summary.lost_gpu_hours > 0
+    assert 0 < summary.ettr < 1
+    hit = [j for j in result.jobs if j.failures]
+    assert all(j.lost_gpu_seconds >= 0 for j in hit)
+    clean = summarize(Simulator(cluster, trace, build_policy("tiresias"),
+                                SimConfig(seed=3)).run())
+    assert clean.lost_gpu_hours == 0 and clean.ettr is None
