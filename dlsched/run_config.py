@@ -84,9 +84,11 @@ class RunConfig:
                                 "405B's rates by category), llama3xK (K times those rates) "
                                 "or a failure YAML file; see docs/failures.md.")
     checkpoint_interval: str = _opt("young", "Seconds of training between checkpoints, or a "
-                                    "rule: young, daly, adaptive (from the failure rate).")
+                                    "rule: young, daly, adaptive (from the failure rate).",
+                                    flag="--checkpoint")
     checkpoint_seconds: float = _opt(60.0, "Seconds one checkpoint stalls a job (LLM jobs: "
-                                     "their checkpoint size over the storage bandwidth).")
+                                     "their checkpoint size over the storage bandwidth).",
+                                     flag="--checkpoint-cost")
     hot_spares: int = _opt(0, "Nodes held back as hot spares: one replaces a failed node at "
                            "once.")
 
