@@ -92,6 +92,13 @@ def gavel_108() -> Cluster:
     return _grouped("gavel-108", [NodeGroup(9, t, 4) for t in ("K80", "P100", "V100")])
 
 
+@builtin("tiresias-128")
+def tiresias_128() -> Cluster:
+    """The Tiresias artifact's simulated cluster (NSDI'19, SymbioticLab/Tiresias
+    ``simulator/n32g4.csv``): 32 nodes of 4 GPUs (its simulator has no GPU types)."""
+    return _grouped("tiresias-128", [NodeGroup(32, "P100", 4)])
+
+
 @builtin("pollux-64")
 def pollux_64() -> Cluster:
     """Pollux's testbed (OSDI'21): 16 AWS g4dn.12xlarge, 4 T4, 48 vCPUs and 192 GB each."""

@@ -104,7 +104,7 @@ def get_throughput_model(name: str) -> ThroughputModel:
 def _load_builtin_models() -> None:
     import importlib
 
-    for module in ("gavel_table", "pollux_table"):
+    for module in ("gavel_table", "pollux_table", "pollux_progress"):
         try:
             importlib.import_module(f"dlsched.perf.{module}")
         except ModuleNotFoundError as exc:

@@ -12,6 +12,10 @@ Every round (§5, "the scheduler reallocates at every scheduling interval"):
    worker (§5.1 marginal gain), until GPUs run out or no job gains;
 4. workers are placed on the fewest nodes (§5.2, ``scheduling/fewest_nodes.py``).
 
+With ``speed="exact"`` step 1 uses the throughput model's true rate at each packed size instead
+of the fitted curve: the Pollux artifact's "Optimus+Oracle" (``simulator/optimus.py``,
+``predict_step_time`` from the measured step times), which the ``pollux-osdi21`` setting runs.
+
 A changed size is a checkpoint-restart the core charges; Optimus ignores that cost (§5.1).
 """
 
@@ -36,6 +40,7 @@ from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
+SPEEDS = ("fitted", "exact")
 ROUND_SECONDS = 600.0  # Optimus reallocates at a fixed interval (§5); the length is ours
 
 
@@ -44,8 +49,12 @@ class OptimusAllocator(ElasticAllocator):
 
     name = "optimus-allocate"
 
-    def __init__(self, elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS) -> None:
+    def __init__(self, elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
+                 speed: str = "fitted") -> None:
         super().__init__(elastic, max_workers)
+        if speed not in SPEEDS:
+            raise ValueError(f"speed must be one of {', '.join(SPEEDS)}, got {speed!r}")
+        self.speed = speed
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
         jobs, capacity, total = self.begin_round(state)
@@ -68,7 +77,8 @@ class OptimusAllocator(ElasticAllocator):
             lo, hi = job_bounds(job, self.elastic, self.max_workers, total)
             if lo > hi:
                 continue
-            rates = fitted_curve(self.curves, state, job, lo, hi)
+            rates = (self.curves.curve(state, job, hi) if self.speed == "exact"
+                     else fitted_curve(self.curves, state, job, lo, hi))
             times[row, lo:hi + 1] = remaining_times(job.remaining_work(state.now),
                                                     rates[lo:hi + 1])
             if np.isfinite(times[row, lo]) and lo <= free:
@@ -79,8 +89,9 @@ class OptimusAllocator(ElasticAllocator):
 
 @register_policy("optimus")
 def optimus(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-            round_seconds: float = ROUND_SECONDS, placement: str = "consolidated") -> Profile:
+            round_seconds: float = ROUND_SECONDS, placement: str = "consolidated",
+            speed: str = "fitted") -> Profile:
     """Optimus: fitted speed functions, marginal-gain GPU allocation, fewest-node placement."""
-    allocator = OptimusAllocator(elastic, max_workers)
+    allocator = OptimusAllocator(elastic, max_workers, speed)
     return Profile("optimus", SubmitOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=round_seconds, acts_on_running=True)

@@ -43,6 +43,10 @@ BUNDLED_TRACES: dict[str, BundledTrace] = {
     "philly-sample": BundledTrace(
         "traces/philly/philly-sample.csv", "philly",
         "first 2,000 jobs of the Microsoft Philly trace (Jeon et al., ATC'19); CC-BY-4.0"),
+    "philly-tiresias-2000": BundledTrace(
+        "traces/philly/philly-tiresias-2000.csv", "philly",
+        "first 2,000 Philly jobs from 2017-10-09 with <= 32 GPUs, by submit time (the "
+        "tiresias-nsdi19 experiment's input); CC-BY-4.0"),
     **{f"pollux-{n}": _pollux(n) for n in range(1, 9)},
     **{f"pollux-{n}-load-{load}": _pollux_load(n, load) for load in ("0.5", "1.5", "2.0")
        for n in range(1, 9)},

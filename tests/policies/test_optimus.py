@@ -107,3 +107,12 @@ def test_max_workers_caps_a_lone_job() -> None:
 def test_unknown_elastic_mode_is_a_clear_error() -> None:
     with pytest.raises(Exception, match="elastic must be one of"):
         build_policy("optimus", {"elastic": "some"})
+
+
+def test_exact_speed_uses_the_models_rates() -> None:
+    # linear scaling: every added worker gains, so both speeds give a lone job the cluster
+    jobs = [Job(make_job("a").work(100).build())]
+    state = cycle_state(make_cluster(nodes=2, gpus=4), waiting=jobs)
+    assert allocate({"speed": "exact"}, state) == {"a": 8}
+    with pytest.raises(Exception, match="speed must be one of"):
+        build_policy("optimus", {"speed": "guess"})

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,15 +30,36 @@ from dlsched.perf.goodput.efficiency import GradientStats
 from dlsched.workload.readers.pollux_profile import PolluxProfile, load_profile
 
 
+StepSync = Callable[[str, tuple[int, ...], float], tuple[float, float]]
+
+
 @functools.lru_cache(maxsize=4096)
 def progress_seconds(application: str, batch_size: int, replicas: int) -> float:
     """Seconds to the artifact's progress target on ``replicas`` packed T4 at ``batch_size``."""
+    return placement_seconds(application, batch_size, _packed(replicas), _packed_step_sync)
+
+
+def _packed(replicas: int) -> tuple[int, ...]:
+    full, rest = divmod(replicas, 4)
+    return (4,) * full + ((rest,) if rest else ())
+
+
+def _packed_step_sync(application: str, shape: tuple[int, ...],
+                      micro: float) -> tuple[float, float]:
+    curve = load_profile().curves[(application, sum(shape))]
+    return (float(np.interp(micro, curve.local_bsz, curve.step_time)),
+            float(np.interp(micro, curve.local_bsz, curve.sync_time)))
+
+
+def placement_seconds(application: str, batch_size: int, shape: tuple[int, ...],
+                      step_sync: StepSync) -> float:
+    """Seconds to the progress target on ``shape`` (GPUs per node) with ``step_sync`` giving
+    the step and all-reduce seconds of one micro-step at a per-GPU batch."""
     profile = load_profile()
     stats = load_grad_stats()[application]
+    replicas = sum(shape)
     micro, accum = _micro_batch(profile, stats, application, batch_size, replicas)
-    curve = profile.curves[(application, replicas)]
-    step = float(np.interp(micro, curve.local_bsz, curve.step_time))
-    sync = float(np.interp(micro, curve.local_bsz, curve.sync_time))
+    step, sync = step_sync(application, shape, micro)
     seconds_per_step = step + (step - sync) * accum
     batch = replicas * micro * (accum + 1)
     ends = (0.0, *stats.progress)

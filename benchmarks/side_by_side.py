@@ -1,0 +1,189 @@
+"""Run a peer's own simulator and dlsched on the same input; print mean JCT, makespan and CPU
+seconds for each, with the relative difference (issue 13).
+
+Each peer runs from a checkout in its own virtualenv, outside this repository (old pins:
+numpy<2, pandas<2, pymoo 0.4), e.g. /work/peers/venv-pollux with numpy 1.23.5, pandas 1.5.3,
+scipy 1.9.3, pymoo 0.4.2.2 on Python 3.9. Nothing of a peer is copied into dlsched: a peer's
+files are run where they are (the Tiresias artifact, written for Python 2.7, is run from a
+patched temporary copy: ``sys.maxint`` -> ``sys.maxsize``, and an empty stand-in for its
+optional ``cplex`` import, which the policies compared here never call).
+
+    python benchmarks/side_by_side.py tiresias --checkout /work/peers/Tiresias \
+        --python /work/peers/venv-pollux/bin/python [--policies fifo,tiresias,srtf] [--limit N]
+    python benchmarks/side_by_side.py pollux --checkout /work/peers/adaptdl \
+        --python /work/peers/venv-pollux/bin/python --workloads 1,6 --policies tiresias,optimus \
+        [--load 1.0]
+
+dlsched runs each policy in the matching named setting (``dlsched/reproduce/settings``).
+CPU seconds: the peer's child process (user + system) and dlsched's own process time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlsched.cluster.builtin import resolve_cluster
+from dlsched.experiment import load_trace, run_policy
+from dlsched.reproduce.experiments.pollux_osdi21 import trace_name
+from dlsched.reproduce.settings import load_setting
+from dlsched.workload.bundled import resolve_trace
+
+TIRESIAS_SCHEDULES = {"fifo": "fifo", "tiresias": "dlas-gpu", "srtf": "shortest"}
+
+
+@dataclass(frozen=True)
+class Side:
+    jct_mean: float
+    makespan: float
+    cpu_seconds: float
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_dlsched(setting: str, policy: str, trace: str, limit: int | None = None) -> Side:
+    started = time.process_time()
+    with tempfile.TemporaryDirectory() as out:
+        config = load_setting(setting).config(policy, trace=trace, out=out, limit=limit)
+        cluster = resolve_cluster(config.cluster)
+        summary = run_policy(config, policy, load_trace(config, cluster), cluster,
+                             Path(out)).summary
+    return Side(summary.jct_mean or 0.0, summary.makespan or 0.0,
+                time.process_time() - started)
+
+
+def tiresias_input(path: Path, limit: int | None) -> None:
+    """The bundled ``philly-tiresias-2000`` in the Tiresias artifact's job format."""
+    jobs = resolve_trace("philly-tiresias-2000").jobs[:limit]
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(["job_id", "num_gpu", "submit_time", "iterations", "model_name",
+                         "duration", "interval"])
+        for index, spec in enumerate(jobs):
+            following = jobs[index + 1].submit_time if index + 1 < len(jobs) else spec.submit_time
+            writer.writerow([index, spec.num_gpus, int(spec.submit_time), int(spec.work),
+                             "resnet50", int(spec.work), int(following - spec.submit_time)])
+
+
+def patched_tiresias(checkout: Path, into: Path) -> Path:
+    simulator = into / "simulator"
+    shutil.copytree(checkout / "simulator", simulator)
+    for source in simulator.glob("*.py"):
+        source.write_text(source.read_text().replace("sys.maxint", "sys.maxsize"))
+    stub = simulator / "cplex"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("")
+    (stub / "exceptions.py").write_text("class CplexError(Exception):\n    pass\n")
+    (stub / "six").mkdir()
+    (stub / "six" / "__init__.py").write_text("")
+    (stub / "six" / "moves.py").write_text("range = range\n")
+    return simulator
+
+
+def run_tiresias_peer(python: str, simulator: Path, jobs: Path, schedule: str) -> Side:
+    log = simulator / f"log-{schedule}"
+    before = child_cpu()
+    subprocess.run([python, "run_sim.py", "--cluster_spec=n32g4.csv", "--scheme=count",
+                    f"--trace_file={jobs}", f"--schedule={schedule}", f"--log_path={log}"],
+                   cwd=simulator, check=True, stdout=subprocess.DEVNULL)
+    with (log / "job.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    jcts = [float(r["JCT"]) for r in rows]
+    makespan = max(float(r["end_time"]) for r in rows)
+    return Side(statistics.mean(jcts), makespan, child_cpu() - before)
+
+
+POLLUX_DRIVER = """
+import contextlib, io, json, sys
+sys.path.insert(0, '.')
+import argparse, pandas
+import simulator
+args = argparse.Namespace(workload=sys.argv[1], policy=sys.argv[2], min_nodes=16,
+                          max_nodes=None, interval=60, interference=0.0, num_gpus=4,
+                          low_util=None, high_util=None, output=None)
+with contextlib.redirect_stdout(io.StringIO()):
+    _, jcts = simulator.simulate(args)
+json.dump(jcts, sys.stdout)
+"""
+
+
+def run_pollux_peer(python: str, checkout: Path, workload: Path, policy: str) -> Side:
+    before = child_cpu()
+    done = subprocess.run([python, "-W", "ignore", "-c", POLLUX_DRIVER, str(workload), policy],
+                          cwd=checkout / "simulator", check=True, capture_output=True, text=True)
+    jcts = json.loads(done.stdout)
+    with workload.open() as handle:
+        submits = {r["name"]: float(r["time"]) for r in csv.DictReader(handle)}
+    makespan = max(submits[name] + jct for name, jct in jcts.items())
+    return Side(statistics.mean(jcts.values()), makespan, child_cpu() - before)
+
+
+def line(case: str, policy: str, peer: Side, ours: Side) -> str:
+    diff = ours.jct_mean / peer.jct_mean - 1
+    span = ours.makespan / peer.makespan - 1
+    return (f"{case:>22} {policy:>9} {peer.jct_mean:>10.1f} {ours.jct_mean:>10.1f} {diff:>+7.1%}"
+            f" {peer.makespan:>10.0f} {ours.makespan:>10.0f} {span:>+7.1%}"
+            f" {peer.cpu_seconds:>8.1f} {ours.cpu_seconds:>8.2f}")
+
+
+HEADER = (f"{'case':>22} {'policy':>9} {'peer JCT':>10} {'dlsched':>10} {'diff':>7}"
+          f" {'peer span':>10} {'dlsched':>10} {'diff':>7} {'peer CPU':>8} {'ours CPU':>8}")
+
+
+def tiresias(args: argparse.Namespace) -> None:
+    print(HEADER)
+    with tempfile.TemporaryDirectory() as scratch:
+        simulator = patched_tiresias(Path(args.checkout), Path(scratch))
+        jobs = Path(scratch) / "jobs.csv"
+        tiresias_input(jobs, args.limit)
+        for policy in args.policies.split(","):
+            peer = run_tiresias_peer(args.python, simulator, jobs, TIRESIAS_SCHEDULES[policy])
+            ours = run_dlsched("tiresias-nsdi19", policy, "philly-tiresias-2000", args.limit)
+            print(line(f"philly-tiresias-{args.limit or 2000}", policy, peer, ours), flush=True)
+
+
+def pollux(args: argparse.Namespace) -> None:
+    print(HEADER)
+    folder = "workloads" if args.load == "1.0" else f"workloads-{args.load}"
+    for number in args.workloads.split(","):
+        workload = Path(args.checkout) / "simulator" / folder / f"workload-{number}.csv"
+        for policy in args.policies.split(","):
+            peer = run_pollux_peer(args.python, Path(args.checkout), workload, policy)
+            ours = run_dlsched("pollux-osdi21", policy,
+                               trace_name(f"workload-{number}", args.load))
+            print(line(f"workload-{number}@{args.load}", policy, peer, ours), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    peers = parser.add_subparsers(dest="peer", required=True)
+    t = peers.add_parser("tiresias")
+    t.add_argument("--checkout", required=True)
+    t.add_argument("--python", required=True)
+    t.add_argument("--policies", default="fifo,tiresias,srtf")
+    t.add_argument("--limit", type=int, default=None)
+    p = peers.add_parser("pollux")
+    p.add_argument("--checkout", required=True)
+    p.add_argument("--python", required=True)
+    p.add_argument("--workloads", default="6")
+    p.add_argument("--policies", default="tiresias,optimus")
+    p.add_argument("--load", default="1.0", choices=("0.5", "1.0", "1.5", "2.0"))
+    args = parser.parse_args()
+    {"tiresias": tiresias, "pollux": pollux}[args.peer](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""The ``pollux-progress`` throughput model: a fixed-batch job's speed on any placement as the
+Pollux artifact's simulator computes it (petuum/adaptdl osdi21-artifact, ``simulator.py``
+``Job.step`` and ``applications.py`` ``get_throughput``).
+
+Work unit: reference seconds of the artifact's progress target (``--work-definition progress``,
+``workload/readers/pollux_work.py``), at the job's batch on its requested GPUs packed four per
+node. On a placement of ``n`` GPUs the job splits its batch as the artifact does (per-GPU
+micro-batch, gradient accumulation, one accumulation step forced on a single GPU); one step
+takes the measured step time plus its compute part again per accumulation step, so the
+all-reduce is paid once a step (the ``pollux`` table instead scales the whole step time above
+the largest measured per-GPU batch). ``rate = seconds(reference) / seconds(placement)``.
+
+Step and all-reduce times of a placement: its row in ``placements.csv`` (GPUs per node,
+interpolated in the per-GPU batch) when measured; otherwise the artifact's fallback, linear
+interpolation in (nodes, replicas, per-GPU batch) over the measured placements (mean per
+point) and ``scalability.csv``, nodes capped at 16 (``scipy``'s ``LinearNDInterpolator``).
+The order of GPUs per node is taken ascending (the artifact uses the smallest rotation of
+its allocation order).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from collections import defaultdict
+from importlib import resources
+
+import numpy as np
+from scipy.interpolate import LinearNDInterpolator
+
+from dlsched.perf.model import Placement, register_throughput_model
+from dlsched.workload.job import JobSpec
+from dlsched.workload.readers.pollux_work import placement_seconds, progress_seconds
+
+
+def _rows(app: str, name: str) -> list[dict[str, str]]:
+    path = resources.files("dlsched") / "data" / "profiles" / "pollux" / app / name
+    return list(csv.DictReader(path.read_text().splitlines()))
+
+
+@functools.cache
+def _measured(app: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    by_digits: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for row in _rows(app, "placements.csv"):
+        by_digits[row["placement"]].append(
+            (float(row["local_bsz"]), float(row["step_time"]), float(row["sync_time"])))
+    return {k: tuple(np.array(c) for c in zip(*sorted(v), strict=True))  # type: ignore[misc]
+            for k, v in by_digits.items()}
+
+
+@functools.cache
+def _fallback(app: str) -> LinearNDInterpolator:
+    points: dict[tuple[int, int, float], list[tuple[float, float]]] = defaultdict(list)
+    for row in _rows(app, "placements.csv"):
+        digits = row["placement"]
+        key = (len(digits), sum(map(int, digits)), float(row["local_bsz"]))
+        points[key].append((float(row["step_time"]), float(row["sync_time"])))
+    xs = [list(k) for k in points]
+    ys = [list(np.mean(v, axis=0)) for v in points.values()]
+    for row in _rows(app, "scalability.csv"):
+        xs.append([int(row["num_nodes"]), int(row["num_replicas"]), float(row["local_bsz"])])
+        ys.append([float(row["step_time"]), float(row["sync_time"])])
+    return LinearNDInterpolator(np.array(xs, dtype=float), np.array(ys, dtype=float))
+
+
+def step_sync(app: str, shape: tuple[int, ...], micro: float) -> tuple[float, float]:
+    """Step and all-reduce seconds of one micro-step of ``micro`` samples per GPU."""
+    digits = "".join(str(n) for n in sorted(shape))
+    measured = _measured(app).get(digits)
+    if measured is not None:
+        local, step, sync = measured
+        return float(np.interp(micro, local, step)), float(np.interp(micro, local, sync))
+    step_s, sync_s = _fallback(app)([min(len(shape), 16), sum(shape), micro])[0]
+    packed = _packed(sum(shape))
+    if not np.isfinite(step_s) and packed != tuple(sorted(shape)):
+        return step_sync(app, packed, micro)  # outside the measured hull: as if packed
+    return float(step_s), float(sync_s)
+
+
+def _packed(replicas: int) -> tuple[int, ...]:
+    full, rest = divmod(replicas, 4)
+    return tuple(sorted((4,) * full + ((rest,) if rest else ())))
+
+
+class PolluxProgressThroughputs:
+    """Reference seconds per second as the Pollux artifact times a fixed-batch job."""
+
+    name = "pollux-progress"
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        if not placement.gpu_types:
+            return 0.0
+        app, batch = str(spec.model).casefold(), int(spec.batch_size or 0)
+        per_node: dict[int, int] = defaultdict(int)
+        for node in placement.nodes:
+            per_node[node] += 1
+        seconds = _seconds(app, batch, tuple(sorted(per_node.values())))
+        if not np.isfinite(seconds) or seconds <= 0:
+            return 0.0
+        return progress_seconds(app, batch, spec.num_gpus) / seconds
+
+    def reference_rate(self, spec: JobSpec) -> float:
+        return 1.0
+
+
+@functools.lru_cache(maxsize=65536)
+def _seconds(app: str, batch: int, shape: tuple[int, ...]) -> float:
+    try:
+        return placement_seconds(app, batch, shape, step_sync)
+    except (ValueError, ZeroDivisionError):
+        return float("inf")
+
+
+register_throughput_model("pollux-progress", PolluxProgressThroughputs)

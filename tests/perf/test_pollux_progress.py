@@ -1,0 +1,36 @@
+"""The pollux-progress model: the Pollux artifact's fixed-batch speed on any placement."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlsched.perf.model import Placement, get_throughput_model
+from dlsched.workload.job import JobSpec
+
+
+def spec(app: str, gpus: int, batch: int) -> JobSpec:
+    return JobSpec("j", 0.0, gpus, 1.0, model=app, batch_size=batch)
+
+
+def on(*per_node: int) -> Placement:
+    nodes = tuple(n for n, count in enumerate(per_node) for _ in range(count))
+    return Placement(("T4",) * len(nodes), nodes)
+
+
+@pytest.mark.parametrize(("app", "gpus", "batch", "placement", "expected"), [
+    pytest.param("bert", 6, 384, on(4, 2), 1.0, id="requested-packed"),
+    pytest.param("bert", 6, 384, on(2, 4), 1.0, id="node-order-ignored"),
+    # the artifact's own Job alone: 3092 s on 6 packed GPUs, 1324 s on 16
+    pytest.param("bert", 6, 384, on(4, 4, 4, 4), 3092 / 1324, id="bert-16"),
+    pytest.param("cifar10", 6, 2048, on(4, 4), 910 / 865, id="cifar10-8"),
+    pytest.param("bert", 6, 384, on(), 0.0, id="no-gpus"),
+])
+def test_rates(app: str, gpus: int, batch: int, placement: Placement, expected: float) -> None:
+    model = get_throughput_model("pollux-progress")
+    assert model.rate(spec(app, gpus, batch), placement) == pytest.approx(expected, rel=1e-3)
+
+
+def test_spread_placement_is_slower_than_packed() -> None:
+    model = get_throughput_model("pollux-progress")
+    job = spec("bert", 4, 384)  # measured: 3603 s on 1+1+1+1, 3335 s on one node
+    assert 0 < model.rate(job, on(1, 1, 1, 1)) < model.rate(job, on(4))

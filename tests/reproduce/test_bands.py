@@ -1,0 +1,31 @@
+"""Reference bands on fast subsets: dlsched in a peer's named setting stays within 5% of the
+peer's own simulator (a failing band fails CI). The full tables are `dlsched reproduce NAME`
+and benchmarks/side_by_side.py; their results are in benchmarks/RESULTS.md."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlsched.reproduce.registry import ExperimentOptions, get_experiment
+from dlsched.reproduce.runner import run_experiment
+
+
+def cells(name: str, case: str, variant: str | None, policies: str) -> dict[tuple, float]:
+    experiment = get_experiment(name)
+    options = ExperimentOptions((case,), () if variant is None else (variant,),
+                                options={"policies": policies})
+    rows = run_experiment(experiment, options)
+    assert rows and all(r.reference is not None for r in rows)
+    return {(r.policy, r.metric): r.rel_diff for r in rows}
+
+
+def test_pollux_artifact_tiresias_on_workload_6() -> None:
+    diffs = cells("pollux-osdi21", "workload-6", "1.0", "tiresias")
+    assert abs(diffs[("tiresias", "jct_mean_s")]) <= 0.05, diffs
+    assert abs(diffs[("tiresias", "makespan_s")]) <= 0.05, diffs
+
+
+@pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
+def test_tiresias_artifact_on_2000_philly_jobs(policy: str) -> None:
+    diffs = cells("tiresias-nsdi19", "philly-tiresias-2000", None, policy)
+    assert abs(diffs[(policy, "jct_mean_s")]) <= 0.05, diffs
