@@ -11,7 +11,8 @@ from dlsched.workload.bundled import BUNDLED_TRACES, resolve_trace
 from dlsched.workload.readers import ReaderOptions, detect_format
 
 SHARED_DATA = Path(__file__).parents[2] / "../shared/data"
-EXPECTED_JOBS = {"philly-sample": 2000, "philly-tiresias-2000": 2000, "elasticflow-195": 195, "gavel-max-min-fairness": 96,
+EXPECTED_JOBS = {"philly-sample": 2000, "philly-tiresias-2000": 2000, "elasticflow-195": 195,
+                 "gavel-max-min-fairness": 96,
                  "chronus-mix2-4h": 1715, **{f"pollux-{n}": 160 for n in range(1, 9)},
                  **{f"pollux-{n}-load-{load}": round(160 * float(load)) for n in range(1, 9)
                     for load in ("0.5", "1.5", "2.0")}}

@@ -29,7 +29,6 @@ from dlsched.perf.goodput.bundle import load_grad_stats
 from dlsched.perf.goodput.efficiency import GradientStats
 from dlsched.workload.readers.pollux_profile import PolluxProfile, load_profile
 
-
 StepSync = Callable[[str, tuple[int, ...], float], tuple[float, float]]
 
 
