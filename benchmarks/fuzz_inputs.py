@@ -1,11 +1,11 @@
 """Fuzz every trace reader and YAML loader at length (issue 11 item 17, issue 12 items 4-5).
 
-Mutates the seeds of ``tests/fuzzing`` (one small valid file per trace format and YAML loader)
-with the same mutators the CI test uses, and loads each file in a worker process under a
-per-input timeout and a memory cap. Counts tracebacks, hangs (past the timeout), garbage
-accepted (a mutation that must fail loaded fine: the "exit 0 on garbage" of the CLI), valid
-input refused or read differently (BOM, CRLF, quoting), and errors that do not name file and
-line (and those that also name a field).
+Mutates the seeds of ``tests/fuzzing/fuzz_seeds.py`` (one small valid file per trace format and
+YAML loader) with the mutators of ``fuzz_mutators.py``, those the CI test uses, and loads each
+file in a worker process under a per-input timeout and a memory cap. Counts tracebacks, hangs
+(past the timeout), garbage accepted (a mutation that must fail loaded fine: the "exit 0 on
+garbage" of the CLI), valid input refused or read differently (BOM, CRLF, quoting), and errors
+that do not name file and line (and those that also name a field).
 
 ``--via loaders`` (default) calls the loaders the CLI calls, in-process; ``--via cli`` runs
 ``dlsched simulate`` itself (typer's runner, in the worker) on trace and cluster files and
@@ -32,9 +32,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests" / "fuzzing"), str(ROOT)]
 
-from mutators import MUTATORS, mutators_for  # noqa: E402
-from runner import Outcome, file_name, located, mutate_and_judge  # noqa: E402
-from seeds import TARGETS, TRACES, YAMLS, Target  # noqa: E402
+from fuzz_mutators import MUTATORS, mutators_for  # noqa: E402
+from fuzz_runner import Outcome, file_name, located, mutate_and_judge  # noqa: E402
+from fuzz_seeds import TARGETS, TRACES, YAMLS, Target  # noqa: E402
 
 MEMORY_CAP = 3 << 30  # bytes of address space per worker: a blow-up becomes a MemoryError
 
@@ -194,6 +194,11 @@ def summarize(results: list[dict[str, Any]], kind: dict[str, str]) -> dict[str, 
             "max_cpu_seconds": round(max((r["cpu"] for r in rows), default=0.0), 3),
             "mean_cpu_seconds": round(sum(r["cpu"] for r in rows) / max(len(rows), 1), 4),
             "by_mutator": dict(collections.Counter(r["mutator"] for r in rows)),
+            "errors_without_a_field_by_mutator": dict(collections.Counter(
+                r["mutator"] for r in errors if not r["field_named"]).most_common()),
+            "errors_without_a_field_examples": [
+                f"{r['target']}/{r['mutator']}: {r['message'][:160]}"
+                for r in errors if not r["field_named"]][:: max(1, len(errors) // 40)][:40],
             "examples": examples,
         }
     return out

@@ -10,11 +10,11 @@ from pathlib import Path
 from random import Random
 
 import pytest
+from fuzz_mutators import MUTATORS, mutators_for
+from fuzz_runner import mutate_and_judge
+from fuzz_seeds import TARGETS, TRACES, YAMLS
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mutators import MUTATORS, mutators_for
-from runner import mutate_and_judge
-from seeds import TARGETS, TRACES, YAMLS
 
 PAIRS = [(target, mutator) for target in TRACES + YAMLS for mutator in mutators_for(target)]
 

@@ -66,7 +66,10 @@ class AlibabaReader:
 
 
 def _check_times(path: Path) -> None:
-    header = [c.strip() for c in first_line(path).split(",")]
+    try:
+        header = [c.strip() for c in first_line(path).split(",")]
+    except InputError:
+        return  # not text: the row reader says where, naming the field
     missing = [c for c in TIME_COLUMNS if c not in header]
     if missing:
         raise InputError(InputLocation(str(path), 1, missing[0]),

@@ -10,8 +10,8 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
-from mutators import Mutator
-from seeds import Target
+from fuzz_mutators import Mutator
+from fuzz_seeds import Target
 
 from dlsched.errors import DlschedError
 

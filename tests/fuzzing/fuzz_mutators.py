@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from random import Random
 
-from seeds import Target
+from fuzz_seeds import Target
 
 Apply = Callable[[bytes, Target, Random], bytes]
 
@@ -150,6 +150,29 @@ def truncate(data: bytes, target: Target, rng: Random) -> bytes:
     return data[:rng.randrange(1, len(data))]
 
 
+_ALPHABET = ("abcXYZ019 ,;\t\"'-+._:/\\#[]{}&*!|>%@`~=?\u00e9\u00a0\u2028\u200b\u0661\U0001f600"
+             "\ud7ff\ufffd")
+
+
+def random_value(data: bytes, target: Target, rng: Random) -> bytes:
+    """One field replaced by a short random string of awkward characters (any Unicode that
+    UTF-8 can encode: separators, quotes, exotic digits and spaces, emoji)."""
+    value = "".join(rng.choice(_ALPHABET) for _ in range(rng.randrange(0, 12)))
+    return _with_field(data, target, rng, lambda old: value.encode())
+
+
+def cross_format(data: bytes, target: Target, rng: Random) -> bytes:
+    """Another format's header or rows in this file (a file given the wrong --format)."""
+    from fuzz_seeds import TRACES, YAMLS
+
+    other = rng.choice([t for t in (TRACES if target.kind == "trace" else YAMLS)
+                        if t.name != target.name]).seed.encode()
+    mine, theirs = _lines(data), _lines(other)
+    if rng.random() < 0.5:
+        return b"".join(theirs[:1] + mine[1:])
+    return b"".join(mine[:1] + theirs[1:])
+
+
 # YAML: documents that must be refused whatever the loader
 
 def billion_laughs(data: bytes, target: Target, rng: Random) -> bytes:
@@ -222,6 +245,8 @@ MUTATORS = (
     Mutator("splice_text", splice_text, "any"),
     Mutator("swap_lines", swap_lines, "any"),
     Mutator("truncate", truncate, "any"),
+    Mutator("random_value", random_value, "any"),
+    Mutator("cross_format", cross_format, "any"),
     Mutator("billion_laughs", billion_laughs, "error", _yaml),
     Mutator("recursive_alias", recursive_alias, "error", _yaml),
     Mutator("deep_nesting", deep_nesting, "error", _yaml),
