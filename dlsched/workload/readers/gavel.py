@@ -17,6 +17,7 @@ becomes the job's queue.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -49,6 +50,16 @@ def parse_job_type(job_type: str) -> tuple[str, int | None]:
     return match["model"], int(match["batch"])
 
 
+@functools.cache
+def _measured() -> frozenset[tuple[str, int | None]]:
+    """Every job type of Gavel's bundled throughput table (any source), model case-folded:
+    a job of another type could not run under the ``gavel`` model the trace asks for."""
+    from dlsched.perf.gavel_table import SOURCES, job_types  # the table module imports us
+
+    return frozenset((model.casefold(), batch) for source in SOURCES
+                     for model, batch in job_types(source))
+
+
 def _common(ctx: RowContext) -> dict[str, object]:
     for name in ("command", "num_steps_arg"):
         ctx.text(name)
@@ -56,6 +67,10 @@ def _common(ctx: RowContext) -> dict[str, object]:
     if flag not in (0, 1):
         raise ctx.fail("needs_data_dir", f"must be 0 or 1, got {flag}")
     model, batch_size = parse_job_type(ctx.text("job_type"))
+    if (model.casefold(), batch_size) not in _measured():
+        raise ctx.fail("job_type", f"Gavel measured no job type {ctx.text('job_type')!r}; its "
+                                   "throughputs (the trace's model) know e.g. 'ResNet-18 (batch "
+                                   "size 64)', 'Transformer (batch size 128)', 'A3C'")
     return {"submit_time": ctx.number("arrival_time", minimum=0),
             "num_gpus": ctx.integer("scale_factor", minimum=1),
             "work": float(ctx.integer("total_steps", minimum=1)),

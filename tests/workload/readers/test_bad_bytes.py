@@ -94,6 +94,13 @@ def test_rows_all_left_out_or_skipped_are_an_error(tmp_path: Path) -> None:
     assert f"{path}:2: no valid job: all 1 invalid rows were skipped" in message
 
 
+def test_a_gavel_job_type_without_throughputs_is_refused_at_its_line(tmp_path: Path) -> None:
+    # found by benchmarks/fuzz_inputs.py --via cli: the run failed later naming only the job
+    row = ["Transformer (batch size 128){", "cmd", "-step", "1", "20851", "0.0", "1"]
+    path = _write(tmp_path, "\t".join(row) + "\n", "vc.trace")
+    assert f"{path}:1:job_type: Gavel measured no job type" in _error(path, "gavel-philly")
+
+
 def test_gavel_rows_with_control_characters_name_their_field(tmp_path: Path) -> None:
     row = ["A3C", "cmd", "--steps", "0", "500", "0", "1"]
     good = "\t".join(row) + "\n"
