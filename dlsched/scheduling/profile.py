@@ -33,9 +33,15 @@ from dlsched.scheduling.framework import (
 from dlsched.scheduling.hooks import LazyOrder, RankEpoch, check_plugin, optional, plugin_label
 from dlsched.scheduling.plugins.filters import GpuTypeFilter, NodePoolFilter, RunnableFilter
 from dlsched.scheduling.plugins.gang import GangPermit
-from dlsched.scheduling.plugins.scores import BestFit, Consolidated, Spread, TopologyScore
+from dlsched.scheduling.plugins.scores import (
+    BestFit,
+    Consolidated,
+    MostFree,
+    Spread,
+    TopologyScore,
+)
 
-PLACEMENTS = ("consolidated", "spread", "best-fit", "topology")
+PLACEMENTS = ("consolidated", "spread", "best-fit", "topology", "most-free")
 
 
 def placement_scores(name: str) -> tuple[tuple[ScorePlugin, float], ...]:
@@ -48,6 +54,8 @@ def placement_scores(name: str) -> tuple[tuple[ScorePlugin, float], ...]:
         return ((BestFit(), 1.0),)
     if name == "topology":
         return ((TopologyScore(), 2.0), (Consolidated(), 1.0))
+    if name == "most-free":
+        return ((MostFree(), 1.0),)
     raise ValueError(f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
 
 

@@ -44,6 +44,9 @@ STRATEGIES = [
     ("best-fit-fullest", "best-fit", 3, _used(0, 4, 5), 2, (6, 7)),
     ("best-fit-one-gpu", "best-fit", 3, _used(0, 4, 5), 1, (6,)),
     ("best-fit-skips-node-too-small", "best-fit", 2, _used(0, 1, 2, 4, 5), 2, (6, 7)),
+    # most-free: the node with the most free GPUs, as many as fit, then the next.
+    ("most-free-emptiest-first", "most-free", 3, _used(0, 4, 5), 2, (8, 9)),
+    ("most-free-splits-greedily", "most-free", 3, _used(0, 4, 5, 8), 5, (1, 2, 3, 9, 10)),
 ]
 
 

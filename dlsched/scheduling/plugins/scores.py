@@ -80,6 +80,18 @@ class Spread:
         return 100.0 * capacity / size
 
 
+class MostFree:
+    """Most free GPUs first, taking as many workers as fit there: the greedy placement of the
+    Pollux artifact's Tiresias and Optimus (``free_gpus.most_common(1)``, simulator/
+    tiresias.py and optimus.py); ties go to the lowest node index."""
+
+    name = "most-free"
+
+    def score(self, state: CycleState, job: Job, nodes: np.ndarray, capacity: np.ndarray,
+              need: int) -> np.ndarray:
+        return capacity.astype(float)
+
+
 class TopologyScore:
     """Locality: nodes in the rack of the workers already placed score 100, others 0; for the
     first node, prefer the rack with the most free GPUs so the rest can follow."""
