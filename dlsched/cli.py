@@ -70,11 +70,11 @@ def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path
     from dlsched.experiment import run_policy
 
     columns = (TextColumn(f"{policy:>10}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs finished"), TimeElapsedColumn())
+               TextColumn("jobs finished, {task.fields[where]}"), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(policy, total=len(trace))
-        outcome = run_policy(config, policy, trace, cluster, out,
-                             progress=lambda done, total: bar.update(task, completed=done))
+        task = bar.add_task(policy, total=len(trace), where="starting")
+        outcome = run_policy(config, policy, trace, cluster, out, progress=lambda p: bar.update(
+            task, completed=p.finished, where=escape(p.describe())))
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
                          f"{_hours(s.jct_mean)}, makespan {_hours(s.makespan)}, utilization "

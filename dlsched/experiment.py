@@ -4,7 +4,6 @@ policy's profile, simulate and write the outputs."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import accepts, build_policy
 from dlsched.scheduling.state import CycleState
+from dlsched.sim.progress import ProgressCallback
 from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.config import TenantConfig
@@ -183,7 +183,7 @@ class RunOutcome:
 
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
-               progress: Callable[[int, int], None] | None = None) -> RunOutcome:
+               progress: ProgressCallback | None = None) -> RunOutcome:
     profile = build_profile(config, policy)
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
                            round_seconds=config.round_seconds, seed=config.seed,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from dlsched.cluster.cluster import Cluster
@@ -24,6 +23,7 @@ from dlsched.sim.clock import SimClock
 from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.sim.executor import SimExecutor
 from dlsched.sim.failures import Failure, FailureModel, FailureProcess
+from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
 from dlsched.sim.result import SimulationResult, collect_result
 from dlsched.workload.trace import Trace
 
@@ -59,7 +59,8 @@ class SimConfig:
 class Simulator:
     def __init__(self, cluster: Cluster, trace: Trace, profile: Profile,
                  config: SimConfig | None = None, throughput: ThroughputModel | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> None:
+                 progress: ProgressCallback | None = None,
+                 progress_interval: float = INTERVAL_SECONDS) -> None:
         self.cluster, self.trace, self.profile = cluster, trace, profile
         self.config = config or SimConfig()
         self.events = EventQueue()
@@ -75,7 +76,8 @@ class Simulator:
         self.profile = self.core.profile  # this run's plugins, with their state
         self.failures = _FailureEvents(self, config) if config.failures is not None else None
         self.round_seconds = self.config.round_seconds or profile.round_seconds
-        self.progress = progress
+        self.progress = None if progress is None else ProgressReporter(progress,
+                                                                       progress_interval)
         self._idle_cycles = 0
         self.stalled_at: float | None = None  # when the run ended with jobs that never start
         self._next_arrival = 0
@@ -129,12 +131,16 @@ class Simulator:
                 continue
             if changed:
                 result = core.cycle()
+                if self.progress is not None:
+                    self.progress.tick(self)
                 self._arm_wakeup(result.next_wakeup)
                 if self.round_seconds is not None:
                     self._arm_round()
                 if self._stalled(result, arrival < arrivals):
                     self.stalled_at = now
                     break
+        if self.progress is not None:
+            self.progress.done(self)
         return collect_result(self, time.perf_counter() - started)
 
     def _stalled(self, result: CycleResult, arrivals_left: bool) -> bool:
@@ -169,8 +175,6 @@ class Simulator:
             return False  # stale: the job was preempted after this was scheduled
         self.core.finish(job.job_id)
         self.finished += 1
-        if self.progress is not None and self.finished % 500 == 0:
-            self.progress(self.finished, len(self.trace))
         return True
 
     def _arm_wakeup(self, at: float | None) -> None:
