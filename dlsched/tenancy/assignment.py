@@ -18,7 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
-from dlsched.tenancy.config import ClusterQueue, ResourceFlavor, WhenCanBorrow, WhenCanPreempt
+from dlsched.tenancy.config import (
+    ClusterQueue,
+    Reclaim,
+    ResourceFlavor,
+    WhenCanBorrow,
+    WhenCanPreempt,
+)
 from dlsched.tenancy.quota import EPS, Usage
 from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import JobSpec
@@ -62,12 +68,19 @@ def flavor_serves(flavor: ResourceFlavor, spec: JobSpec) -> bool:
 
 
 def assign(cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor], spec: JobSpec,
-           request: Mapping[str, float], usage: Usage) -> Assignment:
+           request: Mapping[str, float], usage: Usage,
+           seen: list[Assignment] | None = None) -> Assignment:
+    """The flavor for a job; ``seen`` (if given) collects the option of every flavor looked
+    at, in order (for the per-flavor pending reasons)."""
     best: Assignment | None = None
     for name in cq.flavors:
         if not flavor_serves(flavors[name], spec):
+            if seen is not None:
+                seen.append(Assignment(name, Mode.NO_FIT, False, Reason.NO_FLAVOR))
             continue
-        option = _mode(cq.name, name, request, usage)
+        option = _mode(cq, name, request, usage)
+        if seen is not None:
+            seen.append(option)
         if option.mode is Mode.FIT and (not option.borrows or cq.fungibility.when_can_borrow
                                         is WhenCanBorrow.BORROW):
             return option
@@ -79,21 +92,37 @@ def assign(cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor], spec: JobSpe
     return best or Assignment(None, Mode.NO_FIT, False, Reason.NO_FLAVOR)
 
 
-def _mode(cq: str, flavor: str, request: Mapping[str, float], usage: Usage) -> Assignment:
+def _mode(cq: ClusterQueue, flavor: str, request: Mapping[str, float],
+          usage: Usage) -> Assignment:
     mode, reason = Mode.FIT, None
+    tree = usage.tree
     for resource, amount in request.items():
         fr = (flavor, resource)
-        if amount <= usage.available(cq, fr) + EPS:
+        if amount <= usage.available(cq.name, fr) + EPS:
             continue
-        tree = usage.tree
-        limit = tree.borrowing_limit(cq, fr)
-        if amount <= usage.potential(cq, fr) + EPS:
+        limit = tree.borrowing_limit(cq.name, fr)
+        if amount <= usage.potential(cq.name, fr) + EPS:
+            if not _may_preempt(cq, fr, amount, usage):  # Kueue: "insufficient unused quota"
+                return Assignment(flavor, Mode.NO_FIT, False, Reason.NEEDS_PREEMPTION)
             over = limit is not None and (
-                usage.usage(cq, fr) + amount > tree.nominal(cq, fr) + limit + EPS)
+                usage.usage(cq.name, fr) + amount > tree.nominal(cq.name, fr) + limit + EPS)
             mode = min(mode, Mode.PREEMPT)
             reason = reason or (Reason.BORROWING_LIMIT if over else Reason.NEEDS_PREEMPTION)
             continue
-        beyond = limit is not None and amount > tree.nominal(cq, fr) + limit + EPS
+        beyond = limit is not None and amount > tree.nominal(cq.name, fr) + limit + EPS
         return Assignment(flavor, Mode.NO_FIT, False,
                           Reason.BORROWING_LIMIT if beyond else Reason.NO_QUOTA)
-    return Assignment(flavor, mode, usage.borrows(cq, flavor, request), reason)
+    return Assignment(flavor, mode, usage.borrows(cq.name, flavor, request), reason)
+
+
+def _may_preempt(cq: ClusterQueue, fr: tuple[str, str], amount: float, usage: Usage) -> bool:
+    """Kueue ``fitsResourceQuota``: a job may look for victims only if its request fits its
+    queue's nominal quota, or a cohort below the root could hold it, or its queue may preempt
+    while borrowing (``borrowWithinCohort``, or fair sharing with ``reclaimWithinCohort``)."""
+    if (amount <= usage.tree.nominal(cq.name, fr) + EPS
+            or cq.preemption.borrow_within_cohort.enabled):
+        return True
+    if usage.tree.config.fair_sharing.enabled and (
+            cq.preemption.reclaim_within_cohort is not Reclaim.NEVER):
+        return True
+    return usage.borrow_height(cq.name, fr, amount)[1]

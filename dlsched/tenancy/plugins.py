@@ -27,11 +27,12 @@ from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
 from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy.assignment import Assignment, Mode, assign
-from dlsched.tenancy.config import ClusterQueue, QueueingStrategy, TenantConfig
+from dlsched.tenancy.audit import TenantAudit
+from dlsched.tenancy.config import ClusterQueue, QueueingStrategy, Reclaim, TenantConfig
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.ordering import admission_key
-from dlsched.tenancy.preemption import Admitted, Target, candidates, select_targets
+from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
 from dlsched.tenancy.quota import QuotaTree, Usage, request_of
 from dlsched.tenancy.reasons import Pending, PendingBook, Reason
 from dlsched.tenancy.skip import closes_queue
@@ -54,11 +55,14 @@ class _Cycle:
         self.positions: Mapping[str, tuple[str, int]] = {}
         self.assigned: dict[str, Assignment] = {}
         self.targets: dict[str, list[Target]] = {}
+        self.no_borrow: set[str] = set()  # victims found by a pass that forbade borrowing
+        self.seen_evicted: set[str] = set()  # evictions already logged
         self.blocked: dict[str, str] = {}  # StrictFIFO queue -> head that blocks it
         # (queue, GPU types, priority, borrows) -> (usage version, request, submitted, reason)
         # of a job that failed on quota
         self.least: dict[str, dict[str, float]] = {}  # per queue, the least a job asks
         self.ranks: dict[tuple, ShareRank] = {}  # (queue, request) -> borrow rank
+        self.options: dict[str, list[Assignment]] = {}  # job -> each flavor's assignment
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
         self.rank_usage: Usage | None = None  # usage at the cycle's start, for the order
 
@@ -76,6 +80,7 @@ class TenantAdmission:
         self.history = DecayedUsage(half_life) if half_life > 0 else None
         self.pending = PendingBook()  # the last cycle's reasons, for visibility
         self.evicted_by: dict[str, set[str]] = {}  # victim -> the jobs that evicted it
+        self.audit = TenantAudit()
         self._requests: dict[str, Mapping[str, float]] = {}
         self._names: dict[str, tuple[str, ...]] = {}
         self._queue_names: dict[str, str] = {}  # JobSpec.queue -> cluster queue name
@@ -188,8 +193,9 @@ class TenantAdmission:
             if self.config.fair_sharing.enabled:
                 rank = admission_rank(usage, cq.name,
                                       {(flavor, r): v for r, v in request.items()})
-            else:
-                rank = (float(usage.borrows(cq.name, flavor, request)),)
+            else:  # Kueue's classical order: borrowing from less far up the tree first
+                rank = (float(max((usage.borrow_height(cq.name, (flavor, r), v)[0]
+                                   for r, v in request.items()), default=0)),)
             data.ranks[key] = rank
         return rank
 
@@ -207,6 +213,10 @@ class TenantAdmission:
             if ready > state.now:
                 return self._fail(data, job, Reason.BACKOFF, f"until t={ready:g}")
         request = self.request(job)
+        if cq.name in data.view.holds:
+            # The next job of a queue that held quota: Kueue would look at it in the next
+            # cycle, with the held quota free again.
+            data.view.release(cq.name)
         usage = data.view.sync()
         memo = self._memo_key(data, job, cq, request)
         failed = data.failed.get(memo) if memo else None
@@ -216,7 +226,9 @@ class TenantAdmission:
             # submitted no later and asking no more, failed on quota: its candidates were a
             # superset of this job's, and it needed less.
             return self._fail(data, job, failed[3])
-        assignment = assign(cq, self.config.flavors, job.spec, request, usage)
+        seen: list[Assignment] | None = [] if len(cq.flavors) > 1 else None
+        assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen)
+        data.options[job.job_id] = seen or [assignment]
         status = SUCCESS
         if assignment.mode is Mode.NO_FIT:
             status = self._fail(data, job, assignment.reason or Reason.NO_QUOTA)
@@ -239,6 +251,7 @@ class TenantAdmission:
         """Skip the rest of ``cq`` in this cycle (``tenancy/skip.py``)."""
         detail = f"as {job_id}, which asks no more, in this cycle"
         self.pending.blocked.setdefault(cq, (reason, detail))
+        self.audit.closed(state.now, cq, reason, detail)
         for name in self.queue_names(cq):
             skip_queue(state, name, f"[{NAME}] {reason.value} ({detail})")
 
@@ -272,14 +285,41 @@ class TenantAdmission:
             if touched:
                 running = {q: [a for a in jobs if a.job_id not in evictors] if q in touched
                            else jobs for q, jobs in running.items()}
-        targets = select_targets(self.config, usage, incoming, running, state.now)
-        if targets:
-            data.targets[job.job_id] = targets
+        victims = select_targets(self.config, usage, incoming, running, state.now)
+        if victims.targets:
+            data.targets[job.job_id] = victims.targets
+            if not victims.may_borrow:
+                data.no_borrow.add(job.job_id)
             return SUCCESS
-        protected = data.view.any_protected and bool(
-            candidates(self.config, usage, incoming, running, float("inf")))
+        # Minimum runtime is the reason only when the search would succeed without it.
+        protected = data.view.any_protected and bool(select_targets(
+            self.config, usage, incoming, running, state.now, protect=False).targets)
+        self._hold(data, cq, assignment, incoming.request)
         return self._fail(data, job, Reason.MIN_RUNTIME if protected
                           else assignment.reason or Reason.NEEDS_PREEMPTION)
+
+    def _hold(self, data: _Cycle, cq: str, assignment: Assignment,
+              request: Mapping[str, float]) -> None:
+        """A job that needs preemption but finds no victim keeps, for the rest of the cycle,
+        what its queue may still use of its request, unless the queue can always reclaim
+        (Kueue ``reserveCapacityForUnreclaimablePreempt``: ``reclaimWithinCohort`` not Any),
+        so that later jobs of other queues cannot take the capacity it waits for."""
+        queue = self.config.cluster_queues[cq]
+        if queue.preemption.reclaim_within_cohort is Reclaim.ANY or assignment.flavor is None:
+            return
+        usage, tree, flavor = data.view.usage, self.tree, assignment.flavor
+        held: dict[str, float] = {}
+        for resource, amount in request.items():
+            fr = (flavor, resource)
+            used, nominal = usage.usage(cq, fr), tree.nominal(cq, fr)
+            if assignment.borrows:
+                limit = tree.borrowing_limit(cq, fr)
+                held[resource] = amount if limit is None else min(amount,
+                                                                 nominal + limit - used)
+            else:
+                held[resource] = max(0.0, min(amount, nominal - used))
+        if any(v > 0 for v in held.values()):
+            data.view.hold(cq, flavor, held)
 
     def _fail(self, data: _Cycle, job: Job, reason: Reason, detail: str = "") -> Status:
         self._record(data, job, reason, detail)
@@ -289,6 +329,13 @@ class TenantAdmission:
     def _record(self, data: _Cycle, job: Job, reason: Reason, detail: str = "") -> None:
         cq, position = data.positions.get(job.job_id, (self.queue_of(job), 0))
         self.pending[job.job_id] = Pending(job.job_id, cq, reason, position, detail)
+        options = data.options.get(job.job_id, ())
+        chosen = data.assigned.get(job.job_id)
+        reasons = tuple((o.flavor or "", reason if o is chosen or len(options) == 1
+                         else o.reason or reason) for o in options) or (("", reason),)
+        never = reason in _NEVER and all(
+            o.mode is Mode.NO_FIT and o.reason in _NEVER for o in options)
+        self.audit.waits(data.view.now, job.job_id, cq, reasons, detail, never)
 
     # -- Filter -----------------------------------------------------------------------------
     def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
@@ -305,7 +352,8 @@ class TenantAdmission:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if assignment is None or assignment.flavor is None or cq is None:
             return SUCCESS
-        if data.view.sync().fits(cq.name, assignment.flavor, self.request(job)):
+        if data.view.sync().fits(cq.name, assignment.flavor, self.request(job),
+                                 job.job_id not in data.no_borrow):
             return SUCCESS
         return _QUOTA_SHORT
 
@@ -327,9 +375,26 @@ class TenantAdmission:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if assignment is not None and assignment.flavor is not None and cq is not None:
             data.view.reserve(admitted_of(job, cq.name, assignment.flavor))
-        for target in data.targets.get(job.job_id, ()):
-            if target.victim.job_id in state.evicted:
-                self.evicted_by.setdefault(target.victim.job_id, set()).add(job.job_id)
+            self.ledger.assigned[job.job_id] = assignment.flavor
+            self.audit.started(job.job_id, state.now, cq.name, assignment.flavor)
+        self._log_evictions(state, data, job, cq.name if cq else self.queue_of(job))
+
+    def _log_evictions(self, state: CycleState, data: _Cycle, job: Job, cq: str) -> None:
+        """The jobs evicted for ``job`` (those evicted since the last start of this cycle),
+        with Kueue's reason: the tenant layer's, or ``InClusterQueue`` for the wrapped
+        policy's own preemption inside the queue."""
+        if len(state.evicted) == len(data.seen_evicted):
+            return
+        whys = {t.victim.job_id: t.why for t in data.targets.get(job.job_id, ())}
+        admitted = data.view.admitted
+        for victim in [v for v in state.evicted if v not in data.seen_evicted]:
+            why = whys.get(victim, Why.IN_CLUSTER_QUEUE)
+            if victim in whys:
+                self.evicted_by.setdefault(victim, set()).add(job.job_id)
+            known = admitted.get(victim)
+            self.audit.evicted(state.now, victim, known.cq if known else "",
+                               known.flavor if known else "", job.job_id, cq, why.kueue)
+        data.seen_evicted = set(state.evicted)
 
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:
         data = self.cycle(state)
@@ -353,5 +418,9 @@ class TenantAdmission:
         return min(future) if future else None
 
 
+# Reasons that no change of usage lifts: the request exceeds what the queue may ever use (in
+# every flavor that serves the job: ``_record``), or the queue is unknown.
+_NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT, Reason.NO_FLAVOR,
+                    Reason.UNKNOWN_QUEUE})
 _NEEDS_VICTIMS = unschedulable(NAME, Reason.NEEDS_PREEMPTION.value)
 _QUOTA_SHORT = unschedulable(NAME, "quota does not fit in the assigned flavor")

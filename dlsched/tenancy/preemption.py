@@ -1,29 +1,26 @@
 """Which running jobs a job that needs quota may evict (Kueue ``pkg/scheduler/preemption``,
-concepts/preemption and concepts/fair_sharing). Works on quota only; the cycle checks nodes.
+concepts/preemption, concepts/fair_sharing). Works on quota only; the cycle checks nodes.
 
-Candidates, by the preemptor queue's policy:
-- ``withinClusterQueue``: jobs of its own queue of lower priority (``lower-priority``), or also
-  of equal priority submitted later (``lower-or-newer-equal-priority``).
-- ``reclaimWithinCohort``: jobs of other queues of the cohort tree that borrow in the flavor
-  (``any``, or only lower priority with ``lower-priority``).
-- ``borrowWithinCohort``: while the preemptor borrows, lower-priority jobs of other borrowing
-  queues whose priority is at most the threshold.
-Jobs within their queue's minimum runtime are never candidates. Order: other queues first, lower
-priority first, most recently started first.
+Candidates, by the preemptor queue's policy (Kueue ``classical/hierarchical_preemption.go``):
+- its own queue's jobs by ``withinClusterQueue`` (``InClusterQueue``);
+- jobs of other queues of the cohort tree that borrow in the contested flavor, by
+  ``reclaimWithinCohort``. Over those the preemptor has *hierarchical advantage* when its job
+  fits in its queue's nominal quota (or, in a nested tree, in the subtree quota of the cohort
+  below their lowest common ancestor): ``InCohortReclamation``, usable whether or not the
+  preemptor then borrows. Without that advantage a candidate is usable only if the preemptor
+  then does not borrow (``InCohortReclamation``), unless ``borrowWithinCohort`` is on and the
+  candidate has a lower priority, at most the threshold (``InCohortReclaimWhileBorrowing``).
+  dlsched also accepts ``borrow_within_cohort`` with ``reclaim_within_cohort: never`` (Kueue's
+  validation rejects the pair): then only the borrow-while-reclaiming candidates exist.
+Jobs within their queue's minimum runtime are never candidates. Order: hierarchical candidates,
+then the other queues' candidates, then the own queue's; each group lower priority first, most
+recently started first (Kueue ``CandidatesOrdering``).
 
-Classic mode (Kueue ``getTargets``): with only own-queue candidates, evict allowing borrowing;
-otherwise first try borrowWithinCohort (if enabled), then reclaim only as far as the nominal
-quota (no borrowing: reclaiming to borrow would let two queues evict each other in turn), then
-own-queue candidates with borrowing. Each try removes candidates greedily while they still
-matter (a candidate of another queue only while that queue borrows) until the job fits, then
-gives back every removed job not needed, latest removed first.
-
-Fair-sharing mode: take the next candidate from the queue with the highest share, found from
-the root of the cohort tree down by the shares of sub-cohorts (``fairshare.most_unfair``, Kueue
-KEP-79 with fair sharing); a job of another queue is evicted only if the strategy holds on the
-shares of the two nodes just below the lowest common ancestor of the preemptor's and the
-victim's queues (``fairshare.almost_lca``, ``strategy_allows``); strategies are tried in
-order.
+Classic mode (Kueue ``classicalPreemptions``): one or two passes, with borrowing allowed or
+not, in Kueue's order; each removes valid candidates (another queue's only while it and its
+cohorts below the common ancestor still exceed their quota) until the job fits, then gives back
+every removed job not needed, latest removed first (``fillBackWorkloads``). Fair-sharing mode:
+``fair_preemption.py``.
 """
 
 from __future__ import annotations
@@ -32,23 +29,27 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from dlsched.tenancy.config import (
-    ClusterQueue,
-    FlavorResource,
-    Reclaim,
-    ShareStrategy,
-    TenantConfig,
-    WithinQueue,
-)
-from dlsched.tenancy.fairshare import almost_lca, most_unfair, node_share, strategy_allows
-from dlsched.tenancy.quota import Usage
+from dlsched.tenancy.config import ClusterQueue, Reclaim, TenantConfig, WithinQueue
+from dlsched.tenancy.quota import EPS, FlavorResource, Usage
 
 
 class Why(enum.Enum):
     IN_CLUSTER_QUEUE = "in its cluster queue"
-    RECLAIM = "to reclaim nominal quota in the cohort"
+    RECLAIM = "to reclaim quota in the cohort"
+    RECLAIM_WITHOUT_BORROWING = "to reclaim quota, only if the preemptor then does not borrow"
     BORROW_WITHIN_COHORT = "while borrowing within the cohort"
     FAIR_SHARING = "for fair sharing in the cohort"
+
+    @property
+    def kueue(self) -> str:
+        """The Workload's ``Preempted`` condition reason in Kueue's words."""
+        return _KUEUE_REASONS[self]
+
+
+_KUEUE_REASONS = {Why.IN_CLUSTER_QUEUE: "InClusterQueue", Why.RECLAIM: "InCohortReclamation",
+                  Why.RECLAIM_WITHOUT_BORROWING: "InCohortReclamation",
+                  Why.BORROW_WITHIN_COHORT: "InCohortReclaimWhileBorrowing",
+                  Why.FAIR_SHARING: "InCohortFairSharing"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +71,18 @@ class Target:
     why: Why
 
 
+@dataclass(frozen=True, slots=True)
+class Victims:
+    """The chosen victims and whether the preemptor may borrow once they are gone (False: the
+    pass that found them forbade borrowing, so the cycle's give-back must not let it borrow)."""
+
+    targets: list[Target]
+    may_borrow: bool = True
+
+
+NONE = Victims([])
+
+
 def by_queue(running: Iterable[Admitted]) -> dict[str, list[Admitted]]:
     """Running jobs grouped by cluster queue (what ``candidates`` reads)."""
     out: dict[str, list[Admitted]] = {}
@@ -78,37 +91,55 @@ def by_queue(running: Iterable[Admitted]) -> dict[str, list[Admitted]]:
     return out
 
 
+def contested(usage: Usage, incoming: Admitted) -> list[FlavorResource]:
+    """The (flavor, resource) pairs the job does not fit in now (Kueue
+    ``frsNeedPreemption``)."""
+    return [(incoming.flavor, r) for r, v in incoming.request.items()
+            if v > usage.available(incoming.cq, (incoming.flavor, r)) + EPS]
+
+
+def exceeds(usage: Usage, key: str, frs: Iterable[FlavorResource]) -> bool:
+    """Whether node ``key`` uses more than its subtree quota in any of ``frs`` (the opposite of
+    Kueue's ``IsWithinNominalInResources``)."""
+    subtree = usage.tree.subtree[key]
+    return any(usage.usage(key, fr) > subtree.get(fr, 0.0) + EPS for fr in frs)
+
+
+def uses(victim: Admitted, frs: Sequence[FlavorResource]) -> bool:
+    return any((victim.flavor, r) in frs for r in victim.request)
+
+
 def candidates(config: TenantConfig, usage: Usage, incoming: Admitted,
-               running: Mapping[str, Sequence[Admitted]], now: float) -> list[Target]:
+               running: Mapping[str, Sequence[Admitted]], now: float,
+               protect: bool = True) -> list[Target]:
+    """The candidates in Kueue's order; ``protect=False`` ignores minimum runtimes."""
     cq = config.cluster_queues[incoming.cq]
-    policy = cq.preemption
-    borrowing_after = usage.borrows(cq.name, incoming.flavor, incoming.request)
-    across = (policy.reclaim_within_cohort is not Reclaim.NEVER
-              or policy.borrow_within_cohort.enabled)
-    found: list[Target] = []
+    frs = contested(usage, incoming) or [(incoming.flavor, r) for r in incoming.request]
+    advantage = _advantage(usage, incoming)
+    fair = config.fair_sharing.enabled
+    groups: tuple[list[Target], list[Target], list[Target]] = ([], [], [])
     for member in usage.tree.cohort_members(cq.name):
         jobs = running.get(member)
-        if not jobs:
-            continue
-        if member == cq.name:
-            if policy.within_cluster_queue is WithinQueue.NEVER:
-                continue
-        elif not across or not usage.is_borrowing(member):
+        if not jobs or (member != cq.name and not exceeds(usage, member, frs)):
             continue  # Kueue takes quota back only from queues that borrow
-        protect = config.cluster_queues[member].preemption.min_runtime
+        protected = config.cluster_queues[member].preemption.min_runtime if protect else 0.0
+        lca = None if member == cq.name else _lca(usage, cq.name, member)
         for other in jobs:
-            if other.flavor != incoming.flavor or now - other.started < protect:
+            if not uses(other, frs) or now - other.started < protected:
                 continue
-            why = _why(config, cq, usage, incoming, other, borrowing_after)
+            why = _why(cq, incoming, other, advantage.get(lca, False), fair)
             if why is not None:
-                found.append(Target(other, why))
-    found.sort(key=lambda t: (t.victim.cq == cq.name, t.victim.priority, -t.victim.started,
-                              t.victim.job_id))
-    return found
+                group = 2 if why is Why.IN_CLUSTER_QUEUE else 0 if why is Why.RECLAIM else 1
+                groups[group].append(Target(other, why))
+    out: list[Target] = []
+    for group in groups:
+        out += sorted(group, key=lambda t: (t.victim.priority, -t.victim.started,
+                                            t.victim.job_id))
+    return out
 
 
-def _why(config: TenantConfig, cq: ClusterQueue, usage: Usage, incoming: Admitted,
-         other: Admitted, borrowing_after: bool) -> Why | None:
+def _why(cq: ClusterQueue, incoming: Admitted, other: Admitted, advantage: bool,
+         fair: bool) -> Why | None:
     policy = cq.preemption
     lower = other.priority < incoming.priority
     if other.cq == cq.name:
@@ -119,125 +150,148 @@ def _why(config: TenantConfig, cq: ClusterQueue, usage: Usage, incoming: Admitte
                 rule is WithinQueue.LOWER_OR_NEWER_EQUAL_PRIORITY and (lower or newer_equal)):
             return Why.IN_CLUSTER_QUEUE
         return None
-    # ``candidates`` looks only at other queues that borrow: Kueue reclaims only from those.
-    if config.fair_sharing.enabled:
-        return Why.FAIR_SHARING if policy.reclaim_within_cohort is not Reclaim.NEVER and (
-            policy.reclaim_within_cohort is Reclaim.ANY or lower) else None
-    reclaim = policy.reclaim_within_cohort
-    if reclaim is Reclaim.ANY or (reclaim is Reclaim.LOWER_PRIORITY and lower):
-        return Why.RECLAIM
-    borrow = policy.borrow_within_cohort
+    reclaim, borrow = policy.reclaim_within_cohort, policy.borrow_within_cohort
     threshold = borrow.max_priority_threshold
-    if borrow.enabled and borrowing_after and lower and (threshold is None
-                                                         or other.priority <= threshold):
-        return Why.BORROW_WITHIN_COHORT
-    return None
+    below = lower and (threshold is None or other.priority <= threshold)
+    if reclaim is Reclaim.NEVER or (reclaim is Reclaim.LOWER_PRIORITY and not lower):
+        if reclaim is Reclaim.NEVER and borrow.enabled and below and not fair:
+            return Why.BORROW_WITHIN_COHORT  # dlsched's extension (module docstring)
+        return None
+    if fair:
+        return Why.FAIR_SHARING
+    if advantage:
+        return Why.RECLAIM
+    return Why.BORROW_WITHIN_COHORT if borrow.enabled and below else (
+        Why.RECLAIM_WITHOUT_BORROWING)
+
+
+def _advantage(usage: Usage, incoming: Admitted) -> dict[str | None, bool]:
+    """Per ancestor cohort of the preemptor's queue, whether it has hierarchical advantage over
+    the candidates whose lowest common ancestor with it is that cohort (Kueue
+    ``collectCandidatesForHierarchicalReclaim``, ``QuantitiesFitInQuota``)."""
+    tree, key = usage.tree, incoming.cq
+    remaining = {(incoming.flavor, r): v for r, v in incoming.request.items()}
+    advantage, out = False, {}
+    while key is not None:
+        subtree, guaranteed = tree.subtree[key], tree.guaranteed[key]
+        fits = all(usage.usage(key, fr) + v <= subtree.get(fr, 0.0) + EPS
+                   for fr, v in remaining.items())
+        if key != incoming.cq:
+            out[key] = advantage
+        advantage = advantage or fits
+        remaining = {fr: max(0.0, v - max(0.0, guaranteed.get(fr, 0.0) - usage.usage(key, fr)))
+                     for fr, v in remaining.items()}
+        key = tree.nodes[key].parent
+    return out
+
+
+def _lca(usage: Usage, a: str, b: str) -> str | None:
+    nodes = usage.tree.nodes
+    ancestors, key = set(), nodes[a].parent
+    while key is not None:
+        ancestors.add(key)
+        key = nodes[key].parent
+    key = nodes[b].parent
+    while key is not None and key not in ancestors:
+        key = nodes[key].parent
+    return key
 
 
 def select_targets(config: TenantConfig, usage: Usage, incoming: Admitted,
-                   running: Mapping[str, Sequence[Admitted]], now: float) -> list[Target]:
-    """The victims to evict so the incoming job fits its quota, or [] if none will do."""
-    if not config.fair_sharing.enabled and not _own_or_borrow_pass(config, incoming) and (
-            usage.borrows(incoming.cq, incoming.flavor, incoming.request)):
-        return []  # only reclaiming is allowed, and it never lets a queue go above nominal
-    found = candidates(config, usage, incoming, running, now)
+                   running: Mapping[str, Sequence[Admitted]], now: float,
+                   protect: bool = True) -> Victims:
+    """The victims to evict so the incoming job fits its quota (empty if none will do)."""
+    found = candidates(config, usage, incoming, running, now, protect)
     if not found:
-        return []
+        return NONE
     if config.fair_sharing.enabled:
-        return _fair_targets(config, usage, incoming, found)
-    own = [t for t in found if t.why is Why.IN_CLUSTER_QUEUE]
-    if len(own) == len(found):
-        return _minimal(usage, incoming, found, allow_borrowing=True)
-    tries = []
-    if any(t.why is Why.BORROW_WITHIN_COHORT for t in found):
-        tries.append((found, True))
-    tries += [([t for t in found if t.why is not Why.BORROW_WITHIN_COHORT], False),
-              (own, True)]
-    for pool, allow_borrowing in tries:
-        targets = _minimal(usage, incoming, pool, allow_borrowing)
+        from dlsched.tenancy.fair_preemption import fair_targets
+        return Victims(fair_targets(config, usage, incoming, found))
+    return _classic(config, usage, incoming, found)
+
+
+def _classic(config: TenantConfig, usage: Usage, incoming: Admitted,
+             found: Sequence[Target]) -> Victims:
+    """Kueue's passes: only with borrowing when no other queue offers a candidate, or when
+    borrowing within the cohort is off and the queue is not below its nominal quota; else
+    without borrowing first when nothing has hierarchical advantage and borrowing within the
+    cohort is off; else with borrowing first."""
+    frs = contested(usage, incoming)
+    forbidden = not config.cluster_queues[incoming.cq].preemption.borrow_within_cohort.enabled
+    others = [t for t in found if t.why is not Why.IN_CLUSTER_QUEUE]
+    hierarchical = any(t.why is Why.RECLAIM for t in others)
+    if not others or (forbidden and not _under_nominal(usage, incoming.cq, frs)):
+        passes = (True,)
+    elif forbidden and not hierarchical:
+        passes = (False, True)
+    else:
+        passes = (True, False)
+    for may_borrow in passes:
+        targets = minimal(usage, incoming, found, may_borrow, frs)
         if targets:
-            return targets
-    return []
+            return Victims(targets, may_borrow)
+    return NONE
 
 
-def _own_or_borrow_pass(config: TenantConfig, incoming: Admitted) -> bool:
-    """Whether a pass that lets the preemptor borrow exists: own-queue victims or
-    borrowWithinCohort."""
-    policy = config.cluster_queues[incoming.cq].preemption
-    return (policy.within_cluster_queue is not WithinQueue.NEVER
-            or policy.borrow_within_cohort.enabled)
+def _under_nominal(usage: Usage, cq: str, frs: Iterable[FlavorResource]) -> bool:
+    return all(usage.usage(cq, fr) < usage.tree.nominal(cq, fr) - EPS for fr in frs)
 
 
-def _minimal(usage: Usage, incoming: Admitted, pool: Sequence[Target],
-             allow_borrowing: bool) -> list[Target]:
-    """Remove greedily until it fits, then give back the ones not needed (Kueue)."""
+def valid(usage: Usage, incoming: Admitted, target: Target, may_borrow: bool,
+          frs: Sequence[FlavorResource]) -> bool:
+    """Kueue ``candidateIsValid``: own-queue candidates always; another queue's only while it,
+    and each cohort between it and the common ancestor, still exceeds its quota."""
+    victim = target.victim
+    if victim.cq == incoming.cq:
+        return True
+    if may_borrow and target.why is Why.RECLAIM_WITHOUT_BORROWING:
+        return False
+    lca, key = _lca(usage, incoming.cq, victim.cq), victim.cq
+    while key is not None and key != lca:
+        if not exceeds(usage, key, frs):
+            return False
+        key = usage.tree.nodes[key].parent
+    return True
+
+
+def minimal(usage: Usage, incoming: Admitted, pool: Sequence[Target], may_borrow: bool,
+            frs: Sequence[FlavorResource]) -> list[Target]:
+    """Remove valid candidates in order until it fits, then give back the ones not needed,
+    latest removed first (Kueue ``fillBackWorkloads``); ``usage`` is left as it was."""
     removed: list[Target] = []
     fits = False
     for target in pool:
-        victim = target.victim
-        if victim.cq != incoming.cq and target.why is not Why.FAIR_SHARING and (
-                not usage.is_borrowing(victim.cq, [(victim.flavor, r) for r in victim.request])):
-            continue  # that queue no longer borrows: it keeps the rest
-        _remove(usage, victim)
+        if not valid(usage, incoming, target, may_borrow, frs):
+            continue
+        remove(usage, target.victim)
         removed.append(target)
-        if usage.fits(incoming.cq, incoming.flavor, incoming.request, allow_borrowing):
+        if usage.fits(incoming.cq, incoming.flavor, incoming.request, may_borrow):
             fits = True
             break
     if fits:
-        for target in reversed(removed[:-1]):
-            _restore(usage, target.victim)
-            if usage.fits(incoming.cq, incoming.flavor, incoming.request, allow_borrowing):
-                removed.remove(target)
-            else:
-                _remove(usage, target.victim)
+        removed = fill_back(usage, incoming, removed, may_borrow)
     for target in removed:
-        _restore(usage, target.victim)
+        restore(usage, target.victim)
     return removed if fits else []
 
 
-def _fair_targets(config: TenantConfig, usage: Usage, incoming: Admitted,
-                  found: Sequence[Target]) -> list[Target]:
-    for strategy in config.fair_sharing.strategies:
-        removed: list[Target] = []
-        by_queue: dict[str, list[Target]] = {}
-        for target in found:
-            by_queue.setdefault(target.victim.cq, []).append(target)
-        extra = {(incoming.flavor, r): v for r, v in incoming.request.items()}
-        fits = False
-        while by_queue and not fits:
-            cq = most_unfair(usage, by_queue)
-            target = by_queue[cq].pop(0)
-            if not by_queue[cq]:
-                del by_queue[cq]
-            victim = target.victim
-            if cq != incoming.cq and not _fair_allows(strategy, usage, incoming, victim, extra):
-                by_queue.pop(cq, None)
-                continue
-            _remove(usage, victim)
-            removed.append(target)
-            fits = usage.fits(incoming.cq, incoming.flavor, incoming.request)
-        for target in removed:
-            _restore(usage, target.victim)
-        if fits:
-            return _minimal(usage, incoming, removed, allow_borrowing=True)
-    return []
+def fill_back(usage: Usage, incoming: Admitted, removed: list[Target],
+              may_borrow: bool) -> list[Target]:
+    """With every job of ``removed`` out of ``usage``: put back those not needed, latest
+    removed first but the last; those kept stay removed."""
+    kept = list(removed)
+    for target in reversed(removed[:-1]):
+        restore(usage, target.victim)
+        if usage.fits(incoming.cq, incoming.flavor, incoming.request, may_borrow):
+            kept.remove(target)
+        else:
+            remove(usage, target.victim)
+    return kept
 
 
-def _fair_allows(strategy: ShareStrategy, usage: Usage, incoming: Admitted, victim: Admitted,
-                 extra: Mapping[FlavorResource, float]) -> bool:
-    """The strategy, on the shares of the two nodes just below the preemptor's and the
-    victim's lowest common ancestor (Kueue ``ComputeShares``; the queues themselves in a flat
-    cohort), the preemptor's with its job admitted."""
-    mine, theirs = almost_lca(usage, incoming.cq, victim.cq)
-    minus = {(victim.flavor, r): -v for r, v in victim.request.items()}
-    return strategy_allows(strategy, node_share(usage, mine, extra, at=incoming.cq),
-                           node_share(usage, theirs),
-                           node_share(usage, theirs, minus, at=victim.cq))
-
-
-def _remove(usage: Usage, job: Admitted) -> None:
+def remove(usage: Usage, job: Admitted) -> None:
     usage.add(job.cq, job.flavor, job.request, -1.0)
 
 
-def _restore(usage: Usage, job: Admitted) -> None:
+def restore(usage: Usage, job: Admitted) -> None:
     usage.add(job.cq, job.flavor, job.request)

@@ -84,6 +84,13 @@ class QuotaTree:
         quota = self.nodes[key].quotas.get(fr)
         return quota.borrowing_limit if quota else None
 
+    def height(self, key: str) -> int:
+        """Distance from node ``key`` to its furthest leaf (Kueue ``getNodeHeight``: a cohort
+        with only queues below it has height 1, a queue 0)."""
+        children = self.children.get(key, ())
+        return max([min(len(children), 1)] + [self.height(c) + 1 for c in children
+                                              if c not in self.config.cluster_queues])
+
     def cohort_members(self, cq: str) -> list[str]:
         """Every cluster queue of the cohort tree ``cq`` is in (itself included), cached."""
         cached = self._members.get(cq)
@@ -175,6 +182,27 @@ class Usage:
     def borrows(self, cq: str, flavor: str, request: Mapping[str, float]) -> bool:
         return any(self.usage(cq, (flavor, r)) + v > self.tree.nominal(cq, (flavor, r)) + EPS
                    for r, v in request.items())
+
+    def borrow_height(self, cq: str, fr: FlavorResource, amount: float) -> tuple[int, bool]:
+        """How far up the cohort tree ``amount`` more of ``fr`` must borrow: the height of the
+        lowest node (the queue, then its cohorts) whose subtree quota holds it, and whether
+        that node is below the root (Kueue ``FindHeightOfLowestSubtreeThatFits``)."""
+        tree = self.tree
+        parent = tree.nodes[cq].parent
+        if parent is None or self.usage(cq, fr) + amount <= tree.subtree[cq].get(fr, 0.0) + EPS:
+            return 0, parent is not None
+        remaining = amount - self._local(cq, fr)
+        key: str | None = parent
+        root = parent
+        while key is not None:
+            if self.usage(key, fr) + remaining <= tree.subtree[key].get(fr, 0.0) + EPS:
+                return tree.height(key), tree.nodes[key].parent is not None
+            remaining -= self._local(key, fr)
+            root, key = key, tree.nodes[key].parent
+        return tree.height(root), False
+
+    def _local(self, key: str, fr: FlavorResource) -> float:
+        return max(0.0, self.tree.guaranteed[key].get(fr, 0.0) - self.usage(key, fr))
 
     def is_borrowing(self, cq: str, flavors: Iterable[FlavorResource] | None = None) -> bool:
         frs = self.used[cq] if flavors is None else flavors

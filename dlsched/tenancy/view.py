@@ -45,12 +45,14 @@ class Ledger:
         self.config, self.flavors = config, flavors
         self.usage = Usage(tree)
         self.admitted: dict[str, Admitted] = {}
+        self.assigned: dict[str, str] = {}  # job id -> the flavor the tenant layer assigned
         self._allocations: dict[str, tuple[int, ...]] = {}
 
     def update(self, state: CycleState) -> None:
         running = {job.job_id: job for job in state.snapshot.running}
         for job_id in [j for j in self.admitted if j not in running]:
             self._remove(job_id)
+            self.assigned.pop(job_id, None)
         masks, gpu_node = self.flavors.masks(state.cluster), state.cluster.gpu_node
         for job_id, job in running.items():
             known = self._allocations.get(job_id)
@@ -75,14 +77,22 @@ class Ledger:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if cq is None or not cq.flavors:
             return None
-        node = int(gpu_node[job.allocation[0]]) if job.allocation else -1
-        flavor = next((f for f in cq.flavors if node >= 0 and masks[f][node]), cq.flavors[0])
+        flavor = self.assigned.get(job.job_id)
+        if flavor is None:  # started outside the tenant layer: the first flavor holding it
+            node = int(gpu_node[job.allocation[0]]) if job.allocation else -1
+            flavor = next((f for f in cq.flavors if node >= 0 and masks[f][node]),
+                          cq.flavors[0])
         return admitted_of(job, cq.name, flavor)
 
 
 class QuotaView:
+    """One cycle's quota usage. It keeps the cycle's eviction table and time, not the
+    ``CycleState``: the state's scratchpad holds this view, and a reference back would make a
+    cycle per scheduling cycle that only the garbage collector frees (the simulator turns it
+    off while it runs)."""
+
     def __init__(self, config: TenantConfig, ledger: Ledger, state: CycleState) -> None:
-        self.config, self.state = config, state
+        self.config, self.now, self.evicted = config, state.now, state.evicted
         ledger.update(state)
         self.usage = ledger.usage.copy()
         self.admitted: Mapping[str, Admitted] = ledger.admitted
@@ -91,6 +101,7 @@ class QuotaView:
         self._grouped_cache: dict[str, list[Admitted]] | None = None
         self._without: tuple[frozenset[str], dict[str, list[Admitted]]] = (frozenset(), {})
         self._protected: bool | None = None
+        self.holds: dict[str, list[tuple[str, Mapping[str, float]]]] = {}
 
     @property
     def _grouped(self) -> dict[str, list[Admitted]]:
@@ -102,14 +113,14 @@ class QuotaView:
     def any_protected(self) -> bool:
         """Whether any running job is within its queue's minimum runtime (read lazily)."""
         if self._protected is None:
-            now, queues = self.state.now, self.config.cluster_queues
+            now, queues = self.now, self.config.cluster_queues
             self._protected = any(now - a.started < queues[a.cq].preemption.min_runtime
                                   for a in self.admitted.values())
         return self._protected
 
     def sync(self) -> Usage:
         """Usage with the cycle's current evictions applied."""
-        now = set(self.state.evicted)
+        now = set(self.evicted)
         if now == self._evicted:
             return self.usage
         self.version += 1
@@ -128,9 +139,21 @@ class QuotaView:
         self.version += 1
         self.usage.add(admitted.cq, admitted.flavor, admitted.request)
 
+    def hold(self, cq: str, flavor: str, amounts: Mapping[str, float]) -> None:
+        """Keep quota of queue ``cq`` for a job that waits for it, until ``release``."""
+        self.version += 1
+        self.usage.add(cq, flavor, amounts)
+        self.holds.setdefault(cq, []).append((flavor, amounts))
+
+    def release(self, cq: str) -> None:
+        """Give back what ``hold`` kept for queue ``cq``."""
+        self.version += 1
+        for flavor, amounts in self.holds.pop(cq, ()):
+            self.usage.add(cq, flavor, amounts, -1.0)
+
     def running(self) -> Mapping[str, list[Admitted]]:
         """Running jobs by cluster queue, less those evicted so far in this cycle."""
-        evicted = self.state.evicted
+        evicted = self.evicted
         if not evicted:
             return self._grouped
         key = frozenset(evicted)

@@ -108,13 +108,15 @@ def test_preemptor_compares_at_its_sub_cohort_against_other_sub_cohorts() -> Non
 
 
 def test_flat_cohort_preempts_as_before() -> None:
-    """The same queues in one flat cohort: b1's job (share 125, tie with a2 after one
-    removal, then the larger name) frees the 2 GPUs; the a2 job removed first is given back."""
+    """The same queues in one flat cohort: a2's newest job goes first (share 187.5); then a2
+    and b1 tie at 125 and Kueue takes the queue whose next candidate comes first in its
+    candidate order (``TargetClusterQueueOrdering.nextTarget``: lower priority, then the more
+    recently started): a2-1 (started at 1) before b1-run (at 0). Both a2 jobs are needed."""
     text = config_yaml([cq("a1", 2, "root", **RECLAIM), cq("a2", 0, "root"),
                         cq("b1", 0, "root"), cq("lender", 14, "root")], **FAIR)
     running = jobs("a2", 3) + [R("b1-run", "b1", 2)] + jobs("lender", 11)
     got = run_scenario(text, running, [W("a-new", "a1", 2)])
-    assert without_types(got) == expect(admitted=["a-new"], evicted=["b1-run"])
+    assert without_types(got) == expect(admitted=["a-new"], evicted=["a2-1", "a2-2"])
 
 
 # -- the share functions, by hand ----------------------------------------------------------

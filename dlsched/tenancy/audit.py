@@ -1,0 +1,73 @@
+"""What the tenant layer decided, kept for the run's output files (``report/tenant_output.py``):
+who evicted whom and why (Kueue's ``Preempted`` condition reasons), the flavor of each start,
+how pending reasons changed over time per flavor, and the jobs that can never be admitted.
+
+Everything here grows with decisions (starts, evictions, changes of a pending reason), not with
+cycles: a job that waits with the same reasons cycle after cycle adds nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlsched.tenancy.reasons import Reason
+
+
+@dataclass(frozen=True, slots=True)
+class Eviction:
+    time: float
+    victim: str
+    victim_queue: str
+    victim_flavor: str
+    preemptor: str
+    preemptor_queue: str
+    reason: str  # InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing, ...
+
+
+@dataclass(frozen=True, slots=True)
+class PendingChange:
+    """From ``time`` on, ``job_id`` waits in ``flavor`` for ``reason`` (job id empty: the
+    rest of the cluster queue, closed for the cycle)."""
+
+    time: float
+    job_id: str
+    cluster_queue: str
+    flavor: str
+    reason: Reason
+    detail: str = ""
+
+
+class TenantAudit:
+    def __init__(self) -> None:
+        self.evictions: list[Eviction] = []
+        self.flavors: dict[tuple[str, float], tuple[str, str]] = {}  # (job, start) -> cq, flavor
+        self.pending: list[PendingChange] = []
+        self._last: dict[str, tuple[tuple[str, Reason], ...]] = {}
+        self.never: dict[str, tuple[str, Reason]] = {}  # job -> (cluster queue, reason)
+
+    def started(self, job_id: str, now: float, cq: str, flavor: str) -> None:
+        self.flavors[(job_id, now)] = (cq, flavor)
+        self._last.pop(job_id, None)
+
+    def evicted(self, now: float, victim: str, victim_queue: str, victim_flavor: str,
+                preemptor: str, preemptor_queue: str, reason: str) -> None:
+        self.evictions.append(Eviction(now, victim, victim_queue, victim_flavor, preemptor,
+                                       preemptor_queue, reason))
+
+    def waits(self, now: float, job_id: str, cq: str, reasons: tuple[tuple[str, Reason], ...],
+              detail: str = "", never: bool = False) -> None:
+        """The job's reasons in this cycle, one per flavor, logged when they change;
+        ``never``: no change of usage can lift them (its request exceeds what its queue may
+        ever use in every flavor that serves it, or its queue is unknown)."""
+        if self._last.get(job_id) == reasons:
+            return
+        self._last[job_id] = reasons
+        self.pending += [PendingChange(now, job_id, cq, flavor, reason, detail)
+                         for flavor, reason in reasons]
+        if never:
+            self.never.setdefault(job_id, (cq, reasons[0][1]))
+        else:
+            self.never.pop(job_id, None)
+
+    def closed(self, now: float, cq: str, reason: Reason, detail: str) -> None:
+        self.pending.append(PendingChange(now, "", cq, "", reason, detail))
