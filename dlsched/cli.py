@@ -85,6 +85,13 @@ def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path
         console.print("[yellow]warning:[/] " + escape(
             f"{policy}: stopped at t={stalled:.0f} s: nothing ran and nothing could start "
             f"({waiting} jobs not finished; see pending_reason in jobs.csv)"))
+    if outcome.never_admitted:
+        named = ", ".join(f"{job} ({cq})" for job, cq, _ in outcome.never_admitted[:10])
+        more = len(outcome.never_admitted) - 10
+        console.print("[yellow]warning:[/] " + escape(
+            f"{policy}: {len(outcome.never_admitted)} jobs can never be admitted (they ask "
+            f"more than their queue may ever use): {named}"
+            f"{f' and {more} more' if more > 0 else ''}; see never_admitted.csv"))
     return outcome
 
 

@@ -4,7 +4,7 @@ policy's profile, simulate and write the outputs."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from dlsched.cluster.cluster import Cluster
@@ -13,7 +13,8 @@ from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary, summarize
-from dlsched.report.output import write_json, write_run
+from dlsched.report.output import run_identity, write_json, write_run
+from dlsched.report.tenant_output import write_audit
 from dlsched.run_config import RunConfig, parse_policy_options
 from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.profile import Profile
@@ -180,6 +181,7 @@ class RunOutcome:
     out_dir: Path
     fairness: FairnessInputs | None = None
     throughput: str = ""  # the throughput model that rated the jobs
+    never_admitted: list[tuple[str, str, str]] = field(default_factory=list)
 
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
@@ -197,10 +199,14 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                                      cluster)
     write_run(result, out_dir, config.jobs_format, fairness=fairness,
               positions=final_positions(sim.profile, sim))
+    queue_sort = sim.profile.queue_sort
+    admission = queue_sort if isinstance(queue_sort, TenantAdmission) else None
+    never = write_audit(sim.core, admission, out_dir, run_identity(result.info))
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)
-    return RunOutcome(result, summarize(result, fairness), out_dir, fairness, trace.throughput)
+    return RunOutcome(result, summarize(result, fairness), out_dir, fairness, trace.throughput,
+                      never)
 
 
 def failure_options(config: RunConfig) -> dict[str, object]:

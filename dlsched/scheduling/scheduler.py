@@ -23,6 +23,7 @@ from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
 from dlsched.scheduling.resilience import ResilienceBook
+from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
 from dlsched.scheduling.timeline import Timeline
@@ -82,6 +83,7 @@ class Scheduler:
         # worker there; ``submit`` still judges jobs by the whole cluster (nodes come back).
         self.down_nodes: frozenset[int] = frozenset()
         self.resilience = resilience  # checkpoints and failure losses (None: no failures)
+        self.segments = RunSegments()  # each job's runs: start, end, GPUs (segments.csv)
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -251,6 +253,7 @@ class Scheduler:
         """Give a running job its GPUs and start its workers (after a start or a resize)."""
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, shares, -1.0)
+        self.segments.opened(job.job_id, now, gpus, shares)
         shared = self.sharing.share(job)
         job.run_started = now
         job.progress_time = job.attained_time = now
@@ -311,6 +314,7 @@ class Scheduler:
 
     def _release(self, job: Job) -> None:
         self._adjust(job.allocation, job.shares, 1.0)
+        self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
         job.run_started = None
         if self.sharing:  # nothing is shared (the common case): no partner to re-rate

@@ -1,0 +1,160 @@
+"""The run's audit files, beside ``jobs.csv`` (issue 19). Every run: ``segments.csv``, one row
+per run of a job (start, end, nodes, GPUs, and with tenants its cluster queue, flavor and quota
+request). With ``--tenants`` also:
+
+- ``evictions.csv``: time, victim, its queue and flavor, preemptor, its queue, and the reason
+  in Kueue's words (``InClusterQueue``, ``InCohortReclamation``,
+  ``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``);
+- ``queue_usage.csv``: each cluster queue's usage per (flavor, resource) over time, a row
+  whenever it changes, with its nominal quota and limits (rebuilt from the segments);
+- ``pending_reasons.csv``: each waiting job's reason per flavor, a row whenever it changes
+  (job id empty: the rest of a cluster queue was closed for that cycle with that reason);
+- ``tenant_quotas.csv``: the quota tree (queues and cohorts, parent, per flavor and resource:
+  nominal, borrowing and lending limits), so the files alone can be checked
+  (``benchmarks/check_tenancy_invariants.py``);
+- ``never_admitted.csv``: jobs that can never be admitted (beyond their queue's limits).
+
+Tables end with the run's identity columns, as ``jobs.csv`` does.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dlsched.scheduling.scheduler import Scheduler
+from dlsched.scheduling.segments import Segment
+from dlsched.tenancy.config import RESOURCES, Quota, TenantConfig
+from dlsched.tenancy.plugins import TenantAdmission
+from dlsched.tenancy.quota import request_of
+
+SEGMENT_COLUMNS = ("job_id", "queue", "cluster_queue", "flavor", "start", "end", "nodes",
+                   "num_gpus", "gpu_ids", "gpu_share", "gpu", "cpu", "memory")
+EVICTION_COLUMNS = ("time", "victim", "victim_cluster_queue", "victim_flavor", "preemptor",
+                    "preemptor_cluster_queue", "reason")
+USAGE_COLUMNS = ("time", "cluster_queue", "flavor", "resource", "used", "nominal",
+                 "borrowing_limit", "lending_limit", "borrowed")
+PENDING_COLUMNS = ("time", "job_id", "cluster_queue", "flavor", "reason", "detail")
+QUOTA_COLUMNS = ("node", "kind", "parent", "flavor", "resource", "nominal", "borrowing_limit",
+                 "lending_limit", "weight")
+NEVER_COLUMNS = ("job_id", "cluster_queue", "reason")
+
+
+def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Path,
+                identity: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """Write the audit files; returns the jobs that can never be admitted
+    (job id, cluster queue, reason), for the caller's warning."""
+    rows = segment_rows(core, admission)
+    _write(out_dir / "segments.csv", SEGMENT_COLUMNS, rows, identity)
+    if admission is None:
+        return []
+    audit, config = admission.audit, admission.config
+    _write(out_dir / "evictions.csv", EVICTION_COLUMNS,
+           [(e.time, e.victim, e.victim_queue, e.victim_flavor, e.preemptor, e.preemptor_queue,
+             e.reason) for e in audit.evictions], identity)
+    _write(out_dir / "queue_usage.csv", USAGE_COLUMNS, usage_rows(rows, config), identity)
+    _write(out_dir / "pending_reasons.csv", PENDING_COLUMNS,
+           [(p.time, p.job_id, p.cluster_queue, p.flavor, p.reason.name, p.detail)
+            for p in audit.pending], identity)
+    _write(out_dir / "tenant_quotas.csv", QUOTA_COLUMNS, quota_rows(config), identity)
+    waiting = {j.job_id for j in core.jobs.values() if j.status.is_waiting}
+    never = sorted((job_id, cq, reason.name) for job_id, (cq, reason) in audit.never.items()
+                   if job_id in waiting)
+    _write(out_dir / "never_admitted.csv", NEVER_COLUMNS, never, identity)
+    return never
+
+
+def segment_rows(core: Scheduler, admission: TenantAdmission | None) -> list[tuple]:
+    cluster, out = core.cluster, []
+    flavors = admission.audit.flavors if admission is not None else {}
+    for seg in core.segments.all():
+        spec = core.jobs[seg.job_id].spec
+        cq, flavor = flavors.get((seg.job_id, seg.start), ("", ""))
+        if admission is not None and not cq:
+            cq = admission.queue_of(core.jobs[seg.job_id])
+        nodes = sorted({cluster.nodes[int(cluster.gpu_node[g])].name for g in seg.gpus})
+        asked = request_of(spec) if admission is not None else {}
+        out.append((seg.job_id, spec.queue, cq, flavor, seg.start, seg.end, ";".join(nodes),
+                    len(seg.gpus), ";".join(str(g) for g in seg.gpus), _share(seg),
+                    *(asked.get(r) for r in RESOURCES)))
+    return out
+
+
+def _share(seg: Segment) -> float:
+    return float(seg.shares[0]) if seg.shares else 1.0
+
+
+def usage_rows(segments: Sequence[tuple], config: TenantConfig) -> list[tuple]:
+    """Each (queue, flavor, resource)'s usage after every time it changes (ends before
+    starts at the same time)."""
+    events: list[tuple[float, int, str, str, str, float]] = []
+    for row in segments:
+        cq, flavor, start, end = row[2], row[3], row[4], row[5]
+        if not flavor:
+            continue
+        for resource, amount in zip(RESOURCES, row[10:13], strict=True):
+            if amount:
+                events.append((start, 1, cq, flavor, resource, amount))
+                if end is not None:
+                    events.append((end, 0, cq, flavor, resource, -amount))
+    events.sort(key=lambda e: (e[0], e[1]))
+    used: dict[tuple[str, str, str], float] = {}
+    out: list[tuple] = []
+    index = 0
+    while index < len(events):
+        time, changed = events[index][0], []
+        while index < len(events) and events[index][0] == time:
+            _, _, cq, flavor, resource, delta = events[index]
+            key = (cq, flavor, resource)
+            used[key] = used.get(key, 0.0) + delta
+            changed.append(key)
+            index += 1
+        for key in dict.fromkeys(changed):
+            quota = config.cluster_queues[key[0]].quotas.get((key[1], key[2]), Quota(0.0))
+            value = round(used[key], 9)
+            out.append((time, *key, value, quota.nominal, quota.borrowing_limit,
+                        quota.lending_limit, max(0.0, value - quota.nominal)))
+    return out
+
+
+def quota_rows(config: TenantConfig) -> list[tuple]:
+    out: list[tuple] = []
+    for cq in config.cluster_queues.values():
+        out += _quota_rows(cq.name, "cluster_queue", cq.cohort, cq.quotas, cq.weight)
+        if not cq.quotas:
+            out.append((cq.name, "cluster_queue", cq.cohort, "", "", 0.0, None, None, cq.weight))
+    for cohort in config.cohorts.values():
+        rows = _quota_rows(cohort.name, "cohort", cohort.parent, cohort.quotas, cohort.weight)
+        out += rows or [(cohort.name, "cohort", cohort.parent, "", "", 0.0, None, None,
+                         cohort.weight)]
+    cohorts = set(config.cohorts)
+    for cq in config.cluster_queues.values():  # cohorts named only by a queue
+        if cq.cohort and cq.cohort not in cohorts:
+            cohorts.add(cq.cohort)
+            out.append((cq.cohort, "cohort", None, "", "", 0.0, None, None, 1.0))
+    return out
+
+
+def _quota_rows(name: str, kind: str, parent: str | None, quotas: Mapping, weight: float
+                ) -> list[tuple]:
+    return [(name, kind, parent, flavor, resource, q.nominal, q.borrowing_limit,
+             q.lending_limit, weight) for (flavor, resource), q in quotas.items()]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6f}"
+    return str(value)
+
+
+def _write(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]],
+           identity: Mapping[str, Any]) -> None:
+    tail = [_cell(v) for v in identity.values()]
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([*columns, *identity])
+        writer.writerows([*(_cell(v) for v in row), *tail] for row in rows)

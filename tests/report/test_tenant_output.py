@@ -1,0 +1,99 @@
+"""The audit files of a tenant run (issue 19) and the invariant checker that reads them alone
+(``benchmarks/check_tenancy_invariants.py``), on a small two-flavor run with borrowing and
+lending limits, reclaim and fair sharing."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from builders import cluster_of
+
+from dlsched.cluster.cluster import Node
+from dlsched.policies.fifo import fifo
+from dlsched.report.output import run_identity
+from dlsched.report.tenant_output import write_audit
+from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.tenancy.loader import parse_tenants
+from dlsched.tenancy.profile import with_tenants
+from dlsched.workload.job import JobSpec
+from dlsched.workload.trace import Trace
+
+ROOT = Path(__file__).resolve().parents[2]
+TENANTS = """
+flavors: [{name: v, gpu_types: [V100]}, {name: a, gpu_types: [A100]}]
+cluster_queues:
+  - {name: q1, cohort: co, quotas: {v: {gpu: {nominal: 4, borrowing_limit: 2}}, a: {gpu: 4}},
+     preemption: {reclaim_within_cohort: any, within_cluster_queue: lower-priority}}
+  - {name: q2, cohort: co, quotas: {v: {gpu: {nominal: 4, lending_limit: 2}}, a: {gpu: 4}},
+     preemption: {reclaim_within_cohort: any}}
+  - {name: q3, cohort: co, quotas: {v: {gpu: 0}, a: {gpu: 0}}}
+fair_sharing: {enabled: FAIR}
+"""
+
+
+def _checker():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(
+        "check_tenancy_invariants", ROOT / "benchmarks/check_tenancy_invariants.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules["check_tenancy_invariants"] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def _run(tmp_path: Path, fair: bool) -> tuple[Path, list]:
+    cluster = cluster_of(Node("v0", "V100", 4), Node("v1", "V100", 4), Node("x0", "A100", 4),
+                         Node("x1", "A100", 4))
+    rng = random.Random(7)
+    specs = [JobSpec(f"j{i}", float(rng.randint(0, 300)), rng.choice([1, 2, 4]),
+                     float(rng.randint(50, 400)), queue=rng.choice(["q1", "q2", "q3"]),
+                     priority=rng.randint(0, 1)) for i in range(40)]
+    specs.append(JobSpec("huge", 5.0, 16, 100.0, queue="q3"))  # beyond q3's limits
+    config = parse_tenants(TENANTS.replace("FAIR", str(fair).lower()))
+    profile = with_tenants(fifo(strict=False), config)
+    sim = Simulator(cluster, Trace("audit", tuple(specs)), profile, SimConfig())
+    result = sim.run()
+    never = write_audit(sim.core, profile.queue_sort, tmp_path, run_identity(result.info))
+    return tmp_path, never
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open() as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.mark.parametrize("fair", [False, True])
+def test_audit_files_pass_the_checker(tmp_path: Path, fair: bool) -> None:
+    run, never = _run(tmp_path, fair)
+    segments = _rows(run / "segments.csv")
+    assert {"start", "end", "nodes", "num_gpus", "flavor"} <= set(segments[0])
+    assert {row["flavor"] for row in segments} == {"v", "a"}
+    evictions = _rows(run / "evictions.csv")
+    assert evictions, "the mix preempts"
+    assert {e["reason"] for e in evictions} <= {"InClusterQueue", "InCohortReclamation",
+                                                 "InCohortReclaimWhileBorrowing",
+                                                 "InCohortFairSharing"}
+    assert _rows(run / "queue_usage.csv") and _rows(run / "pending_reasons.csv")
+    assert [row[0] for row in never] == ["huge"]
+    assert _checker().check(run) == []
+
+
+def test_checker_finds_violations(tmp_path: Path) -> None:
+    run, _ = _run(tmp_path, False)
+    rows = _rows(run / "segments.csv")
+    rows.append({**rows[0], "job_id": "forged", "cluster_queue": "q1", "flavor": "v",
+                 "start": "0", "end": "1e9", "gpu": "6", "gpu_ids": "0"})
+    with (run / "segments.csv").open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with (run / "evictions.csv").open("a") as handle:
+        handle.write("1,x,q1,v,y,q2,InCohortReclamation\n2,y,q2,v,x,q1,InCohortReclamation\n")
+    problems = _checker().check(run, limit=0)
+    assert any("borrowing limit" in p for p in problems)
+    assert any("GPU 0" in p for p in problems)
+    assert any("x evicted y and y evicted x" in p for p in problems)
