@@ -67,6 +67,24 @@ class ShareStrategy(enum.Enum):
     LESS_THAN_INITIAL_SHARE = "LessThanInitialShare"
 
 
+class AdmissionOrder(enum.Enum):
+    """How jobs of different cluster queues are ordered for admission.
+
+    - ``kueue`` (default): Kueue's heads of queues, one position at a time; among equal
+      positions non-borrowing (or, with fair sharing, lower share) first, then decayed usage;
+    - ``slurm-classic`` / ``slurm-fair-tree``: queues by Slurm's fair-share factor, highest
+      first, each queue's jobs in its own order (``slurm_fairshare.py``; accounts are the
+      cohorts, users the cluster queues, shares their weights);
+    - ``drf``: DRF progressive filling (Ghodsi et al., NSDI'11 §4): the next job is taken from
+      the queue with the lowest weighted dominant share of the quota, recomputed after every
+      admission of the cycle."""
+
+    KUEUE = "kueue"
+    SLURM_CLASSIC = "slurm-classic"
+    SLURM_FAIR_TREE = "slurm-fair-tree"
+    DRF = "drf"
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceFlavor:
     """Nodes of this flavor: GPU type in ``gpu_types`` and pool in ``pools`` (empty: any)."""
@@ -148,6 +166,7 @@ class FairSharing:
     strategies: tuple[ShareStrategy, ...] = (ShareStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
                                              ShareStrategy.LESS_THAN_INITIAL_SHARE)
     usage_half_life: float = 0.0
+    admission_order: AdmissionOrder = AdmissionOrder.KUEUE
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,17 +214,26 @@ def _local_queue(raw: Any, at: str, src: YamlSource) -> c.LocalQueue:
                         _value(raw, "cluster_queue", at, src, _name))
 
 
+SLURM_HALF_LIFE = 7 * 86400.0  # Slurm's default PriorityDecayHalfLife (7-00:00:00)
+
+
 def _fair_sharing(raw: Any, src: YamlSource) -> c.FairSharing:
     at = "fair_sharing"
-    raw = _mapping(raw, at, src, ("enabled", "strategies", "usage_half_life"))
+    raw = _mapping(raw, at, src, ("enabled", "strategies", "usage_half_life",
+                                  "admission_order"))
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         raise src.error(_join(at, "enabled"), f"must be true or false, got {enabled!r}")
     strategies = _value(raw, "strategies", at, src,
                         lambda v: tuple(_enum(c.ShareStrategy)(s) for s in _names(v)),
                         c.FairSharing().strategies)
-    return c.FairSharing(enabled, strategies,
-                         _value(raw, "usage_half_life", at, src, _NONNEG, 0.0))
+    order = _value(raw, "admission_order", at, src, _enum(c.AdmissionOrder),
+                   c.AdmissionOrder.KUEUE)
+    half_life = _value(raw, "usage_half_life", at, src, _NONNEG, 0.0)
+    if order in (c.AdmissionOrder.SLURM_CLASSIC, c.AdmissionOrder.SLURM_FAIR_TREE) and (
+            not half_life):
+        half_life = SLURM_HALF_LIFE
+    return c.FairSharing(enabled, strategies, half_life, order)
 
 
 def _requeue(raw: Any, src: YamlSource) -> c.Requeue:

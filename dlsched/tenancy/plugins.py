@@ -26,9 +26,16 @@ from dlsched.scheduling.cycle import BLOCKED_QUEUES, skip_queue
 from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
 from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.state import CycleState
+from dlsched.tenancy import orders
 from dlsched.tenancy.assignment import Assignment, Mode, assign
 from dlsched.tenancy.audit import TenantAudit
-from dlsched.tenancy.config import ClusterQueue, QueueingStrategy, Reclaim, TenantConfig
+from dlsched.tenancy.config import (
+    AdmissionOrder,
+    ClusterQueue,
+    QueueingStrategy,
+    Reclaim,
+    TenantConfig,
+)
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.ordering import admission_key
@@ -86,6 +93,7 @@ class TenantAdmission:
         self._queue_names: dict[str, str] = {}  # JobSpec.queue -> cluster queue name
         self._submission_order = bool(getattr(inner, "static", False))
         self.lines = WaitingLines(self.queue_of, self.request, self._submission_order)
+        self._hierarchy: orders.Hierarchy | None = None  # Slurm's tree, built when first used
         self._min_runtimes = sorted({cq.preemption.min_runtime
                                      for cq in config.cluster_queues.values()
                                      if cq.preemption.min_runtime})
@@ -140,6 +148,10 @@ class TenantAdmission:
         out of later rounds before its keys are computed."""
         data = self.cycle(state)
         self._prepare(state, data)
+        order = self.config.fair_sharing.admission_order
+        if order is not AdmissionOrder.KUEUE:
+            yield from self._other_order(state, data, order)
+            return
         lines = self.lines.lines
         blocked = state.scratch.setdefault(BLOCKED_QUEUES, {})
         queues, position = list(lines), 0
@@ -154,6 +166,28 @@ class TenantAdmission:
             heads.sort(key=lambda j: self.sort_key(state, j))
             yield from heads
             queues, position = still, position + 1
+
+    def _other_order(self, state: CycleState, data: _Cycle, order: AdmissionOrder
+                     ) -> Iterator[Job]:
+        if order is AdmissionOrder.DRF:
+            totals, queues = orders.quota_totals(self.tree), self.config.cluster_queues
+
+            def share(cq: str) -> float:
+                queue = queues.get(cq)
+                return 0.0 if queue is None else orders.drf_share(
+                    data.view.sync(), cq, totals, queue.weight)
+
+            yield from orders.progressive_filling(self, state, share)
+            return
+        if self._hierarchy is None:
+            self._hierarchy = orders.hierarchy(self.config)
+        usage = self.history.values if self.history is not None else {}
+        factors = orders.slurm_factors(self.config, self._hierarchy, usage)
+        yield from orders.by_queue_factor(self, state, factors)
+
+    def closed(self, cq: str, blocked: Mapping[str, str]) -> bool:
+        """Whether the cycle closed every name of cluster queue ``cq`` (``skip_queue``)."""
+        return self._closed(cq, blocked)
 
     def _closed(self, cq: str, blocked: Mapping[str, str]) -> bool:
         return cq in self.config.cluster_queues and all(

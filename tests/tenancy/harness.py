@@ -45,6 +45,7 @@ class W:
     submit: float = 0.0
     preemptions: int = 0
     cpus_per_gpu: float = 0.0
+    memory_gb: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def _running(cluster: Cluster, free: np.ndarray, spec: R) -> Job:
 
 def _waiting(spec: W, now: float) -> Job:
     job = Job(JobSpec(spec.job_id, spec.submit, spec.gpus, 100.0, queue=spec.queue,
-                      priority=spec.prio, cpus_per_gpu=spec.cpus_per_gpu))
+                      priority=spec.prio, cpus_per_gpu=spec.cpus_per_gpu,
+                      memory_gb_per_gpu=spec.memory_gb))
     if spec.preemptions:
         job.status, job.preemptions, job.queued_since = JobStatus.PREEMPTED, spec.preemptions, now
     return job
