@@ -94,7 +94,7 @@ def main() -> None:
           f"finished, {sum(j.preemptions for j in result.jobs)} preemptions")
     if args.out:
         write_run(result, args.out)
-        write_audit(sim.core, profile.queue_sort, args.out, run_identity(result.info))
+        write_audit(sim.core, sim.profile.queue_sort, args.out, run_identity(result.info))
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ def _run(tmp_path: Path, fair: bool) -> tuple[Path, list]:
     profile = with_tenants(fifo(strict=False), config)
     sim = Simulator(cluster, Trace("audit", tuple(specs)), profile, SimConfig())
     result = sim.run()
-    never = write_audit(sim.core, profile.queue_sort, tmp_path, run_identity(result.info))
+    never = write_audit(sim.core, sim.profile.queue_sort, tmp_path, run_identity(result.info))
     return tmp_path, never
 
 
