@@ -326,7 +326,7 @@ class TenantAdmission:
                 data.no_borrow.add(job.job_id)
             return SUCCESS
         # Minimum runtime is the reason only when the search would succeed without it.
-        protected = data.view.any_protected and bool(select_targets(
+        protected = victims.protected and bool(select_targets(
             self.config, usage, incoming, running, state.now, protect=False).targets)
         self._hold(data, cq, assignment, incoming.request)
         return self._fail(data, job, Reason.MIN_RUNTIME if protected

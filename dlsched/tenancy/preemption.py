@@ -78,6 +78,7 @@ class Victims:
 
     targets: list[Target]
     may_borrow: bool = True
+    protected: bool = False  # a candidate was left out for its minimum runtime
 
 
 NONE = Victims([])
@@ -111,8 +112,9 @@ def uses(victim: Admitted, frs: Sequence[FlavorResource]) -> bool:
 
 def candidates(config: TenantConfig, usage: Usage, incoming: Admitted,
                running: Mapping[str, Sequence[Admitted]], now: float,
-               protect: bool = True) -> list[Target]:
-    """The candidates in Kueue's order; ``protect=False`` ignores minimum runtimes."""
+               protect: bool = True, skipped: list[Admitted] | None = None) -> list[Target]:
+    """The candidates in Kueue's order; ``protect=False`` ignores minimum runtimes;
+    ``skipped`` collects the jobs left out for theirs."""
     cq = config.cluster_queues[incoming.cq]
     frs = contested(usage, incoming) or [(incoming.flavor, r) for r in incoming.request]
     advantage = _advantage(usage, incoming)
@@ -125,7 +127,11 @@ def candidates(config: TenantConfig, usage: Usage, incoming: Admitted,
         protected = config.cluster_queues[member].preemption.min_runtime if protect else 0.0
         lca = None if member == cq.name else _lca(usage, cq.name, member)
         for other in jobs:
-            if not uses(other, frs) or now - other.started < protected:
+            if other.flavor != incoming.flavor or not uses(other, frs):
+                continue
+            if now - other.started < protected:
+                if skipped is not None:
+                    skipped.append(other)
                 continue
             why = _why(cq, incoming, other, advantage.get(lca, False), fair)
             if why is not None:
@@ -201,13 +207,16 @@ def select_targets(config: TenantConfig, usage: Usage, incoming: Admitted,
                    running: Mapping[str, Sequence[Admitted]], now: float,
                    protect: bool = True) -> Victims:
     """The victims to evict so the incoming job fits its quota (empty if none will do)."""
-    found = candidates(config, usage, incoming, running, now, protect)
+    skipped: list[Admitted] = []
+    found = candidates(config, usage, incoming, running, now, protect, skipped)
     if not found:
-        return NONE
+        return Victims([], protected=bool(skipped))
     if config.fair_sharing.enabled:
         from dlsched.tenancy.fair_preemption import fair_targets
-        return Victims(fair_targets(config, usage, incoming, found))
-    return _classic(config, usage, incoming, found)
+        chosen = Victims(fair_targets(config, usage, incoming, found))
+    else:
+        chosen = _classic(config, usage, incoming, found)
+    return chosen if chosen.targets or not skipped else Victims([], protected=True)
 
 
 def _classic(config: TenantConfig, usage: Usage, incoming: Admitted,
