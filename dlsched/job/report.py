@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 
 class Reporter:
     """``POST {service}/v1/jobs/{id}/progress`` with ``{"step", "samples_per_second", "metrics",
-    "world_size"}`` (the size the speed was measured at: the service ignores a late report of
-    an attempt that ran at another size, e.g. just before an elastic resize).
+    "world_size", "attempt"}`` (the size the speed was measured at: the service ignores a late
+    report of an attempt that ran at another size, e.g. just before an elastic resize; and the
+    attempt: the service refuses, 409, a report from an attempt that is no longer the job's).
 
     A no-op when the service URL is unset or this worker is not rank 0. Use it as a context
     manager, or call ``close()``, so the last report is sent before the process exits.
@@ -36,6 +37,7 @@ class Reporter:
                  max_backoff: float = 60.0) -> None:
         self.url = _progress_url(ctx) if ctx.is_chief else None
         self.world_size = ctx.world_size
+        self.attempt = ctx.attempt
         self.headers = {"Content-Type": "application/json"}
         if ctx.token:
             self.headers["Authorization"] = f"Bearer {ctx.token}"
@@ -62,7 +64,7 @@ class Reporter:
         if self.url is None or self._closed:
             return
         try:
-            body = _payload(step, samples_per_second, metrics, self.world_size)
+            body = _payload(step, samples_per_second, metrics, self.world_size, self.attempt)
             with self._wake:
                 self._pending = body
                 self._start_thread()
@@ -139,12 +141,12 @@ def _progress_url(ctx: JobContext) -> str | None:
 
 
 def _payload(step: int, samples_per_second: float, metrics: dict[str, Any],
-             world_size: int) -> bytes:
+             world_size: int, attempt: int) -> bytes:
     speed = float(samples_per_second)
     numbers = {str(name): number for name, value in metrics.items()
                if (number := _number(value)) is not None}
     body = {"step": int(step), "samples_per_second": speed if math.isfinite(speed) else 0.0,
-            "metrics": numbers, "world_size": int(world_size)}
+            "metrics": numbers, "world_size": int(world_size), "attempt": int(attempt)}
     return json.dumps(body, allow_nan=False).encode()
 
 

@@ -18,8 +18,9 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from dlsched import __version__
 from dlsched.runtime import commands, views
 from dlsched.runtime.auth import ANYONE, Principal
-from dlsched.runtime.commands import RequestError
+from dlsched.runtime.commands import IdempotencyKey, RequestError
 from dlsched.runtime.models import (
+    IDEMPOTENCY_KEY_PATTERN,
     ClusterView,
     EventView,
     Health,
@@ -84,6 +85,15 @@ def _identify(request: Request,
 Caller = Annotated[Principal, Depends(_identify)]
 
 
+def _idempotency_key(header: str | None, field: str | None,
+                     caller: Principal) -> IdempotencyKey | None:
+    if header is not None and field is not None and header != field:
+        raise RequestError(422, "the Idempotency-Key header and the idempotency_key field "
+                                "differ")
+    key = header if header is not None else field
+    return None if key is None else IdempotencyKey(caller.tenant, key)
+
+
 def _v1(service: Service) -> APIRouter:
     router = APIRouter()
 
@@ -94,11 +104,20 @@ def _v1(service: Service) -> APIRouter:
             raise RequestError(404, f"no job {job_id!r}")
 
     @router.post("/jobs", status_code=201, response_model=JobSummary)
-    def submit(request: SubmitRequest, caller: Caller) -> JobSummary:
+    def submit(request: SubmitRequest, caller: Caller, response: Response,
+               idempotency_key: Annotated[str | None, Header(
+                   pattern=IDEMPOTENCY_KEY_PATTERN,
+                   description="A retried submission with the same key returns the job the "
+                               "first one made (201, header Idempotent-Replayed: true).")
+               ] = None) -> JobSummary:
         if not caller.may_use(request.queue):
             raise RequestError(403, f"tenant {caller.tenant!r} may not use queue "
                                     f"{request.queue!r}")
-        return views.summary(service, commands.submit(service, request))
+        key = _idempotency_key(idempotency_key, request.idempotency_key, caller)
+        row, replayed = commands.submit_once(service, request, key)
+        if replayed:
+            response.headers["Idempotent-Replayed"] = "true"
+        return views.summary(service, row)
 
     @router.get("/jobs", response_model=list[JobSummary])
     def list_jobs(caller: Caller, status: str | None = None, queue: str | None = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import httpx
@@ -49,10 +50,23 @@ class Client:
     def close(self) -> None:
         self.http.close()
 
-    def submit(self, request: SubmitRequest | dict[str, Any]) -> JobSummary:
+    def submit(self, request: SubmitRequest | dict[str, Any],
+               idempotency_key: str | None = None, tries: int = 3) -> JobSummary:
+        """Submit once, even if the request is retried: it carries an ``Idempotency-Key`` (a
+        fresh one unless given), and a request that may have reached the service (the
+        connection broke) is sent again, up to ``tries`` times, with the same key."""
         body = request.model_dump(exclude_unset=True) if isinstance(request, SubmitRequest) \
             else request
-        return JobSummary.model_validate(self._call("POST", "/v1/jobs", json=body).json())
+        headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+        for attempt in range(1, tries + 1):
+            try:
+                response = self._call("POST", "/v1/jobs", json=body, headers=headers)
+                return JobSummary.model_validate(response.json())
+            except ClientError as error:
+                if error.status != 0 or attempt == tries:
+                    raise
+                time.sleep(0.5 * attempt)
+        raise AssertionError("unreachable")
 
     def jobs(self, status: str | None = None, queue: str | None = None,
              limit: int = 1000) -> list[JobSummary]:

@@ -6,7 +6,9 @@ full (GPU count, type, elastic range), then its row commits, then the core gets 
 
 from __future__ import annotations
 
+import hashlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +17,7 @@ from dlsched.runtime.models import ProgressReport, SubmitRequest
 from dlsched.runtime.store import JobRow
 from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job, JobSpec
+from dlsched.workload.job import Job, JobSpec, JobStatus
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
@@ -34,15 +36,45 @@ class RequestError(DlschedError):
         self.message = message
 
 
+@dataclass(frozen=True)
+class IdempotencyKey:
+    """A submission's ``Idempotency-Key`` (IETF draft-ietf-httpapi-idempotency-key-header), per
+    caller: the same caller sending the same key gets the job its first request made."""
+
+    caller: str
+    key: str
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(f"{self.caller}\n{self.key}".encode()).hexdigest()
+
+
 def submit(service: Service, request: SubmitRequest) -> JobRow:
+    return submit_once(service, request, None)[0]
+
+
+def submit_once(service: Service, request: SubmitRequest,
+                key: IdempotencyKey | None) -> tuple[JobRow, bool]:
+    """The new job's row, and False; or, for a key seen before with the same request, the job
+    its first request made, and True (a replay: nothing new is stored)."""
     from dlsched.runtime.service import ActiveJob
 
     with service.locked():
+        digest = _request_digest(request)
+        if key is not None:
+            first = service.store.by_idempotency_key(key.digest)
+            if first is not None:
+                if first.request_digest != digest:
+                    raise RequestError(422, f"Idempotency-Key {key.key!r} was already used "
+                                            f"with another request (job {first.id})")
+                return first, True
         job_id = f"job-{service.next_seq:06d}"
         now = service.clock.now()
         spec = _spec(service, request, job_id, now)
         checkpoint_dir = _checkpoint_dir(service, request, job_id)
         row = _row(request, job_id, service.next_seq, now, checkpoint_dir)
+        if key is not None:
+            row.idempotency_key, row.request_digest = key.digest, digest
         service.store.add_job(row, now, f"{spec.num_gpus} GPUs, queue {spec.queue}")
         service.next_seq += 1
         service.active[job_id] = ActiveJob(tuple(request.command), checkpoint_dir,
@@ -52,7 +84,12 @@ def submit(service: Service, request: SubmitRequest) -> JobRow:
         service.changed = True
         service.metrics.submitted.inc()
     service.wake.set()
-    return row
+    return row, False
+
+
+def _request_digest(request: SubmitRequest) -> str:
+    body = request.model_dump_json(exclude={"idempotency_key"})
+    return hashlib.sha256(body.encode()).hexdigest()
 
 
 def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> JobSpec:
@@ -130,6 +167,11 @@ def report_progress(service: Service, job_id: str, report: ProgressReport) -> No
         job = service.core.jobs.get(job_id)
         if job is None or job.status.is_terminal:
             _missing_or_ended(service, job_id)
+        current = service.active[job_id].attempts
+        if report.attempt is not None and (report.attempt != current
+                                           or job.status is not JobStatus.RUNNING):
+            raise RequestError(409, f"attempt {report.attempt} of job {job_id} is not its "
+                                    f"running attempt (the latest is {current}): fenced")
         progress = {"time": time.time(), **report.model_dump()}
         service.batch.job(job_id, last_progress=progress)
         if report.samples_per_second is not None:

@@ -14,6 +14,10 @@ a real cluster needs (candidates to move into the core itself, see ``docs/runtim
   GPUs are free, ``AttemptBook.waiting_for``); its reason then names them (Kueue's
   "waiting for preempted workloads to exit", ``Reason.WAITING_FOR_EVICTION``), with or
   without tenants.
+- ``complete``: a job whose workers all exited 0 finishes, even if it was being stopped (its
+  work ended just before the stop reached it): a completed job never starts again.
+- ``adopt``: after a restart, a job whose workers outlived the old service runs on, on the
+  GPUs it held, without a new attempt.
 - ``resubmit``: after a restart, a job comes back with the service it had attained, the work
   it had done and the preemptions it had suffered, so the policies (Tiresias's 2D-LAS queue,
   Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did.
@@ -100,6 +104,41 @@ class RuntimeScheduler(Scheduler):
         job.done_work = job.work_done(now)
         job.progress_time = now
         job.rate = self.throughput.rate(job.spec, self.placement_of(job))
+
+    def complete(self, job_id: str) -> None:
+        """Finish a job whose workers completed: running (the usual case; a start of it that
+        still waits for those workers to exit is dropped) or back in its queue (it was
+        preempted as its work ended)."""
+        job = self.jobs[job_id]
+        now = self.clock.now()
+        if job.status is JobStatus.RUNNING:
+            self.executor.stop(job, now)
+            self.finish(job_id)
+            return
+        self.waiting.discard(job_id)
+        job.done_work = job.spec.work
+        job.set_status(JobStatus.FINISHED)
+        job.finish_time = now
+        job.pending_reason = ""
+
+    def can_adopt(self, gpus: tuple[int, ...]) -> bool:
+        """Whether ``gpus`` exist in this cluster and are free (for ``adopt``)."""
+        return bool(gpus) and len(set(gpus)) == len(gpus) and all(
+            0 <= gpu < self.cluster.num_gpus and self.free[gpu] >= 1.0 for gpu in gpus)
+
+    def adopt(self, spec: JobSpec, restored: Restored, gpus: tuple[int, ...]) -> Job:
+        """A job that was running when the service died and whose workers still run: it runs
+        on, on ``gpus`` (``can_adopt``; the executor takes over the workers in ``start``).
+        A job this cluster can no longer run comes back failed, as ``submit`` makes it."""
+        job = self.resubmit(spec, restored)
+        if job.status is not JobStatus.PENDING:
+            return job
+        self.waiting.discard(job.job_id)
+        job.set_status(JobStatus.RUNNING)
+        job.first_start = spec.submit_time if job.first_start is None else job.first_start
+        self.running[job.job_id] = job
+        self._launch(job, gpus, (1.0,) * len(gpus), self.clock.now(), 0.0)
+        return job
 
     def resubmit(self, spec: JobSpec, restored: Restored) -> Job:
         """Submit a job that existed before a restart, with its counters restored. It is

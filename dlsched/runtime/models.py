@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
 
 
 class SubmitRequest(BaseModel):
@@ -27,6 +28,10 @@ class SubmitRequest(BaseModel):
     working_dir: str | None = Field(None, description="Workers' working directory.")
     env: dict[str, str] = Field(default_factory=dict,
                                 description="Extra environment (dlsched's own names win).")
+    idempotency_key: str | None = Field(
+        None, pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="Or the Idempotency-Key header: a retried submission with the same key "
+                    "(from the same caller) returns the job the first one made.")
 
 
 class ProgressReport(BaseModel):
@@ -40,6 +45,9 @@ class ProgressReport(BaseModel):
                                    "with; a report from another size than the job's now is "
                                    "kept but not used as a measurement.")
     metrics: dict[str, float | str | bool | None] = Field(default_factory=dict)
+    attempt: int | None = Field(None, ge=1, description="The reporting worker's "
+                                "DLSCHED_ATTEMPT: a report from an attempt that is no longer "
+                                "the job's (fenced) is refused with 409.")
 
 
 class GpuSlot(BaseModel):

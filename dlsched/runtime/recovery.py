@@ -1,30 +1,63 @@
-"""Start-up recovery: reload the jobs that had not ended and make sure none runs twice.
+"""Start-up recovery: reload the jobs that had not ended, and settle every attempt the old service
+left open so that no job runs twice and none is lost (``docs/runtime.md``, "Exactly once").
 
-Workers of a service that died (``kill -9``) keep running, but their exit status can no longer be
-collected, so they are stopped (SIGTERM, grace period, SIGKILL) before anything restarts: the
-jobs then resume from their checkpoints. They are found by their environment (job id and
-checkpoint directory, on Linux) and by the pids recorded per attempt elsewhere. Jobs that were
-pending, preempted or running go back to the core with their original submission time and the
-service, done work, preemptions and attempt count the store had for them (written every
-iteration that changes them and every ``STATE_SAVE_SECONDS`` while they run), so the policy
-ranks them as the old service would have; finished, failed and cancelled jobs stay as they
-are.
+An attempt is recorded before its workers start (``Store.begin_attempt``), and each worker's
+exit status is written by its wrapper (``executors/exit_status.py``), so after a ``kill -9``
+the new service (a new *generation*) finds, for each job that was running:
+
+- every worker's status written, all 0 and not asked to stop: the job **completed** while no
+  service ran: it is recorded as finished and never started again;
+- workers still running (found by their environment: job id, attempt, checkpoint directory,
+  on Linux): the new service **adopts** them (local executor): the job runs on, on its GPUs, in
+  the same attempt, now owned by this generation;
+- otherwise (the workers died, were killed, or cannot be adopted): what still runs is stopped
+  (SIGTERM, grace period, SIGKILL), the statuses are read again (a worker may have completed
+  meanwhile), and the attempt is closed ``abandoned``, ``failed`` or ``stopped``; the job
+  goes back to its queue to resume from its checkpoint with a new attempt number.
+
+Jobs that were pending or preempted go back to the core with their original submission time
+and the service, done work, preemptions and attempt count the store had for them, so the
+policy ranks them as the old service would have; finished, failed and cancelled jobs stay.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlsched.runtime.commands import PLACEHOLDER_WORK
 from dlsched.runtime.core import Restored
-from dlsched.runtime.executors.processes import PROC, find_workers, stop_processes
-from dlsched.runtime.store import JobRow
+from dlsched.runtime.executors.exit_status import ExitStatus, read_status, status_path
+from dlsched.runtime.executors.processes import (
+    PROC,
+    alive,
+    find_attempt_processes,
+    stop_processes,
+)
+from dlsched.runtime.store import AttemptRow, JobRow
 from dlsched.workload.job import JobSpec
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
 
 RESTARTED = "the service restarted while it ran; it resumes from its checkpoint"
+COMPLETED = "its workers completed while no service was running"
+
+
+@dataclass
+class _Open:
+    """A job's open attempt and what is known of its workers."""
+
+    row: JobRow
+    attempt: AttemptRow
+    pids: dict[int, int]  # rank -> live wrapper pid
+
+    def statuses(self) -> list[ExitStatus | None]:
+        log_path = Path(self.attempt.log_path)
+        return [read_status(status_path(log_path, rank))
+                for rank in range(len(self.attempt.gpus))]
 
 
 def recover(service: Service) -> None:
@@ -32,34 +65,136 @@ def recover(service: Service) -> None:
     rows = service.store.unfinished()
     if not rows:
         return
-    _stop_leftovers(service, rows)
+    opened = _open_attempts(service, rows)
+    to_stop: set[int] = set(_stray_pids(service, rows, opened))
+    settled: dict[str, _Open] = {}
     for row in rows:
-        _resubmit(service, row)
+        found = opened.get(row.id)
+        if found is None:
+            _resubmit(service, row)
+        elif not _adopt(service, found):
+            to_stop.update(found.pids.values())
+            if row.id not in service.core.jobs:  # else: refused by this cluster (failed)
+                settled[row.id] = found
+    stop_processes(to_stop, service.config.grace_seconds)
+    for found in settled.values():
+        _settle(service, found)
     service.changed = True
 
 
-def _stop_leftovers(service: Service, rows: list[JobRow]) -> None:
-    open_attempts = service.store.open_attempts()
-    pids = set(find_workers({row.id: row.checkpoint_dir for row in rows}))
-    if not PROC.is_dir():  # no way to check who a pid is now: trust the record
-        pids |= {pid for attempt in open_attempts for pid in attempt.pids}
-    stop_processes(pids, service.config.grace_seconds)
+def _open_attempts(service: Service, rows: list[JobRow]) -> dict[str, _Open]:
+    """Each unfinished job's latest open attempt with its live workers; older open attempts
+    (a stopped attempt still exiting when the service died) are closed as abandoned."""
+    by_job: dict[str, list[AttemptRow]] = defaultdict(list)
+    for attempt in service.store.open_attempts():
+        by_job[attempt.job_id].append(attempt)
+    unfinished = {row.id: row for row in rows}
     now = service.clock.now()
-    for attempt in open_attempts:
-        service.batch.attempt_ended(attempt.job_id, attempt.number, now, "abandoned",
+    opened = {}
+    for job_id, attempts in by_job.items():
+        attempts.sort(key=lambda a: a.number)
+        for old in attempts[:-1]:
+            service.batch.attempt_ended(job_id, old.number, now, "abandoned",
+                                        "the service stopped while it ran")
+        if job_id in unfinished:
+            opened[job_id] = _Open(unfinished[job_id], attempts[-1], {})
+    for worker in find_attempt_processes({row.id: row.checkpoint_dir for row in rows}):
+        found = opened.get(worker.job_id)
+        if found is not None and worker.attempt == found.attempt.number and worker.leader:
+            found.pids[worker.rank] = worker.pid
+    if not PROC.is_dir():  # no environment to read: trust the recorded pids
+        for found in opened.values():
+            found.pids = {rank: pid for rank, pid in enumerate(found.attempt.pids) if alive(pid)}
+    return opened
+
+
+def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open]) -> list[int]:
+    """Live workers of these jobs that belong to no attempt being settled (older attempts)."""
+    keep = {pid for found in opened.values() for pid in found.pids.values()}
+    strays = [w.pid for w in find_attempt_processes({r.id: r.checkpoint_dir for r in rows})
+              if w.pid not in keep and w.leader]
+    if not PROC.is_dir():
+        strays += [pid for attempt in service.store.open_attempts() for pid in attempt.pids
+                   if pid not in keep]
+    return strays
+
+
+def _adopt(service: Service, found: _Open) -> bool:
+    """Let a running job's live workers run on under this service (local executor only)."""
+    adopt = getattr(service.executor, "adopt", None)
+    statuses = found.statuses()
+    waiting = [rank for rank, status in enumerate(statuses) if status is None]
+    attempt, row = found.attempt, found.row
+    gpus = tuple(int(gpu) for gpu in attempt.gpus)
+    if (adopt is None or row.status != "running" or not waiting
+            or any(rank not in found.pids for rank in waiting)
+            or not service.core.can_adopt(gpus)):
+        return False
+    pids = tuple(found.pids.get(rank, 0) for rank in range(len(gpus)))
+    adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
+    _activate(service, row)
+    if service.core.adopt(_spec(row), _restored(row), gpus).status.is_terminal:
+        service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
+        service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
+                                    "this cluster can no longer run the job")
+        service.touched.add(row.id)
+        return False
+    service.store.adopt_attempt(row.id, attempt.number, service.generation, pids)
+    service.event(row.id, "adopted", f"attempt {attempt.number} kept running through a "
+                                     f"restart of the service (pids {[p for p in pids if p]})")
+    return True
+
+
+def _settle(service: Service, found: _Open) -> None:
+    """Close an attempt whose workers are gone: finished if every worker completed, else the
+    job goes back to its queue (a failed worker counts as a failure)."""
+    row, number, now = found.row, found.attempt.number, service.clock.now()
+    statuses = found.statuses()
+    if all(status is not None and status.completed for status in statuses):
+        service.batch.attempt_ended(row.id, number, now, "succeeded", COMPLETED)
+        service.batch.job(row.id, status="finished", finish_time=now, pending_reason="",
+                          done_work=row.work_seconds or PLACEHOLDER_WORK)
+        service.batch.event(row.id, now, "finished", COMPLETED)
+        return
+    failed = [rank for rank, s in enumerate(statuses)
+              if s is not None and s.code != 0 and not s.asked_to_stop]
+    if failed and row.status == "running":
+        row.failures += 1
+        message = f"rank {failed[0]} exited with code {statuses[failed[0]].code}"  # type: ignore[union-attr]
+        service.batch.attempt_ended(row.id, number, now, "failed", message)
+        service.batch.job(row.id, failures=row.failures)
+        if row.failures >= service.config.max_attempts:
+            reason = f"attempt {number} failed: {message} (gave up after {row.failures} failures)"
+            service.batch.job(row.id, status="failed", finish_time=now, pending_reason=reason)
+            service.batch.event(row.id, now, "failed", reason)
+            return
+    else:
+        service.batch.attempt_ended(row.id, number, now, "abandoned",
                                     "the service stopped while it ran")
+    _resubmit(service, row)
+
+
+def _spec(row: JobRow) -> JobSpec:
+    return JobSpec(row.id, row.submit_time, row.num_gpus, row.work_seconds or PLACEHOLDER_WORK,
+                   queue=row.queue, gpu_types=(row.gpu_type,) if row.gpu_type else (),
+                   priority=row.priority, min_gpus=row.min_gpus, max_gpus=row.max_gpus)
+
+
+def _restored(row: JobRow) -> Restored:
+    return Restored(row.attained_service, row.done_work, row.preemptions,
+                    started=row.attempts > 0)
+
+
+def _activate(service: Service, row: JobRow) -> None:
+    from dlsched.runtime.service import ActiveJob
+
+    service.active[row.id] = ActiveJob(tuple(row.command), row.checkpoint_dir, row.working_dir,
+                                       dict(row.env or {}), row.attempts, row.failures)
 
 
 def _resubmit(service: Service, row: JobRow) -> None:
-    from dlsched.runtime.service import ActiveJob
-
-    spec = JobSpec(row.id, row.submit_time, row.num_gpus, row.work_seconds or PLACEHOLDER_WORK,
-                   queue=row.queue, gpu_types=(row.gpu_type,) if row.gpu_type else (),
-                   priority=row.priority, min_gpus=row.min_gpus, max_gpus=row.max_gpus)
-    service.active[row.id] = ActiveJob(tuple(row.command), row.checkpoint_dir, row.working_dir,
-                                       dict(row.env or {}), row.attempts, row.failures)
-    service.core.resubmit(spec, Restored(row.attained_service, row.done_work,
-                                         row.preemptions, started=row.attempts > 0))
+    _activate(service, row)
+    service.core.resubmit(_spec(row), _restored(row))
     if row.status == "running":
         service.event(row.id, "requeued", RESTARTED)
     else:

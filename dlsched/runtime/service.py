@@ -126,6 +126,7 @@ class Service:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self.dir_lock = ServiceLock()  # held from start() to shutdown() (datadir.py)
+        self.generation = 0  # this start's number (``Store.next_generation``), set by start
 
     def _executor(self) -> RuntimeExecutor:
         config = self.config
@@ -143,6 +144,7 @@ class Service:
         self.dir_lock = ServiceLock.acquire(self.config.data_dir, self.config.database)
         self.store.create()
         self.clock.epoch = self.store.epoch()
+        self.generation = self.store.next_generation()
         with self.locked():
             recover(self)
             self.persist()
@@ -249,11 +251,13 @@ class Service:
         now = self.clock.now()
         self.batch.attempt_ended(end.job_id, end.attempt, now, end.outcome.value, end.message)
         job = self.core.jobs.get(end.job_id)
-        if end.outcome is Outcome.STOPPED or job is None or job.status is not JobStatus.RUNNING:
+        if job is None or job.status.is_terminal:
             return
-        if end.outcome is Outcome.SUCCEEDED:
-            self.core.finish(end.job_id)
+        if end.outcome is Outcome.SUCCEEDED:  # also an attempt that completed as it was
+            self.core.complete(end.job_id)   # stopped: a completed job never starts again
             self.event(end.job_id, "finished", end.message, now)
+            return
+        if end.outcome is Outcome.STOPPED or job.status is not JobStatus.RUNNING:
             return
         if end.outcome is Outcome.LOST:  # the node died, not the job: no failure counted
             self.requeue(end.job_id, f"attempt {end.attempt} lost: {end.message}")
@@ -287,10 +291,15 @@ class Service:
         self.event(job_id, "requeued", reason)
 
     def _plan_attempt(self, job_id: str) -> LaunchPlan:
+        """The next attempt of a job, committed before its workers start (fencing: its
+        number is never used twice, even if the service dies in the next instant)."""
         record = self.active[job_id]
-        record.attempts += 1
-        self.batch.job(job_id, attempts=record.attempts)
-        log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{record.attempts}.log"
+        number = record.attempts + 1
+        log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{number}.log"
+        gpus = [int(gpu) for gpu in self.core.jobs[job_id].allocation]
+        self.store.begin_attempt(job_id, number, self.generation, self.clock.now(), gpus,
+                                 str(log_path))
+        record.attempts = number
         token = self.config.tokens.worker_token(job_id) if self.config.tokens else None
         return LaunchPlan(record.attempts, record.command, record.checkpoint_dir, log_path,
                           record.working_dir, record.env, token)
@@ -299,8 +308,7 @@ class Service:
         for launch in self.executor.take_launched():
             now = self.clock.now()
             self.core.launched(launch.job_id, now)
-            self.batch.attempt_started(launch.job_id, launch.attempt, now, launch.gpus,
-                                       launch.pids, str(launch.log_path))
+            self.batch.attempt_launched(launch.job_id, launch.attempt, now, launch.pids)
             self.event(launch.job_id, "started",
                        f"attempt {launch.attempt}, pids {list(launch.pids)}", now)
 
@@ -336,6 +344,7 @@ class Service:
 
 def _merge(first: Batch, second: Batch) -> Batch:
     merged = Batch(dict(first.jobs), first.new_attempts + second.new_attempts,
+                   first.launched_attempts + second.launched_attempts,
                    first.ended_attempts + second.ended_attempts, first.events + second.events)
     for job_id, columns in second.jobs.items():
         merged.job(job_id, **columns)

@@ -31,8 +31,12 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
 
 UNFINISHED = ("pending", "running", "preempted")
-# Columns added after the first release: (name, SQL type, default), see ``_add_missing_columns``.
-NEWER_COLUMNS = (("done_work", "FLOAT", "0"), ("preemptions", "INTEGER", "0"))
+# Columns added after the first release: (table, name, SQL type, default), see
+# ``_add_missing_columns`` (a default of None: a nullable column).
+NEWER_COLUMNS = (("jobs", "done_work", "FLOAT", "0"), ("jobs", "preemptions", "INTEGER", "0"),
+                 ("jobs", "idempotency_key", "VARCHAR(64)", None),
+                 ("jobs", "request_digest", "VARCHAR(64)", None),
+                 ("attempts", "generation", "INTEGER", "0"))
 
 
 class Base(DeclarativeBase):
@@ -71,6 +75,10 @@ class JobRow(Base):
     done_work: Mapped[float] = mapped_column(default=0.0)
     preemptions: Mapped[int] = mapped_column(default=0)
     last_progress: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    # A digest of the caller and its ``Idempotency-Key`` (``commands.submit``): unique, so a
+    # retried submission finds the job its first try made; ``request_digest`` is the body's.
+    idempotency_key: Mapped[str | None] = mapped_column(String(64), unique=True)
+    request_digest: Mapped[str | None] = mapped_column(String(64))
 
 
 class AttemptRow(Base):
@@ -84,6 +92,9 @@ class AttemptRow(Base):
     log_path: Mapped[str] = mapped_column(String(4096))
     outcome: Mapped[str | None] = mapped_column(String(32))
     message: Mapped[str] = mapped_column(String(1000), default="")
+    # The service generation (``Store.next_generation``) that owns the attempt: it launched
+    # it, or adopted its workers after a restart. Fencing: only the owner ends it.
+    generation: Mapped[int] = mapped_column(default=0)
 
 
 class EventRow(Base):
@@ -101,6 +112,7 @@ class Batch:
 
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
     new_attempts: list[dict[str, Any]] = field(default_factory=list)
+    launched_attempts: list[dict[str, Any]] = field(default_factory=list)
     ended_attempts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -116,13 +128,20 @@ class Batch:
                                   "end_time": None, "gpus": list(gpus), "pids": list(pids),
                                   "log_path": log_path, "outcome": None, "message": ""})
 
+    def attempt_launched(self, job_id: str, number: int, at: float,
+                         pids: Iterable[int]) -> None:
+        """An attempt begun with ``Store.begin_attempt`` has its workers: their pids."""
+        self.launched_attempts.append({"job_id": job_id, "number": number, "start_time": at,
+                                       "pids": list(pids)})
+
     def attempt_ended(self, job_id: str, number: int, at: float, outcome: str,
                       message: str) -> None:
         self.ended_attempts.append({"job_id": job_id, "number": number, "end_time": at,
                                     "outcome": outcome, "message": message})
 
     def __bool__(self) -> bool:
-        return bool(self.jobs or self.new_attempts or self.ended_attempts or self.events)
+        return bool(self.jobs or self.new_attempts or self.launched_attempts
+                    or self.ended_attempts or self.events)
 
 
 class Store:
@@ -138,12 +157,18 @@ class Store:
     def _add_missing_columns(self) -> None:
         """A database made by an older dlsched lacks the newer ``jobs`` columns: add them with
         their defaults (``ALTER TABLE ... ADD COLUMN``, which SQLite and PostgreSQL both do)."""
-        present = {column["name"] for column in inspect(self.engine).get_columns("jobs")}
+        inspector = inspect(self.engine)
+        present = {table: {column["name"] for column in inspector.get_columns(table)}
+                   for table in ("jobs", "attempts")}
         with self.engine.begin() as connection:
-            for name, kind, default in NEWER_COLUMNS:
-                if name not in present:
-                    connection.execute(text(f"ALTER TABLE jobs ADD COLUMN {name} {kind} "
-                                            f"NOT NULL DEFAULT {default}"))
+            for table, name, kind, default in NEWER_COLUMNS:
+                if name in present[table]:
+                    continue
+                tail = "" if default is None else f" NOT NULL DEFAULT {default}"
+                connection.execute(text(f"ALTER TABLE {table} ADD COLUMN {name} {kind}{tail}"))
+                if name == "idempotency_key":
+                    connection.execute(text("CREATE UNIQUE INDEX IF NOT EXISTS "
+                                            "ix_jobs_idempotency_key ON jobs (idempotency_key)"))
 
     def close(self) -> None:
         self.engine.dispose()
@@ -156,6 +181,39 @@ class Store:
                 row = MetaRow(key="epoch", value=repr(time.time()))
                 session.add(row)
             return float(row.value)
+
+    def next_generation(self) -> int:
+        """Count this start of the service (1, 2, ...) and return its number, durably."""
+        with self.session.begin() as session:
+            row = session.get(MetaRow, "generation")
+            if row is None:
+                row = MetaRow(key="generation", value="0")
+                session.add(row)
+            row.value = str(int(row.value) + 1)
+            return int(row.value)
+
+    def begin_attempt(self, job_id: str, number: int, generation: int, at: float,
+                      gpus: Iterable[int], log_path: str) -> None:
+        """Record an attempt, and the job's attempt count, before its workers start: no two
+        launches of a job ever share an attempt number, even across a ``kill -9``."""
+        with self.session.begin() as session:
+            session.execute(insert(AttemptRow), [{
+                "job_id": job_id, "number": number, "start_time": at, "end_time": None,
+                "gpus": list(gpus), "pids": [], "log_path": log_path, "outcome": None,
+                "message": "", "generation": generation}])
+            session.execute(update(JobRow).where(JobRow.id == job_id).values(attempts=number))
+
+    def adopt_attempt(self, job_id: str, number: int, generation: int,
+                      pids: Iterable[int]) -> None:
+        """A restarted service (``generation``) takes over an attempt whose workers still run."""
+        key = (AttemptRow.job_id == job_id) & (AttemptRow.number == number)
+        with self.session.begin() as session:
+            session.execute(update(AttemptRow).where(key).values(generation=generation,
+                                                                 pids=list(pids)))
+
+    def by_idempotency_key(self, key: str) -> JobRow | None:
+        with self.session() as session:
+            return session.scalar(select(JobRow).where(JobRow.idempotency_key == key))
 
     def next_seq(self) -> int:
         with self.session() as session:
@@ -174,6 +232,11 @@ class Store:
         with self.session.begin() as session:
             if batch.new_attempts:
                 session.execute(insert(AttemptRow), batch.new_attempts)
+            for launched in batch.launched_attempts:
+                key = (AttemptRow.job_id == launched["job_id"]) & (
+                    AttemptRow.number == launched["number"])
+                values = {k: launched[k] for k in ("start_time", "pids")}
+                session.execute(update(AttemptRow).where(key).values(**values))
             if batch.jobs:
                 session.execute(update(JobRow), list(batch.jobs.values()))
             for ended in batch.ended_attempts:

@@ -50,7 +50,10 @@ _TRANSITIONS: dict[JobStatus, tuple[JobStatus, ...]] = {
     JobStatus.PENDING: (JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED),
     JobStatus.RUNNING: (JobStatus.PREEMPTED, JobStatus.FINISHED, JobStatus.FAILED,
                         JobStatus.CANCELLED),
-    JobStatus.PREEMPTED: (JobStatus.RUNNING, JobStatus.FAILED, JobStatus.CANCELLED),
+    # PREEMPTED -> FINISHED: a runtime job stopped just as its work ended, whose workers
+    # exited 0 before the stop reached them (``RuntimeScheduler.complete``).
+    JobStatus.PREEMPTED: (JobStatus.RUNNING, JobStatus.FINISHED, JobStatus.FAILED,
+                          JobStatus.CANCELLED),
 }
 # The same table keyed by each state's value (a str, whose hash is cached): the lookup the
 # core makes on every start, stop and finish.

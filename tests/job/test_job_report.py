@@ -41,7 +41,7 @@ def test_posts_the_contract_json_with_the_bearer_token(service: ProgressServer) 
     assert service.bodies()[-1] == {"step": 12, "samples_per_second": 345.5,
                                     "metrics": {"loss": 0.25, "accuracy": 0.5,
                                                 "tokens": 4096.0},
-                                    "world_size": 2}
+                                    "world_size": 2, "attempt": 1}
     assert reporter.sent == 1 and reporter.failed == 0
 
 
@@ -67,7 +67,7 @@ def test_metrics_are_finite_numbers_only(service: ProgressServer) -> None:
                         phase="warmup", done=True)
     assert service.bodies()[-1] == {"step": 3, "samples_per_second": 0.0,
                                     "metrics": {"acc": 0.75, "count": 4.0},
-                                    "world_size": 2}
+                                    "world_size": 2, "attempt": 1}
 
 
 def test_rate_limited_and_the_newest_report_wins(service: ProgressServer) -> None:

@@ -58,6 +58,7 @@ def test_tiresias_priorities_survive_a_restart(tmp_path: Path, out: Path,
              THRESHOLD + 3 * STATE_SAVE_SECONDS + 5, "its service to be saved")
     short = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
     crash(old)
+    kill_strays(tmp_path)  # the machine rebooted: no worker left to adopt
     saved = old.store.job(long)
     assert saved is not None and saved.status == "running"
 

@@ -206,7 +206,11 @@ class AttemptBook(abc.ABC):
         for job_id, attempt in list(self._queued.items()):
             if job_id not in exiting and busy.isdisjoint(attempt.gpus):
                 del self._queued[job_id]
-                self._launch(attempt)
+                try:
+                    self._launch(attempt)
+                except Exception:  # e.g. the attempt could not be recorded: retried next poll
+                    self._queued[job_id] = attempt
+                    raise
 
     @abc.abstractmethod
     def _launch(self, attempt: Any) -> None:

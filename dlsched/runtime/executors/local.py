@@ -1,10 +1,13 @@
 """The local executor: each worker of a job is a subprocess on this machine, one per GPU.
 
 ``start`` launches a gang (all workers at once) from an argv list, never a shell string, each in
-its own session with stdout and stderr in the attempt's log file. ``stop`` sends SIGTERM to each
-worker's process group and SIGKILL after the grace period (a timer thread, so stopping never
-blocks the service). A start waits while workers that were told to stop still hold its GPUs or
-belong to the same job: a job never runs twice at once, and no two jobs share a GPU.
+its own session with stdout and stderr in the attempt's log file, under the exit-status wrapper
+(``exit_status.py``: the status survives the service). After a ``kill -9`` of the service, the
+restarted one ``adopt``s workers that still run instead of starting their jobs again.
+``stop`` sends SIGTERM to each worker's process group and SIGKILL after the grace period (a
+timer thread, so stopping never blocks the service). A start waits while workers that were
+told to stop still hold its GPUs or belong to the same job: a job never runs twice at once, and
+no two jobs share a GPU.
 
 Workers get this environment (the job-side library reads exactly these names):
 ``DLSCHED_JOB_ID``, ``DLSCHED_ATTEMPT`` (1-based), ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
@@ -18,6 +21,7 @@ name), ``DLSCHED_CHECKPOINT_DIR`` (per job, the same for every attempt),
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -39,7 +43,9 @@ from dlsched.runtime.executors.base import (
     exit_text,
     rank_envs,
 )
-from dlsched.runtime.executors.processes import free_port, signal_group
+from dlsched.runtime.executors.exit_status import ExitStatus, read_status, status_path, wrapped
+from dlsched.runtime.executors.processes import alive, free_port, signal_group
+from dlsched.workload.job import Job
 
 LocalSettings = ExecutorSettings  # the name the local executor's callers know
 
@@ -54,12 +60,45 @@ class _Attempt:
     number: int = 0
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     timer: threading.Timer | None = None
+    statuses: list[Path] = field(default_factory=list)  # per rank, see ``exit_status.py``
+    adopted: tuple[int, ...] | None = None  # the wrappers' pids, not our children
 
     def codes(self) -> list[int | None]:
-        return [proc.poll() for proc in self.procs]
+        """Per rank: None while it runs, else its exit code (negative: killed by a signal)."""
+        if self.adopted is None:
+            return [_decode(proc.poll()) for proc in self.procs]
+        return [_adopted_code(pid, path)
+                for pid, path in zip(self.adopted, self.statuses, strict=True)]
 
     def exited(self) -> bool:
         return all(code is not None for code in self.codes())
+
+    def groups(self) -> tuple[int, ...]:
+        """Process groups to signal (an adopted rank that had already exited has pid 0)."""
+        if self.adopted is None:
+            return tuple(proc.pid for proc in self.procs)
+        return tuple(pid for pid in self.adopted if pid > 0)
+
+    def completed(self) -> bool:
+        """Every rank exited 0 on its own, before any stop reached it (its wrapper says)."""
+        statuses = [read_status(path) for path in self.statuses]
+        return bool(statuses) and all(s is not None and s.completed for s in statuses)
+
+
+def _decode(code: int | None) -> int | None:
+    """The wrapper shell exits 128 + N for a command killed by signal N: report it as -N, as
+    ``Popen`` does for a direct child."""
+    if code is not None and 128 < code <= 128 + 64:
+        return -(code - 128)
+    return code
+
+
+def _adopted_code(pid: int, path: Path) -> int | None:
+    status: ExitStatus | None = read_status(path)
+    if status is None and pid > 0 and alive(pid):
+        return None
+    status = status or read_status(path)  # it may have written the file as it exited
+    return -int(signal.SIGKILL) if status is None else _decode(status.code)
 
 
 class LocalExecutor(AttemptBook):
@@ -70,6 +109,27 @@ class LocalExecutor(AttemptBook):
         self.cluster = cluster
         self.plan = plan
         self.settings = settings
+        self._adopting: dict[str, _Attempt] = {}
+
+    # -- after a restart --------------------------------------------------------------------
+    def adopt(self, job_id: str, number: int, gpus: tuple[int, ...], pids: tuple[int, ...],
+              log_path: Path) -> None:
+        """Take over the running workers (one wrapper pid per rank) of attempt ``number``,
+        left by a service that died: the core's next ``start`` of the job on exactly these
+        GPUs takes them instead of launching new workers (``RuntimeScheduler.adopt``)."""
+        statuses = [status_path(log_path, rank) for rank in range(len(gpus))]
+        self._adopting[job_id] = _Attempt(job_id, gpus, number, statuses=statuses,
+                                          adopted=pids)
+
+    def drop_adoption(self, job_id: str) -> None:
+        self._adopting.pop(job_id, None)
+
+    def start(self, job: Job, now: float) -> None:
+        attempt = self._adopting.pop(job.job_id, None)
+        if attempt is not None and attempt.gpus == tuple(int(g) for g in job.allocation):
+            self._active[job.job_id] = attempt
+            return
+        super().start(job, now)
 
     # -- what the service loop calls ------------------------------------------------------
     def poll(self) -> list[AttemptEnd]:
@@ -80,7 +140,11 @@ class LocalExecutor(AttemptBook):
             self._stopping.remove(attempt)
             if attempt.timer is not None:
                 attempt.timer.cancel()
-            self._end(attempt, Outcome.STOPPED, describe_stopped(attempt.codes()))
+            if attempt.completed():  # its work ended just before the stop reached it
+                self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0 before "
+                                                      "they were asked to stop")
+            else:
+                self._end(attempt, Outcome.STOPPED, describe_stopped(attempt.codes()))
         self._launch_ready()
         ended, self._ended = self._ended, []
         return ended
@@ -100,7 +164,7 @@ class LocalExecutor(AttemptBook):
             del self._active[attempt.job_id]
             _kill(attempt)  # the other ranks cannot go on without it
             for proc in attempt.procs:
-                proc.wait(timeout=10)
+                proc.wait(timeout=10)  # adopted workers are not ours to wait for
             self._end(attempt, Outcome.FAILED, f"rank {failed[0]} {exit_text(failed[1])}")
         elif all(code == 0 for code in codes):
             del self._active[attempt.job_id]
@@ -111,8 +175,8 @@ class LocalExecutor(AttemptBook):
         self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message))
 
     def _terminate(self, attempt: _Attempt) -> None:
-        for proc in attempt.procs:
-            signal_group(proc.pid, signal.SIGTERM)
+        for pid in attempt.groups():
+            signal_group(pid, signal.SIGTERM)
         attempt.timer = threading.Timer(self.settings.grace_seconds, _kill, (attempt,))
         attempt.timer.daemon = True
         attempt.timer.start()
@@ -125,10 +189,14 @@ class LocalExecutor(AttemptBook):
         try:
             plan.log_path.parent.mkdir(parents=True, exist_ok=True)
             Path(plan.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            envs = list(self._worker_envs(attempt, plan, free_port()))
+            _check_executable(plan.command[0], plan.working_dir, envs[0].get("PATH"))
             with open(plan.log_path, "ab") as log:
-                for env in self._worker_envs(attempt, plan, free_port()):
+                for rank, env in enumerate(envs):
+                    status = status_path(plan.log_path, rank)
+                    attempt.statuses.append(status)
                     attempt.procs.append(subprocess.Popen(
-                        list(plan.command), cwd=plan.working_dir or None, env=env,
+                        wrapped(plan.command, status), cwd=plan.working_dir or None, env=env,
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True))
         except (OSError, ValueError) as exc:
@@ -151,6 +219,17 @@ class LocalExecutor(AttemptBook):
             yield {**base, **shared, **per_rank}
 
 
+def _check_executable(program: str, cwd: str | None, path: str | None) -> None:
+    """What ``exec`` would find (the wrapper shell would only exit 127 later): a command that
+    cannot start fails its attempt at once, with the reason."""
+    if "/" in program:
+        found = Path(cwd or ".") / program
+        if not (found.is_file() and os.access(found, os.X_OK)):
+            raise OSError(f"{program}: no such executable file")
+    elif shutil.which(program, path=path) is None:
+        raise OSError(f"{program}: not found on PATH")
+
+
 def _kill(attempt: _Attempt) -> None:
-    for proc in attempt.procs:
-        signal_group(proc.pid, signal.SIGKILL)
+    for pid in attempt.groups():
+        signal_group(pid, signal.SIGKILL)

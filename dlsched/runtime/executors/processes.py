@@ -12,6 +12,7 @@ import signal
 import socket
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -70,6 +71,30 @@ def find_workers(checkpoint_dirs: Mapping[str, str]) -> list[int]:
         if job_id in checkpoint_dirs and env.get("DLSCHED_CHECKPOINT_DIR") == \
                 checkpoint_dirs[job_id]:
             found.append(int(entry.name))
+    return found
+
+
+@dataclass(frozen=True)
+class FoundWorker:
+    """A live process of a job's attempt (the worker's wrapper or anything it started)."""
+
+    pid: int
+    job_id: str
+    attempt: int
+    rank: int
+    leader: bool  # it leads its process group: the wrapper the executor started
+
+
+def find_attempt_processes(checkpoint_dirs: Mapping[str, str]) -> list[FoundWorker]:
+    """Like ``find_workers``, with each process's attempt (``DLSCHED_ATTEMPT``) and rank."""
+    found = []
+    for pid in find_workers(checkpoint_dirs):
+        env = _environ(pid)
+        attempt, rank = env.get("DLSCHED_ATTEMPT", ""), env.get("RANK", "")
+        if attempt.isdigit() and rank.isdigit():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                found.append(FoundWorker(pid, env["DLSCHED_JOB_ID"], int(attempt), int(rank),
+                                         os.getpgid(pid) == pid))
     return found
 
 

@@ -12,6 +12,9 @@ with its environment contract and start time.
 - ``steps OUT N``: N steps of 0.1 s, checkpointed after each; resumes from the checkpoint; holds
   a lock per rank (a second concurrent run writes ``JOB.double``); rank 0 appends a line to
   ``JOB.done`` when it completes the last step.
+- ``once OUT SECONDS``: a job that does NOT guard itself (no checkpoint, no marker, default
+  signal handling): sleep, then rank 0 appends ``attempt N`` to ``OUT/JOB.done``. A second run after it
+  completed appends a second line.
 - ``elastic OUT N``: data-parallel stand-in: N global steps of 0.4 s / WORLD_SIZE, rank 0 keeps
   the step in the checkpoint directory (saved after each step) under an exclusive lock (a second
   run at once writes ``JOB.double``); SIGTERM stops it between steps, exit 0. Rank 0 appends
@@ -152,6 +155,12 @@ def main() -> None:
         steps(out, int(arg))
     elif mode == "elastic":
         elastic(out, int(arg))
+    elif mode == "once":
+        record(out)
+        time.sleep(arg)
+        if env("RANK") == "0":
+            with open(out / f"{env('DLSCHED_JOB_ID')}.done", "a") as done:
+                done.write(f"attempt {env('DLSCHED_ATTEMPT')}\n")
     else:
         sys.exit(f"unknown mode {mode}")
 
