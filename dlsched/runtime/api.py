@@ -9,16 +9,29 @@ own, 404 for another queue's job); a job's workers may only report that job's pr
 
 from __future__ import annotations
 
+import math
 import secrets
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from dlsched import __version__
 from dlsched.runtime import commands, views
 from dlsched.runtime.auth import ANYONE, Principal
 from dlsched.runtime.commands import IdempotencyKey, RequestError
+from dlsched.runtime.limits import (
+    BAD_REQUEST,
+    BODY,
+    CONFLICT,
+    FORBIDDEN,
+    INT64_MAX,
+    NOT_FOUND,
+    BodyLimits,
+    responses,
+)
 from dlsched.runtime.models import (
     IDEMPOTENCY_KEY_PATTERN,
     ClusterView,
@@ -38,9 +51,13 @@ def create_app(service: Service) -> FastAPI:
                   description="Scheduler service for deep-learning jobs")
     app.state.service = service
     app.add_exception_handler(RequestError, _request_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError,
+                              _validation_error)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimits)  # type: ignore[arg-type]
     app.include_router(_v1(service), prefix="/v1")
 
-    @app.get("/healthz", response_model=Health)
+    @app.get("/healthz", response_model=Health,
+             responses={503: {"model": Health, "description": "The scheduling loop stopped."}})
     def healthz() -> JSONResponse:
         alive = service.loop_alive
         body = Health(status="ok" if alive else "loop stopped", loop_alive=alive)
@@ -58,6 +75,21 @@ def create_app(service: Service) -> FastAPI:
 
 def _request_error(_request: Request, exc: RequestError) -> JSONResponse:
     return JSONResponse({"detail": exc.message}, status_code=exc.status)
+
+
+def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    """FastAPI's 422, with the offending input made JSON (a NaN it echoes would be a 500)."""
+    return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, status_code=422)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 _UNAUTHORIZED = "missing or wrong token (send 'Authorization: Bearer T')"
@@ -103,7 +135,8 @@ def _v1(service: Service) -> APIRouter:
         if row is not None and not caller.may_use(row.queue):
             raise RequestError(404, f"no job {job_id!r}")
 
-    @router.post("/jobs", status_code=201, response_model=JobSummary)
+    @router.post("/jobs", status_code=201, response_model=JobSummary,
+                 responses=responses(BAD_REQUEST, FORBIDDEN, BODY))
     def submit(request: SubmitRequest, caller: Caller, response: Response,
                idempotency_key: Annotated[str | None, Header(
                    pattern=IDEMPOTENCY_KEY_PATTERN,
@@ -119,48 +152,52 @@ def _v1(service: Service) -> APIRouter:
             response.headers["Idempotent-Replayed"] = "true"
         return views.summary(service, row)
 
-    @router.get("/jobs", response_model=list[JobSummary])
+    @router.get("/jobs", response_model=list[JobSummary], responses=responses(FORBIDDEN))
     def list_jobs(caller: Caller, status: str | None = None, queue: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
-                  offset: Annotated[int, Query(ge=0)] = 0) -> list[JobSummary]:
+                  offset: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0) -> list[JobSummary]:
         if queue is not None and not caller.may_use(queue):
             raise RequestError(403, f"tenant {caller.tenant!r} may not use queue {queue!r}")
         return views.job_list(service, status, queue, limit, offset, caller.queues)
 
-    @router.get("/jobs/{job_id}", response_model=JobDetail)
+    @router.get("/jobs/{job_id}", response_model=JobDetail, responses=responses(NOT_FOUND))
     def get_job(job_id: str, caller: Caller) -> JobDetail:
         visible(caller, job_id)
         return views.job_detail(service, job_id)
 
-    @router.delete("/jobs/{job_id}", response_model=JobDetail)
+    @router.delete("/jobs/{job_id}", response_model=JobDetail,
+                   responses=responses(NOT_FOUND, CONFLICT))
     def cancel_job(job_id: str, caller: Caller) -> JobDetail:
         visible(caller, job_id)
         commands.cancel(service, job_id)
         return views.job_detail(service, job_id)
 
-    @router.get("/jobs/{job_id}/events", response_model=list[EventView])
+    @router.get("/jobs/{job_id}/events", response_model=list[EventView],
+                responses=responses(NOT_FOUND))
     def job_events(job_id: str, caller: Caller) -> list[EventView]:
         visible(caller, job_id)
         return views.events(service, job_id)
 
-    @router.get("/jobs/{job_id}/logs", response_class=PlainTextResponse)
+    @router.get("/jobs/{job_id}/logs", response_class=PlainTextResponse,
+                responses=responses(NOT_FOUND))
     def job_logs(job_id: str, caller: Caller,
                  max_bytes: Annotated[int, Query(ge=1, le=10_000_000)] = 65536) -> str:
         visible(caller, job_id)
         return views.log_tail(service, job_id, max_bytes)
 
-    @router.post("/jobs/{job_id}/progress", status_code=204)
+    @router.post("/jobs/{job_id}/progress", status_code=204,
+                 responses=responses(NOT_FOUND, CONFLICT, BODY))
     def progress(job_id: str, report: ProgressReport, caller: Caller) -> Response:
         if caller.job_id != job_id:
             visible(caller, job_id)
         commands.report_progress(service, job_id, report)
         return Response(status_code=204)
 
-    @router.get("/cluster", response_model=ClusterView)
+    @router.get("/cluster", response_model=ClusterView, responses=responses())
     def cluster(caller: Caller) -> ClusterView:
         return views.cluster_view(service, caller.queues)
 
-    @router.get("/queues", response_model=list[QueueView])
+    @router.get("/queues", response_model=list[QueueView], responses=responses())
     def queues(caller: Caller) -> list[QueueView]:
         return views.queue_views(service, caller.queues)
 

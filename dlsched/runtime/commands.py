@@ -101,6 +101,7 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
     if request.gpu_type is not None and request.gpu_type not in types:
         raise RequestError(400, f"this cluster has no GPU of type {request.gpu_type!r} "
                                 f"(it has: {', '.join(types)})")
+    _within_cluster(service, request, types)
     work = request.work_seconds or PLACEHOLDER_WORK
     try:
         spec = JobSpec(job_id, now, request.gpus, work, queue=request.queue,
@@ -119,6 +120,18 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
         raise RequestError(400, f"asks for {spec.num_gpus} GPUs but this cluster can give one "
                                 f"job at most {most} GPUs{kind}")
     return spec
+
+
+def _within_cluster(service: Service, request: SubmitRequest, types: dict[str, int]) -> None:
+    """Constant time, before anything is built for the job: no count above the cluster's GPUs
+    (of the asked type), so a huge count never reaches an allocation."""
+    total = types[request.gpu_type] if request.gpu_type else service.cluster.num_gpus
+    kind = f" of type {request.gpu_type}" if request.gpu_type else ""
+    for field, value in (("gpus", request.gpus), ("min_gpus", request.min_gpus),
+                         ("max_gpus", request.max_gpus)):
+        if value is not None and value > total:
+            raise RequestError(400, f"{field}={value}: this cluster can give one job at most "
+                                    f"{total} GPUs{kind}")
 
 
 def _checkpoint_dir(service: Service, request: SubmitRequest, job_id: str) -> str:

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from dlsched.runtime.limits import INT64_MAX, INT64_MIN
+
+# Every integer the API takes fits 64 bits (SQLite's and NumPy's); floats are finite (the
+# models say ``allow_inf_nan=False``). Out of range: 422 before anything is stored.
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]  # no NUL (exec refuses)
+EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^=\x00]+$")]
 
 QUEUE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
@@ -11,22 +21,27 @@ IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,255}$"  # printable ASCII, no spaces
 class SubmitRequest(BaseModel):
     """A job: ``command`` is an argv list, run as given (never through a shell)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    command: list[str] = Field(min_length=1, description="argv, e.g. ['python', 'train.py']")
-    gpus: int = Field(description="Workers (one GPU each), started together as a gang.")
-    gpu_type: str | None = Field(None, description="Only GPUs of this type (default: any).")
+    command: list[Text] = Field(min_length=1, max_length=4096,
+                                description="argv, e.g. ['python', 'train.py']")
+    gpus: Int64 = Field(description="Workers (one GPU each), started together as a gang: "
+                                    "1 to the cluster's GPUs (400 otherwise).")
+    gpu_type: str | None = Field(None, max_length=64,
+                                 description="Only GPUs of this type (default: any).")
     queue: str = Field("default", pattern=QUEUE_PATTERN)
-    priority: int = 0
-    min_gpus: int | None = None
-    max_gpus: int | None = None
-    checkpoint_dir: str | None = Field(
+    priority: Int64 = 0
+    min_gpus: Int64 | None = None
+    max_gpus: Int64 | None = None
+    checkpoint_dir: Text | None = Field(
         None, description="Kept across attempts (default: DATA_DIR/jobs/ID/checkpoint).")
     name: str | None = Field(None, max_length=200)
     work_seconds: float | None = Field(
-        None, gt=0, description="Estimated run time; only for policies that use one (SJF).")
-    working_dir: str | None = Field(None, description="Workers' working directory.")
-    env: dict[str, str] = Field(default_factory=dict,
+        None, gt=0, le=1e15,
+        description="Estimated run time; only for policies that use one (SJF).")
+    working_dir: Text | None = Field(None, description="Workers' working directory.")
+    env: dict[EnvName, Text] = Field(
+        default_factory=dict, max_length=1024,
                                 description="Extra environment (dlsched's own names win).")
     idempotency_key: str | None = Field(
         None, pattern=IDEMPOTENCY_KEY_PATTERN,
@@ -37,15 +52,17 @@ class SubmitRequest(BaseModel):
 class ProgressReport(BaseModel):
     """What a worker reports (the job-side library posts this)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    step: int | None = None
-    samples_per_second: float | None = None
-    world_size: int | None = Field(None, ge=1, description="Workers the speed was measured "
-                                   "with; a report from another size than the job's now is "
-                                   "kept but not used as a measurement.")
-    metrics: dict[str, float | str | bool | None] = Field(default_factory=dict)
-    attempt: int | None = Field(None, ge=1, description="The reporting worker's "
+    step: Int64 | None = None
+    samples_per_second: float | None = Field(None, ge=0)
+    world_size: int | None = Field(None, ge=1, le=INT64_MAX, description=(
+        "Workers the speed was measured with; a report from another size than the job's now "
+        "is kept but not used as a measurement."))
+    metrics: dict[Annotated[str, Field(max_length=256)],
+                  float | Annotated[str, Field(max_length=4096)] | bool | None] = Field(
+        default_factory=dict, max_length=256)
+    attempt: int | None = Field(None, ge=1, le=INT64_MAX, description="The reporting worker's "
                                 "DLSCHED_ATTEMPT: a report from an attempt that is no longer "
                                 "the job's (fenced) is refused with 409.")
 

@@ -13,8 +13,8 @@ with its environment contract and start time.
   a lock per rank (a second concurrent run writes ``JOB.double``); rank 0 appends a line to
   ``JOB.done`` when it completes the last step.
 - ``once OUT SECONDS``: a job that does NOT guard itself (no checkpoint, no marker, default
-  signal handling): sleep, then rank 0 appends ``attempt N`` to ``OUT/JOB.done``. A second run after it
-  completed appends a second line.
+  signal handling): sleep, then rank 0 appends ``attempt N`` to ``OUT/JOB.done``. A second run
+  after it completed appends a second line.
 - ``elastic OUT N``: data-parallel stand-in: N global steps of 0.4 s / WORLD_SIZE, rank 0 keeps
   the step in the checkpoint directory (saved after each step) under an exclusive lock (a second
   run at once writes ``JOB.double``); SIGTERM stops it between steps, exit 0. Rank 0 appends
