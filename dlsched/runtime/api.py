@@ -147,7 +147,8 @@ def _v1(service: Service) -> APIRouter:
             raise RequestError(403, f"tenant {caller.tenant!r} may not use queue "
                                     f"{request.queue!r}")
         key = _idempotency_key(idempotency_key, request.idempotency_key, caller)
-        row, replayed = commands.submit_once(service, request, key)
+        row, replayed = commands.submit_once(service, request, key, caller.paths,
+                                             caller.tenant)
         if replayed:
             response.headers["Idempotent-Replayed"] = "true"
         return views.summary(service, row)

@@ -6,14 +6,18 @@ tenants:
   - name: team-a
     token_file: team-a.token      # or token: "...", at least 16 characters
     queues: [team-a, shared]      # the queues it may submit to, see and cancel in
+    paths: [/data/team-a]         # directories its jobs may work and checkpoint in (optional)
   - name: ops
     token: "0123456789abcdef-ops"
     admin: true                   # every queue
 ```
 
 A tenant sees and cancels only the jobs of its queues; another queue's job answers 404, as if it
-did not exist. Workers never get a tenant's token: each job's workers get a token of their own
-(an HMAC of the job id under a secret made at start) that only reports that job's progress.
+did not exist. A tenant's jobs may use as working and checkpoint directories only what lies
+under its ``paths`` (none: only the per-job directory the service makes, ``confine.py``); an
+admin's anything outside the data directory. Workers never get a tenant's token: each job's
+workers get a token of their own (an HMAC of the job id under a secret made at start) that
+only reports that job's progress.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from dlsched.yamlinput import YamlSource, parse_yaml
 MIN_TOKEN_LENGTH = 16
 MAX_NAME = 256
 MAX_TOKEN_FILE = 4096
-_KEYS = {"name", "token", "token_file", "queues", "admin"}
+_KEYS = {"name", "token", "token_file", "queues", "admin", "paths"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class Principal:
     tenant: str
     queues: frozenset[str] | None = None
     job_id: str | None = None  # set: a job's workers, allowed only that job's progress
+    paths: tuple[Path, ...] | None = None  # directories its jobs may use (None: any)
 
     def may_use(self, queue: str) -> bool:
         return self.job_id is None and (self.queues is None or queue in self.queues)
@@ -56,6 +61,7 @@ class Tenant:
     name: str
     token: str = field(repr=False)
     queues: frozenset[str] | None
+    paths: tuple[Path, ...] | None = None
 
 
 @dataclass
@@ -66,7 +72,7 @@ class TokenTable:
     def identify(self, token: str) -> Principal | None:
         for tenant in self.tenants:  # compare with every one: no timing hint which matched
             if secrets.compare_digest(token.encode(), tenant.token.encode()):
-                return Principal(tenant.name, tenant.queues)
+                return Principal(tenant.name, tenant.queues, paths=tenant.paths)
         job_id, _, mac = token.partition(".")
         if job_id and mac and secrets.compare_digest(mac, self._mac(job_id)):
             return Principal(f"workers of {job_id}", frozenset(), job_id)
@@ -117,12 +123,24 @@ def _tenant(raw: Any, where: str, src: YamlSource, base: Path) -> Tenant:
     if not isinstance(token, str) or len(token) < MIN_TOKEN_LENGTH:
         raise error("token", f"a token needs at least {MIN_TOKEN_LENGTH} characters")
     if raw.get("admin") is True:
-        return Tenant(name, token, None)
+        return Tenant(name, token, None, _paths(raw, base, error, True))
     queues = raw.get("queues")
     if not isinstance(queues, list) or not queues or not all(
             isinstance(q, str) and q for q in queues):
         raise error("queues", "a list of queue names (or admin: true)")
-    return Tenant(name, token, frozenset(queues))
+    return Tenant(name, token, frozenset(queues), _paths(raw, base, error, False))
+
+
+def _paths(raw: dict[str, Any], base: Path, error: Callable[[str, str], InputError],
+           admin: bool) -> tuple[Path, ...] | None:
+    """A tenant's allowed directories, absolute (relative ones from the tokens file's folder).
+    An admin without ``paths`` may use any directory; a tenant without, none."""
+    paths = raw.get("paths")
+    if paths is None:
+        return None if admin else ()
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        raise error("paths", "a list of directories")
+    return tuple((base / p).resolve() for p in paths)
 
 
 def _token_file(path: Path, error: Callable[[str, str], InputError]) -> str:

@@ -124,6 +124,9 @@ def serve(
     tenants: Annotated[Path | None, typer.Option(
         "--tenants", help="A tenant YAML (queues, quotas, cohorts; docs/tenancy.md): the "
                           "policy runs inside its quotas.")] = None,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Listen beyond loopback (--host) without any token: anyone who "
+                           "reaches the port can run commands as this user.")] = False,
 ) -> None:
     """Run the scheduler service (REST API, scheduling loop, local or Ray executor). SIGINT or
     SIGTERM stops it: running jobs get SIGTERM and --grace-seconds, and are requeued to resume
@@ -139,7 +142,7 @@ def serve(
             data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
             _policy_options(policy_opt), _read_token(token, token_file),
             grace_seconds, max_attempts, executor, ray_address, retry_backoff,
-            retry_backoff_max, tokens_file, tenants)
+            retry_backoff_max, tokens_file, tenants, insecure)
         run_service(options)
     except (DlschedError, OSError) as exc:
         _fail(exc)

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlsched.errors import DlschedError
+from dlsched.runtime.confine import PathRefused, confined, private_dir
 from dlsched.runtime.models import ProgressReport, SubmitRequest
 from dlsched.runtime.store import JobRow
 from dlsched.scheduling.placement import max_workers
@@ -53,10 +55,13 @@ def submit(service: Service, request: SubmitRequest) -> JobRow:
     return submit_once(service, request, None)[0]
 
 
-def submit_once(service: Service, request: SubmitRequest,
-                key: IdempotencyKey | None) -> tuple[JobRow, bool]:
+def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | None,
+                allowed: Sequence[Path] | None = None,
+                tenant: str = "anyone") -> tuple[JobRow, bool]:
     """The new job's row, and False; or, for a key seen before with the same request, the job
-    its first request made, and True (a replay: nothing new is stored)."""
+    its first request made, and True (a replay: nothing new is stored). ``allowed``: the
+    directories the caller's jobs may use (``confine.py``; None: any outside the data
+    directory)."""
     from dlsched.runtime.service import ActiveJob
 
     with service.locked():
@@ -71,14 +76,15 @@ def submit_once(service: Service, request: SubmitRequest,
         job_id = f"job-{service.next_seq:06d}"
         now = service.clock.now()
         spec = _spec(service, request, job_id, now)
-        checkpoint_dir = _checkpoint_dir(service, request, job_id)
+        working_dir, checkpoint_dir = _directories(service, request, job_id, allowed, tenant)
         row = _row(request, job_id, service.next_seq, now, checkpoint_dir)
+        row.working_dir = working_dir
         if key is not None:
             row.idempotency_key, row.request_digest = key.digest, digest
         service.store.add_job(row, now, f"{spec.num_gpus} GPUs, queue {spec.queue}")
         service.next_seq += 1
         service.active[job_id] = ActiveJob(tuple(request.command), checkpoint_dir,
-                                           request.working_dir, dict(request.env))
+                                           working_dir, dict(request.env))
         service.core.submit(spec)
         service.touched.add(job_id)
         service.changed = True
@@ -134,11 +140,28 @@ def _within_cluster(service: Service, request: SubmitRequest, types: dict[str, i
                                     f"{total} GPUs{kind}")
 
 
-def _checkpoint_dir(service: Service, request: SubmitRequest, job_id: str) -> str:
-    """Absolute: a relative directory is taken from the job's working directory."""
-    if request.checkpoint_dir is None:
-        return str(service.config.data_dir.resolve() / "jobs" / job_id / "checkpoint")
-    return str(Path(request.working_dir or ".").resolve() / request.checkpoint_dir)
+def _directories(service: Service, request: SubmitRequest, job_id: str,
+                 allowed: Sequence[Path] | None, tenant: str) -> tuple[str | None, str]:
+    """The job's working and checkpoint directories, absolute and confined (``confine.py``):
+    a relative working directory is taken from the service's, a relative checkpoint
+    directory from the job's working directory. By default the checkpoint directory is
+    ``DATA_DIR/jobs/ID/checkpoint``, and a confined tenant's jobs work in ``.../ID/work``."""
+    data = service.config.data_dir
+    job_dir = data.resolve() / "jobs" / job_id
+    try:
+        working = None
+        if request.working_dir is not None:
+            working = confined(request.working_dir, "working_dir", Path.cwd(), data, allowed,
+                               tenant)
+        elif allowed is not None:
+            working = private_dir(job_dir / "work")
+        checkpoint = job_dir / "checkpoint"
+        if request.checkpoint_dir is not None:
+            checkpoint = confined(request.checkpoint_dir, "checkpoint_dir",
+                                  working or Path.cwd(), data, allowed, tenant)
+    except PathRefused as exc:
+        raise RequestError(400, str(exc)) from None
+    return (None if working is None else str(working)), str(checkpoint)
 
 
 def _most_gpus(service: Service, spec: JobSpec) -> int:

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import ConfigError
+from dlsched.runtime.confine import open_private
 from dlsched.runtime.datadir import check_free
+from dlsched.runtime.exposure import exposure_warnings, print_warnings
 
 if TYPE_CHECKING:
     from dlsched.tenancy.config import TenantConfig
@@ -43,6 +45,7 @@ class ServeOptions:
     retry_backoff_max: float = 360.0
     tokens_file: Path | None = None
     tenants: Path | None = None  # tenant YAML: every policy runs inside its quotas
+    insecure: bool = False  # listen beyond loopback without a token (exposure.py)
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
@@ -129,6 +132,9 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
     (FastAPI, SQLAlchemy): a client that connects while the service starts waits in the
     backlog instead of being refused."""
     check_options(options)
+    warnings = exposure_warnings(options.host, options.port, options.token is not None
+                                 or options.tokens_file is not None, options.tokens_file,
+                                 options.insecure)
     cluster = service_cluster(options)
     check_free(options.data_dir, database_url(options))
     ray_cluster = None
@@ -143,6 +149,7 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
 
         tokens = load_tokens(options.tokens_file)
     sock = bind(options.host, options.port)
+    print_warnings(warnings)
     try:
         _serve_on(sock, options, cluster, ray_cluster, tokens, announce)
     finally:
@@ -175,6 +182,8 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
             service.start()
             _write_info(options.data_dir, url)
             if announce:
+                if worker_host != options.host:
+                    print(f"listening on {options.host}:{port}", flush=True)
                 print(f"dlsched service on {url} ({cluster.describe()}; policy "
                       f"{options.policy}; database {service.config.database})", flush=True)
             config = uvicorn.Config(create_app(service), log_level="warning", access_log=False)
@@ -204,5 +213,7 @@ def _write_info(data_dir: Path, url: str) -> None:
     """``DATA_DIR/service.json``: where the running service listens (for scripts and tests)."""
     info = {"url": url, "pid": os.getpid()}
     tmp = data_dir / "service.json.tmp"
-    tmp.write_text(json.dumps(info) + "\n")
+    tmp.unlink(missing_ok=True)
+    with os.fdopen(open_private(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w") as file:
+        file.write(json.dumps(info) + "\n")  # 0600, as every file of the service
     tmp.replace(data_dir / "service.json")

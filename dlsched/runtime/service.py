@@ -23,6 +23,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import LinearScaling
 from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.clock import WallClock
+from dlsched.runtime.confine import private_dir, secure_database
 from dlsched.runtime.core import RuntimeScheduler
 from dlsched.runtime.datadir import ServiceLock
 from dlsched.runtime.executors.base import (
@@ -140,7 +141,8 @@ class Service:
 
     # -- life cycle -----------------------------------------------------------------------
     def start(self) -> None:
-        self.config.data_dir.mkdir(parents=True, exist_ok=True)
+        secure_database(self.config.data_dir, self.config.database)  # 0700 / 0600
+        private_dir(self.config.data_dir / "jobs")
         self.dir_lock = ServiceLock.acquire(self.config.data_dir, self.config.database)
         self.store.create()
         self.clock.epoch = self.store.epoch()

@@ -9,7 +9,8 @@ The wrapper runs the job's argv as given (``"$@"``: no shell parsing of the job'
 traps SIGTERM, SIGINT and SIGHUP only to note that a stop was asked for before the command
 ended (the command itself gets the default handlers back, as POSIX shells reset trapped
 signals in children); the file then reads ``CODE 1``, else ``CODE 0``. A worker killed by a
-signal has the shell's code 128 + the signal's number. SIGKILL of the process group kills the
+signal has the shell's code 128 + the signal's number. The file is made 0600 (the command's
+own umask is left as it was). SIGKILL of the process group kills the
 wrapper too: no file, so the attempt did not complete.
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SHELL = "/bin/sh"
-WRAPPER = ('f=$1; shift; s=0; trap "s=1" TERM INT HUP; "$@"; c=$?; '
+WRAPPER = ('f=$1; shift; s=0; trap "s=1" TERM INT HUP; "$@"; c=$?; umask 077; '
            'printf "%s %s\\n" "$c" "$s" > "$f"; exit "$c"')
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.runtime.confine import open_private, private_dir
 from dlsched.runtime.executors.base import (
     AttemptBook,
     AttemptEnd,
@@ -187,11 +188,15 @@ class LocalExecutor(AttemptBook):
         attempt.number = plan.attempt
         error = None
         try:
-            plan.log_path.parent.mkdir(parents=True, exist_ok=True)
-            Path(plan.checkpoint_dir).mkdir(parents=True, exist_ok=True)
+            private_dir(plan.log_path.parent)  # DATA_DIR/jobs/ID: 0700 (confine.py)
+            checkpoint = Path(plan.checkpoint_dir)
+            if checkpoint.parent == plan.log_path.parent:
+                private_dir(checkpoint)  # the default, in the job's directory
+            else:
+                checkpoint.mkdir(parents=True, exist_ok=True)
             envs = list(self._worker_envs(attempt, plan, free_port()))
             _check_executable(plan.command[0], plan.working_dir, envs[0].get("PATH"))
-            with open(plan.log_path, "ab") as log:
+            with os.fdopen(open_private(plan.log_path), "ab") as log:
                 for rank, env in enumerate(envs):
                     status = status_path(plan.log_path, rank)
                     attempt.statuses.append(status)

@@ -75,7 +75,8 @@ class WorkerProcess:
             os.makedirs(os.path.dirname(log_path), exist_ok=True)
             if env.get("DLSCHED_CHECKPOINT_DIR"):  # as the local executor: it exists at start
                 os.makedirs(env["DLSCHED_CHECKPOINT_DIR"], exist_ok=True)
-            with open(log_path, "ab") as log:
+            with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
+                           "ab") as log:
                 self._proc = subprocess.Popen(
                     argv, cwd=cwd or None, env=env, stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True,
