@@ -6,7 +6,8 @@ Run on demand from the repository root: ``python benchmarks/api_schemathesis.py
 ``tests/runtime/test_api_schema.py``). The service runs in process with an executor that starts
 nothing (the fuzzer's commands are never executed). Prints one JSON line: cases, responses by
 status, failures (5xx or a status code the schema does not document), and the median and
-worst time of 50 ``gpus=10**8`` submissions (after one warm-up request). Exit status 1 on any failure.
+worst time of 50 ``gpus=10**8`` submissions (after one warm-up request). Exit status 1 on
+any failure.
 """
 
 from __future__ import annotations
