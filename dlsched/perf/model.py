@@ -87,7 +87,8 @@ class LinearScaling:
 MODEL_FACTORIES: dict[str, Callable[[], ThroughputModel]] = {"linear": LinearScaling}
 _LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "GoodputThroughputs"),
                    "goodput-sia": ("dlsched.perf.goodput.throughput_model", "with_sia_fits"),
-                   "goodput-fixed": ("dlsched.perf.goodput.throughput_model", "fixed_batch")}
+                   "goodput-fixed": ("dlsched.perf.goodput.throughput_model", "fixed_batch"),
+                   "llm": ("dlsched.perf.llm.throughput", "LlmThroughput")}
 
 
 def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:

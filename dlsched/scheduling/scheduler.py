@@ -134,11 +134,17 @@ class Scheduler:
         to resume from its last checkpoint, like a preemption it did not ask for."""
         self._preempt(self.running[job_id], self.clock.now(), reason)
 
-    def fail_node(self, node: int, category: str, reason: str) -> list[str]:
-        """A node failed: it is down until ``node_up``; every job with a worker on it stops
-        and goes back to the queue, keeping only the work of its last checkpoint (``fail``
-        and the policies' preemptions keep all of it). Returns the jobs hit."""
+    def fail_node(self, node: int, category: str, reason: str,
+                  spare: int | None = None) -> list[str]:
+        """A node failed: it is down until ``node_up``; every job with a worker on it loses
+        the work since its last checkpoint (``fail`` and the policies' preemptions keep all of
+        it). With a hot ``spare`` (a down node brought up for it), each such job moves its
+        workers from the failed node to the spare's GPUs and restarts at once, as Llama 3's
+        and most large trainings do; without one it goes back to the queue. Returns the jobs
+        hit."""
         self.down_nodes = self.down_nodes | {node}
+        if spare is not None:
+            self.node_up(spare)
         now = self.clock.now()
         gpu_node = self._gpu_node
         hit = [job for job in self.running.values()
@@ -147,9 +153,33 @@ class Scheduler:
             kept = job.work_done(now)
             if self.resilience is not None:
                 kept = self.resilience.failed(job, now, category, self.config.restart_overhead)
-            self._preempt(job, now, reason, counted=False)
+            moved = self._spare_gpus(job, node, spare) if spare is not None else None
+            if moved is None:
+                self._preempt(job, now, reason, counted=False)
+                job.done_work = kept
+                continue
+            self._halt(job, now)
             job.done_work = kept
+            self._launch(job, moved, job.shares, now, self.config.restart_overhead)
         return [job.job_id for job in hit]
+
+    def _spare_gpus(self, job: Job, node: int, spare: int) -> tuple[int, ...] | None:
+        """The job's GPUs with those on ``node`` replaced by the same positions on ``spare``
+        (None when the spare is smaller, of another type, or not wholly free)."""
+        first, spare_first = (int(self.cluster.node_first_gpu[n]) for n in (node, spare))
+        if self._node_type[node] != self._node_type[spare]:
+            return None
+        size = int(self.cluster.node_gpus[spare])
+        moved = []
+        for gpu in job.allocation:
+            if self._gpu_node[gpu] != node:
+                moved.append(gpu)
+                continue
+            index = gpu - first
+            if index >= size or self.free[spare_first + index] < 1.0:
+                return None
+            moved.append(spare_first + index)
+        return tuple(moved)
 
     def node_up(self, node: int) -> None:
         self.down_nodes = self.down_nodes - {node}

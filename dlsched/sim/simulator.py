@@ -255,11 +255,10 @@ class _FailureEvents:
                 return False  # a node already down (in repair, or a spare) cannot fail again
             assert core.resilience is not None
             core.resilience.node_failed(payload.category)
+            spare = self.spares.pop() if self.spares else None
             core.fail_node(payload.node, payload.category,
                            f"node failure ({payload.category}) on "
-                           f"{self.sim.cluster.nodes[payload.node].name}")
-            if self.spares:
-                core.node_up(self.spares.pop())
+                           f"{self.sim.cluster.nodes[payload.node].name}", spare)
             self._schedule(self.sim.clock.time + payload.repair_seconds, ("repair", payload.node))
             return True
         node = payload[1]  # type: ignore[index]

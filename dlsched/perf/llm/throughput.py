@@ -1,0 +1,49 @@
+"""The ``llm`` throughput model: an LLM job declares its model (``JobSpec.model``, a built-in
+of ``perf/llm/models.py``) and its work in iterations; its rate on ``n`` GPUs is one over the
+iteration time of the planner's best configuration for ``n`` GPUs of its type (0 when no
+configuration fits). Other jobs scale linearly, as duration traces do.
+
+Fabrics by GPU type (the placement names the type, not the cluster): A100 as Selene, H100 as
+Llama 3's cluster (``reference.py``); nodes of 8.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from dlsched.perf.llm.hardware import Fabric
+from dlsched.perf.llm.models import BUILTIN_MODELS
+from dlsched.perf.llm.parallel import MODERN
+from dlsched.perf.llm.planner import plan
+from dlsched.perf.llm.reference import LLAMA3_H100, SELENE
+from dlsched.perf.model import LinearScaling, Placement
+from dlsched.workload.job import JobSpec
+
+FABRICS: dict[str, Fabric] = {"A100-80G": SELENE, "A100": SELENE, "H100": LLAMA3_H100}
+
+
+@functools.cache
+def iterations_per_second(model: str, gpus: int, gpu_type: str) -> float:
+    fabric = FABRICS.get(gpu_type)
+    if fabric is None or model not in BUILTIN_MODELS:
+        return 0.0
+    best = plan(BUILTIN_MODELS[model], gpus, fabric, MODERN, limit=1)
+    return 1.0 / best[0].iteration_seconds if best else 0.0
+
+
+class LlmThroughput(LinearScaling):
+    name = "llm"
+
+    def rate(self, spec: JobSpec, placement: Placement) -> float:
+        if spec.model not in BUILTIN_MODELS:
+            return super().rate(spec, placement)
+        if not placement.gpu_types:
+            return 0.0
+        return iterations_per_second(spec.model, len(placement.gpu_types),
+                                     placement.gpu_types[0])
+
+    def reference_rate(self, spec: JobSpec) -> float:
+        if spec.model not in BUILTIN_MODELS:
+            return super().reference_rate(spec)
+        types = [t for t in FABRICS if spec.gpu_types == () or t in spec.gpu_types]
+        return max(iterations_per_second(spec.model, spec.num_gpus, t) for t in types)
