@@ -136,7 +136,7 @@ def _v1(service: Service) -> APIRouter:
             raise RequestError(404, f"no job {job_id!r}")
 
     @router.post("/jobs", status_code=201, response_model=JobSummary,
-                 responses=responses(BAD_REQUEST, FORBIDDEN, BODY))
+                 responses=responses(BODY, BAD_REQUEST, FORBIDDEN))
     def submit(request: SubmitRequest, caller: Caller, response: Response,
                idempotency_key: Annotated[str | None, Header(
                    pattern=IDEMPOTENCY_KEY_PATTERN,

@@ -33,13 +33,15 @@ def _error(status: int, detail: str) -> dict[str, Any]:
 
 # What each status code means, for the routes' ``responses`` (the OpenAPI schema).
 BAD_REQUEST = {400: _error(400, "The request cannot be served (e.g. more GPUs than the "
-                                "cluster has, an unknown GPU type or queue).")}
+                                "cluster has, an unknown GPU type or queue), or the body "
+                                "is not valid JSON.")}
 UNAUTHORIZED = {401: _error(401, "Missing or wrong token.")}
 FORBIDDEN = {403: _error(403, "The caller's tenant may not use that queue.")}
 NOT_FOUND = {404: _error(404, "No such job (or another tenant's).")}
 CONFLICT = {409: _error(409, "The job has already ended, or the report is from an attempt "
                              "that is no longer the job's (fenced).")}
-BODY = {413: _error(413, f"The body is larger than {MAX_BODY_BYTES} bytes."),
+BODY = {400: _error(400, "The body is not valid JSON (or not UTF-8)."),
+        413: _error(413, f"The body is larger than {MAX_BODY_BYTES} bytes."),
         415: _error(415, "The body is not JSON (Content-Type: application/json).")}
 UNPROCESSABLE = {422: {"description": "A field is missing, of the wrong type, out of range "
                                       "(every integer within 64 bits), or not finite."}}

@@ -107,7 +107,7 @@ def _check(case: Any, headers: dict[str, str] | None, report: FuzzReport) -> Non
     report.statuses[response.status_code] += 1
     try:
         case.validate_response(response, checks=fuzz_checks())
-    except Exception as failure:  # schemathesis raises a group of failed checks
+    except (Exception, BaseExceptionGroup) as failure:  # a group of failed checks
         text = str(failure).strip()
         first = text.splitlines()[0] if text else type(failure).__name__
         report.failures.append(f"{case.operation.label}: {response.status_code}: {first}")
