@@ -67,6 +67,17 @@ def philly() -> Cluster:
     return _grouped("philly", groups)
 
 
+@builtin("philly-shared-512")
+def philly_shared_512() -> Cluster:
+    """The Philly trace's hardware under contention: 64 servers of 8 P100 in one shared pool.
+
+    No VC pools, so every job competes for the same 512 GPUs (FIFO runs the whole Philly table
+    at ~73% utilization); racks of 8 servers, PCIe only, as in ``philly``.
+    """
+    return _grouped("philly-shared-512", [NodeGroup(64, "P100", 8, prefix="p100",
+                                                    nodes_per_rack=8)])
+
+
 @builtin("alibaba-2023")
 def alibaba_2023() -> Cluster:
     """Alibaba GPU cluster 2023 ("openb", Weng et al., ATC'23): 1,523 nodes, 6,212 GPUs.

@@ -156,7 +156,7 @@ class DiscretizedLas:
             self._seeded = True
             self._node_demotions = np.zeros(state.cluster.num_nodes, dtype=np.int64)
             for job in state.snapshot.running:
-                self._running.file(job, self.queue_of(state, job), job.run_started or 0.0)
+                self._running.file(job, self.queue_of(state, job), job.run_started or 0.0, now)
                 self._push_demotion(state, job, job.run_started)
         while heap and heap[0][0] <= now:
             _, _, started, job = heapq.heappop(heap)
@@ -164,7 +164,7 @@ class DiscretizedLas:
             if just_started or (job.run_started == started
                                 and job.status is JobStatus.RUNNING
                                 and job.job_id not in state.evicted):
-                self._running.file(job, self.queue_of(state, job), started or 0.0)
+                self._running.file(job, self.queue_of(state, job), started or 0.0, now)
                 self._push_demotion(state, job, started)
                 demotions, gpu_node = self._node_demotions, state.layout.gpu_node
                 for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node

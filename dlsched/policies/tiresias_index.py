@@ -23,8 +23,9 @@ class RunningByQueue:
         self._size = 0  # entries, valid or not
         self._live_at_compaction = 0
 
-    def file(self, job: Job, queue: int, started: float) -> None:
-        """Record that ``job``'s attempt begun at ``started`` is now in ``queue``."""
+    def file(self, job: Job, queue: int, started: float, now: float | None = None) -> None:
+        """Record that ``job``'s attempt begun at ``started`` is now in ``queue``; ``now`` is
+        the cycle's time (default ``started``: a job filed as it starts)."""
         key = (job.spec.submit_time, job.job_id)
         at = bisect.bisect_right(self._keys[queue], key)
         self._keys[queue].insert(at, key)
@@ -34,8 +35,8 @@ class RunningByQueue:
         # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
         # scans start: compact once they reach half the live ones (a compaction reads every
         # entry; scans skip stale ones cheaply, and few scans happen between compactions).
-        if self._size > self._live_at_compaction + self._live_at_compaction // 2 + 128:
-            self._compact()
+        if self._size > self._live_at_compaction + self._live_at_compaction // 2 + 16:
+            self._compact(started if now is None else now)
 
     def queue_of(self, job: Job) -> int | None:
         filed = self._filed.get(job.job_id)
@@ -61,20 +62,16 @@ class RunningByQueue:
         return (job.status is JobStatus.RUNNING and job.run_started == filed[1]
                 and self._filed.get(job.job_id) == filed)
 
-    def _current(self, job: Job, filed: tuple[int, float]) -> bool:
-        """Valid, or filed in this very cycle for a job the core has not started yet."""
-        if self._filed.get(job.job_id) != filed:
-            return False
-        return self._valid(job, filed) or job.status.is_waiting
-
-    def _compact(self) -> None:
+    def _compact(self, now: float) -> None:
+        """Keep the valid entries and those filed at ``now`` (in this very cycle) for jobs the
+        core has not started yet; a preempted job's old entry goes (it used to stay while the
+        job waited, and under contention such entries outnumbered the running jobs)."""
         filed, running = self._filed, JobStatus.RUNNING
         for queue, entries in enumerate(self._entries):
-            # ``_current``, inlined: this runs over every entry.
             keep = [i for i, (job, started) in enumerate(entries)
                     if filed.get(job.job_id) == (queue, started)
                     and ((job.status is running and job.run_started == started)
-                         or job.status.is_waiting)]
+                         or (job.status.is_waiting and started == now))]
             self._entries[queue] = [entries[i] for i in keep]
             self._keys[queue] = [self._keys[queue][i] for i in keep]
         self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)

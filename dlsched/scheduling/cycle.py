@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from dlsched.scheduling.allocation_cycle import run_allocation_cycle
+from dlsched.scheduling.bucket_scan import scan_buckets, scans_by_bucket
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import (
@@ -51,13 +52,17 @@ def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
         return run_allocation_cycle(profile.allocators[0], snapshot, profile.wakeups)
     state = CycleState.begin(snapshot)
     run = _CycleRun(profile, state)
+    bulk: list = []
     if profile.strict_fifo and profile.static_order:
         run.heads_of(snapshot.by_queue)
+    elif snapshot.buckets and scans_by_bucket(profile):
+        bulk = scan_buckets(run, snapshot.buckets)
     else:
         run.in_order(ordered_waiting(profile, state))
     wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(run.starts), tuple(run.preemptions), run.reasons,
-                       min(wakeups) if wakeups else None, run.blocked)
+                       min(wakeups) if wakeups else None, run.blocked,
+                       bulk_reasons=tuple((name, _SMALLER_FAILED_TEXT) for name in bulk))
 
 
 class _CycleRun:
@@ -187,7 +192,9 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
     memo = _futility_key(profile, state, job) if prior is not None else None
     if memo is not None and memo == prior:
         # The reason from last time, as it was (no plugin prefix, so it does not grow).
-        reason = job.pending_reason or "no change since it last failed"
+        own = state.snapshot.own_reason
+        reason = (own(job) if own is not None else job.pending_reason
+                  ) or "no change since it last failed"
         return Status(Code.UNSCHEDULABLE, reason), ()
     status, victims = _attempt(profile, state, job, misses)
     if status.ok:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 
@@ -41,7 +42,8 @@ class Reject:
 class CycleResult:
     """Evictions are applied first, then resizes, then starts. ``reasons`` says why each
     waiting job it looked at still waits; ``blocked`` why the rest of a strict-FIFO queue
-    waits."""
+    waits. ``bulk_reasons``: buckets of waiting jobs (``bucket_scan.bucket_of``) the cycle
+    skipped from a known miss on, with the reason of the jobs in them it did not look at."""
 
     starts: tuple[Start, ...] = ()
     preemptions: tuple[Preempt, ...] = ()
@@ -50,3 +52,4 @@ class CycleResult:
     blocked: dict[str, str] = field(default_factory=dict)
     resizes: tuple[Resize, ...] = ()
     rejections: tuple[Reject, ...] = ()
+    bulk_reasons: tuple[tuple[Hashable, str], ...] = ()

@@ -9,6 +9,7 @@ simulator's moves only between time steps, the runtime freezes its own while it 
 from __future__ import annotations
 
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,10 +17,11 @@ import numpy as np
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.perf.model import Placement, ThroughputModel
+from dlsched.scheduling.bucket_scan import bucket_of, scans_by_bucket
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.interfaces import Clock, Executor
-from dlsched.scheduling.placement import max_workers
+from dlsched.scheduling.placement import max_workers, static_shape
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
 from dlsched.scheduling.resilience import ResilienceBook
@@ -57,7 +59,13 @@ class Scheduler:
         static_key = None
         if profile.static_order:
             static_key = lambda job: profile.queue_sort.sort_key(None, job)  # noqa: E731
-        self.waiting = WaitingQueue(static_key)
+        # The cycle may skip buckets of alike jobs (bucket_scan.py); their reasons are kept
+        # per bucket, stamped like jobs' own (``own_reason``).
+        self._bucketed = static_key is not None and scans_by_bucket(profile)
+        self._bucket_keys: dict[Hashable, Hashable] = {}
+        self.waiting = WaitingQueue(static_key, self._bucket_of if self._bucketed else None)
+        self._bulk_reasons: dict[Hashable, tuple[int, str]] = {}
+        self._reason_seq = 0  # cycles run (a cycle's reasons are stamped 2 x its number)
         self.running: dict[str, Job] = {}
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
         self.node_free = cluster.node_gpus.copy()
@@ -91,6 +99,7 @@ class Scheduler:
             raise ValueError(f"job {spec.job_id} already submitted")
         job = Job(spec)
         job.queued_since = self.clock.now()
+        job.reason_stamp = 2 * self._reason_seq + 1
         try:
             most = self._max_workers(job)
         except (KeyError, ValueError) as exc:  # the throughput model cannot rate the job
@@ -217,7 +226,9 @@ class Scheduler:
                                self.throughput,
                                down_nodes=self.down_nodes if running else frozenset(),
                                by_queue=self.waiting.by_queue(),
-                               has_fractional=self.fractional_jobs > 0)
+                               has_fractional=self.fractional_jobs > 0,
+                               buckets=self.waiting.buckets(),
+                               own_reason=self.own_reason if self._bucketed else None)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -225,6 +236,7 @@ class Scheduler:
             self._record()  # nothing waits: the policy has nothing to decide
             return IDLE_RESULT
         started = time.perf_counter()
+        self._reason_seq += 1
         result = run_cycle(self.profile, self.snapshot())
         self.apply(result)
         self._rerate()
@@ -255,8 +267,12 @@ class Scheduler:
             self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
         for start in result.starts:
             self._start(self.waiting.pop(start.job_id), start, now)
+        stamp, jobs = 2 * self._reason_seq, self.jobs
         for job_id, reason in result.reasons.items():
-            self.jobs[job_id].pending_reason = reason
+            job = jobs[job_id]
+            job.pending_reason, job.reason_stamp = reason, stamp
+        for bucket, reason in result.bulk_reasons:
+            self._bulk_reasons[bucket] = (stamp, reason)
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
@@ -268,6 +284,27 @@ class Scheduler:
             head_reason = self.queue_reasons[job.spec.queue]
             if job.job_id not in head_reason:
                 return head_reason
+        return self.own_reason(job)
+
+    def _bucket_of(self, job: Job) -> Hashable:
+        """(GPU count, static shape): jobs of one bucket fit or fail alike in a cycle. Specs
+        that differ only in fields no filter reads (the pool on a cluster without pools)
+        share a bucket: fewer buckets to merge each cycle."""
+        spec_key = bucket_of(job)
+        bucket = self._bucket_keys.get(spec_key)
+        if bucket is None:
+            state = CycleState.begin(self.snapshot(running=False))
+            shape = static_shape(state, job, self.profile.filters)
+            bucket = self._bucket_keys[spec_key] = (job.spec.num_gpus, shape)
+        return bucket
+
+    def own_reason(self, job: Job) -> str:
+        """The reason the last cycle that looked at the job gave: its own, or its bucket's
+        when a later cycle skipped the bucket without looking at it (bucket_scan.py)."""
+        if self._bulk_reasons and job.status.is_waiting:
+            bulk = self._bulk_reasons.get(self._bucket_of(job))
+            if bulk is not None and bulk[0] > job.reason_stamp:
+                return bulk[1]
         return job.pending_reason
 
     def _start(self, job: Job, start: Start, now: float) -> None:
@@ -311,6 +348,7 @@ class Scheduler:
         job.preemptions += counted
         job.queued_since = now
         job.pending_reason = reason
+        job.reason_stamp = 2 * self._reason_seq + 1
         job.epoch += 1
         self.waiting.add(job)
 

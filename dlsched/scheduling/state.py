@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +37,11 @@ class ClusterSnapshot:
     down_nodes: frozenset[int] = frozenset()
     by_queue: Mapping[str, Sequence[Job]] = field(default_factory=dict)
     has_fractional: bool = True  # whether any job asks for a fraction of a GPU
+    # With a static order: the waiting jobs by ``bucket_scan.bucket_of``, each bucket's
+    # (static keys, jobs) sorted; empty when the cycle walks ``waiting`` job by job.
+    buckets: Mapping[Hashable, tuple[list[Any], list[Job]]] = field(default_factory=dict)
+    # A waiting job's reason as the core resolves it (None: ``job.pending_reason``).
+    own_reason: Callable[[Job], str] | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.

@@ -2,19 +2,24 @@
 
 A static order (FIFO by submission) never changes while a job waits, so keeping the queue sorted
 on insert spares every cycle a full sort: O(log n) per insert instead of O(n log n) per cycle.
+With a ``bucket_of`` function it also keeps each bucket (jobs that fit or fail alike: same GPU
+count and the same static shape) sorted, so a cycle can skip a whole bucket once one of its jobs
+failed, instead of visiting every waiting job (see ``bucket_scan.py``).
 """
 
 from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterator
+from collections.abc import Hashable
 from typing import Any
 
 from dlsched.workload.job import Job
 
 
 class WaitingQueue:
-    def __init__(self, static_key: Callable[[Job], Any] | None = None) -> None:
+    def __init__(self, static_key: Callable[[Job], Any] | None = None,
+                 bucket_of: Callable[[Job], Hashable] | None = None) -> None:
         self._jobs: dict[str, Job] = {}
         self._static_key = static_key
         self._keys: list[Any] = []
@@ -22,6 +27,8 @@ class WaitingQueue:
         self._queue_keys: dict[str, list[Any]] = {}
         self._by_queue: dict[str, list[Job]] = {}
         self._key_of: dict[str, Any] = {}  # each job's static key, as computed when it came
+        self._bucket_of = bucket_of if static_key is not None else None
+        self._buckets: dict[Hashable, tuple[list[Any], list[Job]]] = {}
 
     def add(self, job: Job) -> None:
         self._jobs[job.job_id] = job
@@ -34,6 +41,9 @@ class WaitingQueue:
                 keys = self._queue_keys[queue] = []
                 self._by_queue[queue] = []
             _insert(keys, self._by_queue[queue], key, job)
+            if self._bucket_of is not None:
+                bucket = self._buckets.setdefault(self._bucket_of(job), ([], []))
+                _insert(bucket[0], bucket[1], key, job)
 
     def pop(self, job_id: str) -> Job:
         job = self._jobs.pop(job_id)
@@ -44,6 +54,12 @@ class WaitingQueue:
             _remove(self._queue_keys[queue], self._by_queue[queue], key, job)
             if not self._by_queue[queue]:
                 del self._queue_keys[queue], self._by_queue[queue]
+            if self._bucket_of is not None:
+                name = self._bucket_of(job)
+                bucket = self._buckets[name]
+                _remove(bucket[0], bucket[1], key, job)
+                if not bucket[1]:
+                    del self._buckets[name]
         return job
 
     def discard(self, job_id: str) -> None:
@@ -59,6 +75,11 @@ class WaitingQueue:
     def by_queue(self) -> dict[str, list[Job]]:
         """Each queue's jobs in the static order (live lists: read them, do not keep them)."""
         return self._by_queue
+
+    def buckets(self) -> dict[Hashable, tuple[list[Any], list[Job]]]:
+        """Each bucket's (static keys, jobs) in the static order (live lists, as ``by_queue``);
+        empty without a ``bucket_of`` function."""
+        return self._buckets
 
     def __contains__(self, job_id: object) -> bool:
         return job_id in self._jobs

@@ -154,6 +154,8 @@ class Job:
     epoch: int = 0
     gpu_seconds: float = 0.0
     pending_reason: str = ""
+    # When the core last set ``pending_reason`` (see ``Scheduler.own_reason``).
+    reason_stamp: int = 0
 
     def __post_init__(self) -> None:
         self.job_id = self.spec.job_id

@@ -18,6 +18,7 @@ ALIBABA_NODES = SHARED_DATA / "traces/alibaba-gpu-2023/openb_node_list_all_node.
 # name, nodes, GPUs by type; totals are summed from the sources in docs/clusters.md.
 SIZES = [
     ("philly", 352, {"P100": 2816}),
+    ("philly-shared-512", 64, {"P100": 512}),
     ("alibaba-2023", 1523, {"A10": 2, "G2": 4392, "G3": 312, "P100": 265, "T4": 842,
                             "V100M16": 195, "V100M32": 204}),
     ("gavel-108", 27, {"K80": 36, "P100": 36, "V100": 36}),

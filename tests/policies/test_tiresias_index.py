@@ -35,3 +35,14 @@ def test_compaction_keeps_jobs_filed_this_cycle_before_they_start() -> None:
     index.file(new, 0, 7.0)  # this file() triggers a compaction
     new.status, new.run_started = JobStatus.RUNNING, 7.0
     assert [j.job_id for j in index.ranked_below(0, (-1.0, ""))] == ["new"]
+
+
+def test_compaction_drops_a_preempted_jobs_entry_while_it_waits() -> None:
+    index = RunningByQueue(1)
+    waiting = _running("waiting", 0, 0)
+    index.file(waiting, 0, 0.0)
+    waiting.status, waiting.run_started = JobStatus.PREEMPTED, None
+    for i in range(40):  # enough files to compact, at a later cycle (now = 9)
+        index.file(_running(f"r{i}", 1 + i, 9), 0, 9.0, now=9.0)
+    assert "waiting" not in index._filed
+    assert len(list(index.ranked_below(0, (-1.0, "")))) == 40
