@@ -12,7 +12,7 @@ from dlsched.errors import ConfigError
 from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
-from dlsched.report.metrics import Summary, summarize
+from dlsched.report.metrics import Summary
 from dlsched.report.output import run_identity, write_json, write_run
 from dlsched.report.tenant_output import write_audit
 from dlsched.run_config import RunConfig, parse_policy_options
@@ -197,16 +197,15 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     result = replace(result, wall_seconds=time.perf_counter() - started)
     fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
                                      cluster)
-    write_run(result, out_dir, config.jobs_format, fairness=fairness,
-              positions=final_positions(sim.profile, sim))
+    summary = write_run(result, out_dir, config.jobs_format, fairness=fairness,
+                        positions=final_positions(sim.profile, sim))
     queue_sort = sim.profile.queue_sort
     admission = queue_sort if isinstance(queue_sort, TenantAdmission) else None
     never = write_audit(sim.core, admission, out_dir, run_identity(result.info))
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)
-    return RunOutcome(result, summarize(result, fairness), out_dir, fairness, trace.throughput,
-                      never)
+    return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never)
 
 
 def failure_options(config: RunConfig) -> dict[str, object]:

@@ -114,19 +114,39 @@ class Contention:
             return max(1.0, float(self.active[i]) if i >= 0 else 1.0)
         return max(1.0, (self._integral(end) - self._integral(start)) / (end - start))
 
+    def means(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """``mean`` of each interval ``[start[k], end[k]]``, over arrays."""
+        at_start, at_end = self._integrals(start), self._integrals(end)
+        span = end - start
+        with np.errstate(divide="ignore", invalid="ignore"):
+            average = (at_end - at_start) / span
+        i = np.searchsorted(self.times, start, side="right") - 1
+        point = np.where(i >= 0, self.active[np.maximum(i, 0)] if len(self.times) else 1.0, 1.0)
+        return np.maximum(1.0, np.where(end <= start, point, average))
+
+    def _integrals(self, t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(self.times, t, side="right") - 1
+        if not len(self.times):
+            return np.zeros_like(t)
+        k = np.maximum(i, 0)
+        return np.where(i < 0, 0.0, self.area[k] + (t - self.times[k]) * self.active[k])
+
 
 def ftf_rhos(result: SimulationResult, isolated: Mapping[str, float]) -> dict[str, float]:
-    """ρ of every finished job with a known isolated time (see the module docstring)."""
-    contention = Contention.of(result)
-    rhos = {}
-    for job in result.jobs:
-        t_iso = isolated.get(job.job_id)
-        if job.status != FINISHED or job.finish_time is None or not t_iso:
-            continue
-        n_avg = contention.mean(float(job.submit_time), float(job.finish_time))
-        share = max(1.0, n_avg * job.num_gpus / max(result.total_gpus, 1))
-        rhos[job.job_id] = float(job.finish_time - job.submit_time) / (t_iso * share)
-    return rhos
+    """ρ of every finished job with a known isolated time (see the module docstring); computed
+    over arrays, the same float operations as ``Contention.mean`` job by job."""
+    picked = [(job.job_id, float(job.submit_time), float(job.finish_time), job.num_gpus, t_iso)
+              for job in result.jobs
+              if job.status == FINISHED and job.finish_time is not None
+              and (t_iso := isolated.get(job.job_id))]
+    if not picked:
+        return {}
+    ids, starts, ends, gpus, t_isos = zip(*picked, strict=True)
+    start, end = np.array(starts), np.array(ends)
+    n_avg = Contention.of(result).means(start, end)
+    share = np.maximum(1.0, n_avg * np.array(gpus, dtype=float) / max(result.total_gpus, 1))
+    rho = (end - start) / (np.array(t_isos, dtype=float) * share)
+    return dict(zip(ids, rho.tolist(), strict=True))
 
 
 def jain_index(values: Sequence[float]) -> float | None:

@@ -11,6 +11,7 @@ apart), and the Parquet file also in its schema metadata under ``dlsched.run``.
 from __future__ import annotations
 
 import csv
+import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from dlsched.errors import DlschedError
 from dlsched.report.fairness import FairnessInputs
 from dlsched.report.goodput_series import GOODPUT_COLUMNS, goodput_rows
-from dlsched.report.metrics import TIMING_KEYS, summarize
+from dlsched.report.metrics import TIMING_KEYS, Summary, summarize
 from dlsched.sim.result import JobRecord, RunInfo, SimulationResult
 
 FORMATS = ("csv", "parquet")
@@ -37,12 +38,13 @@ class ParquetUnavailable(DlschedError, ImportError):
 
 def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
               fairness: FairnessInputs | None = None,
-              positions: Mapping[str, int] | None = None) -> None:
+              positions: Mapping[str, int] | None = None) -> Summary:
     """Write the run's files into ``out_dir`` (created if missing); ``fmt`` picks the jobs table
     format, ``"csv"`` or ``"parquet"`` (which needs ``pip install dlsched[parquet]``);
     ``fairness`` fills the finish-time-fairness and per-type fields of ``summary.json``;
     ``positions``: each job still pending at the end, its 1-based place in its queue (the
-    ``queue_position`` column; empty for the others)."""
+    ``queue_position`` column; empty for the others). Returns the summary it wrote (computed
+    once: callers need not summarize again)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown output format {fmt!r}: expected one of {', '.join(FORMATS)}")
     if fmt == "parquet":
@@ -58,11 +60,13 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     _write_csv(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_rows(result), identity)
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
         _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
-    write_json(out_dir / "summary.json", summarize(result, fairness).to_dict())
+    summary = summarize(result, fairness)
+    write_json(out_dir / "summary.json", summary.to_dict())
     run = run_info_dict(result.info)
     if result.stalled_at is not None:  # jobs were left waiting that could never start
         run["stalled_at"] = result.stalled_at
     write_json(out_dir / "run.json", run)
+    return summary
 
 
 def deterministic_view(summary: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,11 +130,50 @@ def _cell(value: Any) -> str:
 
 def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[tuple[Any, ...]],
                identity: Mapping[str, Any]) -> None:
+    """Rows as ``_cell`` writes each value, column by column: the same bytes as a
+    ``csv.writer`` row by row (minimal quoting, ``\\n`` line ends), several times faster on
+    10^5 rows (a per-column formatter instead of a call per cell)."""
     tail = [_cell(value) for value in identity.values()]
+    header = _csv_line([*columns, *identity])
+    suffix = "," + _csv_line(tail) if tail else ""
+    cells = [_format_column(column) for column in zip(*rows, strict=True)] if rows else []
     with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow([*columns, *identity])
-        writer.writerows([*(_cell(value) for value in row), *tail] for row in rows)
+        handle.write(header + "\n")
+        if cells:
+            lines = zip(*cells, strict=True)
+            handle.write("".join([",".join(line) + suffix + "\n" for line in lines]))
+
+
+_SPECIAL = frozenset(',"\r\n')
+
+
+def _format_column(values: Sequence[Any]) -> list[str]:
+    """Each value as ``_cell`` formats it, quoted as ``csv.writer`` would; one formatter per
+    column when its values are all floats, ints or plain strings (the common case)."""
+    kinds = {type(v) for v in values}
+    if kinds <= {float, type(None)}:
+        fmt = FLOAT_FORMAT
+        return [fmt % v if v is not None else "" for v in values]
+    if kinds <= {int, type(None)}:
+        return [str(v) if v is not None else "" for v in values]
+    if kinds <= {str}:
+        if any(not _SPECIAL.isdisjoint(v) for v in values):
+            return [_quoted(v) for v in values]
+        return list(values)
+    return [_quoted(_cell(v)) for v in values]
+
+
+def _quoted(text: str) -> str:
+    if _SPECIAL.isdisjoint(text):
+        return text
+    return _csv_line([text])
+
+
+def _csv_line(cells: Sequence[str]) -> str:
+    """One row as ``csv.writer`` writes it (without the line end)."""
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerow(cells)
+    return buffer.getvalue()[:-1]
 
 
 def _import_pyarrow() -> Any:

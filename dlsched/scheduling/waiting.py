@@ -10,8 +10,7 @@ failed, instead of visiting every waiting job (see ``bucket_scan.py``).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 from dlsched.workload.job import Job

@@ -128,3 +128,20 @@ def test_type_usage_counts_a_preempted_run_until_its_stop() -> None:
     result = sim.run()
     assert {j.job_id: j.preemptions for j in result.jobs} == {"L": 1, "S": 0}
     assert dict(result.type_gpu_seconds)["V100"] == pytest.approx(102.0)
+
+
+def test_contention_means_over_arrays_equal_the_scalar_ones() -> None:
+    import random
+
+    import numpy as np
+
+    from dlsched.report.fairness import Contention
+    rng = random.Random(4)
+    times = np.cumsum([rng.uniform(0, 10) for _ in range(200)])
+    active = np.array([float(rng.randrange(0, 50)) for _ in range(200)])
+    steps = np.diff(times) * active[:-1]
+    contention = Contention(times, active, np.concatenate(([0.0], np.cumsum(steps))))
+    start = np.array([rng.uniform(-20, 2100) for _ in range(500)])
+    end = start + np.array([rng.choice([0.0, rng.uniform(0, 500)]) for _ in range(500)])
+    scalar = [contention.mean(float(a), float(b)) for a, b in zip(start, end, strict=True)]
+    assert contention.means(start, end).tolist() == scalar

@@ -94,3 +94,26 @@ def test_parquet_without_pyarrow_says_what_to_install(tmp_path: Path,
     with pytest.raises(ParquetUnavailable, match=r"dlsched\[parquet\]"):
         write_run(run_tiny("fifo"), tmp_path / "out", fmt="parquet")
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_csv_writer_by_columns_writes_what_csv_writer_writes(tmp_path: Path, seed: int) -> None:
+    """The column-wise writer (``_write_csv``) against the csv module row by row: the same
+    bytes, quoting of commas, quotes and line breaks included."""
+    import random
+
+    from dlsched.report.output import _cell, _write_csv
+    rng = random.Random(seed)
+    texts = ["", "plain", "a,b", 'say "hi"', "two\nlines", "cr\r", " spaced "]
+    rows = [(rng.choice(texts), rng.choice([None, rng.uniform(-1e6, 1e6)]),
+             rng.choice([None, rng.randrange(-5, 10**6)]), rng.uniform(0, 1),
+             rng.choice([True, False, None, "x,y", 3, 2.5])) for _ in range(50)]
+    identity = {"policy": "fi,fo", "seed": 7, "version": ""}
+    columns = ("t", "f", "i", "g", "mixed")
+    _write_csv(tmp_path / "new.csv", columns, rows, identity)
+    with (tmp_path / "old.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow([*columns, *identity])
+        tail = [_cell(v) for v in identity.values()]
+        writer.writerows([*(_cell(v) for v in row), *tail] for row in rows)
+    assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "old.csv").read_bytes()

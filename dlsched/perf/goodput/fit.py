@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import least_squares
 
 from dlsched.perf.goodput.iteration_time import PerfParams, grad_time, iteration_time
 from dlsched.perf.goodput.measurements import StepMeasurements
@@ -54,6 +53,8 @@ def fit_perf_params(data: StepMeasurements) -> PerfParams:
     """Least-squares fit of the seven parameters to ``data`` (see the module docstring)."""
     if len(data) < 2:
         raise ValueError("fitting the iteration-time model needs at least two measurements")
+    from scipy.optimize import least_squares  # SciPy only when a model is fitted
+
     result = least_squares(_residuals, _INITIAL, bounds=(_LOWER, _UPPER), args=(data,),
                            x_scale="jac", max_nfev=2000)
     x = result.x.copy()

@@ -18,7 +18,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import brentq
 
 from dlsched.perf.goodput.efficiency import GradientStats
 from dlsched.perf.goodput.goodput import BatchConfig
@@ -85,6 +84,8 @@ def advance(stats: GradientStats, config: BatchConfig, start: float, seconds: fl
         if area > budget * (1 + 1e-12):
             def excess(x: float, p: float = p, target: float = budget) -> float:
                 return _inverse_efficiency_integral(stats, config.batch, p, x) - target
+
+            from scipy.optimize import brentq  # SciPy only when a root is needed
 
             end = brentq(excess, p, q, xtol=1e-9 * max(q, 1.0))
             return Advance(float(end), seconds, False)

@@ -21,10 +21,12 @@ re-shuffle stops and restarts jobs for nothing, each restart costing the job its
 
 from __future__ import annotations
 
-import highspy
 import numpy as np
 
-_Solver = getattr(highspy, "_Highs", highspy.Highs)
+from dlsched.lazy import highs_solver, lazy_import
+
+highspy = lazy_import("highspy")
+
 
 
 def lease_milp(gpus: np.ndarray, need: np.ndarray, horizon: np.ndarray, weight: np.ndarray,
@@ -75,7 +77,7 @@ def _solve(cost: np.ndarray, entries: tuple[np.ndarray, np.ndarray, np.ndarray],
     lp.a_matrix_.index_ = rows[order].astype(np.int32)
     lp.a_matrix_.value_ = vals[order].astype(float)
     lp.integrality_ = [highspy.HighsVarType.kInteger] * n_cols
-    highs = _Solver()
+    highs = highs_solver()
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("time_limit", float(time_limit))
     highs.passModel(lp)

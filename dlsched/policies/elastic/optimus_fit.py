@@ -15,7 +15,6 @@ samples stand in for the speeds Optimus observes while a job runs.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import nnls
 
 from dlsched.policies.elastic.speed import SpeedCurves
 from dlsched.scheduling.state import CycleState
@@ -39,6 +38,8 @@ def fit_speed(sizes: np.ndarray, rates: np.ndarray) -> np.ndarray:
     ok = rates > 0
     w, inverse = sizes[ok].astype(float), 1.0 / rates[ok]
     design = np.column_stack([1.0 / w, np.ones_like(w), w]) / inverse[:, None]
+    from scipy.optimize import nnls  # SciPy only when a curve is fitted
+
     theta, _ = nnls(design, np.ones_like(w))
     return theta
 

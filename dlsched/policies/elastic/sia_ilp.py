@@ -17,13 +17,14 @@ and ``time_limit``.
 
 from __future__ import annotations
 
-import highspy
 import numpy as np
 from numpy.typing import NDArray
 
+from dlsched.lazy import highs_solver, lazy_import
 from dlsched.policies.elastic.sia_configs import Columns
 
-_Solver = getattr(highspy, "_Highs", highspy.Highs)
+highspy = lazy_import("highspy")
+
 
 
 def solve_allocation(columns: Columns, capacity: NDArray[np.int64], exact: bool = False,
@@ -35,7 +36,7 @@ def solve_allocation(columns: Columns, capacity: NDArray[np.int64], exact: bool 
     if n == 0:
         return np.zeros(0, dtype=bool)
     if exact:
-        solver = _Solver()
+        solver = highs_solver()
         solver.setOptionValue("output_flag", False)
         solver.setOptionValue("mip_rel_gap", gap)
         solver.setOptionValue("time_limit", time_limit)
@@ -58,7 +59,7 @@ def lp_relaxation(columns: Columns, capacity: NDArray[np.int64],
     active[first] = True  # every job keeps its row, in the same order
     while True:
         cols = np.flatnonzero(active)
-        solver = _Solver()
+        solver = highs_solver()
         solver.setOptionValue("output_flag", False)
         solver.passModel(_model(_subset(columns, cols), capacity, False))
         solver.run()

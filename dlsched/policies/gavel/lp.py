@@ -9,16 +9,17 @@ POP's many small sub-problems, ``scipy.sparse`` block assembly cost more than th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-import highspy
 import numpy as np
 
 from dlsched.errors import DlschedError
+from dlsched.lazy import highs_solver, lazy_import
 
-# The core class: no Python callback on every solver event and no banner on stdout.
-_Solver = getattr(highspy, "_Highs", highspy.Highs)
-INF = highspy.kHighsInf
+highspy = lazy_import("highspy")
+
+INF = math.inf  # highspy.kHighsInf
 LARGE_LP_ROWS = 5_000  # above this a cold solve uses the interior-point method, then crossover
 PARETO_SLACK = 1e-9  # the second stage keeps z >= z* (1 - slack): on the optimal face
 
@@ -123,7 +124,8 @@ class LinearProgram:
         lp.a_matrix_.start_ = start
         lp.a_matrix_.index_ = matrix.rows[order].astype(np.int32)
         lp.a_matrix_.value_ = matrix.values[order].astype(float)
-        self.highs = _Solver()
+        # The core class: no Python callback on every solver event, no banner on stdout.
+        self.highs = highs_solver()
         self.highs.setOptionValue("output_flag", False)
         if n_rows > LARGE_LP_ROWS:
             self.highs.setOptionValue("solver", "ipm")

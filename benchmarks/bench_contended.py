@@ -1,0 +1,82 @@
+"""Benchmark: the whole Philly trace under contention (issue 14), per policy.
+
+Run on demand: ``python benchmarks/bench_contended.py [--policies tiresias,sjf]
+[--jobs N] [--cluster philly-shared-512] [--tenants examples/tenants/philly-vcs.yaml]``.
+Each policy runs in its own process (so peak RSS is that run's); per policy it prints wall and
+CPU seconds of the simulation, jobs/s, cycles, mean JCT, preemptions, peak RSS and a digest of
+the per-job records (equal digests: identical schedules). ``tiresias:promote_knob=2`` passes a
+policy option. Target (issue 14): each ≤ 60 s, ≤ 90 s under ``--tenants``, on this 2-core
+machine (quote the load: it is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+DEFAULT_TRACE = Path(__file__).resolve().parents[2] / "shared/data/traces/philly/philly.csv"
+POLICIES = "fifo,sjf,srtf,backfill,tiresias,tiresias:promote_knob=2,edf"
+
+
+def run_one(spec: str, trace_path: str, jobs: int | None, cluster_name: str,
+            tenants: str | None) -> None:
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.report.metrics import summarize
+    from dlsched.scheduling.registry import build_policy
+    from dlsched.sim.simulator import SimConfig, Simulator
+    from dlsched.tenancy.loader import load_tenants
+    from dlsched.tenancy.profile import with_tenants
+    from dlsched.workload.readers.base import read_trace
+
+    policy, _, option_text = spec.partition(":")
+    options = dict(o.split("=", 1) for o in option_text.split(",") if o)
+    trace = read_trace(trace_path)
+    if jobs is not None:
+        trace = dataclasses.replace(trace, jobs=trace.jobs[:jobs])
+    profile = build_policy(policy, options)
+    if tenants:
+        profile = with_tenants(profile, load_tenants(Path(tenants)))
+    started, cpu_started = time.perf_counter(), time.process_time()
+    result = Simulator(resolve_cluster(cluster_name), trace, profile, SimConfig()).run()
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    summary = summarize(result)
+    digest = hashlib.sha256("".join(f"{r!r}\n" for r in sorted(
+        result.jobs, key=lambda r: r.job_id)).encode()).hexdigest()[:16]
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{spec:>24}: {wall:7.2f} s (CPU {cpu:7.2f} s) {len(trace) / wall:7.0f} jobs/s  "
+          f"cycles {result.cycles}  mean JCT {summary.jct_mean / 3600:7.3f} h  "
+          f"utilization {summary.utilization:.3f}  preemptions {summary.preemptions}  "
+          f"peak RSS {rss:.0f} MiB  digest {digest}", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--policies", default=POLICIES)
+    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--jobs", type=int, default=None, help="only the first N jobs")
+    parser.add_argument("--cluster", default="philly-shared-512")
+    parser.add_argument("--tenants", default=None, help="a tenants YAML (queues and quotas)")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        run_one(args.one, args.trace, args.jobs, args.cluster, args.tenants)
+        return
+    for spec in args.policies.split(";" if ";" in args.policies else ","):
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"(load before {spec}: {load})", flush=True)
+        command = [sys.executable, __file__, "--one", spec, "--trace", args.trace,
+                   "--cluster", args.cluster]
+        command += ["--jobs", str(args.jobs)] if args.jobs is not None else []
+        command += ["--tenants", args.tenants] if args.tenants else []
+        subprocess.run(command, check=False)
+
+
+if __name__ == "__main__":
+    main()
