@@ -45,9 +45,13 @@ class DiscretizedLas:
         self.thresholds = thresholds
         self.promote_knob = promote_knob
         self.min_runtime = min_runtime
-        # Without promotions a waiting job's queue is fixed while it waits: the core can keep
-        # the waiting queue sorted instead of sorting it every cycle.
-        self.static = not promote_knob
+        # A waiting job's queue is fixed while it waits, but for one change: a starving job is
+        # promoted to queue 0 (once, at a time known when it starts waiting). The core keeps
+        # the waiting queue sorted and re-files the jobs ``key_changes`` names.
+        self.static = True
+        self._promoted: set[str] = set()  # waiting jobs starving now (their key says queue 0)
+        self._promotions: list[tuple[float, int, Job, float]] = []  # (at, seq, job, queued)
+        self._promotion_seq = 0
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
         self._demotions: list[tuple[float, str, float | None, Job]] = []
         self._running = RunningByQueue(len(thresholds) + 1)
@@ -63,7 +67,60 @@ class DiscretizedLas:
     def queue_of(self, state: CycleState | None, job: Job) -> int:
         if state is not None and self._starving(state, job):
             return 0
+        if state is None and self._promoted and job.job_id in self._promoted:
+            return 0
         return self._level(self._service(state, job))
+
+    # -- promotions as key changes ---------------------------------------------------------
+    def on_waiting(self, job: Job) -> None:
+        """The core tells of a job that starts waiting: note when it will starve."""
+        self._promoted.discard(job.job_id)
+        if self.promote_knob and job.last_run_seconds > 0:
+            at = job.queued_since + self.promote_knob * job.last_run_seconds
+            self._promotion_seq += 1
+            heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
+
+    def key_changes(self, now: float) -> list[Job]:
+        """Waiting jobs that starve by ``now`` (the same test as ``_starving``), promoted once:
+        the core re-files them under their new key."""
+        heap, changed, early = self._promotions, [], []
+        slack = 1e-9 * max(1.0, abs(now))  # the heap's time and the test may round apart
+        while heap and heap[0][0] <= now + slack:
+            entry = heapq.heappop(heap)
+            job = entry[2]
+            if not self._waiting_since(job, entry[3]) or job.job_id in self._promoted:
+                continue
+            if now - job.queued_since >= self.promote_knob * job.last_run_seconds:
+                self._promoted.add(job.job_id)
+                changed.append(job)
+            else:
+                early.append(entry)
+        for entry in early:
+            heapq.heappush(heap, entry)
+        return changed
+
+    @staticmethod
+    def _waiting_since(job: Job, queued_since: float) -> bool:
+        return job.status.is_waiting and job.queued_since == queued_since
+
+    def _next_promotion(self, now: float) -> float | None:
+        """The earliest time a waiting job not yet starving will starve, after ``now``."""
+        heap, seen, found = self._promotions, [], None
+        while heap:
+            entry = heap[0]
+            if not self._waiting_since(entry[2], entry[3]) or entry[2].job_id in self._promoted:
+                heapq.heappop(heap)  # stale: it started, or it was promoted already
+                continue
+            if entry[0] > now:
+                found = entry[0]
+                break
+            job = heapq.heappop(heap)[2]
+            if now - job.queued_since < self.promote_knob * job.last_run_seconds:
+                seen.append(entry)  # not starving yet (rounding): keep it
+            # else starving, and it stays so while it waits: no wake-up of its own
+        for entry in seen:
+            heapq.heappush(heap, entry)
+        return found
 
     def _service(self, state: CycleState | None, job: Job) -> float:
         now = state.snapshot.now if state is not None else job.attained_time
@@ -87,6 +144,7 @@ class DiscretizedLas:
         now = state.snapshot.now
         if self.promote_knob and self._starving(state, job):
             self._offsets[job.job_id] = job.attained_service(now)
+        self._promoted.discard(job.job_id)
         # A promoted job's service is now 0, so its level is its queue (0) here too.
         service = self._service(state, job)
         level = self._level(service)
@@ -139,9 +197,7 @@ class DiscretizedLas:
         if self.min_runtime:
             times.append(protection_ends(state, self.min_runtime))
         if self.promote_knob:
-            times += [job.queued_since + self.promote_knob * job.last_run_seconds
-                      for job in state.snapshot.waiting
-                      if job.last_run_seconds > 0 and not self._starving(state, job)]
+            times.append(self._next_promotion(state.now))
             times += [state.now + self.promote_knob * (state.now - job.run_started)
                       for job in state.evicted.values() if job.run_started is not None]
         future = [t for t in times if t is not None and t > state.now]

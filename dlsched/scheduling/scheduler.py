@@ -65,6 +65,12 @@ class Scheduler:
         self._bucket_keys: dict[Hashable, Hashable] = {}
         self.waiting = WaitingQueue(static_key, self._bucket_of if self._bucketed else None)
         self._bulk_reasons: dict[Hashable, tuple[int, str]] = {}
+        # Plugins told of each job that starts waiting, and the QueueSort's changes of static
+        # keys due by a time (Tiresias' starvation promotions: a key changes once, at a time
+        # known when the job starts waiting).
+        plugins = {id(p): p for p in (profile.queue_sort, *profile.plugins)}.values()
+        self._waiting_hooks = [p.on_waiting for p in plugins if hasattr(p, "on_waiting")]
+        self._key_changes = getattr(profile.queue_sort, "key_changes", None)
         self._reason_seq = 0  # cycles run (a cycle's reasons are stamped 2 x its number)
         self.running: dict[str, Job] = {}
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
@@ -115,8 +121,13 @@ class Scheduler:
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
                                   f"may use have {most}")
             return job
-        self.waiting.add(job)
+        self._enqueue(job)
         return job
+
+    def _enqueue(self, job: Job) -> None:
+        for hook in self._waiting_hooks:
+            hook(job)
+        self.waiting.add(job)
 
     def finish(self, job_id: str) -> None:
         job = self.running.pop(job_id)
@@ -221,6 +232,9 @@ class Scheduler:
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
+        if running and self._key_changes is not None and self.waiting.is_static:
+            for job in self._key_changes(self.clock.now()):
+                self.waiting.rekey(job)
         jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
         return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, *jobs,
                                self.throughput,
@@ -350,7 +364,7 @@ class Scheduler:
         job.pending_reason = reason
         job.reason_stamp = 2 * self._reason_seq + 1
         job.epoch += 1
-        self.waiting.add(job)
+        self._enqueue(job)
 
     def _settle(self, job: Job, now: float) -> None:
         """Fold progress and service up to ``now`` into the job's counters."""

@@ -61,6 +61,15 @@ class WaitingQueue:
                     del self._buckets[name]
         return job
 
+    @property
+    def is_static(self) -> bool:
+        return self._static_key is not None
+
+    def rekey(self, job: Job) -> None:
+        """File a waiting job again under its static key as it is now (it changed)."""
+        self.pop(job.job_id)
+        self.add(job)
+
     def discard(self, job_id: str) -> None:
         if job_id in self._jobs:
             self.pop(job_id)

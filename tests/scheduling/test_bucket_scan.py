@@ -81,4 +81,4 @@ def test_only_profiles_the_walk_allows_scan_by_bucket() -> None:
     from dlsched.scheduling.bucket_scan import scans_by_bucket
     assert scans_by_bucket(build_policy("tiresias"))
     assert not scans_by_bucket(build_policy("fifo"))  # strict FIFO: heads of queues
-    assert not scans_by_bucket(build_policy("tiresias", {"promote_knob": "2"}))  # not static
+    assert scans_by_bucket(build_policy("tiresias", {"promote_knob": "2"}))  # keys re-filed
