@@ -61,3 +61,15 @@ class Live:
     service: Service
     url: str
     http: httpx.Client
+
+
+def service_info(path: Path) -> dict | None:
+    """The service's service.json, or None while it is not (completely) written."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def job_statuses(url: str) -> dict[str, str]:
+    return {j["id"]: j["status"] for j in httpx.get(f"{url}/v1/jobs", timeout=30).json()}

@@ -6,7 +6,6 @@ completion line each) though the jobs do not guard themselves. The benchmark at 
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from runtime_helpers import kill_strays, wait_for, worker
+from runtime_helpers import job_statuses, kill_strays, service_info, wait_for, worker
 
 from dlsched.runtime.recovery import COMPLETED
 
@@ -37,7 +36,7 @@ class ServiceProcess:
              "--data-dir", str(data), "--db", f"sqlite:///{self.root / 'state.db'}",
              "--grace-seconds", "3"], stdout=log, stderr=subprocess.STDOUT)
         self.procs.append(proc)
-        info = wait_for(lambda: _info(data / "service.json"), 30, "the service to start")
+        info = wait_for(lambda: service_info(data / "service.json"), 30, "the service to start")
         assert info["pid"] == proc.pid
         wait_for(lambda: httpx.get(f"{info['url']}/healthz", timeout=30).status_code == 200, 30)
         return info["url"]
@@ -52,23 +51,12 @@ class ServiceProcess:
                     proc.kill()
 
 
-def _info(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 @pytest.fixture
 def service_process(tmp_path: Path) -> Iterator[ServiceProcess]:
     handle = ServiceProcess(tmp_path)
     yield handle
     handle.stop_all()
     kill_strays(tmp_path)
-
-
-def statuses(url: str) -> dict[str, str]:
-    return {j["id"]: j["status"] for j in httpx.get(f"{url}/v1/jobs", timeout=30).json()}
 
 
 def kill_9(service_process: ServiceProcess) -> None:
@@ -89,18 +77,18 @@ def test_kill_9_twice_runs_every_unguarded_job_exactly_once(
     keyed = {"command": worker("once", out, 0.5), "gpus": 1}
     first = httpx.post(f"{url}/v1/jobs", json=keyed, timeout=30,
                        headers={"Idempotency-Key": "retry-me"}).json()["id"]
-    wait_for(lambda: "running" in statuses(url).values(), 30, "a job to run")
+    wait_for(lambda: "running" in job_statuses(url).values(), 30, "a job to run")
     kill_9(service_process)
     url = service_process.start()
     retried = httpx.post(f"{url}/v1/jobs", json=keyed, timeout=30,
                          headers={"Idempotency-Key": "retry-me"})
     assert (retried.status_code, retried.json()["id"]) == (201, first)
     assert retried.headers["Idempotent-Replayed"] == "true"
-    wait_for(lambda: "running" in statuses(url).values(), 30, "a job to run again")
+    wait_for(lambda: "running" in job_statuses(url).values(), 30, "a job to run again")
     kill_9(service_process)
     url = service_process.start()
-    wait_for(lambda: set(statuses(url).values()) == {"finished"}, 120, "every job to finish")
-    assert len(statuses(url)) == JOBS + 1  # the retry made no second job
+    wait_for(lambda: set(job_statuses(url).values()) == {"finished"}, 120, "every job to finish")
+    assert len(job_statuses(url)) == JOBS + 1  # the retry made no second job
     for job_id in [*ids, first]:
         done = (out / f"{job_id}.done").read_text().splitlines()
         assert len(done) == 1, (job_id, done)

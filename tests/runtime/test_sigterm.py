@@ -5,7 +5,6 @@ data directory or database refuses to start."""
 
 from __future__ import annotations
 
-import json
 import signal
 import sqlite3
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from runtime_helpers import kill_strays, records, wait_for, worker
+from runtime_helpers import job_statuses, kill_strays, records, service_info, wait_for, worker
 
 from dlsched.runtime.executors.processes import alive
 
@@ -42,7 +41,8 @@ class Serve:
     def start(self) -> tuple[subprocess.Popen[bytes], str]:
         (self.data / "service.json").unlink(missing_ok=True)
         proc = self.spawn()
-        info = wait_for(lambda: _info(self.data / "service.json"), 30, "the service to start")
+        info = wait_for(lambda: service_info(self.data / "service.json"), 30,
+                        "the service to start")
         wait_for(lambda: httpx.get(f"{info['url']}/healthz", timeout=30).status_code == 200, 30)
         return proc, info["url"]
 
@@ -56,23 +56,12 @@ class Serve:
                 proc.wait(timeout=10)
 
 
-def _info(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 @pytest.fixture
 def serve(tmp_path: Path) -> Iterator[Serve]:
     handle = Serve(tmp_path)
     yield handle
     handle.stop_all()
     kill_strays(tmp_path)
-
-
-def _statuses(url: str) -> dict[str, str]:
-    return {j["id"]: j["status"] for j in httpx.get(f"{url}/v1/jobs", timeout=30).json()}
 
 
 def test_sigterm_stops_workers_in_their_grace_and_a_restart_resumes_them(
@@ -95,7 +84,7 @@ def test_sigterm_stops_workers_in_their_grace_and_a_restart_resumes_them(
     assert saved == dict.fromkeys(ids, "preempted")
 
     _, url = serve.start()
-    wait_for(lambda: set(_statuses(url).values()) == {"finished"}, 30, "the jobs to resume")
+    wait_for(lambda: set(job_statuses(url).values()) == {"finished"}, 30, "the jobs to resume")
     for job_id in ids:
         assert (out / f"{job_id}-a2-r0.resumed").read_text() == f"{job_id}-a1-r0"
         events = httpx.get(f"{url}/v1/jobs/{job_id}/events", timeout=30).json()
