@@ -88,7 +88,10 @@ MODEL_FACTORIES: dict[str, Callable[[], ThroughputModel]] = {"linear": LinearSca
 _LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "GoodputThroughputs"),
                    "goodput-sia": ("dlsched.perf.goodput.throughput_model", "with_sia_fits"),
                    "goodput-fixed": ("dlsched.perf.goodput.throughput_model", "fixed_batch"),
-                   "llm": ("dlsched.perf.llm.throughput", "LlmThroughput")}
+                   "llm": ("dlsched.perf.llm.throughput", "LlmThroughput"),
+                   "interference": ("dlsched.perf.interference", "InterferenceThroughputs"),
+                   "interference-mps": ("dlsched.perf.interference", "mps_model"),
+                   "gavel-interference": ("dlsched.perf.interference", "gavel_model")}
 
 
 def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:
