@@ -215,5 +215,9 @@ from dlsched.reproduce.cli import register as register_reproduce  # noqa: E402
 
 register_reproduce(app)
 
+from dlsched.sweeps.cli import register as register_sweep  # noqa: E402
+
+register_sweep(app)
+
 if __name__ == "__main__":
     app()

@@ -1,0 +1,186 @@
+"""The Python API for notebooks and scripts: ``dlsched.simulate``, ``dlsched.compare``.
+
+The same code path as ``dlsched simulate`` / ``compare``: the keywords are ``RunConfig``'s
+fields (the CLI's options), checked by the same rules, and each run goes through
+``experiment.run_policy``, which writes the CLI's files. The tables a run returns are read back
+from those files, so ``simulate(...).jobs`` is the CLI's ``jobs.csv`` for the same arguments.
+Without ``out=`` the files go to a temporary folder that is removed afterwards.
+
+    import dlsched
+    run = dlsched.simulate(trace="philly-sample", cluster="philly", policy="tiresias", limit=200)
+    run.summary["jct_mean"], run.jobs.head(), run.timeline.plot(x="time", y="used_gpus")
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dlsched.run_config import RunConfig
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dlsched.experiment import RunOutcome
+
+_FIELDS = frozenset(f.name for f in fields(RunConfig))
+
+
+@dataclass(frozen=True)
+class SimulationRun:
+    """One policy's run: ``summary`` (``summary.json`` as a dict), ``jobs`` (``jobs.csv``, or
+    ``jobs.parquet``) and ``timeline`` (``timeline.csv``) as DataFrames; ``out_dir`` is where
+    the files are (None when they went to a temporary folder)."""
+
+    policy: str
+    summary: dict[str, Any]
+    jobs: pd.DataFrame
+    timeline: pd.DataFrame
+    config: RunConfig
+    out_dir: Path | None = None
+
+    def _repr_html_(self) -> str:  # a notebook shows the summary, not the whole table
+        return (f"<b>dlsched {self.policy}</b> on {self.config.trace} / {self.config.cluster}: "
+                f"{self.summary.get('jobs_finished')}/{self.summary.get('jobs_submitted')} "
+                f"jobs finished, mean JCT {_hours(self.summary.get('jct_mean'))}")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Several policies on the same work: ``runs`` by policy, ``summary`` one row per policy,
+    ``report`` the HTML report (None without ``out=``)."""
+
+    runs: dict[str, SimulationRun]
+    summary: pd.DataFrame
+    report: Path | None = None
+    config: RunConfig = field(default_factory=RunConfig)
+
+    def __getitem__(self, policy: str) -> SimulationRun:
+        return self.runs[policy]
+
+
+def run_config(options: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
+    """``options`` (``RunConfig`` field names; ``policy_options`` may be a dict, ``policies``
+    a list or comma-separated text) on top of ``base`` (default: the defaults), checked."""
+    unknown = sorted(set(options) - _FIELDS)
+    if unknown:
+        raise TypeError(f"unknown option {unknown[0]!r}; the options are "
+                        f"{', '.join(sorted(_FIELDS))}")
+    return (base or RunConfig()).with_values(dict(options), lambda key: key)
+
+
+def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
+             policy: str = "fifo", *, out: str | Path | None = None,
+             config: str | Path | None = None, **options: Any) -> SimulationRun:
+    """Simulate ``policy`` on ``trace`` and ``cluster``, as ``dlsched simulate`` does; every
+    option of the CLI is a keyword (``seed=``, ``limit=``, ``policy_options={"k": "v"}``,
+    ``placement=``, ``tenants=``...). ``config``: a run file, as ``--config``."""
+    given = {"trace": str(trace), "cluster": str(cluster), "policies": (policy,), **options}
+    run = _config(config, given)
+    if len(run.policies) != 1:
+        raise ValueError("simulate runs one policy; use dlsched.compare for several")
+    with _output(out) as folder:
+        outcome = _execute(run, folder, compare=False)[0]
+        return _loaded(outcome, run, None if out is None else folder)
+
+
+def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
+            policies: Iterable[str] | str = ("fifo", "tiresias"), *,
+            out: str | Path | None = None, config: str | Path | None = None,
+            **options: Any) -> Comparison:
+    """Run several policies on the same trace and cluster, as ``dlsched compare`` does; with
+    ``out`` the folders and ``report.html`` are written there."""
+    import pandas as pd
+
+    from dlsched.experiment import write_comparison
+
+    names = tuple(policies.split(",")) if isinstance(policies, str) else tuple(policies)
+    run = _config(config, {"trace": str(trace), "cluster": str(cluster),
+                           "policies": names, **options})
+    with _output(out) as folder:
+        outcomes = _execute(run, folder, compare=True)
+        report = None
+        if out is not None:
+            title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
+            report = write_comparison(outcomes, folder, title, run)
+        runs = {o.summary.policy: _loaded(o, run, None if out is None else o.out_dir)
+                for o in outcomes}
+    table = pd.DataFrame([r.summary for r in runs.values()]).set_index("policy", drop=False)
+    return Comparison(runs, table, report, run)
+
+
+def _config(config: str | Path | None, given: dict[str, Any]) -> RunConfig:
+    if config is None:
+        return run_config(given)
+    unknown = sorted(set(given) - _FIELDS)
+    if unknown:
+        raise TypeError(f"unknown option {unknown[0]!r}")
+    return RunConfig.from_yaml(Path(config), given)
+
+
+class _output:
+    """The run's folder: ``out`` itself, or a temporary one removed on exit."""
+
+    def __init__(self, out: str | Path | None) -> None:
+        self.out = out
+        self.temp: tempfile.TemporaryDirectory[str] | None = None
+
+    def __enter__(self) -> Path:
+        if self.out is not None:
+            return Path(self.out)
+        self.temp = tempfile.TemporaryDirectory(prefix="dlsched-")
+        return Path(self.temp.name)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.temp is not None:
+            self.temp.cleanup()
+
+
+def _execute(config: RunConfig, out: Path, compare: bool) -> list[RunOutcome]:
+    """What the CLI's ``_run_all`` does, with warnings instead of console lines."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.cluster.warnings import unknown_gpu_types
+    from dlsched.experiment import check_run, load_trace, run_policy
+
+    cluster = resolve_cluster(config.cluster)
+    for warning in unknown_gpu_types(cluster, config.cluster):
+        warnings.warn(warning, stacklevel=3)
+    trace = load_trace(config, cluster)
+    check_run(config)
+    if trace.skipped:
+        warnings.warn(f"skipped {trace.skipped} invalid rows (first: {trace.warnings[0]})",
+                      stacklevel=3)
+    return [run_policy(config, policy, trace, cluster, out / policy if compare else out)
+            for policy in config.policies]
+
+
+def _loaded(outcome: RunOutcome, config: RunConfig, out_dir: Path | None) -> SimulationRun:
+    folder = outcome.out_dir
+    return SimulationRun(outcome.summary.policy, outcome.summary.to_dict(),
+                         read_jobs(folder), read_table(folder / "timeline.csv"),
+                         config, out_dir)
+
+
+def read_jobs(folder: Path) -> pd.DataFrame:
+    """A run folder's jobs table (``jobs.parquet`` if the run wrote one, else ``jobs.csv``)."""
+    import pandas as pd
+
+    parquet = folder / "jobs.parquet"
+    if parquet.exists():
+        return pd.read_parquet(parquet)
+    return read_table(folder / "jobs.csv")
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A CSV the run wrote, as pandas reads it (an empty cell is NaN)."""
+    import pandas as pd
+
+    return pd.read_csv(path)
+
+
+def _hours(seconds: float | None) -> str:
+    return "n/a" if seconds is None else f"{seconds / 3600:.2f} h"

@@ -1,0 +1,100 @@
+"""``dlsched.sweep(...)``: a grid of runs, in parallel, resumable; the results as a DataFrame.
+
+    import dlsched
+    table = dlsched.sweep(traces=["synthetic:philly-sample"], clusters=["philly"],
+                          policies=["fifo", "tiresias"], seeds=range(5), out="runs/sweep")
+    table.groupby("policy")["jct_mean"].describe()
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from dlsched.sweeps.execute import DoneStore, OnDone, execute
+from dlsched.sweeps.grid import SweepRun, SweepSpec, expand
+from dlsched.sweeps.table import plot, results, write_tables
+
+
+def default_workers() -> int:
+    """The CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def sweep(traces: Iterable[str] | str = ("philly-sample",),
+          clusters: Iterable[str] | str = ("philly",),
+          policies: Iterable[str] | str = ("fifo", "tiresias"),
+          seeds: Iterable[int] = (0,), *, options: Mapping[str, Any] | None = None,
+          vary: Mapping[str, Iterable[Any]] | None = None, out: str | Path | None = None,
+          workers: int | None = None, ray_address: str | None = None, plots: bool = True,
+          on_done: OnDone | None = None) -> pd.DataFrame:
+    """Run every combination of ``traces`` × ``clusters`` × ``policies`` × ``vary``'s values ×
+    ``seeds`` and return one row per run (labels, key, summary metrics).
+
+    ``options``: the CLI's options (``RunConfig`` fields) for every run, e.g.
+    ``{"limit": 500}``; ``vary``: extra axes, a ``RunConfig`` field or a policy option
+    (``"tiresias:thresholds"``) to its values. Runs go to ``workers`` local processes (default:
+    this machine's CPUs; 1: in this process), or to the Ray cluster at ``ray_address``. With
+    ``out`` the sweep is resumable (runs already in ``OUT/done/`` are not redone) and writes
+    ``results.csv``, ``ci.csv`` and ``plots/``."""
+    names = policies.split(",") if isinstance(policies, str) else policies
+    spec = SweepSpec(_names(traces), _names(clusters), _names(names),
+                     tuple(int(s) for s in seeds), dict(options or {}),
+                     {k: tuple(v) if not isinstance(v, str) else (v,)
+                      for k, v in (vary or {}).items()})
+    runs = expand(spec)
+    if out is None:
+        with tempfile.TemporaryDirectory(prefix="dlsched-sweep-") as folder:
+            return _run(spec, runs, Path(folder), workers, ray_address, False, on_done)[0]
+    return _run(spec, runs, Path(out), workers, ray_address, plots, on_done)[0]
+
+
+def _run(spec: SweepSpec, runs: list[SweepRun], out: Path, workers: int | None,
+         ray_address: str | None, plots: bool,
+         on_done: OnDone | None) -> tuple[pd.DataFrame, int]:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sweep.yaml").write_text(yaml.safe_dump(_spec_data(spec), sort_keys=False))
+    store = DoneStore(out)
+    executed = execute(runs, store, workers or default_workers(), ray_address,
+                       on_done or _quiet)
+    table = results(runs, store)
+    write_tables(table, out)
+    if plots:
+        plot(table, out)
+    table.attrs["executed"] = executed
+    return table, executed
+
+
+def _quiet(_run: SweepRun, _row: dict[str, Any]) -> None:
+    return None
+
+
+def _spec_data(spec: SweepSpec) -> dict[str, Any]:
+    return {"traces": list(spec.traces), "clusters": list(spec.clusters),
+            "policies": list(spec.policies), "seeds": list(spec.seeds),
+            "options": {k: _plain(v) for k, v in spec.options.items()},
+            "vary": {k: [_plain(v) for v in values] for k, values in spec.vary.items()}}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value
+
+
+def _names(value: Iterable[str] | str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+

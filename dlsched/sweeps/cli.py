@@ -1,0 +1,137 @@
+"""``dlsched sweep``: the command. Importing this module loads nothing heavy (pandas, the
+simulator and Ray are imported when the command runs)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from dlsched.errors import DlschedError
+
+console = Console(stderr=True, soft_wrap=True)
+SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
+
+
+def sweep_command(
+    trace: Annotated[list[str] | None, typer.Option(
+        "--trace", help="A trace (bundled name, file, or synthetic:NAME, a synthetic trace "
+                        "resampled from NAME whose jobs differ by seed); repeatable.")] = None,
+    cluster: Annotated[list[str] | None, typer.Option(
+        "--cluster", help="A built-in cluster or cluster YAML; repeatable.")] = None,
+    policies: Annotated[str | None, typer.Option(
+        "--policies", help="Comma-separated policies.")] = None,
+    seeds: Annotated[str | None, typer.Option(
+        "--seeds", help="Seeds: N, N-M or a comma list (e.g. 0-4).")] = None,
+    set_: Annotated[list[str] | None, typer.Option(
+        "--set", metavar="KEY=VALUE", help="Any option of `dlsched simulate` for every run, "
+        "by its field name (limit=500, synthetic_jobs=300, round_seconds=60); repeatable.")
+    ] = None,
+    policy_opt: Annotated[list[str] | None, typer.Option(
+        "--policy-opt", metavar="KEY=VALUE", help="A policy option for every run (key=value "
+        "or policy:key=value); repeatable.")] = None,
+    vary: Annotated[list[str] | None, typer.Option(
+        "--vary", metavar="KEY=V1,V2", help="One more axis: an option (field name) or a policy "
+        "option (policy:key) and its values; repeatable.")] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", help="Output folder: results.csv/.parquet, ci.csv, plots/, done/ (a run "
+                      "found there is not redone), runs/.")] = Path("runs/sweep"),
+    workers: Annotated[int | None, typer.Option(
+        "--workers", min=1, help="Local processes (default: this machine's CPUs; 1: run "
+                                 "serially in this process).")] = None,
+    ray_address: Annotated[str | None, typer.Option(
+        "--ray-address", help="Run on this Ray cluster (HOST:PORT or auto) instead.")] = None,
+    plots: Annotated[bool, typer.Option("--plots/--no-plots", help="Write plots/*.png.")
+                     ] = True,
+    config: Annotated[Path | None, typer.Option(
+        "--config", exists=True, dir_okay=False, help="A YAML sweep file with keys "
+        f"{', '.join(SWEEP_KEYS)}; flags override it.")] = None,
+) -> None:
+    """Run policies × traces × clusters × seeds × options in parallel (local processes, or a
+    Ray cluster); write one row per run to --out/results.csv, with 95% intervals over seeds."""
+    try:
+        kwargs = _arguments(config, trace, cluster, policies, seeds, set_, policy_opt, vary)
+        _run(kwargs, out, workers, ray_address, plots)
+    except DlschedError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+
+
+def _arguments(config: Path | None, trace: list[str] | None, cluster: list[str] | None,
+               policies: str | None, seeds: str | None, set_: list[str] | None,
+               policy_opt: list[str] | None, vary: list[str] | None) -> dict[str, Any]:
+    from dlsched.sweeps.grid import parse_assignments, parse_seeds
+
+    given = _from_file(config) if config is not None else {}
+    if trace:
+        given["traces"] = tuple(trace)
+    if cluster:
+        given["clusters"] = tuple(cluster)
+    if policies:
+        given["policies"] = tuple(p.strip() for p in policies.split(",") if p.strip())
+    if seeds:
+        given["seeds"] = parse_seeds(seeds)
+    options = dict(given.get("options", {}))
+    options.update(parse_assignments(set_ or [], "--set", many=False))
+    if policy_opt:
+        options["policy_options"] = [*options.get("policy_options", []), *policy_opt]
+    given["options"] = options
+    given["vary"] = {**given.get("vary", {}),
+                     **parse_assignments(vary or [], "--vary", many=True)}
+    return given
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    from dlsched.yamlinput import load_yaml_file
+
+    data, src = load_yaml_file(path)
+    data = data or {}
+    if not isinstance(data, dict):
+        raise src.error("", "a sweep file is a mapping with keys " + ", ".join(SWEEP_KEYS))
+    for key, value in data.items():
+        if key not in SWEEP_KEYS:
+            raise src.error(str(key), f"unknown key (known: {', '.join(SWEEP_KEYS)})")
+        if key in ("options", "vary") and not isinstance(value, dict):
+            raise src.error(key, "expected a mapping")
+        if key in ("traces", "clusters", "policies", "seeds") and not isinstance(
+                value, list | str | int):
+            raise src.error(key, "expected a list")
+    if "seeds" in data and isinstance(data["seeds"], str | int):
+        from dlsched.sweeps.grid import parse_seeds
+
+        data["seeds"] = parse_seeds(str(data["seeds"]))
+    data["vary"] = {k: v if isinstance(v, list) else [v] for k, v in data.get("vary", {}).items()}
+    return data
+
+
+def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: str | None,
+         plots: bool) -> None:
+    from dlsched.sweeps.api import default_workers, sweep
+    from dlsched.sweeps.grid import SweepRun
+
+    started, done = time.perf_counter(), [0]
+
+    def report(run: SweepRun, row: dict[str, Any]) -> None:
+        done[0] += 1
+        labels = " ".join(f"{v}" for v in run.labels.values())
+        jct = row.get("jct_mean")
+        console.print(escape(f"[{done[0]}] {labels}: mean JCT "
+                             f"{'n/a' if jct is None else f'{jct / 3600:.2f} h'}"))
+
+    where = f"Ray at {ray_address}" if ray_address else \
+        f"{workers or default_workers()} local processes"
+    console.print(escape(f"sweep -> {out} on {where}"))
+    table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
+                  on_done=report)
+    executed, unique = table.attrs["executed"], table["key"].nunique()
+    console.print(escape(f"{len(table)} runs ({executed} run now, {unique - executed} "
+                         f"found done) in {time.perf_counter() - started:.1f} s -> "
+                         f"{out / 'results.csv'}"))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep_command)

@@ -1,0 +1,154 @@
+"""Running a sweep's runs: serially, on local processes, or as Ray tasks; resumable.
+
+A finished run leaves ``OUT/done/KEY.json`` (its row: labels and summary metrics), written by
+the driver the moment the run's result arrives, atomically (a temporary file renamed). A sweep
+started again on the same ``OUT`` skips every run whose key has such a file, so a sweep that
+was killed, or a grid that grew, redoes nothing it finished. Local runs also keep their full
+output folder (``OUT/runs/KEY/``: ``jobs.csv``, ``timeline.csv``...); Ray tasks run on other
+machines and send back only the row.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlsched.errors import DlschedError
+from dlsched.run_config import RunConfig
+from dlsched.sweeps.grid import SweepRun
+
+OnDone = Callable[[SweepRun, dict[str, Any]], None]
+
+
+class RunFailed(DlschedError):
+    """A run of the sweep raised: the message names the run."""
+
+
+def run_one(config: RunConfig, folder: str | None) -> dict[str, Any]:
+    """One run through the CLI's code path; its summary's scalar metrics. ``folder``: where
+    to write its files (None: a temporary folder, removed)."""
+    from dlsched.notebook import _execute, _output
+
+    with _output(folder) as out:
+        outcome = _execute(config, Path(out), compare=False)[0]
+    summary = outcome.summary.to_dict()
+    return {k: v for k, v in summary.items() if v is None or isinstance(v, int | float | str)}
+
+
+@dataclass
+class DoneStore:
+    """``OUT/done/KEY.json`` per finished run."""
+
+    root: Path
+
+    @property
+    def folder(self) -> Path:
+        return self.root / "done"
+
+    def row(self, key: str) -> dict[str, Any] | None:
+        path = self.folder / f"{key}.json"
+        if not path.exists():
+            return None
+        try:
+            return json.loads(path.read_text())
+        except (json.JSONDecodeError, OSError):  # never half-written (renamed), but be safe
+            return None
+
+    def save(self, key: str, row: dict[str, Any]) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        temp = self.folder / f".{key}.{os.getpid()}.tmp"
+        temp.write_text(json.dumps(row, sort_keys=True, allow_nan=False) + "\n")
+        os.replace(temp, self.folder / f"{key}.json")
+
+
+def pending(runs: Sequence[SweepRun], store: DoneStore) -> list[SweepRun]:
+    """The runs to do: not finished before, each key once."""
+    todo: dict[str, SweepRun] = {}
+    for run in runs:
+        if run.key not in todo and store.row(run.key) is None:
+            todo[run.key] = run
+    return list(todo.values())
+
+
+def execute(runs: Sequence[SweepRun], store: DoneStore, workers: int,
+            ray_address: str | None, on_done: OnDone) -> int:
+    """Run what is pending; ``on_done`` after each run's row is saved. Returns the number of
+    runs executed."""
+    todo = pending(runs, store)
+    if not todo:
+        return 0
+    if ray_address is not None:
+        results = _on_ray(todo, ray_address)
+    elif workers <= 1:
+        results = ((run, run_one(run.config, _folder(store, run))) for run in todo)
+    else:
+        results = _on_processes(todo, store, workers)
+    for run, metrics in results:
+        row = {"key": run.key, **metrics}
+        store.save(run.key, row)
+        on_done(run, row)
+    return len(todo)
+
+
+def _folder(store: DoneStore, run: SweepRun) -> str:
+    return str(store.root / "runs" / run.key)
+
+
+def _on_processes(todo: list[SweepRun], store: DoneStore,
+                  workers: int) -> Iterator[tuple[SweepRun, dict[str, Any]]]:
+    """Runs on ``workers`` local processes (forked where the platform can: the workers start
+    with dlsched already imported), yielded as each finishes."""
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
+    try:
+        futures: dict[Future[dict[str, Any]], SweepRun] = {
+            pool.submit(run_one, run.config, _folder(store, run)): run for run in todo}
+        while futures:
+            finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+            for future in finished:
+                run = futures.pop(future)
+                yield run, _result(run, future.result)
+    finally:  # a failed run stops the sweep: the runs not started are not started
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _on_ray(todo: list[SweepRun], address: str) -> Iterator[tuple[SweepRun, dict[str, Any]]]:
+    """Runs as Ray tasks (one CPU each) on the cluster at ``address`` (``auto``: the one this
+    machine belongs to), yielded as each finishes. dlsched must be importable on its nodes."""
+    from dlsched.extras import require
+
+    require("ray", "dlsched sweep --ray-address")
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+    remote = ray.remote(num_cpus=1)(run_one)
+    refs = {remote.remote(run.config, None): run for run in todo}
+    while refs:
+        finished, _ = ray.wait(list(refs), num_returns=1)
+        for ref in finished:
+            run = refs.pop(ref)
+            yield run, _result(run, lambda ref=ref: ray.get(ref))
+
+
+def _result(run: SweepRun, get: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    try:
+        return get()
+    except DlschedError as exc:
+        raise RunFailed(f"run {_describe(run)}: {exc}") from exc
+    except Exception as exc:  # a Ray task error wraps the cause
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, DlschedError):
+            raise RunFailed(f"run {_describe(run)}: {cause}") from exc
+        raise
+
+
+def _describe(run: SweepRun) -> str:
+    return ", ".join(f"{k}={v}" for k, v in run.labels.items())

@@ -1,0 +1,113 @@
+"""A sweep's results: one row per run (``results.csv``, and ``results.parquet`` with pyarrow),
+the mean and a 95% confidence interval over seeds (``ci.csv``), and plots of them.
+
+The interval is Student's t over the seeds of each grid point (``mean ± t(0.975, n-1) ·
+s/√n``): seeds are independent replications, few of them, and the metric's spread unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dlsched.sweeps.execute import DoneStore
+from dlsched.sweeps.grid import LABELS, SweepRun
+
+METRICS = ("jct_mean", "jct_p99", "queueing_delay_mean", "makespan", "utilization",
+           "preemptions", "ftf_rho_max")
+PLOTTED = ("jct_mean", "makespan", "utilization")
+# summary.json's own identity and host-timing fields: the labels and the machine say those
+_DROPPED = ("policy", "trace", "cluster", "seed", "version", "placement", "restart_overhead")
+
+
+def results(runs: Sequence[SweepRun], store: DoneStore) -> pd.DataFrame:
+    """One row per grid run (labels, key, then its summary metrics); runs not finished are
+    left out."""
+    rows = []
+    for run in runs:
+        saved = store.row(run.key)
+        if saved is None:
+            continue
+        metrics = {k: v for k, v in saved.items() if k not in _DROPPED and k != "key"}
+        rows.append({**run.labels, "key": run.key, **metrics})
+    return pd.DataFrame(rows)
+
+
+def confidence(table: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Per grid point (every label but the seed): runs, and each metric's mean, standard
+    deviation and 95% interval over the seeds (the interval is NaN with one seed)."""
+    from scipy import stats
+
+    groups = [c for c in _label_columns(table) if c != "seed"]
+    present = [m for m in metrics if m in table.columns]
+    out = []
+    for values, group in table.groupby(groups, sort=False, dropna=False):
+        row: dict[str, Any] = dict(zip(groups, _tuple(values), strict=True))
+        row["runs"] = len(group)
+        for metric in present:
+            series = pd.to_numeric(group[metric], errors="coerce").dropna()
+            n, mean = len(series), float(series.mean()) if len(series) else math.nan
+            std = float(series.std(ddof=1)) if n > 1 else math.nan
+            half = float(stats.t.ppf(0.975, n - 1) * std / math.sqrt(n)) if n > 1 else math.nan
+            row.update({metric: mean, f"{metric}_std": std, f"{metric}_ci_low": mean - half,
+                        f"{metric}_ci_high": mean + half})
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _label_columns(table: pd.DataFrame) -> list[str]:
+    """The label columns: LABELS, then the varied options (every column before ``key``)."""
+    columns = list(table.columns)
+    return columns[:columns.index("key")] if "key" in columns else list(LABELS)
+
+
+def _tuple(values: Any) -> tuple[Any, ...]:
+    return values if isinstance(values, tuple) else (values,)
+
+
+def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
+    """``results.csv`` (+ ``results.parquet`` when pyarrow is installed) and ``ci.csv``."""
+    from dlsched.extras import missing
+
+    written = [out / "results.csv", out / "ci.csv"]
+    table.to_csv(written[0], index=False)
+    confidence(table).to_csv(written[1], index=False)
+    if not missing(("pyarrow",)):
+        written.append(out / "results.parquet")
+        table.to_parquet(written[-1], index=False)
+    return written
+
+
+def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> list[Path]:
+    """One PNG per metric: a panel per trace × cluster, a bar per policy (and varied option
+    values) at the mean over seeds, with its 95% interval as an error bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ci = confidence(table, metrics)
+    labels = [c for c in _label_columns(table) if c not in ("trace", "cluster", "seed")]
+    panels = list(ci.groupby(["trace", "cluster"], sort=False))
+    folder = out / "plots"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for metric in (m for m in metrics if m in ci.columns):
+        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+        for ax, ((trace, cluster), group) in zip(axes[0], panels, strict=True):
+            names = [" ".join(str(v) for v in row) for row in group[labels].itertuples(
+                index=False)]
+            error = (group[f"{metric}_ci_high"] - group[metric]).fillna(0)
+            ax.bar(names, group[metric], yerr=error, capsize=3)
+            ax.set_title(f"{trace} / {cluster}", fontsize=9)
+            ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        axes[0][0].set_ylabel(f"{metric} (mean, 95% CI over seeds)")
+        fig.tight_layout()
+        paths.append(folder / f"{metric}.png")
+        fig.savefig(paths[-1], dpi=100)
+        plt.close(fig)
+    return paths

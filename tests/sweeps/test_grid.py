@@ -1,0 +1,65 @@
+"""A sweep's grid: expansion, keys, synthetic traces, option axes, parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlsched.errors import ConfigError
+from dlsched.sweeps.grid import SweepSpec, expand, parse_assignments, parse_seeds, run_key
+
+
+def test_the_grid_is_the_product_of_its_axes() -> None:
+    runs = expand(SweepSpec(("pollux-1", "synthetic:philly-sample"), ("pollux-64",),
+                            ("fifo", "tiresias"), (0, 1, 2), {"limit": 20}))
+    assert len(runs) == 2 * 2 * 3
+    synthetic = runs[-1].config
+    assert (synthetic.trace, synthetic.synthetic_from, synthetic.seed) == (
+        "synthetic", "philly-sample", 2)
+    assert all(r.config.limit == 20 for r in runs)
+    assert len({r.key for r in runs}) == len(runs)
+
+
+def test_a_policy_option_axis_applies_to_its_policy_only() -> None:
+    runs = expand(SweepSpec(("pollux-1",), ("pollux-64",), ("fifo", "tiresias"), (0,),
+                            vary={"tiresias:thresholds": ("600", "3600")}))
+    by_policy = {(r.labels["policy"], r.labels["tiresias:thresholds"]): r for r in runs}
+    assert by_policy["tiresias", "600"].config.policy_options == (("thresholds", "600"),)
+    # fifo has no such option: one config (one key, run once) at both values
+    assert by_policy["fifo", "600"].key == by_policy["fifo", "3600"].key
+
+
+def test_the_key_ignores_the_output_folder_only() -> None:
+    run = expand(SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,)))[0].config
+    from dataclasses import replace
+
+    assert run_key(replace(run, out="elsewhere")) == run_key(run)
+    assert run_key(replace(run, seed=1)) != run_key(run)
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"seed": 3}), "option 'seed'"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"limt": 3}), "option 'limt'"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,),
+               vary={"tiresias:thresholds": ("1",)}), "policy 'tiresias' is not being run"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("tiresias",), (0,),
+               vary={"tiresias:queues": ("1",)}), "queues: no policy of tiresias has it"),
+    (SweepSpec((), ("pollux-64",), ("fifo",), (0,)), "at least one of traces"),
+], ids=["own-axis", "unknown", "policy-not-run", "unknown-policy-option", "no-traces"])
+def test_bad_grids_fail_before_any_run(spec: SweepSpec, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        expand(spec)
+
+
+@pytest.mark.parametrize(("text", "seeds"), [("0-4", (0, 1, 2, 3, 4)), ("3", (3,)),
+                                             ("0-1,7,1", (0, 1, 7))])
+def test_parse_seeds(text: str, seeds: tuple[int, ...]) -> None:
+    assert parse_seeds(text) == seeds
+
+
+def test_assignments_are_yaml_scalars_but_policy_options_stay_text() -> None:
+    assert parse_assignments(["limit=300", "tiresias:thresholds=600:3600"], "--set",
+                             many=False) == {"limit": 300, "tiresias:thresholds": "600:3600"}
+    assert parse_assignments(["round_seconds=60,120"], "--vary", many=True) == {
+        "round_seconds": (60, 120)}
+    with pytest.raises(ConfigError, match="--set: expected key=value"):
+        parse_assignments(["limit"], "--set", many=False)

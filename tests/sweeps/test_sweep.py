@@ -1,0 +1,67 @@
+"""``dlsched sweep`` / ``dlsched.sweep``: the results table, the intervals over seeds, local
+processes giving the same table as a serial run, and a killed sweep resumed without redoing
+the runs it finished."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import dlsched
+from dlsched.cli import app
+from dlsched.sweeps.table import confidence
+
+GRID = {"traces": ["synthetic:philly-sample"], "clusters": ["pollux-64"],
+        "policies": ["fifo", "srtf"], "seeds": [0, 1, 2],
+        "options": {"synthetic_jobs": 25, "synthetic_rate": 600}}
+
+
+def test_processes_give_the_serial_table_and_the_intervals(tmp_path: Path) -> None:
+    serial = dlsched.sweep(**GRID, out=tmp_path / "serial", workers=1)
+    parallel = dlsched.sweep(**GRID, out=tmp_path / "parallel", workers=2, plots=False)
+    metrics = ["policy", "seed", "key", "jct_mean", "makespan", "utilization"]
+    pd.testing.assert_frame_equal(serial[metrics], parallel[metrics])
+    assert len(serial) == 6 and serial.attrs["executed"] == 6
+    assert (tmp_path / "serial" / "plots" / "jct_mean.png").exists()
+    assert (tmp_path / "serial" / "runs" / serial["key"][0] / "jobs.csv").exists()
+    ci = confidence(serial).set_index("policy")
+    fifo = serial[serial.policy == "fifo"]["jct_mean"]
+    assert ci.loc["fifo", "jct_mean"] == pytest.approx(fifo.mean())
+    assert ci.loc["fifo", "jct_mean_ci_low"] < fifo.mean() < ci.loc["fifo", "jct_mean_ci_high"]
+    again = dlsched.sweep(**GRID, out=tmp_path / "serial", workers=1, plots=False)
+    assert again.attrs["executed"] == 0
+
+
+def test_a_killed_sweep_resumes_without_redoing_finished_runs(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    args = ["sweep", "--trace", "synthetic:philly-sample", "--cluster", "pollux-64",
+            "--policies", "fifo,srtf,tiresias", "--seeds", "0-3", "--set", "synthetic_jobs=40",
+            "--set", "synthetic_rate=600", "--workers", "1", "--no-plots", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    child = subprocess.Popen([sys.executable, "-m", "dlsched.cli", *args], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(list((out / "done").glob("*.json"))) < 3 and child.poll() is None:
+            assert time.monotonic() < deadline, "no run finished in 60 s"
+            time.sleep(0.05)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "done").glob("*.json")}
+    assert 3 <= len(before) < 12, "the sweep was killed before it finished"
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert f"({12 - len(before)} run now, {len(before)} found done)" in result.output
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "done").glob("*.json")}
+    assert len(after) == 12 and all(after[name] == before[name] for name in before)
+    assert len(pd.read_csv(out / "results.csv")) == 12

@@ -1,0 +1,70 @@
+"""The notebook API (issue 18 item 5): ``dlsched.simulate`` and ``compare`` go through the
+CLI's code path, so their tables equal the CLI's files for the same arguments."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import dlsched
+from dlsched.cli import app
+from dlsched.errors import ConfigError
+
+ARGS = {"trace": "pollux-1", "cluster": "pollux-64", "policy": "tiresias", "limit": 60,
+        "seed": 3}
+
+
+def test_simulate_returns_the_clis_jobs_csv(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["simulate", "--trace", "pollux-1", "--cluster",
+                                      "pollux-64", "--policy", "tiresias", "--limit", "60",
+                                      "--seed", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    run = dlsched.simulate(**ARGS)
+    pd.testing.assert_frame_equal(run.jobs, pd.read_csv(tmp_path / "jobs.csv"))
+    pd.testing.assert_frame_equal(run.timeline, pd.read_csv(tmp_path / "timeline.csv"))
+    cli_summary = json.loads((tmp_path / "summary.json").read_text())
+    assert run.summary["jct_mean"] == cli_summary["jct_mean"]
+    assert run.out_dir is None and len(run.jobs) == 60
+
+
+def test_compare_runs_each_policy_and_writes_the_report(tmp_path: Path) -> None:
+    result = dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=30,
+                             out=tmp_path)
+    assert list(result.summary.index) == ["fifo", "srtf"]
+    assert result.report == tmp_path / "report.html" and result.report.exists()
+    assert result["srtf"].jobs.equals(pd.read_csv(tmp_path / "srtf" / "jobs.csv"))
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"polcy_options": {}}, "unknown option 'polcy_options'"),
+    ({"jobs_format": "xml"}, "jobs_format: 'xml' is not one of csv, parquet"),
+], ids=["typo", "bad-value"])
+def test_bad_options_name_the_keyword(options: dict, message: str) -> None:
+    with pytest.raises((TypeError, ConfigError), match=message):
+        dlsched.simulate(limit=5, **options)
+
+
+def test_import_dlsched_loads_no_pandas_or_simulator() -> None:
+    code = ("import sys, dlsched; print(sorted(m for m in ('pandas', 'dlsched.sim', "
+            "'dlsched.notebook') if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert loaded == "[]"
+
+
+def test_the_example_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    import runpy
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    monkeypatch.setenv("DLSCHED_EXAMPLE_JOBS", "30")
+    names = runpy.run_path(str(Path(__file__).parents[1] / "examples" / "notebook.py"))
+    assert set(names["table"]["policy"]) == {"fifo", "tiresias"}
+    assert len(names["run"].jobs) == 30
