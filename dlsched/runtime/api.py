@@ -10,7 +10,6 @@ own, 404 for another queue's job); a job's workers may only report that job's pr
 from __future__ import annotations
 
 import math
-import secrets
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
@@ -19,8 +18,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from dlsched import __version__
-from dlsched.runtime import commands, views
-from dlsched.runtime.auth import ANYONE, Principal
+from dlsched.runtime import commands, overview, views
+from dlsched.runtime.auth import ANYONE, Principal, principal_of
 from dlsched.runtime.commands import IdempotencyKey, RequestError
 from dlsched.runtime.limits import (
     BAD_REQUEST,
@@ -39,9 +38,12 @@ from dlsched.runtime.models import (
     Health,
     JobDetail,
     JobSummary,
+    ProgressRecord,
     ProgressReport,
     QueueView,
     SubmitRequest,
+    TenantQueueView,
+    UtilizationView,
 )
 from dlsched.runtime.service import Service
 
@@ -55,6 +57,9 @@ def create_app(service: Service) -> FastAPI:
                               _validation_error)  # type: ignore[arg-type]
     app.add_middleware(BodyLimits)  # type: ignore[arg-type]
     app.include_router(_v1(service), prefix="/v1")
+    from dlsched.runtime.dashboard import routes as dashboard
+
+    app.include_router(dashboard.router(service))
 
     @app.get("/healthz", response_model=Health,
              responses={503: {"model": Health, "description": "The scheduling loop stopped."}})
@@ -106,9 +111,7 @@ def _identify(request: Request,
     given = given.strip()
     if scheme.lower() != "bearer" or not given:
         raise RequestError(401, _UNAUTHORIZED)
-    if token is not None and secrets.compare_digest(given.encode(), token.encode()):
-        return Principal("admin")
-    principal = table.identify(given) if table is not None else None
+    principal = principal_of(given, token, table)
     if principal is None:
         raise RequestError(401, _UNAUTHORIZED)
     return principal
@@ -201,5 +204,25 @@ def _v1(service: Service) -> APIRouter:
     @router.get("/queues", response_model=list[QueueView], responses=responses())
     def queues(caller: Caller) -> list[QueueView]:
         return views.queue_views(service, caller.queues)
+
+    @router.get("/tenants", response_model=list[TenantQueueView], responses=responses())
+    def tenants(caller: Caller) -> list[TenantQueueView]:
+        """The cluster queues of ``--tenants`` (empty without): quota, use, fair share."""
+        return overview.tenant_views(service, caller.queues)
+
+    @router.get("/utilization", response_model=UtilizationView, responses=responses())
+    def utilization(caller: Caller,
+                    hours: Annotated[float, Query(gt=0, le=overview.MAX_HOURS)] = 6.0,
+                    points: Annotated[int, Query(ge=1, le=overview.MAX_POINTS)] = 120
+                    ) -> UtilizationView:
+        """GPUs held by running attempts over the last ``hours``, in ``points`` intervals."""
+        return overview.utilization(service, hours, points)
+
+    @router.get("/jobs/{job_id}/progress", response_model=list[ProgressRecord],
+                responses=responses(NOT_FOUND))
+    def job_progress(job_id: str, caller: Caller) -> list[ProgressRecord]:
+        """The job's recent progress reports (kept in memory: empty after a restart)."""
+        visible(caller, job_id)
+        return overview.progress(service, job_id)
 
     return router

@@ -85,6 +85,13 @@ class TokenTable:
         return hmac.new(self.secret, job_id.encode(), hashlib.sha256).hexdigest()
 
 
+def principal_of(given: str, token: str | None, table: TokenTable | None) -> Principal | None:
+    """Who ``given`` is: the admin (``--token``), a tenant or a job's workers; None if nobody."""
+    if token is not None and secrets.compare_digest(given.encode(), token.encode()):
+        return Principal("admin")
+    return table.identify(given) if table is not None else None
+
+
 def load_tokens(path: str | Path) -> TokenTable:
     """Parse a tokens file; errors name the file, line and field."""
     source = str(path)

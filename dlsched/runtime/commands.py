@@ -210,6 +210,7 @@ def report_progress(service: Service, job_id: str, report: ProgressReport) -> No
                                     f"running attempt (the latest is {current}): fenced")
         progress = {"time": time.time(), **report.model_dump()}
         service.batch.job(job_id, last_progress=progress)
+        service.progress_log.add(job_id, progress)
         if report.samples_per_second is not None:
             service.measured(job_id, report.samples_per_second, report.world_size)
 

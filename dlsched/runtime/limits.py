@@ -3,7 +3,8 @@
 - every integer fits a signed 64-bit integer (the database's and NumPy's), and every float is
   finite (NaN and infinity answer 422): see ``models.py``;
 - a request body is at most ``MAX_BODY_BYTES`` (413, counted as it arrives, chunked or not);
-- a body is JSON: ``Content-Type: application/json`` (or ``...+json``), else 415;
+- a body is JSON: ``Content-Type: application/json`` (or ``...+json``), else 415 (the
+  dashboard's login and logout forms, ``FORM_PATHS``, may also post a form);
 - every status code the API can answer is in the OpenAPI schema (``RESPONSES``).
 """
 
@@ -18,6 +19,7 @@ from starlette.exceptions import HTTPException
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 MAX_BODY_BYTES = 1 << 20  # a job's command and environment, with room to spare
+FORM_PATHS = frozenset({"/login", "/logout"})  # the dashboard's HTML forms (no JavaScript)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -73,7 +75,8 @@ class BodyLimits:
             await _answer(send, 413, f"the body may be at most {self.max_bytes} bytes")
             return
         kind = headers.get("content-type")
-        if (kind is not None or length.strip() not in ("", "0")) and not _is_json(kind):
+        if (kind is not None or length.strip() not in ("", "0")) and not _is_json(kind) \
+                and not (scope.get("path") in FORM_PATHS and _is_form(kind)):
             await _answer(send, 415, f"expected Content-Type: application/json, got "
                                      f"{kind or 'none'}")
             return
@@ -92,6 +95,10 @@ class BodyLimits:
             return message
 
         return counted
+
+
+def _is_form(kind: str | None) -> bool:
+    return (kind or "").split(";", 1)[0].strip().lower() == "application/x-www-form-urlencoded"
 
 
 def _is_json(kind: str | None) -> bool:

@@ -147,3 +147,60 @@ class QueueView(BaseModel):
 class Health(BaseModel):
     status: str
     loop_alive: bool
+
+
+class FlavorQuotaView(BaseModel):
+    """One (flavor, resource) quota of a cluster queue and its use now."""
+
+    flavor: str
+    resource: str = Field(description="gpu, cpu or memory (GB).")
+    nominal: float
+    borrowing_limit: float | None = Field(description="None: may borrow without limit.")
+    lending_limit: float | None = Field(description="None: lends all it does not use.")
+    used: float
+    borrowed: float = Field(description="Use above the nominal quota (borrowed from the "
+                                        "cohort).")
+
+
+class TenantQueueView(BaseModel):
+    """A cluster queue of the tenant file (``--tenants``): quota, use, borrowing, fair share."""
+
+    name: str
+    cohort: str | None
+    local_queues: list[str]
+    weight: float
+    queueing_strategy: str
+    pending: int
+    running: int
+    gpus_nominal: float
+    gpus_used: float
+    gpus_borrowed: float
+    fair_share: float = Field(description="Kueue's weighted share of what the queue borrows, "
+                                          "per mille of its cohort's lendable quota (0: "
+                                          "within its nominal quota).")
+    quotas: list[FlavorQuotaView]
+
+
+class UtilizationPoint(BaseModel):
+    time: float = Field(description="Start of the interval (UNIX time).")
+    gpus_busy: float = Field(description="GPUs held by running attempts, averaged over the "
+                                         "interval.")
+
+
+class UtilizationView(BaseModel):
+    start: float
+    end: float
+    step_seconds: float
+    gpus_total: int
+    points: list[UtilizationPoint]
+
+
+class ProgressRecord(BaseModel):
+    """One progress report of a job's workers, as received (kept in memory, see docs)."""
+
+    time: float
+    attempt: int | None
+    step: int | None
+    samples_per_second: float | None
+    world_size: int | None
+    metrics: dict

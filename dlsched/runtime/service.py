@@ -35,6 +35,7 @@ from dlsched.runtime.executors.base import (
 )
 from dlsched.runtime.executors.local import LocalExecutor
 from dlsched.runtime.metrics import RuntimeMetrics
+from dlsched.runtime.progress_log import ProgressLog
 from dlsched.runtime.recovery import recover
 from dlsched.runtime.store import Batch, Store
 from dlsched.runtime.throughput import MeasuredThroughput
@@ -114,6 +115,7 @@ class Service:
         self.profile = self.core.profile
         self.backoff = self.profile.instance_of(self.backoff)
         self.metrics = RuntimeMetrics(config.cluster)
+        self.progress_log = ProgressLog()  # recent progress reports, for the dashboard
         self.active: dict[str, ActiveJob] = {}
         self.batch = Batch()
         self.touched: set[str] = set()

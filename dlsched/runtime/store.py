@@ -255,8 +255,10 @@ class Store:
     def jobs(self, status: str | None = None, queue: str | None = None,
              limit: int | None = 1000, offset: int = 0,
              statuses: Iterable[str] | None = None,
-             queues: Iterable[str] | None = None) -> list[JobRow]:
-        query = select(JobRow).order_by(JobRow.seq).limit(limit).offset(offset)
+             queues: Iterable[str] | None = None,
+             newest_first: bool = False) -> list[JobRow]:
+        order = JobRow.seq.desc() if newest_first else JobRow.seq
+        query = select(JobRow).order_by(order).limit(limit).offset(offset)
         if status is not None:
             query = query.where(JobRow.status == status)
         if statuses is not None:
@@ -274,6 +276,13 @@ class Store:
     def attempts(self, job_id: str) -> list[AttemptRow]:
         query = select(AttemptRow).where(AttemptRow.job_id == job_id).order_by(
             AttemptRow.number)
+        with self.session() as session:
+            return list(session.scalars(query))
+
+    def attempts_since(self, time: float) -> list[AttemptRow]:
+        """Attempts that were running at ``time`` or began later (service-clock seconds)."""
+        query = select(AttemptRow).where(AttemptRow.end_time.is_(None)
+                                         | (AttemptRow.end_time >= time))
         with self.session() as session:
             return list(session.scalars(query))
 

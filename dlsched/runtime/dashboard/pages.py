@@ -1,0 +1,133 @@
+"""What each dashboard page shows, gathered from the same view functions the REST API answers
+with (``views.py``, ``overview.py``): a page never knows more than its caller's API would."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dlsched.runtime import overview, views
+from dlsched.runtime.auth import Principal
+from dlsched.runtime.dashboard.charts import Series, time_chart
+from dlsched.runtime.display import progress_text, shown_status
+from dlsched.runtime.models import ClusterView, JobSummary
+
+if TYPE_CHECKING:
+    from dlsched.runtime.service import Service
+
+STATES = ("pending", "running", "preempted", "finished", "failed", "cancelled")
+ACTIVE = ("pending", "running", "preempted")
+HOURS = (1, 6, 24, 168)
+JOBS_SHOWN = 200
+LOG_BYTES = 16384
+
+
+@dataclass(frozen=True)
+class JobFilter:
+    state: str = ""  # one of STATES, "active", or "" (any)
+    queue: str = ""
+
+    def statuses(self) -> tuple[str, ...] | None:
+        if self.state == "active":
+            return ACTIVE
+        return (self.state,) if self.state in STATES else None
+
+
+@dataclass
+class JobLine:
+    job: JobSummary
+    status: str  # as a person reads it (``retrying``)
+    position: int | None
+
+
+@dataclass
+class TypeLine:
+    gpu_type: str
+    total: int
+    allocated: int
+    down: int
+
+
+@dataclass
+class Overview:
+    cluster: ClusterView
+    types: list[TypeLine]
+    queues: list[Any]
+    tenants: list[Any]
+    jobs: list[JobLine]
+    counts: Counter[str]
+    chart: str
+    hours: float
+    filter: JobFilter
+    queue_names: list[str] = field(default_factory=list)
+
+
+def overview_page(service: Service, caller: Principal, wanted: JobFilter,
+                  hours: float) -> Overview:
+    cluster = views.cluster_view(service, caller.queues)
+    queues = views.queue_views(service, caller.queues)
+    usage = overview.utilization(service, hours)
+    chart = time_chart(Series([p.time for p in usage.points], [p.gpus_busy for p in usage.points],
+                              ceiling=usage.gpus_total), f"GPUs busy, last {hours:g} h")
+    counts: Counter[str] = Counter()
+    for queue in queues:
+        counts["pending"] += queue.pending
+        counts["running"] += queue.running
+    return Overview(cluster, _types(cluster), queues, overview.tenant_views(service, caller.queues),
+                    job_lines(service, caller, wanted), counts, chart, hours, wanted,
+                    sorted(q.name for q in queues))
+
+
+def _types(cluster: ClusterView) -> list[TypeLine]:
+    lines: dict[str, TypeLine] = {}
+    for node in cluster.nodes:
+        line = lines.setdefault(node.gpu_type, TypeLine(node.gpu_type, 0, 0, 0))
+        line.total += len(node.gpus)
+        line.allocated += sum(1 for gpu in node.gpus if gpu.job_id is not None)
+        line.down += len(node.gpus) if node.down else 0
+    return sorted(lines.values(), key=lambda line: line.gpu_type)
+
+
+def job_lines(service: Service, caller: Principal, wanted: JobFilter) -> list[JobLine]:
+    """The newest ``JOBS_SHOWN`` jobs that pass the filter, with live reasons and places."""
+    views._flushed(service)
+    queue = wanted.queue or None
+    if queue is not None and not (caller.queues is None or queue in caller.queues):
+        return []
+    rows = service.store.jobs(queue=queue, statuses=wanted.statuses(), limit=JOBS_SHOWN,
+                              queues=caller.queues, newest_first=True)
+    reasons = views._live_reasons(service, rows)
+    places = overview.positions(service, [row.id for row in rows])
+    lines = []
+    for row in rows:
+        job = views.summary(service, row, reasons.get(row.id))
+        lines.append(JobLine(job, shown_status(job), places.get(row.id)))
+    return lines
+
+
+@dataclass
+class JobPage:
+    job: Any  # JobDetail
+    status: str
+    events: list[Any]
+    preemptions: int
+    resizes: int
+    progress: list[Any]
+    last_progress: str
+    chart: str
+    log: str
+
+
+def job_page(service: Service, job_id: str) -> JobPage:
+    job = views.job_detail(service, job_id)
+    events = views.events(service, job_id)
+    reports = overview.progress(service, job_id)
+    speeds = [r for r in reports if r.samples_per_second is not None]
+    chart = time_chart(Series([r.time for r in speeds],
+                              [r.samples_per_second or 0.0 for r in speeds]),
+                       "samples per second")
+    kinds = Counter(event.kind for event in events)
+    return JobPage(job, shown_status(job), events, kinds["preempted"], kinds["resized"], reports,
+                   progress_text(job.last_progress) if job.last_progress else "", chart,
+                   views.log_tail(service, job_id, LOG_BYTES))

@@ -1,0 +1,210 @@
+"""The dashboard's routes: HTML pages rendered with Jinja2, refreshed in place by a small
+script that polls each page's ``?fragment=1`` (the part that changes), and a cancel button.
+
+Auth is the API's: with ``--token`` or ``--tokens-file`` a page needs a token, given once on
+the login form (or as ``/?token=T``, which is turned into the cookie and taken out of the
+address) and kept in an HttpOnly, SameSite=Strict cookie. A tenant's token shows only its
+queues, as the API does. The cancel button posts to ``/ui/jobs/ID/cancel`` with a custom
+header, which another site's page cannot send (nor, SameSite, the cookie).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import parse_qs, urlencode
+
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from dlsched import __version__
+from dlsched.runtime import commands
+from dlsched.runtime.auth import ANYONE, Principal, principal_of
+from dlsched.runtime.commands import RequestError
+from dlsched.runtime.dashboard import pages
+from dlsched.runtime.display import clock
+from dlsched.runtime.limits import MAX_BODY_BYTES
+from dlsched.runtime.service import Service
+
+HERE = Path(__file__).parent
+COOKIE = "dlsched_token"
+CSRF_HEADER = "X-Dlsched-Dashboard"
+STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+
+
+def environment() -> Environment:
+    env = Environment(loader=FileSystemLoader(HERE / "templates"),
+                      autoescape=select_autoescape(default=True), trim_blocks=True,
+                      lstrip_blocks=True)
+    env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
+                       number=lambda v: f"{v:g}")
+    env.globals.update(bar=_bar, quota_bar=_quota_bar)
+    return env
+
+
+def _bar(used: float, total: float) -> Markup:
+    """A horizontal bar of ``used`` out of ``total``, with its percentage."""
+    share = used / total if total else 0.0
+    return Markup('<span class="bar" title="{0:.0%}"><span class="fill" style="width:{1:.1f}%">'
+                  '</span></span> <span class="small">{0:.0%}</span>').format(
+                      share, min(100.0, 100 * share))
+
+
+def _quota_bar(used: float, nominal: float) -> Markup:
+    """Use against the nominal quota: the bar spans max(use, quota) and a mark shows the
+    quota; what lies beyond it (borrowed) is coloured apart."""
+    span = max(used, nominal, 1e-9)
+    fill = "fill over" if used > nominal + 1e-9 else "fill"
+    return Markup('<span class="bar" title="{0:g} used of {1:g} nominal"><span class="{2}" '
+                  'style="width:{3:.1f}%"></span><span class="mark" style="left:{4:.1f}%">'
+                  '</span></span>').format(used, nominal, fill, 100 * used / span,
+                                            min(99.0, 100 * nominal / span))
+
+
+def _ago(timestamp: float | None) -> str:
+    return "" if not timestamp else _duration(max(0.0, time.time() - timestamp)) + " ago"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def router(service: Service) -> APIRouter:
+    env = environment()
+    r = APIRouter(include_in_schema=False)
+    secured = service.config.token is not None or service.config.tokens is not None
+
+    def caller_of(request: Request) -> Principal | None:
+        if not secured:
+            return ANYONE
+        given = request.cookies.get(COOKIE, "")
+        principal = principal_of(given, service.config.token, service.config.tokens) \
+            if given else None
+        return None if principal is None or principal.job_id is not None else principal
+
+    def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        html = env.get_template(name).render(version=__version__, secured=secured,
+                                             cluster_name=service.cluster.name,
+                                             now=time.time(), **context)
+        return HTMLResponse(html, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def to_login(request: Request) -> Response:
+        if request.query_params.get("fragment"):
+            return JSONResponse({"detail": "log in again"}, status_code=401)
+        return RedirectResponse("/login?" + urlencode({"next": _local(str(request.url))}), 303)
+
+    def with_token(request: Request) -> Response | None:
+        """``?token=T``: check it, keep it as the cookie, and reload without it."""
+        token = request.query_params.get("token")
+        if token is None:
+            return None
+        if principal_of(token, service.config.token, service.config.tokens) is None:
+            return render("login.html", 401, error="wrong token", next="/")
+        rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+        target = request.url.path + ("?" + urlencode(rest) if rest else "")
+        return _logged_in(RedirectResponse(target, 303), token)
+
+    @r.get("/", response_class=HTMLResponse)
+    def home(request: Request, state: str = "", queue: str = "",
+             hours: Annotated[float, Query(gt=0, le=pages.HOURS[-1])] = 6.0,
+             fragment: bool = False) -> Response:
+        answer = with_token(request)
+        if answer is not None:
+            return answer
+        caller = caller_of(request)
+        if caller is None:
+            return to_login(request)
+        page = pages.overview_page(service, caller, pages.JobFilter(state, queue), hours)
+
+        def query(**changed: Any) -> str:
+            kept = {"state": state, "queue": queue, "hours": f"{hours:g}", **changed}
+            return urlencode({k: v for k, v in kept.items() if v not in ("", None)})
+
+        return render("overview_live.html" if fragment else "overview.html", page=page,
+                      caller=caller, states=pages.STATES, hour_choices=pages.HOURS,
+                      query=query)
+
+    @r.get("/jobs/{job_id}", response_class=HTMLResponse)
+    def job(request: Request, job_id: str, fragment: bool = False) -> Response:
+        answer = with_token(request)
+        if answer is not None:
+            return answer
+        caller = caller_of(request)
+        if caller is None:
+            return to_login(request)
+        row = service.store.job(job_id)
+        if row is None or not caller.may_use(row.queue):
+            return render("missing.html", 404, job_id=job_id, caller=caller)
+        page = pages.job_page(service, job_id)
+        return render("job_live.html" if fragment else "job.html", page=page, caller=caller)
+
+    @r.post("/ui/jobs/{job_id}/cancel")
+    def cancel(request: Request, job_id: str,
+               marker: Annotated[str | None, Header(alias=CSRF_HEADER)] = None) -> JSONResponse:
+        caller = caller_of(request)
+        if marker != "1":
+            return JSONResponse({"detail": f"send the {CSRF_HEADER}: 1 header"}, 403)
+        if caller is None:
+            return JSONResponse({"detail": "log in again"}, 401)
+        row = service.store.job(job_id)
+        try:
+            if row is None or not caller.may_use(row.queue):
+                raise RequestError(404, f"no job {job_id!r}")
+            commands.cancel(service, job_id)
+        except RequestError as exc:
+            return JSONResponse({"detail": exc.message}, exc.status)
+        return JSONResponse({"id": job_id, "status": "cancelled"})
+
+    @r.get("/login", response_class=HTMLResponse)
+    def login_form(next: str = "/") -> Response:
+        return render("login.html", next=_local(next), error="")
+
+    @r.post("/login", response_class=HTMLResponse)
+    async def login(request: Request) -> Response:
+        body = (await request.body())[:MAX_BODY_BYTES].decode(errors="replace")
+        form = {k: v[0] for k, v in parse_qs(body).items()}
+        token, target = form.get("token", "").strip(), _local(form.get("next", "/"))
+        if principal_of(token, service.config.token, service.config.tokens) is None:
+            return render("login.html", 401, next=target, error="wrong token")
+        return _logged_in(RedirectResponse(target, 303), token)
+
+    @r.post("/logout")
+    def logout() -> Response:
+        answer = RedirectResponse("/login", 303)
+        answer.delete_cookie(COOKIE, path="/")
+        return answer
+
+    @r.get("/static/{name}")
+    def static(name: str) -> Response:
+        if name not in STATIC:
+            return Response("not found", 404)
+        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
+                        headers={"Cache-Control": "max-age=300"})
+
+    return r
+
+
+def _logged_in(answer: Response, token: str) -> Response:
+    answer.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+    return answer
+
+
+def _local(url: str) -> str:
+    """Only a path on this site (no open redirect to another one)."""
+    if "://" in url:
+        url = "/" + url.split("://", 1)[1].partition("/")[2]
+    if not url.startswith("/") or url.startswith("//") or "\\" in url:
+        return "/"
+    return url
