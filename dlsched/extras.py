@@ -13,7 +13,8 @@ import importlib.util
 from dlsched.errors import DlschedError
 
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "runtime": ("fastapi", "uvicorn", "sqlalchemy", "httpx", "pydantic", "prometheus_client"),
+    "runtime": ("fastapi", "uvicorn", "sqlalchemy", "httpx", "pydantic", "prometheus_client",
+                "jinja2"),
     "parquet": ("pyarrow",),
     "torch": ("torch",),
     "ray": ("ray",),

@@ -11,3 +11,9 @@ pytest.register_assert_rewrite("builders")
 settings.register_profile("dlsched", max_examples=50, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("dlsched")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--dashboard-screenshot", default=None, metavar="PNG",
+                     help="Also save the browser test's screenshot of the dashboard here "
+                          "(docs/img/dashboard.png is made this way).")

@@ -10,6 +10,7 @@ header, which another site's page cannot send (nor, SameSite, the cookie).
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -40,9 +41,14 @@ def environment() -> Environment:
                       autoescape=select_autoescape(default=True), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
-                       number=lambda v: f"{v:g}")
+                       number=lambda v: f"{v:g}", hue=_hue)
     env.globals.update(bar=_bar, quota_bar=_quota_bar)
     return env
+
+
+def _hue(job_id: str) -> int:
+    """A stable colour per job, so that a gang's GPUs read as one."""
+    return int(hashlib.sha1(job_id.encode()).hexdigest()[:6], 16) % 360
 
 
 def _bar(used: float, total: float) -> Markup:

@@ -1,0 +1,134 @@
+"""The dashboard over HTTP (no browser; ``test_dashboard_browser.py`` drives a real one): its
+token handling, what the overview and a job's page show, tenants' views, the cancel button's
+endpoint, and the API endpoints it draws from (``/v1/tenants``, ``/v1/utilization``,
+``/v1/jobs/ID/progress``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+import pytest
+from dashboard_scenario import populate, tenants
+from runtime_helpers import Live, worker
+from test_service_e2e import submit, wait_status
+
+from dlsched.runtime.auth import Tenant, TokenTable
+from dlsched.runtime.dashboard.routes import COOKIE, CSRF_HEADER, _local
+
+TOKEN = "dashboard-token-0123456789"
+
+
+def page(live: Live, path: str, cookie: str | None = None) -> httpx.Response:
+    cookies = {COOKIE: cookie} if cookie else None
+    return httpx.get(live.url + path, cookies=cookies, follow_redirects=False, timeout=30)
+
+
+def test_a_page_needs_the_token_given_once_by_form_or_query(live: Callable[..., Live]) -> None:
+    handle = live(token=TOKEN)
+    assert page(handle, "/").status_code == 303
+    assert page(handle, "/").headers["location"] == "/login?next=%2F"
+    assert page(handle, "/?fragment=1").status_code == 401  # the script sends to the login
+    wrong = httpx.post(handle.url + "/login", data={"token": "nope", "next": "/"})
+    assert wrong.status_code == 401 and "wrong token" in wrong.text
+    right = httpx.post(handle.url + "/login", data={"token": TOKEN, "next": "/?state=active"},
+                       follow_redirects=False)
+    assert right.status_code == 303 and right.headers["location"] == "/?state=active"
+    cookie = right.headers["set-cookie"]
+    assert cookie.startswith(f"{COOKIE}={TOKEN};") and "HttpOnly" in cookie
+    assert "samesite=strict" in cookie.lower()
+    assert "Jobs" in page(handle, "/", TOKEN).text
+    by_query = page(handle, f"/?token={TOKEN}&state=running")
+    assert by_query.status_code == 303 and by_query.headers["location"] == "/?state=running"
+    assert TOKEN in by_query.headers["set-cookie"]
+    # The REST API's contract is unchanged: a bearer token, never the cookie.
+    assert page(handle, "/v1/jobs", TOKEN).status_code == 401
+
+
+def test_the_overview_says_why_jobs_wait_and_shows_tenant_quotas(
+        live: Callable[..., Live], out: Path) -> None:
+    handle = live(tenants=tenants())
+    jobs = populate(handle, out)
+    html = page(handle, "/?fragment=1").text
+    row = html.split(f'id="row-{jobs.waiting}"')[1].split("</tr>")[0]
+    assert "pending" in row and "insufficient unused quota" in row
+    assert '<td class="num">1</td>' in row  # first in its cluster queue's line
+    assert 'class="tenant"' in html and "team-b" in html
+    quotas = {t["name"]: t for t in handle.http.get("/v1/tenants").json()}
+    assert (quotas["team-a"]["gpus_used"], quotas["team-a"]["gpus_nominal"]) == (3.0, 2.0)
+    assert quotas["team-a"]["gpus_borrowed"] == 1.0 and quotas["team-a"]["fair_share"] > 0
+    assert quotas["team-b"]["gpus_borrowed"] == 0.0 and quotas["team-b"]["pending"] == 1
+    only = page(handle, "/?fragment=1&state=finished").text
+    assert jobs.finished in only and jobs.waiting not in only
+    detail = page(handle, f"/jobs/{jobs.borrowing}").text
+    assert "resnet-big" in detail and "Attempts" in detail and "local:0" in detail
+
+
+def test_a_tenant_sees_and_cancels_only_its_own_jobs(live: Callable[..., Live],
+                                                     out: Path) -> None:
+    a, b = "a" * 20, "b" * 20
+    table = TokenTable((Tenant("team-a", a, frozenset({"a"})),
+                        Tenant("team-b", b, frozenset({"b"}))))
+    handle = live(token=TOKEN, tokens=table)
+    mine = submit(handle, worker("sleep", out, 600), 1, queue="a", name="mine")
+    theirs = submit(handle, worker("sleep", out, 600), 1, queue="b", name="theirs")
+    html = page(handle, "/", a).text
+    assert mine in html and theirs not in html
+    assert page(handle, f"/jobs/{theirs}", a).status_code == 404
+    cancel = httpx.post(f"{handle.url}/ui/jobs/{theirs}/cancel", cookies={COOKIE: a},
+                        headers={CSRF_HEADER: "1"})
+    assert cancel.status_code == 404
+    wait_status(handle, theirs, "running")
+    worker_token = table.worker_token(mine)  # a job's workers may not log in
+    assert page(handle, "/", worker_token).status_code == 303
+
+
+def test_cancel_from_the_page_needs_the_dashboard_header(live: Callable[..., Live],
+                                                         out: Path) -> None:
+    handle = live()
+    job_id = submit(handle, worker("sleep", out, 600), 1)
+    url = f"{handle.url}/ui/jobs/{job_id}/cancel"
+    assert httpx.post(url).status_code == 403  # what a form on another site could send
+    assert handle.http.get(f"/v1/jobs/{job_id}").json()["status"] != "cancelled"
+    assert httpx.post(url, headers={CSRF_HEADER: "1"}).json()["status"] == "cancelled"
+    assert httpx.post(url, headers={CSRF_HEADER: "1"}).status_code == 409
+
+
+def test_utilization_adds_up_the_attempts_gpu_seconds(live: Callable[..., Live],
+                                                      out: Path) -> None:
+    handle = live()
+    job_id = submit(handle, worker("sleep", out, 0.3), 2)
+    wait_status(handle, job_id, "finished")
+    attempt = handle.http.get(f"/v1/jobs/{job_id}").json()["attempt_history"][0]
+    held = 2 * (attempt["ended_at"] - attempt["started_at"])
+    view = handle.http.get("/v1/utilization", params={"hours": 1, "points": 50}).json()
+    assert view["gpus_total"] == 4 and len(view["points"]) == 50
+    assert sum(p["gpus_busy"] for p in view["points"]) * view["step_seconds"] == \
+        pytest.approx(held, rel=1e-3)
+    assert handle.http.get("/v1/utilization", params={"hours": "nan"}).status_code == 422
+
+
+def test_progress_reports_are_kept_and_plotted(live: Callable[..., Live], out: Path) -> None:
+    handle = live()
+    job_id = submit(handle, worker("sleep", out, 600), 1)
+    wait_status(handle, job_id, "running")
+    for step, speed in ((10, 50.0), (20, 60.0)):
+        sent = handle.http.post(f"/v1/jobs/{job_id}/progress",
+                                json={"step": step, "samples_per_second": speed})
+        assert sent.status_code == 204
+    reports = handle.http.get(f"/v1/jobs/{job_id}/progress").json()
+    assert [(r["step"], r["samples_per_second"]) for r in reports] == [(10, 50.0), (20, 60.0)]
+    assert handle.http.get("/v1/jobs/job-999999/progress").status_code == 404
+    html = page(handle, f"/jobs/{job_id}").text
+    assert '<polyline class="chart-line"' in html and "step 20" in html
+
+
+@pytest.mark.parametrize(("given", "kept"), [
+    ("/jobs/job-000001?fragment=1", "/jobs/job-000001?fragment=1"),
+    ("http://127.0.0.1:8765/?state=running", "/?state=running"),
+    ("//evil.example/x", "/"), ("https://evil.example", "/"), ("javascript:alert(1)", "/"),
+], ids=["path", "own-url", "protocol-relative", "other-site", "script"])
+def test_login_redirects_only_within_the_site(given: str, kept: str) -> None:
+    assert _local(given) == kept
+

@@ -1,0 +1,75 @@
+"""The dashboard in a real browser: headless Chromium (Debian's ``chromium`` package) driven by
+Playwright for Python, pointed at that executable (no ``playwright install``). A service with
+the local executor and tenant quotas runs jobs; the browser logs in with the token, finds why
+a job waits, sees a job submitted meanwhile appear without a reload, cancels a job from the
+page, opens a job's page, and takes a screenshot.
+
+``.ci/run`` installs chromium when it is missing; the test skips, saying so, only where there is
+no chromium (or no playwright) at all."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from dashboard_scenario import populate, tenants
+from runtime_helpers import Live, worker
+from test_service_e2e import submit
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser test needs playwright: pip install -e '.[test]'")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+TOKEN = "browser-token-0123456789"
+WAIT_MS = 10_000  # the page polls every 2 s
+
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="no chromium executable on PATH (Debian: apt-get install -y "
+                             "chromium; .ci/run does it)")
+
+
+def test_the_dashboard_in_chromium(live: Callable[..., Live], out: Path, tmp_path: Path,
+                                   request: pytest.FixtureRequest) -> None:
+    handle = live(token=TOKEN, tenants=tenants())
+    jobs = populate(handle, out)
+    expect = sync_api.expect
+    with sync_api.sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start; a
+        # container's /dev/shm may be too small for it.
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(handle.url + "/")
+            page.fill("input[name=token]", TOKEN)
+            page.click("button[type=submit]")
+            waiting = page.locator(f"#row-{jobs.waiting}")
+            expect(waiting.locator(".reason")).to_contain_text("insufficient unused quota")
+            expect(waiting.locator(".badge")).to_have_text("pending")
+            expect(page.locator(f"#row-{jobs.borrowing} .badge")).to_have_text("running")
+            expect(page.locator(f"#row-{jobs.finished} .badge")).to_have_text("finished")
+            expect(page.locator("tr.tenant")).to_have_count(2)
+
+            later = submit(handle, worker("sleep", out, 600), 1, queue="team-b", name="later")
+            expect(page.locator(f"#row-{later}")).to_be_visible(timeout=WAIT_MS)  # live
+
+            page.once("dialog", lambda dialog: dialog.accept())
+            page.click(f"#row-{later} button[data-cancel]")
+            expect(page.locator(f"#row-{later} .badge")).to_have_text("cancelled",
+                                                                     timeout=WAIT_MS)
+            assert handle.http.get(f"/v1/jobs/{later}").json()["status"] == "cancelled"
+
+            shot = tmp_path / "dashboard.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            copy = request.config.getoption("--dashboard-screenshot")
+            if copy:
+                shutil.copyfile(shot, copy)
+
+            page.click(f"#row-{jobs.borrowing} a")
+            expect(page.locator("h1")).to_contain_text(jobs.borrowing)
+            expect(page.locator("#attempts")).to_contain_text("running")
+        finally:
+            browser.close()
