@@ -5,6 +5,7 @@ which is what ``import`` and ``find_spec`` then report."""
 from __future__ import annotations
 
 import importlib
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,12 +31,14 @@ def _lines(output: str) -> list[str]:
 @pytest.mark.parametrize(("missing", "args"), [
     ("uvicorn", ["serve", "--gpus", "1", "--port", "0"]),
     ("fastapi", ["serve", "--gpus", "1", "--port", "0"]),
+    ("jinja2", ["serve", "--gpus", "1", "--port", "0"]),  # the dashboard's templates
     ("httpx", ["submit", "--gpus", "1", "--", "true"]),
     ("httpx", ["jobs"]),
     ("httpx", ["status"]),
     ("httpx", ["cancel", "job-000001"]),
     ("httpx", ["logs", "job-000001"]),
-], ids=["serve-uvicorn", "serve-fastapi", "submit", "jobs", "status", "cancel", "logs"])
+], ids=["serve-uvicorn", "serve-fastapi", "serve-jinja2", "submit", "jobs", "status", "cancel",
+        "logs"])
 def test_runtime_verbs_without_the_runtime_extra(monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path, missing: str,
                                                  args: list[str]) -> None:
@@ -102,3 +105,45 @@ def test_the_torch_helpers_without_torch(monkeypatch: pytest.MonkeyPatch) -> Non
     ("ray", "ray"), ("numpy", None), (None, None)])
 def test_extra_of(module: str | None, extra: str | None) -> None:
     assert extra_of(module) == extra
+
+
+# A fresh interpreter where the given top-level modules cannot be imported, as on an install
+# without their extra (a finder first on sys.meta_path refuses them), running ``dlsched``.
+BLOCKED_RUN = """
+import sys
+
+class Refuse:
+    def __init__(self, names):
+        self.names = names
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, Refuse(set(sys.argv[1].split(","))))
+sys.argv = ["dlsched", *sys.argv[2:]]
+from dlsched.cli import app
+app()
+"""
+# Not pydantic: typer (a base dependency) requires it, so every install has it.
+RUNTIME_MODULES = "fastapi,uvicorn,sqlalchemy,httpx,prometheus_client,jinja2"
+
+
+@pytest.mark.parametrize(("blocked", "args", "line"), [
+    (RUNTIME_MODULES, ["serve", "--gpus", "1", "--port", "0"],
+     "error: dlsched serve needs the runtime extra (no module named 'fastapi'): " + RUNTIME),
+    ("ray", ["serve", "--executor", "ray", "--ray-address", "auto"],
+     "error: dlsched serve --executor ray needs the ray extra (no module named 'ray'): "
+     "pip install 'dlsched[ray]'"),
+], ids=["serve-no-runtime", "serve-ray-no-ray"])
+def test_a_fresh_dlsched_without_an_extra_says_what_to_install(
+        tmp_path: Path, blocked: str, args: list[str], line: str) -> None:
+    if args[0] == "serve":
+        args = [*args, "--data-dir", str(tmp_path / "data")]
+    done = subprocess.run([sys.executable, "-c", BLOCKED_RUN, blocked, *args],
+                          capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).parents[1])
+    assert done.returncode == 2, done.stderr
+    assert _lines(done.stderr) == [line]
+    assert done.stdout == "" and "Traceback" not in done.stderr
