@@ -219,5 +219,9 @@ from dlsched.sweeps.cli import register as register_sweep  # noqa: E402
 
 register_sweep(app)
 
+from dlsched.whatif.cli import register as register_history  # noqa: E402
+
+register_history(app)
+
 if __name__ == "__main__":
     app()

@@ -42,7 +42,8 @@ class TraceReader(Protocol):
 
 READERS: dict[str, TraceReader] = {}
 
-_READER_MODULES = ("philly", "itp", "alibaba", "pollux", "gavel", "chronus", "helios")
+_READER_MODULES = ("philly", "itp", "alibaba", "pollux", "gavel", "chronus", "helios",
+                   "history", "slurm", "kueue")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:

@@ -1,0 +1,69 @@
+"""``dlsched history export``: the service's finished jobs as a trace for ``dlsched simulate``
+and ``compare`` (what-if replay, docs/what-if.md). Loads SQLAlchemy only when it runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from dlsched.errors import DlschedError
+
+history_app = typer.Typer(help="The service's own history: export it as a trace to replay.",
+                          no_args_is_help=True)
+console = Console(stderr=True, soft_wrap=True)
+
+
+@history_app.command("export")
+def export(
+    out: Annotated[Path, typer.Option("--out", help="The trace file to write (CSV, format "
+                                                    "dlsched-history).")],
+    data_dir: Annotated[Path, typer.Option(
+        "--data-dir", help="The service's data directory (its SQLite database).")] = Path(
+            "~/.dlsched"),
+    db: Annotated[str | None, typer.Option(
+        "--db", help="Any SQLAlchemy database URL instead (default "
+                     "sqlite:///DATA_DIR/dlsched.db).")] = None,
+    status: Annotated[list[str] | None, typer.Option(
+        "--status", help="Job states to export (default finished; repeatable: finished, "
+                         "failed, cancelled).")] = None,
+    queue: Annotated[list[str] | None, typer.Option(
+        "--queue", help="Only these queues (repeatable).")] = None,
+    duration: Annotated[str, typer.Option(
+        "--duration", help="A job's duration: total (its attempts' run times summed: jobs "
+                           "that resume from checkpoints) or last (its last attempt's).")
+    ] = "total",
+    json_out: Annotated[bool, typer.Option("--json", help="Print what the service measured "
+                                                          "as JSON.")] = False,
+) -> None:
+    """Write the service's finished jobs (submission, GPUs, queue, measured run time,
+    preemptions) as a trace that `dlsched simulate --trace FILE` replays."""
+    from dlsched.extras import MissingExtra, require
+
+    try:
+        require("runtime", "dlsched history export", ("sqlalchemy",))
+        from dlsched.whatif.export import history_rows, measured, write_history
+
+        url = db or f"sqlite:///{data_dir.expanduser() / 'dlsched.db'}"
+        if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
+            raise DlschedError(f"no database at {url[len('sqlite:///'):]} (--data-dir or --db)")
+        rows = history_rows(url, tuple(status or ("finished",)), duration, queue)
+        write_history(rows, out)
+    except DlschedError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1) from None
+    figures = measured(rows)
+    if json_out:
+        print(json.dumps(figures, indent=2, sort_keys=True))
+    console.print(escape(f"{figures['jobs']} jobs -> {out}; the service measured mean JCT "
+                         f"{figures['jct_mean']:.1f} s, mean queueing delay "
+                         f"{figures['queueing_delay_mean']:.1f} s, makespan "
+                         f"{figures['makespan']:.1f} s, {figures['preemptions']} preemptions"))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(history_app, name="history")

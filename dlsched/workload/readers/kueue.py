@@ -1,0 +1,231 @@
+"""Kubernetes jobs and Kueue workloads exported as JSON (format ``kubernetes-json``), for
+what-if replay (docs/what-if.md).
+
+Write the file with ``kubectl get jobs -A -o json > jobs.json`` (batch/v1 ``Job``s) or
+``kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json`` (Kueue ``Workload``s);
+a ``List`` (``{"items": [...]}``) or a JSON array of such objects, mixed kinds allowed.
+
+- id: ``namespace/name``; submission: ``metadata.creationTimestamp`` (RFC 3339).
+- GPUs: per pod the sum of its containers' ``resources.limits`` (else ``requests``)
+  ``nvidia.com/gpu``, times the pods: a Job's ``spec.parallelism`` (default 1), a Workload's
+  podSets' ``count``. Type: the pod template's ``nodeSelector`` ``nvidia.com/gpu.product``.
+- run time: a Job from ``status.startTime`` to ``status.completionTime`` (or to its
+  ``Failed`` condition); a Workload from its ``Admitted`` (else ``QuotaReserved``) condition
+  to its ``Finished`` condition (``lastTransitionTime``).
+- queue: the Job's ``kueue.x-k8s.io/queue-name`` label (else its namespace); a Workload's
+  ``spec.queueName``.
+
+Unfinished, never started and GPU-less objects are left out and counted. A bad value is an
+error naming the file, the line and the field (``items[3].status.startTime``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dlsched.errors import InputError, InputLocation
+from dlsched.workload.job import JobSpec
+from dlsched.workload.readers.base import (
+    DropRow,
+    ReaderOptions,
+    RowContext,
+    collect,
+    first_line,
+    register_reader,
+)
+from dlsched.workload.trace import Trace
+
+GPU = "nvidia.com/gpu"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRODUCT = "nvidia.com/gpu.product"
+KINDS = ("Job", "Workload")
+
+
+@dataclass
+class ItemContext(RowContext):
+    """One object of the list: ``row`` holds its fields by key path (``status.startTime``),
+    ``lines`` each one's line; errors name ``items[i].FIELD``."""
+
+    prefix: str = ""
+    item: Mapping[str, Any] = field(default_factory=dict)
+    lines: Mapping[str, int] = field(default_factory=dict)
+
+    def where(self, name: str | None = None) -> InputLocation:
+        path = f"{self.prefix}.{name}" if name else self.prefix
+        return InputLocation(self.path, self._line(path), path)
+
+    def _line(self, path: str) -> int:
+        while path and path not in self.lines:
+            path = path[:max(path.rfind("."), path.rfind("["), 0)]
+        return self.lines.get(path, self.line)
+
+    def get(self, dotted: str) -> Any:
+        value: Any = self.item
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        return value
+
+    def time(self, dotted: str, value: Any = None) -> float:
+        raw = self.get(dotted) if value is None else value
+        if not isinstance(raw, str):
+            raise self.fail(dotted, "missing time" if raw is None else f"not a time: {raw!r}")
+        try:
+            when = datetime.fromisoformat(raw)
+        except ValueError:
+            raise self.fail(dotted, f"not an RFC 3339 time: {raw!r}") from None
+        return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def _gpus_per_pod(ctx: ItemContext, pod_spec: Any, where: str) -> int:
+    """The GPUs one pod of ``pod_spec`` (a pod template's ``spec``, at ``where``) asks for."""
+    containers = pod_spec.get("containers") if isinstance(pod_spec, Mapping) else None
+    if not isinstance(containers, list):
+        raise ctx.fail(f"{where}.containers", "expected a list of containers")
+    total = 0
+    for index, container in enumerate(containers):
+        resources = (container.get("resources") or {}) if isinstance(container, dict) else {}
+        limits, requests = resources.get("limits") or {}, resources.get("requests") or {}
+        which = "limits" if GPU in limits else "requests"
+        amount = (limits if which == "limits" else requests).get(GPU, 0)
+        total += _count(ctx, f"{where}.containers[{index}].resources.{which}.{GPU}", amount)
+    return total
+
+
+def _product(pod_spec: Any) -> Any:
+    """The GPU product a pod template selects (``nodeSelector``), if any."""
+    selector = pod_spec.get("nodeSelector") if isinstance(pod_spec, Mapping) else None
+    return selector.get(PRODUCT) if isinstance(selector, Mapping) else None
+
+
+def _count(ctx: ItemContext, where: str, amount: Any) -> int:
+    try:
+        value = float(amount)
+    except (TypeError, ValueError):
+        raise ctx.fail(where, f"not a GPU count: {amount!r}") from None
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        raise ctx.fail(where, f"not a GPU count: {amount!r}")
+    return int(value)
+
+
+def _condition(ctx: ItemContext, *kinds: str) -> tuple[float, str] | None:
+    conditions = ctx.get("status.conditions") or []
+    for kind in kinds:
+        for index, condition in enumerate(conditions):
+            if isinstance(condition, dict) and condition.get("type") == kind and str(
+                    condition.get("status", "True")) == "True":
+                at = ctx.time(f"status.conditions[{index}].lastTransitionTime",
+                              condition.get("lastTransitionTime"))
+                return at, str(condition.get("reason", ""))
+    return None
+
+
+def _job(ctx: ItemContext) -> JobSpec:
+    spec = "spec.template.spec"
+    pods = ctx.get("spec.parallelism")
+    pods = 1 if pods is None else _count(ctx, "spec.parallelism", pods)
+    start = ctx.get("status.startTime")
+    if start is None:
+        raise DropRow("never started")
+    end = ctx.get("status.completionTime")
+    if end is not None:
+        end_at = ctx.time("status.completionTime")
+    else:
+        failed = _condition(ctx, "Failed")
+        if failed is None:
+            raise DropRow("not finished")
+        end_at = failed[0]
+    labels = ctx.get("metadata.labels") or {}
+    queue = labels.get(QUEUE_LABEL) or ctx.get("metadata.namespace") or "default"
+    pod = ctx.get(spec)
+    return _spec(ctx, pods * _gpus_per_pod(ctx, pod, spec), ctx.time("status.startTime"), end_at,
+                 str(queue), _product(pod))
+
+
+def _workload(ctx: ItemContext) -> JobSpec:
+    pod_sets = ctx.get("spec.podSets") or []
+    gpus = 0
+    kind = None
+    if not isinstance(pod_sets, list):
+        raise ctx.fail("spec.podSets", "expected a list")
+    for index, pod_set in enumerate(pod_sets):
+        where = f"spec.podSets[{index}]"
+        if not isinstance(pod_set, dict):
+            raise ctx.fail(where, "expected an object")
+        pod = (pod_set.get("template") or {}).get("spec") or {}
+        count = _count(ctx, f"{where}.count", pod_set.get("count", 1))
+        gpus += count * _gpus_per_pod(ctx, pod, f"{where}.template.spec")
+        kind = kind or _product(pod)
+    finished = _condition(ctx, "Finished")
+    if finished is None:
+        raise DropRow("not finished")
+    admitted = _condition(ctx, "Admitted", "QuotaReserved")
+    if admitted is None:
+        raise DropRow("never started")
+    return _spec(ctx, gpus, admitted[0], finished[0], str(ctx.get("spec.queueName") or
+                                                          "default"), kind)
+
+
+def _spec(ctx: ItemContext, gpus: int, start: float, end: float, queue: str,
+          kind: Any) -> JobSpec:
+    if gpus == 0:
+        raise DropRow("no GPUs")
+    submit = ctx.time("metadata.creationTimestamp")
+    if end <= start:
+        raise DropRow("ran 0 seconds")
+    name = ctx.get("metadata.name")
+    if not isinstance(name, str) or not name:
+        raise ctx.fail("metadata.name", "missing name")
+    namespace = ctx.get("metadata.namespace") or "default"
+    return JobSpec(job_id=f"{namespace}/{name}", submit_time=min(submit, start),
+                   num_gpus=gpus, work=end - start, queue=queue,
+                   gpu_types=(str(kind),) if kind else ())
+
+
+def _build(ctx: RowContext) -> JobSpec:
+    assert isinstance(ctx, ItemContext)
+    kind = ctx.get("kind")
+    if kind == "Job":
+        return _job(ctx)
+    if kind == "Workload":
+        return _workload(ctx)
+    raise DropRow(f"not a Job or Workload (kind {kind!r})")
+
+
+class KubernetesReader:
+    name = "kubernetes-json"
+    columns: frozenset[str] = frozenset()
+
+    @staticmethod
+    def sniff(path: Path) -> bool:
+        return first_line(path).lstrip().startswith(("{", "["))
+
+    def read(self, path: Path, options: ReaderOptions) -> Trace:
+        collector = collect(path, options, self._items(path), _build, gpu_field="",
+                            id_field="metadata.name")
+        return collector.trace(path.stem, self.name)
+
+    @staticmethod
+    def _items(path: Path) -> Iterator[ItemContext]:
+        from dlsched.yamlinput import load_yaml_file
+
+        data, src = load_yaml_file(path)  # JSON is YAML: this gives each key's line
+        prefix, items = ("items", data.get("items")) if isinstance(data, dict) else ("", data)
+        if not isinstance(items, list):
+            raise InputError(InputLocation(str(path), 1), "expected a Kubernetes List "
+                             "({\"items\": [...]}) or a JSON array of Jobs or Workloads")
+        for index, item in enumerate(items):
+            where = f"{prefix}[{index}]"
+            if not isinstance(item, dict):
+                yield ItemContext(str(path), src.line(where), {}, "expected an object", None,
+                                  prefix=where)
+                continue
+            yield ItemContext(str(path), src.line(where), {}, prefix=where, item=item,
+                              lines=src.lines)
+
+
+register_reader(KubernetesReader())

@@ -1,0 +1,110 @@
+"""Slurm accounting (format ``slurm-sacct``): the jobs a Slurm cluster ran, as ``sacct`` lists
+them, for what-if replay (docs/what-if.md).
+
+Write the file with::
+
+    sacct --allocations --parsable2 --allusers --starttime 2026-11-01 --endtime 2026-11-08 \\
+          --format=JobID,JobName,User,Account,Partition,Submit,Start,End,State,AllocTRES \\
+          > week.sacct
+
+``--parsable2`` separates fields with ``|`` and prints a header. Required fields: ``JobID``,
+``Submit``, ``Start``, ``End`` (ISO times, ``2026-11-02T10:00:00``, read as UTC),
+``State`` and ``AllocTRES`` (``...,gres/gpu=4,...`` or ``gres/gpu:a100=4``: the GPUs, and their
+type when named). Optional: ``Partition`` (the job's queue; else ``default``), any other
+field (ignored). A job's work is ``End - Start`` seconds at its GPU count.
+
+Left out, and counted by reason: job steps (``123.batch``; ``--allocations`` omits them),
+jobs that never started (``Start`` is ``Unknown`` or ``None``) or are still running or pending,
+jobs without GPUs, and jobs that ran 0 seconds. Jobs that ended otherwise (``FAILED``,
+``TIMEOUT``, ``CANCELLED by ...`` after starting, ``NODE_FAIL``, ``PREEMPTED``) are kept: they
+held their GPUs for that long.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from dlsched.workload.job import JobSpec
+from dlsched.workload.readers.base import (
+    DropRow,
+    ReaderOptions,
+    RowContext,
+    collect,
+    date_time,
+    first_line,
+    iter_csv_rows,
+    register_reader,
+)
+from dlsched.workload.trace import Trace
+
+REQUIRED = ("JobID", "Submit", "Start", "End", "State", "AllocTRES")
+NOT_STARTED = frozenset({"Unknown", "None", ""})
+UNFINISHED = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED")
+_GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(.*)$")
+
+
+def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
+    """GPUs and their type from a TRES list (``cpu=8,gres/gpu:a100=4,gres/gpu=4,mem=64G``):
+    the typed entry names the type; the plain one, if present, is the count."""
+    raw = ctx.text(field, optional=True) or ""
+    total, typed, kind = None, 0, None
+    for item in (part.strip() for part in raw.split(",") if part.strip()):
+        if "=" not in item:
+            raise ctx.fail(field, f"not a TRES list (name=count,...): {raw!r}")
+        match = _GPU.match(item)
+        if match is None:
+            continue
+        if not match.group(2).isdigit():
+            raise ctx.fail(field, f"not a GPU count: {item!r}")
+        if match.group(1) is None:
+            total = int(match.group(2))
+        else:
+            typed += int(match.group(2))
+            kind = kind or match.group(1)
+    return (typed if total is None else total), kind
+
+
+def _job(ctx: RowContext) -> JobSpec:
+    job_id = ctx.text("JobID")
+    if "." in job_id:
+        raise DropRow("job step (sacct --allocations leaves these out)")
+    state = ctx.text("State")
+    if state.split()[0] in UNFINISHED:
+        raise DropRow(f"not finished ({state.split()[0]})")
+    if (ctx.text("Start", optional=True) or "") in NOT_STARTED:
+        raise DropRow("never started")
+    submit, start, end = (date_time(ctx, f) for f in ("Submit", "Start", "End"))
+    gpus, kind = gpus_of(ctx, "AllocTRES")
+    if gpus == 0:
+        raise DropRow("no GPUs")
+    if start < submit:
+        raise ctx.fail("Start", "before Submit")
+    if end < start:
+        raise ctx.fail("End", "before Start")
+    if end == start:
+        raise DropRow("ran 0 seconds")
+    return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
+                   queue=ctx.text("Partition", optional=True) or "default",
+                   gpu_types=(kind,) if kind else ())
+
+
+class SacctReader:
+    name = "slurm-sacct"
+    columns: frozenset[str] = frozenset()  # no comma header: ``sniff`` recognises it
+
+    @staticmethod
+    def sniff(path: Path) -> bool:
+        header = first_line(path).split("|")
+        return len(header) > 1 and "JobID" in header
+
+    def read(self, path: Path, options: ReaderOptions) -> Trace:
+        header = [c.strip() for c in first_line(path).split("|")]
+        extra = frozenset(c for c in header if c not in REQUIRED)
+        rows = iter_csv_rows(path, REQUIRED, delimiter="|", allow_extra=extra)
+        collector = collect(path, options, rows, _job, gpu_field="AllocTRES",
+                            id_field="JobID")
+        return collector.trace(path.stem, self.name)
+
+
+register_reader(SacctReader())

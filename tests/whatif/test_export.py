@@ -1,0 +1,84 @@
+"""``dlsched history export``: a service database's finished jobs written as a trace, and read
+back by the ``dlsched-history`` reader (the what-if round trip)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("sqlalchemy")
+
+from dlsched.cli import app  # noqa: E402
+from dlsched.runtime.store import Batch, JobRow, Store  # noqa: E402
+from dlsched.whatif.export import run_time  # noqa: E402
+from dlsched.workload.readers import read_trace  # noqa: E402
+
+# (id, GPUs, GPU type, queue, submitted, status, attempts as (start, end), finished)
+JOBS = [("a", 2, "T4", "team-a", 10.0, "finished", [(12.0, 40.0)], 40.0),
+        ("b", 1, None, "team-b", 11.0, "finished", [(13.0, 20.0), (50.0, 70.0)], 70.0),
+        ("c", 4, None, "team-a", 12.0, "pending", [], None),
+        ("d", 1, None, "team-b", 13.0, "failed", [(41.0, 45.0)], 45.0)]
+
+
+def database(path: Path) -> tuple[str, float]:
+    url = f"sqlite:///{path}"
+    store = Store(url)
+    store.create()
+    epoch = store.epoch()
+    for seq, (job_id, gpus, kind, queue, submitted, status, spans, done) in enumerate(JOBS, 1):
+        store.add_job(JobRow(id=job_id, seq=seq, name=None, command=["sleep", "1"], env={},
+                             working_dir=None, num_gpus=gpus, gpu_type=kind, queue=queue,
+                             priority=0, min_gpus=None, max_gpus=None, checkpoint_dir="/c",
+                             work_seconds=None, status="pending", submit_time=submitted),
+                      submitted, "submitted")
+        batch = Batch()
+        for number, (start, end) in enumerate(spans, 1):
+            batch.attempt_started(job_id, number, start, range(gpus), (), "/log")
+            batch.attempt_ended(job_id, number, end, "succeeded", "")
+        batch.job(job_id, status=status, finish_time=done, attempts=len(spans),
+                  preemptions=max(len(spans) - 1, 0))
+        store.commit(batch)
+    store.close()
+    return url, epoch
+
+
+def test_export_then_read_round_trip(tmp_path: Path) -> None:
+    url, epoch = database(tmp_path / "dlsched.db")
+    out = tmp_path / "history.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "2 jobs" in result.output and "mean JCT 44.5 s" in result.output
+    rows = list(csv.DictReader(out.open()))
+    assert float(rows[0]["submit_time"]) == pytest.approx(epoch + 10.0, abs=1e-3)
+    assert (rows[1]["preemptions"], rows[1]["attempts"], rows[1]["measured_jct"]) == (
+        "1", "2", "59.000")
+    trace = read_trace(out)
+    assert trace.format == "dlsched-history"
+    assert [(j.job_id, j.submit_time, j.num_gpus, j.work, j.queue, j.gpu_types)
+            for j in trace.jobs] == [("a", 0.0, 2, 28.0, "team-a", ("T4",)),
+                                     ("b", pytest.approx(1.0), 1, 27.0, "team-b", ())]
+
+
+def test_failed_jobs_and_last_attempt_durations_on_request(tmp_path: Path) -> None:
+    url, _ = database(tmp_path / "dlsched.db")
+    out = tmp_path / "history.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
+                                      "--status", "finished", "--status", "failed",
+                                      "--duration", "last"])
+    assert result.exit_code == 0, result.output
+    assert [(j.job_id, j.work) for j in read_trace(out).jobs] == [
+        ("a", 28.0), ("b", 20.0), ("d", 4.0)]
+
+
+def test_no_database_is_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["history", "export", "--data-dir", str(tmp_path),
+                                      "--out", str(tmp_path / "h.csv")])
+    assert result.exit_code == 1 and "no database at" in result.output
+
+
+@pytest.mark.parametrize(("how", "seconds"), [("total", 27.0), ("last", 20.0)])
+def test_run_time(how: str, seconds: float) -> None:
+    assert run_time([(13.0, 20.0), (50.0, 70.0), (80.0, None)], how) == seconds

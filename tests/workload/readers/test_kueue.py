@@ -1,0 +1,65 @@
+"""Kubernetes Jobs and Kueue Workloads exported as JSON: GPUs, times, queues; errors located at
+``file:line:items[i].field``."""
+
+from __future__ import annotations
+
+import json
+
+from reader_checks import Writer, expect_error
+
+from dlsched.workload.readers import read_trace
+
+JOB = {"apiVersion": "batch/v1", "kind": "Job",
+       "metadata": {"name": "train-a", "namespace": "team-a",
+                    "creationTimestamp": "2026-11-02T10:00:00Z",
+                    "labels": {"kueue.x-k8s.io/queue-name": "team-a-queue"}},
+       "spec": {"parallelism": 2, "template": {"spec": {
+           "nodeSelector": {"nvidia.com/gpu.product": "A100"},
+           "containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}},
+       "status": {"startTime": "2026-11-02T10:05:00Z",
+                  "completionTime": "2026-11-02T11:05:00Z"}}
+WORKLOAD = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+            "metadata": {"name": "job-eval-1", "namespace": "team-b",
+                         "creationTimestamp": "2026-11-02T10:10:00Z"},
+            "spec": {"queueName": "team-b-queue", "podSets": [{"name": "main", "count": 3,
+                     "template": {"spec": {"containers": [
+                         {"name": "c", "resources": {"requests": {"nvidia.com/gpu": 1}}}]}}}]},
+            "status": {"conditions": [
+                {"type": "Admitted", "status": "True",
+                 "lastTransitionTime": "2026-11-02T10:12:00Z"},
+                {"type": "Finished", "status": "True", "reason": "Succeeded",
+                 "lastTransitionTime": "2026-11-02T10:42:00Z"}]}}
+PENDING = {"kind": "Job", "metadata": {"name": "p", "creationTimestamp": "2026-11-02T10:20:00Z"},
+           "spec": {"template": {"spec": {"containers": []}}}, "status": {}}
+
+
+def listing(*items: dict) -> str:
+    return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)}, indent=2)
+
+
+def test_jobs_and_workloads_become_jobs(write: Writer) -> None:
+    trace = read_trace(write("jobs.json", listing(JOB, WORKLOAD, PENDING)))
+    assert trace.format == "kubernetes-json"
+    assert [(j.job_id, j.submit_time, j.num_gpus, j.work, j.queue, j.gpu_types)
+            for j in trace.jobs] == [
+        ("team-a/train-a", 0.0, 8, 3600.0, "team-a-queue", ("A100",)),
+        ("team-b/job-eval-1", 600.0, 3, 1800.0, "team-b-queue", ())]
+    assert trace.warnings == (f"{trace.source}: dropped 1 rows: never started",)
+
+
+def test_a_bad_time_names_file_line_and_field(write: Writer) -> None:
+    bad = json.loads(json.dumps(JOB))
+    bad["status"]["startTime"] = "yesterday"
+    text = listing(WORKLOAD, bad)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "yesterday" in t)
+    expect_error(write("bad.json", text), None, line, "items[1].status.startTime")
+
+
+def test_a_bad_gpu_count_names_the_container(write: Writer) -> None:
+    bad = json.loads(json.dumps(WORKLOAD))
+    bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"nvidia.com/gpu": "half"}}
+    text = listing(bad)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "half" in t)
+    expect_error(write("bad.json", text), "kubernetes-json", line, "items[0].spec.podSets[0]."
+                 "template.spec.containers[0].resources.requests.nvidia.com/gpu")

@@ -1,0 +1,45 @@
+"""Slurm accounting (``sacct --parsable2``): GPUs from AllocTRES, drops counted, errors located."""
+
+from __future__ import annotations
+
+import pytest
+from reader_checks import Writer, expect_error
+
+from dlsched.workload.readers import read_trace
+
+HEADER = "JobID|JobName|User|Partition|Submit|Start|End|State|AllocTRES\n"
+ROWS = (
+    "100|train|ana|gpu|2026-11-02T10:00:00|2026-11-02T10:00:05|2026-11-02T11:00:05|COMPLETED|"
+    "billing=8,cpu=8,gres/gpu:a100=4,gres/gpu=4,mem=64G,node=1\n"
+    "100.batch|batch||gpu|2026-11-02T10:00:05|2026-11-02T10:00:05|2026-11-02T11:00:05|"
+    "COMPLETED|cpu=8,gres/gpu=4,mem=64G,node=1\n"
+    "101|prep|bo|cpu|2026-11-02T10:01:00|2026-11-02T10:01:00|2026-11-02T10:02:00|COMPLETED|"
+    "cpu=2,mem=4G,node=1\n"
+    "102|eval|bo|gpu|2026-11-02T10:02:00|Unknown|Unknown|CANCELLED by 0|billing=1\n"
+    "103|big|cy|gpu|2026-11-02T10:03:00|2026-11-02T10:30:00|2026-11-02T12:00:00|TIMEOUT|"
+    "cpu=16,gres/gpu=8,node=2\n"
+    "104|run|cy|gpu|2026-11-02T10:04:00|2026-11-02T10:30:00|Unknown|RUNNING|gres/gpu=1\n")
+
+
+def test_allocations_become_jobs_and_the_rest_is_counted(write: Writer) -> None:
+    trace = read_trace(write("week.sacct", HEADER + ROWS))
+    assert trace.format == "slurm-sacct"
+    assert [(j.job_id, j.submit_time, j.num_gpus, j.work, j.queue, j.gpu_types)
+            for j in trace.jobs] == [("100", 0.0, 4, 3600.0, "gpu", ("a100",)),
+                                     ("103", 180.0, 8, 5400.0, "gpu", ())]
+    assert len(trace.warnings) == 4 and any("never started" in w for w in trace.warnings)
+
+
+@pytest.mark.parametrize(("bad", "field"), [
+    ("gres/gpu=8", "AllocTRES"), ("2026-11-02T10:30:00|2026-11-02T12", "End"),
+], ids=["gpu-count", "end-time"])
+def test_bad_values_are_located(write: Writer, bad: str, field: str) -> None:
+    broken = {"AllocTRES": "gres/gpu=x",
+              "End": "2026-11-02T10:30:00|not-a-time"}[field]
+    path = write("bad.sacct", HEADER + ROWS.replace(bad, broken))
+    expect_error(path, None, 6, field)
+
+
+def test_a_missing_required_field_fails_on_the_header(write: Writer) -> None:
+    path = write("short.sacct", "JobID|Submit|Start|End|State\n1|x|x|x|COMPLETED\n")
+    expect_error(path, "slurm-sacct", 1, "AllocTRES")
