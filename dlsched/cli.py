@@ -112,9 +112,25 @@ def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
         run = config_from(config_file, given, "--policy")
         if len(run.policies) != 1:
             raise DlschedError("simulate runs one policy; use `dlsched compare` for several")
+        if run.services is not None:
+            from dlsched.serving.cli import simulate_services
+
+            simulate_services(run, trace_given=given.get("trace") is not None or _in_file(
+                config_file, "trace"), cluster_given=given.get("cluster") is not None
+                or _in_file(config_file, "cluster"))
+            return
         _run_all(run, compare=False)
     except DlschedError as exc:
         fail(exc)
+
+
+def _in_file(config_file: Path | None, key: str) -> bool:
+    if config_file is None:
+        return False
+    from dlsched.yamlinput import load_yaml_file
+
+    data, _ = load_yaml_file(config_file)
+    return isinstance(data, dict) and key in data
 
 
 def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
@@ -205,11 +221,13 @@ def version() -> None:
 # optional dependency, so `dlsched simulate` does not pay for FastAPI.
 from dlsched.perf.llm.cli import register as register_plan  # noqa: E402
 from dlsched.runtime.cli import register  # noqa: E402
+from dlsched.serving.cli import register as register_replicas  # noqa: E402
 from dlsched.tenancy.cli import register as register_tenants  # noqa: E402
 
 register(app)
 register_tenants(app)
 register_plan(app)
+register_replicas(app)
 
 from dlsched.reproduce.cli import register as register_reproduce  # noqa: E402
 

@@ -91,6 +91,11 @@ class RunConfig:
                                      flag="--checkpoint-cost")
     hot_spares: int = _opt(0, "Nodes held back as hot spares: one replaces a failed node at "
                            "once.")
+    services: str | None = _opt(None, "A services YAML file (model, GPU type, tensor-parallel "
+                                "degree, replicas, SLO, request trace; see "
+                                "docs/inference.md): simulates their requests, their replicas "
+                                "placed by the policy beside the --trace jobs (only when "
+                                "--trace is given); writes DIR/services.json.")
 
     @classmethod
     def from_yaml(cls, path: Path, overrides: Mapping[str, Any] | None = None,

@@ -1,0 +1,110 @@
+"""The services side of the command line: ``dlsched simulate --services FILE`` and
+``dlsched replicas FILE`` (the fewest replicas meeting an SLO-attainment target)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from dlsched.errors import DlschedError
+from dlsched.run_config import RunConfig
+
+console = Console(stderr=True, soft_wrap=True)
+replicas_app = typer.Typer(add_completion=False)
+
+
+def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.experiment import load_trace
+    from dlsched.serving.cluster_run import run_services, with_service_nodes
+    from dlsched.serving.services_file import load_services
+
+    assert run.services is not None
+    services = load_services(run.services)
+    if cluster_given:
+        cluster = resolve_cluster(run.cluster)
+        for i, s in enumerate(services.services):
+            if s.gpu not in cluster.type_names:
+                raise services.error(i, "gpu", f"cluster {cluster.name} has no {s.gpu} GPUs "
+                                     f"(it has: {', '.join(cluster.type_names)})")
+    else:
+        base = resolve_cluster(run.cluster) if trace_given else None
+        cluster = with_service_nodes(base, services)
+    training = load_trace(run, cluster) if trace_given else None
+    out = Path(run.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = run_services(services, cluster, run, run.policies[0], training, out)
+    _print(report, out)
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{value * 1e3:.0f}"
+
+
+def _print(report: dict[str, Any], out: Path) -> None:
+    for name, m in report["services"].items():
+        latency = "-" if m["latency_p99"] is None else f"{m['latency_p99']:.1f} s"
+        console.print(escape(
+            f"{name}: {m['replicas']}/{m['replicas_requested']} replicas placed, "
+            f"{m['requests']} requests, SLO ({m['slo']}) met by "
+            f"{(m['slo_attainment'] or 0) * 100:.2f}%, TTFT p50/p99 {_ms(m['ttft_p50'])}/"
+            f"{_ms(m['ttft_p99'])} ms, TPOT p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} "
+            f"ms, latency p99 {latency}, goodput {m['goodput_rps'] or 0:.2f} req/s, "
+            f"{m['gpu_hours']:.1f} GPU-h"))
+    console.print(escape(f"cluster {report['cluster']}, policy {report['policy']}, "
+                         f"{report['wall_seconds']:.2f} s wall, {report['cpu_seconds']:.2f} s "
+                         f"CPU -> {out / 'services.json'}"))
+
+
+@replicas_app.command("replicas")
+def replicas_command(
+        services_file: Annotated[Path, typer.Argument(help="A services YAML file.")],
+        target: Annotated[float, typer.Option(
+            "--target", min=0.0, max=1.0, help="SLO attainment to reach.")] = 0.99,
+        service: Annotated[str | None, typer.Option(
+            "--service", help="Only this service (default: each in the file).")] = None,
+        most: Annotated[int, typer.Option("--max", min=1, help="Give up above N.")] = 256,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """The fewest replicas of each service (all up from the start) whose SLO attainment on
+    its request trace reaches --target."""
+    from dlsched.serving.run import infeasible_slo, replicas_for_slo, service_trace
+    from dlsched.serving.services_file import load_services
+
+    try:
+        services = load_services(services_file)
+        chosen = [(i, s) for i, s in enumerate(services.services)
+                  if service is None or s.name == service]
+        if not chosen:
+            raise DlschedError(f"{services_file}: no service named {service!r}")
+        answers = {}
+        for index, spec in chosen:
+            trace = service_trace(spec)
+            problem = infeasible_slo(spec, trace)
+            if problem is not None:
+                raise services.error(index, f"slo.{problem[0]}", problem[1])
+            needed, tried = replicas_for_slo(spec, trace, target, most)
+            answers[spec.name] = {"replicas": needed, "target": target,
+                                  "tried": [{"replicas": n, "slo_attainment": a}
+                                            for n, a in tried]}
+    except DlschedError as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps(answers, indent=2, sort_keys=True))
+        return
+    for name, a in answers.items():
+        tried_text = ", ".join(f"{t['replicas']}: {t['slo_attainment'] * 100:.2f}%"
+                               for t in a["tried"])
+        verdict = (f"{a['replicas']} replicas" if a["replicas"] is not None
+                   else f"more than {most} replicas")
+        print(f"{name}: {verdict} reach {target * 100:g}% SLO attainment (tried {tried_text})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``replicas`` to the main ``dlsched`` app (its body imports the simulator lazily)."""
+    app.registered_commands.extend(replicas_app.registered_commands)

@@ -1,0 +1,82 @@
+"""``dlsched simulate --services FILE``: services and training jobs on one cluster.
+
+1. Each service's request trace is read and its SLO checked against an idle replica.
+2. Its replicas become jobs of kind SERVICE (priority 100, the service's tenant queue, pinned to
+   its GPU type, asking for their GPUs until the last request arrives) and join the training
+   trace, if any; the chosen policy's scheduler core places them all (``run_policy``: the
+   usual summary.json, jobs.csv, timeline.csv).
+3. Each placed replica serves requests from its first start (``serve``); a replica never placed
+   serves nothing. ``DIR/services.json`` holds every service's metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from dlsched import __version__
+from dlsched.cluster.cluster import Cluster
+from dlsched.cluster.loader import NodeGroup
+from dlsched.experiment import run_policy
+from dlsched.run_config import RunConfig
+from dlsched.serving.run import ServiceOutcome, infeasible_slo, serve, service_trace
+from dlsched.serving.services_file import ServicesFile
+from dlsched.workload.trace import Trace
+
+NODE_GPUS = 8
+
+
+def with_service_nodes(cluster: Cluster | None, services: ServicesFile) -> Cluster:
+    """``cluster`` (or none) plus 8-GPU NVLink nodes enough for every service's replicas."""
+    gpus: Counter[str] = Counter()
+    for s in services.services:
+        gpus[s.gpu] += s.replicas * s.tp  # TP degrees 1, 2, 4, 8 pack 8-GPU nodes
+    groups = [NodeGroup(math.ceil(n / NODE_GPUS), gpu, NODE_GPUS, prefix=f"svc-{gpu.lower()}",
+                        nvlink_domain=NODE_GPUS) for gpu, n in sorted(gpus.items())]
+    nodes = tuple(node for g in groups for node in g.expand())
+    if cluster is None:
+        return Cluster("services", nodes)
+    return Cluster(f"{cluster.name}+services", cluster.nodes + nodes, cluster.topology)
+
+
+def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, policy: str,
+                 training: Trace | None, out: Path) -> dict[str, Any]:
+    began, cpu_began = time.perf_counter(), time.process_time()
+    traces = [service_trace(s) for s in services.services]
+    for index, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
+        problem = infeasible_slo(spec, trace)
+        if problem is not None:
+            raise services.error(index, f"slo.{problem[0]}", problem[1])
+    horizon = max(t.duration for t in traces)
+    replicas = [j for s in services.services for j in s.replica_jobs(horizon)]
+    base = training or Trace("none", (), throughput="linear")
+    combined = replace(base, name=f"{base.name}+services", jobs=base.jobs + tuple(replicas))
+    outcome = run_policy(config, policy, combined, cluster, out)
+    started = {r.job_id: r.first_start for r in outcome.result.jobs}
+    results = []
+    for spec, trace in zip(services.services, traces, strict=True):
+        starts = [started.get(spec.replica_id(i)) for i in range(spec.replicas)]
+        results.append(serve(spec, trace, [s for s in starts if s is not None]))
+    report = _report(results, config, policy, cluster, training,
+                     time.perf_counter() - began, time.process_time() - cpu_began)
+    (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    return report
+
+
+def _report(results: list[ServiceOutcome], config: RunConfig, policy: str, cluster: Cluster,
+            training: Trace | None, wall: float, cpu: float) -> dict[str, Any]:
+    services = {}
+    for r in results:
+        m = dict(r.metrics)
+        m["replicas_requested"] = r.spec.replicas
+        m["replica_starts"] = r.starts
+        services[r.spec.name] = m
+    return {"services": services, "wall_seconds": wall, "cpu_seconds": cpu, "policy": policy,
+            "cluster": cluster.name, "training_trace": None if training is None else
+            training.name, "training_jobs": 0 if training is None else len(training),
+            "seed": config.seed, "version": __version__}

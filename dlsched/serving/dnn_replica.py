@@ -1,0 +1,66 @@
+"""One DNN-model replica with dynamic batching and a timeout (Clockwork, Gujarati et al.,
+OSDI'20; Nexus, Shen et al., SOSP'19; the rule of Triton's dynamic batcher): the replica, when
+idle, dispatches the queue as one batch once it holds ``max_batch`` requests or its oldest
+request has waited ``timeout`` seconds, whichever comes first; the batch takes the measured
+latency of its size."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from dlsched.perf.inference.batch_latency import BatchLatency
+from dlsched.serving.llm_replica import RequestLog
+
+
+class DnnReplica:
+    def __init__(self, latency: BatchLatency, log: RequestLog, max_batch: int, timeout: float,
+                 start: float = 0.0) -> None:
+        self.latency, self.log = latency, log
+        self.max_batch, self.timeout = max_batch, timeout
+        self.time = start
+        self.waiting: deque[int] = deque()
+        self.busy_seconds = 0.0
+        self.iterations = 0
+        self.peak_batch = 0
+        self.rejected: list[int] = []
+        self.now = start  # the latest time ``advance`` reached
+        self.in_flight = 0  # requests of the batch that ends at ``time``
+
+    @property
+    def outstanding(self) -> int:
+        return len(self.waiting) + (self.in_flight if self.time > self.now else 0)
+
+    def enqueue(self, request: int, now: float) -> None:
+        self.waiting.append(request)
+
+    def _dispatch_time(self) -> float:
+        arrival = self.log.arrival
+        if len(self.waiting) >= self.max_batch:
+            ready = float(arrival[self.waiting[self.max_batch - 1]])
+        else:
+            ready = float(arrival[self.waiting[0]]) + self.timeout
+        return max(self.time, ready)
+
+    def advance(self, until: float) -> None:
+        """Dispatch every batch that leaves before ``until`` (all requests arriving before
+        ``until`` are queued by then)."""
+        arrival = self.log.arrival
+        self.now = max(self.now, until)
+        while self.waiting:
+            at = self._dispatch_time()
+            if at >= until:
+                return
+            batch = []
+            while self.waiting and len(batch) < self.max_batch and \
+                    arrival[self.waiting[0]] <= at:
+                batch.append(self.waiting.popleft())
+            seconds = self.latency.seconds(len(batch))
+            self.time = at + seconds
+            self.busy_seconds += seconds
+            self.iterations += 1
+            self.peak_batch = max(self.peak_batch, len(batch))
+            self.in_flight = len(batch)
+            for r in batch:
+                self.log.first_token[r] = self.time
+                self.log.finish[r] = self.time
+

@@ -1,0 +1,126 @@
+"""One service run: check a service against its hardware, serve its trace on replicas, measure.
+
+The request-level part is independent of the cluster once each replica's start time is known
+(``serve``); ``dlsched simulate --services`` gets those times from the scheduler core, which
+places the replicas beside any training jobs (``serving/cluster_run.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dlsched.perf.inference.batch_latency import BatchLatency
+from dlsched.perf.inference.memory import kv_cache
+from dlsched.perf.inference.profile import StepProfile, step_profile, step_profiles
+from dlsched.serving.dnn_replica import DnnReplica
+from dlsched.serving.llm_replica import LlmReplica, RequestLog
+from dlsched.serving.metrics import service_metrics
+from dlsched.serving.requests import RequestTrace, read_requests
+from dlsched.serving.routing import Replica, ReplicaFactory, simulate_requests
+from dlsched.serving.service import ServiceKind, ServiceSpec
+
+
+@dataclass
+class ServiceOutcome:
+    spec: ServiceSpec
+    log: RequestLog
+    replicas: list[Replica]
+    starts: list[float]
+    metrics: dict[str, Any]
+    cpu_seconds: float
+
+
+def service_trace(spec: ServiceSpec) -> RequestTrace:
+    trace = read_requests(spec.trace).scaled(spec.rate_scale)
+    return trace if spec.duration is None else trace.window(spec.duration)
+
+
+def infeasible_slo(spec: ServiceSpec, trace: RequestTrace) -> tuple[str, str] | None:
+    """(SLO key, why) when even an idle replica misses the SLO for the trace's median request,
+    naming the fastest measured hardware for the model; None when it can be met."""
+    prompt = float(np.median(trace.prompt)) if len(trace) else 1.0
+    if spec.kind is ServiceKind.DNN:
+        assert spec.dnn is not None
+        alone = spec.dnn.latency[0][1]
+        if spec.slo.latency is not None and spec.slo.latency < alone:
+            return "latency_ms", (f"{spec.slo.latency * 1e3:g} ms is below the measured "
+                                  f"latency of a batch of {spec.dnn.latency[0][0]} "
+                                  f"({alone * 1e3:g} ms)")
+        return None
+    checks = (("ttft_ms", spec.slo.ttft, lambda p: p.prefill_seconds(prompt), "prefill of"),
+              ("tpot_ms", spec.slo.tpot, lambda p: p.decode_seconds(1, prompt), "decode step of"))
+    here = step_profile(spec.model, spec.gpu, spec.tp)
+    for key, bound, cost, what in checks:
+        if bound is None or cost(here) <= bound:
+            continue
+        options = [p for (m, _, _), p in step_profiles().items() if m == spec.model.lower()]
+        best = min(options, key=cost)
+        where = f"{best.gpu} TP-{best.tp}: {cost(best) * 1e3:.1f} ms"
+        verdict = ("no measured hardware meets it" if cost(best) > bound
+                   else f"the fastest measured hardware would ({where})")
+        return key, (f"{bound * 1e3:g} ms is below the {what} one median request "
+                     f"({prompt:.0f} prompt tokens) alone on {spec.tp} x {spec.gpu}: "
+                     f"{cost(here) * 1e3:.1f} ms; {verdict}")
+    return None
+
+
+def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
+    if spec.kind is ServiceKind.DNN:
+        assert spec.dnn is not None
+        latency = BatchLatency.from_table(dict(spec.dnn.latency))
+        dnn = spec.dnn
+        return lambda log, start: DnnReplica(latency, log, dnn.max_batch, dnn.timeout, start)
+    profile: StepProfile = step_profile(spec.model, spec.gpu, spec.tp)
+    blocks = kv_cache(spec.model, spec.gpu, spec.tp).blocks
+    return lambda log, start: LlmReplica(profile, blocks, log, spec.engine, start)
+
+
+def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float]) -> ServiceOutcome:
+    """Serve ``trace`` on replicas started at ``starts``; metrics include GPU-hours (each
+    replica from its start to the last request's finish or the trace's end)."""
+    began = time.process_time()
+    log, replicas = simulate_requests(trace, replica_factory(spec), list(starts))
+    cpu = time.process_time() - began
+    metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
+    finished = log.finish[~np.isnan(log.finish)]
+    end = max(trace.duration, float(finished.max()) if len(finished) else 0.0)
+    held = sum(max(0.0, end - s) for s in starts)
+    busy = sum(r.busy_seconds for r in replicas)
+    metrics.update({
+        "replicas": len(starts), "tensor_parallel": spec.tp, "gpu": spec.gpu,
+        "model": spec.model, "slo": spec.slo.describe(),
+        "gpu_hours": held * spec.tp / 3600, "busy_fraction": busy / held if held else None,
+        "rejected": sum(len(r.rejected) for r in replicas),
+        "peak_batch": max((r.peak_batch for r in replicas), default=0),
+        "iterations": sum(r.iterations for r in replicas),
+        "trace": trace.name, "trace_seconds": trace.duration, "cpu_seconds": cpu})
+    return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu)
+
+
+def replicas_for_slo(spec: ServiceSpec, trace: RequestTrace, target: float = 0.99,
+                     most: int = 256) -> tuple[int | None, list[tuple[int, float]]]:
+    """The fewest replicas (all up from t=0) whose SLO attainment reaches ``target``: doubling,
+    then bisection (attainment grows with replicas under join-the-shortest-queue routing).
+    Returns it (None when ``most`` do not) and every (replicas, attainment) tried."""
+    tried: dict[int, float] = {}
+
+    def attained(n: int) -> float:
+        if n not in tried:
+            tried[n] = float(serve(spec, trace, [0.0] * n).metrics["slo_attainment"] or 0.0)
+        return tried[n]
+
+    high = 1
+    while attained(high) < target:
+        if high >= most:
+            return None, sorted(tried.items())
+        high = min(2 * high, most)
+    low = high // 2  # attained(low) < target, or low == 0
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if attained(mid) >= target else (mid, high)
+    return high, sorted(tried.items())

@@ -1,0 +1,58 @@
+"""A service: a model and its step-time profile, an SLO, a request trace and replicas.
+
+Each replica is a gang of ``tensor_parallel`` GPUs of one type: a ``JobSpec`` of kind SERVICE
+that the scheduler core places like any training job (its tenant queue and priority apply).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from dlsched.serving.llm_replica import LlmEngineConfig
+from dlsched.serving.metrics import Slo
+from dlsched.workload.job import JobKind, JobSpec
+
+REPLICA_PRIORITY = 100  # above training jobs' default 0: services are served first
+
+
+class ServiceKind(enum.Enum):
+    LLM = "llm"  # continuous batching, TTFT and TPOT
+    DNN = "dnn"  # dynamic batching, end-to-end latency
+
+
+@dataclass(frozen=True)
+class DnnBatching:
+    """A DNN model's measured batch latency table and its batcher's settings."""
+
+    latency: tuple[tuple[int, float], ...]  # (batch size, seconds)
+    max_batch: int = 8
+    timeout: float = 0.005
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    name: str
+    model: str
+    gpu: str
+    tp: int
+    replicas: int
+    slo: Slo
+    trace: str
+    kind: ServiceKind = ServiceKind.LLM
+    rate_scale: float = 1.0
+    duration: float | None = None  # seconds of the trace to serve (None: all of it)
+    queue: str = "default"
+    priority: int = REPLICA_PRIORITY
+    engine: LlmEngineConfig = field(default_factory=LlmEngineConfig)
+    dnn: DnnBatching | None = None
+
+    def replica_id(self, index: int) -> str:
+        return f"service:{self.name}/{index}"
+
+    def replica_jobs(self, horizon: float, submit: float = 0.0) -> list[JobSpec]:
+        """The replicas as jobs asking for their GPUs until ``horizon`` (seconds)."""
+        return [JobSpec(self.replica_id(i), submit, self.tp, max(horizon - submit, 1.0),
+                        queue=self.queue, gpu_types=(self.gpu,), model=self.model,
+                        priority=self.priority, kind=JobKind.SERVICE)
+                for i in range(self.replicas)]

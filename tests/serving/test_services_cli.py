@@ -1,0 +1,123 @@
+"""``dlsched simulate --services`` and ``dlsched replicas``: the contract and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from serving_helpers import azure_csv
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+
+runner = CliRunner()
+CONTRACT = {"requests", "slo_attainment", "ttft_p50", "ttft_p99", "tpot_p50", "tpot_p99",
+            "latency_p99", "goodput_rps", "gpu_hours"}
+
+
+def _trace(tmp_path: Path, n: int = 40, gap: float = 0.5) -> Path:
+    rows = [f"2023-11-16 18:00:{i * gap:09.6f},{200 + 37 * (i % 5)},{5 + i % 7}"
+            for i in range(n)]
+    return azure_csv(tmp_path / "reqs.csv", rows)
+
+
+def _services(tmp_path: Path, body: str) -> Path:
+    _trace(tmp_path)
+    path = tmp_path / "services.yaml"
+    path.write_text("services:\n" + body)
+    return path
+
+
+CHAT = """  - name: chat
+    model: llama2-70b
+    gpu: A100-80G
+    tensor_parallel: 8
+    replicas: 2
+    slo: {ttft_ms: 2500, tpot_ms: 150}
+    trace: reqs.csv
+"""
+
+
+def test_simulate_services_writes_the_contract(tmp_path: Path) -> None:
+    services = _services(tmp_path, CHAT)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "services.json").read_text())
+    chat = report["services"]["chat"]
+    assert set(chat) >= CONTRACT and report["wall_seconds"] > 0
+    assert chat["requests"] == 40 and chat["replicas"] == 2
+    assert chat["slo_attainment"] == 1.0  # 2 req/s of short prompts on 2 TP-8 replicas
+    jobs = (out / "jobs.csv").read_text()
+    assert "service:chat/0" in jobs and "service:chat/1" in jobs  # placed by the core
+
+
+def test_training_jobs_share_the_cluster(tmp_path: Path) -> None:
+    services = _services(tmp_path, CHAT)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--trace",
+                                 "philly-sample", "--limit", "20", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "services.json").read_text())
+    assert report["training_jobs"] == 20
+    assert report["cluster"] == "philly+services"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_submitted"] == 22  # 20 training jobs + 2 replicas
+
+
+@pytest.mark.parametrize(("change", "where", "what"), [
+    (("llama2-70b", "llama9-1t"), "services.yaml:3:services[0].model",
+     "no measured step times for llama9-1t"),
+    (("tpot_ms: 150", "tpot_ms: 10"), "services.yaml:7:services[0].slo.tpot_ms",
+     "no measured hardware meets it"),
+    (("tpot_ms: 150", "tpot_ms: 35"), "services.yaml:7:services[0].slo.tpot_ms",
+     "the fastest measured hardware would (H100 TP-"),
+    (("replicas: 2", "replicas: two"), "services.yaml:6:services[0].replicas",
+     "expected a number"),
+    (("slo:", "sla:"), "services.yaml:7:services[0].sla", "unknown"),
+    (("tensor_parallel: 8", "tensor_parallel: 3"), "services.yaml:4:services[0].gpu",
+     "degree 3"),
+], ids=["unknown-model", "slo-no-hardware-meets", "slo-needs-other-hardware", "bad-number",
+        "unknown-key", "unmeasured-tp"])
+def test_bad_services_file_names_file_line_field(tmp_path: Path, change: tuple[str, str],
+                                                 where: str, what: str) -> None:
+    services = _services(tmp_path, CHAT.replace(*change))
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert f"{tmp_path}/{where}" in text.replace("\n", "") and what in text
+    assert not (out / "services.json").exists()  # nothing half-written
+
+
+def test_malformed_request_row_stops_the_run(tmp_path: Path) -> None:
+    services = _services(tmp_path, CHAT)
+    azure_csv(tmp_path / "reqs.csv", ["2023-11-16 18:00:00,10,3", "2023-11-16 18:00:01,,3"])
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out",
+                                 str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert "reqs.csv:3:ContextTokens: missing value" in " ".join(result.output.split())
+
+
+def test_replicas_command_finds_the_fewest_meeting_the_target(tmp_path: Path) -> None:
+    dnn = """  - name: vision
+    kind: dnn
+    model: resnet50
+    gpu: V100
+    slo: {latency_ms: 150}
+    batching: {latency_ms: {1: 100, 4: 130}, max_batch: 4, timeout_ms: 0}
+    trace: reqs.csv
+"""
+    services = _services(tmp_path, dnn)
+    # 40 requests 0.5 s apart, 100 ms each: one replica serves every one in 100 ms
+    result = runner.invoke(app, ["replicas", str(services), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["vision"]["replicas"] == 1
+    azure_csv(tmp_path / "reqs.csv", ["2023-11-16 18:00:00,1,1"] * 8)
+    # 8 requests at once: a batch of 4 takes 130 ms, so one replica's second batch ends at
+    # 0.26 s, past 150 ms; two replicas serve both batches at once
+    result = runner.invoke(app, ["replicas", str(services), "--json"])
+    answer = json.loads(result.stdout)["vision"]
+    assert answer["replicas"] == 2
+    assert answer["tried"][0] == {"replicas": 1, "slo_attainment": 0.5}
