@@ -61,6 +61,7 @@ class Overview:
     hours: float
     filter: JobFilter
     queue_names: list[str] = field(default_factory=list)
+    since_start: bool = False  # the service's first start is within the window
 
 
 def overview_page(service: Service, caller: Principal, wanted: JobFilter,
@@ -76,7 +77,8 @@ def overview_page(service: Service, caller: Principal, wanted: JobFilter,
         counts["running"] += queue.running
     return Overview(cluster, _types(cluster), queues, overview.tenant_views(service, caller.queues),
                     job_lines(service, caller, wanted), counts, chart, hours, wanted,
-                    sorted(q.name for q in queues))
+                    sorted(q.name for q in queues),
+                    usage.end - usage.start < hours * 3600.0 - 1.0)
 
 
 def _types(cluster: ClusterView) -> list[TypeLine]:
