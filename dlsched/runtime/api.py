@@ -159,10 +159,14 @@ def _v1(service: Service) -> APIRouter:
     @router.get("/jobs", response_model=list[JobSummary], responses=responses(FORBIDDEN))
     def list_jobs(caller: Caller, status: str | None = None, queue: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
-                  offset: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0) -> list[JobSummary]:
+                  offset: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0,
+                  submitted_by: Annotated[str | None, Query(
+                      max_length=256, description="Only jobs this tenant submitted.")] = None
+                  ) -> list[JobSummary]:
         if queue is not None and not caller.may_use(queue):
             raise RequestError(403, f"tenant {caller.tenant!r} may not use queue {queue!r}")
-        return views.job_list(service, status, queue, limit, offset, caller.queues)
+        return views.job_list(service, status, queue, limit, offset, caller.queues,
+                              submitted_by)
 
     @router.get("/jobs/{job_id}", response_model=JobDetail, responses=responses(NOT_FOUND))
     def get_job(job_id: str, caller: Caller) -> JobDetail:

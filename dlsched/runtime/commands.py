@@ -79,6 +79,7 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
         working_dir, checkpoint_dir = _directories(service, request, job_id, allowed, tenant)
         row = _row(request, job_id, service.next_seq, now, checkpoint_dir)
         row.working_dir = working_dir
+        row.submitted_by = tenant
         if key is not None:
             row.idempotency_key, row.request_digest = key.digest, digest
         service.store.add_job(row, now, f"{spec.num_gpus} GPUs, queue {spec.queue}")

@@ -94,6 +94,8 @@ class JobSummary(BaseModel):
     finished_at: float | None
     attempts: int
     pending_reason: str
+    submitted_by: str | None = Field(None, description="The tenant whose token submitted it "
+                                                       "(admin: --token; anyone: no token).")
 
 
 class JobDetail(JobSummary):

@@ -36,7 +36,8 @@ UNFINISHED = ("pending", "running", "preempted")
 NEWER_COLUMNS = (("jobs", "done_work", "FLOAT", "0"), ("jobs", "preemptions", "INTEGER", "0"),
                  ("jobs", "idempotency_key", "VARCHAR(64)", None),
                  ("jobs", "request_digest", "VARCHAR(64)", None),
-                 ("attempts", "generation", "INTEGER", "0"))
+                 ("attempts", "generation", "INTEGER", "0"),
+                 ("jobs", "submitted_by", "VARCHAR(256)", None))
 
 
 class Base(DeclarativeBase):
@@ -79,6 +80,8 @@ class JobRow(Base):
     # retried submission finds the job its first try made; ``request_digest`` is the body's.
     idempotency_key: Mapped[str | None] = mapped_column(String(64), unique=True)
     request_digest: Mapped[str | None] = mapped_column(String(64))
+    # Who submitted it: the tenant of its token (``admin`` for --token, ``anyone`` without).
+    submitted_by: Mapped[str | None] = mapped_column(String(256))
 
 
 class AttemptRow(Base):
@@ -256,7 +259,8 @@ class Store:
              limit: int | None = 1000, offset: int = 0,
              statuses: Iterable[str] | None = None,
              queues: Iterable[str] | None = None,
-             newest_first: bool = False) -> list[JobRow]:
+             newest_first: bool = False,
+             submitted_by: str | None = None) -> list[JobRow]:
         order = JobRow.seq.desc() if newest_first else JobRow.seq
         query = select(JobRow).order_by(order).limit(limit).offset(offset)
         if status is not None:
@@ -267,8 +271,18 @@ class Store:
             query = query.where(JobRow.queue == queue)
         if queues is not None:
             query = query.where(JobRow.queue.in_(tuple(queues)))
+        if submitted_by is not None:
+            query = query.where(JobRow.submitted_by == submitted_by)
         with self.session() as session:
             return list(session.scalars(query))
+
+    def submitters(self, queues: Iterable[str] | None = None) -> list[str]:
+        """Everyone who submitted a job (to one of ``queues``), sorted."""
+        query = select(JobRow.submitted_by).distinct().where(JobRow.submitted_by.is_not(None))
+        if queues is not None:
+            query = query.where(JobRow.queue.in_(tuple(queues)))
+        with self.session() as session:
+            return sorted(name for name in session.scalars(query) if name)
 
     def unfinished(self) -> list[JobRow]:
         return self.jobs(statuses=UNFINISHED, limit=None)

@@ -50,7 +50,8 @@ def summary(service: Service, row: JobRow, reason: str | None = None) -> JobSumm
                       priority=row.priority, gpus=row.num_gpus, gpu_type=row.gpu_type,
                       submitted_at=to_unix(row.submit_time) or 0.0,
                       finished_at=to_unix(row.finish_time), attempts=row.attempts,
-                      pending_reason=row.pending_reason if reason is None else reason)
+                      pending_reason=row.pending_reason if reason is None else reason,
+                      submitted_by=row.submitted_by)
 
 
 def _live_reasons(service: Service, rows: list[JobRow]) -> dict[str, str]:
@@ -64,10 +65,12 @@ def _live_reasons(service: Service, rows: list[JobRow]) -> dict[str, str]:
 
 
 def job_list(service: Service, status: str | None, queue: str | None, limit: int,
-             offset: int, queues: frozenset[str] | None = None) -> list[JobSummary]:
+             offset: int, queues: frozenset[str] | None = None,
+             submitted_by: str | None = None) -> list[JobSummary]:
     """``queues``: only jobs of these queues (a tenant's view); None: every queue."""
     _flushed(service)
-    rows = service.store.jobs(status, queue, limit, offset, queues=queues)
+    rows = service.store.jobs(status, queue, limit, offset, queues=queues,
+                              submitted_by=submitted_by)
     reasons = _live_reasons(service, rows)
     return [summary(service, row, reasons.get(row.id)) for row in rows]
 

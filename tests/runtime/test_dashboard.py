@@ -71,10 +71,18 @@ def test_a_tenant_sees_and_cancels_only_its_own_jobs(live: Callable[..., Live],
     table = TokenTable((Tenant("team-a", a, frozenset({"a"})),
                         Tenant("team-b", b, frozenset({"b"}))))
     handle = live(token=TOKEN, tokens=table)
-    mine = submit(handle, worker("sleep", out, 600), 1, queue="a", name="mine")
-    theirs = submit(handle, worker("sleep", out, 600), 1, queue="b", name="theirs")
+    as_a = httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {a}"})
+    as_b = httpx.Client(base_url=handle.url, headers={"Authorization": f"Bearer {b}"})
+    mine = as_a.post("/v1/jobs", json={"command": worker("sleep", out, 600), "gpus": 1,
+                                       "queue": "a"}).json()["id"]
+    theirs = as_b.post("/v1/jobs", json={"command": worker("sleep", out, 600), "gpus": 1,
+                                         "queue": "b"}).json()["id"]
     html = page(handle, "/", a).text
     assert mine in html and theirs not in html
+    by_b = page(handle, "/?fragment=1&user=team-b", TOKEN).text  # the admin filters by user
+    assert f'id="row-{theirs}"' in by_b and f'id="row-{mine}"' not in by_b
+    listed = handle.http.get("/v1/jobs", params={"submitted_by": "team-a"}).json()
+    assert [(j["id"], j["submitted_by"]) for j in listed] == [(mine, "team-a")]
     assert page(handle, f"/jobs/{theirs}", a).status_code == 404
     cancel = httpx.post(f"{handle.url}/ui/jobs/{theirs}/cancel", cookies={COOKIE: a},
                         headers={CSRF_HEADER: "1"})

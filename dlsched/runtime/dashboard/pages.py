@@ -27,6 +27,7 @@ LOG_BYTES = 16384
 class JobFilter:
     state: str = ""  # one of STATES, "active", or "" (any)
     queue: str = ""
+    user: str = ""  # the submitting tenant (``submitted_by``)
 
     def statuses(self) -> tuple[str, ...] | None:
         if self.state == "active":
@@ -61,6 +62,7 @@ class Overview:
     hours: float
     filter: JobFilter
     queue_names: list[str] = field(default_factory=list)
+    users: list[str] = field(default_factory=list)
     since_start: bool = False  # the service's first start is within the window
 
 
@@ -77,7 +79,7 @@ def overview_page(service: Service, caller: Principal, wanted: JobFilter,
         counts["running"] += queue.running
     return Overview(cluster, _types(cluster), queues, overview.tenant_views(service, caller.queues),
                     job_lines(service, caller, wanted), counts, chart, hours, wanted,
-                    sorted(q.name for q in queues),
+                    sorted(q.name for q in queues), service.store.submitters(caller.queues),
                     usage.end - usage.start < hours * 3600.0 - 1.0)
 
 
@@ -98,7 +100,8 @@ def job_lines(service: Service, caller: Principal, wanted: JobFilter) -> list[Jo
     if queue is not None and not (caller.queues is None or queue in caller.queues):
         return []
     rows = service.store.jobs(queue=queue, statuses=wanted.statuses(), limit=JOBS_SHOWN,
-                              queues=caller.queues, newest_first=True)
+                              queues=caller.queues, newest_first=True,
+                              submitted_by=wanted.user or None)
     reasons = views._live_reasons(service, rows)
     places = overview.positions(service, [row.id for row in rows])
     lines = []

@@ -123,7 +123,7 @@ def router(service: Service) -> APIRouter:
         return _logged_in(RedirectResponse(target, 303), token)
 
     @r.get("/", response_class=HTMLResponse)
-    def home(request: Request, state: str = "", queue: str = "",
+    def home(request: Request, state: str = "", queue: str = "", user: str = "",
              hours: Annotated[float, Query(gt=0, le=pages.HOURS[-1])] = 6.0,
              fragment: bool = False) -> Response:
         answer = with_token(request)
@@ -132,10 +132,11 @@ def router(service: Service) -> APIRouter:
         caller = caller_of(request)
         if caller is None:
             return to_login(request)
-        page = pages.overview_page(service, caller, pages.JobFilter(state, queue), hours)
+        page = pages.overview_page(service, caller, pages.JobFilter(state, queue, user), hours)
 
         def query(**changed: Any) -> str:
-            kept = {"state": state, "queue": queue, "hours": f"{hours:g}", **changed}
+            kept = {"state": state, "queue": queue, "user": user, "hours": f"{hours:g}",
+                    **changed}
             return urlencode({k: v for k, v in kept.items() if v not in ("", None)})
 
         return render("overview_live.html" if fragment else "overview.html", page=page,
