@@ -16,6 +16,7 @@ from dlsched.report.fairness import FairnessInputs
 from dlsched.report.metrics import Summary, summarize
 from dlsched.report.plots import jct_cdf_svg, queue_length_svg, run_label, utilization_svg
 from dlsched.report.tenants_table import tenant_table
+from dlsched.report.theme import theme_css
 from dlsched.sim.result import SimulationResult
 
 HOUR = 3600.0
@@ -99,27 +100,32 @@ HOW_TO_READ = (
     "not measured."
 )
 
+# The report's own rules, after dlsched's shared look (``theme.css``, the dashboard's too).
 STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 64em; padding: 0 1em;
-       color: #222; }
+main.report { max-width: 72em; }
+main.report > h2 { margin-top: 1.4em; }
 .table { max-width: 100%; overflow-x: auto; margin: 0.5em 0 1em; }
-table { border-collapse: collapse; font-size: 0.9em; }
-th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
-th { font-weight: 600; vertical-align: bottom; min-width: 4em; }
-td { white-space: nowrap; }
-th:first-child, td:first-child { text-align: left; }
-td.best { background: #d9f2d9; font-weight: bold; }
-.meta, .how { color: #555; }
-figure { margin: 1em 0; }
+.report table { width: auto; font-size: 13px; background: var(--card);
+  border: 1px solid var(--line); }
+.report th, .report td { text-align: right; }
+.report th { vertical-align: bottom; min-width: 4em; }
+.report td { white-space: nowrap; font-variant-numeric: tabular-nums; }
+.report th:first-child, .report td:first-child { text-align: left; }
+td.best { background: #dcf5e6; color: #146c3b; font-weight: bold; }
+.meta, .how { color: var(--muted); }
+figure { margin: 0.5em 0 1em; background: var(--card); border: 1px solid var(--line);
+  border-radius: 8px; padding: 12px; }
 figure svg { max-width: 100%; height: auto; }
 @media print {
-  body { margin: 0; max-width: none; font-size: 10pt; }
+  body { margin: 0; max-width: none; font-size: 10pt; background: #fff; }
+  header.top { display: none; }
+  main.report { padding: 0; max-width: none; }
   .table { overflow: visible; }
   table { font-size: 8.5pt; page-break-inside: avoid; }
   .table table { width: 100%; table-layout: fixed; }  /* every column on the page */
   th, td { padding: 0.2em 0.35em; min-width: 0; overflow-wrap: anywhere; white-space: normal; }
   td.best { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
-  figure { page-break-inside: avoid; }
+  figure { page-break-inside: avoid; border: 0; padding: 0; }
 }
 """
 
@@ -233,8 +239,10 @@ def render_report(results: Sequence[SimulationResult], title: str,
     ]
     body = [part for part in body if part]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
+            f"<title>{escape(title)}</title>\n<style>{theme_css()}{STYLE}</style>\n</head>\n"
+            '<body>\n<header class="top"><span class="brand">dlsched</span>'
+            '<span class="muted">report</span></header>\n<main class="report">\n'
+            + "\n".join(body) + "\n</main>\n</body>\n</html>\n")
 
 
 def type_utilization_table(results: Sequence[SimulationResult],

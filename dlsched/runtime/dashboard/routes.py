@@ -22,6 +22,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup
 
 from dlsched import __version__
+from dlsched.report.theme import THEME_PATH
 from dlsched.runtime import commands
 from dlsched.runtime.auth import ANYONE, Principal, principal_of
 from dlsched.runtime.commands import RequestError
@@ -33,7 +34,9 @@ from dlsched.runtime.service import Service
 HERE = Path(__file__).parent
 COOKIE = "dlsched_token"
 CSRF_HEADER = "X-Dlsched-Dashboard"
-STATIC = {"dashboard.css": "text/css", "dashboard.js": "text/javascript"}
+STATIC = {"dashboard.css": ("text/css", HERE / "static" / "dashboard.css"),
+          "dashboard.js": ("text/javascript", HERE / "static" / "dashboard.js"),
+          "theme.css": ("text/css", THEME_PATH)}  # shared with the compare report
 
 
 def environment() -> Environment:
@@ -197,7 +200,8 @@ def router(service: Service) -> APIRouter:
     def static(name: str) -> Response:
         if name not in STATIC:
             return Response("not found", 404)
-        return Response((HERE / "static" / name).read_bytes(), media_type=STATIC[name],
+        media, path = STATIC[name]
+        return Response(path.read_bytes(), media_type=media,
                         headers={"Cache-Control": "max-age=300"})
 
     return r
