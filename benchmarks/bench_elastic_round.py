@@ -13,7 +13,8 @@ six applications and requested sizes) at progress uniform in 0–90 % of trainin
 For each it times a *cold* round (empty goodput-curve caches, every job waiting) and a *warm*
 round: the next round, 60 s later, with the jobs running where the first round put them (the
 steady state of a simulation, where curves are cached per application and progress bucket).
-Sia uses the per-type parameters fitted from ``../shared/data/profiles/sia`` when present
+Sia uses the per-type parameters fitted from ``$DLSCHED_DATA/profiles/sia`` when present
+(``DLSCHED_DATA=../shared/data``)
 (fitted once, before timing), else the bundled T4 ones. Targets: ≤ 0.1 s at 64 GPUs, ≤ 1 s at
 2,048 GPUs (warm).
 """

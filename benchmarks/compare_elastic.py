@@ -9,7 +9,8 @@ Run on demand (2-core shared machine: wall seconds are noisy)::
 Every run uses the ``goodput`` throughput model, re-rated each round from the job's progress
 (``scheduling/rerating.py``, on by default for the goodput model; ``--no-rerate`` keeps one
 mean rate per allocation). The Sia
-setting gives the model Sia's per-GPU-type fits when ``../shared/data/profiles/sia`` exists
+setting gives the model Sia's per-GPU-type fits when ``$DLSCHED_DATA/profiles/sia`` exists
+(``DLSCHED_DATA=../shared/data``)
 (as the Sia policy uses them), else every type runs at T4's speed. Prints mean and p99 JCT and
 makespan (hours) per workload and policy, the mean over workloads, and each run's wall seconds
 (issue 5: "a whole Pollux workload simulates in under a minute").

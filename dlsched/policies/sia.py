@@ -13,9 +13,11 @@ Per round (see ``policies/elastic/sia_configs.py`` for the configurations and th
 4. place the chosen configurations on nodes, whole nodes first (``sia_place.py``).
 
 Per-GPU-type iteration-time parameters are fitted from Sia's profiles
-(``fit_sia_params(profiles)``, about 12 s once per process) when that directory exists; the
-Sia data has no license and is not bundled, so without it every type uses the bundled T4 fits
-and Sia sees no difference between types (set ``profiles="bundled"`` to ask for that).
+(``fit_sia_params(profiles)``, about 12 s once per process): ``profiles="auto"`` finds them in
+the data directory (``$DLSCHED_DATA/profiles/sia``, see ``dlsched/data_location.py``), or give
+their directory. The Sia data has no license and is not bundled, so without it every type uses
+the bundled T4 fits and Sia sees no difference between types: a ``DataWarning`` says so (set
+``profiles="bundled"`` to ask for that without a warning).
 ``elastic`` and ``max_workers`` as in Pollux (``docs/policies/pollux.md``).
 """
 
@@ -28,7 +30,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from dlsched.perf.goodput.bundle import SIA_PROFILES, sia_perf_params
+from dlsched.perf.goodput.bundle import sia_perf_params
 from dlsched.perf.goodput.iteration_time import PerfParams
 from dlsched.policies.elastic.configs import (
     STAY_TIE_BREAK,
@@ -69,11 +71,14 @@ class SiaAllocator:
     name = "sia"
 
     def __init__(self, p: float = -0.5, restart_seconds: float = 30.0, elastic: str = "all",
-                 max_workers: int = DEFAULT_MAX_WORKERS, profiles: str = str(SIA_PROFILES),
+                 max_workers: int = DEFAULT_MAX_WORKERS, profiles: str = "auto",
                  perf_params: ParamTable | None = None, zero_speedup: float = 0.01,
                  exact: bool = False) -> None:
         self.p, self.restart_seconds = p, restart_seconds
         self.elastic, self.max_workers = check_elastic(elastic), max_workers
+        if profiles not in ("auto", "bundled") and not Path(profiles).is_dir():
+            raise ValueError(f"profiles: {profiles} is not a directory (Sia's profiles; 'auto' "
+                             "looks in $DLSCHED_DATA/profiles/sia, 'bundled' uses T4's fits)")
         self.profiles, self._params = profiles, perf_params
         self.zero_speedup, self.exact = zero_speedup, exact
         self.restarts = RestartLog()
@@ -86,7 +91,7 @@ class SiaAllocator:
     def perf_params(self) -> ParamTable:
         if self._params is None:
             self._params = {} if self.profiles == "bundled" else sia_perf_params(
-                Path(self.profiles))
+                None if self.profiles == "auto" else Path(self.profiles))
         return self._params
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
@@ -198,7 +203,7 @@ def _may_use(job: Job, gpu_type: str) -> bool:
 @register_policy("sia")
 def sia(p: float = -0.5, round_seconds: float = 60.0, restart_seconds: float = 30.0,
         elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-        profiles: str = str(SIA_PROFILES)) -> Profile:
+        profiles: str = "auto") -> Profile:
     """Sia (SOSP'23): heterogeneity-aware goodput ILP over (GPU type, count) configurations."""
     allocator = SiaAllocator(p, restart_seconds, elastic, max_workers, profiles)
     return Profile("sia", SubmitOrder(), plugins=(allocator,), round_seconds=round_seconds,

@@ -8,12 +8,12 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from shared_data import shared
 
 from dlsched.cluster import BUILTIN_CLUSTERS, dump_cluster_yaml, resolve_cluster
 from dlsched.errors import ConfigError
 
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-ALIBABA_NODES = SHARED_DATA / "traces/alibaba-gpu-2023/openb_node_list_all_node.csv"
+ALIBABA_NODES = "traces/alibaba-gpu-2023/openb_node_list_all_node.csv"
 
 # name, nodes, GPUs by type; totals are summed from the sources in docs/clusters.md.
 SIZES = [
@@ -75,9 +75,9 @@ def test_alibaba_has_cpu_only_nodes_and_shape_names() -> None:
     assert (g2[0].cpus, g2[0].memory_gb, g2[0].num_gpus) == (96, 384, 8)
 
 
-@pytest.mark.skipif(not ALIBABA_NODES.exists(), reason="needs the original Alibaba node list")
+@pytest.mark.data
 def test_alibaba_shapes_match_the_original_node_list() -> None:
-    with open(ALIBABA_NODES, newline="") as f:
+    with open(shared(ALIBABA_NODES), newline="") as f:
         original = Counter((r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"])
                            for r in csv.DictReader(f))
     bundled = resources.files("dlsched.data").joinpath("clusters/alibaba-2023-node-shapes.csv")

@@ -18,7 +18,6 @@ from dlsched.perf.gavel_table import (
 from dlsched.perf.model import Placement, get_throughput_model
 from dlsched.workload.job import JobSpec, WorkUnit
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 GAVEL = GavelThroughputs()
 
 
@@ -190,11 +189,10 @@ def test_colocated_unknown_pair_raises():
         GAVEL.colocated_rate(spec("A3C", None), spec("ResNet-50", 64), "V100", scale_factor=4)
 
 
-@pytest.mark.skipif(not (SHARED / "traces").exists(), reason="shared data not available")
-def test_every_gavel_trace_job_type_is_known():
+def test_every_gavel_trace_job_type_is_known(shared_data: Path):
     names = {
         line.split("\t")[0]
-        for trace in (SHARED / "traces/gavel/physical_cluster").glob("*.trace")
+        for trace in (shared_data / "traces/gavel/physical_cluster").glob("*.trace")
         for line in trace.read_text().splitlines()
         if line.strip()
     }
@@ -204,9 +202,8 @@ def test_every_gavel_trace_job_type_is_known():
         assert GAVEL.rate(spec(model, batch), Placement.single_node("V100", 1)) > 0
 
 
-@pytest.mark.skipif(not (SHARED / "profiles").exists(), reason="shared data not available")
-def test_bundled_colocated_file_is_lossless():
-    source = SHARED / "profiles/gavel/derived_colocated_throughputs.csv"
+def test_bundled_colocated_file_is_lossless(shared_data: Path):
+    source = shared_data / "profiles/gavel/derived_colocated_throughputs.csv"
     with source.open() as rows:
         for row in csv.DictReader(rows):
             job_a, job_b = parse_job_type(row["job_a"]), parse_job_type(row["job_b"])

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from shared_data import shared
 
 from dlsched.errors import ConfigError, InputError
 from dlsched.perf.llm import comm
@@ -22,7 +22,7 @@ from dlsched.perf.llm.reference import (
     predict,
 )
 
-VIDUR = Path(__file__).resolve().parents[3] / "shared" / "data" / "profiles" / "inference" / "vidur"
+VIDUR = "profiles/inference/vidur"
 
 
 @pytest.mark.parametrize("name, billions", [("megatron-1t", 1008.0), ("megatron-530b", 529.6),
@@ -115,16 +115,17 @@ def test_model_yaml_errors_name_file_line_and_field() -> None:
         resolve_model("no-such-model")
 
 
-@pytest.mark.skipif(not VIDUR.exists(), reason="shared Vidur profiles not available")
+@pytest.mark.data
 def test_gpu_constants_are_vidurs_fit() -> None:
+    vidur = shared(VIDUR)
     from dlsched.perf.llm.calibrate import fit_gemm, gemm_points, nvlink_bus_fraction
     from dlsched.perf.llm.hardware import GPU_SPECS
 
     a100 = GPU_SPECS["A100-80G"]
-    fit = fit_gemm(gemm_points(VIDUR / "compute_a100_meta-llama_Llama-2-70b-hf_mlp.csv", 312e12))
+    fit = fit_gemm(gemm_points(vidur / "compute_a100_meta-llama_Llama-2-70b-hf_mlp.csv", 312e12))
     assert fit.efficiency == pytest.approx(a100.gemm_efficiency, abs=0.005)
     assert math.log(fit.half_flops) == pytest.approx(math.log(a100.gemm_half_flops), abs=0.05)
-    fraction = nvlink_bus_fraction(VIDUR / "network_a100_dgx_all_reduce.csv", 300.0)
+    fraction = nvlink_bus_fraction(vidur / "network_a100_dgx_all_reduce.csv", 300.0)
     assert fraction == pytest.approx(a100.nvlink_bus_fraction, abs=0.005)
 
 

@@ -10,7 +10,6 @@ from dlsched.errors import InputError
 from dlsched.workload.bundled import BUNDLED_TRACES, resolve_trace
 from dlsched.workload.readers import ReaderOptions, detect_format
 
-SHARED_DATA = Path(__file__).parents[2] / "../shared/data"
 EXPECTED_JOBS = {"philly-sample": 2000, "philly-tiresias-2000": 2000, "elasticflow-195": 195,
                  "gavel-max-min-fairness": 96,
                  "chronus-mix2-4h": 1715, **{f"pollux-{n}": 160 for n in range(1, 9)},
@@ -42,8 +41,8 @@ def test_licenses_and_readme_sit_beside_the_data() -> None:
     assert total < 600_000
 
 
-def test_a_path_resolves_like_read_trace() -> None:
-    trace = resolve_trace(str(SHARED_DATA / "traces/philly/philly.csv"), None,
+def test_a_path_resolves_like_read_trace(shared_data: Path) -> None:
+    trace = resolve_trace(str(shared_data / "traces/philly/philly.csv"), None,
                           ReaderOptions(limit=5))
     assert trace.format == "philly" and len(trace) == 5
 

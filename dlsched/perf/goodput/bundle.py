@@ -18,11 +18,13 @@ from __future__ import annotations
 import csv
 import functools
 import os
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from dlsched.data_location import ENV, DataNotFound, DataWarning, find_data, where
 from dlsched.errors import InputError, InputLocation
 from dlsched.perf.goodput.efficiency import GradientStats
 from dlsched.perf.goodput.fit import FitError, fit_error, fit_perf_params
@@ -159,19 +161,40 @@ def load_perf_params(params_file: Path | None = None) -> dict[tuple[str, str], F
     return fitted
 
 
-# Sia's profiles (no license: not bundled): $DLSCHED_SIA_PROFILES, else ``shared/data/profiles/sia``
-# beside a source checkout (found from this file, not the working directory).
-SIA_PROFILES = Path(os.environ.get("DLSCHED_SIA_PROFILES")
-                    or Path(__file__).resolve().parents[4] / "shared/data/profiles/sia")
+SIA_ENV = "DLSCHED_SIA_PROFILES"  # Sia's profiles alone, before the data directory
+
+
+def sia_profiles_dir() -> Path | None:
+    """Sia's profiles (no license: not bundled): ``$DLSCHED_SIA_PROFILES``, else
+    ``profiles/sia`` in the data directory (``data_location``); None when neither exists."""
+    if os.environ.get(SIA_ENV):
+        return Path(os.environ[SIA_ENV]).expanduser().resolve()
+    return find_data("profiles/sia")
+
+
+def sia_perf_params(sia_dir: Path | None = None) -> dict[tuple[str, str], PerfParams]:
+    """Per (application, GPU type) parameters fitted to Sia's profiles in ``sia_dir`` (default:
+    ``sia_profiles_dir()``). They cannot be bundled (see ``docs/goodput.md``): without them
+    every type falls back to the bundled parameters (T4's for types without a fit), with a
+    ``DataWarning`` saying so. An explicit ``sia_dir`` that does not exist is an error."""
+    if sia_dir is not None and not sia_dir.is_dir():
+        raise DataNotFound(f"Sia's profiles: {sia_dir} is not a directory")
+    found = sia_dir or sia_profiles_dir()
+    if found is None or not found.is_dir():
+        _warn_no_sia_profiles(found)
+        return {}
+    return _fit_sia(found.resolve())
+
+
+def _warn_no_sia_profiles(looked: Path | None) -> None:
+    warnings.warn(DataWarning(
+        f"Sia's per-GPU-type profiles not found ({looked or 'profiles/sia in ' + where()}): "
+        f"every GPU type uses the bundled T4 fit. Set {ENV} to a directory holding "
+        f"profiles/sia (or {SIA_ENV} to Sia's profiles)"), stacklevel=3)
 
 
 @functools.cache
-def sia_perf_params(sia_dir: Path = SIA_PROFILES) -> dict[tuple[str, str], PerfParams]:
-    """Per (application, GPU type) parameters fitted to Sia's profiles when ``sia_dir`` exists
-    (they cannot be bundled, see ``docs/goodput.md``), else none: every type then falls back to
-    the bundled parameters (T4's for types without a fit)."""
-    if not sia_dir.is_dir():
-        return {}
+def _fit_sia(sia_dir: Path) -> dict[tuple[str, str], PerfParams]:
     fitted: dict[tuple[str, str], PerfParams] = {}
     for fit in fit_sia_params(sia_dir):
         key = (fit.application, fit.gpu_type)

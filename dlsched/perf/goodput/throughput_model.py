@@ -185,7 +185,8 @@ def fixed_batch() -> GoodputThroughputs:
 
 def with_sia_fits() -> GoodputThroughputs:
     """The ``goodput-sia`` model: the goodput model with Sia's per-GPU-type fits
-    (``bundle.sia_perf_params``, fitted once per process from ``bundle.SIA_PROFILES``;
-    T4's bundled fit for a type without one, and for every type when Sia's profiles are absent).
+    (``bundle.sia_perf_params``, fitted once per process from ``bundle.sia_profiles_dir()``;
+    T4's bundled fit for a type without one, and for every type, with a ``DataWarning``, when
+    Sia's profiles are absent).
     Sia's heterogeneous setting uses it."""
     return GoodputThroughputs(params=sia_perf_params())

@@ -1,4 +1,5 @@
-"""Fixtures shared by the trace-reader tests: the real data and a file writer."""
+"""Fixtures shared by the trace-reader tests: a file writer (the real data comes from the
+``shared_data`` fixture in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-SHARED_DATA = Path(__file__).parents[3] / "../shared/data"
-
-
-@pytest.fixture
-def shared_data() -> Path:
-    return SHARED_DATA
 
 
 @pytest.fixture
