@@ -46,6 +46,7 @@ from dlsched.runtime.models import (
     UtilizationView,
 )
 from dlsched.runtime.service import Service
+from dlsched.workload.job import JobStatus as JobState
 
 
 def create_app(service: Service) -> FastAPI:
@@ -157,7 +158,7 @@ def _v1(service: Service) -> APIRouter:
         return views.summary(service, row)
 
     @router.get("/jobs", response_model=list[JobSummary], responses=responses(FORBIDDEN))
-    def list_jobs(caller: Caller, status: str | None = None, queue: str | None = None,
+    def list_jobs(caller: Caller, status: JobState | None = None, queue: str | None = None,
                   limit: Annotated[int, Query(ge=1, le=100_000)] = 1000,
                   offset: Annotated[int, Query(ge=0, le=INT64_MAX)] = 0,
                   submitted_by: Annotated[str | None, Query(
@@ -165,8 +166,8 @@ def _v1(service: Service) -> APIRouter:
                   ) -> list[JobSummary]:
         if queue is not None and not caller.may_use(queue):
             raise RequestError(403, f"tenant {caller.tenant!r} may not use queue {queue!r}")
-        return views.job_list(service, status, queue, limit, offset, caller.queues,
-                              submitted_by)
+        return views.job_list(service, status.value if status else None, queue, limit, offset,
+                              caller.queues, submitted_by)
 
     @router.get("/jobs/{job_id}", response_model=JobDetail, responses=responses(NOT_FOUND))
     def get_job(job_id: str, caller: Caller) -> JobDetail:

@@ -62,6 +62,16 @@ def test_offset_past_int64_is_422(live: Callable[..., Live]) -> None:
     assert client.get("/v1/jobs", params={"offset": BIG - 1}).json() == []
 
 
+def test_an_unknown_status_filter_is_422_naming_it(live: Callable[..., Live]) -> None:
+    """Issue 11 item 13: ``?status=runing`` is refused, not answered with an empty list."""
+    client = live().http
+    client.post("/v1/jobs", json=OK)
+    answer = client.get("/v1/jobs", params={"status": "runing"})
+    assert answer.status_code == 422
+    assert "status" in answer.text
+    assert client.get("/v1/jobs", params={"status": "pending"}).status_code == 200
+
+
 def test_a_body_over_the_limit_is_413(live: Callable[..., Live]) -> None:
     client = live().http
     body = {**OK, "name": "x" * (MAX_BODY_BYTES + 1)}
