@@ -215,3 +215,14 @@ def test_jobs_still_pending_at_the_end_show_their_reason_and_queue_position(
         rows = list(csv.DictReader(table))
     assert sorted(r["queue_position"] for r in rows) == ["1", "2"]
     assert all("no quota in any flavor" in r["pending_reason"] for r in rows)
+
+
+def test_starting_the_cli_loads_no_numpy() -> None:
+    """``dlsched --help`` (and every verb's start) stays light: the ``plan`` verb's registration
+    once loaded the throughput models, and with them numpy, on every command (+0.7 s)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, dlsched.cli; "
+             "assert 'numpy' not in sys.modules, 'numpy loaded at CLI start-up'")
+    subprocess.run([sys.executable, "-c", probe], check=True)

@@ -18,3 +18,4 @@ def test_the_listing_shows_whole_summaries() -> None:
     text = " ".join(result.output.replace("│", " ").split())
     assert "size affinity and migration for locality." in text  # gandiva's second line
     assert "``" not in result.output
+
