@@ -25,7 +25,9 @@ from dlsched.cluster.loader import NodeGroup
 from dlsched.experiment import run_policy
 from dlsched.run_config import RunConfig
 from dlsched.serving.run import ServiceOutcome, infeasible_slo, serve, service_trace
+from dlsched.serving.service import ServiceSpec
 from dlsched.serving.services_file import ServicesFile
+from dlsched.workload.job import JobKind, JobSpec
 from dlsched.workload.trace import Trace
 
 NODE_GPUS = 8
@@ -35,7 +37,8 @@ def with_service_nodes(cluster: Cluster | None, services: ServicesFile) -> Clust
     """``cluster`` (or none) plus 8-GPU NVLink nodes enough for every service's replicas."""
     gpus: Counter[str] = Counter()
     for s in services.services:
-        gpus[s.gpu] += s.replicas * s.tp  # TP degrees 1, 2, 4, 8 pack 8-GPU nodes
+        most = s.replicas if s.autoscale is None else s.autoscale.max_replicas
+        gpus[s.gpu] += most * s.tp  # TP degrees 1, 2, 4, 8 pack 8-GPU nodes
     groups = [NodeGroup(math.ceil(n / NODE_GPUS), gpu, NODE_GPUS, prefix=f"svc-{gpu.lower()}",
                         nvlink_domain=NODE_GPUS) for gpu, n in sorted(gpus.items())]
     nodes = tuple(node for g in groups for node in g.expand())
@@ -53,19 +56,47 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
         if problem is not None:
             raise services.error(index, f"slo.{problem[0]}", problem[1])
     horizon = max(t.duration for t in traces)
-    replicas = [j for s in services.services for j in s.replica_jobs(horizon)]
+    planned = {i: serve(s, t, [0.0] * s.replicas) for i, (s, t) in
+               enumerate(zip(services.services, traces, strict=True)) if s.autoscale is not None}
+    replicas = []
+    for i, spec in enumerate(services.services):
+        if i in planned:  # one job per replica the autoscaler asked for, when it asked
+            replicas += [_slot_job(spec, k, slot.requested, slot.held_until(horizon))
+                         for k, slot in enumerate(planned[i].slots)]
+        else:
+            replicas += spec.replica_jobs(horizon)
     base = training or Trace("none", (), throughput="linear")
     combined = replace(base, name=f"{base.name}+services", jobs=base.jobs + tuple(replicas))
     outcome = run_policy(config, policy, combined, cluster, out)
     started = {r.job_id: r.first_start for r in outcome.result.jobs}
     results = []
-    for spec, trace in zip(services.services, traces, strict=True):
-        starts = [started.get(spec.replica_id(i)) for i in range(spec.replicas)]
+    for i, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
+        if i in planned:
+            results.append(_placed(planned[i], started))
+            continue
+        starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
         results.append(serve(spec, trace, [s for s in starts if s is not None]))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     return report
+
+
+def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:
+    return JobSpec(spec.replica_id(index), requested, spec.tp, max(until - requested, 1.0),
+                   queue=spec.queue, gpu_types=(spec.gpu,), model=spec.model,
+                   priority=spec.priority, kind=JobKind.SERVICE)
+
+
+def _placed(outcome: ServiceOutcome, started: dict[str, float | None]) -> ServiceOutcome:
+    """An autoscaled service's outcome, with how late the core started its replicas (the
+    request-level run assumed each started when the autoscaler asked)."""
+    starts = [started.get(outcome.spec.replica_id(k)) for k in range(len(outcome.slots))]
+    delays = [math.inf if s is None else s - slot.requested
+              for s, slot in zip(starts, outcome.slots, strict=True)]
+    outcome.metrics["placement_delay_max"] = max(delays, default=0.0)
+    outcome.metrics["replicas_placed_late"] = sum(d > 1e-9 for d in delays)
+    return outcome
 
 
 def _report(results: list[ServiceOutcome], config: RunConfig, policy: str, cluster: Cluster,

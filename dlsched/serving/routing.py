@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.requests import RequestTrace
 
@@ -36,23 +38,71 @@ class Replica(Protocol):
 ReplicaFactory = Callable[[RequestLog, float], Replica]
 
 
+@dataclass
+class Slot:
+    """A replica's life: GPUs held from ``requested``, serving from ``ready``, taking no new
+    requests after ``retired`` (None: never retired)."""
+
+    replica: Replica
+    requested: float
+    ready: float
+    retired: float | None = None
+
+    def held_until(self, end: float) -> float:
+        """When its GPUs go back: the end of the run, or once retired and drained."""
+        if self.retired is None:
+            return end
+        if self.replica.iterations == 0:  # retired before it served: freed at once
+            return self.retired
+        return max(self.retired, min(self.replica.time, end))
+
+
 def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
                       starts: Sequence[float]) -> tuple[RequestLog, list[Replica]]:
     """Serve ``trace`` on one replica per entry of ``starts`` (when each became available)."""
+    log, slots = simulate_slots(trace, make, starts)
+    return log, [s.replica for s in slots]
+
+
+def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[float],
+                   scaler: Autoscaler | None = None) -> tuple[RequestLog, list[Slot]]:
+    """Serve ``trace``: replicas start at ``starts``; ``scaler`` adds and retires replicas."""
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
-    if not starts:
-        return log, []
-    replicas = [make(log, start) for start in starts]
-    first = min(range(len(starts)), key=lambda k: (starts[k], k))
-    arrival = trace.arrival.tolist()
-    pairs = list(zip(starts, replicas, strict=True))
-    for request, t in enumerate(arrival):
+    slots = [Slot(make(log, s), s, s) for s in starts]
+    live = list(slots)
+    for request, t in enumerate(trace.arrival.tolist()):
+        if scaler is not None:
+            while scaler.next_tick <= t:
+                _tick(scaler, live, slots, make, log)
         best, best_load = None, math.inf
-        for start, replica in pairs:
-            replica.advance(t)
-            if start <= t and replica.outstanding < best_load:
-                best, best_load = replica, replica.outstanding
-        (best or replicas[first]).enqueue(request, t)
-    for replica in replicas:
-        replica.advance(math.inf)
-    return log, replicas
+        for slot in live:
+            slot.replica.advance(t)
+            if slot.ready <= t and slot.replica.outstanding < best_load:
+                best, best_load = slot.replica, slot.replica.outstanding
+        if best is None and live:
+            best = min(live, key=lambda s: s.ready).replica
+        if best is not None:
+            best.enqueue(request, t)
+    for slot in slots:
+        slot.replica.advance(math.inf)
+    return log, slots
+
+
+def _tick(scaler: Autoscaler, live: list[Slot], slots: list[Slot], make: ReplicaFactory,
+          log: RequestLog) -> None:
+    now = scaler.next_tick
+    scaler.next_tick += scaler.policy.interval
+    for slot in live:
+        slot.replica.advance(now)
+    outstanding = sum(s.replica.outstanding for s in live)
+    desired = scaler.desired(now, len(live), outstanding)
+    for _ in range(desired - len(live)):
+        ready = now + scaler.policy.cold_start
+        slot = Slot(make(log, ready), now, ready)
+        slots.append(slot)
+        live.append(slot)
+    if desired < len(live):  # retire the least loaded, the still-warming first
+        order = sorted(live, key=lambda s: (s.replica.outstanding, -s.ready))
+        for slot in order[:len(live) - desired]:
+            slot.retired = now
+            live.remove(slot)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -17,11 +17,12 @@ import numpy as np
 from dlsched.perf.inference.batch_latency import BatchLatency
 from dlsched.perf.inference.memory import kv_cache
 from dlsched.perf.inference.profile import StepProfile, step_profile, step_profiles
+from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.dnn_replica import DnnReplica
 from dlsched.serving.llm_replica import LlmReplica, RequestLog
 from dlsched.serving.metrics import service_metrics
 from dlsched.serving.requests import RequestTrace, read_requests
-from dlsched.serving.routing import Replica, ReplicaFactory, simulate_requests
+from dlsched.serving.routing import Replica, ReplicaFactory, Slot, simulate_slots
 from dlsched.serving.service import ServiceKind, ServiceSpec
 
 
@@ -33,6 +34,7 @@ class ServiceOutcome:
     starts: list[float]
     metrics: dict[str, Any]
     cpu_seconds: float
+    slots: list[Slot]
 
 
 def service_trace(spec: ServiceSpec) -> RequestTrace:
@@ -81,25 +83,42 @@ def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
 
 
 def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float]) -> ServiceOutcome:
-    """Serve ``trace`` on replicas started at ``starts``; metrics include GPU-hours (each
-    replica from its start to the last request's finish or the trace's end)."""
+    """Serve ``trace`` on replicas started at ``starts`` (and those the service's autoscaling
+    policy adds); metrics include GPU-hours (each replica from its request to the end of the
+    run, or until it was retired and drained)."""
     began = time.process_time()
-    log, replicas = simulate_requests(trace, replica_factory(spec), list(starts))
+    scaler = None if spec.autoscale is None else Autoscaler(spec.autoscale)
+    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler)
     cpu = time.process_time() - began
     metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
     finished = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(finished.max()) if len(finished) else 0.0)
-    held = sum(max(0.0, end - s) for s in starts)
+    held = sum(max(0.0, s.held_until(end) - s.requested) for s in slots)
+    replicas = [s.replica for s in slots]
     busy = sum(r.busy_seconds for r in replicas)
     metrics.update({
         "replicas": len(starts), "tensor_parallel": spec.tp, "gpu": spec.gpu,
         "model": spec.model, "slo": spec.slo.describe(),
         "gpu_hours": held * spec.tp / 3600, "busy_fraction": busy / held if held else None,
+        "replicas_mean": held / end if end else None,
+        "replicas_peak": _peak(slots, end),
+        "scale_events": len(slots) - len(starts) + sum(s.retired is not None for s in slots),
         "rejected": sum(len(r.rejected) for r in replicas),
         "peak_batch": max((r.peak_batch for r in replicas), default=0),
         "iterations": sum(r.iterations for r in replicas),
         "trace": trace.name, "trace_seconds": trace.duration, "cpu_seconds": cpu})
-    return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu)
+    return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu, slots)
+
+
+def _peak(slots: list[Slot], end: float) -> int:
+    """Most replicas holding GPUs at once."""
+    events = sorted([(s.requested, 1) for s in slots]
+                    + [(s.held_until(end), -1) for s in slots])
+    count = peak = 0
+    for _, step in events:
+        count += step
+        peak = max(peak, count)
+    return peak
 
 
 def replicas_for_slo(spec: ServiceSpec, trace: RequestTrace, target: float = 0.99,
@@ -109,9 +128,11 @@ def replicas_for_slo(spec: ServiceSpec, trace: RequestTrace, target: float = 0.9
     Returns it (None when ``most`` do not) and every (replicas, attainment) tried."""
     tried: dict[int, float] = {}
 
+    static = replace(spec, autoscale=None)
+
     def attained(n: int) -> float:
         if n not in tried:
-            tried[n] = float(serve(spec, trace, [0.0] * n).metrics["slo_attainment"] or 0.0)
+            tried[n] = float(serve(static, trace, [0.0] * n).metrics["slo_attainment"] or 0.0)
         return tried[n]
 
     high = 1

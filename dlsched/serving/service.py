@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from dlsched.serving.autoscale import AutoscalePolicy
 from dlsched.serving.llm_replica import LlmEngineConfig
 from dlsched.serving.metrics import Slo
 from dlsched.workload.job import JobKind, JobSpec
@@ -46,6 +47,7 @@ class ServiceSpec:
     priority: int = REPLICA_PRIORITY
     engine: LlmEngineConfig = field(default_factory=LlmEngineConfig)
     dnn: DnnBatching | None = None
+    autoscale: AutoscalePolicy | None = None  # replicas is then the starting count
 
     def replica_id(self, index: int) -> str:
         return f"service:{self.name}/{index}"

@@ -11,6 +11,8 @@
         rate_scale: 1.0            # k: k times the trace's rate
         duration_s: 3600           # serve the first hour
         engine: {max_batch: 256, max_prefill_tokens: 8192, chunk_tokens: 512}
+        autoscaling: {min: 1, max: 16, target_outstanding: 16, interval_s: 10,
+                      cold_start_s: 60, stabilization_s: 300}   # instead of replicas
 
 A DNN service has ``kind: dnn``, ``slo: {latency_ms: ...}`` and ``batching: {latency_ms: {1: 5,
 8: 11}, max_batch: 8, timeout_ms: 5}``. Every error names ``file:line:key``.
@@ -18,7 +20,7 @@ A DNN service has ``kind: dnn``, ``slo: {latency_ms: ...}`` and ``batching: {lat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +28,16 @@ from dlsched.cluster.loader import unknown_key_message
 from dlsched.errors import ConfigError, InputError
 from dlsched.perf.inference.memory import kv_cache
 from dlsched.perf.inference.profile import canonical_gpu, step_profile
+from dlsched.serving.autoscale import AutoscalePolicy
 from dlsched.serving.llm_replica import LlmEngineConfig
 from dlsched.serving.metrics import Slo
 from dlsched.serving.service import DnnBatching, ServiceKind, ServiceSpec
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 _KEYS = ("name", "kind", "model", "gpu", "tensor_parallel", "replicas", "slo", "trace",
-         "rate_scale", "duration_s", "queue", "priority", "engine", "batching")
+         "rate_scale", "duration_s", "queue", "priority", "engine", "batching", "autoscaling")
+_AUTOSCALE_KEYS = ("min", "max", "target_outstanding", "interval_s", "cold_start_s",
+                   "stabilization_s")
 _SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
 _ENGINE_KEYS = ("max_batch", "max_prefill_tokens", "chunk_tokens")
 _BATCHING_KEYS = ("latency_ms", "max_batch", "timeout_ms")
@@ -130,7 +135,11 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         duration=r.number("duration_s", None, low=1.0), queue=r.text("queue", "default"),
         priority=int(r.number("priority", 100, low=-10**6, integer=True) or 0),
         engine=_engine(r.sub("engine", _ENGINE_KEYS)),
-        dnn=_batching(r.sub("batching", _BATCHING_KEYS)) if kind is ServiceKind.DNN else None)
+        dnn=_batching(r.sub("batching", _BATCHING_KEYS)) if kind is ServiceKind.DNN else None,
+        autoscale=_autoscale(r.sub("autoscaling", _AUTOSCALE_KEYS))
+        if "autoscaling" in r.data else None)
+    if spec.autoscale is not None:
+        spec = replace(spec, replicas=spec.autoscale.min_replicas)
     if kind is ServiceKind.LLM:
         try:
             step_profile(spec.model, spec.gpu, spec.tp)
@@ -168,6 +177,17 @@ def _engine(r: _Reader) -> LlmEngineConfig:
                            max_prefill_tokens=int(r.number("max_prefill_tokens", 8192, low=1,
                                                            integer=True) or 1),
                            chunk_tokens=None if chunk is None else int(chunk))
+
+
+def _autoscale(r: _Reader) -> AutoscalePolicy:
+    low = int(r.number("min", 1, low=1, integer=True) or 1)
+    high = int(r.number("max", 16, low=1, integer=True) or 1)
+    if high < low:
+        raise r.fail("max", f"must be >= min ({low}), got {high}")
+    return AutoscalePolicy(low, high, r.number("target_outstanding", 16.0, low=1e-3) or 16.0,
+                           r.number("interval_s", 10.0, low=1e-3) or 10.0,
+                           r.number("cold_start_s", 60.0) or 0.0,
+                           r.number("stabilization_s", 300.0) or 0.0)
 
 
 def _batching(r: _Reader) -> DnnBatching:

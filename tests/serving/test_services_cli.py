@@ -121,3 +121,21 @@ def test_replicas_command_finds_the_fewest_meeting_the_target(tmp_path: Path) ->
     answer = json.loads(result.stdout)["vision"]
     assert answer["replicas"] == 2
     assert answer["tried"][0] == {"replicas": 1, "slo_attainment": 0.5}
+
+
+def test_autoscaled_service_replicas_are_placed_when_the_autoscaler_asks(
+        tmp_path: Path) -> None:
+    body = CHAT.replace("    replicas: 2\n", "    autoscaling: {min: 1, max: 3, interval_s: 2, "
+                        "target_outstanding: 1, cold_start_s: 5}\n")
+    services = _services(tmp_path, body)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    chat = json.loads((out / "services.json").read_text())["services"]["chat"]
+    assert chat["replicas_placed_late"] == 0  # the auto-sized cluster has room for max
+    assert chat["replicas_peak"] >= 1 and chat["requests"] == 40
+    bad = _services(tmp_path, CHAT.replace("    replicas: 2\n",
+                                           "    autoscaling: {min: 3, max: 2}\n"))
+    result = runner.invoke(app, ["simulate", "--services", str(bad), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "services[0].autoscaling.max: must be >= min (3)" in " ".join(result.output.split())

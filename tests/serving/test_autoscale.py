@@ -1,0 +1,34 @@
+"""Reactive autoscaling: the HPA rule, its downscale window, cold starts, GPU time held."""
+
+from __future__ import annotations
+
+import pytest
+from serving_helpers import trace
+
+from dlsched.perf.inference.batch_latency import BatchLatency
+from dlsched.serving.autoscale import AutoscalePolicy, Autoscaler
+from dlsched.serving.dnn_replica import DnnReplica
+from dlsched.serving.routing import simulate_slots
+
+
+def test_hpa_rule_scales_up_at_once_and_down_after_the_window() -> None:
+    scaler = Autoscaler(AutoscalePolicy(1, 10, target_outstanding=8, stabilization=30))
+    assert scaler.desired(10, current=2, outstanding=40) == 5  # ceil(2 x 20 / 8)
+    assert scaler.desired(20, current=5, outstanding=0) == 5  # 5 was wanted 10 s ago
+    assert scaler.desired(45, current=5, outstanding=0) == 1  # the window has passed
+    assert scaler.desired(50, current=1, outstanding=10_000) == 10  # capped at max
+
+
+def test_a_burst_adds_a_replica_that_serves_after_its_cold_start() -> None:
+    latency = BatchLatency.from_table({1: 1.0})
+    policy = AutoscalePolicy(1, 2, target_outstanding=2, interval=1.0, cold_start=5.0,
+                             stabilization=0.0)
+    tr = trace([0.0] * 6 + [20.0], [1] * 7, [1] * 7)
+    log, slots = simulate_slots(tr, lambda log, s: DnnReplica(latency, log, 1, 0.0, s), [0.0],
+                                Autoscaler(policy))
+    # tick 1 s: 5 queued on the only replica -> ceil(5 / 2) = 3, capped at 2: one more,
+    # serving from 6 s; tick 4 s: 2 queued -> 1 wanted, so the idle, still warming one goes
+    assert [(s.requested, s.ready, s.retired) for s in slots] == [(0, 0, None), (1, 6, 4)]
+    assert slots[1].held_until(30.0) == 4.0  # it never served: its GPUs went back at once
+    # queued requests stay where they were routed: 1, 2, ..., 6 on the first replica
+    assert log.finish.tolist() == pytest.approx([1, 2, 3, 4, 5, 6, 21])
