@@ -13,6 +13,15 @@ optional ``cplex`` import, which the policies compared here never call).
     python benchmarks/side_by_side.py pollux --checkout /work/peers/adaptdl \
         --python /work/peers/venv-pollux/bin/python --workloads 1,6 --policies tiresias,optimus \
         [--load 1.0]
+    python benchmarks/side_by_side.py gavel --checkout /work/peers/gavel \
+        --python /work/peers/venv-gavel/bin/python --jobs 100,300,1000 \
+        [--pairs gavel-maxmin=max_min_fairness_perf,...]
+
+Gavel (stanford-futuredata/gavel, ``scheduler/``) needs numpy<2, cvxpy<1.6 (ECOS), scipy,
+scikit-learn, matrix_completion, grpcio and its RPC stubs (``make rpc_stubs`` in
+``scheduler/``): its simulator imports them although a simulation never calls the RPCs. It
+runs ``scripts/drivers/simulate_scheduler_with_trace.py -c 36:36:36 --seed 0`` on the first N
+jobs of the bundled ``gavel-continuous-1000`` (written by Gavel's own generator).
 
 dlsched runs each policy in the matching named setting (``dlsched/reproduce/settings``).
 CPU seconds: the peer's child process (user + system) and dlsched's own process time.
@@ -23,6 +32,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import resource
 import shutil
 import statistics
@@ -36,8 +46,13 @@ from dlsched.cluster.builtin import resolve_cluster
 from dlsched.experiment import load_trace, run_policy
 from dlsched.reproduce.experiments.pollux_osdi21 import trace_name
 from dlsched.reproduce.settings import load_setting
-from dlsched.workload.bundled import resolve_trace
+from dlsched.workload.bundled import BUNDLED_TRACES, resolve_trace
 
+GAVEL_PAIRS = ("gavel-fifo=fifo_perf,gavel-maxmin=max_min_fairness_perf,"
+               "gavel-maxmin-agnostic=max_min_fairness,gavel-ftf=finish_time_fairness_perf,"
+               "gavel-maxmin=max_min_fairness_water_filling_perf,"
+               "gavel-maxmin-agnostic=max_min_fairness_water_filling,"
+               "gavel-las=max_min_fairness_perf")
 TIRESIAS_SCHEDULES = {"fifo": "fifo", "tiresias": "dlas-gpu", "srtf": "shortest"}
 
 
@@ -130,6 +145,21 @@ def run_pollux_peer(python: str, checkout: Path, workload: Path, policy: str) ->
     return Side(statistics.mean(jcts.values()), makespan, child_cpu() - before)
 
 
+def run_gavel_peer(python: str, checkout: Path, trace: Path, policy: str) -> Side:
+    before = child_cpu()
+    driver = "scripts/drivers/simulate_scheduler_with_trace.py"
+    done = subprocess.run([python, "-W", "ignore", driver, "-t", str(trace), "-p", policy,
+                           "-c", "36:36:36", "--seed", "0"],
+                          cwd=checkout / "scheduler", check=True, capture_output=True, text=True)
+    patterns = (("jct", r"^Average job completion time: ([0-9.]+) seconds"),
+                ("span", r"^Total duration: ([0-9.]+) seconds"))
+    found = {key: float(m.group(1)) for key, pattern in patterns
+             if (m := re.search(pattern, done.stdout, re.M))}
+    if len(found) < 2:
+        raise RuntimeError(f"Gavel {policy}: no mean JCT or total duration in its output")
+    return Side(found["jct"], found["span"], child_cpu() - before)
+
+
 def line(case: str, policy: str, peer: Side, ours: Side) -> str:
     diff = ours.jct_mean / peer.jct_mean - 1
     span = ours.makespan / peer.makespan - 1
@@ -166,6 +196,20 @@ def pollux(args: argparse.Namespace) -> None:
             print(line(f"workload-{number}@{args.load}", policy, peer, ours), flush=True)
 
 
+def gavel(args: argparse.Namespace) -> None:
+    print(HEADER)
+    source = BUNDLED_TRACES["gavel-continuous-1000"].file().read_text().splitlines(keepends=True)
+    pairs = [pair.split("=", 1) for pair in args.pairs.split(",")]
+    with tempfile.TemporaryDirectory() as scratch:
+        for count in (int(n) for n in args.jobs.split(",")):
+            trace = Path(scratch) / f"gavel-{count}.trace"
+            trace.write_text("".join(source[:count]))
+            for ours_policy, peer_policy in pairs:
+                peer = run_gavel_peer(args.python, Path(args.checkout), trace, peer_policy)
+                ours = run_dlsched("gavel-osdi20", ours_policy, "gavel-continuous-1000", count)
+                print(line(f"gavel-{count}/{peer_policy}", ours_policy, peer, ours), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -181,8 +225,14 @@ def main() -> None:
     p.add_argument("--workloads", default="6")
     p.add_argument("--policies", default="tiresias,optimus")
     p.add_argument("--load", default="1.0", choices=("0.5", "1.0", "1.5", "2.0"))
+    g = peers.add_parser("gavel")
+    g.add_argument("--checkout", required=True)
+    g.add_argument("--python", required=True)
+    g.add_argument("--jobs", default="100,300,1000")
+    g.add_argument("--pairs", default=GAVEL_PAIRS,
+                   help="dlsched policy=Gavel policy, comma-separated")
     args = parser.parse_args()
-    {"tiresias": tiresias, "pollux": pollux}[args.peer](args)
+    {"tiresias": tiresias, "pollux": pollux, "gavel": gavel}[args.peer](args)
 
 
 if __name__ == "__main__":

@@ -39,11 +39,27 @@ DEFAULT_PRICES = (0.9, 1.46, 3.06)
 OTHER_TYPE_PRICES = {"t4": 0.35, "a100": 2.93}
 
 
+MECHANISMS = ("paper", "artifact")
+
+
 def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: int,
                   placement: str, rounds_type: type[GavelRounds] = GavelRounds,
+                  mechanism: str = "paper", agnostic: bool = False, fifo: bool = False,
                   **kwargs: object) -> Profile:
     """The profile of a round-based Gavel policy: one ``GavelRounds`` allocation plugin
-    that re-assigns every job each round; cycles every round even when nothing waits."""
+    that re-assigns every job each round; cycles every round even when nothing waits.
+    ``mechanism="artifact"``: the rounds as Gavel's own simulator runs them
+    (``gavel.artifact_rounds``; its type order is random each round for an ``agnostic``
+    policy, and ``fifo`` skips entries of priority 0)."""
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    if mechanism == "artifact":
+        if rounds_type is not GavelRounds:
+            raise ValueError(f"policy {name}: mechanism=artifact has no space sharing")
+        from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+
+        rounds_type = ArtifactGavelRounds
+        kwargs = {**kwargs, "shuffle_types": agnostic, "fifo": fifo}
     rounds = rounds_type(name, objective, round_seconds=round_seconds, pop_k=pop_k,
                          **kwargs)  # type: ignore[arg-type]
     return Profile(name, rounds, plugins=(rounds,), placement=placement,
@@ -52,17 +68,19 @@ def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: 
 
 @register_policy("gavel-maxmin")
 def gavel_maxmin(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-                 placement: str = "consolidated") -> Profile:
+                 placement: str = "consolidated", mechanism: str = "paper") -> Profile:
     """Gavel heterogeneity-aware max-min fairness (OSDI'20 §4.1), in 6-minute rounds (§5)."""
-    return gavel_profile("gavel-maxmin", max_min_fairness, round_seconds, pop_k, placement)
+    return gavel_profile("gavel-maxmin", max_min_fairness, round_seconds, pop_k, placement,
+                         mechanism=mechanism)
 
 
 @register_policy("gavel-maxmin-agnostic")
 def gavel_maxmin_agnostic(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-                          placement: str = "consolidated") -> Profile:
+                          placement: str = "consolidated", mechanism: str = "paper") -> Profile:
     """Gavel's heterogeneity-agnostic max-min fairness baseline (OSDI'20 §4.1, §7)."""
     return gavel_profile("gavel-maxmin-agnostic", max_min_fairness, round_seconds, pop_k,
-                         placement, options={"heterogeneity_aware": False})
+                         placement, options={"heterogeneity_aware": False},
+                         mechanism=mechanism, agnostic=True)
 
 
 @register_policy("gavel-maxmin-packed")
@@ -76,31 +94,35 @@ def gavel_maxmin_packed(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
 
 @register_policy("gavel-ftf")
 def gavel_ftf(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-              placement: str = "consolidated") -> Profile:
+              placement: str = "consolidated", mechanism: str = "paper") -> Profile:
     """Gavel finish-time fairness, Themis' rho (OSDI'20 §4.2), in rounds."""
-    return gavel_profile("gavel-ftf", finish_time_fairness, round_seconds, pop_k, placement)
+    return gavel_profile("gavel-ftf", finish_time_fairness, round_seconds, pop_k, placement,
+                         mechanism=mechanism)
 
 
 @register_policy("gavel-las")
 def gavel_las(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-              placement: str = "consolidated") -> Profile:
+              placement: str = "consolidated", mechanism: str = "paper") -> Profile:
     """Gavel least attained service as an LP (OSDI'20 §4.1), in rounds."""
     return gavel_profile("gavel-las", las, round_seconds, pop_k, placement,
-                         options={"horizon": round_seconds})
+                         options={"horizon": round_seconds},
+                         mechanism=mechanism)
 
 
 @register_policy("gavel-makespan")
 def gavel_makespan(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-                   placement: str = "consolidated") -> Profile:
+                   placement: str = "consolidated", mechanism: str = "paper") -> Profile:
     """Gavel minimize makespan (OSDI'20 §4.2), in rounds."""
-    return gavel_profile("gavel-makespan", min_makespan, round_seconds, pop_k, placement)
+    return gavel_profile("gavel-makespan", min_makespan, round_seconds, pop_k, placement,
+                         mechanism=mechanism)
 
 
 @register_policy("gavel-fifo")
 def gavel_fifo(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-               placement: str = "consolidated") -> Profile:
+               placement: str = "consolidated", mechanism: str = "paper") -> Profile:
     """Gavel FIFO on heterogeneous GPUs: each job in arrival order on its fastest free type."""
-    return gavel_profile("gavel-fifo", fifo_hetero, round_seconds, pop_k, placement)
+    return gavel_profile("gavel-fifo", fifo_hetero, round_seconds, pop_k, placement,
+                         mechanism=mechanism, fifo=True)
 
 
 @register_policy("gavel-weighted")

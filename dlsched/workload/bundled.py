@@ -56,6 +56,10 @@ BUNDLED_TRACES: dict[str, BundledTrace] = {
     "gavel-max-min-fairness": BundledTrace(
         "traces/gavel/max_min_fairness.trace", "gavel",
         "Gavel (OSDI'20) physical-cluster trace, max-min fairness experiment, 96 jobs; MIT"),
+    "gavel-continuous-1000": BundledTrace(
+        "traces/gavel/continuous-1000.trace", "gavel",
+        "1,000 single-GPU jobs from Gavel's (OSDI'20) trace generator (seed 0, one every "
+        "120 s on average, 1-4 h on a V100; the gavel-osdi20 experiment's input); MIT"),
     "chronus-mix2-4h": BundledTrace(
         "traces/chronus/trace_job_Philly_MIX2-4h.csv", "chronus",
         "Chronus (SoCC'21) MIX2 trace, jobs of its first 4 hours (strict, soft and best-effort "

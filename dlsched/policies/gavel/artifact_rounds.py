@@ -1,0 +1,185 @@
+"""Gavel's rounds as its own simulator runs them (stanford-futuredata/gavel ``scheduler/
+scheduler.py``): the ``mechanism=artifact`` option of the round-based Gavel policies.
+
+``GavelRounds`` follows the paper (§5): priority ``X / (fraction of time since arrival)``, ``X``
+re-solved at each round whose set of jobs changed. Gavel's simulator differs, and this class
+does what it does, so that dlsched can be checked against it side by side (setting
+``gavel-osdi20``):
+
+- **Allocation resets** (``_update_priorities``, ``_reset_time_run_so_far``): ``X`` is
+  re-solved only when jobs arrived or left *and* at least ``reset_seconds`` (1,920 s) passed
+  since the last reset (or no reset has happened at a time > 0 yet). A reset adds to each
+  job's *deficit* on each type the time it should have had (``X * elapsed``) minus the time it
+  had, and restarts each job's time on each type at half a round.
+- **Priority** on type ``t``: ``X[j, t] / (job's time on t / all jobs' time on t, since the
+  reset)``; ``X * 1e9`` before the type has run anything; 0 where ``X = 0``, where the job
+  cannot run, and for a job that arrived after the last solve (it has no ``X``).
+- **Order**: one list per GPU type, sorted by (priority, deficit, ``X``), highest first, ties
+  in arrival order; the lists are walked one type after another, fastest type first
+  (heterogeneity-aware policies) or in a random order drawn each round (agnostic ones). A
+  job takes the first entry with room; FIFO skips entries of priority 0.
+- **Jobs without X** may be picked (they hold the GPUs in that round's count) but are given no
+  workers: a job waits for the first reset after its arrival, and those GPUs stay idle.
+- Nothing starts between rounds (run it with ``--rounds-only``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlsched.policies.gavel.assign import Entry
+from dlsched.policies.gavel_round import GavelRounds, _Round
+from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
+UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
+
+
+class ArtifactGavelRounds(GavelRounds):
+    """``GavelRounds`` with the bookkeeping of Gavel's simulator (module docstring)."""
+
+    def __init__(self, policy: str, objective: object, *, shuffle_types: bool = False,
+                 fifo: bool = False, reset_seconds: float = RESET_SECONDS, seed: int = 0,
+                 **kwargs: object) -> None:
+        super().__init__(policy, objective, **kwargs)  # type: ignore[arg-type]
+        self.shuffle_types, self.fifo, self.reset_seconds = shuffle_types, fifo, reset_seconds
+        self._rng = np.random.default_rng(seed)
+        self._job_time: dict[str, np.ndarray] = {}  # seconds per type since the last reset
+        self._worker_time: np.ndarray | None = None
+        self._deficit: dict[str, np.ndarray] = {}
+        self._last_reset = 0.0
+        self._changed = False
+        self._known: frozenset[str] = frozenset()
+        self._since: dict[str, float] = {}
+
+    # -- bookkeeping --------------------------------------------------------------------
+    def _refresh(self, state: CycleState) -> _Round:
+        now, cluster = state.now, state.cluster
+        n_types = len(cluster.type_names)
+        is_round = self._round_start is None or (
+            now >= self._round_start + self.round_seconds - 1e-6)
+        if is_round:
+            self._round_start = now
+        if self._worker_time is None:
+            self._worker_time = np.zeros(n_types)
+        self._credit_rounds(state, n_types)
+        jobs = sorted((*state.snapshot.running, *state.snapshot.waiting),
+                      key=lambda j: (j.spec.submit_time, j.job_id))
+        active = frozenset(j.job_id for j in jobs)
+        self._track(active, n_types)
+        elapsed = now - self._last_reset
+        if is_round and self._changed and (elapsed >= self.reset_seconds
+                                           or self._last_reset == 0):
+            self._reset(now, elapsed)
+            self._solve(state, jobs)
+            self._changed = False
+        speed = self._speed(state, jobs)
+        priority = self._priorities(jobs, speed, n_types)
+        x = np.array([self._x.get(j.job_id, np.zeros(n_types)) for j in jobs]
+                     ).reshape(len(jobs), n_types)
+        preference = [tuple(int(t) for t in range(n_types) if speed[i, t] > 0)
+                      for i in range(len(jobs))]
+        return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, preference,
+                      x > 0, speed, is_round)
+
+    def _credit_rounds(self, state: CycleState, n_types: int) -> None:
+        """Each running job's time since the last cycle, once per job (not per GPU), on its
+        type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it."""
+        cluster, now = state.cluster, state.now
+        assert self._worker_time is not None
+        for job in state.snapshot.running:
+            started = now if job.run_started is None else job.run_started
+            since = max(self._since.get(job.job_id, -np.inf), started)
+            kind = int(cluster.node_type[cluster.gpu_node[job.allocation[0]]])
+            seconds = max(0.0, now - since)
+            if job.job_id in self._job_time:
+                self._job_time[job.job_id][kind] += seconds
+                self._worker_time[kind] += seconds
+            self._since[job.job_id] = now
+        self._credit(state)  # time_on, for reports
+
+    def _track(self, active: frozenset[str], n_types: int) -> None:
+        half = self.round_seconds / 2.0
+        for job_id in active - self._known:  # Gavel's add_job: half a round on every type
+            self._job_time[job_id] = np.full(n_types, half)
+            self._deficit[job_id] = np.zeros(n_types)
+        for job_id in self._known - active:
+            self._job_time.pop(job_id, None)
+            self._deficit.pop(job_id, None)
+            self._since.pop(job_id, None)
+        if active != self._known:
+            self._changed = True
+        self._known = active
+
+    def _reset(self, now: float, elapsed: float) -> None:
+        """Gavel's ``_reset_time_run_so_far``: deficits += should-have-had - had."""
+        half = self.round_seconds / 2.0
+        assert self._worker_time is not None
+        self._worker_time[:] = 0.0
+        for job_id, seconds in self._job_time.items():
+            should = self._x.get(job_id, np.zeros_like(seconds)) * elapsed
+            self._deficit[job_id] += should - (seconds - half)
+            seconds[:] = half
+            self._worker_time += half
+        self._last_reset = now
+
+    def _priorities(self, jobs: Sequence[Job], speed: np.ndarray, n_types: int) -> np.ndarray:
+        assert self._worker_time is not None
+        priority = np.zeros((len(jobs), n_types))
+        for i, job in enumerate(jobs):
+            x = self._x.get(job.job_id)
+            if x is None:
+                continue
+            seconds = self._job_time[job.job_id]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fraction = np.where(self._worker_time > 0, seconds / self._worker_time, 0.0)
+                row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
+            priority[i] = np.where((x > 0) & (speed[i] > 0), row, 0.0)
+        return priority
+
+    # -- allocation ---------------------------------------------------------------------
+    def allocate(self, state: CycleState) -> dict[str, Assignment]:
+        view = self.view(state)
+        if not view.is_round:  # Gavel's simulator decides only at round boundaries
+            return {job.job_id: Assignment.of(job, state.cluster)
+                    for job in state.snapshot.running}
+        chosen = super().allocate(state)
+        return {job_id: nodes for job_id, nodes in chosen.items() if job_id in self._x}
+
+    def _entries(self, view: _Round, jobs: Sequence[Job]) -> list[Entry]:
+        """Per-type lists walked one after another: the entries' priorities are their
+        positions in that walk (``assign_types`` takes them highest first)."""
+        order = self._type_order(view)
+        walk: list[tuple[str, int, float, str]] = []
+        for kind in order:
+            rows = []
+            for job in jobs:
+                row = view.row[job.job_id]
+                if view.speed[row, kind] <= 0:
+                    continue
+                p = float(view.priority[row, kind])
+                if self.fifo and p <= 0:
+                    continue
+                deficit = self._deficit.get(job.job_id)
+                x = self._x.get(job.job_id)
+                rows.append((-p, -(0.0 if deficit is None else float(deficit[kind])),
+                             -(0.0 if x is None else float(x[kind])), row, job.job_id))
+            rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]))  # stable: arrival order
+            walk.extend((r[4], kind, 0.0, "") for r in rows)
+        count = len(walk)
+        return [Entry(float(count - position), (0.0, job_id), job_id, kind)
+                for position, (job_id, kind, _, _) in enumerate(walk)]
+
+    def _type_order(self, view: _Round) -> list[int]:
+        n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0
+        if self.shuffle_types:
+            return [int(t) for t in self._rng.permutation(n_types)]
+        top = view.speed.max(axis=1, keepdims=True) if len(view.speed) else None
+        if top is None:
+            return list(range(n_types))
+        relative = np.divide(view.speed, top, out=np.zeros_like(view.speed), where=top > 0)
+        return [int(t) for t in np.argsort(-relative.sum(axis=0), kind="stable")]
