@@ -46,7 +46,7 @@ comparison.summary[["jobs_finished", "jct_mean", "jct_p99", "makespan", "utiliza
 # %%
 table = dlsched.sweep(traces=["synthetic:philly-sample"], clusters=["philly"],
                       policies=["fifo", "tiresias"], seeds=[0, 1, 2],
-                      options={"synthetic_jobs": max(jobs // 2, 20)}, workers=2)
+                      options={"synthetic_jobs": max(jobs // 2, 10)}, workers=2)
 table.groupby("policy")["jct_mean"].agg(["mean", "std"])
 
 # %% [markdown]

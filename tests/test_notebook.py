@@ -64,7 +64,7 @@ def test_the_example_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    monkeypatch.setenv("DLSCHED_EXAMPLE_JOBS", "30")
+    monkeypatch.setenv("DLSCHED_EXAMPLE_JOBS", "20")
     names = runpy.run_path(str(Path(__file__).parents[1] / "examples" / "notebook.py"))
     assert set(names["table"]["policy"]) == {"fifo", "tiresias"}
-    assert len(names["run"].jobs) == 30
+    assert len(names["run"].jobs) == 20
