@@ -84,8 +84,8 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
     """The run's trace. With tenants, the Philly reader's per-VC pool pin is dropped (a job
     whose pool is its own queue runs anywhere its queue's flavors allow): the tenant quota
     bounds each VC instead, so that it can borrow; and every job's queue must be known."""
-    options = ReaderOptions(skip_invalid=config.skip_invalid, max_gpus=cluster.num_gpus,
-                            limit=config.limit)
+    options = ReaderOptions.for_cluster(cluster, skip_invalid=config.skip_invalid,
+                                        limit=config.limit)
     if config.trace == SYNTHETIC:
         source = resolve_trace(config.synthetic_from, None, options)
         trace = generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)

@@ -17,6 +17,9 @@ class Node:
     """A machine. ``nvlink_domain`` GPUs share an NVLink island (0: PCIe only).
 
     ``pool`` is an optional node group (a Philly virtual cluster, a Kueue node label).
+    ``cpus`` and ``memory_gb`` (host memory, GiB) are what jobs' workers may ask for on the
+    node; 0 leaves that resource unaccounted. ``gpu_memory_gb`` is each GPU's memory (0: the
+    GPU type's, see ``gpu_types.py``).
     """
 
     name: str
@@ -27,10 +30,19 @@ class Node:
     rack: str = "rack-0"
     nvlink_domain: int = 0
     pool: str | None = None
+    gpu_memory_gb: float = 0.0
 
     def __post_init__(self) -> None:
         if self.num_gpus < 0:
             raise ValueError(f"node {self.name}: num_gpus must be >= 0")
+        for name in ("cpus", "memory_gb", "gpu_memory_gb"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"node {self.name}: {name} must be >= 0")
+
+    @property
+    def memory_per_gpu(self) -> float:
+        """Each GPU's memory in GiB (0: unknown)."""
+        return self.gpu_memory_gb or gpu_type(self.gpu_type).memory_gb
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,22 @@ class Cluster:
     @cached_property
     def num_nodes(self) -> int:
         return len(self.nodes)
+
+    @cached_property
+    def node_cpus(self) -> np.ndarray:
+        """CPUs per node (0: not accounted)."""
+        return _frozen(np.array([n.cpus for n in self.nodes], dtype=np.float64))
+
+    @cached_property
+    def node_memory_gb(self) -> np.ndarray:
+        """Host memory per node in GiB (0: not accounted)."""
+        return _frozen(np.array([n.memory_gb for n in self.nodes], dtype=np.float64))
+
+    @cached_property
+    def gpu_memory_gb(self) -> np.ndarray:
+        """Memory of each GPU in GiB (0: unknown, not accounted)."""
+        per_node = np.array([n.memory_per_gpu for n in self.nodes], dtype=np.float64)
+        return _frozen(per_node[self.gpu_node] if len(per_node) else per_node)
 
     def gpus_by_type(self) -> dict[str, int]:
         """GPUs per type, by type name (a fresh dict: the cluster never changes)."""

@@ -44,6 +44,7 @@ class NodeGroup:
     rack: str | None = None
     nodes_per_rack: int | None = None
     pool: str | None = None
+    gpu_memory_gb: float = 0.0
 
     @property
     def name_prefix(self) -> str:
@@ -55,7 +56,7 @@ class NodeGroup:
 
     def _node(self, name: str, index: int) -> Node:
         return Node(name, self.gpu_type, self.gpus, self.cpus, self.memory_gb,
-                    self._rack(index), self.nvlink_domain, self.pool)
+                    self._rack(index), self.nvlink_domain, self.pool, self.gpu_memory_gb)
 
     def _rack(self, index: int) -> str:
         if self.nodes_per_rack:
@@ -124,7 +125,7 @@ _GPUS = number_check(0, True, high=MAX_GPUS_PER_NODE)
 _POSITIVE_INT = number_check(1, True, high=MAX_NODES)
 _NODE_CHECKS: dict[str, Callable[[Any], Any]] = {
     "gpu_type": _text, "gpus": _GPUS, "cpus": _NONNEG, "memory_gb": _NONNEG,
-    "nvlink_domain": _GPUS, "pool": _optional_text,
+    "nvlink_domain": _GPUS, "pool": _optional_text, "gpu_memory_gb": _NONNEG,
 }
 _CHECKS = {
     "cluster": {"name": _text, "topology": _instance_of(dict),
@@ -264,14 +265,16 @@ def _group_at(nodes: tuple[Node, ...], start: int) -> NodeGroup | None:
     group = NodeGroup(count, first.gpu_type, first.num_gpus, prefix, first.cpus,
                       first.memory_gb, first.nvlink_domain, pool=first.pool,
                       rack=first.rack if one_rack and first.rack != DEFAULT_RACK else None,
-                      nodes_per_rack=None if one_rack else racks.count(first.rack))
+                      nodes_per_rack=None if one_rack else racks.count(first.rack),
+                      gpu_memory_gb=first.gpu_memory_gb)
     if prefix == replace(group, prefix="").name_prefix:
         group = replace(group, prefix="")
     return group if group.expand() == list(nodes[start:start + count]) else None
 
 
 def _same_shape(node: Node, first: Node, prefix: str) -> bool:
-    keys = ("gpu_type", "num_gpus", "cpus", "memory_gb", "nvlink_domain", "pool")
+    keys = ("gpu_type", "num_gpus", "cpus", "memory_gb", "nvlink_domain", "pool",
+            "gpu_memory_gb")
     same = all(getattr(node, k) == getattr(first, k) for k in keys)
     return same and node.name.rpartition("-")[0] == prefix
 

@@ -120,7 +120,7 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
         if previous[node] < wanted[node] and state.free[gpu] >= share - EPS:
             previous[node] += 1
             chosen.append(gpu)
-            state.take((gpu,), share)
+            state.take((gpu,), share, job.spec)
     for node, need in sorted(wanted.items()):
         need -= previous[node]
         start = int(first[node])
@@ -129,7 +129,7 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
                 break
             if state.free[gpu] >= share - EPS and gpu not in chosen:
                 chosen.append(gpu)
-                state.take((gpu,), share)
+                state.take((gpu,), share, job.spec)
                 need -= 1
         if need > 0:
             raise AllocationError(f"{name}: {job.job_id} needs {need} more GPU(s) on node "
@@ -149,6 +149,6 @@ def _take_exact(name: str, state: CycleState, job: Job, target: Assignment,
         if state.free[gpu] < share - EPS:
             raise AllocationError(f"{name}: {job.job_id} named GPU {gpu}, which has "
                                   f"{state.free[gpu]:.2f} free, not {share:.2f}")
-        state.take((gpu,), share)
+        state.take((gpu,), share, job.spec)
     state.started[job.job_id] = gpus
     return gpus, (share,) * len(gpus)

@@ -40,6 +40,9 @@ def bucket_of(job: Job) -> Hashable:
     """What decides, within one cycle, whether a job fits besides the cluster: its GPU count
     and the spec fields the static filters read (the key of the placement's mask cache)."""
     spec = job.spec
+    if spec.asks_beyond_gpus:
+        return (spec.num_gpus, spec.gpu_share, spec.gpu_types, spec.pool, spec.model,
+                spec.batch_size, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
     return (spec.num_gpus, spec.gpu_share, spec.gpu_types, spec.pool, spec.model,
             spec.batch_size)
 

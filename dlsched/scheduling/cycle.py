@@ -276,7 +276,7 @@ def _place(profile: Profile, state: CycleState, job: Job) -> Status:
     for plugin in profile.permits:
         permitted = plugin.permit(state, job, gpus)
         if not permitted.ok:
-            state.give_back(gpus, [job.spec.gpu_share] * len(gpus))
+            state.give_back(gpus, [job.spec.gpu_share] * len(gpus), job.spec)
             return permitted
     state.started[job.job_id] = gpus
     for plugin in profile.reserves:
@@ -291,7 +291,7 @@ def _fits(profile: Profile, state: CycleState, job: Job) -> bool:
     if not status.ok:
         return False
     permitted = all(plugin.permit(state, job, gpus).ok for plugin in profile.permits)
-    state.give_back(gpus, [job.spec.gpu_share] * len(gpus))
+    state.give_back(gpus, [job.spec.gpu_share] * len(gpus), job.spec)
     return permitted
 
 
@@ -349,7 +349,7 @@ def _room(state: CycleState, job: Job, mask: np.ndarray) -> int:
 
 def _restore(state: CycleState, victims: list[Job]) -> None:
     for victim in victims:
-        state.take(victim.allocation, victim.spec.gpu_share)
+        state.take(victim.allocation, victim.spec.gpu_share, victim.spec)
         del state.evicted[victim.job_id]
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.framework import SUCCESS, FilterPlugin, ScorePlugin, Status, unschedulable
 from dlsched.scheduling.hooks import SingleNodeScore, optional
+from dlsched.scheduling.resources import most_workers_per_node, node_room
 from dlsched.scheduling.state import EPS, CycleState, layout_of
 from dlsched.workload.job import Job
 
@@ -62,8 +63,11 @@ def _spec_record(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -
     entry = _static_entry_by_shape(state, job, filters)
     if len(_BY_SPEC) > 200_000:
         _BY_SPEC.clear()
+    shape: tuple = (spec.gpu_share, entry[3][3])
+    if spec.asks_beyond_gpus:  # jobs alike on GPUs may differ in what else they need
+        shape += (spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
     hit = _BY_SPEC[id(spec)] = (spec, snapshot.cluster, snapshot.throughput, filters, entry,
-                                (spec.gpu_share, entry[3][3]))
+                                shape)
     return hit
 
 
@@ -72,9 +76,9 @@ def _static_entry(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
     return _spec_record(state, job, filters)[4]
 
 
-def static_shape(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
-                 ) -> tuple[float, bytes]:
-    """(GPU share, ``mask_signature``): jobs of equal shapes compete for the same GPUs."""
+def static_shape(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> tuple:
+    """(GPU share, ``mask_signature``, and for a job asking for CPUs, host or GPU memory, those
+    demands): jobs of equal shapes compete for the same resources."""
     return _spec_record(state, job, filters)[5]
 
 
@@ -112,6 +116,8 @@ def unconstrained(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) 
 def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> int:
     """Workers of this job the whole cluster could ever host (every GPU free)."""
     mask = _static_mask(state, job, filters)[0]
+    if job.spec.asks_beyond_gpus:
+        return int(most_workers_per_node(state.cluster, job.spec)[mask].sum())
     per_gpu = int(1.0 // job.spec.gpu_share + EPS) if job.spec.gpu_share < 1.0 else 1
     return int(state.cluster.node_gpus[mask].sum()) * per_gpu
 
@@ -144,10 +150,13 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
         if not status.ok:
             return (), status
     capacity = state.capacity(share)
+    extra = state.books_beyond_gpus(job)
+    if extra:
+        capacity = node_room(state.resources, state.free, state.cluster, spec, share, capacity)
     if need == 1 and len(scores) == 1:
         single = _single_node_score(scores[0][0])
         if single is not None:
-            return _place_single(state, single.best_single(capacity, mask), share)
+            return _place_single(state, single.best_single(capacity, mask), job)
     usable = mask & (capacity > 0)
     nodes = usable.nonzero()[0]
     room = capacity[nodes]
@@ -163,17 +172,19 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
             _total_score(state, job, nodes, room, remaining, scores).argmax())
         best = int(nodes[index])
         take = min(remaining, int(room[index]), take_limit or remaining)
-        gpus = pick_gpus(state, best, take, share)
-        state.take(gpus, share)
+        gpus = pick_gpus(state, best, take, share, spec.gpu_memory_gb if extra else 0.0)
+        state.take(gpus, share, spec)
         chosen.extend(gpus)
         placed_nodes.append(best)
         if len(chosen) >= need:
             break
-        room[index] = state.capacity_of(best, share)
+        room[index] = state.capacity_of(best, share) if not extra else node_room(
+            state.resources, state.free, state.cluster, spec, share,
+            state.capacity(share))[best]
         if room[index] <= 0:
             nodes, room = np.delete(nodes, index), np.delete(room, index)
         if len(chosen) < need and not len(nodes):
-            state.give_back(chosen, [share] * len(chosen))
+            state.give_back(chosen, [share] * len(chosen), spec)
             return (), unschedulable("placement", "fragmented: no node combination fits")
     return tuple(chosen), SUCCESS
 
@@ -181,14 +192,17 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
 _NO_SINGLE = unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
 
 
-def _place_single(state: CycleState, best: int | None, share: float
+def _place_single(state: CycleState, best: int | None, job: Job
                   ) -> tuple[tuple[int, ...], Status]:
     """One worker on ``best``, the node the scorer's shortcut ranks first (None: no node of
     the mask has room)."""
     if best is None:
         return (), _NO_SINGLE
-    gpus = pick_gpus(state, best, 1, share)
-    state.take(gpus, share)
+    spec = job.spec
+    share = spec.gpu_share
+    gpus = pick_gpus(state, best, 1, share,
+                     spec.gpu_memory_gb if state.books_beyond_gpus(job) else 0.0)
+    state.take(gpus, share, spec)
     state.scratch["placing_nodes"] = [best]
     return tuple(gpus), SUCCESS
 
@@ -203,14 +217,18 @@ def _total_score(state: CycleState, job: Job, nodes: np.ndarray, capacity: np.nd
     return total
 
 
-def pick_gpus(state: CycleState, node: int, count: int, share: float) -> list[int]:
-    """``count`` GPUs of ``node`` with room for ``share``: inside one NVLink domain when one
-    has room (the fullest such domain, to keep big domains free), else the lowest indices;
-    for fractions, the GPUs with the least room left that still fit (packing)."""
+def pick_gpus(state: CycleState, node: int, count: int, share: float,
+              gpu_memory: float = 0.0) -> list[int]:
+    """``count`` GPUs of ``node`` with room for ``share`` (and ``gpu_memory`` GiB of GPU
+    memory): inside one NVLink domain when one has room (the fullest such domain, to keep big
+    domains free), else the lowest indices; for fractions, the GPUs with the least room left
+    that still fit (packing)."""
     layout = state.layout
     first = layout.first_gpu[node]
     end = first + layout.gpus[node]
     domain = layout.nvlink_domain[node]
+    if gpu_memory > 0 and state.resources is not None:
+        return _pick_with_memory(state, first, end, count, share, gpu_memory)
     if share >= 1.0 - EPS and not domain:
         # The lowest free GPUs, read as Python floats: a node has a handful of GPUs, and this
         # beats building numpy temporaries for them.
@@ -234,6 +252,16 @@ def pick_gpus(state: CycleState, node: int, count: int, share: float) -> list[in
             group = roomy[int(np.argmin(sizes[roomy]))]
             return [first + int(i) for i in fits[groups == group][:count]]
     return [first + int(i) for i in fits[:count]]
+
+
+def _pick_with_memory(state: CycleState, first: int, end: int, count: int, share: float,
+                      gpu_memory: float) -> list[int]:
+    """GPUs with room for both the share and the GPU memory, the least room left first."""
+    free = state.free[first:end]
+    memory = state.resources.gpu_memory_gb[first:end]  # type: ignore[union-attr]
+    fits = np.flatnonzero((free >= share - EPS) & (memory >= gpu_memory - EPS))
+    order = fits[np.lexsort((memory[fits], free[fits]))]
+    return [first + int(i) for i in order[:count]]
 
 
 _SINGLE: dict[type, bool] = {}  # Score class -> whether it offers ``best_single``

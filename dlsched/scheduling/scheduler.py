@@ -25,6 +25,7 @@ from dlsched.scheduling.placement import max_workers, static_shape
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
 from dlsched.scheduling.resilience import ResilienceBook
+from dlsched.scheduling.resources import ResourceBook
 from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
@@ -78,6 +79,10 @@ class Scheduler:
         self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
         # Read-only views of the three books for snapshots (made once: they see every change).
         self._views = tuple(_read_only(a) for a in (self.free, self.node_free, self.node_version))
+        # CPUs, host memory and GPU memory (resources.py), shown to cycles once a job asks.
+        self.resources = ResourceBook.of(cluster)
+        self._resources_view = self.resources.read_only()
+        self.beyond_gpu_jobs = 0  # submitted jobs that ask for more than GPU compute (ever)
         self._gpu_node = cluster.gpu_node.tolist()  # Python ints: cheaper to index one by one
         self._node_type = [node.gpu_type for node in cluster.nodes]
         # GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
@@ -114,12 +119,15 @@ class Scheduler:
             raise ConfigError(message if message.startswith(prefix) else f"{prefix}: {message}"
                               ) from None
         self.fractional_jobs += spec.gpu_share < 1.0
+        self.beyond_gpu_jobs += spec.asks_beyond_gpus
         self.jobs[spec.job_id] = job
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
             job.finish_time = job.queued_since
+            counted = (" (counting the CPUs, host and GPU memory each worker asks for)"
+                       if spec.asks_beyond_gpus else "")
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
-                                  f"may use have {most}")
+                                  f"may use have {most}{counted}")
             return job
         self._enqueue(job)
         return job
@@ -142,7 +150,7 @@ class Scheduler:
         """Workers the whole cluster could ever give this job (cached per job shape)."""
         spec = job.spec
         shape = (spec.gpu_types, spec.pool, spec.model, spec.batch_size, spec.num_gpus,
-                 spec.gpu_share)
+                 spec.gpu_share, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
         most = self._max_workers_cache.get(shape)
         if most is None:
             state = CycleState.begin(self.snapshot(running=False))
@@ -242,7 +250,8 @@ class Scheduler:
                                by_queue=self.waiting.by_queue(),
                                has_fractional=self.fractional_jobs > 0,
                                buckets=self.waiting.buckets(),
-                               own_reason=self.own_reason if self._bucketed else None)
+                               own_reason=self.own_reason if self._bucketed else None,
+                               resources=self._resources_view if self.beyond_gpu_jobs else None)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -332,6 +341,8 @@ class Scheduler:
     def _launch(self, job: Job, gpus: tuple[int, ...], shares: tuple[float, ...], now: float,
                 overhead: float) -> None:
         """Give a running job its GPUs and start its workers (after a start or a resize)."""
+        if job.spec.asks_beyond_gpus:  # refuses (Overbooked) before anything changes
+            self.resources.take(gpus, job.spec, checked=True)
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, shares, -1.0)
         self.segments.opened(job.job_id, now, gpus, shares)
@@ -396,6 +407,8 @@ class Scheduler:
 
     def _release(self, job: Job) -> None:
         self._adjust(job.allocation, job.shares, 1.0)
+        if job.spec.asks_beyond_gpus:
+            self.resources.give(job.allocation, job.spec)
         self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
         job.run_started = None

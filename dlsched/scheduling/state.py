@@ -10,7 +10,8 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel
-from dlsched.workload.job import Job
+from dlsched.scheduling.resources import ResourceBook
+from dlsched.workload.job import Job, JobSpec
 
 FULL = 1.0
 EPS = 1e-9
@@ -42,6 +43,8 @@ class ClusterSnapshot:
     buckets: Mapping[Hashable, tuple[list[Any], list[Job]]] = field(default_factory=dict)
     # A waiting job's reason as the core resolves it (None: ``job.pending_reason``).
     own_reason: Callable[[Job], str] | None = None
+    # Free CPUs, host memory and GPU memory (resources.py); None while no job asks for them.
+    resources: ResourceBook | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.
@@ -77,6 +80,8 @@ class CycleState:
     evicted: dict[str, Job] = field(default_factory=dict)
     started: dict[str, tuple[int, ...]] = field(default_factory=dict)
     scratch: dict[str, Any] = field(default_factory=dict)
+    # This cycle's copy of the snapshot's resource book (None: no job asks beyond GPUs).
+    resources: ResourceBook | None = None
     layout: Layout = field(init=False, repr=False)
     # ``free_whole`` = _whole_base + _whole_change; the base is summed only when first asked
     # (preemptive policies never ask), the change is kept by every take and give-back.
@@ -85,6 +90,8 @@ class CycleState:
 
     def __post_init__(self) -> None:
         self.layout = layout_of(self.snapshot.cluster)
+        if self.resources is None and self.snapshot.resources is not None:
+            self.resources = self.snapshot.resources.copy()
 
     @classmethod
     def begin(cls, snapshot: ClusterSnapshot) -> CycleState:
@@ -94,6 +101,10 @@ class CycleState:
         for node in snapshot.down_nodes:
             free[_node_slice(snapshot.cluster, node)] = 0.0
         return cls(snapshot, free, whole_free_per_node(snapshot.cluster, free))
+
+    def books_beyond_gpus(self, job: Job) -> bool:
+        """Whether this cycle must book the job's CPUs, host memory or GPU memory."""
+        return self.resources is not None and job.spec.asks_beyond_gpus
 
     @property
     def cluster(self) -> Cluster:
@@ -124,19 +135,25 @@ class CycleState:
             return int(self.node_free[node])
         return int(np.count_nonzero(self.free[_node_slice(self.cluster, node)] >= share - EPS))
 
-    def take(self, gpus: Sequence[int], share: float) -> None:
+    def take(self, gpus: Sequence[int], share: float, spec: JobSpec | None = None) -> None:
+        """Book ``share`` of each GPU and, given the job's ``spec``, its other resources."""
         free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
         for gpu in gpus:
             self._whole_change += shift_free(free, node_free, gpu_node, gpu, -share)
+        if spec is not None and self.resources is not None and spec.asks_beyond_gpus:
+            self.resources.take(gpus, spec)
 
-    def give_back(self, gpus: Sequence[int], shares: Sequence[float]) -> None:
+    def give_back(self, gpus: Sequence[int], shares: Sequence[float],
+                  spec: JobSpec | None = None) -> None:
         free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
         for gpu, share in zip(gpus, shares, strict=True):
             self._whole_change += shift_free(free, node_free, gpu_node, gpu, share)
+        if spec is not None and self.resources is not None and spec.asks_beyond_gpus:
+            self.resources.give(gpus, spec)
 
     def evict(self, job: Job) -> None:
         self.evicted[job.job_id] = job
-        self.give_back(job.allocation, job.shares)
+        self.give_back(job.allocation, job.shares, job.spec)
 
 
 def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: Sequence[int], gpu: int,

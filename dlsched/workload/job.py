@@ -75,7 +75,11 @@ class JobSpec:
     """What a user asked for. Immutable; a trace is a tuple of these.
 
     ``num_gpus`` workers form a gang: all run or none. ``gpu_share`` below 1 asks for a fraction of
-    each GPU (Alibaba 2023 pods). ``min_gpus``/``max_gpus`` mark an elastic job.
+    each GPU's compute (Alibaba 2023 pods). ``min_gpus``/``max_gpus`` mark an elastic job.
+
+    Per worker (one GPU or one fraction of a GPU) a job may also ask for ``gpu_memory_gb`` of its
+    GPU's memory and ``cpus_per_gpu`` CPUs and ``memory_gb_per_gpu`` GiB of host memory on the
+    worker's node; 0 asks for none (the scheduler does not account for it).
     """
 
     job_id: str
@@ -96,6 +100,7 @@ class JobSpec:
     memory_gb_per_gpu: float = 0.0
     pool: str | None = None
     kind: JobKind = JobKind.TRAINING
+    gpu_memory_gb: float = 0.0
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -116,7 +121,16 @@ class JobSpec:
             return f"min_gpus {self.min_gpus} > num_gpus {self.num_gpus}"
         if self.max_gpus is not None and self.max_gpus < self.num_gpus:
             return f"max_gpus {self.max_gpus} < num_gpus {self.num_gpus}"
+        for name in ("cpus_per_gpu", "memory_gb_per_gpu", "gpu_memory_gb"):
+            value = getattr(self, name)
+            if not value >= 0 or value == float("inf"):
+                return f"{name} must be a finite number >= 0, got {value}"
         return None
+
+    @property
+    def asks_beyond_gpus(self) -> bool:
+        """Whether the job asks for CPUs, host memory or GPU memory besides GPU compute."""
+        return bool(self.cpus_per_gpu or self.memory_gb_per_gpu or self.gpu_memory_gb)
 
     @property
     def is_elastic(self) -> bool:

@@ -210,3 +210,86 @@ def test_partner_start_and_finish_rerate_golden() -> None:
     records = _run("fifo", cluster, jobs, 0.0, check=True, sharing=True)
     assert records["A"].finish_time == pytest.approx(160.0)
     assert records["B"].finish_time == pytest.approx(170.0)
+
+
+@st.composite
+def resource_scenarios(draw: st.DrawFn) -> tuple[Cluster, list[JobSpec], float]:
+    """Nodes with CPUs, host memory and GPU memory; jobs asking for some of each per worker,
+    now and then more than any node or GPU has (the core must fail those at submission)."""
+    nodes = [Node(f"n{i}", "V100", draw(st.sampled_from([1, 2, 4])),
+                  cpus=draw(st.sampled_from([0, 8, 16])),
+                  memory_gb=draw(st.sampled_from([0, 32, 64])),
+                  gpu_memory_gb=draw(st.sampled_from([16, 32])))
+             for i in range(draw(st.integers(1, 3)))]
+    cluster = cluster_of(*nodes)
+    # A fraction of a GPU for one-worker jobs, as in the Alibaba trace (the core places a
+    # gang's workers on distinct GPUs).
+    jobs = [JobSpec(f"j{i:02d}", submit_time=float(draw(st.integers(0, 200))),
+                    num_gpus=(gpus := draw(st.integers(1, min(4, cluster.num_gpus)))),
+                    work=float(draw(st.integers(1, 400))),
+                    gpu_share=draw(st.sampled_from([1.0, 0.5, 0.25])) if gpus == 1 else 1.0,
+                    cpus_per_gpu=draw(st.sampled_from([0, 2, 6, 20])),
+                    memory_gb_per_gpu=draw(st.sampled_from([0, 8, 24])),
+                    gpu_memory_gb=draw(st.sampled_from([0, 4, 12, 40])))
+            for i in range(draw(st.integers(1, 20)))]
+    return cluster, jobs, draw(st.sampled_from([0.0, 7.0]))
+
+
+def _check_resources(core: Scheduler) -> None:
+    """(a) for CPUs, host memory and GPU memory: the running jobs never hold more than a node
+    or GPU has, and the core's books are capacity minus what they hold."""
+    cluster = core.cluster
+    cpus, memory = np.zeros(cluster.num_nodes), np.zeros(cluster.num_nodes)
+    gpu_memory = np.zeros(cluster.num_gpus)
+    for job in core.running.values():
+        for gpu in job.allocation:
+            node = int(cluster.gpu_node[gpu])
+            cpus[node] += job.spec.cpus_per_gpu
+            memory[node] += job.spec.memory_gb_per_gpu
+            gpu_memory[gpu] += job.spec.gpu_memory_gb
+    for held, capacity, free in ((cpus, cluster.node_cpus, core.resources.cpus),
+                                 (memory, cluster.node_memory_gb, core.resources.memory_gb),
+                                 (gpu_memory, cluster.gpu_memory_gb,
+                                  core.resources.gpu_memory_gb)):
+        modelled = capacity > 0
+        assert (held[modelled] <= capacity[modelled] + TOL).all(), "a resource is double-booked"
+        assert np.allclose(free[modelled], capacity[modelled] - held[modelled], atol=TOL)
+        assert np.isinf(free[~modelled]).all()
+
+
+def _fits_alone(cluster: Cluster, spec: JobSpec) -> bool:
+    """Whether the empty cluster could host the job, counted by hand node by node."""
+    total = 0
+    for node in cluster.nodes:
+        per_gpu = int(1 / spec.gpu_share + 1e-9)
+        if spec.gpu_memory_gb:
+            per_gpu = min(per_gpu, int(node.memory_per_gpu // spec.gpu_memory_gb))
+        room = node.num_gpus * per_gpu
+        for have, need in ((node.cpus, spec.cpus_per_gpu),
+                           (node.memory_gb, spec.memory_gb_per_gpu)):
+            if have and need:
+                room = min(room, int(have // need))
+        total += room
+    return total >= spec.num_gpus
+
+
+@pytest.mark.parametrize("policy", ["fifo", "backfill", "tiresias"])
+@given(scenario=resource_scenarios())
+def test_no_resource_is_double_booked(policy: str,
+                                      scenario: tuple[Cluster, list[JobSpec], float]) -> None:
+    cluster, jobs, overhead = scenario
+    sim = simulator(policy, cluster, jobs, options=POLICIES[policy], restart_overhead=overhead,
+                    max_time=MAX_TIME)
+    _instrument(sim)
+    core, cycle = sim.core, sim.core.cycle
+
+    def checked_cycle():  # noqa: ANN202
+        result = cycle()
+        _check_resources(core)
+        return result
+
+    core.cycle = checked_cycle
+    records = records_of(sim)
+    for spec in jobs:
+        expected = "finished" if _fits_alone(cluster, spec) else "failed"
+        assert records[spec.job_id].status == expected, (spec, records[spec.job_id])

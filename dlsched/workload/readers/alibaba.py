@@ -61,7 +61,8 @@ class AlibabaReader:
         _check_times(path)
         rows = iter_csv_rows(path, COLUMNS)
         collector = collect(path, options, rows, _job, gpu_field="num_gpu",
-                            id_field="name")
+                            id_field="name",
+                            resource_fields=("cpu_milli", "memory_mib", "gpu_milli"))
         return collector.trace(path.stem, self.name)
 
 

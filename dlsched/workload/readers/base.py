@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dlsched.errors import InputError, InputLocation
 from dlsched.textinput import MAX_FIELD_CHARS, TextLines, field_at, value_problem
@@ -23,14 +23,34 @@ from dlsched.textinput import first_line as text_first_line
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
+if TYPE_CHECKING:
+    from dlsched.cluster.cluster import Cluster
+
 
 @dataclass(frozen=True)
 class ReaderOptions:
-    """``max_gpus``: the cluster's GPU count; a job asking for more is impossible."""
+    """``max_gpus``: the cluster's GPU count; a job asking for more is impossible.
+    ``max_cpus``, ``max_memory_gb``, ``max_gpu_memory_gb``: the most CPUs and host memory
+    (GiB) any node has and the most memory any GPU has; a worker asking for more is impossible
+    (None: not checked)."""
 
     skip_invalid: bool = False
     max_gpus: int | None = None
     limit: int | None = None
+    max_cpus: float | None = None
+    max_memory_gb: float | None = None
+    max_gpu_memory_gb: float | None = None
+
+    @classmethod
+    def for_cluster(cls, cluster: Cluster, **kwargs: Any) -> ReaderOptions:
+        """Options that refuse what no part of ``cluster`` could ever host (a resource the
+        cluster does not model, 0 everywhere, is not checked)."""
+        def most(values: Any) -> float | None:
+            top = float(values.max()) if len(values) else 0.0
+            return top if top > 0 else None
+        return cls(max_gpus=cluster.num_gpus, max_cpus=most(cluster.node_cpus),
+                   max_memory_gb=most(cluster.node_memory_gb),
+                   max_gpu_memory_gb=most(cluster.gpu_memory_gb), **kwargs)
 
 
 class TraceReader(Protocol):
@@ -338,6 +358,9 @@ class RowCollector:
     lines: dict[str, int] = dataclasses.field(default_factory=dict)  # job id -> its line
     rows: int = 0
     first_row: int | None = None
+    # The columns blamed for a worker's CPUs, host memory and GPU memory beyond any node's.
+    resource_fields: tuple[str, str, str] = ("cpus_per_gpu", "memory_gb_per_gpu",
+                                             "gpu_memory_gb")
 
     @classmethod
     def start(cls, path: Path, options: ReaderOptions, gpu_field: str = "num_gpus",
@@ -373,10 +396,24 @@ class RowCollector:
         if cap is not None and spec.num_gpus > cap:
             raise ctx.fail(self.gpu_field,
                            f"asks for {spec.num_gpus} GPUs; the cluster has {cap}")
+        if spec.asks_beyond_gpus:
+            self._check_resources(ctx, spec)
         first = self.lines.get(spec.job_id)
         if first is not None:
             raise ctx.fail(self.id_field, f"job id {spec.job_id!r} is used twice: on line "
                                           f"{first} and on line {ctx.line}")
+
+    def _check_resources(self, ctx: RowContext, spec: JobSpec) -> None:
+        options = self.options
+        for field, asked, most, what in zip(
+                self.resource_fields,
+                (spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb),
+                (options.max_cpus, options.max_memory_gb, options.max_gpu_memory_gb),
+                ("CPUs", "GiB of host memory", "GiB of GPU memory"), strict=True):
+            if most is not None and asked > most + 1e-9:
+                where = "any GPU" if field == self.resource_fields[2] else "any node"
+                raise ctx.fail(field, f"asks for {asked:g} {what} per worker; the most "
+                                      f"{where} of the cluster has is {most:g}")
 
     def trace(self, name: str, fmt: str, throughput: str = "linear", *,
               rebased: bool = True) -> Trace:
@@ -417,9 +454,12 @@ def _built(ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> Jo
 
 def collect(path: Path, options: ReaderOptions, rows: Iterable[RowContext],
             build: Callable[[RowContext], JobSpec | None], *,
-            gpu_field: str = "num_gpus", id_field: str | None = None) -> RowCollector:
+            gpu_field: str = "num_gpus", id_field: str | None = None,
+            resource_fields: tuple[str, str, str] | None = None) -> RowCollector:
     """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected."""
     collector = RowCollector.start(path, options, gpu_field, id_field)
+    if resource_fields is not None:
+        collector.resource_fields = resource_fields
     if options.limit is not None and options.limit < 1:
         return collector
     for ctx in rows:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,8 +30,7 @@ def skip_counts(path: Path, fmt: str | None, good_rows: int,
                 options: ReaderOptions | None = None) -> Trace:
     """With ``skip_invalid`` the bad row is one counted warning and the good rows stay."""
     base = options or ReaderOptions()
-    trace = read_trace(path, fmt, ReaderOptions(skip_invalid=True, max_gpus=base.max_gpus,
-                                                limit=base.limit))
+    trace = read_trace(path, fmt, dataclasses.replace(base, skip_invalid=True))
     assert trace.skipped == 1
     assert len(trace) == good_rows
     assert str(path) in trace.warnings[0]

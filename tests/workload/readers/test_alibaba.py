@@ -74,6 +74,10 @@ BAD_ROWS = [
                  id="negative-cpu"),
     pytest.param("p1,8000,16384,8,1000,,BE,Running,10,500,20", "num_gpu",
                  ReaderOptions(max_gpus=4), id="too-many-gpus"),
+    pytest.param("p1,96000,16384,1,500,,BE,Running,10,500,20", "cpu_milli",
+                 ReaderOptions(max_cpus=64), id="more-cpus-than-any-node"),
+    pytest.param("p1,8000,600000,1,1000,,BE,Running,10,500,20", "memory_mib",
+                 ReaderOptions(max_memory_gb=512), id="more-memory-than-any-node"),
 ]
 
 
