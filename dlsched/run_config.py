@@ -148,7 +148,7 @@ class RunConfig:
         """This config if every value fits its field, or a ConfigError naming the first that
         does not."""
         from dlsched.report.output import FORMATS
-        from dlsched.scheduling.profile import PLACEMENTS
+        from dlsched.scheduling.profile import PLACEMENTS, SHARING_PLACEMENTS
 
         for f in fields(self):
             try:
@@ -160,7 +160,8 @@ class RunConfig:
             raise ConfigError(f"{where('policies')}: name at least one policy")
         self._check_failure_options(where)
         for key, value, allowed in (("jobs_format", self.jobs_format, FORMATS),
-                                    ("placement", self.placement, PLACEMENTS),
+                                    ("placement", self.placement,
+                                     (*PLACEMENTS, *SHARING_PLACEMENTS)),
                                     ("work_definition", self.work_definition,
                                      WORK_DEFINITIONS)):
             if value is not None and value not in allowed:

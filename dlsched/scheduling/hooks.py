@@ -10,6 +10,8 @@ a plugin implements at least one. These hooks refine a point and mean nothing al
   retried), ``pending`` (the last cycle's reasons and queue positions, read by reports);
 - Filter: ``static`` (the mask depends only on the job: cached per job shape);
 - Score: ``best_single(capacity, mask)`` (the best node for a one-worker job, in one pass);
+  ``choose_gpus(state, job, node, count)`` (which GPUs of the chosen node the workers get,
+  e.g. FGD's fragmentation-minimising GPU; default: ``placement.pick_gpus``);
 - Allocate: ``worker_bounds(job)``, ``rejections(state)``, ``reason_for(job_id)``.
 
 A misspelt method (``prefilter`` for ``pre_filter``) would be ignored silently; a profile
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
 OPTIONAL_HOOKS = ("static", "ordered", "rank_epoch", "pending", "best_single",
-                  "worker_bounds", "rejections", "reason_for")
+                  "worker_bounds", "rejections", "reason_for", "choose_gpus")
 
 
 @runtime_checkable

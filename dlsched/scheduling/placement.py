@@ -172,7 +172,9 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
             _total_score(state, job, nodes, room, remaining, scores).argmax())
         best = int(nodes[index])
         take = min(remaining, int(room[index]), take_limit or remaining)
-        gpus = pick_gpus(state, best, take, share, spec.gpu_memory_gb if extra else 0.0)
+        chooser = _gpu_chooser(scores) if not (extra and spec.gpu_memory_gb) else None
+        gpus = (chooser(state, job, best, take) if chooser is not None
+                else pick_gpus(state, best, take, share, spec.gpu_memory_gb if extra else 0.0))
         state.take(gpus, share, spec)
         chosen.extend(gpus)
         placed_nodes.append(best)
@@ -262,6 +264,11 @@ def _pick_with_memory(state: CycleState, first: int, end: int, count: int, share
     fits = np.flatnonzero((free >= share - EPS) & (memory >= gpu_memory - EPS))
     order = fits[np.lexsort((memory[fits], free[fits]))]
     return [first + int(i) for i in order[:count]]
+
+
+def _gpu_chooser(scores: Sequence[tuple[ScorePlugin, float]]) -> Any:
+    """The ``choose_gpus`` hook of a placement's only (or first) score, if it has one."""
+    return getattr(scores[0][0], "choose_gpus", None) if scores else None
 
 
 _SINGLE: dict[type, bool] = {}  # Score class -> whether it offers ``best_single``

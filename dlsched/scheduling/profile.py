@@ -42,6 +42,9 @@ from dlsched.scheduling.plugins.scores import (
 )
 
 PLACEMENTS = ("consolidated", "spread", "best-fit", "topology", "most-free")
+# GPU-sharing placements of the FGD paper (Weng et al., ATC'23; dlsched/fragmentation/).
+SHARING_PLACEMENTS = ("fgd", "random", "dot-product", "gpu-clustering", "gpu-packing",
+                      "cpu-gpu-best-fit")
 
 
 def placement_scores(name: str) -> tuple[tuple[ScorePlugin, float], ...]:
@@ -56,7 +59,12 @@ def placement_scores(name: str) -> tuple[tuple[ScorePlugin, float], ...]:
         return ((TopologyScore(), 2.0), (Consolidated(), 1.0))
     if name == "most-free":
         return ((MostFree(), 1.0),)
-    raise ValueError(f"unknown placement {name!r} (known: {', '.join(PLACEMENTS)})")
+    if name in SHARING_PLACEMENTS:
+        from dlsched.fragmentation import SHARING_PLACEMENTS as PLUGINS
+
+        return ((PLUGINS[name](), 1.0),)
+    known = ", ".join((*PLACEMENTS, *SHARING_PLACEMENTS))
+    raise ValueError(f"unknown placement {name!r} (known: {known})")
 
 
 def default_filters() -> tuple[FilterPlugin, ...]:

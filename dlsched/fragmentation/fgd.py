@@ -1,0 +1,158 @@
+"""Fragmentation Gradient Descent (Weng et al., "Beware of Fragmentation: Scheduling
+GPU-Sharing Workloads with Fragmentation Gradient Descent", USENIX ATC'23, §4, Alg. 1).
+
+A task goes where it makes the fragmentation of the cluster grow least: for each node that
+fits it (and, for a share of one GPU, each GPU of the node with room), the change
+Delta = F_n(M) after placement - F_n(M) before, with F the fragmentation measure for the target
+workload M (``measure.py``); the node (and GPU) with the smallest Delta wins. As in the
+artifact (plugin/fgd_score.go), the score is Kubernetes' integer
+floor(100 sigmoid(-Delta / 1000)), so nearly equal changes tie; a share takes the first GPU of
+the node with the best score; whole GPUs are the lowest wholly free ones.
+
+Without a target workload, the plugin takes the task types of the jobs it has scored so far,
+weighted by how many jobs had each (each job counted once).
+
+Scores are cached per node and task shape: a node's entry is recomputed only when its free
+GPUs or CPUs changed since (content compared, so the cache is right whoever changed them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlsched.fragmentation.base import SharingScore, packed_gpus
+from dlsched.fragmentation.measure import TaskMix, fragmentation
+from dlsched.fragmentation.view import MILLI, Demand, NodeView, exclusive_gpus
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
+
+MAX_SCORE = 100
+
+
+def fgd_score(delta_milli: np.ndarray) -> np.ndarray:
+    """floor(100 sigmoid(-Delta/1000)): 50 for no change, higher when fragmentation drops."""
+    return np.floor(MAX_SCORE / (1.0 + np.exp(delta_milli / MILLI)))
+
+
+class FgdScore(SharingScore):
+    """FGD (ATC'23 §4.2): the node whose fragmentation for the target workload grows least."""
+
+    name = "fgd"
+
+    def __init__(self, mix: TaskMix | None = None) -> None:
+        self.mix = mix
+        self._learning = mix is None
+        self._learned: dict[str, Demand] = {}  # job id -> its task type (no mix given)
+        self._reset()
+
+    def _reset(self) -> None:
+        self._seen: tuple[np.ndarray, np.ndarray] | None = None
+        self._epoch = np.zeros(0, dtype=np.int64)
+        self._now: tuple[np.ndarray, np.ndarray] | None = None  # (epoch, F_n now)
+        self._by_shape: dict[Demand, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    # -- the node view interface ----------------------------------------------------------
+    def score_nodes(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
+        scores = self._entry(view, demand, nodes)[1]
+        return scores[nodes].astype(float)
+
+    def pick(self, view: NodeView, demand: Demand, node: int) -> list[int]:
+        if demand.is_share:
+            _, _, gpus = self._entry(view, demand, np.array([node]))
+            return [int(gpus[node])]
+        if demand.gpu_milli >= MILLI:
+            return exclusive_gpus(view.free[node], demand.num_gpus)
+        return packed_gpus(view.free[node], demand)
+
+    def score(self, state: CycleState, job: Job, nodes: np.ndarray, capacity: np.ndarray,
+              need: int) -> np.ndarray:
+        if self._learning:
+            self._learn(job)
+        return super().score(state, job, nodes, capacity, need)
+
+    # -- caches -----------------------------------------------------------------------------
+    def _learn(self, job: Job) -> None:
+        if job.job_id in self._learned:
+            return
+        self._learned[job.job_id] = Demand.of_job(job)
+        self.mix = TaskMix.of(self._learned.values(), coverage=1.0)
+        self._reset()
+
+    def _advance(self, view: NodeView) -> None:
+        """Bump the epoch of every node whose free GPUs or CPUs changed since last seen."""
+        if self._seen is None or self._seen[0].shape != view.free.shape:
+            self._reset()
+            self._seen = (view.free.copy(), view.cpu_left.copy())
+            self._epoch = np.ones(len(view.gpus), dtype=np.int64)
+            return
+        free, cpu = self._seen
+        changed = (free != view.free).any(axis=1) | (cpu != view.cpu_left)
+        if changed.any():
+            self._epoch[changed] += 1
+            free[changed] = view.free[changed]
+            cpu[changed] = view.cpu_left[changed]
+
+    def _fragmentation_now(self, view: NodeView, nodes: np.ndarray) -> np.ndarray:
+        assert self.mix is not None
+        if self._now is None:
+            size = len(view.gpus)
+            self._now = (np.zeros(size, dtype=np.int64), np.zeros(size))
+        epochs, values = self._now
+        stale = nodes[epochs[nodes] != self._epoch[nodes]]
+        if len(stale):
+            values[stale] = fragmentation(view.free[stale], view.cpu_left[stale],
+                                          view.gpu_type[stale], self.mix, view.type_names)
+            epochs[stale] = self._epoch[stale]
+        return values
+
+    def _entry(self, view: NodeView, demand: Demand, nodes: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.mix is None:
+            raise ValueError("FGD needs a target workload: give a TaskMix or score jobs first")
+        self._advance(view)
+        entry = self._by_shape.get(demand)
+        if entry is None:
+            size = len(view.gpus)
+            entry = self._by_shape[demand] = (np.zeros(size, dtype=np.int64),
+                                              np.zeros(size), np.zeros(size, dtype=np.int64))
+        epochs, scores, gpus = entry
+        stale = nodes[epochs[nodes] != self._epoch[nodes]]
+        if len(stale):
+            now = self._fragmentation_now(view, stale)[stale]
+            if demand.is_share:
+                scores[stale], gpus[stale] = self._share_scores(view, demand, stale, now)
+            else:
+                after = self._after_whole(view, demand, stale)
+                scores[stale] = fgd_score(after - now)
+            epochs[stale] = self._epoch[stale]
+        return entry
+
+    def _after_whole(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
+        """F_n(M) once the task takes its GPUs (the fullest that fit, as ``NodeResource.Sub``)
+        and CPUs on each node."""
+        free = view.free[nodes].copy()
+        if demand.num_gpus:
+            masked = np.where(np.arange(free.shape[1]) < view.gpus[nodes][:, None], free, -1)
+            order = np.argsort(masked, axis=1, kind="stable")
+            ordered = np.take_along_axis(masked, order, axis=1)
+            fits = ordered >= demand.gpu_milli
+            used = fits & (np.cumsum(fits, axis=1) <= demand.num_gpus)
+            np.put_along_axis(free, order, ordered - used * demand.gpu_milli, axis=1)
+            free = np.maximum(free, 0)
+        return fragmentation(free, view.cpu_left[nodes] - demand.cpu_milli,
+                             view.gpu_type[nodes], self.mix, view.type_names)  # type: ignore[arg-type]
+
+    def _share_scores(self, view: NodeView, demand: Demand, nodes: np.ndarray,
+                      now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, the best score over its GPUs with room for the share, and that GPU."""
+        free = view.free[nodes]
+        count, width = free.shape
+        options = np.repeat(free, width, axis=0)                     # (count * width, width)
+        options[np.arange(count * width), np.tile(np.arange(width), count)] -= demand.gpu_milli
+        cpu = np.repeat(view.cpu_left[nodes] - demand.cpu_milli, width)
+        after = fragmentation(np.maximum(options, 0), cpu, np.repeat(view.gpu_type[nodes], width),
+                              self.mix, view.type_names).reshape(count, width)  # type: ignore[arg-type]
+        score = fgd_score(after - now[:, None])
+        score[free < demand.gpu_milli] = -1.0
+        best = score.argmax(axis=1)  # the first GPU among equal scores
+        return score[np.arange(count), best], best
