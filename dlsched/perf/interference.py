@@ -94,7 +94,8 @@ class InterferenceThroughputs:
         return self.default_utilization
 
     def rate(self, spec: JobSpec, placement: Placement) -> float:
-        alone = self.base.rate(spec, Placement(placement.gpu_types, placement.nodes))
+        alone = self.base.rate(spec, Placement(placement.gpu_types, placement.nodes, (),
+                                               placement.host))
         if alone <= 0:
             return 0.0
         workers = placement.num_workers

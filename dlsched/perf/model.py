@@ -14,18 +14,20 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dlsched.cluster.gpu_types import gpu_type
-from dlsched.workload.job import JobSpec
+from dlsched.workload.job import HostShare, JobSpec
 
 
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a job's workers run: the GPU type and node index of each worker, and, when GPUs
     are space-shared, the spec of the job each worker shares its GPU with (``None``: alone).
-    ``partners`` is empty when no worker shares (the common case)."""
+    ``partners`` is empty when no worker shares (the common case). ``host``: the CPUs and
+    memory each worker holds when a policy decided them (Synergy); None: the spec's."""
 
     gpu_types: tuple[str, ...]
     nodes: tuple[int, ...]
     partners: tuple[JobSpec | None, ...] = ()
+    host: HostShare | None = None
 
     @property
     def is_shared(self) -> bool:
@@ -91,7 +93,8 @@ _LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "Goodput
                    "llm": ("dlsched.perf.llm.throughput", "LlmThroughput"),
                    "interference": ("dlsched.perf.interference", "InterferenceThroughputs"),
                    "interference-mps": ("dlsched.perf.interference", "mps_model"),
-                   "gavel-interference": ("dlsched.perf.interference", "gavel_model")}
+                   "gavel-interference": ("dlsched.perf.interference", "gavel_model"),
+                   "synergy": ("dlsched.perf.synergy", "SynergyThroughputs")}
 
 
 def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from dlsched.workload.job import HostShare
+
 if TYPE_CHECKING:
     from dlsched.cluster.cluster import Cluster
     from dlsched.scheduling.state import CycleState
@@ -40,11 +42,13 @@ class Assignment:
     ``share``: the fraction of each GPU the job takes (None: its spec's ``gpu_share``); below 1
     two jobs may share a GPU (Gavel's packed pairs, Gandiva's packing). ``gpus``: the exact GPU
     per worker when the policy must choose them (to put a job beside its partner); None lets
-    the core pick free GPUs on ``nodes``."""
+    the core pick free GPUs on ``nodes``. ``host``: host CPUs and memory per worker when the
+    policy decides them (Synergy); None leaves the job with its spec's."""
 
     nodes: tuple[int, ...]
     share: float | None = None
     gpus: tuple[int, ...] | None = None
+    host: HostShare | None = None
 
     def __post_init__(self) -> None:
         if tuple(sorted(self.nodes)) != self.nodes:
@@ -61,6 +65,8 @@ class Assignment:
         if Assignment.of(job, cluster).nodes != self.nodes:
             return False
         if self.gpus is not None and self.gpus != tuple(sorted(job.allocation)):
+            return False
+        if self.host != job.host:
             return False
         share = self.share if self.share is not None else job.spec.gpu_share
         return all(abs(s - share) < 1e-9 for s in job.shares)

@@ -55,8 +55,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         elif not target.keeps(job, state.cluster):
             moving.append((job, target))
             state.evict(job)
-    resizes = tuple(Resize(job.job_id, *_take(allocator.name, state, job, target, job.allocation))
-                    for job, target in moving)
+    resizes = tuple(Resize(job.job_id, *_take(allocator.name, state, job, target, job.allocation),
+                           target.host) for job, target in moving)
     starts: list[Start] = []
     reasons: dict[str, str] = {}
     rejecting = optional(allocator, RejectingAllocator)
@@ -71,7 +71,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             reasons[job.job_id] = (_reason(why, job.job_id)
                                    or f"[{allocator.name}] no GPUs in this round's allocation")
             continue
-        starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ())))
+        starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ()),
+                            target.host))
     asked = [w for p in wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
                        min(asked) if asked else None, resizes=resizes,

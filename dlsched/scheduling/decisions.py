@@ -5,12 +5,17 @@ from __future__ import annotations
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
+from dlsched.workload.job import HostShare
+
 
 @dataclass(frozen=True, slots=True)
 class Start:
+    """``host``: the CPUs and memory per worker the policy gives the job (None: its spec's)."""
+
     job_id: str
     gpus: tuple[int, ...]
     shares: tuple[float, ...]
+    host: HostShare | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +26,7 @@ class Resize:
     job_id: str
     gpus: tuple[int, ...]
     shares: tuple[float, ...]
+    host: HostShare | None = None
 
 
 @dataclass(frozen=True, slots=True)

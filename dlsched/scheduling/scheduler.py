@@ -287,6 +287,7 @@ class Scheduler:
             self._halt(job, now)
         for job, resize in moving:
             job.resizes += 1
+            job.host = resize.host
             self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
         for start in result.starts:
             self._start(self.waiting.pop(start.job_id), start, now)
@@ -336,6 +337,7 @@ class Scheduler:
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
         self.running[job.job_id] = job
+        job.host = start.host
         self._launch(job, start.gpus, start.shares, now, overhead)
 
     def _launch(self, job: Job, gpus: tuple[int, ...], shares: tuple[float, ...], now: float,
@@ -452,6 +454,8 @@ class Scheduler:
         nodes = tuple([gpu_node[g] for g in job.allocation])
         types = tuple([node_type[n] for n in nodes])
         partners = self.sharing.partners_of(job) if self.sharing else None
+        if job.host is not None:
+            return Placement(types, nodes, partners or (), job.host)
         return Placement(types, nodes) if partners is None else Placement(types, nodes, partners)
 
     def _record(self) -> None:

@@ -71,6 +71,20 @@ def check_transition(job_id: str, old: JobStatus, new: JobStatus) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class HostShare:
+    """Host CPUs and memory (GiB) given to each of a job's workers (per GPU), when a policy
+    decides them (Synergy, Mohan et al. OSDI'22); a job without one holds what its spec asks."""
+
+    cpus: float
+    memory_gb: float
+
+    def __post_init__(self) -> None:
+        if not (self.cpus >= 0 and self.memory_gb >= 0):
+            raise ValueError(f"host share must be >= 0, got {self.cpus} CPUs, "
+                             f"{self.memory_gb} GiB")
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """What a user asked for. Immutable; a trace is a tuple of these.
 
@@ -168,6 +182,7 @@ class Job:
     epoch: int = 0
     gpu_seconds: float = 0.0
     pending_reason: str = ""
+    host: HostShare | None = None  # host CPUs/memory per worker a policy decided (Synergy)
     # When the core last set ``pending_reason`` (see ``Scheduler.own_reason``).
     reason_stamp: int = 0
 
