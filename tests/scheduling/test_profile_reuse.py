@@ -26,17 +26,26 @@ class Workload:
     types: tuple[str, ...]
     nodes: int
     hours: float
+    models: tuple[str, ...] = ()  # the jobs' models in turn, under Synergy's profiles
 
     def build(self) -> tuple[Trace, Cluster]:
         full = resolve_trace(self.trace)
-        return replace(full, jobs=full.jobs[:self.jobs]), Cluster("reuse", tuple(
-            Node(f"{kind.lower()}-{i}", kind, 4) for kind in self.types
+        jobs = full.jobs[:self.jobs]
+        host = {"cpus": 12, "memory_gb": 250} if self.models else {}
+        if self.models:
+            jobs = tuple(replace(s, model=self.models[i % len(self.models)])
+                         for i, s in enumerate(jobs))
+            full = replace(full, throughput="synergy")
+        return replace(full, jobs=jobs), Cluster("reuse", tuple(
+            Node(f"{kind.lower()}-{i}", kind, 4, **host) for kind in self.types
             for i in range(self.nodes)))
 
 
 POLLUX = Workload("pollux-1", 30, ("T4",), 4, 2.0)
 # Gavel's policies need Gavel's measured table (the packed one its co-location measurements).
 GAVEL = Workload("gavel-max-min-fairness", 14, ("K80", "P100", "V100"), 2, 4.0)
+# Synergy's policies need its CPU/memory profiles and nodes with CPUs and memory.
+SYNERGY = Workload("pollux-1", 30, ("T4",), 4, 2.0, ("alexnet", "bert", "res18", "gnmt"))
 
 
 def _schedule(profile: Profile, workload: Workload) -> list[tuple]:
@@ -49,7 +58,8 @@ def _schedule(profile: Profile, workload: Workload) -> list[tuple]:
 
 @pytest.mark.parametrize("policy", sorted(policies()))
 def test_a_profile_run_twice_gives_the_same_schedule(policy: str) -> None:
-    workload = GAVEL if policy.startswith("gavel-") else POLLUX
+    workload = (GAVEL if policy.startswith("gavel-") else
+                SYNERGY if policy.startswith("synergy-") else POLLUX)
     profile = build_policy(policy)
     first = _schedule(profile, workload)
     assert first == _schedule(profile, workload)

@@ -28,8 +28,10 @@ CLUSTER = Cluster("c", tuple(Node(f"n{i}", "T4", 4) for i in range(4)))
 TRACE = resolve_trace("pollux-1")
 TRACE = replace(TRACE, jobs=tuple(replace(s, queue="ab"[i % 2]) for i, s in
                                   enumerate(TRACE.jobs[:8])))
-# Space sharing needs Gavel's pair measurements, which the goodput model does not have.
-NEEDS_GAVEL_TABLE = {"gavel-maxmin-packed"}
+# Space sharing needs Gavel's pair measurements, which the goodput model does not have;
+# Synergy's policies need its CPU/memory profiles and nodes with CPUs and memory.
+NEEDS_GAVEL_TABLE = {"gavel-maxmin-packed", "synergy-proportional", "synergy-greedy",
+                     "synergy-tune"}
 OPTIONS = {"gavel-cost": {"type_prices": "T4=0.5"}}  # any price per GPU type
 
 
