@@ -80,6 +80,10 @@ class GavelRounds:
         self._x: dict[str, np.ndarray] = {}
         self._round_start: float | None = None
         self.solves = 0
+        # FTF's t_isolated: per job, seconds its progress would have taken on its equal share
+        # (summed between solves: steps done / equal-share throughput of the last solve).
+        self._isolated: dict[str, float] = {}
+        self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
 
     # -- per-cycle view -----------------------------------------------------------------
     def view(self, state: CycleState) -> _Round:
@@ -160,6 +164,7 @@ class GavelRounds:
         problem = self._problem(state, jobs)
         if self.refine is not None:
             problem = self.refine(problem, jobs)
+        problem = self._with_isolated_time(problem)
         options = self.options(problem) if callable(self.options) else self.options
         if self.pop_k > 1:
             allocation = solve_with_pop(self.objective, problem, self.pop_k, **options)
@@ -167,6 +172,25 @@ class GavelRounds:
             allocation = self.objective(problem, **options)
         self._store(problem, allocation)
         self.solves += 1
+
+    def _with_isolated_time(self, problem: AllocationProblem) -> AllocationProblem:
+        """The problem with each job's ``isolated_elapsed`` (Gavel's FTF ``t_isolated``)."""
+        if problem.remaining is None:
+            return problem
+        import dataclasses
+
+        rates = problem.equal_share_throughput()
+        isolated = []
+        for job_id, remaining in zip(problem.job_ids, problem.remaining, strict=True):
+            before = self._last_solve.get(job_id)
+            seconds = self._isolated.get(job_id, 0.0)
+            if before is not None and before[1] > 0:
+                seconds += max(0.0, before[0] - float(remaining)) / before[1]
+            isolated.append(seconds)
+        self._isolated = dict(zip(problem.job_ids, isolated, strict=True))
+        self._last_solve = {job_id: (float(r), float(q)) for job_id, r, q in
+                            zip(problem.job_ids, problem.remaining, rates, strict=True)}
+        return dataclasses.replace(problem, isolated_elapsed=np.array(isolated))
 
     def _store(self, problem: AllocationProblem, allocation: Allocation) -> None:
         self._x = {job_id: allocation.x[i] for i, job_id in enumerate(problem.job_ids)}

@@ -1,10 +1,13 @@
 """Finish-time fairness (Themis, NSDI'20) made heterogeneity-aware (Gavel, OSDI'20 §4.2).
 
-Gavel's formulation: with ``t_j`` the time since the job arrived and ``R_j`` its remaining steps,
+Gavel's formulation: with ``t_j`` the time since the job arrived, ``R_j`` its remaining steps and
+``t_j^iso`` the time its progress so far would have taken on its equal share (Gavel's simulator
+sums, between solves, the steps done over the equal-share throughput of the time),
 
-    rho_j(X) = (t_j + R_j / throughput(j, X)) / (t_j + R_j / throughput(j, X^equal))
+    rho_j(X) = (t_j + R_j / throughput(j, X)) / (t_j^iso + R_j / throughput(j, X^equal))
 
-is the job's finish time under ``X`` relative to the one on an equal (1/n) share of the cluster,
+is the job's finish time under ``X`` relative to the one on an equal (1/n) share of the cluster
+(``t_j^iso`` = ``t_j`` when the problem does not carry ``isolated_elapsed``),
 and the policy is ``min_X max_j rho_j(X)``. The problem is quasi-convex, not an LP. For a fixed
 ``rho``, ``rho_j(X) <= rho`` is linear: ``throughput(j, X) >= r_j(rho) = R_j / (rho D_j - t_j)``
 with ``D_j`` the denominator. So we find the root of ``lambda(rho) = 1`` where ``lambda(rho) =
@@ -47,7 +50,8 @@ class _RhoSearch:
         if remaining is None or np.any(remaining <= 0):
             raise ValueError("finish-time fairness needs remaining steps > 0 for every job")
         elapsed = np.zeros(problem.n_jobs) if problem.elapsed is None else problem.elapsed
-        isolated = elapsed + remaining / problem.equal_share_throughput()
+        isolated = (_isolated_so_far(problem, elapsed)
+                    + remaining / problem.equal_share_throughput())
         # r_j(rho) = 1 / (rho D_j / R_j - t_j / R_j): jobs equal in (T, scale, D/R, t/R) are
         # the same LP row (all new jobs of one type and scale, whatever their remaining steps).
         key = np.column_stack([problem.throughput, problem.scale, isolated / remaining,
@@ -148,9 +152,14 @@ def finish_time_fairness(problem: AllocationProblem, pareto: bool = True,
                       lp_solves=search.lp.solves)
 
 
+def _isolated_so_far(problem: AllocationProblem, elapsed: np.ndarray) -> np.ndarray:
+    return elapsed if problem.isolated_elapsed is None else problem.isolated_elapsed
+
+
 def ftf_values(problem: AllocationProblem, allocation: Allocation) -> np.ndarray:
     """Each job's ``rho_j`` under the allocation (inf for a job that gets no throughput)."""
     elapsed = np.zeros(problem.n_jobs) if problem.elapsed is None else problem.elapsed
-    isolated = elapsed + problem.remaining / problem.equal_share_throughput()
+    isolated = (_isolated_so_far(problem, elapsed)
+                + problem.remaining / problem.equal_share_throughput())
     with np.errstate(divide="ignore"):
         return (elapsed + problem.remaining / effective_throughput(problem, allocation)) / isolated

@@ -53,7 +53,9 @@ class AllocationProblem:
     """One scheduling round's inputs: active jobs, GPU types with counts, throughputs (steps/s).
 
     Optional per-job state feeds the objectives that need it: ``remaining`` steps and ``elapsed``
-    seconds since arrival (FTF, makespan, cost), ``attained`` GPU-seconds (LAS), ``deadline``
+    seconds since arrival (FTF, makespan, cost), ``isolated_elapsed`` the seconds the job's
+    progress so far would have taken on its equal share (FTF's ``t_isolated``; None: take
+    ``elapsed``), ``attained`` GPU-seconds (LAS), ``deadline``
     seconds from now (cost with SLOs), ``tenant`` index with ``tenant_weights`` (hierarchical
     weighted fairness). ``equal_share`` is each job's time fraction under Gavel's ``X^equal``
     (default ``min(1, sum(count) / (n_jobs * scale))``: an equal share of the GPUs, spread over
@@ -73,6 +75,7 @@ class AllocationProblem:
     tenant: IntArray | None = None
     tenant_weights: FloatArray | None = None
     equal_share: FloatArray | None = None
+    isolated_elapsed: FloatArray | None = None
     colocation: Colocation | None = field(default=None)
 
     def __post_init__(self) -> None:
@@ -82,7 +85,7 @@ class AllocationProblem:
         self._set("scale", _frozen(self.scale))
         self._set("weights", _frozen(np.ones(n) if self.weights is None else self.weights))
         for name in ("remaining", "elapsed", "attained", "deadline", "equal_share",
-                     "tenant_weights"):
+                     "tenant_weights", "isolated_elapsed"):
             if getattr(self, name) is not None:
                 self._set(name, _frozen(getattr(self, name)))
         if self.tenant is not None:
@@ -98,7 +101,7 @@ class AllocationProblem:
         """The first inconsistency in the inputs, or None."""
         n, types = self.n_jobs, self.n_types
         per_job = ("scale", "weights", "remaining", "elapsed", "attained", "deadline",
-                   "equal_share", "tenant")
+                   "equal_share", "tenant", "isolated_elapsed")
         for name in per_job:
             value = getattr(self, name)
             if value is not None and value.shape != (n,):
@@ -152,7 +155,8 @@ class AllocationProblem:
             scale=self.scale[jobs], weights=self.weights[jobs], remaining=pick(self.remaining),
             elapsed=pick(self.elapsed), attained=pick(self.attained),
             deadline=pick(self.deadline), tenant=pick(self.tenant),
-            equal_share=self.share_fraction()[jobs], colocation=colocation)
+            equal_share=self.share_fraction()[jobs], colocation=colocation,
+            isolated_elapsed=pick(self.isolated_elapsed))
 
 
 @dataclass(frozen=True, eq=False)
