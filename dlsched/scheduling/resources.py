@@ -14,13 +14,13 @@ so no resource is ever given twice whatever a policy decides.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import DlschedError
-from dlsched.workload.job import JobSpec
+from dlsched.workload.job import Job, JobSpec
 
 EPS = 1e-9
 
@@ -146,3 +146,12 @@ def _view(array: np.ndarray) -> np.ndarray:
     view = array.view()
     view.flags.writeable = False
     return view
+
+
+def booked_spec(job: Job) -> JobSpec:
+    """What the core books for a job's workers: its spec, with the CPUs and host memory a
+    policy gave it (``Job.host``, Synergy) in place of what the spec asks."""
+    host = job.host
+    if host is None:
+        return job.spec
+    return replace(job.spec, cpus_per_gpu=host.cpus, memory_gb_per_gpu=host.memory_gb)

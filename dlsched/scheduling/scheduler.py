@@ -25,7 +25,7 @@ from dlsched.scheduling.placement import max_workers, static_shape
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
 from dlsched.scheduling.resilience import ResilienceBook
-from dlsched.scheduling.resources import ResourceBook
+from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
@@ -343,8 +343,8 @@ class Scheduler:
     def _launch(self, job: Job, gpus: tuple[int, ...], shares: tuple[float, ...], now: float,
                 overhead: float) -> None:
         """Give a running job its GPUs and start its workers (after a start or a resize)."""
-        if job.spec.asks_beyond_gpus:  # refuses (Overbooked) before anything changes
-            self.resources.take(gpus, job.spec, checked=True)
+        if job.spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
+            self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, shares, -1.0)
         self.segments.opened(job.job_id, now, gpus, shares)
@@ -409,8 +409,8 @@ class Scheduler:
 
     def _release(self, job: Job) -> None:
         self._adjust(job.allocation, job.shares, 1.0)
-        if job.spec.asks_beyond_gpus:
-            self.resources.give(job.allocation, job.spec)
+        if job.spec.asks_beyond_gpus or job.host is not None:
+            self.resources.give(job.allocation, booked_spec(job))
         self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
         job.run_started = None

@@ -10,7 +10,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel
-from dlsched.scheduling.resources import ResourceBook
+from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.workload.job import Job, JobSpec
 
 FULL = 1.0
@@ -153,7 +153,7 @@ class CycleState:
 
     def evict(self, job: Job) -> None:
         self.evicted[job.job_id] = job
-        self.give_back(job.allocation, job.shares, job.spec)
+        self.give_back(job.allocation, job.shares, booked_spec(job))
 
 
 def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: Sequence[int], gpu: int,
