@@ -63,3 +63,16 @@ def test_assignments_are_yaml_scalars_but_policy_options_stay_text() -> None:
         "round_seconds": (60, 120)}
     with pytest.raises(ConfigError, match="--set: expected key=value"):
         parse_assignments(["limit"], "--set", many=False)
+
+
+def test_a_sweep_file_error_names_file_line_and_key(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\nseed: [0, 1]\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert f"{path}:3:seed: unknown key" in result.output
