@@ -76,3 +76,20 @@ def test_a_sweep_file_error_names_file_line_and_key(tmp_path) -> None:
                                       str(tmp_path / "out")])
     assert result.exit_code == 2
     assert f"{path}:3:seed: unknown key" in result.output
+
+
+def test_ray_address_without_ray_is_one_line(monkeypatch, tmp_path) -> None:
+    import sys
+
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    result = CliRunner().invoke(app, ["sweep", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                      "--policies", "fifo", "--ray-address", "auto", "--out",
+                                      str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1] == (
+        "error: dlsched sweep --ray-address needs the ray extra (no module named 'ray'): "
+        "pip install 'dlsched[ray]'")

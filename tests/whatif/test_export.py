@@ -82,3 +82,16 @@ def test_no_database_is_one_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("how", "seconds"), [("total", 27.0), ("last", 20.0)])
 def test_run_time(how: str, seconds: float) -> None:
     assert run_time([(13.0, 20.0), (50.0, 70.0), (80.0, None)], how) == seconds
+
+
+def test_without_the_runtime_extra_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                               tmp_path: Path) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    result = CliRunner().invoke(app, ["history", "export", "--data-dir", str(tmp_path),
+                                      "--out", str(tmp_path / "h.csv")])
+    assert result.exit_code == 2
+    assert [line for line in result.output.splitlines() if line.strip()] == [
+        "error: dlsched history export needs the runtime extra (no module named "
+        "'sqlalchemy'): pip install 'dlsched[runtime]'"]
