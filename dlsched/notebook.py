@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import tempfile
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -83,8 +84,8 @@ def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly"
     run = _config(config, given)
     if len(run.policies) != 1:
         raise ValueError("simulate runs one policy; use dlsched.compare for several")
-    with _output(out) as folder:
-        outcome = _execute(run, folder, compare=False)[0]
+    with run_folder(out) as folder:
+        outcome = execute_runs(run, folder, compare=False)[0]
         return _loaded(outcome, run, None if out is None else folder)
 
 
@@ -101,8 +102,8 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
     names = tuple(policies.split(",")) if isinstance(policies, str) else tuple(policies)
     run = _config(config, {"trace": str(trace), "cluster": str(cluster),
                            "policies": names, **options})
-    with _output(out) as folder:
-        outcomes = _execute(run, folder, compare=True)
+    with run_folder(out) as folder:
+        outcomes = execute_runs(run, folder, compare=True)
         report = None
         if out is not None:
             title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
@@ -122,25 +123,17 @@ def _config(config: str | Path | None, given: dict[str, Any]) -> RunConfig:
     return RunConfig.from_yaml(Path(config), given)
 
 
-class _output:
-    """The run's folder: ``out`` itself, or a temporary one removed on exit."""
-
-    def __init__(self, out: str | Path | None) -> None:
-        self.out = out
-        self.temp: tempfile.TemporaryDirectory[str] | None = None
-
-    def __enter__(self) -> Path:
-        if self.out is not None:
-            return Path(self.out)
-        self.temp = tempfile.TemporaryDirectory(prefix="dlsched-")
-        return Path(self.temp.name)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.temp is not None:
-            self.temp.cleanup()
+@contextmanager
+def run_folder(out: str | Path | None) -> Iterator[Path]:
+    """The run's folder: ``out`` itself, or a temporary one removed afterwards."""
+    if out is not None:
+        yield Path(out)
+        return
+    with tempfile.TemporaryDirectory(prefix="dlsched-") as folder:
+        yield Path(folder)
 
 
-def _execute(config: RunConfig, out: Path, compare: bool) -> list[RunOutcome]:
+def execute_runs(config: RunConfig, out: Path, compare: bool) -> list[RunOutcome]:
     """What the CLI's ``_run_all`` does, with warnings instead of console lines."""
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types

@@ -33,10 +33,10 @@ class RunFailed(DlschedError):
 def run_one(config: RunConfig, folder: str | None) -> dict[str, Any]:
     """One run through the CLI's code path; its summary's scalar metrics. ``folder``: where
     to write its files (None: a temporary folder, removed)."""
-    from dlsched.notebook import _execute, _output
+    from dlsched.notebook import execute_runs, run_folder
 
-    with _output(folder) as out:
-        outcome = _execute(config, Path(out), compare=False)[0]
+    with run_folder(folder) as out:
+        outcome = execute_runs(config, out, compare=False)[0]
     summary = outcome.summary.to_dict()
     return {k: v for k, v in summary.items() if v is None or isinstance(v, int | float | str)}
 
