@@ -89,7 +89,8 @@ def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_replica
               transfer: np.ndarray) -> RequestLog:
     """The requests' log: first tokens from the prefill pool, the rest from the decode pool
     once each request's KV cache has arrived (``transfer`` seconds after its prefill)."""
-    first = RequestTrace(trace.name, trace.arrival, trace.prompt, np.ones_like(trace.output))
+    first = RequestTrace(trace.name, trace.arrival, trace.prompt, np.ones_like(trace.output),
+                         trace.prefix)
     p_log, _ = simulate_slots(first, prefill_make, [0.0] * prefill_replicas)
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
     log.first_token[:] = p_log.first_token

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlsched.perf.inference.profile import StepProfile
+from dlsched.serving.prefix_cache import PREFIX_BLOCK_TOKENS, PrefixCache
 
 INF = math.inf
 
@@ -42,6 +43,7 @@ class LlmEngineConfig:
     chunk_tokens: int | None = None  # Sarathi-Serve's token budget per iteration
     block_tokens: int = 16
     watermark: float = 0.01
+    prefix_cache: bool = True  # reuse cached prompt prefixes when the trace gives hashes
 
 
 @dataclass
@@ -54,12 +56,14 @@ class RequestLog:
     first_token: np.ndarray
     finish: np.ndarray
     preemptions: np.ndarray
+    prefix: tuple[tuple[int, ...], ...] | None = None  # prefix block hashes (Mooncake)
 
     @classmethod
-    def empty(cls, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray) -> RequestLog:
+    def empty(cls, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
+              prefix: tuple[tuple[int, ...], ...] | None = None) -> RequestLog:
         n = len(arrival)
         return cls(arrival, prompt, output, np.full(n, np.nan), np.full(n, np.nan),
-                   np.zeros(n, dtype=np.int64))
+                   np.zeros(n, dtype=np.int64), prefix)
 
 
 class LlmReplica:
@@ -82,6 +86,8 @@ class LlmReplica:
         self.pending: tuple[float, np.ndarray] | None = None  # a planned decode run
         self.partial = 0  # prompt tokens of the queue's head already prefilled (chunked)
         self._watermark = max(1, int(config.watermark * blocks))
+        self.cache = (PrefixCache(blocks * config.block_tokens // PREFIX_BLOCK_TOKENS)
+                      if config.prefix_cache and log.prefix is not None else None)
         self._decode_base = [profile.decode(b) for b in range(config.max_batch + 1)]
 
     @property
@@ -159,6 +165,9 @@ class LlmReplica:
             admitted.append(r)
         if not admitted:
             return False
+        if self.cache is not None and self.log.prefix is not None:
+            tokens -= sum(self.cache.lookup(self.log.prefix[r], self._prompt_tokens(r))
+                          for r in admitted if r not in self.redo)
         self._run(self.profile.prefill_seconds(tokens))
         self._join(admitted, self.time)
         return True

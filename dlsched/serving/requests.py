@@ -31,6 +31,7 @@ class RequestTrace:
     arrival: np.ndarray  # float64 seconds
     prompt: np.ndarray  # int64 tokens
     output: np.ndarray  # int64 tokens
+    prefix: tuple[tuple[int, ...], ...] | None = None  # 512-token prefix block hashes
 
     def __len__(self) -> int:
         return len(self.arrival)
@@ -44,21 +45,23 @@ class RequestTrace:
         if rate == 1:
             return self
         return RequestTrace(f"{self.name}x{rate:g}", self.arrival / rate, self.prompt,
-                            self.output)
+                            self.output, self.prefix)
 
     def window(self, seconds: float) -> RequestTrace:
         """The requests of the first ``seconds``."""
         n = int(np.searchsorted(self.arrival, seconds, side="left"))
-        return RequestTrace(self.name, self.arrival[:n], self.prompt[:n], self.output[:n])
+        return RequestTrace(self.name, self.arrival[:n], self.prompt[:n], self.output[:n],
+                            None if self.prefix is None else self.prefix[:n])
 
     @classmethod
-    def of(cls, name: str, arrival: list[float], prompt: list[int],
-           output: list[int]) -> RequestTrace:
+    def of(cls, name: str, arrival: list[float], prompt: list[int], output: list[int],
+           prefix: list[tuple[int, ...]] | None = None) -> RequestTrace:
         t = np.asarray(arrival, dtype=float)
         order = np.argsort(t, kind="stable")
         t = t[order] - (t.min() if len(t) else 0.0)
         return cls(name, t, np.asarray(prompt, dtype=np.int64)[order],
-                   np.asarray(output, dtype=np.int64)[order])
+                   np.asarray(output, dtype=np.int64)[order],
+                   None if prefix is None else tuple(prefix[i] for i in order))
 
 
 def _tokens(ctx: RowContext, field: str) -> int:
@@ -84,9 +87,9 @@ def read_azure_llm(path: str | Path) -> RequestTrace:
 
 def read_mooncake(path: str | Path) -> RequestTrace:
     """A Mooncake trace: one JSON object a line (``timestamp`` ms, ``input_length``,
-    ``output_length``; ``hash_ids`` is read but prefix reuse is not modelled yet)."""
+    ``output_length``, ``hash_ids``: the prompt's 512-token prefix blocks, for prefix reuse)."""
     path = Path(path)
-    arrival, prompt, output = [], [], []
+    arrival, prompt, output, prefix = [], [], [], []
     for line_no, text in enumerate(read_text(path).splitlines(), start=1):
         if not text.strip():
             continue
@@ -99,9 +102,19 @@ def read_mooncake(path: str | Path) -> RequestTrace:
         arrival.append(_json_number(row, "timestamp", path, line_no, 0) / 1e3)
         prompt.append(int(_json_number(row, "input_length", path, line_no, 1)))
         output.append(int(_json_number(row, "output_length", path, line_no, 1)))
+        prefix.append(_hashes(row, path, line_no))
     if not arrival:
         raise InputError(InputLocation(str(path)), "no requests in the trace")
-    return RequestTrace.of(path.stem, arrival, prompt, output)
+    return RequestTrace.of(path.stem, arrival, prompt, output, prefix)
+
+
+def _hashes(row: dict, path: Path, line: int) -> tuple[int, ...]:
+    value = row.get("hash_ids", [])
+    if not isinstance(value, list) or not all(
+            isinstance(h, int) and not isinstance(h, bool) for h in value):
+        raise InputError(InputLocation(str(path), line, "hash_ids"),
+                         "expected a list of integers")
+    return tuple(value)
 
 
 def _json_number(row: dict, field: str, path: Path, line: int, minimum: float) -> float:

@@ -67,7 +67,7 @@ def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
 def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[float],
                    scaler: Autoscaler | None = None) -> tuple[RequestLog, list[Slot]]:
     """Serve ``trace``: replicas start at ``starts``; ``scaler`` adds and retires replicas."""
-    log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
+    log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
     slots = [Slot(make(log, s), s, s) for s in starts]
     live = list(slots)
     for request, t in enumerate(trace.arrival.tolist()):
@@ -79,6 +79,8 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
             slot.replica.advance(t)
             if slot.ready <= t and slot.replica.outstanding < best_load:
                 best, best_load = slot.replica, slot.replica.outstanding
+        if log.prefix is not None and best is not None:
+            best = _prefix_aware(live, t, log.prefix[request], best_load) or best
         if best is None and live:
             best = min(live, key=lambda s: s.ready).replica
         if best is not None:
@@ -86,6 +88,30 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
     for slot in slots:
         slot.replica.advance(math.inf)
     return log, slots
+
+
+PREFIX_SLACK = 4  # extra outstanding requests a prefix hit may justify
+
+
+def _prefix_aware(live: list[Slot], now: float, hashes: tuple[int, ...],
+                  least: float) -> Replica | None:
+    """Mooncake's cache-aware choice (Qin et al., FAST'25, §6: the conductor weighs prefix
+    reuse against load), simplified: among replicas within ``PREFIX_SLACK`` outstanding
+    requests of the least loaded, the one caching the longest prefix of the request."""
+    best, best_key = None, (0, 0.0)
+    for slot in live:
+        cache = getattr(slot.replica, "cache", None)
+        load = slot.replica.outstanding
+        if cache is None or slot.ready > now or load > least + PREFIX_SLACK:
+            continue
+        hits = 0
+        for h in hashes:
+            if h not in cache.blocks:
+                break
+            hits += 1
+        if (hits, -load) > best_key:
+            best, best_key = slot.replica, (hits, -load)
+    return best
 
 
 def _tick(scaler: Autoscaler, live: list[Slot], slots: list[Slot], make: ReplicaFactory,

@@ -104,10 +104,19 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float]) -> Se
         "replicas_peak": _peak(slots, end),
         "scale_events": len(slots) - len(starts) + sum(s.retired is not None for s in slots),
         "rejected": sum(len(r.rejected) for r in replicas),
+        "prefix_hit_rate": _prefix_hits(replicas, trace),
         "peak_batch": max((r.peak_batch for r in replicas), default=0),
         "iterations": sum(r.iterations for r in replicas),
         "trace": trace.name, "trace_seconds": trace.duration, "cpu_seconds": cpu})
     return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu, slots)
+
+
+def _prefix_hits(replicas: list[Replica], trace: RequestTrace) -> float | None:
+    """Share of prompt tokens served from the prefix cache (None without prefix hashes)."""
+    caches = [c for r in replicas if (c := getattr(r, "cache", None)) is not None]
+    if not caches:
+        return None
+    return sum(c.hit_tokens for c in caches) / max(1, int(trace.prompt.sum()))
 
 
 def _peak(slots: list[Slot], end: float) -> int:

@@ -39,7 +39,7 @@ _KEYS = ("name", "kind", "model", "gpu", "tensor_parallel", "replicas", "slo", "
 _AUTOSCALE_KEYS = ("min", "max", "target_outstanding", "interval_s", "cold_start_s",
                    "stabilization_s")
 _SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
-_ENGINE_KEYS = ("max_batch", "max_prefill_tokens", "chunk_tokens")
+_ENGINE_KEYS = ("max_batch", "max_prefill_tokens", "chunk_tokens", "prefix_cache")
 _BATCHING_KEYS = ("latency_ms", "max_batch", "timeout_ms")
 
 
@@ -176,7 +176,15 @@ def _engine(r: _Reader) -> LlmEngineConfig:
     return LlmEngineConfig(max_batch=int(r.number("max_batch", 256, low=1, integer=True) or 1),
                            max_prefill_tokens=int(r.number("max_prefill_tokens", 8192, low=1,
                                                            integer=True) or 1),
-                           chunk_tokens=None if chunk is None else int(chunk))
+                           chunk_tokens=None if chunk is None else int(chunk),
+                           prefix_cache=_flag(r, "prefix_cache", True))
+
+
+def _flag(r: _Reader, key: str, default: bool) -> bool:
+    value = r.data.get(key, default)
+    if not isinstance(value, bool):
+        raise r.fail(key, f"expected true or false, got {value!r}")
+    return value
 
 
 def _autoscale(r: _Reader) -> AutoscalePolicy:

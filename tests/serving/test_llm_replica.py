@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from serving_helpers import flat_profile, trace
 
+from dlsched.perf.inference.curve import Curve
+from dlsched.perf.inference.profile import StepProfile
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog
 from dlsched.serving.metrics import Slo, meets, per_request
 from dlsched.serving.requests import RequestTrace
@@ -92,3 +94,32 @@ def test_slo_attainment_counts_each_bound() -> None:
     log, _ = run(trace([0.0, 0.5], [10, 10], [3, 2]))
     assert meets(log, Slo(ttft=1.2)).tolist() == [True, False]
     assert meets(log, Slo(tpot=0.2)).tolist() == [False, True]
+
+
+def test_prefix_cache_hit_skips_the_shared_prompt_blocks() -> None:
+    """Mooncake hashes: r1 starts with r0's two 512-token blocks, so only its last token is
+    computed (prefill ~ 1 ms a token here); without the cache it pays the whole prompt."""
+    p = StepProfile("toy", "A100-80G", 1, Curve((1.0, 1e6), (0.001, 1000.0)),
+                    Curve((1.0, 1e3), (0.1, 0.1)), 0.0, 0.0)
+    tr = RequestTrace("mc", np.array([0.0, 10.0]), np.array([1024, 1024]), np.array([1, 1]),
+                      ((1, 2), (1, 2)))
+    for cache, ttft in ((True, 0.001), (False, 1.024)):
+        config = LlmEngineConfig(prefix_cache=cache)
+        log, replicas = simulate_requests(
+            tr, lambda lg, s, c=config: LlmReplica(p, 10_000, lg, c, s), [0.0])
+        assert log.first_token[1] - 10.0 == pytest.approx(ttft)
+    assert log.first_token[0] == pytest.approx(1.024)
+
+
+def test_prefix_aware_routing_sends_a_request_where_its_prefix_is_cached() -> None:
+    """r0 (prefix 7) goes to replica 0, r1 (prefix 9) to replica 1; r2 (prefix 9), arriving
+    when both are idle, goes to replica 1 for its cached block (plain JSQ would pick 0):
+    512 of its 1024 tokens computed."""
+    p = StepProfile("toy", "A100-80G", 1, Curve((1.0, 1e6), (0.001, 1000.0)),
+                    Curve((1.0, 1e3), (0.1, 0.1)), 0.0, 0.0)
+    tr = RequestTrace("mc", np.array([0.0, 0.0, 10.0]), np.array([1024] * 3),
+                      np.array([1] * 3), ((7,), (9,), (9,)))
+    log, replicas = simulate_requests(
+        tr, lambda lg, s: LlmReplica(p, 10_000, lg, DEFAULT, s), [0.0, 0.0])
+    assert log.first_token[2] - 10.0 == pytest.approx(0.512)
+    assert [r.iterations for r in replicas] == [1, 2]
