@@ -133,7 +133,7 @@ def serve(
     at the next start."""
     try:
         require("runtime", "dlsched serve")
-        if executor == "ray":
+        if executor == "ray" and gpus is None and cluster is None:  # else: the option error
             require("ray", "dlsched serve --executor ray")
         from dlsched.runtime.server import ServeOptions
         from dlsched.runtime.server import serve as run_service
