@@ -3,7 +3,8 @@
 Runs JOBS real jobs (``sleep`` for 1-5 s, 1, 2 or 4 workers, Poisson arrivals at a load of
 about LOAD of the GPUs) through ``dlsched serve --policy fifo`` with the local executor on a
 one-node cluster of GPUS fake GPUs, then ``dlsched history export``s the database and replays
-the trace in the simulator under fifo and tiresias on the same cluster file. Target: the fifo
+the trace in the simulator under fifo and tiresias on the service's own cluster
+(``dlsched history cluster``). Target: the fifo
 replay's mean JCT within 10% of what the service measured. Prints one JSON line.
 
 Run on demand from the repository root: ``python benchmarks/whatif_replay.py [--jobs 200]
@@ -86,6 +87,8 @@ def main() -> None:
     try:
         submit_all(url, args.jobs, args.gpus, args.load, args.seed)
         wait_done(url, args.jobs, timeout=1800)
+        replay_cluster = folder / "service-cluster.yaml"  # the service's own description
+        dlsched("history", "cluster", "--url", url, "--out", str(replay_cluster))
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -95,7 +98,7 @@ def main() -> None:
                                   str(history), "--json"))
     import dlsched as api
 
-    replay = api.compare(trace=str(history), cluster=str(cluster),
+    replay = api.compare(trace=str(history), cluster=str(replay_cluster),
                          policies=["fifo", "tiresias"], out=folder / "replay",
                          restart_overhead=1.0)
     fifo, tiresias = (replay[p].summary for p in ("fifo", "tiresias"))

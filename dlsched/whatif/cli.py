@@ -65,5 +65,32 @@ def export(
                          f"{figures['makespan']:.1f} s, {figures['preemptions']} preemptions"))
 
 
+@history_app.command("cluster")
+def cluster(
+    out: Annotated[Path, typer.Option("--out", help="The cluster YAML to write.")],
+    url: Annotated[str, typer.Option("--url", help="The service's URL.")
+                   ] = "http://127.0.0.1:8765",
+    token: Annotated[str | None, typer.Option("--token", help="API token, if any.")] = None,
+) -> None:
+    """Write the running service's cluster (nodes, GPU types and counts) as a cluster YAML for
+    `dlsched simulate --cluster FILE`."""
+    from dlsched.extras import CLIENT, MissingExtra, require
+
+    try:
+        require("runtime", "dlsched history cluster", CLIENT)
+        from dlsched.runtime.client import Client
+        from dlsched.whatif.cluster import cluster_yaml
+
+        with Client(url, token) as client:
+            view = client.cluster()
+    except (DlschedError, OSError) as exc:
+        console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(cluster_yaml(view))
+    console.print(escape(f"{view.name}: {len(view.nodes)} nodes, {view.gpus_total} GPUs -> "
+                         f"{out}"))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(history_app, name="history")
