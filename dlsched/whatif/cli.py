@@ -37,6 +37,11 @@ def export(
         "--duration", help="A job's duration: total (its attempts' run times summed: jobs "
                            "that resume from checkpoints) or last (its last attempt's).")
     ] = "total",
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Only jobs submitted at or after this ISO date/time (UTC unless it "
+                        "names an offset), e.g. 2026-11-23.")] = None,
+    until: Annotated[str | None, typer.Option(
+        "--until", help="Only jobs submitted before this ISO date/time.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print what the service measured "
                                                           "as JSON.")] = False,
 ) -> None:
@@ -46,12 +51,14 @@ def export(
 
     try:
         require("runtime", "dlsched history export", ("sqlalchemy",))
-        from dlsched.whatif.export import history_rows, measured, write_history
+        from dlsched.whatif.export import history_rows, measured, parse_when, write_history
+
+        window = parse_when(since, "--since"), parse_when(until, "--until")
 
         url = db or f"sqlite:///{data_dir.expanduser() / 'dlsched.db'}"
         if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
             raise DlschedError(f"no database at {url[len('sqlite:///'):]} (--data-dir or --db)")
-        rows = history_rows(url, tuple(status or ("finished",)), duration, queue)
+        rows = history_rows(url, tuple(status or ("finished",)), duration, queue, *window)
         write_history(rows, out)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")

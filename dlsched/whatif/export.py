@@ -54,9 +54,11 @@ def run_time(spans: Sequence[tuple[float, float | None]], how: str) -> float:
 
 
 def history_rows(url: str, statuses: Iterable[str] = ("finished",), how: str = "total",
-                 queues: Iterable[str] | None = None) -> list[HistoryRow]:
-    """The jobs of the database at ``url`` in ``statuses``, in submission order. Jobs that
-    never ran (no finished attempt) are left out: there is no duration to replay."""
+                 queues: Iterable[str] | None = None, since: float | None = None,
+                 until: float | None = None) -> list[HistoryRow]:
+    """The jobs of the database at ``url`` in ``statuses`` submitted in [``since``,
+    ``until``) (UNIX seconds; None: unbounded), in submission order. Jobs that never ran (no
+    finished attempt) are left out: there is no duration to replay."""
     from sqlalchemy import select
 
     from dlsched.runtime.store import AttemptRow, JobRow, MetaRow, Store
@@ -81,7 +83,22 @@ def history_rows(url: str, statuses: Iterable[str] = ("finished",), how: str = "
     finally:
         store.close()
     rows = [_row(job, spans.get(job.id, []), how, epoch) for job in jobs]
-    return [row for row in rows if row.duration > 0]
+    return [row for row in rows if row.duration > 0
+            and (since is None or row.submit_time >= since)
+            and (until is None or row.submit_time < until)]
+
+
+def parse_when(text: str | None, flag: str) -> float | None:
+    """An ISO date or date-time (UTC unless it names an offset) as UNIX seconds."""
+    from datetime import UTC, datetime
+
+    if text is None:
+        return None
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise ConfigError(f"{flag}: not an ISO date or date-time: {text!r}") from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
 
 
 def _check_tables(store: Any) -> None:

@@ -95,3 +95,18 @@ def test_without_the_runtime_extra_is_one_line(monkeypatch: pytest.MonkeyPatch,
     assert [line for line in result.output.splitlines() if line.strip()] == [
         "error: dlsched history export needs the runtime extra (no module named "
         "'sqlalchemy'): pip install 'dlsched[runtime]'"]
+
+
+def test_a_time_window_selects_by_submission(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    url, epoch = database(tmp_path / "dlsched.db")
+    out = tmp_path / "history.csv"
+    since = datetime.fromtimestamp(epoch + 10.5, UTC).isoformat()
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
+                                      "--since", since])
+    assert result.exit_code == 0, result.output
+    assert [j.job_id for j in read_trace(out).jobs] == ["b"]
+    bad = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
+                                   "--until", "last tuesday"])
+    assert bad.exit_code == 1 and "--until: not an ISO date" in bad.output
