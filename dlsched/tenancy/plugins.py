@@ -38,6 +38,7 @@ from dlsched.tenancy.config import (
 )
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
 from dlsched.tenancy.lines import WaitingLines
+from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
 from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
 from dlsched.tenancy.quota import QuotaTree, Usage, request_of
@@ -71,6 +72,7 @@ class _Cycle:
         self.ranks: dict[tuple, ShareRank] = {}  # (queue, request) -> borrow rank
         self.options: dict[str, list[Assignment]] = {}  # job -> each flavor's assignment
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
+        self.searches: dict[MemoKey, FailedSearch] = {}  # per flavor: memo.py
         self.rank_usage: Usage | None = None  # usage at the cycle's start, for the order
 
 
@@ -319,6 +321,13 @@ class TenantAdmission:
             if touched:
                 running = {q: [a for a in jobs if a.job_id not in evictors] if q in touched
                            else jobs for q, jobs in running.items()}
+        key, version = None, data.view.version
+        if not evictors and len(self.config.cluster_queues[cq].flavors) > 1:  # memo.py
+            key = flavor_key(usage, cq, job, incoming.request, assignment)
+            if still_fails(data.searches, key, version, incoming.request,
+                           job.spec.submit_time):
+                self._hold(data, cq, assignment, incoming.request)
+                return self._fail(data, job, assignment.reason or Reason.NEEDS_PREEMPTION)
         victims = select_targets(self.config, usage, incoming, running, state.now)
         if victims.targets:
             data.targets[job.job_id] = victims.targets
@@ -328,6 +337,8 @@ class TenantAdmission:
         # Minimum runtime is the reason only when the search would succeed without it.
         protected = victims.protected and bool(select_targets(
             self.config, usage, incoming, running, state.now, protect=False).targets)
+        if key is not None and not protected:
+            data.searches[key] = FailedSearch(version, incoming.request, job.spec.submit_time)
         self._hold(data, cq, assignment, incoming.request)
         return self._fail(data, job, Reason.MIN_RUNTIME if protected
                           else assignment.reason or Reason.NEEDS_PREEMPTION)
