@@ -39,6 +39,8 @@ def with_service_nodes(cluster: Cluster | None, services: ServicesFile) -> Clust
     for s in services.services:
         most = s.replicas if s.autoscale is None else s.autoscale.max_replicas
         gpus[s.gpu] += most * s.tp  # TP degrees 1, 2, 4, 8 pack 8-GPU nodes
+        if s.prefill is not None:
+            gpus[s.prefill.gpu] += s.prefill.replicas * s.prefill.tp
     groups = [NodeGroup(math.ceil(n / NODE_GPUS), gpu, NODE_GPUS, prefix=f"svc-{gpu.lower()}",
                         nvlink_domain=NODE_GPUS) for gpu, n in sorted(gpus.items())]
     nodes = tuple(node for g in groups for node in g.expand())
@@ -75,7 +77,10 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
             results.append(_placed(planned[i], started))
             continue
         starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
-        results.append(serve(spec, trace, [s for s in starts if s is not None]))
+        prefill = None if spec.prefill is None else [
+            s for k in range(spec.prefill.replicas)
+            if (s := started.get(spec.prefill_id(k))) is not None]
+        results.append(serve(spec, trace, [s for s in starts if s is not None], prefill))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

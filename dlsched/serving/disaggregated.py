@@ -60,6 +60,10 @@ class Pool:
     gpu: str
     tp: int
     replicas: int
+    starts: tuple[float, ...] | None = None  # when each replica became available (None: 0)
+
+    def start_times(self) -> list[float]:
+        return list(self.starts) if self.starts is not None else [0.0] * self.replicas
 
 
 def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: Pool,
@@ -74,24 +78,25 @@ def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: 
     per_token = kv_bytes_per_token(SERVING_MODELS[model.lower()])
     transfer = trace.prompt * per_token / (link_gbps * 1e9 * prefill.tp)
     log = run_pools(trace, lambda lg, s: LlmReplica(p_profile, p_blocks, lg, config, s),
-                    prefill.replicas,
+                    prefill.start_times(),
                     lambda lg, s: DecodeReplica(d_profile, d_blocks, lg, config, s),
-                    decode.replicas, transfer)
+                    decode.start_times(), transfer)
     metrics = service_metrics(log, slo, max(trace.duration, 1e-9))
-    end = max(trace.duration, float(np.nanmax(log.finish)))
-    metrics["gpu_hours"] = end / 3600 * (prefill.replicas * prefill.tp
-                                         + decode.replicas * decode.tp)
+    done = log.finish[~np.isnan(log.finish)]
+    end = max(trace.duration, float(done.max()) if len(done) else 0.0)
+    metrics["gpu_hours"] = sum(max(0.0, end - s) * pool.tp for pool in (prefill, decode)
+                               for s in pool.start_times()) / 3600
     return metrics
 
 
-def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_replicas: int,
-              decode_make: ReplicaFactory, decode_replicas: int,
+def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_starts: list[float],
+              decode_make: ReplicaFactory, decode_starts: list[float],
               transfer: np.ndarray) -> RequestLog:
     """The requests' log: first tokens from the prefill pool, the rest from the decode pool
     once each request's KV cache has arrived (``transfer`` seconds after its prefill)."""
     first = RequestTrace(trace.name, trace.arrival, trace.prompt, np.ones_like(trace.output),
                          trace.prefix)
-    p_log, _ = simulate_slots(first, prefill_make, [0.0] * prefill_replicas)
+    p_log, _ = simulate_slots(first, prefill_make, prefill_starts)
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
     log.first_token[:] = p_log.first_token
     many = trace.output > 1
@@ -100,7 +105,7 @@ def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_replica
     order = np.flatnonzero(many & ~np.isnan(ready))
     order = order[np.argsort(ready[order], kind="stable")]
     second = RequestTrace(trace.name, ready[order], trace.prompt[order], trace.output[order])
-    d_log, _ = simulate_slots(second, decode_make, [0.0] * decode_replicas)
+    d_log, _ = simulate_slots(second, decode_make, decode_starts)
     log.finish[order] = d_log.finish
     log.preemptions[order] = d_log.preemptions
     return log

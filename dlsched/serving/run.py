@@ -82,10 +82,14 @@ def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
     return lambda log, start: LlmReplica(profile, blocks, log, spec.engine, start)
 
 
-def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float]) -> ServiceOutcome:
+def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
+          prefill_starts: Sequence[float] | None = None) -> ServiceOutcome:
     """Serve ``trace`` on replicas started at ``starts`` (and those the service's autoscaling
     policy adds); metrics include GPU-hours (each replica from its request to the end of the
-    run, or until it was retired and drained)."""
+    run, or until it was retired and drained). A disaggregated service's ``starts`` are its
+    decode replicas', ``prefill_starts`` its prefill replicas' (None: all at 0)."""
+    if spec.prefill is not None:
+        return _serve_disaggregated(spec, trace, starts, prefill_starts)
     began = time.process_time()
     scaler = None if spec.autoscale is None else Autoscaler(spec.autoscale)
     log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler)
@@ -109,6 +113,28 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float]) -> Se
         "iterations": sum(r.iterations for r in replicas),
         "trace": trace.name, "trace_seconds": trace.duration, "cpu_seconds": cpu})
     return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu, slots)
+
+
+def _serve_disaggregated(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
+                         prefill_starts: Sequence[float] | None) -> ServiceOutcome:
+    from dlsched.serving.disaggregated import Pool, serve_disaggregated
+
+    assert spec.prefill is not None
+    p = spec.prefill
+    began = time.process_time()
+    metrics = serve_disaggregated(
+        spec.model, trace,
+        Pool(p.gpu, p.tp, p.replicas, None if prefill_starts is None else tuple(prefill_starts)),
+        Pool(spec.gpu, spec.tp, len(starts), tuple(starts)), spec.slo, spec.engine)
+    cpu = time.process_time() - began
+    metrics.update({"replicas": len(starts), "prefill_replicas":
+                    p.replicas if prefill_starts is None else len(prefill_starts),
+                    "prefill_gpu": p.gpu, "prefill_tensor_parallel": p.tp,
+                    "tensor_parallel": spec.tp, "gpu": spec.gpu, "model": spec.model,
+                    "slo": spec.slo.describe(), "trace": trace.name,
+                    "trace_seconds": trace.duration, "cpu_seconds": cpu})
+    log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
+    return ServiceOutcome(spec, log, [], list(starts), metrics, cpu, [])
 
 
 def _prefix_hits(replicas: list[Replica], trace: RequestTrace) -> float | None:

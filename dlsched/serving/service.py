@@ -32,6 +32,15 @@ class DnnBatching:
 
 
 @dataclass(frozen=True)
+class PrefillPool:
+    """The prefill replicas of a disaggregated service (Splitwise / DistServe)."""
+
+    replicas: int
+    gpu: str
+    tp: int
+
+
+@dataclass(frozen=True)
 class ServiceSpec:
     name: str
     model: str
@@ -48,13 +57,24 @@ class ServiceSpec:
     engine: LlmEngineConfig = field(default_factory=LlmEngineConfig)
     dnn: DnnBatching | None = None
     autoscale: AutoscalePolicy | None = None  # replicas is then the starting count
+    prefill: PrefillPool | None = None  # disaggregated: replicas/gpu/tp are the decode pool
 
     def replica_id(self, index: int) -> str:
         return f"service:{self.name}/{index}"
 
+    def prefill_id(self, index: int) -> str:
+        return f"service:{self.name}/prefill/{index}"
+
     def replica_jobs(self, horizon: float, submit: float = 0.0) -> list[JobSpec]:
-        """The replicas as jobs asking for their GPUs until ``horizon`` (seconds)."""
-        return [JobSpec(self.replica_id(i), submit, self.tp, max(horizon - submit, 1.0),
-                        queue=self.queue, gpu_types=(self.gpu,), model=self.model,
-                        priority=self.priority, kind=JobKind.SERVICE)
-                for i in range(self.replicas)]
+        """The replicas (and prefill replicas) as jobs asking for their GPUs until
+        ``horizon`` (seconds)."""
+        work = max(horizon - submit, 1.0)
+        jobs = [JobSpec(self.replica_id(i), submit, self.tp, work, queue=self.queue,
+                        gpu_types=(self.gpu,), model=self.model, priority=self.priority,
+                        kind=JobKind.SERVICE) for i in range(self.replicas)]
+        if self.prefill is not None:
+            p = self.prefill
+            jobs += [JobSpec(self.prefill_id(i), submit, p.tp, work, queue=self.queue,
+                             gpu_types=(p.gpu,), model=self.model, priority=self.priority,
+                             kind=JobKind.SERVICE) for i in range(p.replicas)]
+        return jobs

@@ -13,6 +13,7 @@
         engine: {max_batch: 256, max_prefill_tokens: 8192, chunk_tokens: 512}
         autoscaling: {min: 1, max: 16, target_outstanding: 16, interval_s: 10,
                       cold_start_s: 60, stabilization_s: 300}   # instead of replicas
+        disaggregation: {prefill_replicas: 5, prefill_gpu: H100}  # replicas: decode pool
 
 A DNN service has ``kind: dnn``, ``slo: {latency_ms: ...}`` and ``batching: {latency_ms: {1: 5,
 8: 11}, max_batch: 8, timeout_ms: 5}``. Every error names ``file:line:key``.
@@ -31,11 +32,13 @@ from dlsched.perf.inference.profile import canonical_gpu, step_profile
 from dlsched.serving.autoscale import AutoscalePolicy
 from dlsched.serving.llm_replica import LlmEngineConfig
 from dlsched.serving.metrics import Slo
-from dlsched.serving.service import DnnBatching, ServiceKind, ServiceSpec
+from dlsched.serving.service import DnnBatching, PrefillPool, ServiceKind, ServiceSpec
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 _KEYS = ("name", "kind", "model", "gpu", "tensor_parallel", "replicas", "slo", "trace",
-         "rate_scale", "duration_s", "queue", "priority", "engine", "batching", "autoscaling")
+         "rate_scale", "duration_s", "queue", "priority", "engine", "batching", "autoscaling",
+         "disaggregation")
+_DISAGG_KEYS = ("prefill_replicas", "prefill_gpu", "prefill_tensor_parallel")
 _AUTOSCALE_KEYS = ("min", "max", "target_outstanding", "interval_s", "cold_start_s",
                    "stabilization_s")
 _SLO_KEYS = ("ttft_ms", "tpot_ms", "latency_ms")
@@ -140,6 +143,10 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         if "autoscaling" in r.data else None)
     if spec.autoscale is not None:
         spec = replace(spec, replicas=spec.autoscale.min_replicas)
+    if "disaggregation" in r.data:
+        spec = replace(spec, prefill=_prefill_pool(r.sub("disaggregation", _DISAGG_KEYS), spec))
+        if spec.autoscale is not None or kind is ServiceKind.DNN:
+            raise r.fail("disaggregation", "only a static llm service can be disaggregated")
     if kind is ServiceKind.LLM:
         try:
             step_profile(spec.model, spec.gpu, spec.tp)
@@ -185,6 +192,19 @@ def _flag(r: _Reader, key: str, default: bool) -> bool:
     if not isinstance(value, bool):
         raise r.fail(key, f"expected true or false, got {value!r}")
     return value
+
+
+def _prefill_pool(r: _Reader, spec: ServiceSpec) -> PrefillPool:
+    pool = PrefillPool(int(r.number("prefill_replicas", 1, low=1, integer=True) or 1),
+                       canonical_gpu(r.text("prefill_gpu", spec.gpu)),
+                       int(r.number("prefill_tensor_parallel", spec.tp, low=1, integer=True)
+                           or 1))
+    try:
+        step_profile(spec.model, pool.gpu, pool.tp)
+        kv_cache(spec.model, pool.gpu, pool.tp)
+    except ConfigError as exc:
+        raise r.fail("prefill_gpu", str(exc)) from None
+    return pool
 
 
 def _autoscale(r: _Reader) -> AutoscalePolicy:

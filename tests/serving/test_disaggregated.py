@@ -18,8 +18,8 @@ def test_prefill_pool_gives_first_tokens_decode_pool_the_rest() -> None:
     ends at its prefill and never reaches the decode pool."""
     p = flat_profile()
     tr = trace([0.0, 0.0, 0.0], [10, 10, 10], [3, 3, 1])
-    log = run_pools(tr, lambda lg, s: LlmReplica(p, 1000, lg, CONFIG, s), 1,
-                    lambda lg, s: DecodeReplica(p, 1000, lg, CONFIG, s), 1,
+    log = run_pools(tr, lambda lg, s: LlmReplica(p, 1000, lg, CONFIG, s), [0.0],
+                    lambda lg, s: DecodeReplica(p, 1000, lg, CONFIG, s), [0.0],
                     np.full(3, 0.5))
     assert log.first_token.tolist() == pytest.approx([1.0, 1.0, 1.0])
     assert log.finish.tolist() == pytest.approx([1.7, 1.7, 1.0])
@@ -29,7 +29,7 @@ def test_decode_pool_is_not_stalled_by_new_prompts() -> None:
     """Colocated, r1's prefill (1 s) stalls r0's decoding; disaggregated, r0's steps go on."""
     p = flat_profile()
     tr = trace([0.0, 1.05], [10, 10], [6, 2])
-    log = run_pools(tr, lambda lg, s: LlmReplica(p, 1000, lg, CONFIG, s), 1,
-                    lambda lg, s: DecodeReplica(p, 1000, lg, CONFIG, s), 1, np.zeros(2))
+    log = run_pools(tr, lambda lg, s: LlmReplica(p, 1000, lg, CONFIG, s), [0.0],
+                    lambda lg, s: DecodeReplica(p, 1000, lg, CONFIG, s), [0.0], np.zeros(2))
     assert log.finish[0] == pytest.approx(1.5)  # 5 decode steps from 1.0, never interrupted
     assert log.first_token[1] == pytest.approx(2.05)

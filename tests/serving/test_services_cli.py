@@ -139,3 +139,21 @@ def test_autoscaled_service_replicas_are_placed_when_the_autoscaler_asks(
     result = runner.invoke(app, ["simulate", "--services", str(bad), "--out", str(out)])
     assert result.exit_code == 2
     assert "services[0].autoscaling.max: must be >= min (3)" in " ".join(result.output.split())
+
+
+def test_disaggregated_service_places_both_pools(tmp_path: Path) -> None:
+    body = CHAT + "    disaggregation: {prefill_replicas: 1, prefill_gpu: H100}\n"
+    services = _services(tmp_path, body)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    chat = json.loads((out / "services.json").read_text())["services"]["chat"]
+    assert (chat["replicas"], chat["prefill_replicas"], chat["prefill_gpu"]) == (2, 1, "H100")
+    assert chat["slo_attainment"] == 1.0 and chat["requests"] == 40
+    jobs = (out / "jobs.csv").read_text()
+    assert "service:chat/prefill/0" in jobs and "service:chat/1" in jobs
+    bad = _services(tmp_path, body.replace("prefill_gpu: H100", "prefill_gpu: T4"))
+    result = runner.invoke(app, ["simulate", "--services", str(bad), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "services[0].disaggregation.prefill_gpu: no measured step times" in \
+        " ".join(result.output.split())
