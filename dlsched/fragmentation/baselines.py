@@ -12,14 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from dlsched.fragmentation.base import SharingScore
-from dlsched.fragmentation.view import MILLI, UNLIMITED, Demand, NodeView, exclusive_gpus
+from dlsched.fragmentation.view import MILLI, Demand, NodeView, exclusive_gpus
 
 MAX_SCORE = 100
 
 
 def _scales(view: NodeView) -> tuple[float, float]:
-    cpus = view.cpu_capacity[view.cpu_capacity < UNLIMITED]
-    return float(cpus.max()) if len(cpus) else 0.0, float(max(int(view.gpus.max()), 1) * MILLI)
+    return view.scales
 
 
 class RandomScore(SharingScore):
@@ -51,7 +50,7 @@ class DotProductScore(SharingScore):
 
     def score_nodes(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
         cpu_scale, gpu_scale = _scales(view)
-        dot = view.free[nodes].sum(axis=1) / gpu_scale * (demand.total_gpu_milli / gpu_scale)
+        dot = view.total[nodes] / gpu_scale * (demand.total_gpu_milli / gpu_scale)
         if cpu_scale:
             dot = dot + view.cpu_left[nodes] / cpu_scale * (demand.cpu_milli / cpu_scale)
         return np.floor(MAX_SCORE * (1.0 - dot / 2.0))
@@ -70,7 +69,7 @@ class GpuClusteringScore(SharingScore):
         if demand.num_gpus == 0:
             return np.zeros(len(nodes))
         top = int(view.gpus.max()) * MILLI
-        within = (MAX_SCORE // 4) * (top - view.free[nodes].sum(axis=1)) // top
+        within = (MAX_SCORE // 4) * (top - view.total[nodes]) // top
         tags = view.tags[nodes] > 0
         kinds = tags.sum(axis=1)
         if demand.tag in view.tag_names:
@@ -91,19 +90,30 @@ class GpuPackingScore(SharingScore):
     def score_nodes(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
         if demand.num_gpus == 0:
             return np.zeros(len(nodes))
-        free = view.free[nodes]
-        idle = (free == MILLI).sum(axis=1)
-        ordered = np.sort(np.where(np.arange(free.shape[1]) < view.gpus[nodes][:, None],
-                                   free, -1), axis=1)
-        fits = ordered >= demand.gpu_milli
-        used = fits & (np.cumsum(fits, axis=1) <= demand.num_gpus)
-        whole_used = (used & (ordered == MILLI)).sum(axis=1)
-        left_pct = (np.where(used, ordered, 0) * 100 // MILLI).sum(axis=1)
+        idle = view.idle[nodes]
+        whole_used, left_pct = self._used(view, demand, nodes)
         score = np.maximum(MAX_SCORE - left_pct // 10, MAX_SCORE // 2)
         score = np.where(whole_used > 0, np.maximum(MAX_SCORE // 2 - whole_used,
                                                     MAX_SCORE // 3), score)
         empty = idle == view.gpus[nodes]
         return np.where(empty, np.maximum(MAX_SCORE // 3 - idle, idle), score).astype(float)
+
+    @staticmethod
+    def _used(view: NodeView, demand: Demand, nodes: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per node, of the GPUs the task would take (the fullest that fit): how many are
+        wholly free, and the sum of their free percentages."""
+        if demand.gpu_milli >= MILLI:  # only wholly free GPUs fit
+            return np.full(len(nodes), demand.num_gpus), np.full(len(nodes), 0)
+        free = view.free[nodes]
+        if demand.num_gpus == 1:  # one GPU: the fullest that fits
+            chosen = np.where(free >= demand.gpu_milli, free, MILLI + 1).min(axis=1)
+            return (chosen == MILLI).astype(np.int64), chosen * 100 // MILLI
+        ordered = np.sort(np.where(np.arange(free.shape[1]) < view.gpus[nodes][:, None],
+                                   free, -1), axis=1)
+        fits = ordered >= demand.gpu_milli
+        used = fits & (np.cumsum(fits, axis=1) <= demand.num_gpus)
+        return ((used & (ordered == MILLI)).sum(axis=1),
+                (np.where(used, ordered, 0) * 100 // MILLI).sum(axis=1))
 
 
 class BestFitScore(SharingScore):
@@ -115,7 +125,7 @@ class BestFitScore(SharingScore):
 
     def score_nodes(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
         cpu_scale, gpu_scale = _scales(view)
-        left = (view.free[nodes].sum(axis=1) - demand.total_gpu_milli) / gpu_scale * 0.5
+        left = (view.total[nodes] - demand.total_gpu_milli) / gpu_scale * 0.5
         if cpu_scale:
             left = left + (view.cpu_left[nodes] - demand.cpu_milli) / cpu_scale * 0.5
         raw = np.floor((1.0 - left) * MAX_SCORE).astype(np.int64)

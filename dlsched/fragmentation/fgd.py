@@ -46,9 +46,9 @@ class FgdScore(SharingScore):
         self._reset()
 
     def _reset(self) -> None:
-        self._seen: tuple[np.ndarray, np.ndarray] | None = None
+        self._seen: tuple[np.ndarray, np.ndarray] | None = None  # contents last seen
+        self._tracked: NodeView | None = None  # the view whose versions are the epochs
         self._epoch = np.zeros(0, dtype=np.int64)
-        self._now: tuple[np.ndarray, np.ndarray] | None = None  # (epoch, F_n now)
         self._by_shape: dict[Demand, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # -- the node view interface ----------------------------------------------------------
@@ -79,7 +79,15 @@ class FgdScore(SharingScore):
         self._reset()
 
     def _advance(self, view: NodeView) -> None:
-        """Bump the epoch of every node whose free GPUs or CPUs changed since last seen."""
+        """Bring the per-node epochs up to date: the view's own change counts when it keeps
+        them (the experiment's view), else a bump for every node whose free GPUs or CPUs
+        differ from when last seen (a view rebuilt from each scheduler cycle)."""
+        if view.versions is not None:
+            if self._tracked is not view:
+                self._reset()
+                self._tracked = view
+            self._epoch = view.versions
+            return
         if self._seen is None or self._seen[0].shape != view.free.shape:
             self._reset()
             self._seen = (view.free.copy(), view.cpu_left.copy())
@@ -92,21 +100,9 @@ class FgdScore(SharingScore):
             free[changed] = view.free[changed]
             cpu[changed] = view.cpu_left[changed]
 
-    def _fragmentation_now(self, view: NodeView, nodes: np.ndarray) -> np.ndarray:
-        assert self.mix is not None
-        if self._now is None:
-            size = len(view.gpus)
-            self._now = (np.zeros(size, dtype=np.int64), np.zeros(size))
-        epochs, values = self._now
-        stale = nodes[epochs[nodes] != self._epoch[nodes]]
-        if len(stale):
-            values[stale] = fragmentation(view.free[stale], view.cpu_left[stale],
-                                          view.gpu_type[stale], self.mix, view.type_names)
-            epochs[stale] = self._epoch[stale]
-        return values
-
     def _entry(self, view: NodeView, demand: Demand, nodes: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(epoch, score, best GPU) per node for this task shape, fresh for ``nodes``."""
         if self.mix is None:
             raise ValueError("FGD needs a target workload: give a TaskMix or score jobs first")
         self._advance(view)
@@ -118,41 +114,48 @@ class FgdScore(SharingScore):
         epochs, scores, gpus = entry
         stale = nodes[epochs[nodes] != self._epoch[nodes]]
         if len(stale):
-            now = self._fragmentation_now(view, stale)[stale]
             if demand.is_share:
-                scores[stale], gpus[stale] = self._share_scores(view, demand, stale, now)
+                scores[stale], gpus[stale] = self._share_scores(view, demand, stale)
             else:
-                after = self._after_whole(view, demand, stale)
-                scores[stale] = fgd_score(after - now)
+                scores[stale] = self._whole_scores(view, demand, stale)
             epochs[stale] = self._epoch[stale]
         return entry
 
-    def _after_whole(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
-        """F_n(M) once the task takes its GPUs (the fullest that fit, as ``NodeResource.Sub``)
-        and CPUs on each node."""
-        free = view.free[nodes].copy()
-        if demand.num_gpus:
-            masked = np.where(np.arange(free.shape[1]) < view.gpus[nodes][:, None], free, -1)
-            order = np.argsort(masked, axis=1, kind="stable")
-            ordered = np.take_along_axis(masked, order, axis=1)
-            fits = ordered >= demand.gpu_milli
-            used = fits & (np.cumsum(fits, axis=1) <= demand.num_gpus)
-            np.put_along_axis(free, order, ordered - used * demand.gpu_milli, axis=1)
-            free = np.maximum(free, 0)
-        return fragmentation(free, view.cpu_left[nodes] - demand.cpu_milli,
-                             view.gpu_type[nodes], self.mix, view.type_names)  # type: ignore[arg-type]
+    def _whole_scores(self, view: NodeView, demand: Demand, nodes: np.ndarray) -> np.ndarray:
+        """Scores once the task takes its GPUs (the fullest that fit, as the artifact's
+        ``NodeResource.Sub``; for whole GPUs, any wholly free ones) and CPUs on each node."""
+        now = view.free[nodes]
+        after = now.copy()
+        if demand.gpu_milli >= MILLI:
+            idle = now == MILLI
+            after[idle & (np.cumsum(idle, axis=1) <= demand.num_gpus)] = 0
+        elif demand.num_gpus:
+            for row, node in zip(after, nodes.tolist(), strict=True):
+                row[packed_gpus(view.free[node], demand)] -= demand.gpu_milli
+        cpu = view.cpu_left[nodes]
+        values = self._fragmentation(view, np.vstack([now, after]),
+                                     np.concatenate([cpu, cpu - demand.cpu_milli]),
+                                     np.tile(view.gpu_type[nodes], 2))
+        return fgd_score(values[len(nodes):] - values[:len(nodes)])
 
-    def _share_scores(self, view: NodeView, demand: Demand, nodes: np.ndarray,
-                      now: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Per node, the best score over its GPUs with room for the share, and that GPU."""
+    def _share_scores(self, view: NodeView, demand: Demand, nodes: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, the best score over its GPUs with room for the share (the first such GPU
+        on ties, as the artifact), and that GPU."""
         free = view.free[nodes]
-        count, width = free.shape
-        options = np.repeat(free, width, axis=0)                     # (count * width, width)
-        options[np.arange(count * width), np.tile(np.arange(width), count)] -= demand.gpu_milli
-        cpu = np.repeat(view.cpu_left[nodes] - demand.cpu_milli, width)
-        after = fragmentation(np.maximum(options, 0), cpu, np.repeat(view.gpu_type[nodes], width),
-                              self.mix, view.type_names).reshape(count, width)  # type: ignore[arg-type]
-        score = fgd_score(after - now[:, None])
-        score[free < demand.gpu_milli] = -1.0
-        best = score.argmax(axis=1)  # the first GPU among equal scores
-        return score[np.arange(count), best], best
+        rows, cols = np.nonzero(free >= demand.gpu_milli)  # every (node, GPU) option
+        options = free[rows]
+        options[np.arange(len(rows)), cols] -= demand.gpu_milli
+        cpu, types = view.cpu_left[nodes], view.gpu_type[nodes]
+        values = self._fragmentation(view, np.vstack([free, options]),
+                                     np.concatenate([cpu, cpu[rows] - demand.cpu_milli]),
+                                     np.concatenate([types, types[rows]]))
+        score = np.full(free.shape, -1.0)
+        score[rows, cols] = fgd_score(values[len(nodes):] - values[:len(nodes)][rows])
+        best = score.argmax(axis=1)
+        return score[np.arange(len(nodes)), best], best
+
+    def _fragmentation(self, view: NodeView, free: np.ndarray, cpu: np.ndarray,
+                       gpu_type: np.ndarray) -> np.ndarray:
+        assert self.mix is not None
+        return fragmentation(free, cpu, gpu_type, self.mix, view.type_names)

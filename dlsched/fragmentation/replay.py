@@ -69,18 +69,17 @@ def tuned_workload(demands: Sequence[Demand], capacity_gpus: int, ratio: float,
     return pods
 
 
-def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore,
-           seed: int) -> Replay:
-    """Place ``tasks`` in order with ``plugin``; ties between nodes broken at random."""
-    rng = np.random.default_rng(seed)
+def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore) -> Replay:
+    """Place ``tasks`` in order with ``plugin`` (its score ties go to the first node)."""
     view = NodeView.empty(cluster)
+    view.versions = np.ones(cluster.num_nodes, dtype=np.int64)  # only ``take`` changes it
     allocated = np.zeros(len(tasks), dtype=np.int64)
     placed = np.zeros(len(tasks), dtype=bool)
     used = 0
     for i, demand in enumerate(tasks):
         nodes = np.flatnonzero(view.fits(demand))
         if len(nodes):
-            node = _best(plugin.score_nodes(view, demand, nodes), nodes, rng)
+            node = _best(plugin.score_nodes(view, demand, nodes), nodes)
             view.take(node, plugin.pick(view, demand, node), demand)
             used += demand.total_gpu_milli
             placed[i] = True
@@ -91,6 +90,8 @@ def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore,
                   placed)
 
 
-def _best(scores: np.ndarray, nodes: np.ndarray, rng: np.random.Generator) -> int:
-    top = np.flatnonzero(scores == scores.max())
-    return int(nodes[top[0] if len(top) == 1 else top[int(rng.integers(len(top)))]])
+def _best(scores: np.ndarray, nodes: np.ndarray) -> int:
+    """The best-scored node, the first on ties: the artifact's Kubernetes ``selectHost``
+    takes the smallest node name among equal scores (vendor/k8s.io/kubernetes/pkg/scheduler/
+    core/generic_scheduler.go), and openb node names sort in node-list order."""
+    return int(nodes[int(scores.argmax())])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -75,7 +76,32 @@ class NodeView:
     cpu_capacity: np.ndarray
     tags: np.ndarray
     tag_names: list[str] = field(default_factory=list)
+    # Per node, how many times ``take`` changed it (None: not counted, e.g. a view of a
+    # scheduler cycle); score caches trust these instead of comparing contents.
+    versions: np.ndarray | None = None
     _type_masks: dict[tuple[str, ...], np.ndarray] = field(default_factory=dict, repr=False)
+    # Kept in step with ``free`` (``refresh``, ``take``): per node, the milli-GPUs left in all,
+    # the wholly free GPUs, and the most left on one GPU; they make ``fits`` O(nodes).
+    total: np.ndarray = field(init=False, repr=False)
+    idle: np.ndarray = field(init=False, repr=False)
+    most: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.refresh()
+
+    @cached_property
+    def scales(self) -> tuple[float, float]:
+        """(milli-CPUs, milli-GPUs) of the largest node, to normalise resource vectors
+        (0 CPUs when the cluster does not model them)."""
+        cpus = self.cpu_capacity[self.cpu_capacity < UNLIMITED]
+        return (float(cpus.max()) if len(cpus) else 0.0,
+                float(max(int(self.gpus.max(initial=0)), 1) * MILLI))
+
+    def refresh(self) -> None:
+        """Recompute the per-node sums after ``free`` changed other than by ``take``."""
+        self.total = self.free.sum(axis=1)
+        self.idle = (self.free == MILLI).sum(axis=1)
+        self.most = self.free.max(axis=1)
 
     @classmethod
     def empty(cls, cluster: Cluster) -> NodeView:
@@ -101,6 +127,7 @@ class NodeView:
         view = cls.empty(cluster)
         rows, cols = _gpu_slots(cluster)
         view.free[rows, cols] = np.rint(np.asarray(state.free) * MILLI).astype(np.int64)
+        view.refresh()
         if state.resources is not None:
             view.cpu_left = _units(state.resources.cpus, MILLI)
             view.memory_left = _units(state.resources.memory_gb, 1024)
@@ -135,14 +162,25 @@ class NodeView:
         if demand.num_gpus == 0:
             return mask
         mask &= self.type_mask(demand)
+        if demand.gpu_milli >= MILLI:
+            return mask & (self.idle >= demand.num_gpus)
+        if demand.num_gpus == 1:
+            return mask & (self.most >= demand.gpu_milli)
         return mask & ((self.free >= demand.gpu_milli).sum(axis=1) >= demand.num_gpus)
 
     def take(self, node: int, gpus: Sequence[int], demand: Demand) -> None:
         """Book the demand on ``node``'s GPUs ``gpus`` (indices within the node)."""
         self.cpu_left[node] -= demand.cpu_milli
         self.memory_left[node] -= demand.memory_mib
-        for gpu in gpus:
-            self.free[node, gpu] -= demand.gpu_milli
+        if self.versions is not None:
+            self.versions[node] += 1
+        if gpus:
+            row = self.free[node]
+            for gpu in gpus:
+                row[gpu] -= demand.gpu_milli
+            self.total[node] -= demand.gpu_milli * len(gpus)
+            self.idle[node] = int((row == MILLI).sum())
+            self.most[node] = int(row.max())
         self.add_tag(node, demand.tag)
 
 
