@@ -17,7 +17,9 @@ figures give no table. Variants the artifact did not run have no reference.
 
 from __future__ import annotations
 
+import csv
 import statistics
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -68,11 +70,19 @@ def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
         pods = read_pods(data / f"openb_pod_list_{variant}.csv", cluster)
         mix = TaskMix.of(pods.demands)
         runs: dict[str, list[Replay]] = {p: [] for p in policies}
+        raw: list[tuple[object, ...]] = []
         for seed in seeds:
             tasks = tuned_workload(pods.demands, cluster.num_gpus, RATIO, seed)
             for policy in policies:
-                runs[policy].append(replay(cluster, tasks, _plugin(policy, mix, seed)))
+                started = time.process_time()
+                result = replay(cluster, tasks, _plugin(policy, mix, seed))
+                runs[policy].append(result)
+                raw.append((seed, policy, len(tasks), round(time.process_time() - started, 3),
+                            *(_round(result.allocation_at(a)) for a in arrived),
+                            round(result.unallocated_gpus, 1)))
             options.log(f"fgd-atc23 {variant} seed {seed}: done")
+        if options.out is not None:
+            _write_raw(options.out / "fgd-atc23" / f"{variant}.csv", arrived, raw)
         for policy, replays in runs.items():
             yield from _rows(variant, policy, replays, arrived)
 
@@ -110,6 +120,21 @@ def _rows(variant: str, policy: str, replays: list[Replay],
         yield Measured(case, policy, "unallocated_gpus", round(statistics.fmean(unallocated), 1))
         yield Measured(case, policy, "gpu_alloc_ratio_pct_std", round(_std(alloc), 3))
         yield Measured(case, policy, "unallocated_gpus_std", round(_std(unallocated), 1))
+
+
+def _write_raw(path: Path, arrived: tuple[int, ...], raw: list[tuple[object, ...]]) -> None:
+    """Each run: seed, policy, tasks, CPU seconds, the allocation at each arrived share and
+    the unallocated GPUs at the end."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["seed", "policy", "tasks", "cpu_seconds",
+                         *(f"alloc_pct@{a}" for a in arrived), "unallocated_gpus_end"])
+        writer.writerows(raw)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _std(values: list[float]) -> float:
