@@ -10,7 +10,8 @@ floor(100 sigmoid(-Delta / 1000)), so nearly equal changes tie; a share takes th
 the node with the best score; whole GPUs are the lowest wholly free ones.
 
 Without a target workload, the plugin takes the task types of the jobs it has scored so far,
-weighted by how many jobs had each (each job counted once).
+weighted by how many jobs had each (each job counted once; re-derived after 1, 2, 4, ...,
+1024 jobs, then every 1024).
 
 Scores are cached per node and task shape: a node's entry is recomputed only when its free
 GPUs or CPUs changed since (content compared, so the cache is right whoever changed them).
@@ -27,6 +28,7 @@ from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
 MAX_SCORE = 100
+RELEARN = 1024  # jobs between two re-derivations of a learned workload, past the first 1024
 
 
 def fgd_score(delta_milli: np.ndarray) -> np.ndarray:
@@ -72,11 +74,16 @@ class FgdScore(SharingScore):
 
     # -- caches -----------------------------------------------------------------------------
     def _learn(self, job: Job) -> None:
+        """Count the job's task type; re-derive the mix (which empties the caches) when the
+        count reaches a power of two, then every ``RELEARN`` jobs: the mix settles quickly,
+        and recomputing every node's scores for each new job would not scale."""
         if job.job_id in self._learned:
             return
         self._learned[job.job_id] = Demand.of_job(job)
-        self.mix = TaskMix.of(self._learned.values(), coverage=1.0)
-        self._reset()
+        seen = len(self._learned)
+        if self.mix is None or (seen & (seen - 1)) == 0 or seen % RELEARN == 0:
+            self.mix = TaskMix.of(self._learned.values(), coverage=1.0)
+            self._reset()
 
     def _advance(self, view: NodeView) -> None:
         """Bring the per-node epochs up to date: the view's own change counts when it keeps
