@@ -29,3 +29,11 @@ def test_pollux_artifact_tiresias_on_workload_6() -> None:
 def test_tiresias_artifact_on_2000_philly_jobs(policy: str) -> None:
     diffs = cells("tiresias-nsdi19", "philly-tiresias-2000", None, policy)
     assert abs(diffs[(policy, "jct_mean_s")]) <= 0.05, diffs
+
+
+@pytest.mark.parametrize("policy", ["gavel-maxmin", "gavel-maxmin-agnostic"])
+def test_gavel_simulator_las_on_100_continuous_jobs(policy: str) -> None:
+    diffs = cells("gavel-osdi20", "continuous-100", None, policy)
+    assert abs(diffs[(policy, "jct_mean_s")]) <= 0.05, diffs
+    if policy == "gavel-maxmin":  # the agnostic one's GPU type order is random each round
+        assert abs(diffs[(policy, "makespan_s")]) <= 0.05, diffs
