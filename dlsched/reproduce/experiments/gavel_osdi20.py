@@ -8,6 +8,12 @@ Input: the bundled ``gavel-continuous-1000`` (written by Gavel's own generator, 
 the same files (``benchmarks/side_by_side.py gavel`` repeats it). dlsched runs each policy in
 the ``gavel-osdi20`` setting (Gavel's simulator's rounds: ``mechanism=artifact``).
 ``gavel-las`` is dlsched's attained-service LP in the same rounds, beside Gavel's LAS.
+
+The paper's own headline (abstract): heterogeneity-aware policies improve average JCT and
+makespan "by up to 3.5x" over agnostic ones, a maximum over policies, traces and input rates
+(near saturation); the row ``paper-headline`` puts the largest agnostic/aware ratio of the cases
+run beside it. At this trace's rate (30 jobs/h, the cluster about half busy) both simulators
+give about 1.4x.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ RATIO = ("agnostic/aware", "gavel-maxmin-agnostic", "gavel-maxmin")
     options={"policies": "comma-separated subset of " + ",".join(POLICIES)})
 def gavel_osdi20(options: ExperimentOptions) -> Iterator[Measured]:
     policies = options.options.get("policies", ",".join(POLICIES)).split(",")
+    ratios: list[float] = []
     unknown = sorted(set(policies) - set(POLICIES))
     if unknown:
         raise ConfigError(f"gavel-osdi20: unknown policy {unknown[0]!r} "
@@ -47,4 +54,7 @@ def gavel_osdi20(options: ExperimentOptions) -> Iterator[Measured]:
         name, agnostic, aware = RATIO
         over, under = jct.get(agnostic), jct.get(aware)
         if over and under:
+            ratios.append(over / under)
             yield Measured(case, name, "jct_mean_ratio", over / under)
+    if ratios:
+        yield Measured("paper-headline", RATIO[0], "jct_mean_ratio_max", max(ratios))
