@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from dlsched.errors import ConfigError
 from dlsched.perf.inference.batch_latency import BatchLatency
 from dlsched.perf.inference.memory import kv_cache
 from dlsched.perf.inference.profile import StepProfile, step_profile, step_profiles
@@ -38,7 +39,23 @@ class ServiceOutcome:
 
 
 def service_trace(spec: ServiceSpec) -> RequestTrace:
-    trace = read_requests(spec.trace).scaled(spec.rate_scale)
+    """The service's requests: a request trace, or requests generated from ServeGen rates
+    (token counts drawn from ``spec.lengths``), ``rate_scale`` times as fast, cut to
+    ``duration`` seconds."""
+    from pathlib import Path
+
+    from dlsched.serving.servegen import generate, looks_like_servegen
+
+    path = Path(spec.trace)
+    if path.exists() and looks_like_servegen(path):
+        if spec.lengths is None:
+            raise ConfigError(f"{path}: ServeGen rates carry no token counts; give "
+                              "'lengths: TRACE' (an Azure or Mooncake trace to draw them from)")
+        # the rates themselves are scaled: the whole time series keeps its shape
+        trace = generate(path, read_requests(spec.lengths), spec.seed,
+                         spec.duration or 3600.0, spec.rate_scale)
+    else:
+        trace = read_requests(spec.trace).scaled(spec.rate_scale)
     return trace if spec.duration is None else trace.window(spec.duration)
 
 

@@ -58,6 +58,8 @@ class ServiceSpec:
     dnn: DnnBatching | None = None
     autoscale: AutoscalePolicy | None = None  # replicas is then the starting count
     prefill: PrefillPool | None = None  # disaggregated: replicas/gpu/tp are the decode pool
+    lengths: str | None = None  # ServeGen rates: the trace whose token counts are drawn
+    seed: int = 0  # ServeGen generation
 
     def replica_id(self, index: int) -> str:
         return f"service:{self.name}/{index}"

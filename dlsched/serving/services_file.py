@@ -7,7 +7,8 @@
         tensor_parallel: 8
         replicas: 4
         slo: {ttft_ms: 2500, tpot_ms: 150}
-        trace: AzureLLMInferenceTrace_conv.csv   # relative to this file
+        trace: AzureLLMInferenceTrace_conv.csv   # relative to this file; or a ServeGen
+        # client file or folder, with lengths: TRACE (token counts drawn from it) and seed: N
         rate_scale: 1.0            # k: k times the trace's rate
         duration_s: 3600           # serve the first hour
         engine: {max_batch: 256, max_prefill_tokens: 8192, chunk_tokens: 512}
@@ -32,12 +33,13 @@ from dlsched.perf.inference.profile import canonical_gpu, step_profile
 from dlsched.serving.autoscale import AutoscalePolicy
 from dlsched.serving.llm_replica import LlmEngineConfig
 from dlsched.serving.metrics import Slo
+from dlsched.serving.servegen import looks_like_servegen
 from dlsched.serving.service import DnnBatching, PrefillPool, ServiceKind, ServiceSpec
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 _KEYS = ("name", "kind", "model", "gpu", "tensor_parallel", "replicas", "slo", "trace",
          "rate_scale", "duration_s", "queue", "priority", "engine", "batching", "autoscaling",
-         "disaggregation")
+         "disaggregation", "lengths", "seed")
 _DISAGG_KEYS = ("prefill_replicas", "prefill_gpu", "prefill_tensor_parallel")
 _AUTOSCALE_KEYS = ("min", "max", "target_outstanding", "interval_s", "cold_start_s",
                    "stabilization_s")
@@ -143,6 +145,14 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         if "autoscaling" in r.data else None)
     if spec.autoscale is not None:
         spec = replace(spec, replicas=spec.autoscale.min_replicas)
+    if "lengths" in r.data:
+        lengths = Path(r.text("lengths"))
+        spec = replace(spec, lengths=str(lengths if lengths.is_absolute() else base / lengths))
+    spec = replace(spec, seed=int(r.number("seed", 0, low=0, integer=True) or 0))
+    if spec.lengths is None and Path(spec.trace).exists() and \
+            looks_like_servegen(Path(spec.trace)):
+        raise r.fail("trace", "a ServeGen rate trace carries no token counts: add 'lengths: "
+                     "TRACE' (an Azure or Mooncake trace to draw them from)")
     if "disaggregation" in r.data:
         spec = replace(spec, prefill=_prefill_pool(r.sub("disaggregation", _DISAGG_KEYS), spec))
         if spec.autoscale is not None or kind is ServiceKind.DNN:

@@ -157,3 +157,19 @@ def test_disaggregated_service_places_both_pools(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "services[0].disaggregation.prefill_gpu: no measured step times" in \
         " ".join(result.output.split())
+
+
+def test_servegen_rates_need_lengths_and_then_run(tmp_path: Path) -> None:
+    (tmp_path / "client.csv").write_text("0,1.0,1.0,Gamma,1.0,1.0\n")
+    body = CHAT.replace("trace: reqs.csv", "trace: client.csv") + "    duration_s: 30\n"
+    services = _services(tmp_path, body)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "services[0].trace: a ServeGen rate trace carries no token counts" in \
+        " ".join(result.output.split())
+    services = _services(tmp_path, body + "    lengths: reqs.csv\n    seed: 5\n")
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    chat = json.loads((out / "services.json").read_text())["services"]["chat"]
+    assert 10 < chat["requests"] < 60  # about 1 request a second for 30 s
