@@ -64,6 +64,8 @@ def _spec_record(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -
     if len(_BY_SPEC) > 200_000:
         _BY_SPEC.clear()
     shape: tuple = (spec.gpu_share, entry[3][3])
+    if spec.tensor_parallel > 1:  # a job in groups may fail where one of the same size fits
+        shape += ("tp", spec.tensor_parallel)
     if spec.asks_beyond_gpus:  # jobs alike on GPUs may differ in what else they need
         shape += (spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
     hit = _BY_SPEC[id(spec)] = (spec, snapshot.cluster, snapshot.throughput, filters, entry,
@@ -157,12 +159,17 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
         single = _single_node_score(scores[0][0])
         if single is not None:
             return _place_single(state, single.best_single(capacity, mask), job)
+    group = spec.tensor_parallel
+    if group > 1:  # whole tensor-parallel groups per node (JobSpec.tensor_parallel)
+        capacity = capacity - capacity % group
+        take_limit = None if take_limit is None else max(group, take_limit - take_limit % group)
     usable = mask & (capacity > 0)
     nodes = usable.nonzero()[0]
     room = capacity[nodes]
     have = int(room.sum()) if need > 1 else len(nodes)
     if have < need:
-        return (), unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes")
+        return (), unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes"
+                                 + (f" in groups of {group} per node" if group > 1 else ""))
     chosen: list[int] = []
     placed_nodes: list[int] = []
     state.scratch["placing_nodes"] = placed_nodes
@@ -183,6 +190,8 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
         room[index] = state.capacity_of(best, share) if not extra else node_room(
             state.resources, state.free, state.cluster, spec, share,
             state.capacity(share))[best]
+        if group > 1:
+            room[index] -= room[index] % group
         if room[index] <= 0:
             nodes, room = np.delete(nodes, index), np.delete(room, index)
         if len(chosen) < need and not len(nodes):

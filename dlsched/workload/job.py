@@ -94,6 +94,11 @@ class JobSpec:
     Per worker (one GPU or one fraction of a GPU) a job may also ask for ``gpu_memory_gb`` of its
     GPU's memory and ``cpus_per_gpu`` CPUs and ``memory_gb_per_gpu`` GiB of host memory on the
     worker's node; 0 asks for none (the scheduler does not account for it).
+
+    ``tensor_parallel`` > 1 groups the workers into tensor-parallel groups of that many GPUs
+    (ranks ``k*tp`` to ``k*tp + tp - 1``), each of which must sit on one node: Megatron-LM keeps
+    tensor parallelism inside a node because its all-reduces run on every layer (Narayanan et al.,
+    SC'21, section 3.3 and takeaway 1). ``num_gpus`` must be a multiple of it.
     """
 
     job_id: str
@@ -115,6 +120,7 @@ class JobSpec:
     pool: str | None = None
     kind: JobKind = JobKind.TRAINING
     gpu_memory_gb: float = 0.0
+    tensor_parallel: int = 1
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -135,6 +141,11 @@ class JobSpec:
             return f"min_gpus {self.min_gpus} > num_gpus {self.num_gpus}"
         if self.max_gpus is not None and self.max_gpus < self.num_gpus:
             return f"max_gpus {self.max_gpus} < num_gpus {self.num_gpus}"
+        if self.tensor_parallel < 1 or self.num_gpus % self.tensor_parallel:
+            return (f"tensor_parallel must be >= 1 and divide num_gpus {self.num_gpus}, "
+                    f"got {self.tensor_parallel}")
+        if self.tensor_parallel > 1 and self.gpu_share < 1:
+            return "tensor_parallel > 1 needs whole GPUs (gpu_share 1)"
         for name in ("cpus_per_gpu", "memory_gb_per_gpu", "gpu_memory_gb"):
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):

@@ -23,12 +23,16 @@ FABRICS: dict[str, Fabric] = {"A100-80G": SELENE, "A100": SELENE, "H100": LLAMA3
 
 
 @functools.cache
-def iterations_per_second(model: str, gpus: int, gpu_type: str) -> float:
+def iterations_per_second(model: str, gpus: int, gpu_type: str, tp: int = 1) -> float:
+    """One over the iteration time of the fastest configuration on ``gpus`` GPUs; with
+    ``tp`` > 1 (the job's ``tensor_parallel``), of the fastest with that tensor-parallel degree."""
     fabric = FABRICS.get(gpu_type)
     if fabric is None or model not in BUILTIN_MODELS:
         return 0.0
-    best = plan(BUILTIN_MODELS[model], gpus, fabric, MODERN, limit=1)
-    return 1.0 / best[0].iteration_seconds if best else 0.0
+    found = plan(BUILTIN_MODELS[model], gpus, fabric, MODERN, limit=1 if tp == 1 else None)
+    if tp > 1:
+        found = [e for e in found if e.config.tp == tp]
+    return 1.0 / found[0].iteration_seconds if found else 0.0
 
 
 class LlmThroughput(LinearScaling):
@@ -40,10 +44,11 @@ class LlmThroughput(LinearScaling):
         if not placement.gpu_types:
             return 0.0
         return iterations_per_second(spec.model, len(placement.gpu_types),
-                                     placement.gpu_types[0])
+                                     placement.gpu_types[0], spec.tensor_parallel)
 
     def reference_rate(self, spec: JobSpec) -> float:
         if spec.model not in BUILTIN_MODELS:
             return super().reference_rate(spec)
         types = [t for t in FABRICS if spec.gpu_types == () or t in spec.gpu_types]
-        return max(iterations_per_second(spec.model, spec.num_gpus, t) for t in types)
+        return max(iterations_per_second(spec.model, spec.num_gpus, t, spec.tensor_parallel)
+                   for t in types)

@@ -45,7 +45,8 @@ def case_cluster(spares: int) -> Cluster:
 
 def llm_job() -> JobSpec:
     return JobSpec("llama3-405b", 0.0, 16384, work=1e12, work_unit=WorkUnit.ITERATIONS,
-                   gpu_types=("H100",), model="llama3-405b")
+                   gpu_types=("H100",), model="llama3-405b",
+                   tensor_parallel=8)  # Llama 3 (Dubey et al. 2024), Table 4: TP 8 in a node
 
 
 def interval_for(case: str) -> str | float:
