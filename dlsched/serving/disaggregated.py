@@ -99,6 +99,7 @@ def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_starts:
     p_log, _ = simulate_slots(first, prefill_make, prefill_starts)
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
     log.first_token[:] = p_log.first_token
+    log.started = p_log.started
     many = trace.output > 1
     log.finish[~many] = p_log.finish[~many]
     ready = p_log.finish + transfer

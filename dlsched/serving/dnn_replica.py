@@ -61,6 +61,7 @@ class DnnReplica:
             self.peak_batch = max(self.peak_batch, len(batch))
             self.in_flight = len(batch)
             for r in batch:
+                self.log.mark_started(r, at)
                 self.log.first_token[r] = self.time
                 self.log.finish[r] = self.time
 

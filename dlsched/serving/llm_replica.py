@@ -57,6 +57,16 @@ class RequestLog:
     finish: np.ndarray
     preemptions: np.ndarray
     prefix: tuple[tuple[int, ...], ...] | None = None  # prefix block hashes (Mooncake)
+    started: np.ndarray | None = None  # when its first (prefill or batch) iteration began
+
+    def __post_init__(self) -> None:
+        if self.started is None:
+            self.started = np.full(len(self.arrival), np.nan)
+
+    def mark_started(self, request: int, now: float) -> None:
+        assert self.started is not None
+        if np.isnan(self.started[request]):
+            self.started[request] = now
 
     @classmethod
     def empty(cls, arrival: np.ndarray, prompt: np.ndarray, output: np.ndarray,
@@ -82,6 +92,7 @@ class LlmReplica:
         self.busy_seconds = 0.0
         self.iterations = 0
         self.peak_batch = 0
+        self.peak_blocks = 0
         self.rejected: list[int] = []
         self.pending: tuple[float, np.ndarray] | None = None  # a planned decode run
         self.partial = 0  # prompt tokens of the queue's head already prefilled (chunked)
@@ -168,6 +179,8 @@ class LlmReplica:
         if self.cache is not None and self.log.prefix is not None:
             tokens -= sum(self.cache.lookup(self.log.prefix[r], self._prompt_tokens(r))
                           for r in admitted if r not in self.redo)
+        for r in admitted:
+            self.log.mark_started(r, self.time)
         self._run(self.profile.prefill_seconds(tokens))
         self._join(admitted, self.time)
         return True
@@ -185,6 +198,7 @@ class LlmReplica:
         self.ctx = np.concatenate([self.ctx, np.asarray(ctx, dtype=np.int64)])
         self.left = np.concatenate([self.left, np.asarray(left, dtype=np.int64)])
         self.peak_batch = max(self.peak_batch, len(self.ids))
+        self.peak_blocks = max(self.peak_blocks, self.used_blocks())
         self._retire()
 
     def _run(self, seconds: float, iterations: int = 1) -> None:
@@ -240,6 +254,7 @@ class LlmReplica:
         self._run(float(cum[steps - 1]), steps)
         self.ctx += steps
         self.left -= steps
+        self.peak_blocks = max(self.peak_blocks, self.used_blocks())
         self._retire()
 
     # --- chunked prefill (Sarathi-Serve) ---
@@ -277,6 +292,7 @@ class LlmReplica:
             if partial == 0 and used + need + self._watermark > self.blocks:
                 break
             take = min(budget, self._prompt_tokens(r) - partial)
+            self.log.mark_started(r, self.time)
             chunk, budget, partial = chunk + take, budget - take, partial + take
             if partial == self._prompt_tokens(r):
                 finished.append(self.waiting.popleft())

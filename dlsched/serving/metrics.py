@@ -70,4 +70,7 @@ def service_metrics(log: RequestLog, slo: Slo, span: float) -> dict[str, float |
     for name in ("ttft", "tpot", "latency"):
         for q in (50, 90, 99):
             out[f"{name}_p{q}"] = _pct(values[name], q)
+    if log.started is not None:  # waiting before its first iteration began
+        queueing = log.started - log.arrival
+        out["queueing_p50"], out["queueing_p99"] = _pct(queueing, 50), _pct(queueing, 99)
     return out

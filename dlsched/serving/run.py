@@ -127,6 +127,8 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
         "rejected": sum(len(r.rejected) for r in replicas),
         "prefix_hit_rate": _prefix_hits(replicas, trace),
         "peak_batch": max((r.peak_batch for r in replicas), default=0),
+        "kv_peak_fraction": max((getattr(r, "peak_blocks", 0) / r.blocks for r in replicas
+                                 if hasattr(r, "blocks")), default=None),
         "iterations": sum(r.iterations for r in replicas),
         "trace": trace.name, "trace_seconds": trace.duration, "cpu_seconds": cpu})
     return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu, slots)

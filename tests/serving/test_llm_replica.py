@@ -11,7 +11,7 @@ from serving_helpers import flat_profile, trace
 from dlsched.perf.inference.curve import Curve
 from dlsched.perf.inference.profile import StepProfile
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog
-from dlsched.serving.metrics import Slo, meets, per_request
+from dlsched.serving.metrics import Slo, meets, per_request, service_metrics
 from dlsched.serving.requests import RequestTrace
 from dlsched.serving.routing import simulate_requests
 
@@ -123,3 +123,12 @@ def test_prefix_aware_routing_sends_a_request_where_its_prefix_is_cached() -> No
         tr, lambda lg, s: LlmReplica(p, 10_000, lg, DEFAULT, s), [0.0, 0.0])
     assert log.first_token[2] - 10.0 == pytest.approx(0.512)
     assert [r.iterations for r in replicas] == [1, 2]
+
+
+def test_queueing_delay_and_kv_peak_are_recorded() -> None:
+    """r1 (t=0.5) waits for r0's prefill iteration to end at 1.0: 0.5 s of queueing."""
+    log, replicas = run(trace([0.0, 0.5], [10, 10], [3, 2]), blocks=100)
+    assert log.started.tolist() == pytest.approx([0.0, 1.0])
+    m = service_metrics(log, Slo(ttft=5.0), 1.0)
+    assert m["queueing_p50"] == pytest.approx(0.25)
+    assert replicas[0].peak_blocks == 2  # 12 tokens each: one 16-token block apiece
