@@ -90,6 +90,7 @@ def test_a_tenant_sees_and_cancels_only_its_own_jobs(live: Callable[..., Live],
     wait_status(handle, theirs, "running")
     worker_token = table.worker_token(mine)  # a job's workers may not log in
     assert page(handle, "/", worker_token).status_code == 303
+    assert httpx.post(handle.url + "/login", data={"token": worker_token}).status_code == 401
 
 
 def test_cancel_from_the_page_needs_the_dashboard_header(live: Callable[..., Live],

@@ -95,13 +95,15 @@ def router(service: Service) -> APIRouter:
     r = APIRouter(include_in_schema=False)
     secured = service.config.token is not None or service.config.tokens is not None
 
+    def person(token: str) -> Principal | None:
+        """Who may see the dashboard with ``token``: the admin or a tenant, not a job's
+        workers (their token only reports that job's progress)."""
+        found = principal_of(token, service.config.token, service.config.tokens) \
+            if token else None
+        return None if found is None or found.job_id is not None else found
+
     def caller_of(request: Request) -> Principal | None:
-        if not secured:
-            return ANYONE
-        given = request.cookies.get(COOKIE, "")
-        principal = principal_of(given, service.config.token, service.config.tokens) \
-            if given else None
-        return None if principal is None or principal.job_id is not None else principal
+        return person(request.cookies.get(COOKIE, "")) if secured else ANYONE
 
     def render(name: str, status: int = 200, **context: Any) -> HTMLResponse:
         html = env.get_template(name).render(version=__version__, secured=secured,
@@ -117,9 +119,9 @@ def router(service: Service) -> APIRouter:
     def with_token(request: Request) -> Response | None:
         """``?token=T``: check it, keep it as the cookie, and reload without it."""
         token = request.query_params.get("token")
-        if token is None:
+        if token is None or not secured:
             return None
-        if principal_of(token, service.config.token, service.config.tokens) is None:
+        if person(token) is None:
             return render("login.html", 401, error="wrong token", next="/")
         rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
         target = request.url.path + ("?" + urlencode(rest) if rest else "")
@@ -186,7 +188,7 @@ def router(service: Service) -> APIRouter:
         body = (await request.body())[:MAX_BODY_BYTES].decode(errors="replace")
         form = {k: v[0] for k, v in parse_qs(body).items()}
         token, target = form.get("token", "").strip(), _local(form.get("next", "/"))
-        if principal_of(token, service.config.token, service.config.tokens) is None:
+        if person(token) is None:
             return render("login.html", 401, next=target, error="wrong token")
         return _logged_in(RedirectResponse(target, 303), token)
 
