@@ -24,6 +24,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.loader import NodeGroup
 from dlsched.experiment import run_policy
 from dlsched.run_config import RunConfig
+from dlsched.serving.requests import RequestTrace
 from dlsched.serving.run import ServiceOutcome, infeasible_slo, serve, service_trace
 from dlsched.serving.service import ServiceSpec
 from dlsched.serving.services_file import ServicesFile
@@ -74,7 +75,8 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
     results = []
     for i, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
         if i in planned:
-            results.append(_placed(planned[i], started))
+            results.append(_placed(planned[i], _replayed(planned[i], trace, started),
+                                   started))
             continue
         starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
         prefill = None if spec.prefill is None else [
@@ -93,14 +95,31 @@ def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> 
                    priority=spec.priority, kind=JobKind.SERVICE)
 
 
-def _placed(outcome: ServiceOutcome, started: dict[str, float | None]) -> ServiceOutcome:
-    """An autoscaled service's outcome, with how late the core started its replicas (the
-    request-level run assumed each started when the autoscaler asked)."""
-    starts = [started.get(outcome.spec.replica_id(k)) for k in range(len(outcome.slots))]
+def _replayed(planned: ServiceOutcome, trace: RequestTrace,
+              started: dict[str, float | None]) -> ServiceOutcome:
+    """The autoscaler's schedule served again with the replicas the core actually started:
+    each becomes ready its cold start after it was placed; one never placed never serves."""
+    plan = []
+    for k, slot in enumerate(planned.slots):
+        at = started.get(planned.spec.replica_id(k))
+        if at is None:
+            continue
+        retired = None if slot.retired is None else max(slot.retired, at)
+        plan.append((at, at + slot.ready - slot.requested, retired))
+    return serve(planned.spec, trace, [], plan=plan)
+
+
+def _placed(planned: ServiceOutcome, outcome: ServiceOutcome,
+            started: dict[str, float | None]) -> ServiceOutcome:
+    """An autoscaled service's outcome on the replicas the core placed, with how late it
+    placed them against when the autoscaler asked (the first, request-level-only pass)."""
+    starts = [started.get(planned.spec.replica_id(k)) for k in range(len(planned.slots))]
     delays = [math.inf if s is None else s - slot.requested
-              for s, slot in zip(starts, outcome.slots, strict=True)]
+              for s, slot in zip(starts, planned.slots, strict=True)]
     outcome.metrics["placement_delay_max"] = max(delays, default=0.0)
     outcome.metrics["replicas_placed_late"] = sum(d > 1e-9 for d in delays)
+    outcome.metrics["slo_attainment_as_planned"] = planned.metrics["slo_attainment"]
+    outcome.metrics["replicas_requested"] = planned.spec.replicas
     return outcome
 
 

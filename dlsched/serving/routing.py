@@ -65,15 +65,26 @@ def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
 
 
 def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[float],
-                   scaler: Autoscaler | None = None) -> tuple[RequestLog, list[Slot]]:
-    """Serve ``trace``: replicas start at ``starts``; ``scaler`` adds and retires replicas."""
+                   scaler: Autoscaler | None = None,
+                   plan: Sequence[tuple[float, float, float | None]] = ()
+                   ) -> tuple[RequestLog, list[Slot]]:
+    """Serve ``trace``: replicas start at ``starts``; ``scaler`` adds and retires replicas;
+    ``plan`` gives more as (requested, ready, retired or None): a schedule replayed as is."""
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
     slots = [Slot(make(log, s), s, s) for s in starts]
     live = list(slots)
+    planned = sorted(plan)
     for request, t in enumerate(trace.arrival.tolist()):
         if scaler is not None:
             while scaler.next_tick <= t:
                 _tick(scaler, live, slots, make, log)
+        while planned and planned[0][0] <= t:  # a planned replica asked for by now
+            requested, ready, retired = planned.pop(0)
+            slot = Slot(make(log, ready), requested, ready, retired)
+            slots.append(slot)
+            live.append(slot)
+        for slot in [s for s in live if s.retired is not None and s.retired <= t]:
+            live.remove(slot)
         best, best_load = None, math.inf
         for slot in live:
             slot.replica.advance(t)

@@ -100,16 +100,18 @@ def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
 
 
 def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
-          prefill_starts: Sequence[float] | None = None) -> ServiceOutcome:
+          prefill_starts: Sequence[float] | None = None,
+          plan: Sequence[tuple[float, float, float | None]] = ()) -> ServiceOutcome:
     """Serve ``trace`` on replicas started at ``starts`` (and those the service's autoscaling
     policy adds); metrics include GPU-hours (each replica from its request to the end of the
     run, or until it was retired and drained). A disaggregated service's ``starts`` are its
-    decode replicas', ``prefill_starts`` its prefill replicas' (None: all at 0)."""
+    decode replicas', ``prefill_starts`` its prefill replicas' (None: all at 0). ``plan``
+    replays a schedule of replicas (requested, ready, retired) instead of autoscaling."""
     if spec.prefill is not None:
         return _serve_disaggregated(spec, trace, starts, prefill_starts)
     began = time.process_time()
-    scaler = None if spec.autoscale is None else Autoscaler(spec.autoscale)
-    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler)
+    scaler = None if spec.autoscale is None or plan else Autoscaler(spec.autoscale)
+    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan)
     cpu = time.process_time() - began
     metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
     finished = log.finish[~np.isnan(log.finish)]
@@ -118,7 +120,7 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
     replicas = [s.replica for s in slots]
     busy = sum(r.busy_seconds for r in replicas)
     metrics.update({
-        "replicas": len(starts), "tensor_parallel": spec.tp, "gpu": spec.gpu,
+        "replicas": len(slots), "tensor_parallel": spec.tp, "gpu": spec.gpu,
         "model": spec.model, "slo": spec.slo.describe(),
         "gpu_hours": held * spec.tp / 3600, "busy_fraction": busy / held if held else None,
         "replicas_mean": held / end if end else None,
@@ -131,7 +133,8 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
                                  if hasattr(r, "blocks")), default=None),
         "iterations": sum(r.iterations for r in replicas),
         "trace": trace.name, "trace_seconds": trace.duration, "cpu_seconds": cpu})
-    return ServiceOutcome(spec, log, replicas, list(starts), metrics, cpu, slots)
+    return ServiceOutcome(spec, log, replicas, [s.requested for s in slots], metrics, cpu,
+                          slots)
 
 
 def _serve_disaggregated(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],

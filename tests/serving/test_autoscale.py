@@ -32,3 +32,15 @@ def test_a_burst_adds_a_replica_that_serves_after_its_cold_start() -> None:
     assert slots[1].held_until(30.0) == 4.0  # it never served: its GPUs went back at once
     # queued requests stay where they were routed: 1, 2, ..., 6 on the first replica
     assert log.finish.tolist() == pytest.approx([1, 2, 3, 4, 5, 6, 21])
+
+
+def test_a_replayed_plan_serves_from_each_replicas_ready_time_until_retired() -> None:
+    """The core placed the second replica at 2 s (ready at 4 s) and retired it at 10 s: the
+    request at 3 s is routed only among serving replicas (the busy first one: 5 -> 10), and
+    the one at 4.5 s takes the second, ready and idle; the one at 11 s cannot use it, retired."""
+    latency = BatchLatency.from_table({1: 5.0})
+    tr = trace([0.0, 3.0, 4.5, 11.0], [1] * 4, [1] * 4)
+    log, slots = simulate_slots(tr, lambda log, s: DnnReplica(latency, log, 1, 0.0, s), [0.0],
+                                plan=[(2.0, 4.0, 10.0)])
+    assert [(s.requested, s.ready, s.retired) for s in slots] == [(0, 0, None), (2, 4, 10)]
+    assert log.finish.tolist() == pytest.approx([5.0, 10.0, 9.5, 16.0])
