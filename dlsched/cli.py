@@ -241,5 +241,9 @@ from dlsched.whatif.cli import register as register_history  # noqa: E402
 
 register_history(app)
 
+from dlsched.mig.cli import register as register_mig  # noqa: E402
+
+register_mig(app)
+
 if __name__ == "__main__":
     app()

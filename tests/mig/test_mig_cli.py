@@ -1,0 +1,29 @@
+"""``dlsched mig``: the report of a MIG job file, and a bad row as one error line."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+
+HEADER = "job_id,submit_time,duration,mig_profile\n"
+
+
+def test_report_as_json(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "jobs.csv"
+    path.write_text(HEADER + "a,0,100,1g\nb,1,10,7g\nc,2,100,1g\n")
+    result = CliRunner().invoke(app, ["mig", str(path), "--gpus", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["drains"] == 1 and report["placed_by_profile"]["7g.40gb"] == 1
+
+
+def test_unknown_profile_names_file_line_and_field(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "jobs.csv"
+    path.write_text(HEADER + "a,0,100,9g\n")
+    result = CliRunner().invoke(app, ["mig", str(path)])
+    assert result.exit_code == 2
+    flat = "".join(result.output.split())  # rich wraps long lines anywhere
+    assert "jobs.csv:2:mig_profile:unknownMIGprofile'9g'" in flat
