@@ -10,7 +10,8 @@ at the first that would overshoot).
 
 This loop is special-purpose (no time, no departures), but it places tasks with the same
 plugin objects the scheduler uses (``SharingScore.score_nodes`` and ``pick``), on a
-``NodeView`` it keeps in place instead of a ``CycleState`` rebuilt per task.
+``NodeView`` it keeps in place instead of a ``CycleState`` rebuilt per task. Equal scores go
+to the first node of a seeded random order (``tie_order``), as in the artifact.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def tuned_workload(demands: Sequence[Demand], capacity_gpus: int, ratio: float,
     return pods
 
 
-def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore) -> Replay:
-    """Place ``tasks`` in order with ``plugin`` (its score ties go to the first node)."""
+def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore,
+           tie_order: np.ndarray | None = None) -> Replay:
+    """Place ``tasks`` in order with ``plugin``. Equal scores go to the node ranked first by
+    ``tie_order`` (a rank per node; default: node order)."""
+    rank = np.arange(cluster.num_nodes) if tie_order is None else np.asarray(tie_order)
     view = NodeView.empty(cluster)
     view.versions = np.ones(cluster.num_nodes, dtype=np.int64)  # only ``take`` changes it
     allocated = np.zeros(len(tasks), dtype=np.int64)
@@ -79,7 +83,7 @@ def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore) -> R
     for i, demand in enumerate(tasks):
         nodes = np.flatnonzero(view.fits(demand))
         if len(nodes):
-            node = _best(plugin.score_nodes(view, demand, nodes), nodes)
+            node = _best(plugin.score_nodes(view, demand, nodes), nodes, rank)
             view.take(node, plugin.pick(view, demand, node), demand)
             used += demand.total_gpu_milli
             placed[i] = True
@@ -90,8 +94,18 @@ def replay(cluster: Cluster, tasks: Sequence[Demand], plugin: SharingScore) -> R
                   placed)
 
 
-def _best(scores: np.ndarray, nodes: np.ndarray) -> int:
-    """The best-scored node, the first on ties: the artifact's Kubernetes ``selectHost``
-    takes the smallest node name among equal scores (vendor/k8s.io/kubernetes/pkg/scheduler/
-    core/generic_scheduler.go), and openb node names sort in node-list order."""
-    return int(nodes[int(scores.argmax())])
+def tie_order(num_nodes: int, seed: int) -> np.ndarray:
+    """A seeded rank per node for breaking ties. The artifact's Kubernetes ``selectHost``
+    takes the smallest node name among equal scores (its vendored
+    pkg/scheduler/core/generic_scheduler.go), and the simulator prefixes every node name with
+    its position in a random permutation (``syncClusterResourceList``, pkg/simulator/
+    simulator.go): ties go to the first node of a random order fixed for the run."""
+    return np.random.default_rng([seed, 1]).permutation(num_nodes)
+
+
+def _best(scores: np.ndarray, nodes: np.ndarray, rank: np.ndarray) -> int:
+    top = np.flatnonzero(scores == scores.max())
+    if len(top) == 1:
+        return int(nodes[top[0]])
+    tied = nodes[top]
+    return int(tied[int(rank[tied].argmin())])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dlsched.errors import InputError
@@ -65,6 +66,17 @@ def test_replay_by_hand() -> None:
     assert result.placed.tolist() == [True, True, False]
     assert result.allocated_pct.tolist() == [30.0, 60.0, 60.0]
     assert result.unallocated_gpus == pytest.approx(0.8)
+
+
+def test_ties_go_to_the_first_node_of_the_order() -> None:
+    from dlsched.fragmentation.replay import _best, tie_order
+
+    rank = np.array([3, 2, 1, 0])  # node 3 first, node 0 last
+    assert _best(np.array([5.0, 7.0, 7.0]), np.array([0, 1, 2]), rank) == 2
+    assert _best(np.array([9.0, 7.0, 7.0]), np.array([0, 1, 2]), rank) == 0
+    order = tie_order(50, seed=5)
+    assert sorted(order.tolist()) == list(range(50))
+    assert order.tolist() == tie_order(50, seed=5).tolist() != tie_order(50, seed=6).tolist()
 
 
 def test_experiment_rows(data: Path) -> None:

@@ -28,7 +28,7 @@ from dlsched.errors import ConfigError
 from dlsched.fragmentation import SHARING_PLACEMENTS, TaskMix
 from dlsched.fragmentation.base import SharingScore
 from dlsched.fragmentation.openb import read_nodes, read_pods
-from dlsched.fragmentation.replay import Replay, replay, tuned_workload
+from dlsched.fragmentation.replay import Replay, replay, tie_order, tuned_workload
 from dlsched.reproduce.registry import ExperimentOptions, register_experiment
 from dlsched.reproduce.rows import Measured
 
@@ -75,7 +75,8 @@ def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
             tasks = tuned_workload(pods.demands, cluster.num_gpus, RATIO, seed)
             for policy in policies:
                 started = time.process_time()
-                result = replay(cluster, tasks, _plugin(policy, mix, seed))
+                result = replay(cluster, tasks, _plugin(policy, mix, seed),
+                                tie_order(cluster.num_nodes, seed))
                 runs[policy].append(result)
                 raw.append((seed, policy, len(tasks), round(time.process_time() - started, 3),
                             *(_round(result.allocation_at(a)) for a in arrived),
