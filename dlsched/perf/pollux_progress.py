@@ -24,13 +24,16 @@ import csv
 import functools
 from collections import defaultdict
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.interpolate import LinearNDInterpolator
 
 from dlsched.perf.model import Placement, register_throughput_model
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.pollux_work import placement_seconds, progress_seconds
+
+if TYPE_CHECKING:  # SciPy loads on first use: every run registers this model (~0.5 s)
+    from scipy.interpolate import LinearNDInterpolator
 
 
 def _rows(app: str, name: str) -> list[dict[str, str]]:
@@ -50,6 +53,8 @@ def _measured(app: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
 
 @functools.cache
 def _fallback(app: str) -> LinearNDInterpolator:
+    from scipy.interpolate import LinearNDInterpolator
+
     points: dict[tuple[int, int, float], list[tuple[float, float]]] = defaultdict(list)
     for row in _rows(app, "placements.csv"):
         digits = row["placement"]

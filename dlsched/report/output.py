@@ -14,6 +14,7 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +57,10 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
         _write_parquet(out_dir / "jobs.parquet", job_rows(result, positions), identity,
                        result.info)
     else:
-        _write_csv(out_dir / "jobs.csv", JOB_COLUMNS, job_rows(result, positions), identity)
-    _write_csv(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_rows(result), identity)
+        _write_columns(out_dir / "jobs.csv", JOB_COLUMNS, job_columns(result, positions),
+                       identity)
+    _write_columns(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_columns(result),
+                   identity)
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
         _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
     summary = summarize(result, fairness)
@@ -102,16 +105,37 @@ def job_row(job: JobRecord, position: int | None = None) -> tuple[Any, ...]:
 def job_rows(result: SimulationResult,
              positions: Mapping[str, int] | None = None) -> list[tuple[Any, ...]]:
     """One row per job in ``JOB_COLUMNS`` order, sorted by submit time then job id."""
-    ordered = sorted(result.jobs, key=lambda j: (float(j.submit_time), j.job_id))
+    return list(zip(*job_columns(result, positions), strict=True))
+
+
+def job_columns(result: SimulationResult,
+                positions: Mapping[str, int] | None = None) -> list[list[Any]]:
+    """``job_rows`` as columns (``JOB_COLUMNS`` order): the same values, built a column at a
+    time (about three times faster than a tuple per job on 10^5 jobs)."""
+    jobs = sorted(result.jobs, key=attrgetter("submit_time", "job_id"))  # as numbers
     where = positions or {}
-    return [job_row(job, where.get(job.job_id)) for job in ordered]
+
+    def floats(name: str) -> list[float | None]:
+        return [_opt_float(value) for value in map(attrgetter(name), jobs)]
+
+    return [[j.job_id for j in jobs], [j.queue for j in jobs],
+            [int(j.num_gpus) for j in jobs], [float(j.submit_time) for j in jobs],
+            floats("first_start"), floats("finish_time"), floats("jct"),
+            floats("queueing_delay"), [j.status for j in jobs],
+            [int(j.preemptions) for j in jobs], [float(j.gpu_seconds) for j in jobs],
+            [j.pending_reason for j in jobs], [where.get(j.job_id) for j in jobs],
+            [int(j.resizes) for j in jobs], floats("deadline")]
 
 
 def timeline_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
+    return list(zip(*timeline_columns(result), strict=True))
+
+
+def timeline_columns(result: SimulationResult) -> list[list[Any]]:
+    """``TIMELINE_COLUMNS``, each as a list of Python numbers."""
     timeline = result.timeline
-    return [(float(t), float(used), int(waiting), int(running)) for t, used, waiting, running
-            in zip(timeline.times, timeline.used_gpus, timeline.waiting, timeline.running,
-                   strict=True)]
+    return [list(map(float, timeline.times)), list(map(float, timeline.used_gpus)),
+            list(map(int, timeline.waiting)), list(map(int, timeline.running))]
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -130,18 +154,26 @@ def _cell(value: Any) -> str:
 
 def _write_csv(path: Path, columns: Sequence[str], rows: Sequence[tuple[Any, ...]],
                identity: Mapping[str, Any]) -> None:
-    """Rows as ``_cell`` writes each value, column by column: the same bytes as a
-    ``csv.writer`` row by row (minimal quoting, ``\\n`` line ends), several times faster on
-    10^5 rows (a per-column formatter instead of a call per cell)."""
-    tail = [_cell(value) for value in identity.values()]
-    header = _csv_line([*columns, *identity])
-    suffix = "," + _csv_line(tail) if tail else ""
-    cells = [_format_column(column) for column in zip(*rows, strict=True)] if rows else []
+    """Rows as ``_cell`` writes each value: the same bytes as a ``csv.writer`` row by row
+    (minimal quoting, ``\\n`` line ends)."""
+    values = [list(column) for column in zip(*rows, strict=True)] if rows else []
+    _write_columns(path, columns, values, identity)
+
+
+def _write_columns(path: Path, names: Sequence[str], columns: Sequence[Sequence[Any]],
+                   identity: Mapping[str, Any]) -> None:
+    """A table given column by column, as ``_write_csv`` writes it: one formatter per column
+    instead of a call per cell, several times faster on 10^5 rows."""
+    header = _csv_line([*names, *identity])
+    rows = len(columns[0]) if columns else 0
     with path.open("w", encoding="utf-8", newline="") as handle:
         handle.write(header + "\n")
-        if cells:
-            lines = zip(*cells, strict=True)
-            handle.write("".join([",".join(line) + suffix + "\n" for line in lines]))
+        if not rows:
+            return
+        cells = [_format_column(column) for column in columns]
+        if identity:  # the run's identity: one constant trailing column
+            cells.append([_csv_line([_cell(value) for value in identity.values()])] * rows)
+        handle.write("\n".join(map(",".join, zip(*cells, strict=True))) + "\n")
 
 
 _SPECIAL = frozenset(',"\r\n')
@@ -150,11 +182,15 @@ _SPECIAL = frozenset(',"\r\n')
 def _format_column(values: Sequence[Any]) -> list[str]:
     """Each value as ``_cell`` formats it, quoted as ``csv.writer`` would; one formatter per
     column when its values are all floats, ints or plain strings (the common case)."""
-    kinds = {type(v) for v in values}
+    kinds = set(map(type, values))
     if kinds <= {float, type(None)}:
+        if type(None) not in kinds:
+            return list(map(FLOAT_FORMAT.__mod__, values))
         fmt = FLOAT_FORMAT
         return [fmt % v if v is not None else "" for v in values]
     if kinds <= {int, type(None)}:
+        if type(None) not in kinds:
+            return list(map(str, values))
         return [str(v) if v is not None else "" for v in values]
     if kinds <= {str}:
         if any(not _SPECIAL.isdisjoint(v) for v in values):

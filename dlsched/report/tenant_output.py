@@ -19,11 +19,11 @@ Tables end with the run's identity columns, as ``jobs.csv`` does.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dlsched.report.output import _write_csv
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.scheduling.segments import Segment
 from dlsched.tenancy.config import RESOURCES, Quota, TenantConfig
@@ -69,16 +69,27 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
 def segment_rows(core: Scheduler, admission: TenantAdmission | None) -> list[tuple]:
     cluster, out = core.cluster, []
     flavors = admission.audit.flavors if admission is not None else {}
+    node_name = [node.name for node in cluster.nodes]
+    gpu_node_name = [node_name[n] for n in cluster.gpu_node.tolist()]  # read per GPU below
+    jobs, no_request = core.jobs, (None,) * len(RESOURCES)
     for seg in core.segments.all():
-        spec = core.jobs[seg.job_id].spec
+        spec = jobs[seg.job_id].spec
         cq, flavor = flavors.get((seg.job_id, seg.start), ("", ""))
         if admission is not None and not cq:
-            cq = admission.queue_of(core.jobs[seg.job_id])
-        nodes = sorted({cluster.nodes[int(cluster.gpu_node[g])].name for g in seg.gpus})
-        asked = request_of(spec) if admission is not None else {}
-        out.append((seg.job_id, spec.queue, cq, flavor, seg.start, seg.end, ";".join(nodes),
-                    len(seg.gpus), ";".join(str(g) for g in seg.gpus), _share(seg),
-                    *(asked.get(r) for r in RESOURCES)))
+            cq = admission.queue_of(jobs[seg.job_id])
+        gpus = seg.gpus
+        if len(gpus) == 1:
+            nodes, gpu_ids = gpu_node_name[gpus[0]], str(gpus[0])
+        else:
+            nodes = ";".join(sorted({gpu_node_name[g] for g in gpus}))
+            gpu_ids = ";".join(map(str, gpus))
+        if admission is not None:
+            asked = request_of(spec)
+            request = tuple(asked.get(r) for r in RESOURCES)
+        else:
+            request = no_request
+        out.append((seg.job_id, spec.queue, cq, flavor, seg.start, seg.end, nodes,
+                    len(gpus), gpu_ids, _share(seg), *request))
     return out
 
 
@@ -143,18 +154,8 @@ def _quota_rows(name: str, kind: str, parent: str | None, quotas: Mapping, weigh
              q.lending_limit, weight) for (flavor, resource), q in quotas.items()]
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6f}"
-    return str(value)
-
-
 def _write(path: Path, columns: Sequence[str], rows: Iterable[Sequence[Any]],
            identity: Mapping[str, Any]) -> None:
-    tail = [_cell(v) for v in identity.values()]
-    with path.open("w", encoding="utf-8", newline="") as handle:
-        writer = csv.writer(handle, lineterminator="\n")
-        writer.writerow([*columns, *identity])
-        writer.writerows([*(_cell(v) for v in row), *tail] for row in rows)
+    """The same bytes as ``csv.writer`` with each value as ``output._cell`` formats it (None
+    empty, floats ``%.6f``), written column by column (``output._write_csv``)."""
+    _write_csv(path, columns, [tuple(row) for row in rows], identity)
