@@ -7,6 +7,7 @@ They are upper-bound baselines, as in the Tiresias and Gandiva papers' compariso
 
 from __future__ import annotations
 
+from dlsched.perf.model import ThroughputModel
 from dlsched.scheduling.plugins.preemption import Preemption
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
@@ -15,21 +16,41 @@ from dlsched.workload.job import Job
 
 
 def oracle_seconds(state: CycleState, job: Job, remaining: bool) -> float:
-    rate = state.snapshot.throughput.reference_rate(job.spec)
-    work = job.remaining_work(state.now) if remaining else job.spec.work
+    return _seconds(state.snapshot.throughput, job, remaining, state.now)
+
+
+def _seconds(model: ThroughputModel, job: Job, remaining: bool, now: float) -> float:
+    rate = model.reference_rate(job.spec)
+    work = job.remaining_work(now) if remaining else job.spec.work
     return work / rate if rate > 0 else float("inf")
 
 
 class ShortestFirst:
-    """QueueSort by oracle duration (total, or remaining when ``remaining``), then FIFO."""
+    """QueueSort by oracle duration (total, or remaining when ``remaining``), then FIFO.
+
+    The key is ``static`` (the core keeps the queue sorted, issue 14): a job's total work never
+    changes, and its remaining work does not change while it waits (progress stops; the core
+    files a job again when a failure takes back work). The core passes the run's throughput
+    model (``use_throughput``) to rate jobs it files without a cycle state."""
 
     def __init__(self, remaining: bool) -> None:
         self.remaining = remaining
         self.name = "shortest-remaining" if remaining else "shortest-total"
-        self.static = False
+        self.static = True
+        self._model: ThroughputModel | None = None
 
-    def sort_key(self, state: CycleState, job: Job) -> tuple[float, float, str]:
-        return (oracle_seconds(state, job, self.remaining), job.spec.submit_time, job.job_id)
+    def use_throughput(self, model: ThroughputModel) -> None:
+        self._model = model
+
+    def sort_key(self, state: CycleState | None, job: Job) -> tuple[float, float, str]:
+        if state is not None:
+            seconds = oracle_seconds(state, job, self.remaining)
+        elif self._model is None:
+            raise ValueError(f"{self.name}: a key without a cycle state needs the run's "
+                             "throughput model (use_throughput)")
+        else:  # a waiting job (the core's sorted queue): ``now`` does not move its work
+            seconds = _seconds(self._model, job, self.remaining, job.progress_time)
+        return (seconds, job.spec.submit_time, job.job_id)
 
 
 @register_policy("sjf")

@@ -7,7 +7,8 @@ a plugin implements at least one. These hooks refine a point and mean nothing al
 - QueueSort: ``static`` (the key depends only on the job: the core keeps the queue sorted),
   ``ordered(state)`` (generates the order lazily), ``rank_epoch(state, job, mask)`` (what the
   ranks of a failed preemptor's possible victims depend on: while unchanged the attempt is not
-  retried), ``pending`` (the last cycle's reasons and queue positions, read by reports);
+  retried), ``pending`` (the last cycle's reasons and queue positions, read by reports),
+  ``use_throughput(model)`` (the core gives a static key the run's throughput model);
 - Filter: ``static`` (the mask depends only on the job: cached per job shape);
 - Score: ``best_single(capacity, mask)`` (the best node for a one-worker job, in one pass);
   ``choose_gpus(state, job, node, count)`` (which GPUs of the chosen node the workers get,
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
-OPTIONAL_HOOKS = ("static", "ordered", "rank_epoch", "pending", "best_single",
-                  "worker_bounds", "rejections", "reason_for", "choose_gpus")
+OPTIONAL_HOOKS = ("static", "ordered", "rank_epoch", "pending", "use_throughput",
+                  "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus")
 
 
 @runtime_checkable

@@ -58,6 +58,9 @@ class Scheduler:
         self.config = config or CoreConfig()
         self.jobs: dict[str, Job] = {}
         static_key = None
+        use_throughput = getattr(profile.queue_sort, "use_throughput", None)
+        if callable(use_throughput):  # a static key that rates jobs (SJF, SRTF)
+            use_throughput(throughput)
         if profile.static_order:
             static_key = lambda job: profile.queue_sort.sort_key(None, job)  # noqa: E731
         # The cycle may skip buckets of alike jobs (bucket_scan.py); their reasons are kept
@@ -185,6 +188,8 @@ class Scheduler:
             if moved is None:
                 self._preempt(job, now, reason, counted=False)
                 job.done_work = kept
+                if self.waiting.is_static:
+                    self.waiting.rekey(job)  # filed before the loss (SRTF's key reads it)
                 continue
             self._halt(job, now)
             job.done_work = kept
