@@ -21,7 +21,7 @@ def job(live: Live, job_id: str) -> dict[str, Any]:
     return live.http.get(f"/v1/jobs/{job_id}").json()
 
 
-def wait_status(live: Live, job_id: str, status: str, timeout: float = 20.0) -> dict[str, Any]:
+def wait_status(live: Live, job_id: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
     return wait_for(lambda: (j := job(live, job_id))["status"] == status and j, timeout,
                     f"{job_id} to be {status}")
 
