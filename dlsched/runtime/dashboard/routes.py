@@ -127,16 +127,22 @@ def router(service: Service) -> APIRouter:
         target = request.url.path + ("?" + urlencode(rest) if rest else "")
         return _logged_in(RedirectResponse(target, 303), token)
 
-    @r.get("/", response_class=HTMLResponse)
-    def home(request: Request, state: str = "", queue: str = "", user: str = "",
-             hours: Annotated[float, Query(gt=0, le=pages.HOURS[-1])] = 6.0,
-             fragment: bool = False) -> Response:
+    def signed_in(request: Request) -> Principal | Response:
+        """The page's caller, or the answer that gets one: the reload after ``?token=``, or
+        the way to the login form."""
         answer = with_token(request)
         if answer is not None:
             return answer
         caller = caller_of(request)
-        if caller is None:
-            return to_login(request)
+        return to_login(request) if caller is None else caller
+
+    @r.get("/", response_class=HTMLResponse)
+    def home(request: Request, state: str = "", queue: str = "", user: str = "",
+             hours: Annotated[float, Query(gt=0, le=pages.HOURS[-1])] = 6.0,
+             fragment: bool = False) -> Response:
+        caller = signed_in(request)
+        if isinstance(caller, Response):
+            return caller
         page = pages.overview_page(service, caller, pages.JobFilter(state, queue, user), hours)
 
         def query(**changed: Any) -> str:
@@ -150,12 +156,9 @@ def router(service: Service) -> APIRouter:
 
     @r.get("/jobs/{job_id}", response_class=HTMLResponse)
     def job(request: Request, job_id: str, fragment: bool = False) -> Response:
-        answer = with_token(request)
-        if answer is not None:
-            return answer
-        caller = caller_of(request)
-        if caller is None:
-            return to_login(request)
+        caller = signed_in(request)
+        if isinstance(caller, Response):
+            return caller
         row = service.store.job(job_id)
         if row is None or not caller.may_use(row.queue):
             return render("missing.html", 404, job_id=job_id, caller=caller)
