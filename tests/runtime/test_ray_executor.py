@@ -177,8 +177,10 @@ def test_a_lost_node_requeues_its_job_which_resumes_elsewhere(
         out: Path) -> None:
     """Runs last: it removes one of the two T4 nodes (not the head) from the module's cluster."""
     handle = ray_live(max_attempts=1)  # a lost node must not count as the job's failure
-    # A whole T4 node, then 1 GPU, which can only go to the other T4 node.
-    jobs = [submit(handle, worker("steps", out, 25), gpus, gpu_type="T4")
+    # A whole T4 node, then 1 GPU, which can only go to the other T4 node. 150 steps (15 s):
+    # long enough that the victim is still running when its node goes, however long the
+    # other job's actors take to start (with 25 steps it could finish first: no requeue).
+    jobs = [submit(handle, worker("steps", out, 150), gpus, gpu_type="T4")
             for gpus in (GPUS_PER_NODE, 1)]
     for job_id in jobs:
         wait_for(lambda job_id=job_id: "started" in kinds(handle, job_id), 90, "workers")
@@ -188,6 +190,7 @@ def test_a_lost_node_requeues_its_job_which_resumes_elsewhere(
     victim = next(j for j in jobs if node_of[j].node_id != head)
     survivor = next(j for j in jobs if j != victim)
     lost = next(n for n in ray_nodes.worker_nodes if n.node_id == node_of[victim].node_id)
+    assert job(handle, victim)["status"] == "running"
     ray_nodes.remove_node(lost, allow_graceful=False)
 
     wait_for(lambda: "requeued" in kinds(handle, victim), 120, "the job to be requeued")
