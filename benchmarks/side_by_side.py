@@ -24,7 +24,9 @@ runs ``scripts/drivers/simulate_scheduler_with_trace.py -c 36:36:36 --seed 0`` o
 jobs of the bundled ``gavel-continuous-1000`` (written by Gavel's own generator).
 
 dlsched runs each policy in the matching named setting (``dlsched/reproduce/settings``).
-CPU seconds: the peer's child process (user + system) and dlsched's own process time.
+CPU seconds: the peer's child process (user + system) and dlsched's own process time; in
+gavel mode both sides are whole processes (``dlsched simulate`` with the setting's options,
+start-up and reports included), with CPU seconds per simulated job and their ratio.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import resource
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -145,11 +148,12 @@ def run_pollux_peer(python: str, checkout: Path, workload: Path, policy: str) ->
     return Side(statistics.mean(jcts.values()), makespan, child_cpu() - before)
 
 
-def run_gavel_peer(python: str, checkout: Path, trace: Path, policy: str) -> Side:
+def run_gavel_peer(python: str, checkout: Path, trace: Path, policy: str,
+                   solver: str = "ECOS") -> Side:
     before = child_cpu()
     driver = "scripts/drivers/simulate_scheduler_with_trace.py"
     done = subprocess.run([python, "-W", "ignore", driver, "-t", str(trace), "-p", policy,
-                           "-c", "36:36:36", "--seed", "0"],
+                           "-c", "36:36:36", "--seed", "0", "--solver", solver],
                           cwd=checkout / "scheduler", check=True, capture_output=True, text=True)
     patterns = (("jct", r"^Average job completion time: ([0-9.]+) seconds"),
                 ("span", r"^Total duration: ([0-9.]+) seconds"))
@@ -158,6 +162,24 @@ def run_gavel_peer(python: str, checkout: Path, trace: Path, policy: str) -> Sid
     if len(found) < 2:
         raise RuntimeError(f"Gavel {policy}: no mean JCT or total duration in its output")
     return Side(found["jct"], found["span"], child_cpu() - before)
+
+
+def run_dlsched_command(setting: str, policy: str, trace: str, limit: int) -> Side:
+    """dlsched as a user runs it: the whole ``dlsched simulate`` process (start-up, trace,
+    simulation, reports), with the setting's options spelled out as flags."""
+    config = load_setting(setting).config(policy, trace=trace, out="-", limit=limit)
+    flags = ["--cluster", config.cluster, "--restart-overhead", str(config.restart_overhead),
+             "--round-seconds", str(config.round_seconds)]
+    flags += ["--rounds-only"] if config.rounds_only else []
+    for key, value in config.policy_options:
+        flags += ["--policy-opt", f"{key}={value}"]
+    before = child_cpu()
+    with tempfile.TemporaryDirectory() as out:
+        subprocess.run([sys.executable, "-c", "from dlsched.cli import app; app()", "simulate",
+                        "--trace", trace, "--limit", str(limit), "--policy", policy, *flags,
+                        "--out", out], check=True, stdout=subprocess.DEVNULL)
+        summary = json.loads((Path(out) / "summary.json").read_text())
+    return Side(summary["jct_mean"], summary["makespan"], child_cpu() - before)
 
 
 def line(case: str, policy: str, peer: Side, ours: Side) -> str:
@@ -197,7 +219,7 @@ def pollux(args: argparse.Namespace) -> None:
 
 
 def gavel(args: argparse.Namespace) -> None:
-    print(HEADER)
+    print(HEADER + f" {'peer s/job':>9} {'ours s/job':>9} {'ratio':>7}")
     source = BUNDLED_TRACES["gavel-continuous-1000"].file().read_text().splitlines(keepends=True)
     pairs = [pair.split("=", 1) for pair in args.pairs.split(",")]
     with tempfile.TemporaryDirectory() as scratch:
@@ -205,9 +227,14 @@ def gavel(args: argparse.Namespace) -> None:
             trace = Path(scratch) / f"gavel-{count}.trace"
             trace.write_text("".join(source[:count]))
             for ours_policy, peer_policy in pairs:
-                peer = run_gavel_peer(args.python, Path(args.checkout), trace, peer_policy)
-                ours = run_dlsched("gavel-osdi20", ours_policy, "gavel-continuous-1000", count)
-                print(line(f"gavel-{count}/{peer_policy}", ours_policy, peer, ours), flush=True)
+                solver = "SCS" if peer_policy in args.scs.split(",") else "ECOS"
+                peer = run_gavel_peer(args.python, Path(args.checkout), trace, peer_policy,
+                                      solver)
+                ours = run_dlsched_command("gavel-osdi20", ours_policy,
+                                           "gavel-continuous-1000", count)
+                print(line(f"gavel-{count}/{peer_policy}", ours_policy, peer, ours)
+                      + f" {peer.cpu_seconds / count:>9.4f} {ours.cpu_seconds / count:>9.4f}"
+                        f" {peer.cpu_seconds / ours.cpu_seconds:>6.1f}x", flush=True)
 
 
 def main() -> None:
@@ -231,6 +258,9 @@ def main() -> None:
     g.add_argument("--jobs", default="100,300,1000")
     g.add_argument("--pairs", default=GAVEL_PAIRS,
                    help="dlsched policy=Gavel policy, comma-separated")
+    g.add_argument("--scs", default="finish_time_fairness_perf",
+                   help="Gavel policies run with --solver SCS (ECOS fails on FTF at 300 and "
+                        "1,000 jobs)")
     args = parser.parse_args()
     {"tiresias": tiresias, "pollux": pollux, "gavel": gavel}[args.peer](args)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.perf.gavel_table import GavelThroughputs, worker_type
 from dlsched.perf.model import Placement
@@ -84,6 +85,7 @@ class GavelRounds:
         # (summed between solves: steps done / equal-share throughput of the last solve).
         self._isolated: dict[str, float] = {}
         self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
+        self._lookup: tuple[Cluster, list[int], list[int]] | None = None
 
     # -- per-cycle view -----------------------------------------------------------------
     def view(self, state: CycleState) -> _Round:
@@ -129,14 +131,24 @@ class GavelRounds:
         stands for (alone; ``PackedGavelRounds`` leaves out time shared with a partner)."""
         return self.time_on.get(job_id, np.zeros(n_types))
 
+    def _gpu_lookup(self, cluster: Cluster) -> tuple[list[int], list[int]]:
+        """Each GPU's node and GPU type (as lists, built once per cluster)."""
+        cached = self._lookup
+        if cached is None or cached[0] is not cluster:
+            gpu_node = np.asarray(cluster.gpu_node)
+            cached = self._lookup = (cluster, gpu_node.tolist(),
+                                     np.asarray(cluster.node_type)[gpu_node].tolist())
+        return cached[1], cached[2]
+
     def _credit(self, state: CycleState) -> None:
         """Add the time since the last cycle to each running job's current GPU type."""
         now, cluster = state.now, state.cluster
         n_types = len(cluster.type_names)
+        gpu_kind = self._gpu_lookup(cluster)[1]
         for job in state.snapshot.running:
             started = now if job.run_started is None else job.run_started
             since = max(self._credited.get(job.job_id, -np.inf), started)
-            kind = int(cluster.node_type[cluster.gpu_node[job.allocation[0]]])
+            kind = gpu_kind[job.allocation[0]]
             seconds = self.time_on.setdefault(job.job_id, np.zeros(n_types))
             seconds[kind] += max(0.0, now - since)
             self._credited[job.job_id] = now
@@ -234,8 +246,9 @@ class GavelRounds:
         running ones keep theirs and waiting ones fill free GPUs (module docstring)."""
         view = self.view(state)
         cluster = state.cluster
-        current = {job.job_id: Assignment.of(job, cluster).nodes
-                   for job in state.snapshot.running}
+        gpu_node = self._gpu_lookup(cluster)[0]
+        current = {job.job_id: tuple(sorted(gpu_node[g] for g in job.allocation))
+                   for job in state.snapshot.running}  # Assignment.of(job, cluster).nodes
         if view.is_round:
             room = cluster.node_gpus.astype(np.int64).copy()
             room[list(state.snapshot.down_nodes)] = 0

@@ -78,23 +78,28 @@ class ArtifactGavelRounds(GavelRounds):
             self._solve(state, jobs)
             self._changed = False
         speed = self._speed(state, jobs)
-        priority = self._priorities(jobs, speed, n_types)
-        x = np.array([self._x.get(j.job_id, np.zeros(n_types)) for j in jobs]
-                     ).reshape(len(jobs), n_types)
-        preference = [tuple(int(t) for t in range(n_types) if speed[i, t] > 0)
-                      for i in range(len(jobs))]
+        x = self._rows(self._x, jobs, n_types)
+        priority = self._priorities(x, self._rows(self._job_time, jobs, n_types), speed)
+        preference = [tuple(t for t, ok in enumerate(runs) if ok)
+                      for runs in (speed > 0).tolist()]
         return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, preference,
                       x > 0, speed, is_round)
+
+    @staticmethod
+    def _rows(values: dict[str, np.ndarray], jobs: Sequence[Job], n_types: int) -> np.ndarray:
+        """(jobs, types): each job's row of ``values``, zeros where it has none."""
+        none = np.zeros(n_types)
+        return np.array([values.get(j.job_id, none) for j in jobs]).reshape(len(jobs), n_types)
 
     def _credit_rounds(self, state: CycleState, n_types: int) -> None:
         """Each running job's time since the last cycle, once per job (not per GPU), on its
         type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it."""
-        cluster, now = state.cluster, state.now
+        now, gpu_kind = state.now, self._gpu_lookup(state.cluster)[1]
         assert self._worker_time is not None
         for job in state.snapshot.running:
             started = now if job.run_started is None else job.run_started
             since = max(self._since.get(job.job_id, -np.inf), started)
-            kind = int(cluster.node_type[cluster.gpu_node[job.allocation[0]]])
+            kind = gpu_kind[job.allocation[0]]
             seconds = max(0.0, now - since)
             if job.job_id in self._job_time:
                 self._job_time[job.job_id][kind] += seconds
@@ -127,19 +132,15 @@ class ArtifactGavelRounds(GavelRounds):
             self._worker_time += half
         self._last_reset = now
 
-    def _priorities(self, jobs: Sequence[Job], speed: np.ndarray, n_types: int) -> np.ndarray:
+    def _priorities(self, x: np.ndarray, seconds: np.ndarray, speed: np.ndarray) -> np.ndarray:
+        """(jobs, types) priorities from X, each job's seconds per type since the reset and
+        its speeds: element by element what Gavel's ``_update_priorities`` computes."""
         assert self._worker_time is not None
-        priority = np.zeros((len(jobs), n_types))
-        for i, job in enumerate(jobs):
-            x = self._x.get(job.job_id)
-            if x is None:
-                continue
-            seconds = self._job_time[job.job_id]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                fraction = np.where(self._worker_time > 0, seconds / self._worker_time, 0.0)
-                row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
-            priority[i] = np.where((x > 0) & (speed[i] > 0), row, 0.0)
-        return priority
+        total = self._worker_time
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(total > 0, seconds / total, 0.0)
+            row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
+        return np.where((x > 0) & (speed > 0), row, 0.0)
 
     # -- allocation ---------------------------------------------------------------------
     def allocate(self, state: CycleState) -> dict[str, Assignment]:
@@ -154,25 +155,23 @@ class ArtifactGavelRounds(GavelRounds):
         """Per-type lists walked one after another: the entries' priorities are their
         positions in that walk (``assign_types`` takes them highest first)."""
         order = self._type_order(view)
-        walk: list[tuple[str, int, float, str]] = []
+        ids = [job.job_id for job in jobs]
+        rows = np.array([view.row[job_id] for job_id in ids], dtype=np.int64)
+        n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0
+        deficit = self._rows(self._deficit, jobs, n_types)
+        x = self._rows(self._x, jobs, n_types)
+        walk: list[tuple[str, int]] = []
         for kind in order:
-            rows = []
-            for job in jobs:
-                row = view.row[job.job_id]
-                if view.speed[row, kind] <= 0:
-                    continue
-                p = float(view.priority[row, kind])
-                if self.fifo and p <= 0:
-                    continue
-                deficit = self._deficit.get(job.job_id)
-                x = self._x.get(job.job_id)
-                rows.append((-p, -(0.0 if deficit is None else float(deficit[kind])),
-                             -(0.0 if x is None else float(x[kind])), row, job.job_id))
-            rows.sort(key=lambda r: (r[0], r[1], r[2], r[3]))  # stable: arrival order
-            walk.extend((r[4], kind, 0.0, "") for r in rows)
+            p = view.priority[rows, kind]
+            keep = view.speed[rows, kind] > 0
+            if self.fifo:
+                keep &= p > 0
+            # highest priority first, then deficit, then X; ties in arrival order (row)
+            ranked = np.lexsort((rows, -x[:, kind], -deficit[:, kind], -p))
+            walk.extend((ids[i], kind) for i in ranked.tolist() if keep[i])
         count = len(walk)
         return [Entry(float(count - position), (0.0, job_id), job_id, kind)
-                for position, (job_id, kind, _, _) in enumerate(walk)]
+                for position, (job_id, kind) in enumerate(walk)]
 
     def _type_order(self, view: _Round) -> list[int]:
         n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0

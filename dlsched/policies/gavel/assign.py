@@ -89,11 +89,8 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
     placed: dict[str, tuple[int, ...]] = {}
     for job_id, kind in types.items():
         held = current.get(job_id, ())
-        if held and all(int(node_type[n]) == kind for n in held):
-            nodes, count = np.unique(held, return_counts=True)
-            if np.all(room[nodes] >= count):
-                placed[job_id] = held
-                room[nodes] -= count
+        if held and _keeps(held, kind, node_type, room):
+            placed[job_id] = held
     by_type = {kind: np.flatnonzero(node_type == kind) for kind in set(types.values())}
     moving = sorted((j for j in types if j not in placed), key=lambda j: (-workers[j], j))
     for job_id in moving:
@@ -101,3 +98,18 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
         if nodes is not None:
             placed[job_id] = nodes
     return placed
+
+
+def _keeps(held: tuple[int, ...], kind: int, node_type: np.ndarray, room: np.ndarray) -> bool:
+    """Whether a job's ``held`` nodes are all of type ``kind`` and still have room for its
+    workers there; if so, that room is consumed."""
+    count: dict[int, int] = {}
+    for node in held:
+        if int(node_type[node]) != kind:
+            return False
+        count[node] = count.get(node, 0) + 1
+    if any(room[node] < n for node, n in count.items()):
+        return False
+    for node, n in count.items():
+        room[node] -= n
+    return True

@@ -19,7 +19,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from dlsched.textinput import MAX_FIELD_CHARS
 from dlsched.workload.job import JobSpec
@@ -77,6 +76,8 @@ class PhillyReader:
 
 def _clean_columns(path: Path, limit: int | None) -> dict[str, list[str]] | None:
     """The file's columns as lists of strings, or None unless it is plain, unquoted CSV."""
+    import pandas as pd  # here, not at module level: `dlsched simulate` need not load pandas
+
     data = path.read_bytes().rstrip()  # trailing blank lines shift no line numbers
     if _ROW_PATH_ONLY.search(data) or _BLANK_LINE.search(data):
         return None
@@ -96,6 +97,8 @@ def _clean_columns(path: Path, limit: int | None) -> dict[str, list[str]] | None
 
 
 def _submit_seconds(raw: list[str]) -> np.ndarray | None:
+    import pandas as pd
+
     if any(len(value) != _TIME_LENGTH for value in raw):
         return None
     series = pd.Series(raw)
