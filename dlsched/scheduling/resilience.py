@@ -103,10 +103,12 @@ class ResilienceBook:
         saved = losses.segment_work + done * losses.interval * losses.raw_rate
         return min(job.work_done(now), saved)
 
-    def failed(self, job: Job, now: float, category: str, restart_overhead: float) -> float:
-        """Record a failure of a running job; returns the work it keeps."""
+    def failed(self, job: Job, now: float, category: str, restart_overhead: float,
+               kept: float | None = None) -> float:
+        """Record a failure of a running job; returns the work it keeps: that of its last
+        checkpoint, or ``kept`` when it reloads none (``reconfigure.py``)."""
         losses = self.of(job.job_id)
-        kept = self.committed(job, now)
+        kept = self.committed(job, now) if kept is None else kept
         lost = job.work_done(now) - kept
         gpus = sum(job.shares)
         lost_seconds = lost / losses.raw_rate * gpus if losses.raw_rate > 0 else 0.0

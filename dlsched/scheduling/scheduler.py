@@ -23,6 +23,7 @@ from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.placement import max_workers, static_shape
 from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
 from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.resources import ResourceBook, booked_spec
@@ -44,6 +45,8 @@ class CoreConfig:
     restart_overhead: float = 30.0
     start_overhead: float = 0.0
     rerate_progress: bool = True  # re-rate jobs of a progress-dependent model every cycle
+    resilience: str = "restart"  # on a node failure without a spare (reconfigure.py)
+    reconfigure_seconds: float = 60.0  # an Oobleck reconfiguration's pause
 
 
 class Scheduler:
@@ -56,6 +59,7 @@ class Scheduler:
         self.clock = clock
         self.executor = executor
         self.config = config or CoreConfig()
+        check_policy(self.config.resilience)
         self.jobs: dict[str, Job] = {}
         static_key = None
         use_throughput = getattr(profile.queue_sort, "use_throughput", None)
@@ -106,6 +110,11 @@ class Scheduler:
         self.down_nodes: frozenset[int] = frozenset()
         self.resilience = resilience  # checkpoints and failure losses (None: no failures)
         self.segments = RunSegments()  # each job's runs: start, end, GPUs (segments.csv)
+        config = self.config
+        self.reconfigurer = (None if config.resilience == "restart" else Reconfigurer(
+            config.resilience, throughput, config.restart_overhead, config.reconfigure_seconds,
+            self._gpu_node, self._node_type))
+        self.reshaped: set[str] = set()  # running below their size after a failure
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -148,6 +157,9 @@ class Scheduler:
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
         self._release(job)
+        if self.reshaped:
+            self.reshaped.discard(job_id)
+            self._grow_back()
 
     def _max_workers(self, job: Job) -> int:
         """Workers the whole cluster could ever give this job (cached per job shape)."""
@@ -181,10 +193,17 @@ class Scheduler:
         hit = [job for job in self.running.values()
                if any(gpu_node[g] == node for g in job.allocation)]
         for job in hit:
+            moved = self._spare_gpus(job, node, spare) if spare is not None else None
+            reshape = None
+            if self.reconfigurer is not None:
+                reshape = (self.reconfigurer.shrink(job, self.down_nodes) if moved is None
+                           else self.reconfigurer.on_spare(moved))
+            if reshape is not None:
+                self._reshape_after_failure(job, reshape, now, category)
+                continue
             kept = job.work_done(now)
             if self.resilience is not None:
                 kept = self.resilience.failed(job, now, category, self.config.restart_overhead)
-            moved = self._spare_gpus(job, node, spare) if spare is not None else None
             if moved is None:
                 self._preempt(job, now, reason, counted=False)
                 job.done_work = kept
@@ -214,8 +233,58 @@ class Scheduler:
             moved.append(spare_first + index)
         return tuple(moved)
 
+    def _reshape_after_failure(self, job: Job, reshape: Reshape, now: float,
+                               category: str) -> None:
+        """Continue on the GPUs a resilience policy keeps (``reconfigure.py``): from the last
+        checkpoint when the policy rolls back, else with all but the iteration in flight."""
+        kept = job.work_done(now) if reshape.rollback else \
+            Reconfigurer.kept_without_rollback(job, now)
+        if self.resilience is not None:
+            kept = self.resilience.failed(job, now, category, reshape.overhead,
+                                          None if reshape.rollback else kept)
+        self._reshape(job, reshape, now, kept)
+
+    def _reshape(self, job: Job, reshape: Reshape, now: float,
+                 kept: float | None = None) -> None:
+        self._halt(job, now)
+        if kept is not None:
+            job.done_work = kept
+        job.resizes += 1
+        full = len(reshape.gpus) == job.spec.num_gpus
+        (self.reshaped.discard if full else self.reshaped.add)(job.job_id)
+        self._launch(job, reshape.gpus, (1.0,) * len(reshape.gpus), now, reshape.overhead)
+
+    def _grow_back(self) -> None:
+        """Jobs running below their size after a failure take back free GPUs of nodes that
+        are up (``Reconfigurer.grow``), before the policy's next cycle sees them."""
+        if self.reconfigurer is None:
+            return
+        now = self.clock.now()
+        for job_id in sorted(self.reshaped):
+            job = self.running[job_id]
+            reshape = self.reconfigurer.grow(job, self._free_gpus_for(job))
+            if reshape is not None:
+                self._reshape(job, reshape, now)
+
+    def _free_gpus_for(self, job: Job) -> list[list[int]]:
+        """Wholly free GPUs of the up nodes of the job's GPU type, one list per node."""
+        kind = self.reconfigurer.type_of(job) if self.reconfigurer is not None else ""
+        first, free, down = self.cluster.node_first_gpu, self.free, self.down_nodes
+        out = []
+        for node in np.flatnonzero(self.node_free > 0).tolist():
+            if node in down or self._node_type[node] != kind:
+                continue
+            start = int(first[node])
+            gpus = [start + i for i in range(int(self.cluster.node_gpus[node]))
+                    if free[start + i] >= 1.0]
+            if gpus:
+                out.append(gpus)
+        return out
+
     def node_up(self, node: int) -> None:
         self.down_nodes = self.down_nodes - {node}
+        if self.reshaped:
+            self._grow_back()
 
     def set_down_nodes(self, nodes: frozenset[int]) -> bool:
         """Mark exactly ``nodes`` down; True if that changed anything."""
@@ -238,6 +307,7 @@ class Scheduler:
             self._settle(job, now)
             self._release(job)
             del self.running[job_id]
+            self.reshaped.discard(job_id)
         self.waiting.discard(job_id)
         job.set_status(status)
         job.finish_time = now
@@ -338,6 +408,7 @@ class Scheduler:
 
     def _start(self, job: Job, start: Start, now: float) -> None:
         job.set_status(JobStatus.RUNNING)
+        self.reshaped.discard(job.job_id)
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
@@ -357,7 +428,12 @@ class Scheduler:
         job.run_started = now
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
-        job.rate = self.throughput.rate(job.spec, self.placement_of(job))
+        reconfigurer = self.reconfigurer
+        if reconfigurer is not None and (reconfigurer.rates_every_launch
+                                         or job.job_id in self.reshaped):
+            job.rate = reconfigurer.rate(job.spec, self.placement_of(job))
+        else:
+            job.rate = self.throughput.rate(job.spec, self.placement_of(job))
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
@@ -376,6 +452,7 @@ class Scheduler:
         self._settle(job, now)
         self._release(job)
         del self.running[job.job_id]
+        self.reshaped.discard(job.job_id)
         job.set_status(JobStatus.PREEMPTED)
         job.preemptions += counted
         job.queued_since = now

@@ -50,6 +50,8 @@ class SimConfig:
     failures: FailureModel | None = None  # node failures drawn from this model (sim/failures)
     checkpoint: CheckpointPlan | None = None  # default with failures: Young's interval
     hot_spares: int = 0  # nodes held back to replace failed ones at once
+    resilience: str = "restart"  # restart | elastic | oobleck (scheduling/reconfigure.py)
+    reconfigure_seconds: float = 60.0  # an Oobleck reconfiguration's pause
 
     @property
     def resilient(self) -> bool:
@@ -72,7 +74,10 @@ class Simulator:
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
                               CoreConfig(restart_overhead=self.config.restart_overhead,
-                                         start_overhead=self.config.start_overhead), book)
+                                         start_overhead=self.config.start_overhead,
+                                         resilience=config.resilience,
+                                         reconfigure_seconds=config.reconfigure_seconds),
+                              book)
         self.profile = self.core.profile  # this run's plugins, with their state
         self.failures = _FailureEvents(self, config) if config.failures is not None else None
         self.round_seconds = self.config.round_seconds or profile.round_seconds
@@ -240,6 +245,10 @@ class _FailureEvents:
     def _schedule(self, time: float, payload: object) -> None:
         self.pending += 1
         self.sim.events.schedule(time, Event(Priority.FAILURE, payload))
+
+    def inject(self, failure: Failure) -> None:
+        """A failure given by the caller (a replayed trace, a test), beside the drawn ones."""
+        self._schedule(failure.time, failure)
 
     def _next(self) -> None:
         failure = self.process.next()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 from dlsched.perf.llm.hardware import Fabric
+from dlsched.perf.llm.iteration import Estimate
 from dlsched.perf.llm.models import BUILTIN_MODELS
 from dlsched.perf.llm.parallel import MODERN
 from dlsched.perf.llm.planner import plan
@@ -23,16 +24,22 @@ FABRICS: dict[str, Fabric] = {"A100-80G": SELENE, "A100": SELENE, "H100": LLAMA3
 
 
 @functools.cache
-def iterations_per_second(model: str, gpus: int, gpu_type: str, tp: int = 1) -> float:
-    """One over the iteration time of the fastest configuration on ``gpus`` GPUs; with
-    ``tp`` > 1 (the job's ``tensor_parallel``), of the fastest with that tensor-parallel degree."""
+def best_estimate(model: str, gpus: int, gpu_type: str, tp: int = 1) -> Estimate | None:
+    """The fastest configuration on ``gpus`` GPUs; with ``tp`` > 1 (the job's
+    ``tensor_parallel``), the fastest with that tensor-parallel degree (None: none fits)."""
     fabric = FABRICS.get(gpu_type)
     if fabric is None or model not in BUILTIN_MODELS:
-        return 0.0
+        return None
     found = plan(BUILTIN_MODELS[model], gpus, fabric, MODERN, limit=1 if tp == 1 else None)
     if tp > 1:
         found = [e for e in found if e.config.tp == tp]
-    return 1.0 / found[0].iteration_seconds if found else 0.0
+    return found[0] if found else None
+
+
+def iterations_per_second(model: str, gpus: int, gpu_type: str, tp: int = 1) -> float:
+    """One over the iteration time of ``best_estimate`` (0 when no configuration fits)."""
+    best = best_estimate(model, gpus, gpu_type, tp)
+    return 1.0 / best.iteration_seconds if best is not None else 0.0
 
 
 class LlmThroughput(LinearScaling):

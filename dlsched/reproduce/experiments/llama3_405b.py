@@ -9,6 +9,11 @@ weights, fp32 master weights and Adam moments) written at Tectonic's sustained 2
 (§3.3.1), so ~2.8 s; a restart reloads for ``restart_minutes`` (10); 16 hot-spare nodes; repair
 times as in ``sim/failures.py``. Cases are checkpoint-interval rules; ``young-x4`` is Young's
 interval times 4 (too long), ``young-x0.25`` a quarter.
+
+Resilience cases (Young's interval; ``scheduling/reconfigure.py`` has the rules):
+``restart-s0``, ``elastic-s0``, ``oobleck-s0`` without hot spares (restart then waits for the
+repair), ``elastic`` and ``oobleck`` with the spares (a spare first, the policy when none is
+left). ``wall_days`` is the wall time the 54 failure-free days of training take (54 / ETTR).
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.job import JobSpec, WorkUnit
 from dlsched.workload.trace import Trace
 
-CASES = ("young", "daly", "adaptive", "young-x0.25", "young-x4")
+INTERVAL_CASES = ("young", "daly", "adaptive", "young-x0.25", "young-x4")
+RESILIENCE_CASES = ("restart-s0", "elastic-s0", "oobleck-s0", "elastic", "oobleck")
+CASES = INTERVAL_CASES + RESILIENCE_CASES
 POLICY = "restart"  # restart on the same size (on a spare, else after repair)
 DAYS = 54
 STORAGE_GBPS = 2000.0  # Tectonic, Llama 3 §3.3.1
@@ -57,13 +64,23 @@ def interval_for(case: str) -> str | float:
     return young(delta, mtbf) * float(case.removeprefix("young-x"))
 
 
+def policy_of(case: str, spares: int = SPARES) -> tuple[str, str, int]:
+    """A case's checkpoint-interval case, resilience policy and hot spares."""
+    if case not in RESILIENCE_CASES:
+        return case, POLICY, spares
+    policy, _, without = case.partition("-")
+    return "young", policy, 0 if without == "s0" else spares
+
+
 def simulate_case(case: str, seed: int, restart_minutes: float = 10.0,
-                  spares: int = SPARES) -> SimulationResult:
+                  spares: int = SPARES, days: float = DAYS) -> SimulationResult:
     from dlsched.perf.llm.throughput import LlmThroughput
 
-    plan = CheckpointPlan(interval_for(case), storage_gbps=STORAGE_GBPS)
-    config = SimConfig(restart_overhead=restart_minutes * 60, max_time=DAYS * DAY, seed=seed,
-                       failures=llama3_model(), checkpoint=plan, hot_spares=spares)
+    interval_case, policy, spares = policy_of(case, spares)
+    plan = CheckpointPlan(interval_for(interval_case), storage_gbps=STORAGE_GBPS)
+    config = SimConfig(restart_overhead=restart_minutes * 60, max_time=days * DAY, seed=seed,
+                       failures=llama3_model(), checkpoint=plan, hot_spares=spares,
+                       resilience=policy)
     trace = Trace("llama3-405b-54d", (llm_job(),), throughput="llm")
     sim = Simulator(case_cluster(spares), trace, build_policy("fifo"), config,
                     throughput=LlmThroughput())
@@ -72,7 +89,8 @@ def simulate_case(case: str, seed: int, restart_minutes: float = 10.0,
 
 @register_experiment(
     "llama3-405b", "Llama 3 405B on 16,384 H100 for 54 days: interruptions, ETTR and GPU-hours "
-    "lost under the Llama 3 failure model, by checkpoint interval", cases=CASES,
+    "lost under the Llama 3 failure model, by checkpoint interval and resilience policy",
+    cases=CASES, default_cases=INTERVAL_CASES,
     options={"restart_minutes": "minutes a restart takes (default 10)",
              "spares": f"hot-spare nodes (default {SPARES})"})
 def llama3_405b(options: ExperimentOptions) -> Iterator[Measured]:
@@ -81,21 +99,25 @@ def llama3_405b(options: ExperimentOptions) -> Iterator[Measured]:
     for case in options.cases:
         for seed in options.seeds or (0,):
             result = simulate_case(case, seed, restart, spares)
-            yield from measured(f"{case}@seed{seed}" if options.seeds else case, result)
+            yield from measured(f"{case}@seed{seed}" if options.seeds else case, result,
+                                policy_of(case)[1])
 
 
-def measured(case: str, result: SimulationResult) -> Iterator[Measured]:
+def measured(case: str, result: SimulationResult, policy: str = POLICY) -> Iterator[Measured]:
     job = next(j for j in result.jobs if j.job_id == "llama3-405b")
     elapsed = result.end_time - (job.first_start or 0.0)
-    yield Measured(case, POLICY, "unexpected_interruptions", float(job.failures))
-    yield Measured(case, POLICY, "ettr", job.useful_seconds / elapsed if elapsed else None)
-    yield Measured(case, POLICY, "lost_gpu_hours", job.lost_gpu_seconds / 3600)
-    yield Measured(case, POLICY, "checkpoint_gpu_hours", job.checkpoint_gpu_seconds / 3600)
-    yield Measured(case, POLICY, "restart_gpu_hours", job.restart_gpu_seconds / 3600)
+    ettr = job.useful_seconds / elapsed if elapsed else None
+    yield Measured(case, policy, "unexpected_interruptions", float(job.failures))
+    yield Measured(case, policy, "ettr", ettr)
+    yield Measured(case, policy, "wall_days", DAYS / ettr if ettr else None)
+    yield Measured(case, policy, "mean_gpus", job.gpu_seconds / elapsed if elapsed else None)
+    yield Measured(case, policy, "lost_gpu_hours", job.lost_gpu_seconds / 3600)
+    yield Measured(case, policy, "checkpoint_gpu_hours", job.checkpoint_gpu_seconds / 3600)
+    yield Measured(case, policy, "restart_gpu_hours", job.restart_gpu_seconds / 3600)
     for category, count in result.failures_by_category:
-        yield Measured(case, POLICY, f"failures_{category}", float(count))
+        yield Measured(case, policy, f"failures_{category}", float(count))
     for category, seconds in result.lost_by_category:
-        yield Measured(case, POLICY, f"lost_gpu_hours_{category}", seconds / 3600)
-    interval = interval_for(case.split("@")[0])
+        yield Measured(case, policy, f"lost_gpu_hours_{category}", seconds / 3600)
+    interval = interval_for(policy_of(case.split("@")[0])[0])
     if isinstance(interval, float) and not math.isinf(interval):
-        yield Measured(case, POLICY, "checkpoint_interval_s", interval)
+        yield Measured(case, policy, "checkpoint_interval_s", interval)
