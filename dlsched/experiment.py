@@ -218,7 +218,7 @@ def failure_options(config: RunConfig) -> dict[str, object]:
     return {"failures": resolve_failure_model(config.failures),
             "checkpoint": CheckpointPlan(parse_interval(config.checkpoint_interval),
                                          config.checkpoint_seconds),
-            "hot_spares": config.hot_spares}
+            "hot_spares": config.hot_spares, "resilience": config.resilience}
 
 
 def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:

@@ -91,6 +91,10 @@ class RunConfig:
                                      flag="--checkpoint-cost")
     hot_spares: int = _opt(0, "Nodes held back as hot spares: one replaces a failed node at "
                            "once.")
+    resilience: str = _opt("restart", "What a job hit by a node failure does without a spare: "
+                           "restart (requeue at its size), elastic (continue on fewer "
+                           "data-parallel replicas, grow back after repair) or oobleck "
+                           "(re-plan pipelines on the surviving nodes); see docs/llm.md.")
     services: str | None = _opt(None, "A services YAML file (model, GPU type, tensor-parallel "
                                 "degree, replicas, SLO, request trace; see "
                                 "docs/inference.md): simulates their requests, their replicas "
@@ -176,6 +180,11 @@ class RunConfig:
             parse_interval(self.checkpoint_interval)
         except ConfigError as exc:
             raise ConfigError(f"{where('checkpoint_interval')}: {exc}") from None
+        from dlsched.scheduling.reconfigure import POLICIES
+
+        if self.resilience not in POLICIES:
+            raise ConfigError(f"{where('resilience')}: {self.resilience!r} is not one of "
+                              f"{', '.join(POLICIES)}")
         for key in ("checkpoint_seconds", "hot_spares"):
             if not getattr(self, key) >= 0:
                 raise ConfigError(f"{where(key)}: must be >= 0, got {getattr(self, key)}")
