@@ -108,3 +108,6 @@ def replicas_command(
 def register(app: typer.Typer) -> None:
     """Add ``replicas`` to the main ``dlsched`` app (its body imports the simulator lazily)."""
     app.registered_commands.extend(replicas_app.registered_commands)
+    from dlsched.serving.real.cli import register as register_inference
+
+    register_inference(app)

@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from io import StringIO
+from pathlib import Path
 
 import numpy as np
 
-from dlsched.errors import ConfigError
+from dlsched.errors import ConfigError, InputError, InputLocation
 from dlsched.perf.inference.curve import Curve, monotone_points
 
 # Splitwise's hardware names -> dlsched GPU types (cluster/gpu_types.py).
@@ -80,23 +81,38 @@ def _means(pairs: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return [(x, float(np.mean(ys))) for x, ys in sums.items()]
 
 
-def _profile(key: tuple[str, str, int], rows: list[dict[str, str]]) -> StepProfile:
+def _profile(key: tuple[str, str, int], rows: list[dict[str, str]],
+             sweep_prompt: int = BATCH_SWEEP_PROMPT, sweep_tokens: int = 128,
+             drop_faster: bool = True) -> StepProfile:
     prefill, decode, context = [], [], []
     for r in rows:
         prompt, batch, tokens = int(r["prompt_size"]), int(r["batch_size"]), int(r["token_size"])
         prefill.append((prompt * batch, float(r["prompt_time"]) / 1e3))
-        if prompt == BATCH_SWEEP_PROMPT and tokens == 128:
+        if prompt == sweep_prompt and tokens == sweep_tokens:
             decode.append((batch, float(r["token_time"]) / 1e3))
         if batch == 1:
             context.append((prompt + tokens / 2, float(r["token_time"]) / 1e3))
-    kept_p, dropped_p = monotone_points(_means(prefill))
-    kept_d, dropped_d = monotone_points(_means(decode))
+    if drop_faster:
+        kept_p, dropped_p = monotone_points(_means(prefill))
+        kept_d, dropped_d = monotone_points(_means(decode))
+    else:
+        kept_p, kept_d, dropped_p, dropped_d = (running_max(_means(prefill)),
+                                                running_max(_means(decode)), [], [])
     xs, ys = np.array(context).T
     slope = float(np.polyfit(xs, ys, 1)[0])
     dropped = tuple([f"prefill {x:.0f} tokens: {y:.3f} s" for x, y in dropped_p]
                     + [f"decode batch {x:.0f}: {y:.4f} s" for x, y in dropped_d])
     return StepProfile(key[0], key[1], key[2], _curve(kept_p, log=True), _curve(kept_d),
-                       max(0.0, slope), BATCH_SWEEP_PROMPT + 64, dropped)
+                       max(0.0, slope), sweep_prompt + sweep_tokens / 2, dropped)
+
+
+def running_max(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Points sorted by x, each y raised to the highest before it: a step takes no less time
+    with more work, so a faster point is noise (a short CPU measurement), not a failed run."""
+    out: list[tuple[float, float]] = []
+    for x, y in sorted(points):
+        out.append((x, max(y, out[-1][1]) if out else y))
+    return out
 
 
 def _curve(points: list[tuple[float, float]], log: bool = False) -> Curve:
@@ -118,3 +134,50 @@ def step_profile(model: str, gpu: str, tp: int) -> StepProfile:
         raise ConfigError(f"no measured step times for {model} on {gpu} with tensor-parallel "
                           f"degree {tp} (measured: {known})")
     return found
+
+
+PROFILE_COLUMNS = ("model", "hardware", "prompt_size", "batch_size", "token_size",
+                   "prompt_time", "token_time", "tensor_parallel")
+
+
+def read_step_profiles(path: Path) -> dict[tuple[str, str, int], StepProfile]:
+    """Step profiles from a file in the bundled profile's format (Splitwise's columns; times in
+    ms), e.g. one ``dlsched inference profile`` measured. Each (model, hardware, TP) group's
+    batch sweep is its rows of batch size > 1 at their most common prompt and output size;
+    hardware names are the bundled ones' GPU types or kept as written. Repeats are averaged
+    and a point faster than one with less work is raised to it (``running_max``)."""
+    rows = _checked_rows(path)
+    groups: dict[tuple[str, str, int], list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        hardware = HARDWARE.get(row["hardware"], row["hardware"])
+        groups[(row["model"], hardware, int(row["tensor_parallel"]))].append(row)
+    out = {}
+    for key, group in sorted(groups.items()):
+        sweep = [(int(r["prompt_size"]), int(r["token_size"])) for r in group
+                 if int(r["batch_size"]) > 1]
+        if not sweep:
+            raise ConfigError(f"{path}: {key[0]} on {key[1]} TP-{key[2]} has no batch sweep "
+                              "(rows of batch_size > 1)")
+        prompt, tokens = max(set(sweep), key=sweep.count)
+        out[key] = _profile(key, group, prompt, tokens, drop_faster=False)
+    return out
+
+
+def _checked_rows(path: Path) -> list[dict[str, str]]:
+    text = path.read_text()
+    reader = csv.DictReader(StringIO(text))
+    missing = [c for c in PROFILE_COLUMNS if c not in (reader.fieldnames or ())]
+    if missing:
+        raise InputError(InputLocation(str(path), 1, missing[0]), "missing column")
+    rows = []
+    for line, row in enumerate(reader, start=2):
+        for name in PROFILE_COLUMNS[2:]:
+            try:
+                value = float(row[name])
+            except (TypeError, ValueError):
+                raise InputError(InputLocation(str(path), line, name),
+                                 f"not a number: {row[name]!r}") from None
+            if not value > 0:
+                raise InputError(InputLocation(str(path), line, name), "must be > 0")
+        rows.append(row)
+    return rows

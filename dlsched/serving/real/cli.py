@@ -1,0 +1,169 @@
+"""``dlsched inference``: a real LLM service on this machine's CPUs.
+
+- ``inference serve``: N replicas of the tiny causal LM (``dlsched/job/tiny_lm.py``) behind
+  an HTTP endpoint, placed by the scheduler core, optionally autoscaled.
+- ``inference profile``: its prefill/decode step times into the simulator's profile format.
+- ``inference loadgen``: replay a request trace against a running service.
+- ``inference validate``: all three, then the simulator on the same trace and profile, and
+  the comparison of latency percentiles at several load levels.
+
+(``dlsched serve`` is the training runtime's verb, a contract; hence the group.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from dlsched.errors import DlschedError
+
+console = Console(stderr=True, soft_wrap=True)
+inference_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                            help="A real LLM service on CPU: serve, profile, loadgen, validate.")
+
+Replicas = Annotated[int, typer.Option("--replicas", min=1, help="Replica processes.")]
+Layers = Annotated[int, typer.Option("--layers", min=1, help="Transformer blocks.")]
+Width = Annotated[int, typer.Option("--d-model", min=8, help="Model width.")]
+
+
+def _check_extras(what: str) -> None:
+    from dlsched.extras import require
+
+    require("torch", what)
+    require("runtime", what, ("fastapi", "uvicorn", "httpx", "pydantic"))
+
+
+def _settings(layers: int, d_model: int) -> object:
+    from dlsched.serving.real.replica import ReplicaSettings
+
+    return ReplicaSettings(d_model=d_model, layers=layers)
+
+
+def _fail(exc: Exception) -> None:
+    console.print(f"[red]error:[/] {escape(str(exc))}")
+    raise typer.Exit(2) from None
+
+
+@inference_app.command("serve")
+def serve_command(
+        replicas: Replicas = 1,
+        port: Annotated[int, typer.Option("--port", help="HTTP port.")] = 8100,
+        host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+        policy: Annotated[str, typer.Option("--policy", help="Placement policy.")] = "fifo",
+        autoscale_max: Annotated[int | None, typer.Option(
+            "--autoscale-max", min=1, help="Autoscale between --replicas and N replicas "
+            "(HPA rule on outstanding requests per replica).")] = None,
+        target: Annotated[float, typer.Option(
+            "--target-outstanding", min=0.1, help="Autoscaling target per replica.")] = 8.0,
+        interval: Annotated[float, typer.Option("--interval", min=0.1)] = 2.0,
+        layers: Layers = 4, d_model: Width = 256) -> None:
+    """Serve the tiny causal LM: POST /v1/completions, GET /health, GET /stats."""
+    from dataclasses import replace
+
+    try:
+        _check_extras("dlsched inference serve")
+        from dlsched.serving.autoscale import AutoscalePolicy
+        from dlsched.serving.real.http import run
+        from dlsched.serving.real.service import ServiceOptions
+
+        scale = None if autoscale_max is None else AutoscalePolicy(
+            replicas, autoscale_max, target, interval, cold_start=0.0, stabilization=30.0)
+        options = ServiceOptions(replicas=replicas, policy=policy, autoscale=scale)
+        options = replace(options, settings=_settings(layers, d_model))
+    except (DlschedError, ValueError) as exc:
+        _fail(exc)
+    console.print(f"serving tiny-lm on http://{host}:{port} ({replicas} replicas)")
+    run(options, host, port)
+
+
+@inference_app.command("profile")
+def profile_command(
+        out: Annotated[Path, typer.Option("--out", help="Profile CSV to write.")] = Path(
+            "runs/inference/profile.csv"),
+        repeats: Annotated[int, typer.Option("--repeats", min=1)] = 3,
+        layers: Layers = 4, d_model: Width = 256) -> None:
+    """Measure prefill/decode step times by batch and prompt size (one CPU thread)."""
+    try:
+        _check_extras("dlsched inference profile")
+        from dlsched.serving.real.profiler import ProfilePlan, profile_rows, write_profile
+
+        rows = profile_rows(_settings(layers, d_model), ProfilePlan(repeats=repeats))
+    except DlschedError as exc:
+        _fail(exc)
+    write_profile(rows, out)
+    console.print(f"{len(rows)} runs -> {out}")
+
+
+def _trace(path: Path | None) -> object:
+    from dlsched.data_location import require_data
+    from dlsched.serving.requests import read_requests
+
+    if path is None:
+        path = require_data("traces/inference/azure-llm-2023/AzureLLMInferenceTrace_conv.csv",
+                            "the Azure conversation trace")
+    return read_requests(path)
+
+
+@inference_app.command("loadgen")
+def loadgen_command(
+        url: Annotated[str, typer.Option("--url")] = "http://127.0.0.1:8100",
+        trace: Annotated[Path | None, typer.Option(
+            "--trace", help="Request trace (default: Azure conversations 2023).")] = None,
+        requests: Annotated[int, typer.Option("--requests", min=1)] = 300,
+        rate: Annotated[float, typer.Option("--rate", min=1e-6, help="Rate multiplier.")] = 1.0,
+        prompt_scale: Annotated[float, typer.Option("--prompt-scale")] = 1 / 16,
+        output_scale: Annotated[float, typer.Option("--output-scale")] = 1 / 8,
+        out: Annotated[Path, typer.Option("--out")] = Path("runs/inference/measured.csv"),
+        seed: Annotated[int, typer.Option("--seed")] = 0) -> None:
+    """Replay a request trace against a service; per-request times to --out."""
+    try:
+        _check_extras("dlsched inference loadgen")
+        from dlsched.serving.metrics import Slo, service_metrics
+        from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
+
+        base = shrink(_trace(trace), prompt_scale, output_scale, 512, requests)  # type: ignore[arg-type]
+        rows = asyncio.run(replay(url, base.scaled(rate), seed))
+    except DlschedError as exc:
+        _fail(exc)
+    write_measured(rows, out)
+    metrics = service_metrics(measured_log(rows), Slo(), max(base.duration / rate, 1e-9))
+    print(json.dumps(metrics, indent=2))
+
+
+@inference_app.command("validate")
+def validate_command(
+        out: Annotated[Path, typer.Option("--out")] = Path("runs/inference/validate"),
+        trace: Annotated[Path | None, typer.Option("--trace")] = None,
+        loads: Annotated[str, typer.Option(
+            "--loads", help="Busy fractions of the simulated replicas, comma-separated.")
+        ] = "0.3,0.7",
+        replicas: Replicas = 1,
+        requests: Annotated[int, typer.Option("--requests", min=1)] = 300,
+        profile: Annotated[Path | None, typer.Option(
+            "--profile", help="A profile measured before (default: measure now).")] = None,
+        pin: Annotated[bool, typer.Option(
+            "--pin/--no-pin", help="Pin each replica to the CPU the core placed it on.")
+        ] = False,
+        layers: Layers = 4, d_model: Width = 256) -> None:
+    """Profile, serve, replay at each load level, simulate the same; compare p50/p99."""
+    try:
+        _check_extras("dlsched inference validate")
+        from dlsched.serving.real.validate import ValidatePlan, table, validate
+
+        plan = ValidatePlan(tuple(float(x) for x in loads.split(",")), replicas, requests,
+                            profile=profile, pin=pin)
+        report = validate(_trace(trace), plan, _settings(layers, d_model), out)  # type: ignore[arg-type]
+    except (DlschedError, ValueError) as exc:
+        _fail(exc)
+    print(table(report))
+    console.print(f"-> {out / 'comparison.json'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(inference_app, name="inference")

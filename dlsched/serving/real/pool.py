@@ -1,0 +1,154 @@
+"""A real service's replicas: processes placed by the scheduler core, routed to by JSQ.
+
+Placement: the machine is a cluster of one node whose "GPUs" are its CPUs (type ``CPU``); a
+replica is a ``JobSpec`` of kind SERVICE (priority 100, one "GPU"), submitted to the same
+``Scheduler`` and policy the simulator and the runtime use. The pool is the core's
+``Executor``: when the policy starts a replica job it spawns the replica process pinned to the
+CPU the allocation names; when the job is finished (a scale-down drained) it stops it.
+
+Routing is the simulator's (``serving/routing.py``): join the shortest queue on outstanding
+requests among ready replicas, ties to the lowest index; the earliest started if none is ready.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlsched.serving.real.engine import Event, Iteration
+from dlsched.serving.real.replica import ReplicaSettings, replica_main
+from dlsched.serving.service import REPLICA_PRIORITY
+from dlsched.workload.job import Job, JobKind, JobSpec
+
+CPU_TYPE = "CPU"
+
+
+@dataclass
+class LiveReplica:
+    index: int
+    job_id: str
+    cpu: int
+    process: Any
+    inbox: Any
+    started: float
+    ready: float | None = None
+    retired: float | None = None
+    outstanding: int = 0
+
+
+@dataclass
+class PoolLog:
+    """What the service did, for the report: every iteration of every replica, and the count
+    of replicas holding a CPU and serving, at each change."""
+
+    iterations: list[tuple[int, Iteration]] = field(default_factory=list)
+    replicas: list[tuple[float, int, int]] = field(default_factory=list)  # (time, held, ready)
+
+
+class ReplicaPool:
+    def __init__(self, settings: ReplicaSettings, on_event: Callable[[Event], None],
+                 pin: bool = True) -> None:
+        self.settings, self.pin = settings, pin
+        self.on_event = on_event
+        self.context = multiprocessing.get_context("spawn")
+        self.outbox = self.context.Queue()
+        self.replicas: list[LiveReplica] = []
+        self.log = PoolLog()
+        self.lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    # --- the core's Executor ---
+
+    def start(self, job: Job, now: float) -> None:
+        cpu = job.allocation[0]
+        inbox = self.context.Queue()
+        index = len(self.replicas)
+        process = self.context.Process(
+            target=replica_main,
+            args=(index, self.settings, cpu if self.pin else None, inbox, self.outbox),
+            name=f"dlsched-replica-{index}", daemon=True)
+        process.start()
+        with self.lock:
+            self.replicas.append(LiveReplica(index, job.job_id, cpu, process, inbox,
+                                             time.time()))
+            self._count()
+
+    def stop(self, job: Job, now: float) -> None:
+        for r in self.replicas:
+            if r.job_id == job.job_id and r.process.is_alive():
+                r.inbox.put(None)
+        with self.lock:
+            self._count()
+
+    # --- routing ---
+
+    def route(self) -> LiveReplica | None:
+        """JSQ over ready, unretired replicas; the earliest started unretired one if none is
+        ready (it queues there)."""
+        with self.lock:
+            live = [r for r in self.replicas if r.retired is None]
+            ready = [r for r in live if r.ready is not None]
+            chosen = (min(ready, key=lambda r: (r.outstanding, r.index)) if ready else
+                      min(live, key=lambda r: r.started, default=None))
+            if chosen is not None:
+                chosen.outstanding += 1
+            return chosen
+
+    def submit(self, replica: LiveReplica, rid: int, prompt: list[int], max_tokens: int) -> None:
+        replica.inbox.put((rid, prompt, max_tokens))
+
+    def ready_count(self) -> int:
+        return sum(r.ready is not None and r.retired is None for r in self.replicas)
+
+    def _count(self) -> None:
+        held = sum(r.process.is_alive() and r.retired is None for r in self.replicas)
+        self.log.replicas.append((time.time(), held, self.ready_count()))
+
+    def _read(self) -> None:
+        while True:
+            message = self.outbox.get()
+            if message is None:
+                return
+            kind, index = message[0], message[1]
+            replica = self.replicas[index]
+            if kind == "ready":
+                with self.lock:
+                    replica.ready = message[2]
+                    self._count()
+                continue
+            events, iterations = message[2], message[3]
+            with self.lock:
+                self.log.iterations.extend((index, it) for it in iterations)
+                for event in events:
+                    if event.kind != "first":
+                        replica.outstanding -= 1
+            for event in events:
+                self.on_event(event)
+
+    def close(self, timeout: float = 5.0) -> None:
+        for r in self.replicas:
+            if r.process.is_alive():
+                r.inbox.put(None)
+        for r in self.replicas:
+            r.process.join(timeout)
+            if r.process.is_alive():
+                r.process.terminate()
+        self.outbox.put(None)
+
+
+def replica_job(service: str, index: int, now: float) -> JobSpec:
+    """A replica as the core sees it: one CPU, served first, running until stopped."""
+    return JobSpec(f"service:{service}/{index}", now, 1, 1e12, gpu_types=(CPU_TYPE,),
+                   model="tiny-lm", priority=REPLICA_PRIORITY, kind=JobKind.SERVICE)
+
+
+def local_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1

@@ -1,0 +1,226 @@
+"""Simulated vs measured latency of a real service at several load levels.
+
+1. Profile the CPU model through the serving engine (``profiler.py``) into ``profile.csv``, in
+   the bundled profile's format; the simulator's performance model reads it back.
+2. Take the first ``requests`` of the request trace, token counts scaled for the CPU model.
+3. For each load level: the rate multiplier at which the simulated replicas are that busy;
+   replay the trace at that rate against the real service (FastAPI + uvicorn on a local port,
+   the load generator in the same event loop, the replicas in their own processes); simulate
+   the same trace on the same profile; compare TTFT, TPOT and end-to-end latency p50/p99.
+
+Written: ``profile.csv``, ``measured-<load>.csv`` (per request), ``stats-<load>.json`` (the
+service's iterations and replica counts), ``comparison.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlsched.perf.inference.profile import StepProfile, read_step_profiles
+from dlsched.serving.llm_replica import RequestLog
+from dlsched.serving.real.compare import (
+    percentiles,
+    rate_for_load,
+    relative_error,
+    simulate,
+)
+from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
+from dlsched.serving.real.profiler import ProfilePlan, profile_rows, write_profile
+from dlsched.serving.real.replica import ReplicaSettings
+from dlsched.serving.real.service import ServiceOptions
+from dlsched.serving.requests import RequestTrace
+
+
+@dataclass(frozen=True)
+class ValidatePlan:
+    loads: tuple[float, ...] = (0.3, 0.7)
+    replicas: int = 1
+    requests: int = 300
+    prompt_scale: float = 1 / 16
+    output_scale: float = 1 / 8
+    seed: int = 0
+    profile: Path | None = None  # measured before; None: measure now
+    pin: bool = False  # a shared machine's busy core would hold a pinned replica back
+    calibration: int = 20  # sequential requests measuring the HTTP path's own delay
+
+
+def load_profile(path: Path, settings: ReplicaSettings) -> StepProfile:
+    profiles = read_step_profiles(path)
+    return profiles[(settings.model_name, "cpu", 1)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def serve_and_replay(options: ServiceOptions, traces: list[RequestTrace], seed: int,
+                           calibration: int = 0, ready_timeout: float = 120.0
+                           ) -> tuple[list[Any], list[tuple[list[Any], dict]]]:
+    """Start the service on a local port; send ``calibration`` requests one at a time; replay
+    each trace in turn (after the last one's requests all finished). Returns the calibration
+    rows, and each replay's rows with the service's stats for it."""
+    import httpx
+    import uvicorn
+
+    from dlsched.serving.real.http import create_app
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(options), host="127.0.0.1", port=port,
+                                           log_level="warning", lifespan="on"))
+    task = asyncio.create_task(server.serve())
+    url = f"http://127.0.0.1:{port}"
+    out = []
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=30.0) as client:
+            await _wait_ready(client, options.replicas, ready_timeout, task)
+            alone = []
+            for i in range(calibration):
+                one = RequestTrace.of("calibration", [0.0], [CALIBRATION_PROMPT],
+                                      [CALIBRATION_OUTPUT])
+                alone += await replay(url, one, seed + 1000 + i, lead=0.02)
+            for trace in traces:
+                began = time.time()
+                rows = await replay(url, trace, seed)
+                stats = (await client.get("/stats")).json()
+                stats["iterations"] = [it for it in stats["iterations"]
+                                       if it["start"] >= began]
+                stats["began"] = began
+                out.append((rows, stats))
+    finally:
+        server.should_exit = True
+        await task
+    return alone, out
+
+
+CALIBRATION_PROMPT, CALIBRATION_OUTPUT = 32, 4
+
+
+@dataclass(frozen=True)
+class FrontEnd:
+    """The HTTP path's own delays (seconds), from requests sent one at a time to an idle
+    service: ``ingress`` from the client's send to the start of the request's prefill
+    (its first token less the profile's prefill time), ``egress`` from the replica's last
+    token to the client's receipt. The simulator models the engine, not this path."""
+
+    ingress: float
+    egress: float
+
+    @classmethod
+    def of(cls, rows: list[Any], profile: StepProfile) -> FrontEnd:
+        ok = [r for r in rows if r.status == 200]
+        if not ok:
+            return cls(0.0, 0.0)
+        prefill = profile.prefill_seconds(CALIBRATION_PROMPT)
+        ingress = float(np.median([r.first_token - r.sent for r in ok])) - prefill
+        egress = float(np.median([r.received - r.finished for r in ok]))
+        return cls(max(0.0, ingress), max(0.0, egress))
+
+    def applied(self, log: RequestLog) -> RequestLog:
+        """A simulated log as the client would see it through this path."""
+        return replace(log, first_token=log.first_token + self.ingress,
+                       finish=log.finish + self.ingress + self.egress)
+
+
+async def _wait_ready(client: Any, replicas: int, timeout: float, task: asyncio.Task) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if task.done():
+            task.result()
+            raise RuntimeError("the service stopped before it was ready")
+        try:
+            health = (await client.get("/health")).json()
+            if health["ready"] >= replicas:
+                return
+        except Exception:  # noqa: BLE001 - not listening yet
+            pass
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"replicas not ready after {timeout:.0f} s")
+
+
+def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings, out: Path,
+             profile_plan: ProfilePlan | None = None) -> dict[str, Any]:
+    out.mkdir(parents=True, exist_ok=True)
+    profile_path = plan.profile
+    load_before_profile = os.getloadavg()
+    if profile_path is None:
+        profile_path = out / "profile.csv"
+        write_profile(profile_rows(settings, profile_plan or ProfilePlan()), profile_path)
+    profile = load_profile(profile_path, settings)
+    base = shrink(trace, plan.prompt_scale, plan.output_scale, settings.max_context,
+                  plan.requests)
+    rates = [rate_for_load(base, profile, settings, plan.replicas, load) for load in plan.loads]
+    traces = [base.scaled(rate) for rate in rates]
+    options = ServiceOptions(replicas=plan.replicas, settings=settings, pin=plan.pin)
+    began = time.time()
+    alone, runs = asyncio.run(serve_and_replay(options, traces, plan.seed, plan.calibration))
+    front = FrontEnd.of(alone, profile)
+    levels = []
+    for load, rate, tr, (rows, stats) in zip(plan.loads, rates, traces, runs, strict=True):
+        write_measured(rows, out / f"measured-{load:g}.csv")
+        (out / f"stats-{load:g}.json").write_text(json.dumps(stats) + "\n")
+        levels.append(_level(load, rate, tr, rows, profile, settings, plan.replicas, front))
+    report = {"plan": {k: str(v) if isinstance(v, Path) else v
+                       for k, v in asdict(plan).items()},
+              "settings": asdict(settings), "trace": trace.name, "profile": str(profile_path),
+              "levels": levels, "front_end": asdict(front),
+              "loadavg_before_profile": load_before_profile,
+              "loadavg_after": os.getloadavg(), "replay_seconds": time.time() - began}
+    (out / "comparison.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return report
+
+
+def _level(load: float, rate: float, trace: RequestTrace, rows: list[Any],
+           profile: StepProfile, settings: ReplicaSettings, replicas: int,
+           front: FrontEnd) -> dict[str, Any]:
+    failed = sum(r.status != 200 for r in rows)
+    measured = percentiles(measured_log(rows))
+    sim_log, _ = simulate(trace, profile, settings, replicas)
+    raw = percentiles(sim_log)
+    simulated = percentiles(front.applied(sim_log))
+    lag = sorted(r.sent - r.scheduled for r in rows)
+    level: dict[str, Any] = {"load": load, "rate_multiplier": rate,
+                             "rps": len(trace) / max(trace.duration, 1e-9),
+                             "requests": len(trace), "failed": failed,
+                             "send_lag_p99": lag[int(0.99 * (len(lag) - 1))] if lag else None}
+    for name in ("ttft", "tpot", "latency"):
+        for q in ("p50", "p99"):
+            m, s = getattr(measured[name], q), getattr(simulated[name], q)
+            e = getattr(raw[name], q)
+            level[f"{name}_{q}"] = {"measured": m, "simulated": s,
+                                    "error": relative_error(s, m), "engine_only": e,
+                                    "engine_only_error": relative_error(e, m)}
+    return level
+
+
+def table(report: dict[str, Any]) -> str:
+    """The comparison as a Markdown table (ms; error = simulated / measured - 1)."""
+    lines = ["| load | req/s | metric | measured p50 | simulated p50 | error | measured p99 "
+             "| simulated p99 | error |", "|---|---|---|---|---|---|---|---|---|"]
+    for level in report["levels"]:
+        for name in ("latency", "ttft", "tpot"):
+            cells = []
+            for q in ("p50", "p99"):
+                v = level[f"{name}_{q}"]
+                cells += [_ms(v["measured"]), _ms(v["simulated"]), _pct(v["error"])]
+            lines.append(f"| {level['load']:g} | {level['rps']:.1f} | {name} | "
+                         + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{v * 1e3:.1f}"
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v * 100:+.1f}%"

@@ -1,0 +1,88 @@
+"""The real service end to end: the tiny causal LM's KV cache gives the logits of a full
+forward pass; replicas are placed by the scheduler core and answer over HTTP; the profiler
+writes a file the simulator's performance model reads."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch", reason="the real service needs the torch extra")
+pytest.importorskip("fastapi", reason="the real service needs the runtime extra")
+pytest.importorskip("uvicorn", reason="the real service needs the runtime extra")
+
+import torch  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+from dlsched.errors import InputError  # noqa: E402
+from dlsched.job.tiny_lm import KvSlots, TinyCausalLM, TinyLmConfig  # noqa: E402
+from dlsched.perf.inference.profile import read_step_profiles  # noqa: E402
+from dlsched.serving.llm_replica import LlmEngineConfig  # noqa: E402
+from dlsched.serving.real.http import create_app  # noqa: E402
+from dlsched.serving.real.profiler import ProfilePlan, profile_rows, write_profile  # noqa: E402
+from dlsched.serving.real.replica import ReplicaSettings  # noqa: E402
+from dlsched.serving.real.service import ServiceOptions  # noqa: E402
+from dlsched.serving.real.validate import serve_and_replay  # noqa: E402
+from dlsched.serving.requests import RequestTrace  # noqa: E402
+
+SMALL = ReplicaSettings(d_model=32, heads=2, layers=1, max_context=128, slots=8, kv_blocks=64,
+                        engine=LlmEngineConfig(max_batch=8, max_prefill_tokens=256,
+                                               prefix_cache=False))
+
+
+def test_decoding_from_the_cache_gives_the_full_forward_pass() -> None:
+    torch.set_num_threads(1)
+    cfg = TinyLmConfig(d_model=32, heads=2, layers=2, max_context=64, seed=5)
+    model, cache = TinyCausalLM(cfg), KvSlots(cfg, 4)
+    a, b = [3, 1, 4, 1, 5, 9, 2], [2, 7, 1]
+    model.prefill([a, b], [2, 0], cache)  # two prompts packed, in slots 2 and 0
+    stepped = model.decode_logits([6, 8], [2, 0], [len(a), len(b)], cache)
+    full = model.prefill_logits([a + [6], b + [8]], [1, 3], KvSlots(cfg, 4))
+    torch.testing.assert_close(stepped, full, rtol=1e-4, atol=1e-5)
+    again = TinyCausalLM(cfg).prefill_logits([a], [0], KvSlots(cfg, 1))
+    torch.testing.assert_close(again, model.prefill_logits([a], [0], KvSlots(cfg, 1)))
+
+
+def test_the_core_places_replicas_that_answer_over_http() -> None:
+    with TestClient(create_app(ServiceOptions(replicas=1, cpus=2, settings=SMALL,
+                                              pin=False))) as client:
+        service = client.app.state.service
+        (job,) = service.core.running.values()
+        assert job.spec.kind.value == "service" and job.allocation == (0,)
+        answer = client.post("/v1/completions", json={"prompt": "hello", "max_tokens": 5})
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        assert len(body["tokens"]) == 5 and body["replica"] == 0
+        assert body["arrived"] <= body["first_token"] <= body["finished"]
+        too_long = client.post("/v1/completions", json={"prompt": "x" * 120, "max_tokens": 20})
+        assert too_long.status_code == 422 and "max_tokens" in too_long.text
+        bad = client.post("/v1/completions", json={"prompt_tokens": [1, 300]})
+        assert bad.status_code == 422 and "prompt_tokens" in bad.text
+        stats = client.get("/stats").json()
+        assert {it["phase"] for it in stats["iterations"]} == {"prefill", "decode"}
+        assert client.get("/health").json() == {"replicas": 1, "ready": 1}
+
+
+def test_a_replayed_trace_is_served_and_timed() -> None:
+    trace = RequestTrace.of("t", [0.0, 0.01, 0.02, 0.2], [5, 30, 12, 8], [4, 6, 2, 3])
+    options = ServiceOptions(replicas=1, cpus=1, settings=SMALL, pin=False)
+    alone, [(rows, stats)] = asyncio.run(serve_and_replay(options, [trace], 0, 2))
+    assert [r.status for r in alone + rows] == [200] * 6
+    for r in rows:
+        assert r.sent <= r.first_token <= r.finished <= r.received
+    assert sum(it["phase"] == "prefill" for it in stats["iterations"]) >= 2
+
+
+def test_the_profiler_writes_what_the_performance_model_reads(tmp_path: Path) -> None:
+    plan = ProfilePlan(prompts=(4, 16), batches=(2, 4), sweep_prompt=8, tokens=3, repeats=1)
+    write_profile(profile_rows(SMALL, plan), tmp_path / "p.csv")
+    profile = read_step_profiles(tmp_path / "p.csv")[("tiny-lm", "cpu", 1)]
+    assert profile.reference_context == 8 + 3 / 2
+    assert profile.prefill_seconds(16) > 0 and profile.decode_seconds(2, 20) > 0
+    text = (tmp_path / "p.csv").read_text().splitlines()
+    text[2] = text[2].replace(",3,", ",x,", 1)
+    (tmp_path / "bad.csv").write_text("\n".join(text) + "\n")
+    with pytest.raises(InputError, match=r"bad.csv:3:token_size: not a number"):
+        read_step_profiles(tmp_path / "bad.csv")
