@@ -6,7 +6,8 @@
    trace, if any; the chosen policy's scheduler core places them all (``run_policy``: the
    usual summary.json, jobs.csv, timeline.csv).
 3. Each placed replica serves requests from its first start (``serve``); a replica never placed
-   serves nothing. ``DIR/services.json`` holds every service's metrics.
+   serves nothing. ``DIR/services.json`` holds every service's metrics, ``DIR/report.html``
+   them and the service plots.
 """
 
 from __future__ import annotations
@@ -86,7 +87,21 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    write_report(results, report, out / "report.html")
     return report
+
+
+def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Path) -> None:
+    """``report.html``: the services' metrics and plots (a disaggregated service has its
+    metrics but no per-request series)."""
+    from dlsched.report.service_html import write_services_report
+    from dlsched.serving.report_series import series_of
+
+    series = [series_of(r) for r in results if r.spec.prefill is None]
+    meta = (f"cluster {report['cluster']} · policy {report['policy']} · training trace "
+            f"{report['training_trace'] or 'none'} · seed {report['seed']} · dlsched "
+            f"{report['version']}")
+    write_services_report(path, "Inference services", meta, report["services"], series)
 
 
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:

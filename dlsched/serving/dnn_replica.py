@@ -22,6 +22,7 @@ class DnnReplica:
         self.busy_seconds = 0.0
         self.iterations = 0
         self.peak_batch = 0
+        self.series: list[tuple[float, int, int]] = []  # (time, batch, 0) per batch and after
         self.rejected: list[int] = []
         self.now = start  # the latest time ``advance`` reached
         self.in_flight = 0  # requests of the batch that ends at ``time``
@@ -60,6 +61,7 @@ class DnnReplica:
             self.iterations += 1
             self.peak_batch = max(self.peak_batch, len(batch))
             self.in_flight = len(batch)
+            self.series += [(at, len(batch), 0), (self.time, 0, 0)]
             for r in batch:
                 self.log.mark_started(r, at)
                 self.log.first_token[r] = self.time

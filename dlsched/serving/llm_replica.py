@@ -93,6 +93,7 @@ class LlmReplica:
         self.iterations = 0
         self.peak_batch = 0
         self.peak_blocks = 0
+        self.series: list[tuple[float, int, int]] = []  # (time, batch, KV blocks) at changes
         self.rejected: list[int] = []
         self.pending: tuple[float, np.ndarray] | None = None  # a planned decode run
         self.partial = 0  # prompt tokens of the queue's head already prefilled (chunked)
@@ -200,6 +201,7 @@ class LlmReplica:
         self.peak_batch = max(self.peak_batch, len(self.ids))
         self.peak_blocks = max(self.peak_blocks, self.used_blocks())
         self._retire()
+        self._note()
 
     def _run(self, seconds: float, iterations: int = 1) -> None:
         self.time += seconds
@@ -256,6 +258,11 @@ class LlmReplica:
         self.left -= steps
         self.peak_blocks = max(self.peak_blocks, self.used_blocks())
         self._retire()
+        self._note()
+
+    def _note(self) -> None:
+        """Batch size and KV blocks in use from now on (the report's series)."""
+        self.series.append((self.time, len(self.ids), self.used_blocks()))
 
     # --- chunked prefill (Sarathi-Serve) ---
 
@@ -277,6 +284,8 @@ class LlmReplica:
             self._retire()
         if finished:
             self._join(finished, self.time)
+        else:
+            self._note()
         return True
 
     def _fill_chunks(self, budget: int) -> tuple[int, list[int]]:

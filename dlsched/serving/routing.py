@@ -73,7 +73,7 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
     slots = [Slot(make(log, s), s, s) for s in starts]
     live = list(slots)
-    planned = sorted(plan)
+    planned = sorted(plan, key=lambda p: (p[0], p[1]))  # retired may be None
     for request, t in enumerate(trace.arrival.tolist()):
         if scaler is not None:
             while scaler.next_tick <= t:

@@ -1,0 +1,66 @@
+"""The services report: its series by hand and ``report.html`` from ``simulate --services``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from serving_helpers import azure_csv, flat_profile, trace
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+from dlsched.report.service_plots import intervals_count, step_sum
+from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica
+from dlsched.serving.metrics import Slo
+from dlsched.serving.report_series import series_of
+from dlsched.serving.routing import simulate_slots
+from dlsched.serving.run import ServiceOutcome
+from dlsched.serving.service import ServiceSpec
+
+
+def test_step_functions_sum_and_intervals_count() -> None:
+    grid = np.array([0.0, 1.0, 2.0, 3.0])
+    a = (np.array([0.5, 2.0]), np.array([2.0, 0.0]))
+    b = (np.array([1.0]), np.array([1.0]))
+    assert step_sum([a, b], grid).tolist() == [0.0, 3.0, 1.0, 1.0]
+    times, counts = intervals_count([0.0, 1.0], [2.0, 5.0])
+    assert times.tolist() == [0.0, 1.0, 2.0, 5.0] and counts.tolist() == [1, 2, 1, 0]
+
+
+def test_the_series_follow_the_batch_and_the_kv_cache_by_hand() -> None:
+    """Flat profile (prefill 1 s, decode 0.1 s): r0 prefills over [0, 1], r1 over [1, 2];
+    both run from 2 until r1 ends at 2.1; r0 alone until 2.2."""
+    tr = trace([0.0, 0.5], [10, 10], [3, 2])
+    log, slots = simulate_slots(tr, lambda lg, s: LlmReplica(flat_profile(), 100, lg,
+                                                             LlmEngineConfig(), s), [0.0])
+    replica = slots[0].replica
+    times, batch, _ = zip(*replica.series, strict=True)
+    assert times == pytest.approx([1.0, 2.0, 2.1, 2.2]) and batch == (1, 2, 1, 0)
+    spec = ServiceSpec("s", "toy", "A100-80G", 1, 1, Slo(ttft=1.2), "t.csv")
+    outcome = ServiceOutcome(spec, log, [replica], [0.0], {}, 0.0, slots)
+    series = series_of(outcome)
+    assert series.met.tolist() == [True, False]  # TTFT 1.0 and 1.5
+    grid, kv = series.kv_fraction
+    at = np.searchsorted(grid, 2.05) - 1  # both running: 11 + 12 tokens -> 1 + 1 blocks
+    assert kv[at] == pytest.approx(2 / 100)
+
+
+def test_simulate_services_writes_a_report_with_the_service_plots(tmp_path: Path) -> None:
+    rows = [f"2023-11-16 18:00:{i * 0.5:09.6f},{200 + 37 * (i % 5)},{5 + i % 7}"
+            for i in range(30)]
+    azure_csv(tmp_path / "reqs.csv", rows)
+    (tmp_path / "services.yaml").write_text(
+        "services:\n  - name: chat\n    model: llama2-70b\n    gpu: A100-80G\n"
+        "    tensor_parallel: 8\n    replicas: 2\n    slo: {ttft_ms: 2500, tpot_ms: 150}\n"
+        "    trace: reqs.csv\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["simulate", "--services",
+                                      str(tmp_path / "services.yaml"), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    for heading in ("SLO attainment over time", "End-to-end latency (CDF)",
+                    "Batch size over time", "Replicas over time", "KV-cache use over time"):
+        assert f"<h2>{heading}" in page
+    assert page.count("<svg") == 5 and "no data" not in page
+    assert "<td>chat</td><td>30</td>" in page
