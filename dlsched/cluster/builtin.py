@@ -110,6 +110,14 @@ def tiresias_128() -> Cluster:
     return _grouped("tiresias-128", [NodeGroup(32, "P100", 4)])
 
 
+@builtin("elasticflow-128")
+def elasticflow_128() -> Cluster:
+    """ElasticFlow's testbed (ASPLOS'23 §6.1; pkusys/ElasticFlow ``cluster_specs/n16g8.csv``):
+    16 Azure ND96asr A100 v4 VMs of 8 A100 (NVLink) each, 128 GPUs."""
+    return _grouped("elasticflow-128", [NodeGroup(16, "A100", 8, prefix="nd96", cpus=96,
+                                                  memory_gb=900, nvlink_domain=8)])
+
+
 @builtin("pollux-64")
 def pollux_64() -> Cluster:
     """Pollux's testbed (OSDI'21): 16 AWS g4dn.12xlarge, 4 T4, 48 vCPUs and 192 GB each."""
