@@ -20,6 +20,7 @@ from dlsched.perf.model import Placement, ThroughputModel
 from dlsched.scheduling.bucket_scan import bucket_of, scans_by_bucket
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
+from dlsched.scheduling.fast_start import FastLane, lane_applies
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.placement import max_workers, static_shape
 from dlsched.scheduling.profile import Profile
@@ -115,6 +116,8 @@ class Scheduler:
             config.resilience, throughput, config.restart_overhead, config.reconfigure_seconds,
             self._gpu_node, self._node_type))
         self.reshaped: set[str] = set()  # running below their size after a failure
+        # A lone waiting job that fits starts without a full cycle (fast_start.py).
+        self._lane = FastLane(self) if lane_applies(self.profile) else None
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -335,8 +338,13 @@ class Scheduler:
             return IDLE_RESULT
         started = time.perf_counter()
         self._reason_seq += 1
-        result = run_cycle(self.profile, self.snapshot())
-        self.apply(result)
+        lane = self._lane
+        result = lane.try_start() if lane is not None else None
+        if result is None:
+            result = run_cycle(self.profile, self.snapshot())
+            self.apply(result)
+        else:
+            self.queue_reasons = result.blocked
         self._rerate()
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
@@ -406,7 +414,12 @@ class Scheduler:
                 return bulk[1]
         return job.pending_reason
 
-    def _start(self, job: Job, start: Start, now: float) -> None:
+    def start_placed(self, job: Job, start: Start) -> None:
+        """Start a job taken from the queue whose GPUs were already booked on the core's
+        own free arrays (the fast lane's placement, fast_start.py)."""
+        self._start(job, start, self.clock.now(), booked=True)
+
+    def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
         job.set_status(JobStatus.RUNNING)
         self.reshaped.discard(job.job_id)
         resumed = job.first_start is not None
@@ -414,15 +427,16 @@ class Scheduler:
         job.first_start = now if job.first_start is None else job.first_start
         self.running[job.job_id] = job
         job.host = start.host
-        self._launch(job, start.gpus, start.shares, now, overhead)
+        self._launch(job, start.gpus, start.shares, now, overhead, booked)
 
     def _launch(self, job: Job, gpus: tuple[int, ...], shares: tuple[float, ...], now: float,
-                overhead: float) -> None:
-        """Give a running job its GPUs and start its workers (after a start or a resize)."""
+                overhead: float, booked: bool = False) -> None:
+        """Give a running job its GPUs and start its workers (after a start or a resize);
+        ``booked``: its GPU shares are already taken from ``free`` (the fast lane)."""
         if job.spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
-        self._adjust(gpus, shares, -1.0)
+        self._adjust(gpus, shares, -1.0, booked)
         self.segments.opened(job.job_id, now, gpus, shares)
         shared = self.sharing.share(job)
         job.run_started = now
@@ -518,14 +532,17 @@ class Scheduler:
                 job.epoch += 1
                 rerate(job, now)
 
-    def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float) -> None:
-        """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts."""
+    def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float,
+                booked: bool = False) -> None:
+        """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts;
+        ``booked``: the free arrays already show it (count the use and the node versions)."""
         gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
                                                    self.node_version)
         used = self.used_gpus  # a local: the same float steps, without attribute writes
         for gpu, share in zip(gpus, shares, strict=True):
             node_version[gpu_node[gpu]] += 1
-            shift_free(free, node_free, gpu_node, gpu, sign * share)
+            if not booked:
+                shift_free(free, node_free, gpu_node, gpu, sign * share)
             used -= sign * share
         self.used_gpus = used
 

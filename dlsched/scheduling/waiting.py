@@ -80,6 +80,10 @@ class WaitingQueue:
             return tuple(self._ordered)
         return tuple(self._jobs.values())
 
+    def in_order(self) -> Iterator[Job]:
+        """``ordered`` without a copy: iterate it only while the queue does not change."""
+        return iter(self._ordered if self._static_key is not None else self._jobs.values())
+
     def by_queue(self) -> dict[str, list[Job]]:
         """Each queue's jobs in the static order (live lists: read them, do not keep them)."""
         return self._by_queue

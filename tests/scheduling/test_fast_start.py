@@ -1,0 +1,66 @@
+"""The core's fast lane (fast_start.py) decides exactly what the full cycle decides: same
+records, timeline and run segments with and without it, on random workloads where jobs arrive
+together, wait behind full pools and start in bursts."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from builders import make_cluster, make_job, simulator
+
+import dlsched.scheduling.scheduler as scheduler_module
+from dlsched.scheduling.fast_start import lane_applies
+from dlsched.scheduling.registry import build_policy
+from dlsched.workload.job import JobSpec
+
+
+def _workload(seed: int, jobs: int = 120) -> list[JobSpec]:
+    rng = random.Random(seed)
+    specs = []
+    for i in range(jobs):
+        at = round(rng.uniform(0, 4000) / 100) * 100  # several jobs arrive at once
+        builder = (make_job(f"j{i:03d}").at(at).gpus(rng.choice([1, 1, 1, 2, 4, 8]))
+                   .work(rng.expovariate(1 / 900)))
+        if rng.random() < 0.5:
+            builder = builder.pool(rng.choice(["a", "b"]))
+        if rng.random() < 0.3:
+            builder = builder.queue(rng.choice(["q1", "q2"]))
+        specs.append(builder.build())
+    return specs
+
+
+def _run(policy: str, placement: str | None, specs: list[JobSpec], lane: bool,
+         monkeypatch: pytest.MonkeyPatch) -> tuple:
+    policy, _, option = policy.partition(":")
+    options = dict([option.split("=")]) if option else None
+    with monkeypatch.context() as patch:
+        if not lane:
+            patch.setattr(scheduler_module, "lane_applies", lambda profile: False)
+        cluster = make_cluster(nodes=4, gpus=4, nvlink=2, racks=2, pools=["a", "a", "b", "b"])
+        sim = simulator(policy, cluster, specs, options=options, placement=placement)
+        assert (sim.core._lane is not None) == lane
+        result = sim.run()
+    records = sorted((r.job_id, r.status, r.first_start, r.finish_time, r.gpu_seconds,
+                      r.pending_reason) for r in result.jobs)
+    timeline = result.timeline
+    return (records, timeline.times, timeline.used_gpus, timeline.waiting, timeline.running,
+            sim.core.segments.all(), result.cycles)
+
+
+@pytest.mark.parametrize(("policy", "placement"), [
+    ("fifo", None), ("fifo:strict=false", None), ("sjf", None), ("fifo", "spread"),
+    ("fifo", "best-fit"), ("fifo", "topology")])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_fast_lane_gives_the_same_run(policy: str, placement: str | None, seed: int,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    specs = _workload(seed)
+    assert (_run(policy, placement, specs, True, monkeypatch)
+            == _run(policy, placement, specs, False, monkeypatch))
+
+
+def test_only_plain_profiles_take_the_lane() -> None:
+    assert lane_applies(build_policy("fifo").instantiate())
+    assert lane_applies(build_policy("sjf").instantiate())
+    for policy in ("tiresias", "backfill", "gandiva"):
+        assert not lane_applies(build_policy(policy).instantiate()), policy
