@@ -5,7 +5,8 @@ Run on demand: ``python benchmarks/bench_scale.py --jobs 100000 [--gpus 6416] [-
 helios_like.py``: distributions fitted to Helios' published per-cluster summaries, not its
 jobs); the cluster is ``gpus / 8`` nodes of 8 V100 in one pool. Each policy runs in its own
 process; per policy it prints the generation and simulation wall and CPU seconds, jobs/s,
-cycles, utilization and peak RSS. Targets (issue 14): 3.4 M jobs on 6,416 GPUs, FIFO <= 5 min,
+cycles, utilization and peak RSS. Ended jobs leave the core (``keep_finished=False``): memory
+follows the jobs alive. Targets (issue 14): 3.4 M jobs on 6,416 GPUs, FIFO <= 5 min,
 Tiresias <= 10 min, peak RSS <= 4 GiB; 1 M jobs on 100,000 GPUs <= 15 min. Quote the load:
 the dev machine is shared.
 """
@@ -38,7 +39,7 @@ def run_one(policy: str, jobs: int, gpus: int, load: float, seed: int, summary: 
     cluster = Cluster(f"helios-like-{gpus}", nodes)
     gen_wall, gen_cpu = time.perf_counter() - started, time.process_time() - cpu_started
     started, cpu_started = time.perf_counter(), time.process_time()
-    result = Simulator(cluster, trace, build_policy(policy), SimConfig()).run()
+    result = Simulator(cluster, trace, build_policy(policy), SimConfig(keep_finished=False)).run()
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     timeline = result.timeline

@@ -9,7 +9,7 @@ simulator's moves only between time steps, the runtime freezes its own while it 
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +62,10 @@ class Scheduler:
         self.config = config or CoreConfig()
         check_policy(self.config.resilience)
         self.jobs: dict[str, Job] = {}
+        self.submitted = 0  # jobs submitted so far (``Job.seq`` numbers them)
+        # Told of each job that reaches a terminal state, once its record is final; it may
+        # take the job out of ``jobs`` (the simulator's ``keep_finished=False``).
+        self.on_terminal: Callable[[Job], None] | None = None
         static_key = None
         use_throughput = getattr(profile.queue_sort, "use_throughput", None)
         if callable(use_throughput):  # a static key that rates jobs (SJF, SRTF)
@@ -97,7 +101,7 @@ class Scheduler:
         # running ones); the timeline keeps only the cluster total.
         self.type_seconds = dict.fromkeys(cluster.type_names, 0.0)
         self.used_gpus = 0.0
-        self.timeline = Timeline()
+        self.timeline = Timeline.of_arrays()
         self.cycles = 0
         self.cycle_seconds = 0.0
         self._max_workers_cache: dict[tuple, int] = {}
@@ -124,6 +128,8 @@ class Scheduler:
         if spec.job_id in self.jobs:
             raise ValueError(f"job {spec.job_id} already submitted")
         job = Job(spec)
+        job.seq = self.submitted
+        self.submitted += 1
         job.queued_since = self.clock.now()
         job.reason_stamp = 2 * self._reason_seq + 1
         try:
@@ -143,6 +149,8 @@ class Scheduler:
                        if spec.asks_beyond_gpus else "")
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
                                   f"may use have {most}{counted}")
+            if self.on_terminal is not None:
+                self.on_terminal(job)
             return job
         self._enqueue(job)
         return job
@@ -163,6 +171,8 @@ class Scheduler:
         if self.reshaped:
             self.reshaped.discard(job_id)
             self._grow_back()
+        if self.on_terminal is not None:
+            self.on_terminal(job)
 
     def _max_workers(self, job: Job) -> int:
         """Workers the whole cluster could ever give this job (cached per job shape)."""
@@ -315,6 +325,8 @@ class Scheduler:
         job.set_status(status)
         job.finish_time = now
         job.pending_reason = reason
+        if self.on_terminal is not None:
+            self.on_terminal(job)
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:

@@ -1,10 +1,12 @@
 """Each job's runs on the cluster: one segment per start (or resize), from its start to the
 moment its GPUs went back (finish, preemption, failure, resize), with the GPUs it held. The core
 opens and closes them (``Scheduler._launch`` / ``_release``); ``report/tenant_output.py`` writes
-them as ``segments.csv``."""
+them as ``segments.csv``. Closed segments are kept as columns (typed arrays; the GPUs and shares
+of all segments end to end): ~50 bytes a segment instead of ~230 as objects."""
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 
@@ -19,7 +21,10 @@ class Segment:
 
 class RunSegments:
     def __init__(self) -> None:
-        self.closed: list[Segment] = []
+        self._ids: list[str] = []
+        self._start, self._end = array("d"), array("d")
+        self._gpus, self._shares = array("q"), array("d")
+        self._bounds = array("q", [0])  # segment i's GPUs: _gpus[_bounds[i]:_bounds[i + 1]]
         self._open: dict[str, tuple[float, tuple[int, ...], tuple[float, ...]]] = {}
 
     def opened(self, job_id: str, now: float, gpus: tuple[int, ...],
@@ -29,7 +34,21 @@ class RunSegments:
     def ended(self, job_id: str, now: float) -> None:
         began = self._open.pop(job_id, None)
         if began is not None:
-            self.closed.append(Segment(job_id, began[0], now, began[1], began[2]))
+            self._ids.append(job_id)
+            self._start.append(began[0])
+            self._end.append(now)
+            self._gpus.extend(began[1])
+            self._shares.extend(began[2])
+            self._bounds.append(len(self._gpus))
+
+    @property
+    def closed(self) -> list[Segment]:
+        """The closed segments in the order they closed."""
+        bounds, gpus, shares = self._bounds, self._gpus, self._shares
+        return [Segment(job_id, start, end, tuple(gpus[bounds[i]:bounds[i + 1]]),
+                        tuple(shares[bounds[i]:bounds[i + 1]]))
+                for i, (job_id, start, end) in enumerate(zip(self._ids, self._start,
+                                                             self._end, strict=True))]
 
     def all(self) -> list[Segment]:
         """Closed segments, then those still open, by start time then job id."""

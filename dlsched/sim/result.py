@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -12,6 +13,7 @@ from dlsched.scheduling.timeline import Timeline
 from dlsched.workload.job import Job
 
 if TYPE_CHECKING:
+    from dlsched.scheduling.scheduler import Scheduler
     from dlsched.sim.simulator import Simulator
 
 
@@ -64,7 +66,7 @@ class RunInfo:
 @dataclass(frozen=True)
 class SimulationResult:
     info: RunInfo
-    jobs: tuple[JobRecord, ...]
+    jobs: Sequence[JobRecord]  # a tuple; with keep_finished=False, sim/finished.JobRecords
     timeline: Timeline
     total_gpus: int
     cycles: int
@@ -96,6 +98,15 @@ def record_of(job: Job, now: float, reason: str | None = None,
                    restart_gpu_seconds=losses.restart_gpu_seconds, useful_seconds=useful)
 
 
+def final_record(core: Scheduler, job: Job, now: float) -> JobRecord:
+    """The job's record as ``collect_result`` makes it at ``now``."""
+    book = core.resilience
+    if book is None:
+        return record_of(job, now, core.reason_for(job))
+    return record_of(job, now, core.reason_for(job), book.of(job.job_id),
+                     core.throughput.reference_rate(job.spec))
+
+
 def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
     now = sim.clock.time
     info = RunInfo(policy=sim.profile.name, trace=sim.trace.name, cluster=sim.cluster.name,
@@ -103,14 +114,15 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                    policy_options=tuple(sorted(sim.profile.options.items())),
                    placement=sim.profile.placement,
                    restart_overhead=sim.config.restart_overhead)
-    book = sim.core.resilience
-    if book is None:
-        jobs = tuple(record_of(job, now, sim.core.reason_for(job))
-                     for job in sim.core.jobs.values())
+    book, core = sim.core.resilience, sim.core
+    jobs: Sequence[JobRecord]
+    if sim.finished_jobs is not None:  # ended jobs left the core (keep_finished=False)
+        from dlsched.sim.finished import JobRecords
+
+        jobs = JobRecords(sim.finished_jobs, [(job.seq, final_record(core, job, now))
+                                              for job in core.jobs.values()])
     else:
-        rate = sim.core.throughput.reference_rate
-        jobs = tuple(record_of(job, now, sim.core.reason_for(job), book.of(job.job_id),
-                               rate(job.spec)) for job in sim.core.jobs.values())
+        jobs = tuple(final_record(core, job, now) for job in core.jobs.values())
     series = tuple(sim.core.goodput_series)
     return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
                             sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,

@@ -23,8 +23,10 @@ from dlsched.sim.clock import SimClock
 from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.sim.executor import SimExecutor
 from dlsched.sim.failures import Failure, FailureModel, FailureProcess
+from dlsched.sim.finished import FinishedJobs
 from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
-from dlsched.sim.result import SimulationResult, collect_result
+from dlsched.sim.result import SimulationResult, collect_result, final_record
+from dlsched.workload.job import Job
 from dlsched.workload.trace import Trace
 
 WAKEUP, ROUND = "wakeup", "round"
@@ -52,6 +54,9 @@ class SimConfig:
     hot_spares: int = 0  # nodes held back to replace failed ones at once
     resilience: str = "restart"  # restart | elastic | oobleck (scheduling/reconfigure.py)
     reconfigure_seconds: float = 60.0  # an Oobleck reconfiguration's pause
+    # False: a job that ends leaves the core's table; its record is kept as columns
+    # (sim/finished.py), so memory follows the jobs alive, not every job seen.
+    keep_finished: bool = True
 
     @property
     def resilient(self) -> bool:
@@ -90,6 +95,9 @@ class Simulator:
         self._wakeup_at: float | None = None
         self._round_armed = False
         self.finished = 0
+        self.finished_jobs = None if self.config.keep_finished else FinishedJobs()
+        if self.finished_jobs is not None:
+            self.core.on_terminal = self._retire
 
     def run(self) -> SimulationResult:
         """Run to the end of the trace (or ``max_time``). The cyclic garbage collector is
@@ -181,6 +189,13 @@ class Simulator:
         self.core.finish(job.job_id)
         self.finished += 1
         return True
+
+    def _retire(self, job: Job) -> None:
+        """A job ended: its final record goes to ``finished_jobs``, the job leaves the core."""
+        core = self.core
+        assert self.finished_jobs is not None
+        self.finished_jobs.add(job.seq, final_record(core, job, self.clock.time))
+        del core.jobs[job.job_id]
 
     def _arm_wakeup(self, at: float | None) -> None:
         now = self.clock.time

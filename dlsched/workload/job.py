@@ -196,6 +196,7 @@ class Job:
     host: HostShare | None = None  # host CPUs/memory per worker a policy decided (Synergy)
     # When the core last set ``pending_reason`` (see ``Scheduler.own_reason``).
     reason_stamp: int = 0
+    seq: int = 0  # the core's count of jobs submitted before it (its submission number)
 
     def __post_init__(self) -> None:
         self.job_id = self.spec.job_id

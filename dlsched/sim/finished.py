@@ -1,0 +1,124 @@
+"""Records of jobs that ended, kept as columns, so that a long run's memory follows the jobs
+alive rather than every job seen (issue 14 item 3).
+
+With ``SimConfig.keep_finished=False`` the simulator takes each job out of the core's table
+when it reaches a terminal state (finished, failed, cancelled): its ``JobRecord``, which no
+longer changes, goes into ``FinishedJobs`` (typed arrays for numbers, shared strings for the
+few distinct queue, status and reason texts), and the ``Job`` is freed. At the end
+``JobRecords`` presents those rows and the records of the jobs still in the core as one
+sequence of ``JobRecord`` in submission order, made on access: the same records, in the same
+order, as a run that kept every job.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import fields
+from typing import overload
+
+import numpy as np
+
+from dlsched.sim.result import JobRecord
+
+_NAMES = tuple(f.name for f in fields(JobRecord))
+_OPTIONAL = frozenset(("first_start", "finish_time", "deadline"))  # None kept as NaN
+_INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures"))
+_TEXTS = frozenset(("queue", "status", "pending_reason"))
+_NAN = math.nan
+
+
+class FinishedJobs:
+    """Terminal jobs' records as columns, in the order they ended, each with the job's
+    submission number (``seq``)."""
+
+    def __init__(self) -> None:
+        self.seq = array("q")
+        self.columns: dict[str, list | array] = {}
+        for name in _NAMES:
+            if name == "job_id" or name in _TEXTS:
+                self.columns[name] = []
+            else:
+                self.columns[name] = array("q" if name in _INTS else "d")
+        self._texts: dict[str, str] = {}  # one shared object per distinct text
+
+    def add(self, seq: int, record: JobRecord) -> None:
+        self.seq.append(seq)
+        texts, columns = self._texts, self.columns
+        for name in _NAMES:
+            value = getattr(record, name)
+            if name in _TEXTS:
+                value = texts.setdefault(value, value)
+            elif value is None:
+                value = _NAN
+            columns[name].append(value)
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+    def row(self, index: int) -> JobRecord:
+        columns = self.columns
+        values = []
+        for name in _NAMES:
+            value = columns[name][index]
+            if name in _OPTIONAL and value != value:  # NaN: None
+                value = None
+            values.append(value)
+        return JobRecord(*values)
+
+
+class JobRecords(Sequence[JobRecord]):
+    """Every job's record in submission order: the finished ones' rows and the ``live``
+    records (jobs still waiting or running at the end, each with its submission number), made
+    on access."""
+
+    def __init__(self, finished: FinishedJobs, live: Sequence[tuple[int, JobRecord]]) -> None:
+        self.finished = finished
+        self.live = [record for _, record in live]
+        seqs = np.concatenate((np.frombuffer(finished.seq, dtype=np.int64) if len(finished)
+                               else np.zeros(0, np.int64),
+                               np.asarray([seq for seq, _ in live], dtype=np.int64)))
+        # Rows of ``finished`` as themselves, live records as len(finished) + their index.
+        self._order = np.argsort(seqs, kind="stable").tolist()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    @overload
+    def __getitem__(self, index: int) -> JobRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[JobRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> JobRecord | Sequence[JobRecord]:
+        if isinstance(index, slice):
+            return tuple(self._at(i) for i in self._order[index])
+        return self._at(self._order[index])
+
+    def _at(self, where: int) -> JobRecord:
+        done = len(self.finished)
+        return self.finished.row(where) if where < done else self.live[where - done]
+
+    def __iter__(self) -> Iterator[JobRecord]:
+        done, live = len(self.finished), self.live
+        columns = [self.finished.columns[name] for name in _NAMES]
+        optional = [name in _OPTIONAL for name in _NAMES]
+        for where in self._order:
+            if where >= done:
+                yield live[where - done]
+                continue
+            values = [column[where] for column in columns]
+            for i, is_optional in enumerate(optional):
+                if is_optional and values[i] != values[i]:
+                    values[i] = None
+            yield JobRecord(*values)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other,
+                                                                            strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+

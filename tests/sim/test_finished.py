@@ -1,0 +1,49 @@
+"""``keep_finished=False`` (sim/finished.py): ended jobs leave the core, and the run's records
+are the same, in the same order, as when the core keeps every job."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from builders import make_cluster, make_job, simulator
+
+from dlsched.sim.failures import FailureCategory, FailureModel
+from dlsched.workload.job import JobSpec
+
+
+def _workload(seed: int, jobs: int = 80) -> list[JobSpec]:
+    rng = random.Random(seed)
+    specs = []
+    for i in range(jobs):
+        builder = (make_job(f"j{i:03d}").at(rng.uniform(0, 3000)).gpus(rng.choice([1, 2, 4, 32]))
+                   .work(rng.expovariate(1 / 900)))
+        if rng.random() < 0.3:
+            builder = builder.deadline(rng.uniform(3000, 9000))
+        specs.append(builder.build())
+    return specs
+
+
+def _records(policy: str, keep: bool, **options: object) -> tuple:
+    sim = simulator(policy, make_cluster(nodes=3, gpus=4), _workload(1), keep_finished=keep,
+                    **options)
+    result = sim.run()
+    return list(result.jobs), len(sim.core.jobs)
+
+
+@pytest.mark.parametrize("policy", ["fifo", "tiresias", "edf"])
+def test_forgetting_ended_jobs_keeps_the_records(policy: str) -> None:
+    kept, alive_kept = _records(policy, True, max_time=2500.0)
+    forgot, alive = _records(policy, False, max_time=2500.0)
+    assert forgot == kept
+    assert [r.job_id for r in forgot] == [r.job_id for r in kept]  # submission order
+    ended = sum(r.status in ("finished", "failed") for r in kept)
+    assert ended > 0 and alive == alive_kept - ended  # the ended jobs left the core
+
+
+def test_forgetting_with_failures_keeps_the_losses() -> None:
+    model = FailureModel("test", (FailureCategory("gpu", 2.0, 0.1),))
+    kept, _ = _records("fifo", True, failures=model, seed=3)
+    forgot, alive = _records("fifo", False, failures=model, seed=3)
+    assert forgot == kept and alive == 0
+    assert any(r.failures for r in kept)
