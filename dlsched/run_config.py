@@ -66,6 +66,10 @@ class RunConfig:
     single_queue: bool = _opt(False, "Put every job in one queue (no per-VC queues and pool "
                               "pins), as the Tiresias and Gavel artifacts do.",
                               flag="--single-queue/--trace-queues")
+    keep_trace_clock: bool = _opt(False, "Keep the trace file's own submit times instead of "
+                                  "moving the first to t=0 (so --rounds-only rounds fall where "
+                                  "the Pollux artifact's do).",
+                                  flag="--keep-trace-clock/--rebase-trace")
     jobs_format: str = _opt("csv", "csv or parquet (parquet needs dlsched[parquet]).")
     synthetic_jobs: int = _opt(1000, "Jobs in a synthetic trace (--trace synthetic).", low=1,
                                high=10**7)

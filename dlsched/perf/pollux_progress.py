@@ -30,7 +30,13 @@ import numpy as np
 
 from dlsched.perf.model import Placement, register_throughput_model
 from dlsched.workload.job import JobSpec
-from dlsched.workload.readers.pollux_work import placement_seconds, progress_seconds
+from dlsched.workload.readers.pollux_work import (
+    epoch_ends,
+    placement_seconds,
+    progress_seconds,
+    remaining_steps,
+    step_seconds,
+)
 
 if TYPE_CHECKING:  # SciPy loads on first use: every run registers this model (~0.5 s)
     from scipy.interpolate import LinearNDInterpolator
@@ -107,11 +113,54 @@ class PolluxProgressThroughputs:
     def reference_rate(self, spec: JobSpec) -> float:
         return 1.0
 
+    def step_rate(self, spec: JobSpec, placement: Placement) -> float:
+        """Steps per second on ``placement`` at the job's fixed batch: the speed the
+        artifact's Optimus predicts with (``pollux_work.step_seconds``; Optimus
+        ``speed=step-time``). 0 above the artifact's replica cap for its Optimus
+        (``replica_cap``)."""
+        if not placement.gpu_types or len(placement.nodes) > replica_cap(
+                str(spec.model).casefold(), int(spec.batch_size or 0)):
+            return 0.0
+        app, batch = str(spec.model).casefold(), int(spec.batch_size or 0)
+        per_node: dict[int, int] = defaultdict(int)
+        for node in placement.nodes:
+            per_node[node] += 1
+        seconds = _step(app, batch, tuple(sorted(per_node.values())))
+        if not np.isfinite(seconds) or seconds <= 0:
+            return 0.0
+        return 1.0 / seconds
+
+    def remaining_steps(self, spec: JobSpec, remaining_work: float) -> float:
+        """The steps the artifact's Optimus counts as left (``pollux_work.remaining_steps``)
+        for a job with ``remaining_work`` of its ``spec.work`` left."""
+        app, batch = str(spec.model).casefold(), int(spec.batch_size or 0)
+        total = epoch_ends(app, batch, spec.num_gpus)[-1]
+        done = total * (1.0 - remaining_work / spec.work) if spec.work > 0 else total
+        return remaining_steps(app, batch, spec.num_gpus, done)
+
 
 @functools.lru_cache(maxsize=65536)
 def _seconds(app: str, batch: int, shape: tuple[int, ...]) -> float:
     try:
         return placement_seconds(app, batch, shape, step_sync)
+    except (ValueError, ZeroDivisionError):
+        return float("inf")
+
+
+@functools.cache
+def replica_cap(app: str, batch: int) -> int:
+    """The most replicas the artifact's Optimus gives a job (``simulator.py``,
+    ``get_optimus_job_info``): its batch over the smallest measured per-GPU batch; ncf 1."""
+    if app == "ncf":
+        return 1
+    smallest = min(float(row["local_bsz"]) for row in _rows(app, "placements.csv"))
+    return max(int(batch // smallest), 1)
+
+
+@functools.lru_cache(maxsize=65536)
+def _step(app: str, batch: int, shape: tuple[int, ...]) -> float:
+    try:
+        return step_seconds(app, batch, shape, step_sync)
     except (ValueError, ZeroDivisionError):
         return float("inf")
 

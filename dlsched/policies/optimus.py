@@ -10,11 +10,17 @@ Every round (§5, "the scheduler reallocates at every scheduling interval"):
    GPUs last (§5.1: "we first allocate one worker to each job" so none starves);
 3. the rest go one at a time to the job with the largest reduction of remaining time per added
    worker (§5.1 marginal gain), until GPUs run out or no job gains;
-4. workers are placed on the fewest nodes (§5.2, ``scheduling/fewest_nodes.py``).
+4. workers are placed on the fewest nodes (§5.2, ``scheduling/fewest_nodes.py``); with
+   ``placement="most-free"`` as the Pollux artifact's Optimus places them instead (smallest
+   job first, each on the nodes with the most free GPUs: ``scheduling/most_free_place.py``).
 
 With ``speed="exact"`` step 1 uses the throughput model's true rate at each packed size instead
-of the fitted curve: the Pollux artifact's "Optimus+Oracle" (``simulator/optimus.py``,
-``predict_step_time`` from the measured step times), which the ``pollux-osdi21`` setting runs.
+of the fitted curve. ``speed="step-time"`` is the Pollux artifact's "Optimus+Oracle"
+(``simulator/optimus.py``), which the ``pollux-osdi21`` setting runs: remaining time is the
+remaining steps the model counts (``remaining_steps``: from the end of the current epoch) times
+the predicted seconds per step at the job's batch (``step_rate``, the ``pollux-progress``
+model). With either, step 3 adds one worker at a time and a job stops growing at its first
+size that gains nothing (``stepwise_greedy``; those curves need not be convex).
 
 A changed size is a checkpoint-restart the core charges; Optimus ignores that cost (§5.1).
 """
@@ -25,22 +31,28 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dlsched.policies.elastic.optimus_fit import fitted_curve, marginal_greedy
+from dlsched.policies.elastic.optimus_fit import (
+    fitted_curve,
+    marginal_greedy,
+    stepwise_greedy,
+)
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
+    SpeedCurves,
     job_bounds,
     remaining_times,
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
+from dlsched.scheduling.most_free_place import place_most_free
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
-SPEEDS = ("fitted", "exact")
+SPEEDS = ("fitted", "exact", "step-time")
 ROUND_SECONDS = 600.0  # Optimus reallocates at a fixed interval (§5); the length is ours
 
 
@@ -50,20 +62,24 @@ class OptimusAllocator(ElasticAllocator):
     name = "optimus-allocate"
 
     def __init__(self, elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-                 speed: str = "fitted") -> None:
+                 speed: str = "fitted", placement: str = "consolidated") -> None:
         super().__init__(elastic, max_workers)
         if speed not in SPEEDS:
             raise ValueError(f"speed must be one of {', '.join(SPEEDS)}, got {speed!r}")
         self.speed = speed
+        if speed == "step-time":
+            self.curves = SpeedCurves("step_rate")
+        self.place = place_most_free if placement == "most-free" else place
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
         jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
         times, base = self.remaining_time_table(state, jobs, total)
-        counts = marginal_greedy(times, base, total - int(base.sum()))
+        greedy = marginal_greedy if self.speed == "fitted" else stepwise_greedy
+        counts = greedy(times, base, total - int(base.sum()))
         by_id = {j.job_id: j for j in jobs}
-        return place(state, {j.job_id: int(c) for j, c in zip(jobs, counts, strict=True)},
+        return self.place(state, {j.job_id: int(c) for j, c in zip(jobs, counts, strict=True)},
                      by_id, capacity)
 
     def remaining_time_table(self, state: CycleState, jobs: list[Job],
@@ -77,14 +93,22 @@ class OptimusAllocator(ElasticAllocator):
             lo, hi = job_bounds(job, self.elastic, self.max_workers, total)
             if lo > hi:
                 continue
-            rates = (self.curves.curve(state, job, hi) if self.speed == "exact"
-                     else fitted_curve(self.curves, state, job, lo, hi))
-            times[row, lo:hi + 1] = remaining_times(job.remaining_work(state.now),
+            rates = (fitted_curve(self.curves, state, job, lo, hi) if self.speed == "fitted"
+                     else self.curves.curve(state, job, hi))
+            times[row, lo:hi + 1] = remaining_times(self.remaining(state, job),
                                                     rates[lo:hi + 1])
             if np.isfinite(times[row, lo]) and lo <= free:
                 base[row] = lo
                 free -= lo
         return times, base
+
+    def remaining(self, state: CycleState, job: Job) -> float:
+        """The job's remaining work in the unit of its speed curve: the trace's work, or with
+        ``speed="step-time"`` the steps the model counts as left (``remaining_steps``)."""
+        left = job.remaining_work(state.now)
+        if self.speed != "step-time":
+            return left
+        return float(state.snapshot.throughput.remaining_steps(job.spec, left))
 
 
 @register_policy("optimus")
@@ -92,6 +116,6 @@ def optimus(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
             round_seconds: float = ROUND_SECONDS, placement: str = "consolidated",
             speed: str = "fitted") -> Profile:
     """Optimus: fitted speed functions, marginal-gain GPU allocation, fewest-node placement."""
-    allocator = OptimusAllocator(elastic, max_workers, speed)
+    allocator = OptimusAllocator(elastic, max_workers, speed, placement)
     return Profile("optimus", SubmitOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=round_seconds, acts_on_running=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dlsched.perf.model import Placement, get_throughput_model
+from dlsched.perf.pollux_progress import replica_cap
 from dlsched.workload.job import JobSpec
 
 
@@ -34,3 +35,25 @@ def test_spread_placement_is_slower_than_packed() -> None:
     model = get_throughput_model("pollux-progress")
     job = spec("bert", 4, 384)  # measured: 3603 s on 1+1+1+1, 3335 s on one node
     assert 0 < model.rate(job, on(1, 1, 1, 1)) < model.rate(job, on(4))
+
+
+# The artifact's OptimusPolicy.predict_step_time (simulator/optimus.py), printed by the artifact
+@pytest.mark.parametrize(("app", "batch", "workers", "artifact"), [
+    ("cifar10", 2048, 1, 1.40364), ("cifar10", 2048, 8, 0.25993), ("cifar10", 2048, 9, 0.25998),
+    ("cifar10", 2048, 16, 0.1544), ("bert", 384, 6, 6.09992), ("ncf", 32768, 1, 0.0296),
+    ("yolov3", 512, 4, 6.23037), ("imagenet", 3200, 24, 0.74533),
+])
+def test_step_rate_is_the_artifacts_optimus_prediction(app: str, batch: int, workers: int,
+                                                        artifact: float) -> None:
+    model = get_throughput_model("pollux-progress")
+    full, rest = divmod(workers, 4)
+    placement = on(*((4,) * full + ((rest,) if rest else ())))
+    assert 1.0 / model.step_rate(spec(app, 1, batch), placement) == pytest.approx(artifact,
+                                                                                 abs=1e-5)
+
+
+def test_step_rate_is_zero_above_the_artifacts_replica_cap() -> None:
+    model = get_throughput_model("pollux-progress")
+    assert replica_cap("ncf", 32768) == 1 and replica_cap("cifar10", 2048) == 64
+    assert model.step_rate(spec("ncf", 1, 32768), on(1)) > 0
+    assert model.step_rate(spec("ncf", 1, 32768), on(2)) == 0.0

@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 from builders import cycle_state, make_cluster, make_job
 
-from dlsched.perf.model import Placement
-from dlsched.policies.elastic.optimus_fit import fit_speed, fitted_rates, marginal_greedy
+from dlsched.perf.model import Placement, get_throughput_model
+from dlsched.policies.elastic.optimus_fit import (
+    fit_speed,
+    fitted_rates,
+    marginal_greedy,
+    stepwise_greedy,
+)
 from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job, JobSpec
@@ -116,3 +121,33 @@ def test_exact_speed_uses_the_models_rates() -> None:
     assert allocate({"speed": "exact"}, state) == {"a": 8}
     with pytest.raises(Exception, match="speed must be one of"):
         build_policy("optimus", {"speed": "guess"})
+
+
+@pytest.mark.parametrize(("times", "base", "free", "expected"), [
+    # a: 10 -> 8 -> 9 -> 4: stops at 2 although 4 workers would be faster (the artifact's
+    # Optimus zeroes a job's gain at its first size that does not gain)
+    ([[np.inf, 10, 8, 9, 4]], [1], 3, [2]),
+    # gains a 6, 2; b 10, 3: one at a time, biggest first
+    ([[np.inf, 12, 6, 4, 3], [np.inf, 20, 10, 7, np.inf]], [1, 1], 3, [2, 3]),
+    # equal gains: the earlier job first
+    ([[np.inf, 4, 2], [np.inf, 4, 2]], [1, 1], 1, [2, 1]),
+    ([[np.inf, 10, 5]], [0], 2, [0]),
+], ids=["stops-at-first-loss", "biggest-first", "tie-earlier-job", "no-base"])
+def test_stepwise_greedy(times: list, base: list, free: int, expected: list) -> None:
+    got = stepwise_greedy(np.array(times, dtype=float), np.array(base), free)
+    assert got.tolist() == expected
+
+
+def test_step_time_speed_is_the_artifacts_optimus_on_a_lone_job() -> None:
+    # The artifact's predicted step times of cifar10 at batch 2048: 8 GPUs 0.25993 s,
+    # 9 GPUs 0.25998 s: its Optimus stops at 8 on an empty 16 x 4 cluster (simulator log).
+    job = Job(replace(make_job("c").gpus(6).work(900).build(), model="cifar10",
+                      batch_size=2048))
+    state = state_with(get_throughput_model("pollux-progress"), make_cluster(nodes=16), [job])
+    assert allocate({"speed": "step-time"}, state) == {"c": 8}
+
+
+def test_step_time_speed_needs_a_model_with_step_times() -> None:
+    state = cycle_state(make_cluster(nodes=1), waiting=[Job(make_job("a").work(10).build())])
+    with pytest.raises(ValueError, match="step_rate"):
+        allocate({"speed": "step-time"}, state)

@@ -25,6 +25,12 @@ def test_pollux_artifact_tiresias_on_workload_6() -> None:
     assert abs(diffs[("tiresias", "makespan_s")]) <= 0.05, diffs
 
 
+def test_pollux_artifact_optimus_on_workload_6() -> None:
+    diffs = cells("pollux-osdi21", "workload-6", "1.0", "optimus")
+    assert abs(diffs[("optimus", "jct_mean_s")]) <= 0.05, diffs
+    assert abs(diffs[("optimus", "makespan_s")]) <= 0.05, diffs
+
+
 @pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
 def test_tiresias_artifact_on_2000_philly_jobs(policy: str) -> None:
     diffs = cells("tiresias-nsdi19", "philly-tiresias-2000", None, policy)

@@ -6,6 +6,9 @@
   columns, to 7 significant digits.
 - ``perf_params.csv`` (``application, gpu_type, source, alpha_c … gamma, rows, mean_error,
   max_error``): the iteration-time model fitted to Pollux's T4 step times, with its fit error.
+- ``epoch_iterations.csv`` (``application, batch_size, epoch, iteration``): the ``iteration``
+  column of the same files (steps taken by the end of each epoch, for the epochs
+  ``grad_stats.csv`` keeps), which the artifact's Optimus counts remaining steps in.
 
 Both come from the Pollux artifact (Apache-2.0, see ``data/profiles/pollux/LICENSE``) and are
 rebuilt by ``write_bundle(shared / "profiles" / "pollux", out_dir)``. Sia's profiles have no
@@ -38,6 +41,7 @@ from dlsched.perf.goodput.measurements import (
 STATS_HEADER = ("application", "batch_size", "epoch", "progress", "grad_sqr", "grad_var")
 PARAMS_HEADER = ("application", "gpu_type", "source", *PARAM_NAMES, "rows", "mean_error",
                  "max_error")
+ITERATIONS_HEADER = ("application", "batch_size", "epoch", "iteration")
 SIA_APPS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")  # not gpt_pmp
 
 
@@ -81,6 +85,28 @@ def stats_rows(pollux_dir: Path) -> list[list[str]]:
     return rows
 
 
+def iteration_rows(pollux_dir: Path, epochs: dict[str, int]) -> list[list[str]]:
+    """``ITERATIONS_HEADER`` rows: each validation file's first ``epochs[app]`` iterations."""
+    rows = []
+    for app_dir in sorted(p for p in pollux_dir.iterdir() if p.is_dir()):
+        for path in sorted(app_dir.glob("validation-*.csv")):
+            batch = path.stem.split("-")[1]
+            for epoch, row in enumerate(_read(path)[:epochs[app_dir.name]]):
+                rows.append([app_dir.name, batch, str(epoch), str(int(float(row["iteration"])))])
+    return rows
+
+
+@functools.cache
+def load_epoch_iterations(path: Path | None = None) -> dict[str, dict[int, tuple[int, ...]]]:
+    """Steps by the end of each epoch, by application and batch size (``epoch_iterations.csv``)."""
+    path = path or bundle_dir() / "epoch_iterations.csv"
+    table: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for line, row in enumerate(_read(path), start=2):
+        batch = int(_number(path, line, row, "batch_size"))
+        table[row["application"]][batch].append(int(_number(path, line, row, "iteration")))
+    return {app: {b: tuple(v) for b, v in by_batch.items()} for app, by_batch in table.items()}
+
+
 def fit_pollux_params(pollux_dir: Path) -> list[FittedParams]:
     """The iteration-time model fitted to each Pollux application (T4)."""
     fitted = []
@@ -106,11 +132,18 @@ def fit_sia_params(sia_dir: Path) -> list[FittedParams]:
 
 
 def write_bundle(pollux_dir: Path, out_dir: Path) -> None:
-    """Rebuild ``grad_stats.csv`` and ``perf_params.csv`` in ``out_dir`` from Pollux's files."""
+    """Rebuild ``grad_stats.csv``, ``epoch_iterations.csv`` and ``perf_params.csv`` in
+    ``out_dir`` from Pollux's files."""
     with open(out_dir / "grad_stats.csv", "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(STATS_HEADER)
         writer.writerows(stats_rows(pollux_dir))
+    epochs = {app: len(stats.progress) for app, stats in load_grad_stats(
+        out_dir / "grad_stats.csv").items()}
+    with open(out_dir / "epoch_iterations.csv", "w", newline="") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(ITERATIONS_HEADER)
+        writer.writerows(iteration_rows(pollux_dir, epochs))
     with open(out_dir / "perf_params.csv", "w", newline="") as f:
         writer = csv.writer(f, lineterminator="\n")
         writer.writerow(PARAMS_HEADER)

@@ -14,6 +14,8 @@ samples stand in for the speeds Optimus observes while a job runs.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from dlsched.policies.elastic.speed import SpeedCurves
@@ -71,6 +73,35 @@ def marginal_greedy(times: np.ndarray, base: np.ndarray, free: int) -> np.ndarra
     values = gain[rows, steps]
     order = np.lexsort((steps, rows, -values))[:max(free, 0)]
     return base + np.bincount(rows[order], minlength=jobs)
+
+
+def stepwise_greedy(times: np.ndarray, base: np.ndarray, free: int) -> np.ndarray:
+    """Optimus's allocation taken literally, one worker at a time, for speed curves that need
+    not be convex (exact rates): starting from ``base``, the next worker goes to the job whose
+    remaining time falls most from its current size; a job whose next worker gains nothing
+    stops growing (as the Pollux artifact's ``simulator/optimus.py`` sets its gain to 0), even
+    where a larger size would be faster again. Ties go to the earlier job (row)."""
+    counts = np.array(base, dtype=np.int64)
+    width = times.shape[1]
+    heap: list[tuple[float, int]] = []
+
+    def push(row: int) -> None:
+        n = int(counts[row])
+        if n <= 0 or n + 1 >= width:
+            return
+        with np.errstate(invalid="ignore"):
+            gain = float(times[row, n] - times[row, n + 1])
+        if np.isfinite(gain) and gain > 0:
+            heapq.heappush(heap, (-gain, row))
+
+    for row in range(len(counts)):
+        push(row)
+    while free > 0 and heap:
+        _, row = heapq.heappop(heap)
+        counts[row] += 1
+        free -= 1
+        push(row)
+    return counts
 
 
 def fitted_curve(curves: SpeedCurves, state: CycleState, job: Job, lo: int,

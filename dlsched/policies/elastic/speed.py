@@ -97,19 +97,24 @@ class SpeedCurves:
     """Per-job memo of rates at packed sizes. The rate of the throughput models depends on the
     spec and placement only, so a job's curve is computed once; ``forget`` drops gone jobs."""
 
-    def __init__(self) -> None:
+    def __init__(self, method: str = "rate") -> None:
         self._rates: dict[tuple[str, int], float] = {}
+        self.method = method  # the model's method giving a rate: rate, or step_rate
 
     def rates(self, state: CycleState, job: Job, sizes: Iterable[int]) -> np.ndarray:
         """Rates at each of ``sizes`` (0 at size 0 or where the job cannot run)."""
         gpu, per_node = reference_type(state, job)
         model = state.snapshot.throughput
+        rate = getattr(model, self.method, None)
+        if rate is None:
+            raise ValueError(f"throughput model {model.name!r} has no {self.method} "
+                             "(step-time speeds need one with step times, e.g. pollux-progress)")
         out = []
         for n in sizes:
             key = (job.job_id, int(n))
             if key not in self._rates:
                 ok = n > 0 and per_node > 0
-                self._rates[key] = float(model.rate(job.spec, packed(gpu, per_node, n))) \
+                self._rates[key] = float(rate(job.spec, packed(gpu, per_node, n))) \
                     if ok else 0.0
             out.append(self._rates[key])
         return np.array(out, dtype=float)

@@ -40,6 +40,7 @@ class ReaderOptions:
     max_cpus: float | None = None
     max_memory_gb: float | None = None
     max_gpu_memory_gb: float | None = None
+    rebase: bool = True  # move the first submission to t=0 (RunConfig.keep_trace_clock)
 
     @classmethod
     def for_cluster(cls, cluster: Cluster, **kwargs: Any) -> ReaderOptions:
@@ -420,7 +421,7 @@ class RowCollector:
         """The collected jobs as a trace, rebased to the first submission unless told not to."""
         if not self.jobs:
             raise self._nothing()
-        jobs = rebase(self.jobs) if rebased else self.jobs
+        jobs = rebase(self.jobs) if rebased and self.options.rebase else self.jobs
         notes = [f"{self.path}: dropped {count} rows: {reason}"
                  for reason, count in self.dropped.items()]
         return Trace(name=name, jobs=tuple(jobs), source=str(self.path), format=fmt,

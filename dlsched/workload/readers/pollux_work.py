@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dlsched.perf.goodput.bundle import load_grad_stats
+from dlsched.perf.goodput.bundle import load_epoch_iterations, load_grad_stats
 from dlsched.perf.goodput.efficiency import GradientStats
 from dlsched.workload.readers.pollux_profile import PolluxProfile, load_profile
 
@@ -61,14 +61,69 @@ def placement_seconds(application: str, batch_size: int, shape: tuple[int, ...],
     step, sync = step_sync(application, shape, micro)
     seconds_per_step = step + (step - sync) * accum
     batch = replicas * micro * (accum + 1)
+    return float(sum(_epoch_seconds(stats, batch, seconds_per_step)))
+
+
+def _epoch_seconds(stats: GradientStats, batch: int, seconds_per_step: float) -> list[float]:
+    """Each epoch's seconds, rounded as the artifact rounds them."""
     ends = (0.0, *stats.progress)
-    total = 0.0
+    out = []
     for epoch in range(len(stats.progress)):
         sqr, var = _grad_stats(stats, batch, epoch)
         gain = (var + sqr) / (var / (batch / stats.init_batch) + sqr)
         steps = (ends[epoch + 1] - ends[epoch]) / stats.init_batch
-        total += round(steps / (gain / seconds_per_step))
-    return total
+        out.append(float(round(steps / (gain / seconds_per_step))))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def epoch_ends(application: str, batch_size: int, replicas: int) -> tuple[float, ...]:
+    """Reference seconds (``progress_seconds``' unit) at the end of each epoch."""
+    profile = load_profile()
+    stats = load_grad_stats()[application]
+    micro, accum = _micro_batch(profile, stats, application, batch_size, replicas)
+    step, sync = _packed_step_sync(application, _packed(replicas), micro)
+    batch = replicas * micro * (accum + 1)
+    return tuple(np.cumsum(_epoch_seconds(stats, batch, step + (step - sync) * accum)))
+
+
+def remaining_steps(application: str, batch_size: int, replicas: int, done: float) -> float:
+    """Steps left as the artifact's Optimus counts them (``simulator/optimus.py``,
+    ``job.remaining``): the steps at ``batch_size`` from the end of the epoch the job is in
+    (after ``done`` reference seconds) to the end of the last, 1 in the last epoch; steps by
+    the end of an epoch interpolated linearly between the measured batch sizes
+    (``get_iteration``, ``perf/goodput/bundle.load_epoch_iterations``)."""
+    ends = epoch_ends(application, batch_size, replicas)
+    epoch = int(np.searchsorted(ends, done + 1e-6, side="right"))
+    last = len(ends) - 1
+    if epoch >= last:
+        return 1.0
+    return _iteration(application, batch_size, last) - _iteration(application, batch_size, epoch)
+
+
+def _iteration(application: str, batch_size: int, epoch: int) -> float:
+    by_batch = load_epoch_iterations()[application]
+    sizes = sorted(by_batch)
+    return float(np.interp(batch_size, sizes, [by_batch[b][epoch] for b in sizes]))
+
+
+def step_seconds(application: str, batch_size: int, shape: tuple[int, ...],
+                 step_sync: StepSync) -> float:
+    """Seconds of one step at ``batch_size`` on ``shape`` (GPUs per node) as the artifact's
+    Optimus predicts it (``simulator/optimus.py``, ``predict_step_time``): the batch split as
+    in ``Job.update_local_bsz``, one accumulation micro-step forced on a single GPU, the
+    step time plus its compute part again per accumulation micro-step."""
+    profile = load_profile()
+    stats = load_grad_stats()[application]
+    replicas = sum(shape)
+    local = math.ceil(batch_size / replicas - 1e-8)
+    accum = math.ceil(local / profile.max_local_bsz[application] - 1e-8) - 1
+    if replicas == 1:
+        accum = max(1, accum)
+    micro = math.ceil(local / (accum + 1) - 1e-8)
+    micro = min(micro, int(max(stats.batch_sizes) / (replicas * (accum + 1))))
+    step, sync = step_sync(application, shape, micro)
+    return step + (step - sync) * accum
 
 
 def _micro_batch(profile: PolluxProfile, stats: GradientStats, application: str,
