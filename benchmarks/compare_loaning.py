@@ -60,7 +60,7 @@ local_queues:
 
 def run(name: str, scaling: str, borrow: int, args: argparse.Namespace, tmp: Path) -> None:
     folder = tmp / name.replace(" ", "-").replace(",", "")
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     (folder / "services.yaml").write_text(SERVICE.format(trace=args.trace, scaling=scaling))
     (folder / "tenants.yaml").write_text(TENANTS.format(borrow=borrow))
     cluster = Cluster("a100-64", tuple(NodeGroup(8, "A100-80G", 8, prefix="dgx",
@@ -71,7 +71,7 @@ def run(name: str, scaling: str, borrow: int, args: argparse.Namespace, tmp: Pat
                        out=str(folder / "out"))
     training = load_trace(config, cluster)
     out = folder / "out"
-    out.mkdir()
+    out.mkdir(exist_ok=True)
     began = time.process_time()
     report = run_services(load_services(folder / "services.yaml"), cluster, config, "fifo",
                           training, out)
@@ -97,17 +97,22 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=150.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--targets", default="4,8", help="autoscaler targets to try")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="keep each design's outputs (report.html: replicas, training "
+                        "GPUs and preemptions over time) under this folder")
     args = parser.parse_args()
     print("| design | SLO attainment | TTFT p99 s | TPOT p99 ms | service GPU-h | training "
           "jobs finished | training mean JCT h | training GPU-h | replicas placed late | "
           "preemptions | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        run("static split", "    replicas: 5\n", 0, args, Path(tmp))
-        run("loaning, 5 replicas", "    replicas: 5\n", 40, args, Path(tmp))
+        where = args.out or Path(tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        run("static split", "    replicas: 5\n", 0, args, where)
+        run("loaning, 5 replicas", "    replicas: 5\n", 40, args, where)
         for target in args.targets.split(","):
             run(f"loaning, target {target}", "    autoscaling: {min: 1, max: 5, "
-                f"target_outstanding: {target}, cold_start_s: 60}}\n", 40, args, Path(tmp))
+                f"target_outstanding: {target}, cold_start_s: 60}}\n", 40, args, where)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.report.html import STYLE
-from dlsched.report.service_plots import ServiceSeries, service_svgs
+from dlsched.report.plots import _to_svg
+from dlsched.report.service_plots import (
+    ServiceSeries,
+    SharedCluster,
+    cluster_gpus,
+    service_svgs,
+)
 from dlsched.report.theme import theme_css
 
 COLUMNS = (("requests", "requests", "{:.0f}"), ("SLO attainment (%)", "slo_attainment", "pct"),
@@ -48,11 +54,15 @@ def metrics_table(services: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 def render_services_report(title: str, meta: str, services: Mapping[str, Mapping[str, Any]],
-                           series: Sequence[ServiceSeries]) -> str:
+                           series: Sequence[ServiceSeries],
+                           shared: SharedCluster | None = None) -> str:
     body = [f"<h1>{escape(title)}</h1>", f'<p class="meta">{escape(meta)}</p>',
             "<h2>Services</h2>", metrics_table(services)]
-    body += [f"<h2>{escape(h)}</h2>\n<figure>\n{svg}\n</figure>"
-             for h, svg in service_svgs(series)]
+    figures = service_svgs(series)
+    if shared is not None:
+        figures.append(("Services and training on the cluster (GPUs held, preemptions)",
+                        _to_svg(*cluster_gpus(shared))))
+    body += [f"<h2>{escape(h)}</h2>\n<figure>\n{svg}\n</figure>" for h, svg in figures]
     return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
             f"<title>{escape(title)}</title>\n<style>{theme_css()}{STYLE}</style>\n</head>\n"
             '<body>\n<header class="top"><span class="brand">dlsched</span>'
@@ -62,6 +72,8 @@ def render_services_report(title: str, meta: str, services: Mapping[str, Mapping
 
 def write_services_report(path: Path, title: str, meta: str,
                           services: Mapping[str, Mapping[str, Any]],
-                          series: Sequence[ServiceSeries]) -> None:
+                          series: Sequence[ServiceSeries],
+                          shared: SharedCluster | None = None) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_services_report(title, meta, services, series), encoding="utf-8")
+    path.write_text(render_services_report(title, meta, services, series, shared),
+                    encoding="utf-8")

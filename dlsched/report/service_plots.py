@@ -49,9 +49,12 @@ def step_sum(steps: Sequence[Step], grid: np.ndarray) -> np.ndarray:
     return total
 
 
-def intervals_count(starts: Sequence[float], ends: Sequence[float]) -> Step:
-    """How many [start, end) intervals hold at each change."""
-    events = sorted([(s, 1) for s in starts] + [(e, -1) for e in ends])
+def intervals_count(starts: Sequence[float], ends: Sequence[float],
+                    weights: Sequence[float] | None = None) -> Step:
+    """How many [start, end) intervals (or their weights) hold at each change."""
+    w = [1.0] * len(starts) if weights is None else list(weights)
+    events = sorted([(s, x) for s, x in zip(starts, w, strict=True)]
+                    + [(e, -x) for e, x in zip(ends, w, strict=True)])
     times, values, count = [], [], 0
     for t, step in events:
         count += step
@@ -132,6 +135,32 @@ def kv_over_time(series: Sequence[ServiceSeries]) -> tuple[Figure, Axes, int]:
         "KV cache in use (%)", lambda s: [] if s.kv_fraction is None else [
             (s.name, (s.kv_fraction[0], 100 * s.kv_fraction[1]))], series)
     return figure, axes, drawn
+
+
+@dataclass(frozen=True)
+class SharedCluster:
+    """GPUs held by the services' replicas and by training jobs over time, and when training
+    jobs were preempted (a reclaim, when the services took the GPUs back)."""
+
+    service_gpus: Step
+    training_gpus: Step
+    preemptions: tuple[float, ...]
+
+
+def cluster_gpus(shared: SharedCluster) -> tuple[Figure, Axes, int]:
+    end = max([float(shared.service_gpus[0][-1]) if len(shared.service_gpus[0]) else 1.0,
+               float(shared.training_gpus[0][-1]) if len(shared.training_gpus[0]) else 1.0])
+    scale, unit = (3600.0, "hours") if end > 2 * 3600 else (60.0, "minutes")
+    grid = np.linspace(0.0, end, GRID * 2)
+    figure, axes = _new_axes(f"time ({unit})", "GPUs held")
+    for label, step in (("service replicas", shared.service_gpus),
+                        ("training jobs", shared.training_gpus)):
+        axes.step(grid / scale, step_sum([step], grid), where="post", label=label)
+    if shared.preemptions:
+        at = np.array(shared.preemptions) / scale
+        axes.plot(at, np.zeros(len(at)), "|", color="red", markersize=14,
+                  label=f"training preemptions ({len(at)})")
+    return figure, axes, 2
 
 
 FIGURES: tuple[tuple[str, Drawer], ...] = (

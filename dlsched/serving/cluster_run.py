@@ -95,13 +95,14 @@ def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Pa
     """``report.html``: the services' metrics and plots (a disaggregated service has its
     metrics but no per-request series)."""
     from dlsched.report.service_html import write_services_report
-    from dlsched.serving.report_series import series_of
+    from dlsched.serving.report_series import series_of, shared_cluster
 
     series = [series_of(r) for r in results if r.spec.prefill is None]
     meta = (f"cluster {report['cluster']} · policy {report['policy']} · training trace "
             f"{report['training_trace'] or 'none'} · seed {report['seed']} · dlsched "
             f"{report['version']}")
-    write_services_report(path, "Inference services", meta, report["services"], series)
+    write_services_report(path, "Inference services", meta, report["services"], series,
+                          shared_cluster(path.parent / "segments.csv"))
 
 
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import csv
+from collections import defaultdict
+from pathlib import Path
+
 import numpy as np
 
-from dlsched.report.service_plots import GRID, ServiceSeries, intervals_count, step_sum
+from dlsched.report.service_plots import (
+    GRID,
+    ServiceSeries,
+    SharedCluster,
+    Step,
+    intervals_count,
+    step_sum,
+)
 from dlsched.serving.metrics import meets, per_request
 from dlsched.serving.run import ServiceOutcome
 
@@ -34,3 +45,28 @@ def _steps(replica: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return empty, empty, empty
     t, b, k = (np.array(c, dtype=float) for c in zip(*series, strict=True))
     return t, b, k
+
+
+def shared_cluster(segments_csv: Path) -> SharedCluster | None:
+    """From a run's ``segments.csv``: GPUs held by service replicas and by training jobs
+    over time, and the training jobs' preemptions (every segment but a job's last ends in
+    one); None when no training job ran."""
+    if not segments_csv.exists():
+        return None
+    rows = list(csv.DictReader(segments_csv.open()))
+    runs: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for r in rows:
+        gpus = float(r["num_gpus"]) * float(r["gpu_share"] or 1.0)
+        runs[r["job_id"]].append((float(r["start"]), float(r["end"]), gpus))
+    service = [s for j, segs in runs.items() if j.startswith("service:") for s in segs]
+    training = {j: sorted(segs) for j, segs in runs.items() if not j.startswith("service:")}
+    if not training:
+        return None
+    flat = [s for segs in training.values() for s in segs]
+    preempted = sorted(segs[i][1] for segs in training.values() for i in range(len(segs) - 1))
+    return SharedCluster(_held(service), _held(flat), tuple(preempted))
+
+
+def _held(segments: list[tuple[float, float, float]]) -> Step:
+    return intervals_count([s for s, _, _ in segments], [e for _, e, _ in segments],
+                           [g for _, _, g in segments])

@@ -64,3 +64,20 @@ def test_simulate_services_writes_a_report_with_the_service_plots(tmp_path: Path
         assert f"<h2>{heading}" in page
     assert page.count("<svg") == 5 and "no data" not in page
     assert "<td>chat</td><td>30</td>" in page
+
+
+def test_training_preemptions_and_gpus_held_come_from_the_segments(tmp_path: Path) -> None:
+    from dlsched.serving.report_series import shared_cluster
+
+    head = "job_id,start,end,num_gpus,gpu_share\n"
+    (tmp_path / "segments.csv").write_text(
+        head + "service:chat/0,0,100,8,1\nservice:chat/1,40,100,8,1\n"
+        "t1,0,40,8,1\nt1,60,90,8,1\nt2,10,30,4,0.5\n")
+    shared = shared_cluster(tmp_path / "segments.csv")
+    assert shared is not None
+    assert shared.preemptions == (40.0,)  # t1's first run ended when chat/1 took its GPUs
+    grid = np.array([0.0, 20.0, 50.0, 70.0])
+    assert step_sum([shared.service_gpus], grid).tolist() == [8, 8, 16, 16]
+    assert step_sum([shared.training_gpus], grid).tolist() == [8, 10, 0, 8]
+    (tmp_path / "only.csv").write_text(head + "service:chat/0,0,100,8,1\n")
+    assert shared_cluster(tmp_path / "only.csv") is None

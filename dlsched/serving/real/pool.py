@@ -12,12 +12,14 @@ requests among ready replicas, ties to the lowest index; the earliest started if
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import wait
 from typing import Any
 
 from dlsched.serving.real.engine import Event, Iteration
@@ -34,11 +36,17 @@ class LiveReplica:
     job_id: str
     cpu: int
     process: Any
-    inbox: Any
+    inbox: Any  # the sending end of the replica's input pipe
+    outbox: Any  # the receiving end of its output pipe
     started: float
     ready: float | None = None
     retired: float | None = None
     outstanding: int = 0
+    send_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def send(self, message: object) -> None:
+        with self.send_lock:
+            self.inbox.send(message)
 
 
 @dataclass
@@ -56,7 +64,7 @@ class ReplicaPool:
         self.settings, self.pin = settings, pin
         self.on_event = on_event
         self.context = multiprocessing.get_context("spawn")
-        self.outbox = self.context.Queue()
+        self.closing = False
         self.replicas: list[LiveReplica] = []
         self.log = PoolLog()
         self.lock = threading.Lock()
@@ -67,22 +75,25 @@ class ReplicaPool:
 
     def start(self, job: Job, now: float) -> None:
         cpu = job.allocation[0]
-        inbox = self.context.Queue()
+        inbox_recv, inbox_send = self.context.Pipe(duplex=False)
+        outbox_recv, outbox_send = self.context.Pipe(duplex=False)
         index = len(self.replicas)
         process = self.context.Process(
             target=replica_main,
-            args=(index, self.settings, cpu if self.pin else None, inbox, self.outbox),
+            args=(index, self.settings, cpu if self.pin else None, inbox_recv, outbox_send),
             name=f"dlsched-replica-{index}", daemon=True)
         process.start()
+        inbox_recv.close()
+        outbox_send.close()
         with self.lock:
-            self.replicas.append(LiveReplica(index, job.job_id, cpu, process, inbox,
-                                             time.time()))
+            self.replicas.append(LiveReplica(index, job.job_id, cpu, process, inbox_send,
+                                             outbox_recv, time.time()))
             self._count()
 
     def stop(self, job: Job, now: float) -> None:
         for r in self.replicas:
             if r.job_id == job.job_id and r.process.is_alive():
-                r.inbox.put(None)
+                r.send(None)
         with self.lock:
             self._count()
 
@@ -101,7 +112,7 @@ class ReplicaPool:
             return chosen
 
     def submit(self, replica: LiveReplica, rid: int, prompt: list[int], max_tokens: int) -> None:
-        replica.inbox.put((rid, prompt, max_tokens))
+        replica.send((rid, prompt, max_tokens))
 
     def ready_count(self) -> int:
         return sum(r.ready is not None and r.retired is None for r in self.replicas)
@@ -111,35 +122,46 @@ class ReplicaPool:
         self.log.replicas.append((time.time(), held, self.ready_count()))
 
     def _read(self) -> None:
-        while True:
-            message = self.outbox.get()
-            if message is None:
-                return
-            kind, index = message[0], message[1]
-            replica = self.replicas[index]
-            if kind == "ready":
-                with self.lock:
-                    replica.ready = message[2]
-                    self._count()
-                continue
-            events, iterations = message[2], message[3]
+        """Wait on every replica's output pipe; hand each message on."""
+        while not self.closing:
             with self.lock:
-                self.log.iterations.extend((index, it) for it in iterations)
-                for event in events:
-                    if event.kind != "first":
-                        replica.outstanding -= 1
+                pipes = {r.outbox: r for r in self.replicas if not r.outbox.closed}
+            for conn in wait(list(pipes), timeout=0.1) if pipes else []:
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):  # the replica exited
+                    conn.close()
+                    continue
+                self._handle(pipes[conn], message)
+            if not pipes:
+                time.sleep(0.05)
+
+    def _handle(self, replica: LiveReplica, message: tuple[Any, ...]) -> None:
+        if message[0] == "ready":
+            with self.lock:
+                replica.ready = message[2]
+                self._count()
+            return
+        events, iterations = message[2], message[3]
+        with self.lock:
+            self.log.iterations.extend((replica.index, it) for it in iterations)
             for event in events:
-                self.on_event(event)
+                if event.kind != "first":
+                    replica.outstanding -= 1
+        for event in events:
+            self.on_event(event)
 
     def close(self, timeout: float = 5.0) -> None:
         for r in self.replicas:
             if r.process.is_alive():
-                r.inbox.put(None)
+                with contextlib.suppress(OSError):  # it exited meanwhile
+                    r.send(None)
         for r in self.replicas:
             r.process.join(timeout)
             if r.process.is_alive():
                 r.process.terminate()
-        self.outbox.put(None)
+        self.closing = True
+        self._reader.join(1.0)
 
 
 def replica_job(service: str, index: int, now: float) -> JobSpec:

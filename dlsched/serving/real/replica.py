@@ -3,7 +3,10 @@ engine, fed through a queue by the HTTP front end.
 
 Messages in: ``(rid, prompt tokens, max_tokens)`` or ``None`` (stop). Messages out:
 ``("ready", index, time)`` once the model is loaded and warm, then
-``("events", index, [Event...], [Iteration...])`` after each iteration that produced any.
+``("events", index, [Event...], [Iteration...])`` after each iteration that produced events
+(a first token, a finish), and at least every ``REPORT_EVERY`` iterations for the records.
+Both ends are pipes (``multiprocessing.Pipe``): a send pickles and writes in the caller's
+thread, so no queue feeder thread competes with the model for the GIL between iterations.
 The model runs with ``torch.set_num_threads(1)`` and, when a CPU is given, pinned to it
 (``os.sched_setaffinity``): the CPU is the "GPU" the scheduler core gave the replica.
 """
@@ -11,7 +14,6 @@ The model runs with ``torch.set_num_threads(1)`` and, when a CPU is given, pinne
 from __future__ import annotations
 
 import os
-import queue
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +22,7 @@ from dlsched.serving.llm_replica import LlmEngineConfig
 from dlsched.serving.real.engine import ContinuousBatcher, LiveRequest
 
 MODEL_NAME = "tiny-lm"
+REPORT_EVERY = 64
 
 
 def _engine_default() -> LlmEngineConfig:
@@ -71,7 +74,7 @@ def replica_main(index: int, settings: ReplicaSettings, cpu: int | None,
     while batcher.busy:
         batcher.step()
     batcher.iterations.clear()
-    outbox.put(("ready", index, time.time()))
+    outbox.send(("ready", index, time.time()))
     while True:
         for message in _drain(inbox, block=not batcher.busy):
             if message is None:
@@ -79,17 +82,17 @@ def replica_main(index: int, settings: ReplicaSettings, cpu: int | None,
             rid, prompt, max_tokens = message
             batcher.add(LiveRequest(rid, prompt, max_tokens, time.time()))
         events = batcher.step()
-        if events or batcher.iterations:
-            outbox.put(("events", index, events, batcher.iterations))
+        if events or len(batcher.iterations) >= REPORT_EVERY or \
+                (batcher.iterations and not batcher.busy):
+            outbox.send(("events", index, events, batcher.iterations))
             batcher.iterations = []
 
 
 def _drain(inbox: Any, block: bool) -> list[Any]:
+    """Every message waiting on the pipe (at least one when ``block``)."""
     out = []
     if block:
-        out.append(inbox.get())
-    while True:
-        try:
-            out.append(inbox.get_nowait())
-        except queue.Empty:
-            return out
+        out.append(inbox.recv())
+    while inbox.poll():
+        out.append(inbox.recv())
+    return out

@@ -169,7 +169,9 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
     for load, rate, tr, (rows, stats) in zip(plan.loads, rates, traces, runs, strict=True):
         write_measured(rows, out / f"measured-{load:g}.csv")
         (out / f"stats-{load:g}.json").write_text(json.dumps(stats) + "\n")
-        levels.append(_level(load, rate, tr, rows, profile, settings, plan.replicas, front))
+        level = _level(load, rate, tr, rows, profile, settings, plan.replicas, front)
+        level.update(step_time_ratios(stats["iterations"], profile))
+        levels.append(level)
     report = {"plan": {k: str(v) if isinstance(v, Path) else v
                        for k, v in asdict(plan).items()},
               "settings": asdict(settings), "trace": trace.name, "profile": str(profile_path),
@@ -203,16 +205,33 @@ def _level(load: float, rate: float, trace: RequestTrace, rows: list[Any],
     return level
 
 
+def step_time_ratios(iterations: list[dict[str, Any]], profile: StepProfile) -> dict[str, Any]:
+    """How the service's own iterations compared with the profile's times for them (median
+    and p90 of measured / profiled): above 1, the replica ran slower than when profiled
+    (another process took its CPU), which the simulator cannot know."""
+    out: dict[str, Any] = {}
+    for phase in ("prefill", "decode"):
+        ratios = [it["seconds"] / (profile.prefill_seconds(it["tokens"]) if phase == "prefill"
+                                   else profile.decode_seconds(it["batch"], it["tokens"]))
+                  for it in iterations if it["phase"] == phase]
+        out[f"{phase}_time_ratio_p50"] = float(np.median(ratios)) if ratios else None
+        out[f"{phase}_time_ratio_p90"] = float(np.percentile(ratios, 90)) if ratios else None
+    return out
+
+
 def table(report: dict[str, Any]) -> str:
     """The comparison as a Markdown table (ms; error = simulated / measured - 1)."""
     lines = ["| load | req/s | metric | measured p50 | simulated p50 | error | measured p99 "
-             "| simulated p99 | error |", "|---|---|---|---|---|---|---|---|---|"]
+             "| simulated p99 | error | decode measured/profiled p50 |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for level in report["levels"]:
         for name in ("latency", "ttft", "tpot"):
             cells = []
             for q in ("p50", "p99"):
                 v = level[f"{name}_{q}"]
                 cells += [_ms(v["measured"]), _ms(v["simulated"]), _pct(v["error"])]
+            ratio = level.get("decode_time_ratio_p50")
+            cells.append("-" if ratio is None else f"{ratio:.2f}")
             lines.append(f"| {level['load']:g} | {level['rps']:.1f} | {name} | "
                          + " | ".join(cells) + " |")
     return "\n".join(lines)
