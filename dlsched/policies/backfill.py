@@ -8,19 +8,29 @@ no more than the extra GPUs, so it never delays the head. Expected finish times 
 durations: true remaining work at the reference rate (``ThroughputModel.reference_rate``),
 ignoring any restart pause. Reservations count GPUs, not nodes: with
 fragmentation the head may still wait past its shadow time (as in count-based EASY).
+
+The cycle does not visit every waiting job: ``BackfillOrder`` keeps them in groups indexed by
+oracle remaining time and gives the cycle only the jobs that could pass (``backfill_index.py``,
+issue 14); the decisions are those of the job-by-job walk.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from dlsched.perf.model import ThroughputModel
+from dlsched.policies.backfill_index import WaitingByKind
 from dlsched.policies.fifo import SubmitOrder
-from dlsched.policies.sjf import oracle_seconds
-from dlsched.scheduling.framework import SUCCESS, Status, unschedulable
+from dlsched.policies.sjf import _seconds, oracle_seconds
+from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
+
+if TYPE_CHECKING:
+    from dlsched.scheduling.cycle import _CycleRun
 
 KEY = "easy-backfill"
 
@@ -45,8 +55,7 @@ class EasyReservation:
             return SUCCESS
         if job.spec.num_gpus <= reservation.extra_gpus:
             return SUCCESS
-        return unschedulable(self.name, f"would delay {reservation.head}, which has GPUs "
-                                        f"reserved at t={reservation.shadow_time:.0f}")
+        return _delays(reservation)
 
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         reservation: Reservation | None = state.scratch.get(KEY)
@@ -77,8 +86,58 @@ class EasyReservation:
         return Reservation(head.job_id, shadow, max(0, free - need))
 
 
+def _delays(reservation: Reservation) -> Status:
+    return unschedulable(KEY, f"would delay {reservation.head}, which has GPUs "
+                              f"reserved at t={reservation.shadow_time:.0f}")
+
+
+class BackfillOrder(SubmitOrder):
+    """FIFO, and the waiting jobs indexed for the cycle's walk (``walk_waiting``). The index
+    is kept only in a run that uses this order as its QueueSort (the core then hands it the
+    throughput model); wrapped by the tenant layer it stays idle and the cycle walks job by
+    job."""
+
+    def __init__(self) -> None:
+        self._model: ThroughputModel | None = None
+        self._index = WaitingByKind()
+
+    def use_throughput(self, model: ThroughputModel) -> None:
+        self._model = model
+
+    def on_waiting(self, job: Job) -> None:
+        if self._model is not None:
+            # A waiting job's oracle remaining time, as EasyReservation computes it at any
+            # time while the job waits (its progress stops).
+            seconds = _seconds(self._model, job, True, job.progress_time)
+            self._index.add(self.sort_key(None, job), job, seconds)  # type: ignore[arg-type]
+
+    def walk_waiting(self, run: _CycleRun) -> list[tuple] | None:
+        """The cycle's walk over waiting jobs, or None where the job-by-job walk must run."""
+        profile = run.profile
+        if (self._model is None or profile.dynamic_filters or profile.strict_fifo
+                or profile.post_filters or profile.pre_filters != (_reservation(profile),)):
+            return None
+        return self._index.walk(run, KEY, _skipped_text)
+
+
+def _reservation(profile: Profile) -> EasyReservation | None:
+    return next((p for p in profile.plugins if isinstance(p, EasyReservation)), None)
+
+
+def _skipped_text(state: CycleState, job: Job, reservation: Reservation, why: str) -> str:
+    """What the job-by-job walk wrote for a job of ``job``'s kind skipped for ``why``."""
+    if why == "reservation":
+        return str(_delays(reservation))
+    if why == "free":
+        return str(Status(Code.UNSCHEDULABLE, f"needs {job.spec.num_gpus} GPUs, "
+                          f"{state.free_whole} free", "placement"))
+    from dlsched.scheduling.cycle import _SMALLER_FAILED_TEXT
+
+    return _SMALLER_FAILED_TEXT
+
+
 @register_policy("backfill")
 def backfill(placement: str = "consolidated") -> Profile:
     """FIFO with EASY backfilling: later jobs start early if they do not delay the head."""
     plugin = EasyReservation()
-    return Profile("backfill", SubmitOrder(), plugins=(plugin,), placement=placement)
+    return Profile("backfill", BackfillOrder(), plugins=(plugin,), placement=placement)

@@ -28,6 +28,7 @@ class DeadlineOrder:
 
     name = "deadline-order"
     static = True  # the key depends on the job alone
+    running_static = True  # running jobs too: preemption keeps them sorted (issue 14)
 
     def __init__(self, min_runtime: float = 0.0) -> None:
         self.min_runtime = min_runtime

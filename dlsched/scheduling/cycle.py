@@ -53,16 +53,19 @@ def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     state = CycleState.begin(snapshot)
     run = _CycleRun(profile, state)
     bulk: list = []
+    walk = getattr(profile.queue_sort, "walk_waiting", None)  # a policy's own walk (backfill)
     if profile.strict_fifo and profile.static_order:
         run.heads_of(snapshot.by_queue)
+    elif walk is not None and (walked := walk(run)) is not None:
+        bulk = walked
     elif snapshot.buckets and scans_by_bucket(profile):
-        bulk = scan_buckets(run, snapshot.buckets)
+        bulk = [(name, _SMALLER_FAILED_TEXT) for name in scan_buckets(run, snapshot.buckets)]
     else:
         run.in_order(ordered_waiting(profile, state))
     wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(run.starts), tuple(run.preemptions), run.reasons,
                        min(wakeups) if wakeups else None, run.blocked,
-                       bulk_reasons=tuple((name, _SMALLER_FAILED_TEXT) for name in bulk))
+                       bulk_reasons=tuple(bulk))
 
 
 class _CycleRun:

@@ -8,7 +8,9 @@ a plugin implements at least one. These hooks refine a point and mean nothing al
   ``ordered(state)`` (generates the order lazily), ``rank_epoch(state, job, mask)`` (what the
   ranks of a failed preemptor's possible victims depend on: while unchanged the attempt is not
   retried), ``pending`` (the last cycle's reasons and queue positions, read by reports),
-  ``use_throughput(model)`` (the core gives a static key the run's throughput model);
+  ``use_throughput(model)`` (the core gives a static key the run's throughput model),
+  ``walk_waiting(run)`` (the policy walks the waiting jobs itself, returning the skipped
+  buckets' reasons, or None for the core's walk: backfill's index);
 - Filter: ``static`` (the mask depends only on the job: cached per job shape);
 - Score: ``best_single(capacity, mask)`` (the best node for a one-worker job, in one pass);
   ``choose_gpus(state, job, node, count)`` (which GPUs of the chosen node the workers get,
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
-OPTIONAL_HOOKS = ("static", "ordered", "rank_epoch", "pending", "use_throughput",
+OPTIONAL_HOOKS = ("static", "ordered", "rank_epoch", "pending", "use_throughput", "walk_waiting",
                   "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus")
 
 

@@ -74,7 +74,8 @@ class Scheduler:
             static_key = lambda job: profile.queue_sort.sort_key(None, job)  # noqa: E731
         # The cycle may skip buckets of alike jobs (bucket_scan.py); their reasons are kept
         # per bucket, stamped like jobs' own (``own_reason``).
-        self._bucketed = static_key is not None and scans_by_bucket(profile)
+        self._bucketed = static_key is not None and (
+            scans_by_bucket(profile) or hasattr(profile.queue_sort, "walk_waiting"))
         self._bucket_keys: dict[Hashable, Hashable] = {}
         self.waiting = WaitingQueue(static_key, self._bucket_of if self._bucketed else None)
         self._bulk_reasons: dict[Hashable, tuple[int, str]] = {}

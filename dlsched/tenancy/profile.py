@@ -45,8 +45,11 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     if profile.allocators:
         return _allocating(profile, config)
     own = list({id(p): p for p in (profile.queue_sort, *profile.plugins)}.values())
+    # A QueueSort whose only other point is ``on_waiting`` (backfill's index of waiting jobs,
+    # idle once the tenant layer orders) is not kept: it would implement no extension point.
     kept = [_Stripped(p, config) for p in own
-            if any(hasattr(p, point) for point in (*_POINTS, "post_filter"))]
+            if any(hasattr(p, point) for point in (*_POINTS, "post_filter")
+                   if point != "on_waiting")]
     filters = [f for f in profile.filters if f not in own]
     return Profile(f"{profile.name}+tenants", TenantAdmission(config, profile.queue_sort),
                    kept, placement=profile.placement, filters=filters, strict_fifo=False,
