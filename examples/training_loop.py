@@ -22,7 +22,9 @@ from torch import nn
 from torch.optim import Adam
 
 from dlsched.job import JobContext, Reporter, derive_seed
+from dlsched.job.checkpoint import CheckpointTimer
 from dlsched.job.torch import (
+    checkpoint_agreed,
     init_distributed,
     load_checkpoint,
     save_checkpoint,
@@ -76,6 +78,7 @@ def _train(ctx: JobContext, args: argparse.Namespace, build_model: Callable[[], 
     model, optimizer, step = _build_or_resume(ctx, args, build_model)
     trained = wrap_model(model, ctx)
     saved_step = step
+    timer = CheckpointTimer(ctx.checkpoint_seconds)  # the scheduler's interval, if it set one
     durations: collections.deque[float] = collections.deque(maxlen=10)
     with Reporter(ctx) as reporter:
         while step < args.steps and not stop_agreed(ctx):
@@ -86,8 +89,10 @@ def _train(ctx: JobContext, args: argparse.Namespace, build_model: Callable[[], 
             durations.append(time.perf_counter() - started)
             reporter.report(step, args.batch_size * len(durations) / sum(durations), loss=loss)
             _say(ctx, f"step {step} loss {loss:.4f} ({durations[-1] * 1000:.1f} ms)")
-            if args.checkpoint_every > 0 and step % args.checkpoint_every == 0:
+            every = args.checkpoint_every > 0 and step % args.checkpoint_every == 0
+            if checkpoint_agreed(ctx, timer) or every:
                 saved_step = _save(ctx, step, model, optimizer)
+                timer.saved()
         if step < args.steps:  # asked to stop: keep everything done so far, exit 0
             if saved_step != step:
                 _save(ctx, step, model, optimizer)

@@ -155,3 +155,22 @@ def _fsync_directory(directory: Path) -> None:
 def _unpickle(path: Path) -> Any:
     with path.open("rb") as file:
         return pickle.load(file)
+
+
+class CheckpointTimer:
+    """When the scheduler's checkpoint interval (``JobContext.checkpoint_seconds``, from
+    ``DLSCHED_CHECKPOINT_SECONDS``) has passed since the last save: the loop saves then, so a
+    failure loses at most about one interval (the scheduler picks it, e.g. by Young's rule
+    ``sqrt(2 x checkpoint cost x MTBF)``). ``seconds`` None: never due."""
+
+    def __init__(self, seconds: float | None, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.last = clock()
+
+    def due(self) -> bool:
+        return self.seconds is not None and self.clock() - self.last >= self.seconds
+
+    def saved(self) -> None:
+        self.last = self.clock()
+

@@ -23,6 +23,7 @@ CHECKPOINT_DIR = "DLSCHED_CHECKPOINT_DIR"
 SERVICE_URL = "DLSCHED_SERVICE_URL"
 TOKEN = "DLSCHED_TOKEN"
 GRACE_SECONDS = "DLSCHED_GRACE_SECONDS"
+CHECKPOINT_SECONDS = "DLSCHED_CHECKPOINT_SECONDS"  # the scheduler's checkpoint interval
 
 DEFAULT_GRACE_SECONDS = 30.0
 
@@ -59,6 +60,7 @@ class JobContext:
     service_url: str | None = None
     token: str | None = field(default=None, repr=False)
     grace_seconds: float = DEFAULT_GRACE_SECONDS
+    checkpoint_seconds: float | None = None  # save at least this often (None: the job's own)
     _stop: StopFlag = field(default_factory=StopFlag, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -70,6 +72,9 @@ class JobContext:
             raise JobEnvError(f"MASTER_PORT must be in 1..65535, got {self.master_port}")
         if self.attempt < 1:
             raise JobEnvError(f"{ATTEMPT} is 1-based, got {self.attempt}")
+        if self.checkpoint_seconds is not None and not self.checkpoint_seconds > 0:
+            raise JobEnvError(f"{CHECKPOINT_SECONDS} must be > 0 seconds, got "
+                              f"{self.checkpoint_seconds:g}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None,
@@ -96,6 +101,7 @@ class JobContext:
             service_url=(env.get(SERVICE_URL) or "").rstrip("/") or None,
             token=env.get(TOKEN) or None,
             grace_seconds=_float(env, GRACE_SECONDS, DEFAULT_GRACE_SECONDS),
+            checkpoint_seconds=_optional_float(env, CHECKPOINT_SECONDS),
         )
 
     @property
@@ -148,6 +154,11 @@ def _float(env: Mapping[str, str], name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise JobEnvError(f"{name} must be a number, got {raw!r}") from None
+
+
+def _optional_float(env: Mapping[str, str], name: str) -> float | None:
+    raw = env.get(name)
+    return None if raw is None or raw.strip() == "" else _float(env, name, 0.0)
 
 
 def _devices(raw: str | None) -> tuple[str, ...] | None:

@@ -23,7 +23,7 @@ try:
 except ModuleNotFoundError as exc:
     raise MissingExtra(message("torch", "dlsched.job.torch", exc.name or "torch")) from None
 
-from dlsched.job.checkpoint import CheckpointStore
+from dlsched.job.checkpoint import CheckpointStore, CheckpointTimer
 from dlsched.job.context import JobContext
 from dlsched.job.seeding import seed_python
 
@@ -104,6 +104,19 @@ def stop_agreed(ctx: JobContext) -> bool:
     dist.all_reduce(flag, op=dist.ReduceOp.MAX)
     if flag.item() and not ctx.stop_requested:
         ctx.request_stop()
+    return bool(flag.item())
+
+
+def checkpoint_agreed(ctx: JobContext, timer: CheckpointTimer) -> bool:
+    """True on every rank when the scheduler's checkpoint interval has passed on any rank
+    (``CheckpointTimer``); call between steps on all ranks, then ``save_checkpoint`` and
+    ``timer.saved()``. Without an interval (the same on every rank) no collective runs."""
+    if timer.seconds is None:
+        return False
+    if not (ctx.is_distributed and dist.is_initialized()):
+        return timer.due()
+    flag = torch.tensor([int(timer.due())], dtype=torch.int32, device=_collective_device())
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
     return bool(flag.item())
 
 

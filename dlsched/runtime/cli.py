@@ -127,6 +127,9 @@ def serve(
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="Listen beyond loopback (--host) without any token: anyone who "
                            "reaches the port can run commands as this user.")] = False,
+    checkpoint_seconds: Annotated[float, typer.Option(
+        "--checkpoint-seconds", help="Tell every job's workers to checkpoint at least this "
+                                     "often (DLSCHED_CHECKPOINT_SECONDS; 0: they choose).")] = 0.0,
 ) -> None:
     """Run the scheduler service (REST API, scheduling loop, local or Ray executor). SIGINT or
     SIGTERM stops it: running jobs get SIGTERM and --grace-seconds, and are requeued to resume
@@ -142,7 +145,7 @@ def serve(
             data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
             _policy_options(policy_opt), _read_token(token, token_file),
             grace_seconds, max_attempts, executor, ray_address, retry_backoff,
-            retry_backoff_max, tokens_file, tenants, insecure)
+            retry_backoff_max, tokens_file, tenants, insecure, checkpoint_seconds)
         run_service(options)
     except (DlschedError, OSError) as exc:
         _fail(exc)

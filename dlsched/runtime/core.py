@@ -1,10 +1,10 @@
-"""The scheduler core as the runtime drives it: the shared ``Scheduler`` plus three things only
-a real cluster needs (candidates to move into the core itself, see ``docs/runtime.md``):
-
-- ``down_nodes``: nodes the executor lost (a dead Ray node). Every snapshot of a cycle carries
-  them, so no policy places a worker there (``CycleState.begin`` zeroes their GPUs) and the
-  allocation policies leave them out of their capacity. ``submit`` still judges a job against
-  the whole cluster: a node that is down may come back.
+"""The scheduler core as the runtime drives it: the shared ``Scheduler`` plus what only a real
+cluster needs (see ``docs/runtime.md``). Nodes the executor lost (a dead Ray node) and workers
+that died go through the core's own failure path, as in the simulator: ``Scheduler.fail_node``
+marks the node down (every snapshot carries it, so no policy places a worker there) and stops
+the jobs on it; ``fail_job`` stops a job whose workers were lost; ``node_up`` brings a node
+back. ``submit`` still judges a job against the whole cluster: a node that is down may come
+back.
 - ``refresh_rate``: a running job's speed changes when its workers report a new measured
   throughput; its progress so far is folded in at the old rate first.
 - ``launched``: a started job accrues service, progress and GPU time from the launch of its
@@ -25,11 +25,10 @@ a real cluster needs (candidates to move into the core itself, see ``docs/runtim
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from dlsched.scheduling.decisions import CycleResult
 from dlsched.scheduling.scheduler import Scheduler
-from dlsched.scheduling.state import ClusterSnapshot
 from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
@@ -45,20 +44,6 @@ class Restored:
 
 
 class RuntimeScheduler(Scheduler):
-    down_nodes: frozenset[int] = frozenset()
-
-    def snapshot(self, running: bool = True) -> ClusterSnapshot:
-        snapshot = super().snapshot(running)
-        if not running or not self.down_nodes:
-            return snapshot
-        return replace(snapshot, down_nodes=self.down_nodes)
-
-    def set_down_nodes(self, nodes: frozenset[int]) -> bool:
-        """Mark exactly ``nodes`` down; True if that changed anything."""
-        changed = nodes != self.down_nodes
-        self.down_nodes = nodes
-        return changed
-
     def cycle(self) -> CycleResult:
         now = self.clock.now()
         for job_id in self._unlaunched():

@@ -46,6 +46,7 @@ class ServeOptions:
     tokens_file: Path | None = None
     tenants: Path | None = None  # tenant YAML: every policy runs inside its quotas
     insecure: bool = False  # listen beyond loopback without a token (exposure.py)
+    checkpoint_seconds: float = 0.0  # told to the workers (DLSCHED_CHECKPOINT_SECONDS); 0: none
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
@@ -57,6 +58,7 @@ def local_cluster(gpus: int, gpu_type: str) -> Cluster:
 
 def check_options(options: ServeOptions) -> None:
     for flag, value in (("--grace-seconds", options.grace_seconds),
+                        ("--checkpoint-seconds", options.checkpoint_seconds),
                         ("--retry-backoff", options.retry_backoff),
                         ("--retry-backoff-max", options.retry_backoff_max)):
         if value < 0:
@@ -176,7 +178,8 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
                                     retry_backoff=options.retry_backoff,
                                     retry_backoff_max=options.retry_backoff_max,
                                     ray_cluster=ray_cluster, tokens=tokens,
-                                    tenants=_tenants(options.tenants)))
+                                    tenants=_tenants(options.tenants),
+                                    checkpoint_seconds=options.checkpoint_seconds or None))
     with stop_on_sigterm():
         try:
             service.start()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.job.context import CHECKPOINT_SECONDS
 from dlsched.perf.model import LinearScaling
 from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.clock import WallClock
@@ -72,6 +73,8 @@ class ServiceConfig:
     ray_cluster: RayCluster | None = None  # set: the Ray executor on that cluster
     tokens: TokenTable | None = None  # per-tenant tokens (``token`` is then an admin's)
     tenants: TenantConfig | None = None  # set: the policy runs inside this tenant model
+    # Seconds between checkpoints the workers are told (DLSCHED_CHECKPOINT_SECONDS; None: none)
+    checkpoint_seconds: float | None = None
 
     @property
     def database(self) -> str:
@@ -195,10 +198,11 @@ class Service:
 
     def iterate(self) -> None:
         with self.locked():
-            for end in self.executor.poll():
+            ends = self.executor.poll()
+            self._check_nodes()  # first: a lost node's jobs fail through the core's fail_node
+            for end in ends:
                 self._attempt_ended(end)
                 self.changed = True
-            self._check_nodes()
             if self.changed or self._due():
                 self._cycle()
             self.record_launches()
@@ -206,15 +210,23 @@ class Service:
             self.persist()
 
     def _check_nodes(self) -> None:
-        """Mark the nodes the executor lost down in the core (and up again when back)."""
+        """Nodes the executor lost fail in the core as the simulator's do
+        (``Scheduler.fail_node``: down until back, the jobs on them stopped and requeued to
+        resume from their checkpoints); nodes back come up (``node_up``)."""
         down = self.executor.down_nodes()
         before = self.core.down_nodes
-        if not self.core.set_down_nodes(down):
+        if down == before:
             return
         self.changed = True
         for node in sorted(down ^ before):
             name = self.cluster.nodes[node].name
             log.warning("node %s is %s", name, "down" if node in down else "back up")
+            if node not in down:
+                self.core.node_up(node)
+                continue
+            reason = f"node {name} lost"
+            for job_id in self.core.fail_node(node, "node-lost", reason):
+                self.event(job_id, "requeued", reason)
 
     def _save_running(self) -> None:
         now = self.clock.now()
@@ -264,7 +276,7 @@ class Service:
         if end.outcome is Outcome.STOPPED or job.status is not JobStatus.RUNNING:
             return
         if end.outcome is Outcome.LOST:  # the node died, not the job: no failure counted
-            self.requeue(end.job_id, f"attempt {end.attempt} lost: {end.message}")
+            self.lost(end.job_id, "lost", f"attempt {end.attempt} lost: {end.message}")
             return
         self.metrics.worker_failures.inc()
         record = self.active[end.job_id]
@@ -276,7 +288,8 @@ class Service:
             self.event(end.job_id, "failed", self.core.jobs[end.job_id].pending_reason, now)
         else:
             delay = self.backoff.failed(end.job_id, record.failures, now)
-            self.requeue(end.job_id, reason + (f"; retry in {delay:g} s" if delay else ""))
+            self.lost(end.job_id, "worker",
+                      reason + (f"; retry in {delay:g} s" if delay else ""))
 
     def measured(self, job_id: str, samples_per_second: float,
                  world_size: int | None = None) -> None:
@@ -294,6 +307,12 @@ class Service:
         self.core.requeue(job_id, reason)
         self.event(job_id, "requeued", reason)
 
+    def lost(self, job_id: str, category: str, reason: str) -> None:
+        """A job's workers died (its attempt was lost, or a worker exited non-zero): the core's
+        failure path (``Scheduler.fail_job``), back to the queue from its last checkpoint."""
+        self.core.fail_job(job_id, category, reason)
+        self.event(job_id, "requeued", reason)
+
     def _plan_attempt(self, job_id: str) -> LaunchPlan:
         """The next attempt of a job, committed before its workers start (fencing: its
         number is never used twice, even if the service dies in the next instant)."""
@@ -305,8 +324,11 @@ class Service:
                                  str(log_path))
         record.attempts = number
         token = self.config.tokens.worker_token(job_id) if self.config.tokens else None
+        env = record.env
+        if self.config.checkpoint_seconds:  # the scheduler's interval wins over the job's own
+            env = {**env, CHECKPOINT_SECONDS: f"{self.config.checkpoint_seconds:g}"}
         return LaunchPlan(record.attempts, record.command, record.checkpoint_dir, log_path,
-                          record.working_dir, record.env, token)
+                          record.working_dir, env, token)
 
     def record_launches(self) -> None:
         for launch in self.executor.take_launched():

@@ -215,19 +215,30 @@ class Scheduler:
             if reshape is not None:
                 self._reshape_after_failure(job, reshape, now, category)
                 continue
-            kept = job.work_done(now)
-            if self.resilience is not None:
-                kept = self.resilience.failed(job, now, category, self.config.restart_overhead)
-            if moved is None:
-                self._preempt(job, now, reason, counted=False)
-                job.done_work = kept
-                if self.waiting.is_static:
-                    self.waiting.rekey(job)  # filed before the loss (SRTF's key reads it)
-                continue
-            self._halt(job, now)
-            job.done_work = kept
-            self._launch(job, moved, job.shares, now, self.config.restart_overhead)
+            self._lose_since_checkpoint(job, now, category, reason, moved)
         return [job.job_id for job in hit]
+
+    def fail_job(self, job_id: str, category: str, reason: str) -> None:
+        """A running job lost workers while its nodes stay up (a worker's process or GPU
+        died): the same path as a node failure without a spare (``fail_node``): it loses the
+        work since its last checkpoint and goes back to the queue, not counted a preemption."""
+        self._lose_since_checkpoint(self.running[job_id], self.clock.now(), category, reason,
+                                    None)
+
+    def _lose_since_checkpoint(self, job: Job, now: float, category: str, reason: str,
+                               moved: tuple[int, ...] | None) -> None:
+        kept = job.work_done(now)
+        if self.resilience is not None:
+            kept = self.resilience.failed(job, now, category, self.config.restart_overhead)
+        if moved is None:
+            self._preempt(job, now, reason, counted=False)
+            job.done_work = kept
+            if self.waiting.is_static:
+                self.waiting.rekey(job)  # filed before the loss (SRTF's key reads it)
+            return
+        self._halt(job, now)
+        job.done_work = kept
+        self._launch(job, moved, job.shares, now, self.config.restart_overhead)
 
     def _spare_gpus(self, job: Job, node: int, spare: int) -> tuple[int, ...] | None:
         """The job's GPUs with those on ``node`` replaced by the same positions on ``spare``

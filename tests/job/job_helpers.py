@@ -27,7 +27,8 @@ def free_port() -> int:
 
 
 def worker_env(rank: int, world_size: int, port: int, checkpoint_dir: Path,
-               attempt: int, service_url: str | None = None) -> dict[str, str]:
+               attempt: int, service_url: str | None = None,
+               extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items()
            if not name.startswith("DLSCHED_")
            and name not in {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}}
@@ -39,6 +40,7 @@ def worker_env(rank: int, world_size: int, port: int, checkpoint_dir: Path,
     })
     if service_url:
         env["DLSCHED_SERVICE_URL"] = service_url
+    env.update(extra or {})
     return env
 
 
@@ -46,14 +48,16 @@ class Workers:
     """The workers of one attempt of one example job; rank 0's stdout is followed line by line."""
 
     def __init__(self, example: str, checkpoint_dir: Path, args: list[str], world_size: int = 1,
-                 attempt: int = 1, service_url: str | None = None) -> None:
+                 attempt: int = 1, service_url: str | None = None,
+                 extra_env: dict[str, str] | None = None) -> None:
         port = free_port()
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
         self.processes = [
             subprocess.Popen(
                 [sys.executable, str(EXAMPLES / example), *args],
-                env=worker_env(rank, world_size, port, checkpoint_dir, attempt, service_url),
+                env=worker_env(rank, world_size, port, checkpoint_dir, attempt, service_url,
+                               extra_env),
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                 start_new_session=True)  # its own process group, as the service starts it
             for rank in range(world_size)]
