@@ -24,3 +24,20 @@ def test_llama3_405b_54_days_interruptions_and_ettr() -> None:
     assert abs(values["unexpected_interruptions"] - 419) <= 41.9
     assert values["ettr"] > 0.90
     assert values["lost_gpu_hours"] > 0
+
+
+def test_llama3_tenants_reports_both_sides() -> None:
+    """The case study beside a research tenant (a quarter of a day, few research jobs)."""
+    from dlsched.reproduce.experiments.llama3_tenants import (
+        CASES,
+        case_policy,
+        research_side,
+        simulate_tenants,
+    )
+
+    assert case_policy("restart") == ("young", "restart", 16) and "elastic-s0" in CASES
+    result = simulate_tenants("elastic-s0", 0, days=0.25, rate=4.0)
+    rows = {m.metric: m.value for m in research_side("elastic-s0", result, "elastic")}
+    assert 0 < rows["research_jobs"] <= 24 and rows["research_finished"] is not None  # arrived
+    llm = {m.metric: m.value for m in measured("elastic-s0", result, "elastic")}
+    assert llm["ettr"] is not None and 0 < llm["ettr"] <= 1

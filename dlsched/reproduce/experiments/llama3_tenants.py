@@ -8,9 +8,10 @@ Assumptions: 64 more H100 nodes (512 GPUs) for the research tenant; its jobs res
 ``philly-sample`` (``workload/synthetic.py``) at ``research_rate`` jobs an hour (default 23:
 ~70% of its 512 GPUs at Philly's 15 GPU-hours a job), their work in reference seconds; FIFO
 inside each queue. Cases are resilience policies (``scheduling/reconfigure.py``), with the 16
-hot spares, or without them (``-s0``). Reported for both sides: the pre-training job's
-interruptions, ETTR and GPU-hours lost; the research jobs' count finished, mean JCT,
-interruptions, GPU-hours lost and ETTR.
+hot spares (``restart``, ``elastic``, ``oobleck``), or without them (``-s0``). Reported for
+both sides: the pre-training job's interruptions, ETTR and GPU-hours lost; the research jobs'
+count finished, mean JCT, interruptions, reclaims by the pre-training job, GPU-hours lost and
+ETTR.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from dlsched.sim.result import SimulationResult
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
+CASES = ("restart", *RESILIENCE_CASES)
 RESEARCH_NODES = 64
 RESEARCH_RATE = 23.0  # jobs an hour
 TENANTS = """\
@@ -82,7 +84,7 @@ def simulate_tenants(case: str, seed: int, days: float = DAYS, rate: float = RES
     from dlsched.tenancy.loader import parse_tenants
     from dlsched.tenancy.profile import with_tenants
 
-    interval_case, policy, spares = policy_of(case)
+    interval_case, policy, spares = case_policy(case)
     plan = CheckpointPlan(interval_for(interval_case), storage_gbps=STORAGE_GBPS)
     config = SimConfig(restart_overhead=restart_minutes * 60, max_time=days * DAY, seed=seed,
                        failures=llama3_model(), checkpoint=plan, hot_spares=spares,
@@ -98,7 +100,7 @@ def simulate_tenants(case: str, seed: int, days: float = DAYS, rate: float = RES
 @register_experiment(
     "llama3-405b-tenants", "Llama 3 405B beside a research tenant's Philly-like jobs under "
     "quotas, failures hitting both: each side's ETTR, interruptions and GPU-hours lost, by "
-    "resilience policy", cases=RESILIENCE_CASES,
+    "resilience policy", cases=CASES,
     default_cases=("restart", "elastic", "oobleck"),
     options={"days": f"simulated days (default {DAYS})",
              "research_rate": f"research jobs an hour (default {RESEARCH_RATE:g})"})
@@ -109,9 +111,14 @@ def llama3_tenants(options: ExperimentOptions) -> Iterator[Measured]:
         for seed in options.seeds or (0,):
             result = simulate_tenants(case, seed, days, rate)
             name = f"{case}@seed{seed}" if options.seeds else case
-            policy = policy_of(case)[1]
+            policy = case_policy(case)[1]
             yield from measured(name, result, policy)
             yield from research_side(name, result, policy)
+
+
+def case_policy(case: str) -> tuple[str, str, int]:
+    """``restart``: Young's interval, restart, the spares; else as ``llama3-405b``'s cases."""
+    return policy_of("young" if case == "restart" else case)
 
 
 def research_side(case: str, result: SimulationResult, policy: str) -> Iterator[Measured]:
@@ -129,6 +136,8 @@ def research_side(case: str, result: SimulationResult, policy: str) -> Iterator[
     yield Measured(case, policy, "research_jct_mean_h",
                    sum(jct) / len(jct) / 3600 if jct else None)
     yield Measured(case, policy, "research_interruptions", float(sum(j.failures for j in jobs)))
+    yield Measured(case, policy, "research_preemptions",  # reclaims by the pre-training job
+                   float(sum(j.preemptions for j in jobs)))
     yield Measured(case, policy, "research_lost_gpu_hours",
                    sum(j.lost_gpu_seconds for j in jobs) / 3600)
     yield Measured(case, policy, "research_ettr", useful / elapsed if elapsed else None)
