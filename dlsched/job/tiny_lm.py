@@ -10,7 +10,8 @@ Two kinds of forward pass, the two phases of LLM inference:
 - ``prefill``: the prompts of several requests packed into one sequence for the dense layers,
   causal attention within each prompt (as variable-length attention kernels do), writing
   each prompt's keys and values into its cache slot;
-- ``decode``: one new token for each request of a batch, attending to its own slot's cache.
+- ``decode``: one new token for each request of a batch (the dense layers batched), each
+  attending to its own slot's cache up to its own length.
 """
 
 from __future__ import annotations
@@ -129,17 +130,18 @@ class TinyCausalLM(nn.Module):
                       cache: KvSlots) -> torch.Tensor:
         pos = torch.tensor(positions)
         index = torch.tensor(slots)
-        span = int(pos.max()) + 1
-        visible = (torch.arange(span)[None, :] <= pos[:, None])[:, None, None, :]
         x = self.embed(torch.tensor(tokens)) + self.position(pos)
         for layer, block in enumerate(self.blocks):
             q, k, v = block.split(x)  # (B, heads, head_dim)
-            cache.k[layer][index, :, pos] = k
-            cache.v[layer][index, :, pos] = v
-            keys = cache.k[layer][index, :, :span]  # (B, heads, span, head_dim)
-            values = cache.v[layer][index, :, :span]
-            attended = F.scaled_dot_product_attention(q[:, :, None], keys, values,
-                                                      attn_mask=visible)
-            x = block.finish(x, attended[:, :, 0])
+            keys, values = cache.k[layer], cache.v[layer]
+            keys[index, :, pos] = k
+            values[index, :, pos] = v
+            # each request attends to its own context only (no padding to the longest: the
+            # cost grows with the batch's KV tokens, as with paged attention)
+            attended = torch.cat([
+                F.scaled_dot_product_attention(q[i, :, None], keys[s, :, :p + 1],
+                                               values[s, :, :p + 1])
+                for i, (s, p) in enumerate(zip(slots, positions, strict=True))])
+            x = block.finish(x, attended)
         return self.logits(x)
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import csv
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -74,11 +76,12 @@ def step_profiles() -> dict[tuple[str, str, int], StepProfile]:
     return {key: _profile(key, rows) for key, rows in sorted(groups.items())}
 
 
-def _means(pairs: list[tuple[float, float]]) -> list[tuple[float, float]]:
+def _means(pairs: list[tuple[float, float]],
+           center: Callable[[list[float]], Any] = np.mean) -> list[tuple[float, float]]:
     sums: dict[float, list[float]] = defaultdict(list)
     for x, y in pairs:
         sums[x].append(y)
-    return [(x, float(np.mean(ys))) for x, ys in sums.items()]
+    return [(x, float(center(ys))) for x, ys in sums.items()]
 
 
 def _profile(key: tuple[str, str, int], rows: list[dict[str, str]],
@@ -96,8 +99,9 @@ def _profile(key: tuple[str, str, int], rows: list[dict[str, str]],
         kept_p, dropped_p = monotone_points(_means(prefill))
         kept_d, dropped_d = monotone_points(_means(decode))
     else:
-        kept_p, kept_d, dropped_p, dropped_d = (running_max(_means(prefill)),
-                                                running_max(_means(decode)), [], [])
+        # a CPU run's outliers are other processes taking the core: repeats by their median
+        kept_p, kept_d, dropped_p, dropped_d = (running_max(_means(prefill, np.median)),
+                                                running_max(_means(decode, np.median)), [], [])
     xs, ys = np.array(context).T
     slope = float(np.polyfit(xs, ys, 1)[0])
     dropped = tuple([f"prefill {x:.0f} tokens: {y:.3f} s" for x, y in dropped_p]
@@ -144,8 +148,9 @@ def read_step_profiles(path: Path) -> dict[tuple[str, str, int], StepProfile]:
     """Step profiles from a file in the bundled profile's format (Splitwise's columns; times in
     ms), e.g. one ``dlsched inference profile`` measured. Each (model, hardware, TP) group's
     batch sweep is its rows of batch size > 1 at their most common prompt and output size;
-    hardware names are the bundled ones' GPU types or kept as written. Repeats are averaged
-    and a point faster than one with less work is raised to it (``running_max``)."""
+    hardware names are the bundled ones' GPU types or kept as written. Repeats are combined
+    by their median and a point faster than one with less work is raised to it
+    (``running_max``)."""
     rows = _checked_rows(path)
     groups: dict[tuple[str, str, int], list[dict[str, str]]] = defaultdict(list)
     for row in rows:

@@ -86,7 +86,7 @@ def serve_command(
 def profile_command(
         out: Annotated[Path, typer.Option("--out", help="Profile CSV to write.")] = Path(
             "runs/inference/profile.csv"),
-        repeats: Annotated[int, typer.Option("--repeats", min=1)] = 3,
+        repeats: Annotated[int, typer.Option("--repeats", min=1)] = 4,
         layers: Layers = 4, d_model: Width = 256) -> None:
     """Measure prefill/decode step times by batch and prompt size (one CPU thread)."""
     try:
