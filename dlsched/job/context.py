@@ -24,6 +24,7 @@ SERVICE_URL = "DLSCHED_SERVICE_URL"
 TOKEN = "DLSCHED_TOKEN"
 GRACE_SECONDS = "DLSCHED_GRACE_SECONDS"
 CHECKPOINT_SECONDS = "DLSCHED_CHECKPOINT_SECONDS"  # the scheduler's checkpoint interval
+GPU_MEMORY_FRACTION = "DLSCHED_GPU_MEMORY_FRACTION"  # a fractional job's GPU memory limit
 
 DEFAULT_GRACE_SECONDS = 30.0
 
@@ -61,6 +62,9 @@ class JobContext:
     token: str | None = field(default=None, repr=False)
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     checkpoint_seconds: float | None = None  # save at least this often (None: the job's own)
+    # The share of its GPU's memory the worker may use (None: no limit); applied to PyTorch by
+    # ``dlsched.job.torch.device_for`` (``docs/sharing.md``, runtime).
+    gpu_memory_fraction: float | None = None
     _stop: StopFlag = field(default_factory=StopFlag, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -75,6 +79,9 @@ class JobContext:
         if self.checkpoint_seconds is not None and not self.checkpoint_seconds > 0:
             raise JobEnvError(f"{CHECKPOINT_SECONDS} must be > 0 seconds, got "
                               f"{self.checkpoint_seconds:g}")
+        fraction = self.gpu_memory_fraction
+        if fraction is not None and not 0 < fraction <= 1:
+            raise JobEnvError(f"{GPU_MEMORY_FRACTION} must be in (0, 1], got {fraction}")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None,
@@ -102,6 +109,7 @@ class JobContext:
             token=env.get(TOKEN) or None,
             grace_seconds=_float(env, GRACE_SECONDS, DEFAULT_GRACE_SECONDS),
             checkpoint_seconds=_optional_float(env, CHECKPOINT_SECONDS),
+            gpu_memory_fraction=_optional_float(env, GPU_MEMORY_FRACTION),
         )
 
     @property

@@ -63,10 +63,26 @@ def shutdown_distributed() -> None:
 
 def device_for(ctx: JobContext) -> torch.device:
     """This worker's device: its GPU when CUDA is usable (the service narrows
-    ``CUDA_VISIBLE_DEVICES`` per worker, so that is usually ``cuda:0``), else the CPU."""
+    ``CUDA_VISIBLE_DEVICES`` per worker, so that is usually ``cuda:0``), else the CPU. A
+    worker with a GPU memory limit (a fraction of a GPU) has it applied there
+    (``limit_gpu_memory``)."""
     if not torch.cuda.is_available():
         return torch.device("cpu")
-    return torch.device("cuda", ctx.local_rank % torch.cuda.device_count())
+    device = torch.device("cuda", ctx.local_rank % torch.cuda.device_count())
+    limit_gpu_memory(ctx, device)
+    return device
+
+
+def limit_gpu_memory(ctx: JobContext, device: torch.device) -> bool:
+    """Cap PyTorch's caching allocator on ``device`` at the worker's share of the GPU's memory
+    (``DLSCHED_GPU_MEMORY_FRACTION``, set by the service for a fractional job) with
+    ``torch.cuda.set_per_process_memory_fraction``: an allocation beyond it raises an
+    out-of-memory error in this worker instead of starving the GPU's other jobs. True if a
+    limit was set."""
+    if ctx.gpu_memory_fraction is None or device.type != "cuda":
+        return False
+    torch.cuda.set_per_process_memory_fraction(ctx.gpu_memory_fraction, device)
+    return True
 
 
 def wrap_model(model: nn.Module, ctx: JobContext) -> nn.Module:

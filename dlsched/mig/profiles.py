@@ -69,3 +69,15 @@ def mig_profile(name: str, gpu_type: str = "a100") -> MigProfile:
     known = ", ".join(p.name for p in profiles_of(gpu_type))
     raise UnknownMigProfile(f"unknown MIG profile {name!r} on {gpu_type} (known: {known}, "
                             f"or 1g, 2g, 3g, 4g, 7g)")
+
+
+def mig_gpu_type(gpu_type: str) -> str | None:
+    """The MIG profile family of a cluster GPU type (``A100``, ``A100-80G``, ``H100`` ...), or
+    None for a GPU without MIG."""
+    kind = gpu_type.casefold().replace("_", "-")
+    if kind in _SLICE_GB:
+        return kind
+    for family in ("a100", "h100"):
+        if kind.startswith(family):
+            return f"{family}-80gb" if "80" in kind[len(family):] else family
+    return None

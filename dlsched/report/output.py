@@ -64,7 +64,10 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
         _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
     summary = summarize(result, fairness)
-    write_json(out_dir / "summary.json", summary.to_dict())
+    data = summary.to_dict()
+    if result.mig is not None:  # only runs with MIG jobs: the others' keys stay as they were
+        data["mig"] = result.mig
+    write_json(out_dir / "summary.json", data)
     run = run_info_dict(result.info)
     if result.stalled_at is not None:  # jobs were left waiting that could never start
         run["stalled_at"] = result.stalled_at

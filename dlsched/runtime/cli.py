@@ -180,6 +180,17 @@ def submit(
     ] = None,
     file: Annotated[Path | None, typer.Option(
         "--file", help="A YAML job with the API's fields; flags override it.")] = None,
+    gpu_share: Annotated[float | None, typer.Option(
+        "--gpu-share", help="Each worker's share of a GPU's compute, in (0, 1] (MPS).")] = None,
+    gpu_memory_gb: Annotated[float | None, typer.Option(
+        "--gpu-memory-gb", help="GPU memory (GiB) per worker.")] = None,
+    mig_profile: Annotated[str | None, typer.Option(
+        "--mig-profile", help="A MIG instance instead of a GPU, e.g. 3g.20gb (one worker).")
+    ] = None,
+    cpus_per_gpu: Annotated[float | None, typer.Option(
+        "--cpus-per-gpu", help="Host CPUs per worker.")] = None,
+    memory_gb_per_gpu: Annotated[float | None, typer.Option(
+        "--memory-gb-per-gpu", help="Host memory (GiB) per worker.")] = None,
     url: UrlOpt = DEFAULT_URL, token: TokenOpt = None, wait: WaitOpt = 10.0,
 ) -> None:
     """Submit a job; prints its id."""
@@ -187,7 +198,10 @@ def submit(
         body: dict[str, Any] = _load_job_file(file) if file is not None else {}
         flags = {"command": command or None, "gpus": gpus, "gpu_type": gpu_type,
                  "queue": queue, "priority": priority, "name": name,
-                 "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds}
+                 "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds,
+                 "gpu_share": gpu_share, "gpu_memory_gb": gpu_memory_gb,
+                 "mig_profile": mig_profile, "cpus_per_gpu": cpus_per_gpu,
+                 "memory_gb_per_gpu": memory_gb_per_gpu}
         body.update({k: v for k, v in flags.items() if v is not None})
         for key, flag in (("gpus", "--gpus N"), ("command", "the command after --")):
             if key not in body:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlsched.errors import DlschedError
+from dlsched.runtime import sharing
 from dlsched.runtime.confine import PathRefused, confined, private_dir
 from dlsched.runtime.models import ProgressReport, SubmitRequest
 from dlsched.runtime.store import JobRow
@@ -79,6 +80,9 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
         working_dir, checkpoint_dir = _directories(service, request, job_id, allowed, tenant)
         row = _row(request, job_id, service.next_seq, now, checkpoint_dir)
         row.working_dir = working_dir
+        for name in ("gpu_share", "gpu_memory_gb", "mig_profile", "cpus_per_gpu",
+                     "memory_gb_per_gpu"):  # the spec's: a MIG profile's full name and share
+            setattr(row, name, getattr(spec, name))
         row.submitted_by = tenant
         if key is not None:
             row.idempotency_key, row.request_digest = key.digest, digest
@@ -94,8 +98,16 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
     return row, False
 
 
+# Fields added after the first release: left out of a request's digest while at their
+# defaults, so a retry across an upgrade still matches its first try.
+_NEWER_FIELDS = {"gpu_share": 1.0, "gpu_memory_gb": 0.0, "mig_profile": None,
+                 "cpus_per_gpu": 0.0, "memory_gb_per_gpu": 0.0}
+
+
 def _request_digest(request: SubmitRequest) -> str:
-    body = request.model_dump_json(exclude={"idempotency_key"})
+    unset = {name for name, default in _NEWER_FIELDS.items()
+             if getattr(request, name) == default}
+    body = request.model_dump_json(exclude={"idempotency_key", *unset})
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -109,12 +121,16 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
         raise RequestError(400, f"this cluster has no GPU of type {request.gpu_type!r} "
                                 f"(it has: {', '.join(types)})")
     _within_cluster(service, request, types)
+    problem = sharing.problem(service.cluster, request)
+    if problem is not None:
+        raise RequestError(400, problem)
     work = request.work_seconds or PLACEHOLDER_WORK
     try:
         spec = JobSpec(job_id, now, request.gpus, work, queue=request.queue,
                        gpu_types=(request.gpu_type,) if request.gpu_type else (),
                        priority=request.priority, min_gpus=request.min_gpus,
-                       max_gpus=request.max_gpus)
+                       max_gpus=request.max_gpus, **sharing.spec_fields(service.cluster,
+                                                                          request))
     except ValueError as exc:
         raise RequestError(400, str(exc).removeprefix(f"job {job_id}: ")) from None
     tenants = service.tenants
@@ -167,7 +183,8 @@ def _directories(service: Service, request: SubmitRequest, job_id: str,
 
 def _most_gpus(service: Service, spec: JobSpec) -> int:
     """The core's own rule (``max_workers`` over its filters), cached per job shape."""
-    shape = (spec.gpu_types, spec.num_gpus)
+    shape = (spec.gpu_types, spec.num_gpus, spec.gpu_share, spec.gpu_memory_gb,
+             spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.mig_profile)
     cache = service.max_workers_cache
     if shape not in cache:
         state = CycleState.begin(service.core.snapshot(running=False))

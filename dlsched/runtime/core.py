@@ -106,10 +106,11 @@ class RuntimeScheduler(Scheduler):
         job.finish_time = now
         job.pending_reason = ""
 
-    def can_adopt(self, gpus: tuple[int, ...]) -> bool:
-        """Whether ``gpus`` exist in this cluster and are free (for ``adopt``)."""
-        return bool(gpus) and len(set(gpus)) == len(gpus) and all(
-            0 <= gpu < self.cluster.num_gpus and self.free[gpu] >= 1.0 for gpu in gpus)
+    def can_adopt(self, gpus: tuple[int, ...], share: float = 1.0) -> bool:
+        """Whether ``gpus`` exist in this cluster and have ``share`` free (for ``adopt``)."""
+        return bool(gpus) and (share < 1.0 or len(set(gpus)) == len(gpus)) and all(
+            0 <= gpu < self.cluster.num_gpus and self.free[gpu] >= share - 1e-9
+            for gpu in gpus)
 
     def adopt(self, spec: JobSpec, restored: Restored, gpus: tuple[int, ...]) -> Job:
         """A job that was running when the service died and whose workers still run: it runs
@@ -122,7 +123,7 @@ class RuntimeScheduler(Scheduler):
         job.set_status(JobStatus.RUNNING)
         job.first_start = spec.submit_time if job.first_start is None else job.first_start
         self.running[job.job_id] = job
-        self._launch(job, gpus, (1.0,) * len(gpus), self.clock.now(), 0.0)
+        self._launch(job, gpus, (spec.gpu_share,) * len(gpus), self.clock.now(), 0.0)
         return job
 
     def resubmit(self, spec: JobSpec, restored: Restored) -> Job:

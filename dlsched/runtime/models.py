@@ -43,6 +43,19 @@ class SubmitRequest(BaseModel):
     env: dict[EnvName, Text] = Field(
         default_factory=dict, max_length=1024,
                                 description="Extra environment (dlsched's own names win).")
+    gpu_share: float = Field(
+        1.0, gt=0, le=1, description="Each worker's share of its GPU's compute, in (0, 1]: "
+                                     "below 1, workers of several jobs share a GPU (MPS; "
+                                     "docs/sharing.md).")
+    gpu_memory_gb: float = Field(
+        0.0, ge=0, le=1e6, description="GPU memory (GiB) per worker; 0: none asked (a "
+                                       "fraction then gets its share of the GPU's memory).")
+    mig_profile: str | None = Field(
+        None, max_length=32, description="A MIG instance per worker instead of a GPU, e.g. "
+                                         "3g.20gb or 3g (A100/H100 nodes; one worker).")
+    cpus_per_gpu: float = Field(0.0, ge=0, le=1e6, description="Host CPUs per worker.")
+    memory_gb_per_gpu: float = Field(0.0, ge=0, le=1e9,
+                                     description="Host memory (GiB) per worker.")
     idempotency_key: str | None = Field(
         None, pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Or the Idempotency-Key header: a retried submission with the same key "
@@ -71,6 +84,9 @@ class GpuSlot(BaseModel):
     node: str
     index: int = Field(description="GPU index on its node (what CUDA_VISIBLE_DEVICES gets).")
     gpu: int = Field(description="Global GPU id in the cluster.")
+    share: float = Field(1.0, description="The worker's share of the GPU's compute.")
+    mig_instance: str | None = Field(None, description="A MIG worker's instance: profile "
+                                                       "and start slice, e.g. 3g.20gb@4.")
 
 
 class AttemptView(BaseModel):
@@ -100,6 +116,11 @@ class JobSummary(BaseModel):
 
 class JobDetail(JobSummary):
     command: list[str]
+    gpu_share: float = 1.0
+    gpu_memory_gb: float = 0.0
+    mig_profile: str | None = None
+    cpus_per_gpu: float = 0.0
+    memory_gb_per_gpu: float = 0.0
     min_gpus: int | None
     max_gpus: int | None
     work_seconds: float | None

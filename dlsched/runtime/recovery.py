@@ -128,7 +128,7 @@ def _adopt(service: Service, found: _Open) -> bool:
     gpus = tuple(int(gpu) for gpu in attempt.gpus)
     if (adopt is None or row.status != "running" or not waiting
             or any(rank not in found.pids for rank in waiting)
-            or not service.core.can_adopt(gpus)):
+            or not service.core.can_adopt(gpus, row.gpu_share)):
         return False
     pids = tuple(found.pids.get(rank, 0) for rank in range(len(gpus)))
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
@@ -177,7 +177,10 @@ def _settle(service: Service, found: _Open) -> None:
 def _spec(row: JobRow) -> JobSpec:
     return JobSpec(row.id, row.submit_time, row.num_gpus, row.work_seconds or PLACEHOLDER_WORK,
                    queue=row.queue, gpu_types=(row.gpu_type,) if row.gpu_type else (),
-                   priority=row.priority, min_gpus=row.min_gpus, max_gpus=row.max_gpus)
+                   priority=row.priority, min_gpus=row.min_gpus, max_gpus=row.max_gpus,
+                   gpu_share=row.gpu_share, gpu_memory_gb=row.gpu_memory_gb,
+                   cpus_per_gpu=row.cpus_per_gpu, memory_gb_per_gpu=row.memory_gb_per_gpu,
+                   mig_profile=row.mig_profile)
 
 
 def _restored(row: JobRow) -> Restored:

@@ -50,10 +50,20 @@ class ServeOptions:
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
-    """One node named ``local`` with ``gpus`` GPUs (real or fake: nothing checks)."""
+    """One node named ``local`` with ``gpus`` GPUs (real or fake: nothing checks) and this
+    machine's CPUs and memory (what jobs' ``cpus_per_gpu``/``memory_gb_per_gpu`` book)."""
     if gpus < 1:
         raise ConfigError(f"--gpus must be at least 1, got {gpus}")
-    return Cluster("local", (Node("local", gpu_type, gpus),))
+    return Cluster("local", (Node("local", gpu_type, gpus, float(os.cpu_count() or 0),
+                                  _memory_gb()),))
+
+
+def _memory_gb() -> float:
+    """This machine's memory in GiB (0: unknown, not accounted)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        return 0.0
 
 
 def check_options(options: ServeOptions) -> None:

@@ -35,6 +35,7 @@ from dlsched.runtime.executors.base import (
     RuntimeExecutor,
 )
 from dlsched.runtime.executors.local import LocalExecutor
+from dlsched.runtime.executors.sharing import MigSlot
 from dlsched.runtime.metrics import RuntimeMetrics
 from dlsched.runtime.progress_log import ProgressLog
 from dlsched.runtime.recovery import recover
@@ -42,7 +43,7 @@ from dlsched.runtime.store import Batch, Store
 from dlsched.runtime.throughput import MeasuredThroughput
 from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.scheduler import CoreConfig
-from dlsched.workload.job import JobStatus
+from dlsched.workload.job import Job, JobStatus
 
 if TYPE_CHECKING:
     from dlsched.runtime.auth import TokenTable
@@ -114,6 +115,8 @@ class Service:
         self.throughput = MeasuredThroughput(LinearScaling())
         self.core = RuntimeScheduler(config.cluster, self.profile, self.throughput, self.clock,
                                      self.executor, CoreConfig(restart_overhead=0.0))
+        # A MIG job's workers see their instance (executors/sharing.py).
+        self.executor.mig_of = self._mig_slots  # type: ignore[attr-defined]
         # The run's plugins (views read their state) and its copy of the backoff plugin.
         self.profile = self.core.profile
         self.backoff = self.profile.instance_of(self.backoff)
@@ -133,6 +136,12 @@ class Service:
         self._stop = threading.Event()
         self.dir_lock = ServiceLock()  # held from start() to shutdown() (datadir.py)
         self.generation = 0  # this start's number (``Store.next_generation``), set by start
+
+    def _mig_slots(self, job: Job) -> tuple[MigSlot, ...]:
+        """The MIG instance of a MIG job's worker, from the core's MIG book (() otherwise)."""
+        book = self.core.mig
+        slot = None if book is None else book.slot(job.job_id)
+        return () if slot is None else (MigSlot(*slot),)
 
     def _executor(self) -> RuntimeExecutor:
         config = self.config

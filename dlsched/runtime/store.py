@@ -37,7 +37,11 @@ NEWER_COLUMNS = (("jobs", "done_work", "FLOAT", "0"), ("jobs", "preemptions", "I
                  ("jobs", "idempotency_key", "VARCHAR(64)", None),
                  ("jobs", "request_digest", "VARCHAR(64)", None),
                  ("attempts", "generation", "INTEGER", "0"),
-                 ("jobs", "submitted_by", "VARCHAR(256)", None))
+                 ("jobs", "submitted_by", "VARCHAR(256)", None),
+                 ("jobs", "gpu_share", "FLOAT", "1"), ("jobs", "gpu_memory_gb", "FLOAT", "0"),
+                 ("jobs", "mig_profile", "VARCHAR(32)", None),
+                 ("jobs", "cpus_per_gpu", "FLOAT", "0"),
+                 ("jobs", "memory_gb_per_gpu", "FLOAT", "0"))
 
 
 class Base(DeclarativeBase):
@@ -82,6 +86,13 @@ class JobRow(Base):
     request_digest: Mapped[str | None] = mapped_column(String(64))
     # Who submitted it: the tenant of its token (``admin`` for --token, ``anyone`` without).
     submitted_by: Mapped[str | None] = mapped_column(String(256))
+    # Sharing (docs/sharing.md): per worker, a share of a GPU, GPU memory, a MIG profile,
+    # host CPUs and memory.
+    gpu_share: Mapped[float] = mapped_column(default=1.0)
+    gpu_memory_gb: Mapped[float] = mapped_column(default=0.0)
+    mig_profile: Mapped[str | None] = mapped_column(String(32))
+    cpus_per_gpu: Mapped[float] = mapped_column(default=0.0)
+    memory_gb_per_gpu: Mapped[float] = mapped_column(default=0.0)
 
 
 class AttemptRow(Base):

@@ -83,24 +83,30 @@ def job_detail(service: Service, job_id: str) -> JobDetail:
                 for a in service.store.attempts(job_id)]
     with service.locked():
         job = service.core.jobs.get(job_id)
-        allocation = _slots(service, job.allocation) if job and job.status.value == "running" \
-            else []
+        allocation = _slots(service, job) if job and job.status.value == "running" else []
         position = _position(service, job) if job is not None else None
     reason = _live_reasons(service, [row]).get(row.id)
     return JobDetail(**summary(service, row, reason).model_dump(), command=row.command,
+                     gpu_share=row.gpu_share, gpu_memory_gb=row.gpu_memory_gb,
+                     mig_profile=row.mig_profile, cpus_per_gpu=row.cpus_per_gpu,
+                     memory_gb_per_gpu=row.memory_gb_per_gpu,
                      min_gpus=row.min_gpus, max_gpus=row.max_gpus,
                      work_seconds=row.work_seconds, checkpoint_dir=row.checkpoint_dir,
                      allocation=allocation, queue_position=position,
                      attempt_history=attempts, last_progress=row.last_progress)
 
 
-def _slots(service: Service, gpus: tuple[int, ...]) -> list[GpuSlot]:
+def _slots(service: Service, job: Job) -> list[GpuSlot]:
     cluster = service.cluster
+    mig = service.executor.mig_slots(job) if hasattr(service.executor, "mig_slots") else ()
     slots = []
-    for gpu in gpus:
+    for rank, gpu in enumerate(job.allocation):
         node = int(cluster.gpu_node[gpu])
+        share = job.shares[rank] if rank < len(job.shares) else 1.0
+        instance = f"{mig[rank].profile}@{mig[rank].start}" if rank < len(mig) else None
         slots.append(GpuSlot(node=cluster.nodes[node].name,
-                             index=gpu - int(cluster.node_first_gpu[node]), gpu=int(gpu)))
+                             index=gpu - int(cluster.node_first_gpu[node]), gpu=int(gpu),
+                             share=round(share, 6), mig_instance=instance))
     return slots
 
 

@@ -116,4 +116,4 @@ def _advance(heap: list, keys: list[Any], n: int, index: int) -> None:
 
 def _full(run: _CycleRun) -> bool:
     state = run.state
-    return state.free_whole == 0 and float(state.free.max()) <= EPS
+    return state.free_whole == 0 and float(state.free.max()) <= EPS and not state.mig_open

@@ -154,7 +154,8 @@ class _CycleRun:
         lower, so their possible victims are a subset of its)."""
         state, profile = self.state, self.profile
         if not profile.post_filters:  # not preemptive
-            return state.free_whole == 0 and float(state.free.max()) <= EPS
+            return (state.free_whole == 0 and float(state.free.max()) <= EPS
+                    and not state.mig_open)
         spec = failed.spec
         return (spec.num_gpus == 1 and spec.gpu_share >= 1.0 and not state.evicted
                 and not state.snapshot.has_fractional and not profile.dynamic_filters
@@ -188,7 +189,8 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         shape = _shape(profile, state, job)
         if shape is not None and spec.num_gpus >= misses.get(shape, 1 << 62):
             return _SMALLER_FAILED, ()
-    if not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole:
+    if (not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole
+            and spec.mig_profile is None):  # a 7g that fits nowhere may drain a GPU
         return Status(Code.UNSCHEDULABLE, f"needs {spec.num_gpus} GPUs, "
                       f"{state.free_whole} free", "placement"), ()
     prior = profile.futile.get(job.job_id)

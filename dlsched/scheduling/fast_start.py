@@ -73,7 +73,8 @@ class FastLane:
         after those before it; None, with nothing changed, otherwise."""
         core = self.core
         if (core.fractional_jobs or core.beyond_gpu_jobs or core.down_nodes or core.sharing
-                or core.rerater is not None or len(core.waiting) > MAX_JOBS):
+                or core.rerater is not None or len(core.waiting) > MAX_JOBS
+                or core.mig is not None):  # MIG instances are booked by the full cycle
             return None
         state, futile = self.state, self.futile
         placed: list[tuple[Job, tuple[int, ...]]] = []

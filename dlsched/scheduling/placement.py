@@ -68,6 +68,8 @@ def _spec_record(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -
         shape += ("tp", spec.tensor_parallel)
     if spec.asks_beyond_gpus:  # jobs alike on GPUs may differ in what else they need
         shape += (spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
+    if spec.mig_profile is not None:  # slices, not shares: a MIG job fits by its profile
+        shape += ("mig", spec.mig_profile)
     hit = _BY_SPEC[id(spec)] = (spec, snapshot.cluster, snapshot.throughput, filters, entry,
                                 shape)
     return hit
@@ -118,6 +120,10 @@ def unconstrained(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) 
 def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> int:
     """Workers of this job the whole cluster could ever host (every GPU free)."""
     mask = _static_mask(state, job, filters)[0]
+    if job.spec.mig_profile is not None:
+        from dlsched.mig.core import mig_workers
+
+        return mig_workers(state.mig if state.mig is not None else state.cluster, job, mask)
     if job.spec.asks_beyond_gpus:
         return int(most_workers_per_node(state.cluster, job.spec)[mask].sum())
     per_gpu = int(1.0 // job.spec.gpu_share + EPS) if job.spec.gpu_share < 1.0 else 1
@@ -151,6 +157,10 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
         mask, status = filter_nodes(state, job, filters)
         if not status.ok:
             return (), status
+    if spec.mig_profile is not None:
+        from dlsched.mig.core import place_mig
+
+        return place_mig(state, job, mask)
     capacity = state.capacity(share)
     extra = state.books_beyond_gpus(job)
     if extra:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,6 +36,9 @@ from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
+if TYPE_CHECKING:
+    from dlsched.mig.book import MigBook
+
 IDLE_RESULT = CycleResult()
 
 
@@ -48,6 +52,7 @@ class CoreConfig:
     rerate_progress: bool = True  # re-rate jobs of a progress-dependent model every cycle
     resilience: str = "restart"  # on a node failure without a spare (reconfigure.py)
     reconfigure_seconds: float = 60.0  # an Oobleck reconfiguration's pause
+    mig_placement: str = "mig-aware"  # MIG jobs' instances: mig-aware or first-fit (dlsched/mig)
 
 
 class Scheduler:
@@ -123,6 +128,7 @@ class Scheduler:
         self.reshaped: set[str] = set()  # running below their size after a failure
         # A lone waiting job that fits starts without a full cycle (fast_start.py).
         self._lane = FastLane(self) if lane_applies(self.profile) else None
+        self.mig: MigBook | None = None  # MIG instances (dlsched/mig/book.py), once a job asks
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -133,6 +139,10 @@ class Scheduler:
         self.submitted += 1
         job.queued_since = self.clock.now()
         job.reason_stamp = 2 * self._reason_seq + 1
+        if spec.mig_profile is not None and self.mig is None:
+            from dlsched.mig.book import MigBook
+
+            self.mig = MigBook(self.cluster, self.config.mig_placement)
         try:
             most = self._max_workers(job)
         except (KeyError, ValueError) as exc:  # the throughput model cannot rate the job
@@ -179,7 +189,8 @@ class Scheduler:
         """Workers the whole cluster could ever give this job (cached per job shape)."""
         spec = job.spec
         shape = (spec.gpu_types, spec.pool, spec.model, spec.batch_size, spec.num_gpus,
-                 spec.gpu_share, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
+                 spec.gpu_share, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb,
+                 spec.mig_profile)
         most = self._max_workers_cache.get(shape)
         if most is None:
             state = CycleState.begin(self.snapshot(running=False))
@@ -353,7 +364,8 @@ class Scheduler:
                                has_fractional=self.fractional_jobs > 0,
                                buckets=self.waiting.buckets(),
                                own_reason=self.own_reason if self._bucketed else None,
-                               resources=self._resources_view if self.beyond_gpu_jobs else None)
+                               resources=self._resources_view if self.beyond_gpu_jobs else None,
+                               mig=self.mig)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -369,6 +381,8 @@ class Scheduler:
             self.apply(result)
         else:
             self.queue_reasons = result.blocked
+        if self.mig is not None and self.mig.drain_requests:
+            self.mig.commit_drains(self.mig.drain_requests)
         self._rerate()
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
@@ -461,6 +475,7 @@ class Scheduler:
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, shares, -1.0, booked)
+        self._adjust(gpus, self._mig_take(job, now) if job.spec.mig_profile else shares, -1.0)
         self.segments.opened(job.job_id, now, gpus, shares)
         shared = self.sharing.share(job)
         job.run_started = now
@@ -528,7 +543,8 @@ class Scheduler:
         return spent
 
     def _release(self, job: Job) -> None:
-        self._adjust(job.allocation, job.shares, 1.0)
+        self._adjust(job.allocation, self._mig_give(job) if job.spec.mig_profile
+                     else job.shares, 1.0)
         if job.spec.asks_beyond_gpus or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
         self.segments.ended(job.job_id, self.clock.now())
@@ -536,6 +552,20 @@ class Scheduler:
         job.run_started = None
         if self.sharing:  # nothing is shared (the common case): no partner to re-rate
             self._rerate_partners(self.sharing.unshare(job), self.clock.now())
+
+    # -- MIG (dlsched/mig/book.py): a GPU is booked whole while it holds an instance --------
+    def _mig_take(self, job: Job, now: float) -> tuple[float, ...]:
+        """Create the job's instances (refused with ``MigOverbooked`` if one does not fit);
+        the share of each GPU that changes hands."""
+        assert self.mig is not None and job.spec.mig_profile is not None
+        self.mig.advance(now)
+        return tuple(self.mig.take(gpu, job.job_id, job.spec.mig_profile)
+                     for gpu in job.allocation)
+
+    def _mig_give(self, job: Job) -> tuple[float, ...]:
+        assert self.mig is not None
+        self.mig.advance(self.clock.now())
+        return (self.mig.give(job.job_id)[1],)
 
     # -- space sharing ----------------------------------------------------------------------
     def _rerate_partners(self, partners: list[Job], now: float) -> None:

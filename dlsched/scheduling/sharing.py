@@ -16,8 +16,9 @@ class SharedGpus:
         return bool(self._holders)
 
     def share(self, job: Job) -> list[Job]:
-        """Record a job that holds part of its GPUs; the jobs already sharing them."""
-        if all(share >= 1.0 for share in job.shares):
+        """Record a job that holds part of its GPUs; the jobs already sharing them. A MIG job
+        shares nothing: its instance is its own hardware."""
+        if all(share >= 1.0 for share in job.shares) or job.spec.mig_profile is not None:
             return []
         partners: list[Job] = []
         for gpu in job.allocation:

@@ -45,6 +45,8 @@ class ClusterSnapshot:
     own_reason: Callable[[Job], str] | None = None
     # Free CPUs, host memory and GPU memory (resources.py); None while no job asks for them.
     resources: ResourceBook | None = None
+    # The core's MIG instances (dlsched/mig/book.py); None while no job asks for MIG.
+    mig: Any = None
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.
@@ -82,6 +84,7 @@ class CycleState:
     scratch: dict[str, Any] = field(default_factory=dict)
     # This cycle's copy of the snapshot's resource book (None: no job asks beyond GPUs).
     resources: ResourceBook | None = None
+    mig: Any = None  # this cycle's copy of the snapshot's MIG book (None: no MIG job)
     layout: Layout = field(init=False, repr=False)
     # ``free_whole`` = _whole_base + _whole_change; the base is summed only when first asked
     # (preemptive policies never ask), the change is kept by every take and give-back.
@@ -92,6 +95,8 @@ class CycleState:
         self.layout = layout_of(self.snapshot.cluster)
         if self.resources is None and self.snapshot.resources is not None:
             self.resources = self.snapshot.resources.copy()
+        if self.mig is None and self.snapshot.mig is not None:
+            self.mig = self.snapshot.mig.copy()
 
     @classmethod
     def begin(cls, snapshot: ClusterSnapshot) -> CycleState:
@@ -101,6 +106,12 @@ class CycleState:
         for node in snapshot.down_nodes:
             free[_node_slice(snapshot.cluster, node)] = 0.0
         return cls(snapshot, free, whole_free_per_node(snapshot.cluster, free))
+
+    @property
+    def mig_open(self) -> bool:
+        """Whether a GPU in MIG mode (booked whole) still has free slices for new instances
+        (``dlsched/mig/book.py``): a cluster with no free share may still take MIG jobs."""
+        return self.mig is not None and self.mig.has_room()
 
     def books_beyond_gpus(self, job: Job) -> bool:
         """Whether this cycle must book the job's CPUs, host memory or GPU memory."""
@@ -136,8 +147,14 @@ class CycleState:
         return int(np.count_nonzero(self.free[_node_slice(self.cluster, node)] >= share - EPS))
 
     def take(self, gpus: Sequence[int], share: float, spec: JobSpec | None = None) -> None:
-        """Book ``share`` of each GPU and, given the job's ``spec``, its other resources."""
+        """Book ``share`` of each GPU and, given the job's ``spec``, its other resources (a MIG
+        job: its instance, and the whole GPU if it enters MIG mode, ``dlsched/mig/book.py``)."""
         free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
+        if spec is not None and spec.mig_profile is not None and self.mig is not None:
+            for gpu in gpus:
+                share = self.mig.take(gpu, spec.job_id, spec.mig_profile)
+                self._whole_change += shift_free(free, node_free, gpu_node, gpu, -share)
+            return
         for gpu in gpus:
             self._whole_change += shift_free(free, node_free, gpu_node, gpu, -share)
         if spec is not None and self.resources is not None and spec.asks_beyond_gpus:
@@ -146,6 +163,10 @@ class CycleState:
     def give_back(self, gpus: Sequence[int], shares: Sequence[float],
                   spec: JobSpec | None = None) -> None:
         free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
+        if spec is not None and spec.mig_profile is not None and self.mig is not None:
+            gpu, share = self.mig.give(spec.job_id, remember=True)
+            self._whole_change += shift_free(free, node_free, gpu_node, gpu, share)
+            return
         for gpu, share in zip(gpus, shares, strict=True):
             self._whole_change += shift_free(free, node_free, gpu_node, gpu, share)
         if spec is not None and self.resources is not None and spec.asks_beyond_gpus:

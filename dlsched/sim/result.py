@@ -78,6 +78,8 @@ class SimulationResult:
     stalled_at: float | None = None  # the run ended here: the jobs left waiting never start
     failures_by_category: tuple[tuple[str, int], ...] = ()  # node failures (all, not only hits)
     lost_by_category: tuple[tuple[str, float], ...] = ()  # GPU-seconds lost and restarting
+    # MIG slices, reconfigurations, drains (``MigBook.report``); None: no job asked for MIG.
+    mig: dict[str, object] | None = None
 
 
 def record_of(job: Job, now: float, reason: str | None = None,
@@ -129,4 +131,5 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                             series, tuple(sim.core.gpu_seconds_by_type(now).items()),
                             sim.stalled_at,
                             tuple(sorted(book.by_category.items())) if book else (),
-                            tuple(sorted(book.lost_by_category.items())) if book else ())
+                            tuple(sorted(book.lost_by_category.items())) if book else (),
+                            sim.core.mig.report(now) if sim.core.mig is not None else None)

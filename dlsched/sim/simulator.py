@@ -57,6 +57,7 @@ class SimConfig:
     # False: a job that ends leaves the core's table; its record is kept as columns
     # (sim/finished.py), so memory follows the jobs alive, not every job seen.
     keep_finished: bool = True
+    mig_placement: str = "mig-aware"  # MIG jobs' instances: mig-aware or first-fit
 
     @property
     def resilient(self) -> bool:
@@ -81,7 +82,8 @@ class Simulator:
                               CoreConfig(restart_overhead=self.config.restart_overhead,
                                          start_overhead=self.config.start_overhead,
                                          resilience=config.resilience,
-                                         reconfigure_seconds=config.reconfigure_seconds),
+                                         reconfigure_seconds=config.reconfigure_seconds,
+                                         mig_placement=config.mig_placement),
                               book)
         self.profile = self.core.profile  # this run's plugins, with their state
         self.failures = _FailureEvents(self, config) if config.failures is not None else None

@@ -99,6 +99,9 @@ class JobSpec:
     (ranks ``k*tp`` to ``k*tp + tp - 1``), each of which must sit on one node: Megatron-LM keeps
     tensor parallelism inside a node because its all-reduces run on every layer (Narayanan et al.,
     SC'21, section 3.3 and takeaway 1). ``num_gpus`` must be a multiple of it.
+
+    ``mig_profile`` (e.g. ``3g.20gb``) asks for a MIG instance per worker instead of a share of
+    a GPU; ``gpu_share`` is then the instance's compute slices / 7 (``dlsched/mig``).
     """
 
     job_id: str
@@ -121,6 +124,7 @@ class JobSpec:
     kind: JobKind = JobKind.TRAINING
     gpu_memory_gb: float = 0.0
     tensor_parallel: int = 1
+    mig_profile: str | None = None  # a MIG instance per worker (dlsched/mig; see below)
 
     def __post_init__(self) -> None:
         problem = self.problem()

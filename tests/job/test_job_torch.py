@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402 (after the skip)
 
 from dlsched.job import CheckpointError, JobContext, derive_seed  # noqa: E402
+from dlsched.job.context import JobEnvError  # noqa: E402
 from dlsched.job.torch import (  # noqa: E402
     device_for,
     init_distributed,
@@ -119,3 +120,21 @@ def test_single_worker_needs_no_process_group(tmp_path: Path) -> None:
     assert stop_agreed(ctx) is False
     ctx.request_stop()
     assert stop_agreed(ctx) is True
+
+
+def test_device_for_applies_the_services_gpu_memory_limit_when_cuda_is_present(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU-only machine: CUDA is faked; what is checked is the call PyTorch gets."""
+    calls: list[tuple[float, object]] = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction",
+                        lambda fraction, device: calls.append((fraction, device)))
+    limited = JobContext.from_env({"DLSCHED_GPU_MEMORY_FRACTION": "0.25"}, tmp_path)
+    assert limited.gpu_memory_fraction == 0.25
+    assert device_for(limited) == torch.device("cuda", 0)
+    assert calls == [(0.25, torch.device("cuda", 0))]
+    device_for(JobContext.from_env({}, tmp_path))  # no limit asked: none set
+    assert len(calls) == 1
+    with pytest.raises(JobEnvError, match="DLSCHED_GPU_MEMORY_FRACTION must be in"):
+        JobContext.from_env({"DLSCHED_GPU_MEMORY_FRACTION": "1.5"}, tmp_path)

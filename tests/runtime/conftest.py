@@ -36,8 +36,9 @@ def make_service(tmp_path: Path) -> Iterator[MakeService]:
     def make(gpus: int = 4, policy: str = "fifo", options: dict[str, str] | None = None,
              token: str | None = None, grace: float = 2.0, max_attempts: int = 3,
              service_url: str = "", ray_cluster: Any = None,
-             retry_backoff: float = 0.0, tokens: Any = None, tenants: Any = None) -> Service:
-        cluster = local_cluster(gpus, "T4") if ray_cluster is None else ray_cluster.cluster
+             retry_backoff: float = 0.0, tokens: Any = None, tenants: Any = None,
+             gpu_type: str = "T4") -> Service:
+        cluster = local_cluster(gpus, gpu_type) if ray_cluster is None else ray_cluster.cluster
         config = ServiceConfig(cluster, tmp_path / f"data{len(services)}",
                                policy=policy, policy_options=options or {},
                                service_url=service_url, token=token, grace_seconds=grace,

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.runtime.executors.sharing import MigSlot, Sharing
 from dlsched.workload.job import Job
 
 
@@ -151,7 +152,9 @@ class AttemptBook(abc.ABC):
     # -- the Executor protocol ------------------------------------------------------------
     def start(self, job: Job, now: float) -> None:
         gpus = tuple(int(g) for g in job.allocation)
-        self._queued[job.job_id] = self._attempt_type(job.job_id, gpus)
+        attempt = self._attempt_type(job.job_id, gpus)
+        attempt.sharing = Sharing.of(job, self.mig_slots(job))
+        self._queued[job.job_id] = attempt
         self._launch_ready()
 
     def stop(self, job: Job, now: float) -> None:
@@ -160,6 +163,12 @@ class AttemptBook(abc.ABC):
         attempt = self._active.pop(job.job_id, None)
         if attempt is not None:  # None: its workers already exited (a failure being handled)
             self._terminate(attempt)
+
+    def mig_slots(self, job: Job) -> tuple[MigSlot, ...]:
+        """The MIG instance of each worker of a MIG job (() otherwise); the service sets
+        ``mig_of`` to the core's MIG book."""
+        mig_of = getattr(self, "mig_of", None)
+        return () if mig_of is None else mig_of(job)
 
     # -- what the service loop calls ------------------------------------------------------
     @abc.abstractmethod

@@ -46,6 +46,7 @@ from dlsched.runtime.executors.base import (
 )
 from dlsched.runtime.executors.exit_status import ExitStatus, read_status, status_path, wrapped
 from dlsched.runtime.executors.processes import alive, free_port, signal_group
+from dlsched.runtime.executors.sharing import Sharing, add_sharing_env
 from dlsched.workload.job import Job
 
 LocalSettings = ExecutorSettings  # the name the local executor's callers know
@@ -63,6 +64,7 @@ class _Attempt:
     timer: threading.Timer | None = None
     statuses: list[Path] = field(default_factory=list)  # per rank, see ``exit_status.py``
     adopted: tuple[int, ...] | None = None  # the wrappers' pids, not our children
+    sharing: Sharing | None = None  # a fractional, MIG or CPU-asking job's (sharing.py)
 
     def codes(self) -> list[int | None]:
         """Per rank: None while it runs, else its exit code (negative: killed by a signal)."""
@@ -220,8 +222,9 @@ class LocalExecutor(AttemptBook):
         base.pop("DLSCHED_TOKEN", None)
         shared = contract_env(attempt.job_id, plan, len(attempt.gpus), ("127.0.0.1", port),
                               self.settings)
-        for per_rank in rank_envs(self.cluster, attempt.gpus):
-            yield {**base, **shared, **per_rank}
+        for rank, per_rank in enumerate(rank_envs(self.cluster, attempt.gpus)):
+            yield add_sharing_env({**base, **shared, **per_rank}, attempt.sharing,
+                                  self.cluster, attempt.gpus[rank], rank, plan.env)
 
 
 def _check_executable(program: str, cwd: str | None, path: str | None) -> None:

@@ -7,7 +7,9 @@ for more than a short RPC):
 1. **queued**: ``start`` was called, but a stopped attempt of the same job, or one on the same
    GPUs, is still exiting (the local executor's rule: a job never runs twice at once, no GPU is
    shared).
-2. **reserving**: a placement group with one bundle ``{"GPU": 1}`` per worker, each bundle
+2. **reserving**: a placement group with one bundle ``{"GPU": 1}`` per worker (a fractional
+   or MIG job's bundle asks a fraction of a ``GPU``, ``mig-<profile>``, ``CPU`` and
+   ``memory``: ``sharing.py``), each bundle
    pinned to the Ray node of the worker's GPU (``ray.io/node-id`` label selector). Ray reserves
    all bundles or none (gang), so a gang whose GPUs another Ray user still holds waits here.
    One actor per bundle (``num_cpus=0``, ``num_gpus=0``: the bundle holds the GPU). Ray counts
@@ -56,6 +58,7 @@ from dlsched.runtime.executors.base import (
 )
 from dlsched.runtime.executors.ray_cluster import RayCluster
 from dlsched.runtime.executors.ray_worker import WorkerProcess
+from dlsched.runtime.executors.sharing import Sharing, add_sharing_env
 
 NODE_LABEL = "ray.io/node-id"
 RPC_TIMEOUT = 5.0
@@ -85,6 +88,7 @@ class _Attempt:
     log_path: Path | None = None
     launched: bool = False
     kill_at: float | None = None
+    sharing: Sharing | None = None  # a fractional, MIG or CPU-asking job's (sharing.py)
 
     def exited(self) -> bool:
         return len(self.codes) == len(self.gpus)
@@ -182,8 +186,9 @@ class RayExecutor(AttemptBook):
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         node_ids = [self.ray_cluster.node_of_gpu(gpu).node_id for gpu in attempt.gpus]
+        bundle = {"GPU": 1} if attempt.sharing is None else attempt.sharing.ray_bundle()
         attempt.group = placement_group(
-            [{"GPU": 1} for _ in node_ids], strategy="PACK",
+            [bundle for _ in node_ids], strategy="PACK",
             name=f"dlsched-{attempt.job_id}",
             bundle_label_selector=[{NODE_LABEL: node_id} for node_id in node_ids])
         attempt.actors = [
@@ -224,10 +229,12 @@ class RayExecutor(AttemptBook):
             return
         shared = {**plan.env, **contract_env(attempt.job_id, plan, len(attempt.gpus),
                                              (address, port), self.settings)}
-        for actor, per_rank in zip(attempt.actors, rank_envs(self.cluster, attempt.gpus),
-                                   strict=True):
+        for rank, (actor, per_rank) in enumerate(zip(
+                attempt.actors, rank_envs(self.cluster, attempt.gpus), strict=True)):
+            env = add_sharing_env({**shared, **per_rank}, attempt.sharing, self.cluster,
+                                  attempt.gpus[rank], rank, plan.env)
             attempt.pid_refs.append(actor.start.remote(
-                list(plan.command), {**shared, **per_rank}, plan.working_dir,
+                list(plan.command), env, plan.working_dir,
                 str(plan.log_path)))
             attempt.exit_refs.append(actor.wait.remote())
         attempt.phase = Phase.STARTING

@@ -64,7 +64,7 @@ class TraceReader(Protocol):
 READERS: dict[str, TraceReader] = {}
 
 _READER_MODULES = ("philly", "itp", "alibaba", "pollux", "gavel", "chronus", "helios",
-                   "history", "slurm", "kueue")
+                   "history", "slurm", "kueue", "mig")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:

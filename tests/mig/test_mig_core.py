@@ -1,0 +1,81 @@
+"""MIG jobs in the scheduler core (dlsched/mig/book.py, core.py): placed by the cycle with the
+MIG-aware placement, a drain for a 7g that fits nowhere, MIG-mode GPUs closed to other jobs,
+the ``mig`` section of summary.json, and the ``mig`` trace format's errors. Hand-checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import make_cluster, records_of, simulator
+
+from dlsched.errors import InputError
+from dlsched.mig.book import profile_share
+from dlsched.workload.job import JobSpec
+from dlsched.workload.readers import ReaderOptions, read_trace
+
+
+def mig(job_id: str, at: float, seconds: float, profile: str) -> JobSpec:
+    return JobSpec(job_id, at, 1, seconds, gpu_share=profile_share(profile), mig_profile=profile)
+
+
+# One A100 node, 2 GPUs, FIFO that lets later jobs try. At 0: a (4g, 50 s) takes GPU 0 at slice
+# 0; b (3g, 100 s) goes beside it at slice 4 (placeability lost 9 there, 25 at slice 4 of the
+# empty GPU 1); c (a whole GPU, 300 s) takes GPU 1. At 1: d (7g, 50 s) fits nowhere.
+# MIG-aware drains GPU 0 for d: e (1g, arriving at 60) may not start there; d runs when b
+# leaves (100-150), then e (150-250). First fit never drains: e takes slice 0 of GPU 0 at 60
+# (a left it at 50), and d waits until e ends at 160.
+JOBS = [mig("a", 0, 50, "4g"), mig("b", 0, 100, "3g"), JobSpec("c", 0, 1, 300.0),
+        mig("d", 1, 50, "7g"), mig("e", 60, 100, "1g")]
+
+
+@pytest.mark.parametrize(("placement", "starts", "drains"), [
+    ("mig-aware", {"d": 100.0, "e": 150.0}, 1),
+    ("first-fit", {"d": 160.0, "e": 60.0}, 0),
+])
+def test_the_core_places_mig_jobs_and_drains_for_a_large_one(
+        placement: str, starts: dict[str, float], drains: int) -> None:
+    sim = simulator("fifo", make_cluster(nodes=1, gpus=2, gpu_type="A100"), JOBS,
+                    options={"strict": False}, mig_placement=placement)
+    records = records_of(sim)
+    assert {j: records[j].first_start for j in "abcde"} == {"a": 0.0, "b": 0.0, "c": 0.0,
+                                                            **starts}
+    report = sim.core.mig.report(sim.clock.time)  # type: ignore[union-attr]
+    assert report["drains"] == drains
+    assert report["reconfigurations"] == 8  # 4 instances created, 4 destroyed
+    assert report["compute_slice_seconds"] == 4 * 50 + 3 * 100 + 7 * 50 + 1 * 100
+    assert report["peak_slices_used"] == 7
+    assert report["placed_by_profile"] == {"1g.5gb": 1, "3g.20gb": 1, "4g.20gb": 1,
+                                           "7g.40gb": 1}
+
+
+def test_a_mig_gpu_is_closed_to_other_jobs_and_a_mig_job_needs_a_mig_gpu() -> None:
+    jobs = [mig("m", 0, 100, "1g"), JobSpec("half", 0, 1, 100.0, gpu_share=0.5),
+            JobSpec("whole", 0, 1, 100.0)]
+    sim = simulator("fifo", make_cluster(nodes=1, gpus=2, gpu_type="A100"), jobs)
+    records = records_of(sim)
+    # GPU 0 holds the 1g instance (6 slices free) but takes no fraction: "half" runs on
+    # GPU 1, and "whole" waits for a wholly free GPU.
+    assert records["half"].first_start == 0.0 and records["whole"].first_start == 100.0
+    on_v100 = records_of(simulator("fifo", make_cluster(nodes=1, gpus=2), [mig("m", 0, 1, "3g")]))
+    assert on_v100["m"].status == "failed"
+    assert "the nodes it may use have 0" in on_v100["m"].pending_reason
+
+
+def test_the_mig_format_and_summary(tmp_path: Path) -> None:
+    from dlsched.report.output import write_run
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("job_id,submit_time,duration,mig_profile\na,0,50,4g\nb,0,100,3g.20gb\n")
+    jobs = read_trace(trace, None, ReaderOptions()).jobs
+    assert [(j.mig_profile, round(j.gpu_share, 4)) for j in jobs] == [("4g", 0.5714),
+                                                                      ("3g.20gb", 0.4286)]
+    result = simulator("fifo", make_cluster(nodes=1, gpus=1, gpu_type="A100"), jobs).run()
+    write_run(result, tmp_path / "out")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["mig"]["compute_slice_seconds"] == 4 * 50 + 3 * 100
+    assert summary["mig"]["slice_utilization"] == pytest.approx(500 / (7 * 100))
+    trace.write_text("job_id,submit_time,duration,mig_profile\na,0,50,4g\nb,0,100,5g\n")
+    with pytest.raises(InputError, match=r"jobs.csv:3:mig_profile: unknown MIG profile '5g'"):
+        read_trace(trace, None, ReaderOptions())

@@ -1,0 +1,126 @@
+"""The job API and CLI take the sharing fields (gpu_share, gpu_memory_gb, mig_profile,
+cpus_per_gpu, memory_gb_per_gpu): an impossible request is a 4xx naming the field, with
+nothing stored; fractions of one GPU run side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_helpers import Live, wait_for, worker
+from test_runtime_cli import cli
+
+IMPOSSIBLE = [
+    pytest.param({"gpu_share": 1.5}, 422, "gpu_share", id="share-above-1"),
+    pytest.param({"gpu_share": 0}, 422, "gpu_share", id="share-0"),
+    pytest.param({"gpu_share": -0.5}, 422, "gpu_share", id="share-negative"),
+    pytest.param({"gpu_memory_gb": -1}, 422, "gpu_memory_gb", id="negative-memory"),
+    pytest.param({"gpu_memory_gb": 17}, 400, "gpu_memory_gb=17: more GiB of GPU memory",
+                 id="more-gpu-memory-than-a-t4"),
+    pytest.param({"cpus_per_gpu": 1e5}, 400, "cpus_per_gpu=100000: more CPUs than any node",
+                 id="more-cpus-than-any-node"),
+    pytest.param({"memory_gb_per_gpu": 1e8}, 400, "memory_gb_per_gpu=1e+08: more GiB of host",
+                 id="more-memory-than-any-node"),
+    pytest.param({"mig_profile": "3g"}, 400, "mig_profile=3g: this cluster has no MIG-capable",
+                 id="mig-on-t4"),
+]
+
+
+@pytest.mark.parametrize(("fields", "status", "message"), IMPOSSIBLE)
+def test_impossible_sharing_is_refused_naming_the_field_and_nothing_is_stored(
+        live: Callable[..., Live], fields: dict[str, Any], status: int, message: str) -> None:
+    client = live().http
+    response = client.post("/v1/jobs", json={"gpus": 1, "command": ["true"], **fields})
+    assert response.status_code == status, response.text
+    assert message in response.text
+    assert client.get("/v1/jobs").json() == []
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    pytest.param({"mig_profile": "5g"}, "mig_profile=5g: unknown MIG profile '5g' on a100",
+                 id="unknown-profile"),
+    pytest.param({"mig_profile": "3g", "gpus": 2}, "mig_profile=3g: a MIG job runs one worker",
+                 id="two-workers"),
+    pytest.param({"mig_profile": "3g", "gpu_share": 0.5}, "gpu_share: a MIG job's share",
+                 id="share-and-mig"),
+])
+def test_impossible_mig_requests_are_refused(live: Callable[..., Live],
+                                             fields: dict[str, Any], message: str) -> None:
+    client = live(gpus=2, gpu_type="A100").http
+    response = client.post("/v1/jobs", json={"gpus": 1, "command": ["true"], **fields})
+    assert response.status_code == 400 and message in response.text
+    assert client.get("/v1/jobs").json() == []
+
+
+def test_two_halves_share_one_gpu_and_show_their_share(live: Callable[..., Live],
+                                                       out: Path) -> None:
+    handle = live(gpus=2)
+    ids = []
+    for _ in range(2):
+        response = handle.http.post("/v1/jobs", json={
+            "gpus": 1, "gpu_share": 0.5, "gpu_memory_gb": 4, "cpus_per_gpu": 1,
+            "command": worker("sleep", out, 30)})
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+
+    def running() -> list[dict]:
+        details = [handle.http.get(f"/v1/jobs/{i}").json() for i in ids]
+        return details if all(d["status"] == "running" for d in details) else []
+
+    details = wait_for(running, 15, "both halves to run")
+    assert [d["allocation"][0]["gpu"] for d in details] == [0, 0]
+    assert all(d["allocation"][0]["share"] == 0.5 and d["gpu_share"] == 0.5
+               and d["gpu_memory_gb"] == 4 and d["cpus_per_gpu"] == 1 for d in details)
+    assert handle.http.get("/v1/cluster").json()["gpus_allocated"] == 1.0
+    for job_id in ids:
+        handle.http.delete(f"/v1/jobs/{job_id}")
+
+
+def test_the_cli_submits_a_fraction_and_shows_the_services_error(
+        live: Callable[..., Live], out: Path) -> None:
+    url = live().url
+    code, text = cli(url, "submit", "--gpus", "1", "--gpu-share", "0.25", "--cpus-per-gpu",
+                     "1", "--gpu-memory-gb", "2", "--", *worker("sleep", out, 0))
+    assert code == 0, text
+    job_id = text.strip()
+    wait_for(lambda: "finished" in cli(url, "jobs", job_id)[1], 15, "the job to finish")
+    code, text = cli(url, "jobs", job_id, "--json")
+    assert '"gpu_share": 0.25' in text and '"gpu_memory_gb": 2.0' in text
+    records = sorted(out.glob(f"{job_id}-a1-r0.json"))
+    assert records and '"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"' in records[0].read_text()
+    code, text = cli(url, "submit", "--gpus", "1", "--gpu-share", "2", "--", "true")
+    assert code == 1 and "gpu_share" in text
+    code, text = cli(url, "submit", "--gpus", "1", "--mig-profile", "9g", "--", "true")
+    assert code == 1 and "mig_profile=9g" in text
+
+
+def test_mig_jobs_run_on_instances_of_one_gpu_and_see_their_uuid(
+        live: Callable[..., Live], out: Path) -> None:
+    handle = live(gpus=2, gpu_type="A100")
+    ids = []
+    for body in ({"mig_profile": "4g"}, {"mig_profile": "3g.20gb"}, {}):
+        response = handle.http.post("/v1/jobs", json={"gpus": 1, **body,
+                                                      "command": worker("sleep", out, 30)})
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+
+    def running() -> list[dict]:
+        details = [handle.http.get(f"/v1/jobs/{i}").json() for i in ids]
+        return details if all(d["status"] == "running" for d in details) else []
+
+    four, three, whole = wait_for(running, 15, "the three jobs to run")
+    # MIG-aware: the 3g goes beside the 4g (slices 4-7), the whole-GPU job to the other GPU.
+    assert [s["mig_instance"] for s in (four["allocation"][0], three["allocation"][0])] == [
+        "4g.20gb@0", "3g.20gb@4"]
+    assert four["allocation"][0]["gpu"] == three["allocation"][0]["gpu"] == 0
+    assert whole["allocation"][0]["gpu"] == 1 and whole["mig_profile"] is None
+    assert three["mig_profile"] == "3g.20gb" and abs(three["gpu_share"] - 3 / 7) < 1e-9
+    envs = [wait_for(lambda i=i: sorted(out.glob(f"{i}-a1-r0.json")), 15, "a record")[0]
+            .read_text() for i in ids]
+    assert '"CUDA_VISIBLE_DEVICES": "MIG-' in envs[0] and '"CUDA_VISIBLE_DEVICES": "MIG-' in envs[1]
+    assert envs[0] != envs[1] and '"CUDA_VISIBLE_DEVICES": "1"' in envs[2]
+    assert '"DLSCHED_MIG_PROFILE": "3g.20gb"' in envs[1]
+    for job_id in ids:
+        handle.http.delete(f"/v1/jobs/{job_id}")
