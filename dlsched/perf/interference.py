@@ -41,6 +41,7 @@ from dlsched.perf.model import LinearScaling, Placement, ThroughputModel
 from dlsched.workload.job import JobSpec
 
 SHARING_MODES = ("time-slice", "mps")
+FAULT_DOMAINS = ("gpu", "client")  # what an MPS client's crash takes down (fault_spreads)
 SWITCH_OVERHEAD = 0.05
 MPS_OVERHEAD = 0.02
 
@@ -67,7 +68,10 @@ class InterferenceThroughputs:
     def __init__(self, base: ThroughputModel | None = None, sharing: str = "time-slice",
                  utilization: Mapping[str, float] | None = None,
                  default_utilization: float = 1.0, switch_overhead: float = SWITCH_OVERHEAD,
-                 mps_overhead: float = MPS_OVERHEAD) -> None:
+                 mps_overhead: float = MPS_OVERHEAD, fault_domain: str = "gpu") -> None:
+        if fault_domain not in FAULT_DOMAINS:
+            raise ValueError(f"fault_domain must be one of {FAULT_DOMAINS}, got "
+                             f"{fault_domain!r}")
         if sharing not in SHARING_MODES:
             raise ValueError(f"sharing must be one of {SHARING_MODES}, got {sharing!r}")
         for name, u in {**(utilization or {}), "default": default_utilization}.items():
@@ -82,6 +86,9 @@ class InterferenceThroughputs:
         self.utilization = {k.casefold(): v for k, v in (utilization or {}).items()}
         self.default_utilization = default_utilization
         self.switch_overhead, self.mps_overhead = switch_overhead, mps_overhead
+        # Under MPS, what a client's crash takes down: "gpu" (every client on its GPUs) or
+        # "client" (only itself; an option for what-ifs). Time-slicing: always the client.
+        self.fault_domain = fault_domain
         suffix = "" if sharing == "time-slice" else "-mps"
         self.name = f"{getattr(self.base, 'name', 'base')}-interference{suffix}"
 
@@ -144,6 +151,15 @@ class InterferenceThroughputs:
 
     def reference_rate(self, spec: JobSpec) -> float:
         return self.base.reference_rate(spec)
+
+
+def fault_spreads(model: ThroughputModel) -> bool:
+    """Whether a crash of one job's worker takes down the jobs sharing its GPU: under MPS
+    with the GPU as fault domain (the default; NVIDIA MPS docs, "error containment": a fatal
+    exception of one client terminates the clients on the GPUs it shares). Time-slicing keeps
+    each job in its own context: a crash ends only that job."""
+    return (isinstance(model, InterferenceThroughputs) and model.sharing == "mps"
+            and model.fault_domain == "gpu")
 
 
 def interference_of(model: ThroughputModel) -> InterferenceThroughputs:

@@ -31,7 +31,7 @@ from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.quota import request_of
 
 SEGMENT_COLUMNS = ("job_id", "queue", "cluster_queue", "flavor", "start", "end", "nodes",
-                   "num_gpus", "gpu_ids", "gpu_share", "gpu", "cpu", "memory")
+                   "num_gpus", "gpu_ids", "gpu_share", "gpu", "cpu", "memory", "gpu_memory")
 EVICTION_COLUMNS = ("time", "victim", "victim_cluster_queue", "victim_flavor", "preemptor",
                     "preemptor_cluster_queue", "reason")
 USAGE_COLUMNS = ("time", "cluster_queue", "flavor", "resource", "used", "nominal",
@@ -105,7 +105,7 @@ def usage_rows(segments: Sequence[tuple], config: TenantConfig) -> list[tuple]:
         cq, flavor, start, end = row[2], row[3], row[4], row[5]
         if not flavor:
             continue
-        for resource, amount in zip(RESOURCES, row[10:13], strict=True):
+        for resource, amount in zip(RESOURCES, row[10:10 + len(RESOURCES)], strict=True):
             if amount:
                 events.append((start, 1, cq, flavor, resource, amount))
                 if end is not None:

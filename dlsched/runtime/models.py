@@ -176,7 +176,7 @@ class FlavorQuotaView(BaseModel):
     """One (flavor, resource) quota of a cluster queue and its use now."""
 
     flavor: str
-    resource: str = Field(description="gpu, cpu or memory (GB).")
+    resource: str = Field(description="gpu, cpu, memory (GB) or gpu_memory (GB).")
     nominal: float
     borrowing_limit: float | None = Field(description="None: may borrow without limit.")
     lending_limit: float | None = Field(description="None: lends all it does not use.")

@@ -251,6 +251,28 @@ class Scheduler:
         job.done_work = kept
         self._launch(job, moved, job.shares, now, self.config.restart_overhead)
 
+    def client_fault(self, job_id: str, reason: str) -> list[str]:
+        """A worker process of a running job crashed (its node did not): the job goes back to
+        the queue and loses the work since its last checkpoint (with a resilience book; all
+        of it is kept otherwise, as in ``requeue``). Under MPS whose faults reach the whole GPU
+        (``fault_spreads``: NVIDIA's MPS docs, "error containment": a fatal GPU exception of
+        one client ends every client on the GPUs it shares) the jobs sharing its GPUs go too.
+        Returns the jobs hit (none if it does not run)."""
+        job = self.running.get(job_id)
+        if job is None:
+            return []
+        from dlsched.perf.interference import fault_spreads
+
+        hit = [job]
+        if self.sharing and fault_spreads(self.throughput):
+            for gpu in job.allocation:
+                hit += [other for other in self.sharing.holders(gpu) if other not in hit]
+        now = self.clock.now()
+        for victim in hit:
+            why = reason if victim is job else f"{reason} of {job_id} on a shared GPU (MPS)"
+            self._lose_since_checkpoint(victim, now, "client-fault", why, None)
+        return [victim.job_id for victim in hit]
+
     def _spare_gpus(self, job: Job, node: int, spare: int) -> tuple[int, ...] | None:
         """The job's GPUs with those on ``node`` replaced by the same positions on ``spare``
         (None when the spare is smaller, of another type, or not wholly free)."""

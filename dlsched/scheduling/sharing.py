@@ -40,6 +40,10 @@ class SharedGpus:
                 del self._holders[gpu]
         return partners
 
+    def holders(self, gpu: int) -> tuple[Job, ...]:
+        """The running jobs holding part of ``gpu``."""
+        return tuple(self._holders.get(gpu, ()))
+
     def partners_of(self, job: Job) -> tuple[JobSpec | None, ...] | None:
         """Per worker, the spec of the first other job on its GPU; None when none shares."""
         if not self._holders or all(share >= 1.0 for share in job.shares):

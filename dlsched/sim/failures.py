@@ -115,6 +115,16 @@ def load_failure_yaml(path: Path) -> FailureModel:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientFault:
+    """A crash of one job's worker process at ``time`` (not of its node): the job goes back to
+    its queue, and under MPS the jobs sharing its GPU may go with it
+    (``Scheduler.client_fault``, ``InterferenceThroughputs.fault_domain``)."""
+
+    time: float
+    job_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class Failure:
     time: float
     node: int

@@ -24,6 +24,7 @@ from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.sim.executor import SimExecutor
 from dlsched.sim.failures import Failure, FailureModel, FailureProcess
 from dlsched.sim.finished import FinishedJobs
+from dlsched.sim.failures import ClientFault, Failure, FailureModel, FailureProcess
 from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
 from dlsched.sim.result import SimulationResult, collect_result, final_record
 from dlsched.workload.job import Job
@@ -58,6 +59,7 @@ class SimConfig:
     # (sim/finished.py), so memory follows the jobs alive, not every job seen.
     keep_finished: bool = True
     mig_placement: str = "mig-aware"  # MIG jobs' instances: mig-aware or first-fit
+    client_faults: tuple[ClientFault, ...] = ()  # job crashes to inject (sim/failures.py)
 
     @property
     def resilient(self) -> bool:
@@ -91,6 +93,8 @@ class Simulator:
         self.progress = None if progress is None else ProgressReporter(progress,
                                                                        progress_interval)
         self._idle_cycles = 0
+        for fault in self.config.client_faults:
+            self.events.schedule(fault.time, Event(Priority.FAILURE, fault))
         self.stalled_at: float | None = None  # when the run ended with jobs that never start
         self._next_arrival = 0
         self._wakeup_token = 0
@@ -175,6 +179,8 @@ class Simulator:
         if kind is _FINISH:
             return self._finish(event)
         if kind is _FAILURE:
+            if isinstance(event.payload, ClientFault):
+                return bool(self.core.client_fault(event.payload.job_id, "client fault"))
             return self.failures.handle(event.payload) if self.failures is not None else False
         if kind is _ARRIVAL:  # not scheduled by the simulator itself (arrivals come from the
             self.core.submit(event.payload)  # trace), but any caller may schedule one

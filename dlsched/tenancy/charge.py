@@ -35,7 +35,7 @@ def per_worker(job: Job, share: float | None) -> dict[str, float]:
     """One worker's request: its GPU share, CPUs and memory (``quota.request_of`` per GPU)."""
     spec = job.spec
     asked = {"gpu": spec.gpu_share if share is None else share, "cpu": spec.cpus_per_gpu,
-             "memory": spec.memory_gb_per_gpu}
+             "memory": spec.memory_gb_per_gpu, "gpu_memory": spec.gpu_memory_gb}
     return {r: v for r, v in asked.items() if v > 0}
 
 

@@ -16,7 +16,9 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-RESOURCES = ("gpu", "cpu", "memory")
+# GPUs (shares summed), CPUs, host memory (GiB) and GPU memory (GiB, per worker's GPU: HAMi's
+# ``nvidia.com/gpumem`` in Kueue resource groups, counted in GiB here).
+RESOURCES = ("gpu", "cpu", "memory", "gpu_memory")
 FlavorResource = tuple[str, str]
 """A (flavor name, resource name) pair: the unit quota is counted in."""
 

@@ -26,10 +26,11 @@ EPS = 1e-9
 
 
 def request_of(spec: JobSpec) -> dict[str, float]:
-    """What a job asks for, gang-whole: GPUs (shares summed), CPUs and memory (GB)."""
+    """What a job asks for, gang-whole: GPUs (shares summed), CPUs, memory and GPU memory
+    (GB)."""
     n = spec.num_gpus
     asked = {"gpu": n * spec.gpu_share, "cpu": n * spec.cpus_per_gpu,
-             "memory": n * spec.memory_gb_per_gpu}
+             "memory": n * spec.memory_gb_per_gpu, "gpu_memory": n * spec.gpu_memory_gb}
     return {r: v for r, v in asked.items() if v > 0}
 
 
