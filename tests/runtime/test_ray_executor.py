@@ -121,6 +121,22 @@ def test_a_gang_waits_whole_while_another_ray_user_holds_its_gpus(
           f"ranks within {max(started) - min(started):.3f} s")
 
 
+def test_two_halves_share_one_ray_gpu_through_fractional_bundles(
+        ray_live: Callable[..., Live], out: Path) -> None:
+    handle = ray_live()
+    before = ray.available_resources().get("GPU", 0)
+    ids = [submit(handle, worker("sleep", out, 20), 1, gpu_share=0.5, gpu_type="V100")
+           for _ in range(2)]
+    details = [wait_status(handle, job_id, "running") for job_id in ids]
+    assert details[0]["allocation"][0]["gpu"] == details[1]["allocation"][0]["gpu"]
+    envs = [wait_for(lambda i=i: records(out, i), 30, "a worker record")[0] for i in ids]
+    assert [e["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] for e in envs] == ["50", "50"]
+    assert envs[0]["CUDA_VISIBLE_DEVICES"] == envs[1]["CUDA_VISIBLE_DEVICES"]
+    assert ray.available_resources().get("GPU", 0) == pytest.approx(before - 1.0)  # 2 x 0.5
+    for job_id in ids:
+        handle.http.delete(f"/v1/jobs/{job_id}")
+
+
 def test_a_failing_worker_fails_the_job(ray_live: Callable[..., Live], out: Path) -> None:
     handle = ray_live(max_attempts=1)
     job_id = submit(handle, worker("fail", out), 2)
