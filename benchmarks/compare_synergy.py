@@ -1,5 +1,6 @@
-"""Synergy (issue 15 item 5): GPU-proportional CPUs and memory vs Synergy-GREEDY and
-Synergy-TUNE on a mix of CPU-hungry and GPU-bound jobs.
+"""Synergy (issue 15 item 5): GPU-proportional CPUs and memory vs Synergy-GREEDY,
+Synergy-TUNE and Synergy-OPT (``--policies`` to run a part) on a mix of CPU-hungry and
+GPU-bound jobs.
 
 Run on demand: ``python benchmarks/compare_synergy.py [--jobs 800] [--servers 16]
 [--load 1.0] [--cpu-share 0.5] [--seeds 0,1,2]``. The cluster is Synergy's: servers of 8 V100,
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-POLICIES = ("synergy-proportional", "synergy-greedy", "synergy-tune")
+POLICIES = ("synergy-proportional", "synergy-greedy", "synergy-tune", "synergy-opt")
 CPU_HUNGRY = ("alexnet", "res18", "shufflenet", "mobilenet", "m5", "res50", "deepspeech")
 GPU_BOUND = ("bert", "gnmt", "lstm", "transformer", "vae")
 PHILLY = (Path(__file__).resolve().parents[2]
@@ -69,11 +70,15 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=1.0)
     parser.add_argument("--cpu-share", type=float, default=0.5)
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--policies", default=",".join(POLICIES))
     args = parser.parse_args()
-    means: dict[str, list[float]] = {p: [] for p in POLICIES}
+    policies = [p for p in args.policies.split(",") if p]
+    if "synergy-proportional" not in policies:
+        policies.insert(0, "synergy-proportional")  # the baseline of the speed-ups
+    means: dict[str, list[float]] = {p: [] for p in policies}
     for seed in (int(s) for s in args.seeds.split(",")):
         trace = workload(args.jobs, 8 * args.servers, args.load, args.cpu_share, seed)
-        for policy in POLICIES:
+        for policy in policies:
             start, cpu = time.perf_counter(), time.process_time()
             jct, span = run(policy, trace, args.servers)
             means[policy].append(jct)

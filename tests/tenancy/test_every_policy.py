@@ -31,7 +31,7 @@ TRACE = replace(TRACE, jobs=tuple(replace(s, queue="ab"[i % 2]) for i, s in
 # Space sharing needs Gavel's pair measurements, which the goodput model does not have;
 # Synergy's policies need its CPU/memory profiles and nodes with CPUs and memory.
 NEEDS_GAVEL_TABLE = {"gavel-maxmin-packed", "synergy-proportional", "synergy-greedy",
-                     "synergy-tune"}
+                     "synergy-tune", "synergy-opt"}
 OPTIONS = {"gavel-cost": {"type_prices": "T4=0.5"}}  # any price per GPU type
 
 
