@@ -26,6 +26,7 @@ HiGHS (``scipy.optimize.linprog``).
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -42,6 +43,8 @@ from dlsched.workload.job import HostShare, Job, JobStatus
 
 TIE = 1e-4  # per server's worth of CPUs or memory: the least resources for equal throughput
 CHURN = 0.02  # per server's worth of change to a running job's CPUs or memory
+SLACK = 1e-6  # kept free per server and resource: the solver's feasibility tolerance
+FLOOR = 1e-4  # the fair-share floor's give, so that SLACK never makes the LP infeasible
 
 
 @dataclass
@@ -71,6 +74,7 @@ class SynergyOptAllocation(SynergyAllocation):
         super().__init__("proportional")  # the base's GPU bookkeeping; the mode is ours
         self.mode = "opt"
         self.solves = 0
+        self.fallbacks = 0  # LPs HiGHS did not solve (the jobs got the proportional share)
 
     def allocate(self, state: CycleState) -> dict[str, Assignment]:
         model = state.snapshot.throughput
@@ -110,15 +114,17 @@ class SynergyOptAllocation(SynergyAllocation):
         from scipy.optimize import linprog  # heavy: only when the policy runs
 
         result = linprog(*self._program(state, blocks, running, columns), method="highs")
-        if result.status != 0:
-            raise RuntimeError(f"synergy-opt: HiGHS found no allocation ({result.message})")
         self.solves += 1
+        if result.status != 0:  # not expected (proportional is feasible): stay proportional
+            self.fallbacks += 1
+            return {b.job.job_id: self._proportional(state, b.nodes) for b in blocks}
         hosts = {}
         for block in blocks:
             x = result.x[block.start:block.start + block.size]
             cpus, memory, _ = block.grid()
-            hosts[block.job.job_id] = HostShare(round(float(cpus @ x), 6),
-                                                round(float(memory @ x), 6))
+            # Rounded down: a mean a hair above what fits would be refused (``Overbooked``).
+            hosts[block.job.job_id] = HostShare(_down(float(cpus @ x)),
+                                                _down(float(memory @ x)))
         return hosts
 
     def _program(self, state: CycleState, blocks: list[_Block], running: list[_Block],
@@ -150,7 +156,7 @@ class SynergyOptAllocation(SynergyAllocation):
             rows += [row] * block.size
             cols += list(span)
             vals += list(-throughput)
-            rhs.append(-(block.fair - 1e-9))
+            rhs.append(-(block.fair - FLOOR))
             for node, count in block.nodes.items():
                 for kind, per_point in (("cpu", cpus), ("mem", memory)):
                     key = (node, kind)
@@ -158,7 +164,7 @@ class SynergyOptAllocation(SynergyAllocation):
                         capacity[key] = len(rhs)
                         free = cluster.nodes[node].cpus if kind == "cpu" else \
                             cluster.nodes[node].memory_gb
-                        rhs.append(float(free))
+                        rhs.append(float(free) - SLACK)  # HiGHS's tolerance
                     rows += [capacity[key]] * block.size
                     cols += list(span)
                     vals += list(count * per_point)
@@ -181,6 +187,10 @@ class SynergyOptAllocation(SynergyAllocation):
         a_eq = sparse.csr_matrix((eq_vals, (eq_rows, eq_cols)), shape=(len(eq_rhs), columns))
         a_ub = sparse.csr_matrix((vals, (rows, cols)), shape=(len(rhs), columns))
         return cost, a_ub, np.array(rhs), a_eq, np.array(eq_rhs), (0, None)
+
+
+def _down(value: float) -> float:
+    return math.floor(value * 1e6 + 1e-9) / 1e6
 
 
 @register_policy("synergy-opt")
