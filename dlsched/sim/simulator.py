@@ -22,9 +22,8 @@ from dlsched.sim.checkpoint import CheckpointPlan
 from dlsched.sim.clock import SimClock
 from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.sim.executor import SimExecutor
-from dlsched.sim.failures import Failure, FailureModel, FailureProcess
-from dlsched.sim.finished import FinishedJobs
 from dlsched.sim.failures import ClientFault, Failure, FailureModel, FailureProcess
+from dlsched.sim.finished import FinishedJobs
 from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
 from dlsched.sim.result import SimulationResult, collect_result, final_record
 from dlsched.workload.job import Job
