@@ -496,8 +496,8 @@ class Scheduler:
         if job.spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
-        self._adjust(gpus, shares, -1.0, booked)
-        self._adjust(gpus, self._mig_take(job, now) if job.spec.mig_profile else shares, -1.0)
+        self._adjust(gpus, self._mig_take(job, now) if job.spec.mig_profile else shares, -1.0,
+                     booked)
         self.segments.opened(job.job_id, now, gpus, shares)
         shared = self.sharing.share(job)
         job.run_started = now
