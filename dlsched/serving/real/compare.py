@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from dlsched.perf.inference.curve import Curve
 from dlsched.perf.inference.profile import StepProfile
 from dlsched.serving.llm_replica import LlmReplica, RequestLog
 from dlsched.serving.metrics import per_request
@@ -70,6 +71,17 @@ def percentiles(log: RequestLog) -> dict[str, Percentiles]:
         out[name] = Percentiles(*(float(np.percentile(v, q)) if len(v) else None
                                   for q in (50, 99)))
     return out
+
+
+def slowed(profile: StepProfile, factor: float) -> StepProfile:
+    """The profile with every step ``factor`` times as long (a replica that got only part of
+    its CPU): for telling the simulator's error from the machine's."""
+    return replace(profile, prefill=Curve(profile.prefill.xs,
+                                          tuple(y * factor for y in profile.prefill.ys),
+                                          profile.prefill.log),
+                   decode=Curve(profile.decode.xs, tuple(y * factor for y in profile.decode.ys),
+                                profile.decode.log),
+                   context_slope=profile.context_slope * factor)
 
 
 def relative_error(simulated: float | None, measured: float | None) -> float | None:

@@ -32,6 +32,7 @@ from dlsched.serving.real.compare import (
     rate_for_load,
     relative_error,
     simulate,
+    slowed,
 )
 from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
 from dlsched.serving.real.profiler import ProfilePlan, profile_rows, write_profile
@@ -171,6 +172,8 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
         (out / f"stats-{load:g}.json").write_text(json.dumps(stats) + "\n")
         level = _level(load, rate, tr, rows, profile, settings, plan.replicas, front)
         level.update(step_time_ratios(stats["iterations"], profile))
+        level["at_measured_speed"] = at_measured_speed(level, tr, rows, profile, settings,
+                                                       plan.replicas, front)
         levels.append(level)
     report = {"plan": {k: str(v) if isinstance(v, Path) else v
                        for k, v in asdict(plan).items()},
@@ -217,6 +220,21 @@ def step_time_ratios(iterations: list[dict[str, Any]], profile: StepProfile) -> 
         out[f"{phase}_time_ratio_p50"] = float(np.median(ratios)) if ratios else None
         out[f"{phase}_time_ratio_p90"] = float(np.percentile(ratios, 90)) if ratios else None
     return out
+
+
+def at_measured_speed(level: dict[str, Any], trace: RequestTrace, rows: list[Any],
+                      profile: StepProfile, settings: ReplicaSettings, replicas: int,
+                      front: FrontEnd) -> dict[str, Any] | None:
+    """A diagnostic, not the result: the simulated errors again with every step time scaled
+    by the run's measured/profiled decode ratio (the replica's speed during the run, which
+    other processes on the machine set); what is left is the simulator's own error."""
+    factor = level.get("decode_time_ratio_p50")
+    if factor is None:
+        return None
+    faster = _level(level["load"], level["rate_multiplier"], trace, rows,
+                    slowed(profile, factor), settings, replicas, front)
+    return {"factor": factor, **{k: v["error"] for k, v in faster.items()
+                                 if isinstance(v, dict)}}
 
 
 def table(report: dict[str, Any]) -> str:
