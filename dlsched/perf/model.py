@@ -90,6 +90,8 @@ MODEL_FACTORIES: dict[str, Callable[[], ThroughputModel]] = {"linear": LinearSca
 _LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "GoodputThroughputs"),
                    "goodput-sia": ("dlsched.perf.goodput.throughput_model", "with_sia_fits"),
                    "goodput-fixed": ("dlsched.perf.goodput.throughput_model", "fixed_batch"),
+                   "goodput-measured": ("dlsched.perf.goodput.measured",
+                                        "MeasuredGoodputThroughputs"),
                    "llm": ("dlsched.perf.llm.throughput", "LlmThroughput"),
                    "interference": ("dlsched.perf.interference", "InterferenceThroughputs"),
                    "interference-mps": ("dlsched.perf.interference", "mps_model"),

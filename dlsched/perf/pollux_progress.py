@@ -88,6 +88,27 @@ def step_sync(app: str, shape: tuple[int, ...], micro: float) -> tuple[float, fl
     return float(step_s), float(sync_s)
 
 
+def step_sync_many(app: str, shape: tuple[int, ...],
+                   micros: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``step_sync`` at each of ``micros`` (one interpolation for all)."""
+    digits = "".join(str(n) for n in sorted(shape))
+    measured = _measured(app).get(digits)
+    if measured is not None:
+        local, step, sync = measured
+        return np.interp(micros, local, step), np.interp(micros, local, sync)
+    points = np.column_stack([np.full(len(micros), min(len(shape), 16)),
+                              np.full(len(micros), sum(shape)), micros])
+    values = _fallback(app)(points)
+    step_s, sync_s = values[:, 0], values[:, 1]
+    outside = ~np.isfinite(step_s)
+    packed = _packed(sum(shape))
+    if outside.any() and packed != tuple(sorted(shape)):  # as if packed (step_sync)
+        step_p, sync_p = step_sync_many(app, packed, micros[outside])
+        step_s, sync_s = step_s.copy(), sync_s.copy()
+        step_s[outside], sync_s[outside] = step_p, sync_p
+    return step_s, sync_s
+
+
 def _packed(replicas: int) -> tuple[int, ...]:
     full, rest = divmod(replicas, 4)
     return tuple(sorted((4,) * full + ((rest,) if rest else ())))

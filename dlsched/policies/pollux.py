@@ -25,6 +25,20 @@ node placement (``policies/elastic/pollux_place.py``). Single-node goodput is us
 that fit on a node, multi-node goodput above. Pollux is heterogeneity-oblivious: it evaluates
 every job on the cluster's most common GPU type.
 
+Two options put back what the Pollux artifact's simulator does (petuum/adaptdl
+``osdi21-artifact``, ``simulator.py`` and ``pollux.py``), off by default:
+
+- ``explore``: a job may take at most twice the most workers it has run on (1 before its first
+  run): the artifact's ``max_replicas = 2 * max_profiled_replicas``, since its jobs learn their
+  throughput model only at the sizes they have run at.
+- ``penalize_start``: the re-allocation factor applies to a waiting job's start too (the
+  artifact penalises every allocation that differs from the current one,
+  ``np.any(states != base_state)``), so a young job starts less eagerly.
+
+- ``rigid_apps`` (comma-separated applications): their jobs keep their requested size (the
+  artifact caps ncf at one replica, ``get_pollux_job_info``). Without it, dlsched's greedy may
+  give such a job a count that the placement cannot fit beside distributed jobs, and it waits.
+
 ``elastic="all"`` (the paper: every job adapts) lets a job without declared bounds use
 ``1..min(max_workers, max_batch // min_local_bsz)`` workers; ``"declared"`` keeps rigid jobs at
 their requested size or nothing.
@@ -71,7 +85,9 @@ class PolluxAllocator:
 
     def __init__(self, p: float = -1.0, restart_seconds: float = 30.0, elastic: str = "all",
                  max_workers: int = DEFAULT_MAX_WORKERS, baseline: str = "fair",
-                 interference: bool = True, zero_speedup: float = 0.01) -> None:
+                 interference: bool = True, zero_speedup: float = 0.01,
+                 explore: bool = False, penalize_start: bool = False,
+                 rigid_apps: str = "") -> None:
         if baseline not in BASELINES:
             raise ValueError(f"baseline={baseline!r}: expected one of {', '.join(BASELINES)}")
         if max_workers < 1 or zero_speedup <= 0:
@@ -80,10 +96,16 @@ class PolluxAllocator:
         self.elastic, self.max_workers = check_elastic(elastic), max_workers
         self.baseline, self.interference, self.zero_speedup = baseline, interference, zero_speedup
         self.restarts = RestartLog()
+        self.explore, self.penalize_start = explore, penalize_start
+        self.rigid_apps = frozenset(a.strip().casefold() for a in rigid_apps.split(",")
+                                    if a.strip())
+        self.most_run: dict[str, int] = {}  # most workers each active job has run on
 
     def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
         """The fewest and most workers this policy may give ``job``."""
         limit = UNLIMITED if capacity is None else capacity
+        if str(job.spec.model).casefold() in self.rigid_apps:
+            return goodput_bounds(job, "declared", self.max_workers, limit)
         return goodput_bounds(job, self.elastic, self.max_workers, limit)
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
@@ -107,6 +129,8 @@ class PolluxAllocator:
         each job's fewest workers."""
         bounds = np.array([self.worker_bounds(job, total) for job in jobs], dtype=np.int64)
         low, high = bounds[:, 0], np.minimum(bounds[:, 1], total)
+        if self.explore:
+            high = np.minimum(high, self.explored(jobs, held))
         width = int(max(high.max(), 1)) + 1
         goodput = self._goodput(state, jobs, width - 1)
         ks = np.arange(width)
@@ -117,11 +141,22 @@ class PolluxAllocator:
         current = np.array([sum(h.values()) for h in held])
         factor = np.array([self.restarts.factor(job, state.now, self.restart_seconds)
                            for job in jobs])
-        moved = (ks != current[:, None]) & (current[:, None] > 0) & (ks > 0)
+        moved = (ks != current[:, None]) & (ks > 0)
+        if not self.penalize_start:
+            moved &= current[:, None] > 0
         speedup = np.where(moved, speedup * factor[:, None], speedup)
         stays = (ks == current[:, None]) & (ks > 0)
         speedup = np.where(stays, speedup * (1 + STAY_TIE_BREAK), speedup)
         return np.where(allowed, power_utility(speedup, self.p), -np.inf), low
+
+    def explored(self, jobs: list[Job], held: list[Counter[int]]) -> NDArray[np.int64]:
+        """``explore``: at most twice the most workers a job has run on, 1 before it has run
+        (the Pollux artifact's ``max_replicas = 2 * job.max_profiled_replicas``: a job only
+        knows its throughput at the sizes it has run at, ``simulator.py``)."""
+        seen = {job.job_id: max(self.most_run.get(job.job_id, 0), sum(h.values()))
+                for job, h in zip(jobs, held, strict=True)}
+        self.most_run = seen
+        return np.array([max(2 * seen[job.job_id], 1) for job in jobs], dtype=np.int64)
 
     def _goodput(self, state: CycleState, jobs: list[Job], kmax: int) -> NDArray[np.float64]:
         cluster = state.cluster
@@ -153,8 +188,12 @@ class PolluxAllocator:
 @register_policy("pollux")
 def pollux(p: float = -1.0, round_seconds: float = 60.0, restart_seconds: float = 30.0,
            elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-           baseline: str = "fair", interference: bool = True) -> Profile:
+           baseline: str = "fair", interference: bool = True,
+           explore: bool = False, penalize_start: bool = False,
+           rigid_apps: str = "") -> Profile:
     """Pollux (OSDI'21): goodput-optimal elastic allocation, power-mean fairness (p)."""
-    allocator = PolluxAllocator(p, restart_seconds, elastic, max_workers, baseline, interference)
+    allocator = PolluxAllocator(p, restart_seconds, elastic, max_workers, baseline, interference,
+                                explore=explore, penalize_start=penalize_start,
+                                rigid_apps=rigid_apps)
     return Profile("pollux", SubmitOrder(), plugins=(allocator,), round_seconds=round_seconds,
                    acts_on_running=True)

@@ -238,3 +238,38 @@ def test_targets_pass_the_core_allocation_cycle() -> None:
     kept = {g for j in jobs[:2] if j.job_id not in {r.job_id for r in result.resizes}
             for g in j.allocation}
     assert not result.preemptions and len(taken | kept) == 12
+
+
+def test_explore_doubles_a_job_from_the_most_gpus_it_ran_on() -> None:
+    # The Pollux artifact's max_replicas = 2 x the most replicas profiled (1 before any run)
+    cluster = make_cluster(nodes=2, gpus=4, gpu_type="T4")
+    policy = PolluxAllocator(explore=True)
+    jobs = [Job(spec("img", "imagenet"))]
+    first = policy.allocate(state_of(cluster, jobs))
+    assert sizes(first) == {"img": 1}
+    jobs = apply(cluster, jobs, first)
+    assert sizes(policy.allocate(state_of(cluster, jobs, now=600.0))) == {"img": 2}
+    assert sizes(PolluxAllocator().allocate(state_of(cluster, jobs, now=600.0))) == {"img": 8}
+
+
+def test_penalize_start_discounts_a_young_waiting_job() -> None:
+    # 2 GPUs, a running imagenet job (age 600 s) and a cifar10 job just arrived (age 10 s):
+    # the artifact penalises any changed allocation, a first start too: factor 10 / 40
+    cluster = make_cluster(nodes=1, gpus=2, gpu_type="T4")
+    old = running(spec("img", "imagenet"), (0, 1))
+    new = Job(spec("cif", "cifar10", at=590.0))
+    plain = PolluxAllocator().utilities(state_of(cluster, [old, new], now=600.0),
+                                        [old, new], [Counter({0: 2}), Counter()], 2)[0]
+    start = PolluxAllocator(penalize_start=True).utilities(
+        state_of(cluster, [old, new], now=600.0), [old, new], [Counter({0: 2}), Counter()], 2)[0]
+    assert start[0, 2] == pytest.approx(plain[0, 2])  # the running job as it is
+    assert start[1, 1] == pytest.approx(plain[1, 1] * (10 / 40) ** -1)  # p = -1: S^-1
+
+
+def test_rigid_apps_keep_their_requested_size() -> None:
+    # Alone on 8 GPUs ncf would grow; the artifact keeps ncf at one replica
+    cluster = make_cluster(nodes=2, gpus=4, gpu_type="T4")
+    jobs = [Job(spec("ncf", "ncf"))]
+    assert sizes(PolluxAllocator().allocate(state_of(cluster, jobs)))["ncf"] > 1
+    assert sizes(PolluxAllocator(rigid_apps="ncf").allocate(state_of(cluster, jobs))) == {
+        "ncf": 1}

@@ -31,6 +31,12 @@ def test_pollux_artifact_optimus_on_workload_6() -> None:
     assert abs(diffs[("optimus", "makespan_s")]) <= 0.05, diffs
 
 
+def test_pollux_artifact_pollux_on_workload_3() -> None:
+    # workload 3: the quickest Pollux run (~4 CPU s); the band for Pollux is 10%
+    diffs = cells("pollux-osdi21", "workload-3", "1.0", "pollux")
+    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.10, diffs
+
+
 @pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
 def test_tiresias_artifact_on_2000_philly_jobs(policy: str) -> None:
     diffs = cells("tiresias-nsdi19", "philly-tiresias-2000", None, policy)

@@ -126,6 +126,12 @@ def step_seconds(application: str, batch_size: int, shape: tuple[int, ...],
     return step + (step - sync) * accum
 
 
+def micro_batch(application: str, batch_size: int, replicas: int) -> tuple[int, int]:
+    """Per-GPU micro-batch and accumulation steps of a fixed batch (``Job.update_local_bsz``)."""
+    return _micro_batch(load_profile(), load_grad_stats()[application], application, batch_size,
+                        replicas)
+
+
 def _micro_batch(profile: PolluxProfile, stats: GradientStats, application: str,
                  batch_size: int, replicas: int) -> tuple[int, int]:
     """The artifact's ``Job.update_local_bsz`` at a fixed batch: per-GPU micro-batch and
