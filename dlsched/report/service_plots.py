@@ -148,8 +148,10 @@ class SharedCluster:
 
 
 def cluster_gpus(shared: SharedCluster) -> tuple[Figure, Axes, int]:
-    end = max([float(shared.service_gpus[0][-1]) if len(shared.service_gpus[0]) else 1.0,
-               float(shared.training_gpus[0][-1]) if len(shared.training_gpus[0]) else 1.0])
+    """Up to half as long again as the services held GPUs: the training jobs' long tail
+    after the services' hours would squeeze the part where they share the cluster."""
+    times = shared.service_gpus[0]
+    end = 1.5 * float(times[-1]) if len(times) else float(shared.training_gpus[0][-1])
     scale, unit = (3600.0, "hours") if end > 2 * 3600 else (60.0, "minutes")
     grid = np.linspace(0.0, end, GRID * 2)
     figure, axes = _new_axes(f"time ({unit})", "GPUs held")
