@@ -16,10 +16,13 @@ issue 14); the decisions are those of the job-by-job walk.
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlsched.perf.model import ThroughputModel
+from dlsched.policies.backfill_ends import RunningEnds
 from dlsched.policies.backfill_index import WaitingByKind
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.policies.sjf import _seconds, oracle_seconds
@@ -45,6 +48,9 @@ class Reservation:
 class EasyReservation:
     name = KEY
 
+    def __init__(self) -> None:
+        self._ends = RunningEnds()  # running jobs by expected end, across cycles
+
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:
         if KEY not in state.scratch:
             state.scratch[KEY] = self._reserve_for(state, job)
@@ -67,16 +73,23 @@ class EasyReservation:
     def _ends_before(state: CycleState, job: Job, reservation: Reservation) -> bool:
         return state.now + oracle_seconds(state, job, remaining=True) <= reservation.shadow_time
 
-    @staticmethod
-    def _reserve_for(state: CycleState, head: Job) -> Reservation:
-        ends = [(state.now + oracle_seconds(state, j, remaining=True), len(j.allocation))
-                for j in state.snapshot.running]
-        ends += [(state.now + oracle_seconds(state, j, remaining=True), n)
-                 for j, n in state.scratch.get("easy-started", [])]
+    def _reserve_for(self, state: CycleState, head: Job) -> Reservation:
+        now, running = state.now, state.snapshot.running
+
+        def end_of(job: Job) -> float:
+            return now + oracle_seconds(state, job, remaining=True)
+
+        started = [(end_of(j), n) for j, n in state.scratch.get("easy-started", [])]
+        model = state.snapshot.throughput
+        ends: Iterable[tuple[float, int]]
+        if self._ends.refresh(running, end_of, lambda job: model.reference_rate(job.spec)):
+            ends = heapq.merge(self._ends.ascending(), sorted(started))
+        else:
+            ends = sorted([(end_of(j), len(j.allocation)) for j in running] + started)
         free = state.free_whole
         need = head.spec.num_gpus
         shadow = state.now
-        for end, gpus in sorted(ends):
+        for end, gpus in ends:
             if free >= need:
                 break
             free += gpus

@@ -37,6 +37,10 @@ class ShortestFirst:
         self.remaining = remaining
         self.name = "shortest-remaining" if remaining else "shortest-total"
         self.static = True
+        # Running jobs' keys: fixed for SJF; SRTF's only fall as jobs run (its preemption
+        # keeps running jobs in a heap of past keys, scheduling/plugins/running_ranks.py).
+        self.running_static = not remaining
+        self.running_keys_fall = remaining
         self._model: ThroughputModel | None = None
 
     def use_throughput(self, model: ThroughputModel) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from builders import Row, assert_schedule, make_cluster, make_job, run
 
+from dlsched.scheduling.plugins import preemption
 from dlsched.workload.job import JobSpec
 
 
@@ -67,3 +70,27 @@ def test_min_runtime_protects_a_fresh_start() -> None:
                   max_time=19)
     assert records["A"].status == "running"
     assert records["B"].status == "pending"
+
+
+# SRTF's preemption ranks running jobs lazily from a heap of past keys (running_ranks.py,
+# issue 14): the same records as sorting every running job in every cycle, on a contended
+# workload with preemptions, restarts and protection windows.
+@pytest.mark.parametrize("min_runtime", ["0", "200"])
+def test_falling_ranks_give_the_same_schedule(min_runtime: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(11)
+    jobs = [make_job(f"j{i:03d}").at(rng.uniform(0, 2000)).gpus(rng.choice([1, 1, 2, 4]))
+            .work(rng.expovariate(1 / 800)).build() for i in range(120)]
+
+    def records(indexed: bool) -> list[tuple]:
+        with monkeypatch.context() as patch:
+            if not indexed:
+                patch.setattr(preemption, "FallingRanks", lambda: None)
+            got = run("srtf", make_cluster(nodes=2, gpus=4), jobs,
+                      options={"min_runtime": min_runtime})
+        return sorted((r.job_id, r.first_start, r.finish_time, r.preemptions)
+                      for r in got.values())
+
+    fast = records(True)
+    assert fast == records(False)
+    assert sum(r[3] for r in fast) > 5  # preemptions happened

@@ -6,20 +6,23 @@ Ranking by the same key the queue uses keeps preemption consistent with the poli
 started, so that two jobs cannot evict each other back and forth within that window.
 
 A QueueSort whose key is fixed for a running job too (``running_static``: EDF's deadlines) lets
-the plugin keep the running jobs sorted across cycles (``RankedRunning``) instead of sorting
-them all in every cycle that looks for victims (issue 14); other orders (SRTF's remaining time
-shrinks as a job runs) are sorted once per such cycle.
+the plugin keep the running jobs sorted across cycles (``RankedRunning``); one whose running
+keys only fall as jobs run (``running_keys_fall``: SRTF's remaining time) keeps them in a heap
+of past keys, upper bounds of the present ones, and ranks lazily only as many as a victim
+search reads (``FallingRanks``), instead of sorting every running job in every cycle that
+looks for victims (issue 14). Other orders are sorted once per such cycle.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from dlsched.scheduling.framework import QueueSortPlugin
+from dlsched.scheduling.plugins.running_ranks import FallingRanks, RankedRunning
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job, JobStatus
+from dlsched.workload.job import Job
 
 
 class Preemption:
@@ -28,7 +31,11 @@ class Preemption:
     def __init__(self, queue_sort: QueueSortPlugin, min_runtime: float = 0.0) -> None:
         self.queue_sort = queue_sort
         self.min_runtime = min_runtime
-        self._index = RankedRunning() if getattr(queue_sort, "running_static", False) else None
+        self._index: RankedRunning | FallingRanks | None = None
+        if getattr(queue_sort, "running_static", False):
+            self._index = RankedRunning()
+        elif getattr(queue_sort, "running_keys_fall", False):
+            self._index = FallingRanks()
 
     def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...] | Iterator[Job]:
         if self._index is not None:
@@ -82,52 +89,3 @@ def protection_ends(state: CycleState, min_runtime: float) -> float | None:
         ends.append(now + min_runtime)
     return min(ends) if ends else None
 
-
-class RankedRunning:
-    """Running jobs sorted by a key fixed for each job, kept across cycles. An entry holds the
-    job and the start of the attempt it was filed for; it is valid while the job still runs
-    that attempt. ``refresh`` files the jobs that started since; stale entries (finished or
-    preempted jobs) are skipped when met and compacted away once they are a third of all."""
-
-    def __init__(self) -> None:
-        self._keys: list[Any] = []
-        self._entries: list[tuple[Job, float | None]] = []
-        self._filed: dict[str, float | None] = {}
-        self._live_at_compaction = 0
-
-    def refresh(self, running: Collection[Job], key_of: Any) -> None:
-        filed, missing = self._filed, _MISSING
-        for job in running:
-            if filed.get(job.job_id, missing) != job.run_started:
-                self._file(job, key_of(job))
-        size = len(self._entries)
-        if size > self._live_at_compaction + self._live_at_compaction // 2 + 16:
-            self._compact()
-
-    def above(self, key: Any) -> Iterator[Job]:
-        """Running jobs whose key is greater than ``key``, the greatest first."""
-        entries, filed, running = self._entries, self._filed, JobStatus.RUNNING
-        for at in range(len(entries) - 1, bisect.bisect_right(self._keys, key) - 1, -1):
-            job, started = entries[at]
-            if job.status is running and job.run_started == started \
-                    and filed.get(job.job_id, _MISSING) == started:
-                yield job
-
-    def _file(self, job: Job, key: Any) -> None:
-        at = bisect.bisect_right(self._keys, key)
-        self._keys.insert(at, key)
-        self._entries.insert(at, (job, job.run_started))
-        self._filed[job.job_id] = job.run_started
-
-    def _compact(self) -> None:
-        filed, running = self._filed, JobStatus.RUNNING
-        keep = [at for at, (job, started) in enumerate(self._entries)
-                if job.status is running and job.run_started == started
-                and filed.get(job.job_id, _MISSING) == started]
-        self._keys = [self._keys[at] for at in keep]
-        self._entries = [self._entries[at] for at in keep]
-        self._filed = {job.job_id: started for job, started in self._entries}
-        self._live_at_compaction = len(keep)
-
-
-_MISSING = object()
