@@ -170,6 +170,14 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
         if single is not None:
             return _place_single(state, single.best_single(capacity, mask), job)
     group = spec.tensor_parallel
+    if (group == 1 and not extra and len(scores) == 1 and (take_limit or need) >= need
+            and _gpu_chooser(scores) is None):
+        # A score that ranks a node holding every worker first names it directly.
+        fitting = getattr(scores[0][0], "best_fitting", None)
+        if fitting is not None:
+            best = fitting(capacity, mask, need)
+            if best is not None:
+                return _place_on_one(state, best, job, need)
     if group > 1:  # whole tensor-parallel groups per node (JobSpec.tensor_parallel)
         capacity = capacity - capacity % group
         take_limit = None if take_limit is None else max(group, take_limit - take_limit % group)
@@ -225,6 +233,16 @@ def _place_single(state: CycleState, best: int | None, job: Job
                      spec.gpu_memory_gb if state.books_beyond_gpus(job) else 0.0)
     state.take(gpus, share, spec)
     state.scratch["placing_nodes"] = [best]
+    return tuple(gpus), SUCCESS
+
+
+def _place_on_one(state: CycleState, node: int, job: Job, need: int
+                  ) -> tuple[tuple[int, ...], Status]:
+    """Every worker on ``node``, which has room for them all (whole GPUs, no group)."""
+    share = job.spec.gpu_share
+    gpus = pick_gpus(state, node, need, share)
+    state.take(gpus, share, job.spec)
+    state.scratch["placing_nodes"] = [node]
     return tuple(gpus), SUCCESS
 
 

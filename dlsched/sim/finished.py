@@ -16,6 +16,7 @@ import math
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
+from operator import attrgetter
 from typing import overload
 
 import numpy as np
@@ -27,6 +28,9 @@ _OPTIONAL = frozenset(("first_start", "finish_time", "deadline"))  # None kept a
 _INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures"))
 _TEXTS = frozenset(("queue", "status", "pending_reason"))
 _NAN = math.nan
+_TEXT, _OTHER = "text", "other"
+_KINDS = tuple(_TEXT if name in _TEXTS else _OTHER for name in _NAMES)
+_VALUES = attrgetter(*_NAMES)  # a record's fields as one tuple
 
 
 class FinishedJobs:
@@ -42,17 +46,17 @@ class FinishedJobs:
             else:
                 self.columns[name] = array("q" if name in _INTS else "d")
         self._texts: dict[str, str] = {}  # one shared object per distinct text
+        self._appends = [self.columns[name].append for name in _NAMES]
 
     def add(self, seq: int, record: JobRecord) -> None:
         self.seq.append(seq)
-        texts, columns = self._texts, self.columns
-        for name in _NAMES:
-            value = getattr(record, name)
-            if name in _TEXTS:
+        texts = self._texts
+        for append, kind, value in zip(self._appends, _KINDS, _VALUES(record), strict=True):
+            if kind is _TEXT:
                 value = texts.setdefault(value, value)
             elif value is None:
                 value = _NAN
-            columns[name].append(value)
+            append(value)
 
     def __len__(self) -> int:
         return len(self.seq)

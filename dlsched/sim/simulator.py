@@ -31,6 +31,7 @@ from dlsched.workload.trace import Trace
 
 WAKEUP, ROUND = "wakeup", "round"
 _FINISH, _FAILURE, _ARRIVAL = Priority.FINISH, Priority.FAILURE, Priority.ARRIVAL
+_NEVER = float("inf")
 
 
 @dataclass(frozen=True)
@@ -122,11 +123,14 @@ class Simulator:
         events, clock, core, handle = self.events, self.clock, self.core, self._handle
         specs, arrival = self.trace.jobs, self._next_arrival
         arrivals = len(specs)
+        # The next arrival, read once (a trace may make each spec when it is read).
+        spec = specs[arrival] if arrival < arrivals else None
+        next_time = spec.submit_time if spec is not None else _NEVER
         while True:
             now = events.peek()
-            if arrival < arrivals and specs[arrival].submit_time <= now:
-                now = specs[arrival].submit_time
-            elif not events or (self.failures is not None and arrival >= arrivals
+            if spec is not None and next_time <= now:
+                now = next_time
+            elif not events or (self.failures is not None and spec is None
                                 and self.failures.only_failures_left()):
                 break
             if max_time is not None and now > max_time:
@@ -137,9 +141,11 @@ class Simulator:
             # Same-time order (events.Priority): completions and failures, arrivals, timers.
             while (event := events.pop_at(now, _ARRIVAL)) is not None:
                 changed |= handle(event)
-            while arrival < arrivals and specs[arrival].submit_time == now:
-                core.submit(specs[arrival])
+            while spec is not None and next_time == now:
+                core.submit(spec)
                 arrival += 1
+                spec = specs[arrival] if arrival < arrivals else None
+                next_time = spec.submit_time if spec is not None else _NEVER
                 changed = True
             self._next_arrival = arrival
             while (event := events.pop_at(now)) is not None:
@@ -154,7 +160,7 @@ class Simulator:
                 self._arm_wakeup(result.next_wakeup)
                 if self.round_seconds is not None:
                     self._arm_round()
-                if self._stalled(result, arrival < arrivals):
+                if self._stalled(result, spec is not None):
                     self.stalled_at = now
                     break
         if self.progress is not None:

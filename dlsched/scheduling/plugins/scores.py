@@ -36,6 +36,14 @@ class Consolidated:
         best = int(keyed.view(np.uint64).argmin())
         return best if 0 <= keyed.item(best) < _OUTSIDE else None
 
+    def best_fitting(self, capacity: np.ndarray, mask: np.ndarray, need: int) -> int | None:
+        """The node ``score`` ranks first for ``need`` workers when some node of ``mask`` has
+        room for all of them: the tightest such node (lowest index on ties), which then takes
+        them all; None when no node fits them all (placement scores node by node)."""
+        keyed = np.where(mask & (capacity >= need), capacity, _OUTSIDE)
+        best = int(keyed.argmin())
+        return best if keyed.item(best) < _OUTSIDE else None
+
 
 _INT64 = np.dtype(np.int64)
 _OUTSIDE = 1 << 62  # far above any GPU count, far below the int64 limit
