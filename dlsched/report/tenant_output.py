@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dlsched.report.output import _write_csv
+from dlsched.report.output import _write_columns, _write_csv
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.scheduling.segments import Segment
 from dlsched.tenancy.config import RESOURCES, Quota, TenantConfig
@@ -46,10 +46,12 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
                 identity: Mapping[str, Any]) -> list[tuple[str, str, str]]:
     """Write the audit files; returns the jobs that can never be admitted
     (job id, cluster queue, reason), for the caller's warning."""
+    if admission is None:
+        _write_columns(out_dir / "segments.csv", SEGMENT_COLUMNS, plain_segment_columns(core),
+                       identity)
+        return []
     rows = segment_rows(core, admission)
     _write(out_dir / "segments.csv", SEGMENT_COLUMNS, rows, identity)
-    if admission is None:
-        return []
     audit, config = admission.audit, admission.config
     _write(out_dir / "evictions.csv", EVICTION_COLUMNS,
            [(e.time, e.victim, e.victim_queue, e.victim_flavor, e.preemptor, e.preemptor_queue,
@@ -91,6 +93,22 @@ def segment_rows(core: Scheduler, admission: TenantAdmission | None) -> list[tup
         out.append((seg.job_id, spec.queue, cq, flavor, seg.start, seg.end, nodes,
                     len(gpus), gpu_ids, _share(seg), *request))
     return out
+
+
+def plain_segment_columns(core: Scheduler) -> list[list[Any]]:
+    """``segment_rows`` without tenants, as columns (``SEGMENT_COLUMNS`` order), read from
+    the run segments' columns."""
+    node_name = [node.name for node in core.cluster.nodes]
+    gpu_node_name = [node_name[n] for n in core.cluster.gpu_node.tolist()]
+    ids, starts, ends, gpus, shares = core.segments.columns()
+    jobs = core.jobs
+    nodes = [gpu_node_name[g[0]] if len(g) == 1 else ";".join(sorted({gpu_node_name[x]
+                                                                       for x in g}))
+             for g in gpus]
+    gpu_ids = [str(g[0]) if len(g) == 1 else ";".join(map(str, g)) for g in gpus]
+    blank, none = [""] * len(ids), [None] * len(ids)
+    return [ids, [jobs[job_id].spec.queue for job_id in ids], blank, blank, starts, ends, nodes,
+            [len(g) for g in gpus], gpu_ids, shares, none, none, none]
 
 
 def _share(seg: Segment) -> float:

@@ -50,6 +50,23 @@ class RunSegments:
                 for i, (job_id, start, end) in enumerate(zip(self._ids, self._start,
                                                              self._end, strict=True))]
 
+    def columns(self) -> tuple[list[str], list[float], list[float | None],
+                               list[tuple[int, ...]], list[float]]:
+        """``all()`` as columns: job ids, starts, ends (None: open), GPUs and each segment's
+        first share (1.0 without GPUs), without making a ``Segment`` per row."""
+        bounds, flat, flat_shares = self._bounds, self._gpus, self._shares
+        ids = self._ids + list(self._open)
+        starts = list(self._start) + [began[0] for began in self._open.values()]
+        ends: list[float | None] = [*self._end, *([None] * len(self._open))]
+        gpus = [tuple(flat[bounds[i]:bounds[i + 1]]) for i in range(len(self._ids))]
+        gpus += [began[1] for began in self._open.values()]
+        shares = [flat_shares[bounds[i]] if bounds[i + 1] > bounds[i] else 1.0
+                  for i in range(len(self._ids))]
+        shares += [float(began[2][0]) if began[2] else 1.0 for began in self._open.values()]
+        order = sorted(range(len(ids)), key=lambda i: (starts[i], ids[i]))
+        return ([ids[i] for i in order], [starts[i] for i in order], [ends[i] for i in order],
+                [gpus[i] for i in order], [shares[i] for i in order])
+
     def all(self) -> list[Segment]:
         """Closed segments, then those still open, by start time then job id."""
         still = [Segment(j, s, None, g, sh) for j, (s, g, sh) in self._open.items()]
