@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from dlsched.workload.job import JobSpec
+
+_ORDER = attrgetter("submit_time", "job_id")  # submission order
 
 
 @dataclass(frozen=True)
@@ -25,7 +28,7 @@ class Trace:
     warnings: tuple[str, ...] = field(default=(), repr=False)
 
     def __post_init__(self) -> None:
-        ordered = tuple(sorted(self.jobs, key=lambda j: (j.submit_time, j.job_id)))
+        ordered = tuple(sorted(self.jobs, key=_ORDER))
         object.__setattr__(self, "jobs", ordered)
         ids = {j.job_id for j in ordered}
         if len(ids) != len(ordered):
