@@ -38,17 +38,18 @@ _PLAIN_SCORES = (Consolidated, Spread, BestFit, MostFree, TopologyScore)
 
 
 def lane_applies(profile: Profile) -> bool:
-    """Whether a cycle of this profile over one waiting job that fits only places and starts
-    it: a static order (one job: nothing to sort), no PreFilter, PostFilter, Reserve, wake-up,
-    allocation or failure plugin, the gang Permit only, static filters, the built-in scores,
-    and no action on running jobs."""
+    """Whether a cycle of this profile over waiting jobs that all fit only places and starts
+    them in order: a static order, no PreFilter, PostFilter, Reserve, wake-up, allocation or
+    failure plugin, no walk of the policy's own or key changes, the gang Permit only, static
+    filters, the built-in scores, and no action on running jobs."""
     return (profile.static_order and not profile.allocators and not profile.pre_filters
             and not profile.post_filters and not profile.reserves and not profile.blocked
             and not profile.wakeups and not profile.acts_on_running
             and not profile.dynamic_filters and profile.lazy_order is None
             and all(type(p) is GangPermit for p in profile.permits)
             and all(type(score) in _PLAIN_SCORES for score, _ in profile.scores)
-            and getattr(profile.queue_sort, "key_changes", None) is None)
+            and getattr(profile.queue_sort, "key_changes", None) is None
+            and getattr(profile.queue_sort, "walk_waiting", None) is None)
 
 
 class FastLane:
