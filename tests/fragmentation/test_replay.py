@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlsched.errors import InputError
+from dlsched.errors import ConfigError, InputError
 from dlsched.fragmentation import FgdScore, GpuPackingScore, TaskMix
 from dlsched.fragmentation.openb import read_nodes, read_pods
 from dlsched.fragmentation.replay import replay, tuned_workload
@@ -109,3 +109,25 @@ def test_bad_pod_is_named_by_file_line_and_field(data: Path, row: str, field: st
         read_pods(path, cluster)
     assert (caught.value.location.line, caught.value.location.field) == (3, field)
     assert str(path) in str(caught.value)
+
+
+def test_seeds_in_two_processes_give_the_same_rows(data: Path, tmp_path: Path) -> None:
+    def run(workers: str) -> tuple[list[object], str]:
+        out = tmp_path / f"w{workers}"
+        options = ExperimentOptions((), ("default",), seeds=(1, 2, 3), out=out,
+                                    options={"data": str(data), "arrived": "100,130",
+                                             "policies": "fgd,random", "workers": workers})
+        rows = list(fgd_atc23(options))
+        raw = (out / "fgd-atc23" / "default.csv").read_text().splitlines()
+        # the CPU seconds column differs run to run; everything else must not
+        return rows, "\n".join(",".join(c for i, c in enumerate(line.split(",")) if i != 3)
+                               for line in raw)
+
+    assert run("1") == run("2")
+
+
+def test_workers_must_be_a_whole_number(data: Path) -> None:
+    options = ExperimentOptions((), ("default",), seeds=(1,),
+                                options={"data": str(data), "workers": "two"})
+    with pytest.raises(ConfigError, match="workers"):
+        list(fgd_atc23(options))

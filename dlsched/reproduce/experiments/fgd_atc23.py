@@ -18,16 +18,19 @@ figures give no table. Variants the artifact did not run have no reference.
 from __future__ import annotations
 
 import csv
+import functools
 import statistics
 import time
 from collections.abc import Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 
+from dlsched.cluster import Cluster
 from dlsched.data_location import require_data
 from dlsched.errors import ConfigError
 from dlsched.fragmentation import SHARING_PLACEMENTS, TaskMix
 from dlsched.fragmentation.base import SharingScore
-from dlsched.fragmentation.openb import read_nodes, read_pods
+from dlsched.fragmentation.openb import PodList, read_nodes, read_pods
 from dlsched.fragmentation.replay import Replay, replay, tie_order, tuned_workload
 from dlsched.reproduce.registry import ExperimentOptions, register_experiment
 from dlsched.reproduce.rows import Measured
@@ -52,6 +55,7 @@ DATA = "traces/alibaba-gpu-2023"  # under the data directory ($DLSCHED_DATA; not
              "repeats": f"seeds {FIRST_SEED}..{FIRST_SEED}+N-1 (default {SEEDS}; or --seeds)",
              "arrived": "comma-separated arrived shares in % (default "
                         f"{','.join(map(str, ARRIVED))})",
+             "workers": "local processes to run the seeds in (default 1; results identical)",
              "data": f"folder of the openb node and pod lists (default: {DATA} in the data "
                      "directory, $DLSCHED_DATA)"})
 def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
@@ -65,27 +69,71 @@ def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
     if not (data / NODES).is_file():
         raise ConfigError(f"--opt data={data}: no {NODES} there (the openb lists of the "
                           "Alibaba 2023 trace, see docs/sharing.md)")
-    cluster = read_nodes(data / NODES)
-    for variant in options.variants:
-        pods = read_pods(data / f"openb_pod_list_{variant}.csv", cluster)
-        mix = TaskMix.of(pods.demands)
-        runs: dict[str, list[Replay]] = {p: [] for p in policies}
-        raw: list[tuple[object, ...]] = []
-        for seed in seeds:
-            tasks = tuned_workload(pods.demands, cluster.num_gpus, RATIO, seed)
-            for policy in policies:
-                started = time.process_time()
-                result = replay(cluster, tasks, _plugin(policy, mix, seed),
-                                tie_order(cluster.num_nodes, seed))
-                runs[policy].append(result)
-                raw.append((seed, policy, len(tasks), round(time.process_time() - started, 3),
-                            *(_round(result.allocation_at(a)) for a in arrived),
-                            round(result.unallocated_gpus, 1)))
-            options.log(f"fgd-atc23 {variant} seed {seed}: done")
-        if options.out is not None:
-            _write_raw(options.out / "fgd-atc23" / f"{variant}.csv", arrived, raw)
-        for policy, replays in runs.items():
-            yield from _rows(variant, policy, replays, arrived)
+    workers = _workers(opts.get("workers"))
+    with _pool(workers) as pool:
+        for variant in options.variants:
+            read_pods(data / f"openb_pod_list_{variant}.csv", _cluster(data))  # errors first
+            units = [pool.submit(_replay_seed, data, variant, seed, policies) for seed in seeds]
+            runs: dict[str, list[Replay]] = {p: [] for p in policies}
+            raw: list[tuple[object, ...]] = []
+            for seed, unit in zip(seeds, units, strict=True):
+                for policy, result, tasks, cpu_seconds in unit.result():
+                    runs[policy].append(result)
+                    raw.append((seed, policy, tasks, cpu_seconds,
+                                *(_round(result.allocation_at(a)) for a in arrived),
+                                round(result.unallocated_gpus, 1)))
+                options.log(f"fgd-atc23 {variant} seed {seed}: done")
+            if options.out is not None:
+                _write_raw(options.out / "fgd-atc23" / f"{variant}.csv", arrived, raw)
+            for policy, replays in runs.items():
+                yield from _rows(variant, policy, replays, arrived)
+
+
+def _workers(text: str | None) -> int:
+    if text is None:
+        return 1
+    if not text.isdigit() or int(text) < 1:
+        raise ConfigError(f"--opt workers: {text!r} is not a whole number >= 1")
+    return int(text)
+
+
+def _pool(workers: int) -> Executor:
+    """Seeds run in ``workers`` local processes (1: in this process); each seed's replays are
+    the same wherever they run, and rows keep the seed order."""
+    return _InProcess() if workers == 1 else ProcessPoolExecutor(max_workers=workers)
+
+
+class _InProcess(Executor):
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        future: Future = Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+@functools.lru_cache(maxsize=2)
+def _cluster(data: Path) -> Cluster:
+    return read_nodes(data / NODES)
+
+
+@functools.lru_cache(maxsize=2)
+def _pods(data: Path, variant: str) -> tuple[PodList, TaskMix]:
+    pods = read_pods(data / f"openb_pod_list_{variant}.csv", _cluster(data))
+    return pods, TaskMix.of(pods.demands)
+
+
+def _replay_seed(data: Path, variant: str, seed: int,
+                 policies: tuple[str, ...]) -> list[tuple[str, Replay, int, float]]:
+    """Every policy on one seed of one variant: (policy, replay, tasks, CPU seconds)."""
+    cluster = _cluster(data)
+    pods, mix = _pods(data, variant)
+    tasks = tuned_workload(pods.demands, cluster.num_gpus, RATIO, seed)
+    done = []
+    for policy in policies:
+        started = time.process_time()
+        result = replay(cluster, tasks, _plugin(policy, mix, seed),
+                        tie_order(cluster.num_nodes, seed))
+        done.append((policy, result, len(tasks), round(time.process_time() - started, 3)))
+    return done
 
 
 def _policies(text: str | None) -> tuple[str, ...]:
