@@ -40,6 +40,19 @@ class ExperimentOptions:
 Runner = Callable[[ExperimentOptions], Iterable[Measured]]
 
 
+def chosen_policies(text: str | None, known: tuple[str, ...]) -> tuple[str, ...]:
+    """The policies of ``--opt policies=a,b`` (all of ``known`` when absent); a ConfigError
+    names the first unknown one and lists the known."""
+    if text is None:
+        return known
+    chosen = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in chosen if p not in known]
+    if unknown or not chosen:
+        raise ConfigError(f"--opt policies: {unknown[0] if unknown else text!r} is not one of "
+                          f"{', '.join(known)}")
+    return chosen
+
+
 @dataclass(frozen=True)
 class Experiment:
     """A registered experiment: ``cases`` (e.g. workloads) and ``variants`` (e.g. job loads)

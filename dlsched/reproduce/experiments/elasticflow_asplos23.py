@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dlsched.errors import ConfigError
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -32,7 +31,7 @@ CASES = {"testbed-195": "elasticflow-195"}
              "limit": "first N jobs of the trace (a quick subset)"})
 def elasticflow_asplos23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
-    policies = _policies(opts.get("policies"))
+    policies = chosen_policies(opts.get("policies"), POLICIES)
     limit = int(opts["limit"]) if "limit" in opts else None
     for case in options.cases:
         ratios: dict[str, float | None] = {}
@@ -47,14 +46,3 @@ def elasticflow_asplos23(options: ExperimentOptions) -> Iterator[Measured]:
             if policy != "elasticflow" and ours is not None and ratio:
                 yield Measured(case, f"elasticflow/{policy}", "deadline_ratio_gain",
                                ours / ratio)
-
-
-def _policies(text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return POLICIES
-    chosen = tuple(p.strip() for p in text.split(",") if p.strip())
-    unknown = [p for p in chosen if p not in POLICIES]
-    if unknown or not chosen:
-        raise ConfigError(f"--opt policies: {unknown[0] if unknown else text!r} is not one of "
-                          f"{', '.join(POLICIES)}")
-    return chosen

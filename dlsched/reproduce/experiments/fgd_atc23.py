@@ -32,7 +32,7 @@ from dlsched.fragmentation import SHARING_PLACEMENTS, TaskMix
 from dlsched.fragmentation.base import SharingScore
 from dlsched.fragmentation.openb import PodList, read_nodes, read_pods
 from dlsched.fragmentation.replay import Replay, replay, tie_order, tuned_workload
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
 from dlsched.reproduce.rows import Measured
 
 VARIANTS = ("default", "cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235",
@@ -60,7 +60,7 @@ DATA = "traces/alibaba-gpu-2023"  # under the data directory ($DLSCHED_DATA; not
                      "directory, $DLSCHED_DATA)"})
 def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
-    policies = _policies(opts.get("policies"))
+    policies = chosen_policies(opts.get("policies"), POLICIES)
     seeds = options.seeds or tuple(range(FIRST_SEED, FIRST_SEED + int(opts.get("repeats",
                                                                               SEEDS))))
     arrived = tuple(int(a) for a in opts.get("arrived", ",".join(map(str, ARRIVED))).split(","))
@@ -134,17 +134,6 @@ def _replay_seed(data: Path, variant: str, seed: int,
                         tie_order(cluster.num_nodes, seed))
         done.append((policy, result, len(tasks), round(time.process_time() - started, 3)))
     return done
-
-
-def _policies(text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return POLICIES
-    chosen = tuple(p.strip() for p in text.split(",") if p.strip())
-    unknown = [p for p in chosen if p not in POLICIES]
-    if unknown or not chosen:
-        raise ConfigError(f"--opt policies: {unknown[0] if unknown else text!r} is not one of "
-                          f"{', '.join(POLICIES)}")
-    return chosen
 
 
 def _plugin(policy: str, mix: TaskMix, seed: int) -> SharingScore:

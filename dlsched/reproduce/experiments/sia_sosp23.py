@@ -24,7 +24,7 @@ from pathlib import Path
 
 from dlsched.data_location import require_data
 from dlsched.errors import ConfigError
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -45,7 +45,7 @@ METRICS = (("jct_mean_s", "jct_mean"), ("jct_p99_s", "jct_p99"), ("makespan_s", 
                      "directory, $DLSCHED_DATA)"})
 def sia_sosp23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
-    policies = _policies(opts.get("policies"))
+    policies = chosen_policies(opts.get("policies"), POLICIES)
     limit = int(opts["limit"]) if "limit" in opts else None
     data = Path(opts["data"]) if "data" in opts else require_data(
         f"{DATA}/philly/workload-1.csv", "sia-sosp23").parents[1]
@@ -83,14 +83,3 @@ def _means(case: str, values: dict[str, dict[str, list[float]]]) -> Iterator[Mea
         below = means.get(other, {}).get("jct_mean_s")
         if sia and below:
             yield Measured(case, f"sia/{other}", "jct_mean_ratio", sia / below)
-
-
-def _policies(text: str | None) -> tuple[str, ...]:
-    if text is None:
-        return POLICIES
-    chosen = tuple(p.strip() for p in text.split(",") if p.strip())
-    unknown = [p for p in chosen if p not in POLICIES]
-    if unknown or not chosen:
-        raise ConfigError(f"--opt policies: {unknown[0] if unknown else text!r} is not one of "
-                          f"{', '.join(POLICIES)}")
-    return chosen
