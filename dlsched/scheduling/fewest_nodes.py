@@ -18,7 +18,8 @@ A job may only use nodes of its ``spec.gpu_types`` (any when empty). A job that 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -30,6 +31,17 @@ from dlsched.workload.job import Job
 def place(state: CycleState, counts: Mapping[str, int], jobs: Mapping[str, Job],
           capacity: np.ndarray) -> dict[str, Assignment]:
     """Node assignments for ``counts`` (job id -> workers; 0 means no GPUs)."""
+    return place_with(state, counts, jobs, capacity, lambda j: (-counts[j], j), fit_nodes)
+
+
+Choose = Callable[[int, np.ndarray, np.ndarray], "tuple[int, ...] | None"]
+
+
+def place_with(state: CycleState, counts: Mapping[str, int], jobs: Mapping[str, Job],
+               capacity: np.ndarray, order: Callable[[str], Any],
+               choose: Choose) -> dict[str, Assignment]:
+    """Jobs whose worker count is unchanged keep their nodes; the others, sorted by ``order``
+    (a stable sort: ties keep the order given), get ``choose(count, room, allowed)``."""
     room = capacity.copy()
     out: dict[str, Assignment] = {}
     rest = []
@@ -41,9 +53,9 @@ def place(state: CycleState, counts: Mapping[str, int], jobs: Mapping[str, Job],
             rest.append(job_id)
         else:
             out[job_id] = kept
-    rest.sort(key=lambda j: (-counts[j], j))
+    rest.sort(key=order)
     for job_id in rest:
-        nodes = fit_nodes(counts[job_id], room, allowed_nodes(state, jobs[job_id]))
+        nodes = choose(counts[job_id], room, allowed_nodes(state, jobs[job_id]))
         if nodes is not None:
             out[job_id] = Assignment(nodes)
     return out

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from dlsched.scheduling.allocation import Assignment
-from dlsched.scheduling.fewest_nodes import _keep, allowed_nodes
+from dlsched.scheduling.fewest_nodes import place_with
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -27,24 +27,7 @@ from dlsched.workload.job import Job
 def place_most_free(state: CycleState, counts: Mapping[str, int], jobs: Mapping[str, Job],
                     capacity: np.ndarray) -> dict[str, Assignment]:
     """Node assignments for ``counts`` (job id -> workers; 0 means no GPUs)."""
-    room = capacity.copy()
-    out: dict[str, Assignment] = {}
-    rest = []
-    for job_id, count in counts.items():
-        if count <= 0:
-            continue
-        kept = _keep(state, jobs[job_id], count, room)
-        if kept is None:
-            rest.append(job_id)
-        else:
-            out[job_id] = kept
-    order = {job_id: i for i, job_id in enumerate(rest)}
-    rest.sort(key=lambda j: (counts[j], order[j]))
-    for job_id in rest:
-        nodes = most_free_nodes(counts[job_id], room, allowed_nodes(state, jobs[job_id]))
-        if nodes is not None:
-            out[job_id] = Assignment(nodes)
-    return out
+    return place_with(state, counts, jobs, capacity, lambda j: counts[j], most_free_nodes)
 
 
 def most_free_nodes(count: int, room: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:
