@@ -72,7 +72,7 @@ def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
     workers = _workers(opts.get("workers"))
     with _pool(workers) as pool:
         for variant in options.variants:
-            read_pods(data / f"openb_pod_list_{variant}.csv", _cluster(data))  # errors first
+            _pods(data, variant)  # a bad list fails here, named by file, line and field
             units = [pool.submit(_replay_seed, data, variant, seed, policies) for seed in seeds]
             runs: dict[str, list[Replay]] = {p: [] for p in policies}
             raw: list[tuple[object, ...]] = []
