@@ -15,7 +15,7 @@ optional ``cplex`` import, which the policies compared here never call).
         [--load 1.0]
     python benchmarks/side_by_side.py gavel --checkout /work/peers/gavel \
         --python /work/peers/venv-gavel/bin/python --jobs 100,300,1000 \
-        [--pairs gavel-maxmin=max_min_fairness_perf,...]
+        [--pairs gavel-maxmin=max_min_fairness_perf,...] [--trace FILE] [--cache FILE]
 
 Gavel (stanford-futuredata/gavel, ``scheduler/``) needs numpy<2, cvxpy<1.6 (ECOS), scipy,
 scikit-learn, matrix_completion, grpcio and its RPC stubs (``make rpc_stubs`` in
@@ -26,14 +26,26 @@ jobs of the bundled ``gavel-continuous-1000`` (written by Gavel's own generator)
 dlsched runs each policy in the matching named setting (``dlsched/reproduce/settings``).
 CPU seconds: the peer's child process (user + system) and dlsched's own process time; in
 gavel mode both sides are whole processes (``dlsched simulate`` with the setting's options,
-start-up and reports included), with CPU seconds per simulated job and their ratio.
+start-up and reports included), with CPU seconds per simulated job and their ratio; beside
+them the simulation alone, in-process, imports excluded on both sides: Gavel's driver
+``main()`` (trace parsing, policy, ``Scheduler.simulate``, its summary), timed by a small
+wrapper that runs the driver file unchanged (``runpy``), and dlsched's trace loading, policy
+building and ``Simulator.run`` (``DLSCHED_DRIVER``, after an untimed 2-job run that imports
+what a run imports lazily; reports not written). Both sides' children run with bytecode
+caches (``PYTHONDONTWRITEBYTECODE`` dropped), as a pip-installed package has them. ``--trace`` takes
+another Gavel-generator file (its first N jobs per count; e.g. 3,000 jobs from
+``scripts/utils/generate_trace.py --num_jobs 3000 --lam 120 --seed 0``, whose first 1,000 are
+the bundled file); ``--cache`` keeps Gavel's results in a JSON file (keyed by the trace's
+sha256, count, policy and solver) so that a rerun only runs dlsched.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
+import os
 import re
 import resource
 import shutil
@@ -64,6 +76,13 @@ class Side:
     jct_mean: float
     makespan: float
     cpu_seconds: float
+    sim_cpu_seconds: float = 0.0  # the simulation alone, in-process (gavel mode)
+
+
+def child_env() -> dict[str, str]:
+    """The environment without ``PYTHONDONTWRITEBYTECODE``: a child compiles each module once,
+    not at every start (a pip install writes the caches too)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def child_cpu() -> float:
@@ -148,38 +167,115 @@ def run_pollux_peer(python: str, checkout: Path, workload: Path, policy: str) ->
     return Side(statistics.mean(jcts.values()), makespan, child_cpu() - before)
 
 
+GAVEL_DRIVER = """
+import argparse, os, runpy, sys, time
+sys.path.insert(0, os.getcwd())
+driver = runpy.run_path('scripts/drivers/simulate_scheduler_with_trace.py', run_name='driver')
+args = argparse.Namespace(
+    trace_file=sys.argv[1], policy=sys.argv[2], solver=sys.argv[3], seed=0,
+    cluster_spec='36:36:36', throughputs_file='simulation_throughputs.json',
+    num_gpus_per_server='1:1:1', debug=False, checkpoint_threshold=None, checkpoint_file=None,
+    time_per_iteration=360, window_start=None, window_end=None)
+started = time.process_time()
+driver['main'](args)
+print(f'Simulation CPU seconds: {time.process_time() - started}', flush=True)
+"""
+
+
 def run_gavel_peer(python: str, checkout: Path, trace: Path, policy: str,
                    solver: str = "ECOS") -> Side:
+    """Gavel's ``simulate_scheduler_with_trace.py`` with its command-line defaults and ``-c
+    36:36:36 --seed 0``, run unchanged from its file by ``GAVEL_DRIVER`` (which also times
+    its ``main()``: the simulation without the imports)."""
     before = child_cpu()
-    driver = "scripts/drivers/simulate_scheduler_with_trace.py"
-    done = subprocess.run([python, "-W", "ignore", driver, "-t", str(trace), "-p", policy,
-                           "-c", "36:36:36", "--seed", "0", "--solver", solver],
-                          cwd=checkout / "scheduler", check=True, capture_output=True, text=True)
+    done = subprocess.run([python, "-W", "ignore", "-c", GAVEL_DRIVER, str(trace), policy,
+                           solver],
+                          cwd=checkout / "scheduler", check=True, capture_output=True, text=True,
+                          env=child_env())
     patterns = (("jct", r"^Average job completion time: ([0-9.]+) seconds"),
-                ("span", r"^Total duration: ([0-9.]+) seconds"))
+                ("span", r"^Total duration: ([0-9.]+) seconds"),
+                ("sim", r"^Simulation CPU seconds: ([0-9.]+)"))
     found = {key: float(m.group(1)) for key, pattern in patterns
              if (m := re.search(pattern, done.stdout, re.M))}
-    if len(found) < 2:
+    if len(found) < 3:
         raise RuntimeError(f"Gavel {policy}: no mean JCT or total duration in its output")
-    return Side(found["jct"], found["span"], child_cpu() - before)
+    return Side(found["jct"], found["span"], child_cpu() - before, found["sim"])
 
 
-def run_dlsched_command(setting: str, policy: str, trace: str, limit: int) -> Side:
+def cached_gavel_peer(cache: Path | None, python: str, checkout: Path, trace: Path,
+                      policy: str, solver: str) -> Side:
+    """``run_gavel_peer``, or its result kept in ``cache`` for the same trace text, policy
+    and solver."""
+    key = f"{hashlib.sha256(trace.read_bytes()).hexdigest()}/{policy}/{solver}"
+    kept = json.loads(cache.read_text()) if cache is not None and cache.exists() else {}
+    if key in kept:
+        return Side(**kept[key])
+    side = run_gavel_peer(python, checkout, trace, policy, solver)
+    if cache is not None:
+        kept = json.loads(cache.read_text()) if cache.exists() else {}
+        kept[key] = side.__dict__
+        cache.write_text(json.dumps(kept, indent=1, sort_keys=True))
+    return side
+
+
+DLSCHED_DRIVER = """
+import dataclasses, json, sys, time
+from dlsched.cluster.builtin import resolve_cluster
+from dlsched.experiment import build_profile, failure_options, load_trace
+from dlsched.reproduce.settings import load_setting
+from dlsched.sim.simulator import SimConfig, Simulator
+
+policy, trace, limit, fmt = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] or None
+
+
+def simulate(jobs):
+    config = load_setting('gavel-osdi20').config(policy, trace=trace, out='-', limit=jobs)
+    config = dataclasses.replace(config, format=fmt)
+    cluster = resolve_cluster(config.cluster)
+    profile = build_profile(config, policy)
+    sim = SimConfig(restart_overhead=config.restart_overhead,
+                    round_seconds=config.round_seconds, seed=config.seed,
+                    start_overhead=config.start_overhead, rounds_only=config.rounds_only,
+                    **failure_options(config))
+    return Simulator(cluster, load_trace(config, cluster), profile, sim).run()
+
+
+simulate(2)  # untimed: imports what a run imports lazily (policies, readers, the LP solver)
+started = time.process_time()
+result = simulate(limit)
+print(json.dumps({'cpu': time.process_time() - started, 'jobs': len(result.jobs)}))
+"""
+
+
+def run_dlsched_command(setting: str, policy: str, trace: str, limit: int,
+                        fmt: str | None = None) -> Side:
     """dlsched as a user runs it: the whole ``dlsched simulate`` process (start-up, trace,
-    simulation, reports), with the setting's options spelled out as flags."""
+    simulation, reports), with the setting's options spelled out as flags; then the
+    simulation alone in-process (``DLSCHED_DRIVER``, gavel-osdi20 only)."""
     config = load_setting(setting).config(policy, trace=trace, out="-", limit=limit)
     flags = ["--cluster", config.cluster, "--restart-overhead", str(config.restart_overhead),
              "--round-seconds", str(config.round_seconds)]
     flags += ["--rounds-only"] if config.rounds_only else []
+    flags += ["--format", fmt] if fmt else []
     for key, value in config.policy_options:
         flags += ["--policy-opt", f"{key}={value}"]
     before = child_cpu()
     with tempfile.TemporaryDirectory() as out:
         subprocess.run([sys.executable, "-c", "from dlsched.cli import app; app()", "simulate",
                         "--trace", trace, "--limit", str(limit), "--policy", policy, *flags,
-                        "--out", out], check=True, stdout=subprocess.DEVNULL)
+                        "--out", out], check=True, stdout=subprocess.DEVNULL, env=child_env())
         summary = json.loads((Path(out) / "summary.json").read_text())
-    return Side(summary["jct_mean"], summary["makespan"], child_cpu() - before)
+    whole = child_cpu() - before
+    sim = 0.0
+    if setting == "gavel-osdi20":
+        done = subprocess.run([sys.executable, "-c", DLSCHED_DRIVER, policy, trace, str(limit),
+                               fmt or ""], check=True, capture_output=True, text=True,
+                              env=child_env())
+        measured = json.loads(done.stdout.splitlines()[-1])
+        if measured["jobs"] != limit:
+            raise RuntimeError(f"dlsched {policy}: {measured['jobs']} jobs, not {limit}")
+        sim = measured["cpu"]
+    return Side(summary["jct_mean"], summary["makespan"], whole, sim)
 
 
 def line(case: str, policy: str, peer: Side, ours: Side) -> str:
@@ -219,22 +315,32 @@ def pollux(args: argparse.Namespace) -> None:
 
 
 def gavel(args: argparse.Namespace) -> None:
-    print(HEADER + f" {'peer s/job':>9} {'ours s/job':>9} {'ratio':>7}")
-    source = BUNDLED_TRACES["gavel-continuous-1000"].file().read_text().splitlines(keepends=True)
+    print(HEADER + f" {'peer s/job':>9} {'ours s/job':>9} {'ratio':>7}"
+          f" {'peer sim':>8} {'ours sim':>8} {'ratio':>7}")
+    bundled = args.trace is None
+    source = (BUNDLED_TRACES["gavel-continuous-1000"].file() if bundled
+              else Path(args.trace)).read_text().splitlines(keepends=True)
     pairs = [pair.split("=", 1) for pair in args.pairs.split(",")]
+    cache = Path(args.cache) if args.cache else None
     with tempfile.TemporaryDirectory() as scratch:
         for count in (int(n) for n in args.jobs.split(",")):
+            if count > len(source):
+                raise SystemExit(f"--jobs {count}: the trace has {len(source)} jobs")
             trace = Path(scratch) / f"gavel-{count}.trace"
             trace.write_text("".join(source[:count]))
             for ours_policy, peer_policy in pairs:
                 solver = "SCS" if peer_policy in args.scs.split(",") else "ECOS"
-                peer = run_gavel_peer(args.python, Path(args.checkout), trace, peer_policy,
-                                      solver)
-                ours = run_dlsched_command("gavel-osdi20", ours_policy,
-                                           "gavel-continuous-1000", count)
+                peer = cached_gavel_peer(cache, args.python, Path(args.checkout), trace,
+                                         peer_policy, solver)
+                ours = (run_dlsched_command("gavel-osdi20", ours_policy,
+                                            "gavel-continuous-1000", count) if bundled
+                        else run_dlsched_command("gavel-osdi20", ours_policy, str(trace), count,
+                                                 "gavel"))
                 print(line(f"gavel-{count}/{peer_policy}", ours_policy, peer, ours)
                       + f" {peer.cpu_seconds / count:>9.4f} {ours.cpu_seconds / count:>9.4f}"
-                        f" {peer.cpu_seconds / ours.cpu_seconds:>6.1f}x", flush=True)
+                        f" {peer.cpu_seconds / ours.cpu_seconds:>6.1f}x"
+                        f" {peer.sim_cpu_seconds:>8.2f} {ours.sim_cpu_seconds:>8.3f}"
+                        f" {peer.sim_cpu_seconds / ours.sim_cpu_seconds:>6.1f}x", flush=True)
 
 
 def main() -> None:
@@ -261,6 +367,11 @@ def main() -> None:
     g.add_argument("--scs", default="finish_time_fairness_perf",
                    help="Gavel policies run with --solver SCS (ECOS fails on FTF at 300 and "
                         "1,000 jobs)")
+    g.add_argument("--trace", default=None,
+                   help="a Gavel-generator trace file (default: the bundled "
+                        "gavel-continuous-1000)")
+    g.add_argument("--cache", default=None,
+                   help="JSON file keeping Gavel's results between runs")
     args = parser.parse_args()
     {"tiresias": tiresias, "pollux": pollux, "gavel": gavel}[args.peer](args)
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlsched.policies.gavel.assign import Entry
+from dlsched.policies.gavel.assign import Entry, place_round
 from dlsched.policies.gavel_round import GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.state import CycleState
@@ -55,6 +55,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._changed = False
         self._known: frozenset[str] = frozenset()
         self._since: dict[str, float] = {}
+        self._cycle_x = np.zeros((0, 0))  # this cycle's X rows (``_refresh``'s job order)
 
     # -- bookkeeping --------------------------------------------------------------------
     def _refresh(self, state: CycleState) -> _Round:
@@ -80,10 +81,10 @@ class ArtifactGavelRounds(GavelRounds):
         speed = self._speed(state, jobs)
         x = self._rows(self._x, jobs, n_types)
         priority = self._priorities(x, self._rows(self._job_time, jobs, n_types), speed)
-        preference = [tuple(t for t, ok in enumerate(runs) if ok)
-                      for runs in (speed > 0).tolist()]
-        return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, preference,
-                      x > 0, speed, is_round)
+        self._cycle_x = x
+        # No per-job type preferences: the walk (``_walk``) orders the entries itself.
+        return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, [], x > 0, speed,
+                      is_round)
 
     @staticmethod
     def _rows(values: dict[str, np.ndarray], jobs: Sequence[Job], n_types: int) -> np.ndarray:
@@ -93,19 +94,28 @@ class ArtifactGavelRounds(GavelRounds):
 
     def _credit_rounds(self, state: CycleState, n_types: int) -> None:
         """Each running job's time since the last cycle, once per job (not per GPU), on its
-        type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it."""
+        type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it; and
+        to ``time_on`` (for reports) as ``GavelRounds._credit`` does."""
         now, gpu_kind = state.now, self._gpu_lookup(state.cluster)[1]
-        assert self._worker_time is not None
+        worker_time, job_time, since_of = self._worker_time, self._job_time, self._since
+        time_on = self.time_on
+        assert worker_time is not None
         for job in state.snapshot.running:
+            job_id = job.job_id
             started = now if job.run_started is None else job.run_started
-            since = max(self._since.get(job.job_id, -np.inf), started)
+            since = since_of.get(job_id, started)
+            seconds = now - (since if since > started else started)
             kind = gpu_kind[job.allocation[0]]
-            seconds = max(0.0, now - since)
-            if job.job_id in self._job_time:
-                self._job_time[job.job_id][kind] += seconds
-                self._worker_time[kind] += seconds
-            self._since[job.job_id] = now
-        self._credit(state)  # time_on, for reports
+            on = time_on.get(job_id)
+            if on is None:
+                on = time_on[job_id] = np.zeros(n_types)
+            if seconds > 0.0:
+                on[kind] += seconds
+                mine = job_time.get(job_id)
+                if mine is not None:
+                    mine[kind] += seconds
+                    worker_time[kind] += seconds
+            since_of[job_id] = now
 
     def _track(self, active: frozenset[str], n_types: int) -> None:
         half = self.round_seconds / 2.0
@@ -145,30 +155,66 @@ class ArtifactGavelRounds(GavelRounds):
     # -- allocation ---------------------------------------------------------------------
     def allocate(self, state: CycleState) -> dict[str, Assignment]:
         view = self.view(state)
+        running, cluster = state.snapshot.running, state.cluster
+        gpu_node = self._gpu_lookup(cluster)[0]
+        current = {job.job_id: tuple(sorted([gpu_node[g] for g in job.allocation]))
+                   for job in running}  # Assignment.of(job, cluster).nodes
         if not view.is_round:  # Gavel's simulator decides only at round boundaries
-            return {job.job_id: Assignment.of(job, state.cluster)
-                    for job in state.snapshot.running}
-        chosen = super().allocate(state)
-        return {job_id: nodes for job_id, nodes in chosen.items() if job_id in self._x}
+            return {job_id: Assignment(nodes) for job_id, nodes in current.items()}
+        room = cluster.node_gpus.astype(np.int64).copy()
+        room[list(state.snapshot.down_nodes)] = 0
+        candidates = [*running, *state.snapshot.waiting]
+        workers = {job.job_id: job.spec.num_gpus for job in candidates}
+        free = np.bincount(cluster.node_type, weights=room, minlength=len(cluster.type_names))
+        types = self._walk(view, candidates, workers, free)
+        placed = place_round(types, workers, current, cluster.node_type, room)
+        return {job_id: Assignment(nodes) for job_id, nodes in placed.items()
+                if job_id in self._x}
 
-    def _entries(self, view: _Round, jobs: Sequence[Job]) -> list[Entry]:
-        """Per-type lists walked one after another: the entries' priorities are their
-        positions in that walk (``assign_types`` takes them highest first)."""
+    def _walk(self, view: _Round, jobs: Sequence[Job], workers: dict[str, int],
+              free: np.ndarray) -> dict[str, int]:
+        """Each job's GPU type: the per-type lists walked one after another, a job on the
+        first entry with room for its gang (``assign_types`` over ``_entries``, whose
+        priorities are the walk's positions, without building and sorting the entries)."""
+        left = free.astype(np.int64).tolist()
+        chosen: dict[str, int] = {}
+        smallest = min(workers.values(), default=1)
+        for kind, job_ids in self._lists(view, jobs):
+            for job_id in job_ids:
+                if left[kind] < smallest:
+                    break
+                need = workers[job_id]
+                if job_id in chosen or left[kind] < need:
+                    continue
+                chosen[job_id] = kind
+                left[kind] -= need
+        return chosen
+
+    def _lists(self, view: _Round, jobs: Sequence[Job]) -> list[tuple[int, list[str]]]:
+        """One list of job ids per GPU type, in walk order (``_type_order``): highest
+        priority first, then deficit, then X; ties in arrival order; FIFO drops entries of
+        priority 0."""
         order = self._type_order(view)
         ids = [job.job_id for job in jobs]
         rows = np.array([view.row[job_id] for job_id in ids], dtype=np.int64)
         n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0
         deficit = self._rows(self._deficit, jobs, n_types)
-        x = self._rows(self._x, jobs, n_types)
-        walk: list[tuple[str, int]] = []
+        x = self._cycle_x[rows] if len(rows) else np.zeros((0, n_types))
+        lists = []
         for kind in order:
             p = view.priority[rows, kind]
             keep = view.speed[rows, kind] > 0
             if self.fifo:
                 keep &= p > 0
-            # highest priority first, then deficit, then X; ties in arrival order (row)
             ranked = np.lexsort((rows, -x[:, kind], -deficit[:, kind], -p))
-            walk.extend((ids[i], kind) for i in ranked.tolist() if keep[i])
+            lists.append((kind, [ids[i] for i in ranked[keep[ranked]].tolist()]))
+        return lists
+
+    def _entries(self, view: _Round, jobs: Sequence[Job]) -> list[Entry]:
+        """Per-type lists walked one after another: the entries' priorities are their
+        positions in that walk (``assign_types`` takes them highest first)."""
+        walk = [(job_id, kind) for kind, job_ids in self._lists(view, jobs)
+                for job_id in job_ids]
         count = len(walk)
         return [Entry(float(count - position), (0.0, job_id), job_id, kind)
                 for position, (job_id, kind) in enumerate(walk)]

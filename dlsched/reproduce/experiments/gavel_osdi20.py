@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dlsched.errors import ConfigError
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -37,12 +36,8 @@ RATIO = ("agnostic/aware", "gavel-maxmin-agnostic", "gavel-maxmin")
     cases=CASES, default_cases=("continuous-100", "continuous-300"),
     options={"policies": "comma-separated subset of " + ",".join(POLICIES)})
 def gavel_osdi20(options: ExperimentOptions) -> Iterator[Measured]:
-    policies = options.options.get("policies", ",".join(POLICIES)).split(",")
+    policies = chosen_policies(options.options.get("policies"), POLICIES)
     ratios: list[float] = []
-    unknown = sorted(set(policies) - set(POLICIES))
-    if unknown:
-        raise ConfigError(f"gavel-osdi20: unknown policy {unknown[0]!r} "
-                         f"(known: {', '.join(POLICIES)})")
     for case in options.cases:
         limit = int(case.rsplit("-", 1)[1])
         jct: dict[str, float | None] = {}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterator
 
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -31,7 +31,7 @@ def trace_name(workload: str, load: str) -> str:
     default_variants=("1.0",),
     options={"policies": "comma-separated subset of tiresias,optimus,pollux"})
 def pollux_osdi21(options: ExperimentOptions) -> Iterator[Measured]:
-    policies = tuple(options.options.get("policies", ",".join(POLICIES)).split(","))
+    policies = chosen_policies(options.options.get("policies"), POLICIES)
     for load in options.variants:
         means: dict[str, list[float]] = {p: [] for p in policies}
         for workload in options.cases:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -24,7 +24,7 @@ TRACE = "philly-tiresias-2000"
     options={"policies": "comma-separated subset of fifo,tiresias,srtf",
              "limit": "read only the first N jobs (a fast subset)"})
 def tiresias_nsdi19(options: ExperimentOptions) -> Iterator[Measured]:
-    policies = options.options.get("policies", ",".join(POLICIES)).split(",")
+    policies = chosen_policies(options.options.get("policies"), POLICIES)
     limit = options.options.get("limit")
     for case in options.cases:
         for policy in policies:
