@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlsched.perf.inference.fit import WAKE_AFTER
 from dlsched.perf.inference.profile import StepProfile
 from dlsched.serving.prefix_cache import PREFIX_BLOCK_TOKENS, PrefixCache
 
@@ -101,6 +102,7 @@ class LlmReplica:
         self.cache = (PrefixCache(blocks * config.block_tokens // PREFIX_BLOCK_TOKENS)
                       if config.prefix_cache and log.prefix is not None else None)
         self._decode_base = [profile.decode(b) for b in range(config.max_batch + 1)]
+        self.cold = False  # the next prefill wakes the replica (a fitted profile's ``wake``)
 
     @property
     def outstanding(self) -> int:
@@ -118,6 +120,9 @@ class LlmReplica:
             self.pending = None
             self._commit(cum, 1 + int(np.searchsorted(cum[:-1], now - start, side="left")))
         if not self.ids and not self.waiting:
+            fit = self.profile.fit
+            if fit is not None and fit.wake and now - self.time >= WAKE_AFTER:
+                self.cold = True  # asleep long enough for its caches to go cold
             self.time = max(self.time, now)
         self.waiting.append(request)
 
@@ -182,7 +187,10 @@ class LlmReplica:
                           for r in admitted if r not in self.redo)
         for r in admitted:
             self.log.mark_started(r, self.time)
-        self._run(self.profile.prefill_seconds(tokens))
+        wake, self.cold = (self.profile.fit.wake if self.cold and self.profile.fit else 0.0,
+                           False)
+        self._run(wake + self.profile.prefill_pack_seconds(
+            [self._prompt_tokens(r) for r in admitted], tokens))
         self._join(admitted, self.time)
         return True
 
@@ -240,6 +248,8 @@ class LlmReplica:
 
     def _decode_times(self, steps: int) -> np.ndarray:
         p, batch = self.profile, len(self.ids)
+        if p.fit is not None:
+            return p.fit.decode(batch, float(self.ctx.sum()) + batch * np.arange(steps))
         base = self._decode_base[batch]
         kv = float(self.ctx.sum()) + batch * np.arange(steps) - batch * p.reference_context
         return np.maximum(0.5 * base, base + p.context_slope * kv)

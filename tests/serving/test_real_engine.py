@@ -4,11 +4,14 @@ finish times."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from serving_helpers import flat_profile, trace
 
 from dlsched.perf.inference.curve import Curve
+from dlsched.perf.inference.fit import WAKE_AFTER, StepFit
 from dlsched.perf.inference.profile import StepProfile
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog
 from dlsched.serving.real.engine import ContinuousBatcher, LiveRequest
@@ -30,11 +33,16 @@ class ProfiledModel:
     def __init__(self, profile: StepProfile, clock: FakeClock) -> None:
         self.profile, self.clock = profile, clock
         self.calls: list[tuple[str, int]] = []
+        self.last_end = 0.0  # when its last call ended (a fitted profile's wake-up)
 
     def prefill(self, prompts: list[list[int]], slots: list[int], cache: object) -> list[int]:
         tokens = sum(map(len, prompts))
-        self.clock.now += self.profile.prefill_seconds(tokens)
+        fit = self.profile.fit
+        if fit is not None and self.clock.now - self.last_end >= WAKE_AFTER:
+            self.clock.now += fit.wake  # idle long enough: cold caches
+        self.clock.now += self.profile.prefill_pack_seconds(list(map(len, prompts)), tokens)
         self.calls.append(("prefill", len(prompts)))
+        self.last_end = self.clock.now
         return [0] * len(prompts)
 
     def decode(self, tokens: list[int], slots: list[int], positions: list[int],
@@ -42,6 +50,7 @@ class ProfiledModel:
         kv = sum(p + 1 for p in positions)
         self.clock.now += self.profile.decode_seconds(len(tokens), kv)
         self.calls.append(("decode", len(tokens)))
+        self.last_end = self.clock.now
         return [0] * len(tokens)
 
 
@@ -79,21 +88,31 @@ def sloped_profile() -> StepProfile:
                        Curve((1.0, 64.0), (0.01, 0.04)), 1e-5, 100.0)
 
 
+def fitted_profile(wake: float = 0.004) -> StepProfile:
+    """Step times from a fit: prefill by prompts, tokens and squared lengths, decode lines
+    per batch size (1, 8, 64) in KV tokens, and a wake-up after idling."""
+    fit = StepFit((0.002, 0.0005, 2e-5, 1e-7), (1, 8, 64),
+                  ((0.01, 1e-5), (0.015, 1.2e-5), (0.04, 1.5e-5)), wake)
+    return replace(sloped_profile(), fit=fit)
+
+
 def random_trace(n: int, seed: int, rate: float) -> RequestTrace:
     rng = np.random.default_rng(seed)
     return trace(np.cumsum(rng.exponential(1 / rate, n)).tolist(),
                  rng.integers(1, 200, n).tolist(), rng.integers(2, 40, n).tolist())
 
 
-@pytest.mark.parametrize(("blocks", "max_batch", "prefill_tokens"), [
-    (10_000, 256, 8192), (10_000, 4, 300), (60, 256, 8192)],
-    ids=["unconstrained", "batch-and-prefill-limits", "kv-cache-preempts"])
+@pytest.mark.parametrize(("blocks", "max_batch", "prefill_tokens", "fitted"), [
+    (10_000, 256, 8192, False), (10_000, 4, 300, False), (60, 256, 8192, False),
+    (60, 256, 8192, True), (10_000, 4, 300, True)],
+    ids=["unconstrained", "batch-and-prefill-limits", "kv-cache-preempts",
+         "fitted-kv-cache-preempts", "fitted-limits"])
 def test_the_engine_schedules_as_the_simulator(blocks: int, max_batch: int,
-                                               prefill_tokens: int) -> None:
+                                               prefill_tokens: int, fitted: bool) -> None:
     config = LlmEngineConfig(max_batch=max_batch, max_prefill_tokens=prefill_tokens,
                              prefix_cache=False)
     tr = random_trace(80, seed=3, rate=20.0)
-    profile = sloped_profile()
+    profile = fitted_profile() if fitted else sloped_profile()
     real, model = run_engine(tr, profile, blocks, config)
     simulated = run_simulator(tr, profile, blocks, config)
     np.testing.assert_allclose(real.first_token, simulated.first_token, rtol=1e-9)
@@ -113,6 +132,22 @@ def test_prefill_first_by_hand() -> None:
     assert real.first_token.tolist() == pytest.approx([1.0, 2.0])
     assert real.finish.tolist() == pytest.approx([2.2, 2.1])
     assert model.calls == [("prefill", 1), ("prefill", 1), ("decode", 2), ("decode", 1)]
+
+
+def test_a_fitted_profile_by_hand_with_a_wake_up_after_idling() -> None:
+    """r0 (prompt 10, 3 tokens) arrives at 1.0 at an idle replica: wake 0.004 + prefill
+    0.002 + 0.0005 + 10 x 2e-5 + 100 x 1e-7; then two decode steps of batch 1 at 11 and 12
+    KV tokens. r1 arrives 5 ms after r0 finished: too soon for a wake-up."""
+    profile = fitted_profile()
+    prefill = 0.002 + 0.0005 + 10 * 2e-5 + 100 * 1e-7
+    first = 1.0 + 0.004 + prefill
+    finish = first + (0.01 + 11e-5) + (0.01 + 12e-5)
+    tr = trace([1.0, finish + 0.005], [10, 10], [3, 2])
+    for log in (run_engine(tr, profile, 10_000, LlmEngineConfig(prefix_cache=False))[0],
+                run_simulator(tr, profile, 10_000, LlmEngineConfig(prefix_cache=False))):
+        assert log.first_token[0] == pytest.approx(first)
+        assert log.finish[0] == pytest.approx(finish)
+        assert log.first_token[1] == pytest.approx(finish + 0.005 + prefill)
 
 
 def test_a_prompt_larger_than_the_cache_is_rejected() -> None:

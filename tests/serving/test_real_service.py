@@ -86,3 +86,30 @@ def test_the_profiler_writes_what_the_performance_model_reads(tmp_path: Path) ->
     (tmp_path / "bad.csv").write_text("\n".join(text) + "\n")
     with pytest.raises(InputError, match=r"bad.csv:3:token_size: not a number"):
         read_step_profiles(tmp_path / "bad.csv")
+
+
+def test_the_step_grid_profile_fits_and_the_validation_profile_uses_it(tmp_path: Path) -> None:
+    from dlsched.perf.inference.fit import held_out, write_steps
+    from dlsched.serving.real.profiler import profile_steps, step_runs
+    from dlsched.serving.real.validate import load_profile, steps_path
+
+    plan = ProfilePlan(prompts=(4, 16), batches=(2, 4), sweep_prompt=8, tokens=3, repeats=1,
+                       grid_batches=(1, 2, 4), grid_contexts=(4, 16, 120), grid_tokens=3,
+                       grid_repeats=1, mixed_runs=(3,), mixed_longest=40, wake_runs=1)
+    runs = step_runs(SMALL, plan)
+    # contexts up to 128 - 3 output tokens: all three fit; 3 mixed prompts of 4-40 tokens
+    assert [kind for _, kind in runs] == ["grid"] * 9 + ["mixed"]
+    assert all(4 <= n <= 40 for n in runs[-1][0]) and len(runs[-1][0]) == 3
+    points = profile_steps(SMALL, plan)
+    assert {p.kind for p in points} == {"grid", "mixed", "wake", "warm"}
+    # 4 prompts of 120 tokens make two packs under max_prefill_tokens 256
+    assert any(p.phase == "prefill" and p.batch == 2 and p.tokens == 240 for p in points)
+    decode = [p for p in points if p.phase == "decode" and p.kind == "grid"]
+    assert sorted({p.batch for p in decode}) == [1, 2, 4]
+    assert {p.tokens for p in decode if p.batch == 2} == {2 * 5.5, 2 * 17.5, 2 * 121.5}
+    write_profile(profile_rows(SMALL, plan), tmp_path / "p.csv")
+    write_steps(points, steps_path(tmp_path / "p.csv"))
+    profile = load_profile(tmp_path / "p.csv", SMALL, tmp_path / "p-steps.csv")
+    assert profile.fit is not None and profile.fit.decode_batches == (1, 2, 4)
+    assert set(held_out(points)) == {"prefill_loo", "decode_loo", "prefill_mixed",
+                                     "decode_mixed"}

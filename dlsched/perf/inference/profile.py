@@ -29,6 +29,7 @@ import numpy as np
 
 from dlsched.errors import ConfigError, InputError, InputLocation
 from dlsched.perf.inference.curve import Curve, monotone_points
+from dlsched.perf.inference.fit import StepFit
 
 # Splitwise's hardware names -> dlsched GPU types (cluster/gpu_types.py).
 HARDWARE = {"a100-80gb": "A100-80G", "h100-80gb": "H100", "h100-80gb-pcap": "H100-pcap"}
@@ -50,12 +51,29 @@ class StepProfile:
     context_slope: float  # seconds per decode iteration per token of KV context
     reference_context: float  # KV tokens per request in the batch sweep
     dropped: tuple[str, ...] = ()
+    # a least-squares fit over (prompts, tokens, squared lengths) and (requests, KV tokens)
+    # measured on a grid (``fit.py``): when set, it gives the step times instead of the curves
+    fit: StepFit | None = None
 
     def prefill_seconds(self, tokens: float) -> float:
+        """A prefill iteration of ``tokens`` prompt tokens (one prompt, with a fit)."""
+        if self.fit is not None:
+            return self.fit.prefill(1, tokens, tokens * tokens)
         return self.prefill(tokens)
+
+    def prefill_pack_seconds(self, lengths: list[int], tokens: float) -> float:
+        """A prefill iteration of prompts of these ``lengths`` running ``tokens`` tokens (fewer
+        than their sum when a prefix cache holds some): the curves see only ``tokens``."""
+        if self.fit is None:
+            return self.prefill(tokens)
+        scale = tokens / max(sum(lengths), 1)
+        return self.fit.prefill(len(lengths), tokens,
+                                scale * float(sum(n * n for n in lengths)))
 
     def decode_seconds(self, batch: int, kv_tokens: float) -> float:
         """One decode iteration of ``batch`` requests holding ``kv_tokens`` tokens in all."""
+        if self.fit is not None:
+            return float(self.fit.decode(batch, kv_tokens))
         base = self.decode(batch)
         extra = self.context_slope * (kv_tokens - batch * self.reference_context)
         return max(0.5 * base, base + extra)

@@ -87,17 +87,35 @@ def profile_command(
         out: Annotated[Path, typer.Option("--out", help="Profile CSV to write.")] = Path(
             "runs/inference/profile.csv"),
         repeats: Annotated[int, typer.Option("--repeats", min=1)] = 4,
+        grid: Annotated[bool, typer.Option(
+            "--grid/--no-grid", help="Also time steps on a batch x context grid and mixed "
+            "packs for the fitted step model (to OUT-steps.csv).")] = True,
+        grid_repeats: Annotated[int, typer.Option("--grid-repeats", min=1)] = 3,
         layers: Layers = 4, d_model: Width = 256) -> None:
     """Measure prefill/decode step times by batch and prompt size (one CPU thread)."""
     try:
         _check_extras("dlsched inference profile")
-        from dlsched.serving.real.profiler import ProfilePlan, profile_rows, write_profile
+        from dlsched.perf.inference.fit import held_out, write_steps
+        from dlsched.serving.real.profiler import (
+            ProfilePlan,
+            profile_rows,
+            profile_steps,
+            write_profile,
+        )
+        from dlsched.serving.real.validate import steps_path
 
-        rows = profile_rows(_settings(layers, d_model), ProfilePlan(repeats=repeats))
+        settings = _settings(layers, d_model)
+        plan = ProfilePlan(repeats=repeats, grid_repeats=grid_repeats)
+        rows = profile_rows(settings, plan)  # type: ignore[arg-type]
+        points = profile_steps(settings, plan) if grid else []  # type: ignore[arg-type]
     except DlschedError as exc:
         _fail(exc)
     write_profile(rows, out)
     console.print(f"{len(rows)} runs -> {out}")
+    if points:
+        write_steps(points, steps_path(out))
+        console.print(f"{len(points)} step points -> {steps_path(out)}")
+        print(json.dumps({"held_out_relative_error": held_out(points)}, indent=2))
 
 
 def _trace(path: Path | None) -> object:
@@ -150,6 +168,12 @@ def validate_command(
         pin: Annotated[bool, typer.Option(
             "--pin/--no-pin", help="Pin each replica to the CPU the core placed it on.")
         ] = False,
+        step_model: Annotated[str, typer.Option(
+            "--step-model", help="fit: step times fitted on a batch x context grid and "
+            "prefill packs; curves: the Splitwise-style table only.")] = "fit",
+        steps: Annotated[Path | None, typer.Option(
+            "--steps", help="Step points measured before (default: PROFILE-steps.csv "
+            "beside --profile, else measure now).")] = None,
         layers: Layers = 4, d_model: Width = 256) -> None:
     """Profile, serve, replay at each load level, simulate the same; compare p50/p99."""
     try:
@@ -157,7 +181,7 @@ def validate_command(
         from dlsched.serving.real.validate import ValidatePlan, table, validate
 
         plan = ValidatePlan(tuple(float(x) for x in loads.split(",")), replicas, requests,
-                            profile=profile, pin=pin)
+                            profile=profile, pin=pin, step_model=step_model, steps=steps)
         report = validate(_trace(trace), plan, _settings(layers, d_model), out)  # type: ignore[arg-type]
     except (DlschedError, ValueError) as exc:
         _fail(exc)

@@ -81,7 +81,8 @@ def slowed(profile: StepProfile, factor: float) -> StepProfile:
                                           profile.prefill.log),
                    decode=Curve(profile.decode.xs, tuple(y * factor for y in profile.decode.ys),
                                 profile.decode.log),
-                   context_slope=profile.context_slope * factor)
+                   context_slope=profile.context_slope * factor,
+                   fit=None if profile.fit is None else profile.fit.scaled(factor))
 
 
 def relative_error(simulated: float | None, measured: float | None) -> float | None:

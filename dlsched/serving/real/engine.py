@@ -71,6 +71,7 @@ class Iteration:
     batch: int  # requests in it
     tokens: int  # prompt tokens (prefill) or requests' KV tokens (decode)
     blocks_used: int  # KV blocks held after it
+    square_tokens: int = 0  # prefill: the sum of its prompts' squared lengths
 
 
 class ContinuousBatcher:
@@ -155,7 +156,8 @@ class ContinuousBatcher:
                 events.append(Event(r.rid, "first", now))
         self.running.extend(admitted)
         events += self._retire(now)
-        self._record(start, now, "prefill", len(admitted), sum(map(len, prompts)))
+        self._record(start, now, "prefill", len(admitted), sum(map(len, prompts)),
+                     sum(len(p) ** 2 for p in prompts))
         return events
 
     def _decode(self) -> list[Event]:
@@ -189,6 +191,7 @@ class ContinuousBatcher:
         return [Event(r.rid, "done", now, tuple(r.generated[:r.max_tokens]), r.preemptions)
                 for r in done]
 
-    def _record(self, start: float, end: float, phase: str, batch: int, tokens: int) -> None:
+    def _record(self, start: float, end: float, phase: str, batch: int, tokens: int,
+                square_tokens: int = 0) -> None:
         self.iterations.append(Iteration(start, end - start, phase, batch, tokens,
-                                         self.used_blocks()))
+                                         self.used_blocks(), square_tokens))

@@ -25,6 +25,14 @@ from typing import Any
 
 import numpy as np
 
+from dlsched.perf.inference.fit import (
+    combined,
+    fit_steps,
+    held_out,
+    read_steps,
+    wake_seconds,
+    write_steps,
+)
 from dlsched.perf.inference.profile import StepProfile, read_step_profiles
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.real.compare import (
@@ -35,7 +43,12 @@ from dlsched.serving.real.compare import (
     slowed,
 )
 from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
-from dlsched.serving.real.profiler import ProfilePlan, profile_rows, write_profile
+from dlsched.serving.real.profiler import (
+    ProfilePlan,
+    profile_rows,
+    profile_steps,
+    write_profile,
+)
 from dlsched.serving.real.replica import ReplicaSettings
 from dlsched.serving.real.service import ServiceOptions
 from dlsched.serving.requests import RequestTrace
@@ -52,11 +65,26 @@ class ValidatePlan:
     profile: Path | None = None  # measured before; None: measure now
     pin: bool = False  # a shared machine's busy core would hold a pinned replica back
     calibration: int = 20  # sequential requests measuring the HTTP path's own delay
+    step_model: str = "fit"  # "fit": least squares on the step grid; "curves": the table's
+    steps: Path | None = None  # step points measured before; None: beside ``profile`` or now
 
 
-def load_profile(path: Path, settings: ReplicaSettings) -> StepProfile:
-    profiles = read_step_profiles(path)
-    return profiles[(settings.model_name, "cpu", 1)]
+STEP_MODELS = ("fit", "curves")
+
+
+def load_profile(path: Path, settings: ReplicaSettings,
+                 steps: Path | None = None) -> StepProfile:
+    """The CPU model's profile; with ``steps`` (a step-points file), its fitted step times."""
+    profile = read_step_profiles(path)[(settings.model_name, "cpu", 1)]
+    if steps is None:
+        return profile
+    points = read_steps(steps)
+    return replace(profile, fit=fit_steps(combined(points), wake_seconds(points)))
+
+
+def steps_path(profile: Path) -> Path:
+    """Where the step points measured with a profile are kept: ``NAME-steps.csv``."""
+    return profile.with_name(profile.stem + "-steps.csv")
 
 
 def free_port() -> int:
@@ -122,7 +150,9 @@ class FrontEnd:
         ok = [r for r in rows if r.status == 200]
         if not ok:
             return cls(0.0, 0.0)
-        prefill = profile.prefill_seconds(CALIBRATION_PROMPT)
+        # each one finds the replica idle: its prefill pays the fitted wake-up too
+        prefill = profile.prefill_seconds(CALIBRATION_PROMPT) + (
+            profile.fit.wake if profile.fit is not None else 0.0)
         ingress = float(np.median([r.first_token - r.sent for r in ok])) - prefill
         egress = float(np.median([r.received - r.finished for r in ok]))
         return cls(max(0.0, ingress), max(0.0, egress))
@@ -151,13 +181,26 @@ async def _wait_ready(client: Any, replicas: int, timeout: float, task: asyncio.
 
 def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings, out: Path,
              profile_plan: ProfilePlan | None = None) -> dict[str, Any]:
+    if plan.step_model not in STEP_MODELS:
+        raise ValueError(f"step model must be one of {', '.join(STEP_MODELS)}, "
+                         f"not {plan.step_model!r}")
     out.mkdir(parents=True, exist_ok=True)
-    profile_path = plan.profile
+    profile_path, steps = plan.profile, plan.steps
     load_before_profile = os.getloadavg()
+    profiling_began = time.time()
     if profile_path is None:
         profile_path = out / "profile.csv"
         write_profile(profile_rows(settings, profile_plan or ProfilePlan()), profile_path)
-    profile = load_profile(profile_path, settings)
+    if plan.step_model == "fit" and steps is None:
+        steps = steps_path(profile_path)
+        if plan.profile is None or not steps.exists():
+            steps = steps_path(out / "profile.csv")
+            write_steps(profile_steps(settings, profile_plan or ProfilePlan()), steps)
+    profiling_seconds = time.time() - profiling_began
+    profile = load_profile(profile_path, settings,
+                           steps if plan.step_model == "fit" else None)
+    fit_error = held_out(read_steps(steps)) if steps is not None and \
+        plan.step_model == "fit" else None
     base = shrink(trace, plan.prompt_scale, plan.output_scale, settings.max_context,
                   plan.requests)
     rates = [rate_for_load(base, profile, settings, plan.replicas, load) for load in plan.loads]
@@ -178,6 +221,9 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
     report = {"plan": {k: str(v) if isinstance(v, Path) else v
                        for k, v in asdict(plan).items()},
               "settings": asdict(settings), "trace": trace.name, "profile": str(profile_path),
+              "steps": None if steps is None else str(steps),
+              "step_fit": None if profile.fit is None else asdict(profile.fit),
+              "step_fit_held_out": fit_error, "profiling_seconds": profiling_seconds,
               "levels": levels, "front_end": asdict(front),
               "loadavg_before_profile": load_before_profile,
               "loadavg_after": os.getloadavg(), "replay_seconds": time.time() - began}
@@ -214,12 +260,21 @@ def step_time_ratios(iterations: list[dict[str, Any]], profile: StepProfile) -> 
     (another process took its CPU), which the simulator cannot know."""
     out: dict[str, Any] = {}
     for phase in ("prefill", "decode"):
-        ratios = [it["seconds"] / (profile.prefill_seconds(it["tokens"]) if phase == "prefill"
-                                   else profile.decode_seconds(it["batch"], it["tokens"]))
+        ratios = [it["seconds"] / _predicted(it, profile)
                   for it in iterations if it["phase"] == phase]
         out[f"{phase}_time_ratio_p50"] = float(np.median(ratios)) if ratios else None
         out[f"{phase}_time_ratio_p90"] = float(np.percentile(ratios, 90)) if ratios else None
     return out
+
+
+def _predicted(it: dict[str, Any], profile: StepProfile) -> float:
+    """The profile's time for one of the service's iterations (the engine records a decode
+    step's KV tokens after its token: those attended are ``batch`` fewer)."""
+    if it["phase"] == "decode":
+        return profile.decode_seconds(it["batch"], it["tokens"] - it["batch"])
+    if profile.fit is not None and it.get("square_tokens"):
+        return profile.fit.prefill(it["batch"], it["tokens"], it["square_tokens"])
+    return profile.prefill_seconds(it["tokens"])
 
 
 def at_measured_speed(level: dict[str, Any], trace: RequestTrace, rows: list[Any],
