@@ -235,7 +235,9 @@ def _after_pre_filter(profile: Profile, state: CycleState, job: Job, failed: int
 def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None:
     """What a failed attempt depended on: the starts and stops on the job's nodes and, for a
     preemptive policy, the ranks that decide victims there. While it is unchanged (and nothing
-    was evicted in this cycle) the attempt would fail again, so it is skipped."""
+    was evicted in this cycle) the attempt would fail again, so it is skipped. None: nothing
+    to memoise, always retry (also when the policy's ``rank_epoch`` says None: its ranks or its
+    victims' protection change with time alone)."""
     if state.evicted:
         return None
     ranks = profile.rank_epoch
@@ -244,8 +246,10 @@ def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None
     mask, status = filter_nodes(state, job, profile.filters)
     if not status.ok:
         return None
-    return (_version_sum(state, mask), ranks.rank_epoch(state, job, mask)
-            if ranks is not None and profile.preemptive else None)
+    if not profile.preemptive:
+        return (_version_sum(state, mask), None)
+    epoch = ranks.rank_epoch(state, job, mask)
+    return None if epoch is None else (_version_sum(state, mask), epoch)
 
 
 def _version_sum(state: CycleState, mask: np.ndarray) -> int:

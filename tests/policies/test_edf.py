@@ -90,3 +90,12 @@ def test_running_index_gives_the_same_schedule(min_runtime: str,
     fast = records(True)
     assert fast == records(False)
     assert sum(r[3] for r in fast) > 5  # preemptions happened
+
+
+# One GPU, min_runtime=20: B (deadline 50) arrives at 10 while A (deadline 500) is protected (it
+# has run 10 s). The failed attempt at 10 must not be memoised as futile: the protection ends
+# at 20 with no start or stop, and B evicts A then: B 20->40, A resumes with 80 s left -> 120.
+def test_protection_ends_with_a_cycle_that_retries() -> None:
+    records = run("edf", make_cluster(nodes=1, gpus=1), PREEMPT[:2],
+                  options={"min_runtime": "20"})
+    assert_schedule(records, [("A", 0, 120, 120), ("B", 20, 40, 30)])

@@ -101,3 +101,13 @@ def test_starvation_promotion(knob: str, table: list[Row]) -> None:
     records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 150, 100, 90),
                   options=options)
     assert_schedule(records, table)
+
+
+# One GPU, min_runtime=150. A (1000 s) starts at 0; B (90 s) arrives at 50 and waits (A is in
+# queue 0 too, and came first). At 100 A is demoted, but it is protected until 150: B's attempt
+# fails. The protection ends at 150 with no start or stop; that failure must not be memoised
+# as futile: B evicts A at 150 and runs 150->240; A resumes with 850 s left -> 1090.
+def test_protection_ends_with_a_cycle_that_retries() -> None:
+    records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 1000, 50, 90),
+                  options={**SMALL, "min_runtime": 150.0})
+    assert_schedule(records, [("A", 0, 1090, 1090), ("B", 150, 240, 190)])
