@@ -7,8 +7,11 @@ Rules implemented (paper §3.2, "scheduling with partial information"):
   jobs are ordered FIFO by submission time.
 - A waiting job preempts running jobs ranked below it: those of lower queues and, within its
   own queue, those submitted after it (the queue's FIFO order decides).
-- Starvation: a waiting job whose wait since it last ran exceeds ``promote_knob`` times its last
-  execution time is promoted back to queue 0 (the paper's PROMOTEKNOB; 0 disables it).
+- Starvation (the paper's PROMOTEKNOB; 0 disables it), as the authors' simulator
+  (SymbioticLab/Tiresias ``simulator/run_sim.py``, ``dlas_sim_jobs(gputime, solve_starvation)``)
+  applies it: a waiting job of a queue below 0 whose time waited since its last promotion (waits
+  before it first ran since then not counted) reaches ``promote_knob`` times the time it has run
+  since then is promoted back to queue 0, and both counts start again from 0 (its service too).
 It needs no job duration (non-clairvoyant). A cycle is scheduled for the next demotion or
 promotion time, so queue changes take effect when they happen.
 """
@@ -53,6 +56,11 @@ class DiscretizedLas:
         self._promotions: list[tuple[float, int, Job, float]] = []  # (at, seq, job, queued)
         self._promotion_seq = 0
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
+        # Seconds run, and seconds waited after having run, since the job's last promotion
+        # (the artifact's ``executed_time`` and ``last_pending_time``); waits still going on
+        # are not in ``_waited``.
+        self._executed: dict[str, float] = {}
+        self._waited: dict[str, float] = {}
         self._demotions: list[tuple[float, str, float | None, Job]] = []
         self._running = RunningByQueue(len(thresholds) + 1)
         self._node_demotions: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -73,12 +81,24 @@ class DiscretizedLas:
 
     # -- promotions as key changes ---------------------------------------------------------
     def on_waiting(self, job: Job) -> None:
-        """The core tells of a job that starts waiting: note when it will starve."""
+        """The core tells of a job that starts waiting (submitted, or stopped after a run of
+        ``last_run_seconds``): note when it will starve, if it can."""
         self._promoted.discard(job.job_id)
-        if self.promote_knob and job.last_run_seconds > 0:
-            at = job.queued_since + self.promote_knob * job.last_run_seconds
+        if not self.promote_knob:
+            return
+        executed = self._executed.get(job.job_id, 0.0) + job.last_run_seconds
+        if executed <= 0:
+            return
+        self._executed[job.job_id] = executed
+        if self._level(self._service(None, job)) > 0:  # queue 0 is never promoted
+            at = job.queued_since + self._starve_wait(job.job_id)
             self._promotion_seq += 1
             heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
+
+    def _starve_wait(self, job_id: str) -> float:
+        """How long the job may wait from now on before it starves (0 or less: it starves)."""
+        return (self.promote_knob * self._executed.get(job_id, 0.0)
+                - self._waited.get(job_id, 0.0))
 
     def key_changes(self, now: float) -> list[Job]:
         """Waiting jobs that starve by ``now`` (the same test as ``_starving``), promoted once:
@@ -90,7 +110,7 @@ class DiscretizedLas:
             job = entry[2]
             if not self._waiting_since(job, entry[3]) or job.job_id in self._promoted:
                 continue
-            if now - job.queued_since >= self.promote_knob * job.last_run_seconds:
+            if now - job.queued_since >= self._starve_wait(job.job_id):
                 self._promoted.add(job.job_id)
                 changed.append(job)
             else:
@@ -115,7 +135,7 @@ class DiscretizedLas:
                 found = entry[0]
                 break
             job = heapq.heappop(heap)[2]
-            if now - job.queued_since < self.promote_knob * job.last_run_seconds:
+            if now - job.queued_since < self._starve_wait(job.job_id):
                 seen.append(entry)  # not starving yet (rounding): keep it
             # else starving, and it stays so while it waits: no wake-up of its own
         for entry in seen:
@@ -133,23 +153,39 @@ class DiscretizedLas:
         return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
 
     def _starving(self, state: CycleState, job: Job) -> bool:
-        if not self.promote_knob or not job.status.is_waiting or job.last_run_seconds <= 0:
+        if (not self.promote_knob or not job.status.is_waiting
+                or self._executed.get(job.job_id, 0.0) <= 0):
             return False
-        return state.now - job.queued_since >= self.promote_knob * job.last_run_seconds
+        if job.job_id in self._promoted:
+            return True
+        return (state.now - job.queued_since >= self._starve_wait(job.job_id)
+                and self._level(self._service(state, job)) > 0)
 
     # -- Reserve --------------------------------------------------------------------------
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         now = state.snapshot.now
-        if self.promote_knob and self._starving(state, job):
-            self._offsets[job.job_id] = job.attained_service(now)
+        if self.promote_knob:
+            self._count_wait(state, job, now)
         self._promoted.discard(job.job_id)
         # A promoted job's service is now 0, so its level is its queue (0) here too.
         service = self._service(state, job)
         level = self._level(service)
         self._running.file(job, level, now)
         self._push_demotion(state, job, now, len(gpus), service, level)
+
+    def _count_wait(self, state: CycleState, job: Job, now: float) -> None:
+        """The job starts: a starving one is promoted now (its service, run and wait counts
+        start again from 0); another adds this wait to its waits since its last promotion if
+        it has run since then (the artifact counts ``last_pending_time`` only then)."""
+        job_id = job.job_id
+        if self._starving(state, job):
+            self._offsets[job_id] = job.attained_service(now)
+            self._executed.pop(job_id, None)
+            self._waited.pop(job_id, None)
+        elif self._executed.get(job_id, 0.0) > 0:
+            self._waited[job_id] = self._waited.get(job_id, 0.0) + (now - job.queued_since)
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterator[Job]:
@@ -198,10 +234,17 @@ class DiscretizedLas:
             times.append(protection_ends(state, self.min_runtime))
         if self.promote_knob:
             times.append(self._next_promotion(state.now))
-            times += [state.now + self.promote_knob * (state.now - job.run_started)
-                      for job in state.evicted.values() if job.run_started is not None]
+            times += [state.now + self._victim_starves(state, job)
+                      for job in state.evicted.values() if job.run_started is not None
+                      and self._level(self._service(state, job)) > 0]
         future = [t for t in times if t is not None and t > state.now]
         return min(future) if future else None
+
+    def _victim_starves(self, state: CycleState, job: Job) -> float:
+        """How long a job evicted in this cycle may wait before it starves (it has run
+        ``now - run_started`` more by then)."""
+        ran = state.now - job.run_started if job.run_started is not None else 0.0
+        return self._starve_wait(job.job_id) + self.promote_knob * ran
 
     def _advance(self, state: CycleState) -> None:
         """Apply every threshold crossing due by now, from a heap of (time, job id, start

@@ -111,3 +111,34 @@ def test_protection_ends_with_a_cycle_that_retries() -> None:
     records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 1000, 50, 90),
                   options={**SMALL, "min_runtime": 150.0})
     assert_schedule(records, [("A", 0, 1090, 1090), ("B", 150, 240, 190)])
+
+
+# Starvation promotion as the authors' simulator applies it (run_sim.py, dlas_sim_jobs): only a
+# job of a queue below 0 is promoted. Two GPUs, knob 1. X (1 GPU) runs 0->10; A (2 GPUs, at 1)
+# waits; B (1 GPU, at 2) starts beside X. At 10 A evicts B (same queue, submitted later) and runs
+# 10->30. B, with 8 GPU-s, waited 8 s by 18 but is still in queue 0: it is not promoted, and its
+# 8 GPU-s still count when it resumes at 30, so it is demoted at 122 (not 130, as it would be if
+# its service were forgiven). C (2 GPUs, at 50) then evicts it: C 122->132, B resumes -> 532.
+def test_starvation_promotes_only_demoted_jobs() -> None:
+    jobs = [make_job("X").gpus(1).at(0).work(10).build(),
+            make_job("A").gpus(2).at(1).work(20).build(),
+            make_job("B").gpus(1).at(2).work(500).build(),
+            make_job("C").gpus(2).at(50).work(10).build()]
+    records = run("tiresias", make_cluster(nodes=1, gpus=2), jobs,
+                  options={"thresholds": "100", "promote_knob": "1"})
+    assert_schedule(records, [("X", 0, 10, 10), ("A", 10, 30, 29), ("B", 2, 532, 530),
+                              ("C", 122, 132, 82)])
+
+
+# The artifact compares the time waited since the last promotion (after having run) with the
+# time run since then, both summed over the job's runs and waits, not this wait with the last
+# run. One GPU, knob 1. A runs 0->100 and is demoted; B (50 s) evicts it 100->150; A resumes
+# (it has run 100 s, waited 50 s). C (50 s, at 160) evicts A after a 10 s run: A may wait
+# 1 x 110 - 50 = 60 s (until 220), so C runs 160->210 and A resumes then -> 1100. (Comparing
+# with the last run alone would promote A at 170 and evict C: C would end at 310.)
+def test_starvation_counts_runs_and_waits_since_the_last_promotion() -> None:
+    jobs = [make_job("A").at(0).work(1000).build(), make_job("B").at(100).work(50).build(),
+            make_job("C").at(160).work(50).build()]
+    records = run("tiresias", make_cluster(nodes=1, gpus=1), jobs,
+                  options={"thresholds": "100", "promote_knob": "1"})
+    assert_schedule(records, [("A", 0, 1100, 1100), ("B", 100, 150, 50), ("C", 160, 210, 50)])
