@@ -26,12 +26,15 @@ from dlsched.scheduling.bucket_scan import scan_buckets, scans_by_bucket
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import (
+    count_fits,
+    count_miss,
     filter_nodes,
     gpu_nodes,
     place,
     static_shape,
     unconstrained,
 )
+from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
@@ -264,7 +267,11 @@ def _version_sum(state: CycleState, mask: np.ndarray) -> int:
 
 def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, int]
              ) -> tuple[Status, tuple[Job, ...]]:
-    status = _place(profile, state, job)
+    # A preemptive policy tries jobs on a full cluster: most attempts fail by the free counts.
+    status = (count_miss(state, job, profile.filters, profile.scores) if profile.post_filters
+              else None)
+    if status is None:
+        status = _place(profile, state, job)
     if status.ok:
         return status, ()
     for plugin in profile.post_filters:
@@ -295,7 +302,13 @@ def _place(profile: Profile, state: CycleState, job: Job) -> Status:
 
 def _fits(profile: Profile, state: CycleState, job: Job) -> bool:
     """Would the job fit now, on nodes and by every Permit (gang, tenant quota)? Places it
-    tentatively and gives the GPUs back."""
+    tentatively and gives the GPUs back. Told from the free counts when they settle it (the
+    victim search asks after each eviction and for each victim it gives back) and no Permit
+    but the gang's (which every whole placement passes) could refuse."""
+    counted = count_fits(state, job, profile.filters, profile.take_limit)
+    if counted is not None and (not counted or all(
+            type(plugin) is GangPermit for plugin in profile.permits)):
+        return counted
     gpus, status = place(state, job, profile.filters, profile.scores, profile.take_limit)
     if not status.ok:
         return False
@@ -312,14 +325,19 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
     mask, status = filter_nodes(state, job, profile.filters)
     if not status.ok:
         return ()
-    pool = _enough_room(state, job, mask, iter(candidates))
+    # Every node usable (one pool, no dynamic filter): the room is the wholly free count.
+    everywhere = (not profile.dynamic_filters and job.spec.gpu_share >= 1.0
+                  and unconstrained(state, job, profile.filters))
+    pool = _enough_room(state, job, mask, iter(candidates), everywhere)
     if pool is None:
         return ()
     evicted: list[Job] = []
+    need = job.spec.num_gpus
     for victim in pool:
         state.evict(victim)
         evicted.append(victim)
-        if _room(state, job, mask) >= job.spec.num_gpus and _fits(profile, state, job):
+        room = state.free_whole if everywhere else _room(state, job, mask)
+        if room >= need and _fits(profile, state, job):
             break
     else:
         _restore(state, evicted)
@@ -334,12 +352,21 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
 
 
 def _enough_room(state: CycleState, job: Job, mask: np.ndarray,
-                 candidates: Iterator[Job]) -> Iterable[Job] | None:
+                 candidates: Iterator[Job], everywhere: bool = False) -> Iterable[Job] | None:
     """The candidates to try, or None when even evicting all of them cannot free enough GPUs
-    on usable nodes (an upper bound that reads candidates only until it is reached)."""
+    on usable nodes (an upper bound that reads candidates only until it is reached).
+    ``everywhere``: every node is usable (whole GPUs)."""
     pulled: list[Job] = []
     if job.spec.gpu_share < 1.0:  # a freed GPU may host several fractional workers
         return candidates
+    if everywhere:
+        need = job.spec.num_gpus - state.free_whole
+        for victim in candidates:
+            if need <= 0:
+                return itertools.chain(pulled, [victim], candidates)
+            pulled.append(victim)
+            need -= len(victim.allocation)
+        return pulled if need <= 0 else None
     need = job.spec.num_gpus - _room(state, job, mask)
     gpu_node, usable = gpu_nodes(state.cluster), mask.tolist()  # Python lists: faster to index
     for victim in candidates:

@@ -221,6 +221,56 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
 _NO_SINGLE = unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
 
 
+def count_fits(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
+               take_limit: int | None) -> bool | None:
+    """Whether ``place`` would place the job, told from the free-GPU counts: for whole GPUs (no
+    shares, MIG slices, tensor-parallel groups or demands beyond GPUs) and no per-node limit,
+    placement takes node by node until every worker is placed, so it fails exactly when the
+    usable nodes hold fewer wholly free GPUs than the job asks. None: the counts do not tell."""
+    spec = job.spec
+    if (spec.gpu_share < 1.0 - EPS or spec.mig_profile is not None or spec.tensor_parallel > 1
+            or take_limit is not None or state.books_beyond_gpus(job)):
+        return None
+    need = spec.num_gpus
+    if need > state.free_whole:
+        return False
+    entry = _spec_record(state, job, filters)[4]
+    mask, empty, dynamic = entry[:3]
+    if empty or dynamic:
+        mask, status = filter_nodes(state, job, filters)
+        if not status.ok:
+            return False
+    if entry[4] and not dynamic:  # every node usable
+        return True
+    return int(state.node_free[mask].sum()) >= need
+
+
+def count_miss(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
+               scores: Sequence[tuple[ScorePlugin, float]]) -> Status | None:
+    """What ``place`` would answer for a job of whole GPUs that ask for more than the cluster
+    has wholly free, told from the free-GPU counts without trying (a preemptive policy tries
+    jobs on a full cluster in nearly every cycle); None when that does not settle it (the job
+    may fit, or it asks for shares, MIG slices, tensor-parallel groups or more than GPUs)."""
+    spec = job.spec
+    need = spec.num_gpus
+    if (need <= state.free_whole or spec.gpu_share < 1.0 - EPS or spec.mig_profile is not None
+            or spec.tensor_parallel > 1 or state.books_beyond_gpus(job)):
+        return None
+    entry = _spec_record(state, job, filters)[4]
+    mask, empty, dynamic = entry[:3]
+    if empty or dynamic:
+        mask, status = filter_nodes(state, job, filters)
+        if not status.ok:
+            return status
+    if need == 1:  # nothing wholly free: what ``place``'s two paths say
+        if len(scores) == 1 and _single_node_score(scores[0][0]) is not None:
+            return _NO_SINGLE
+        return unschedulable("placement", "needs 1 GPUs, 0 free on fitting nodes")
+    have = (state.free_whole if entry[4] and not dynamic
+            else int(state.node_free[mask].sum()))
+    return unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes")
+
+
 def _place_single(state: CycleState, best: int | None, job: Job
                   ) -> tuple[tuple[int, ...], Status]:
     """One worker on ``best``, the node the scorer's shortcut ranks first (None: no node of
