@@ -28,7 +28,7 @@ from typing import overload
 
 import numpy as np
 
-from dlsched.workload.job import JobSpec
+from dlsched.workload.job import JobSpec, plain_spec
 from dlsched.workload.trace import Trace
 
 HELIOS_JOBS = 3_362_981  # every job of the four clusters (the summary's ``total`` row)
@@ -131,10 +131,9 @@ class SyntheticJobs(Sequence[JobSpec]):
         last = self._last
         if last is not None and last[0] == index:
             return last[1]
-        spec = JobSpec(job_id=f"{self._prefix}{index:0{self._width}d}",
-                       submit_time=self._submit[index], num_gpus=int(self._gpus[index]),
-                       work=float(self._seconds[index]),
-                       queue=self._queues[int(self._queue[index])])
+        spec = plain_spec(f"{self._prefix}{index:0{self._width}d}", self._submit[index],
+                          int(self._gpus[index]), float(self._seconds[index]),
+                          self._queues[int(self._queue[index])])
         self._last = (index, spec)
         return spec
 
