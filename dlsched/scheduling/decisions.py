@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 
 from dlsched.workload.job import HostShare
 
@@ -59,3 +59,15 @@ class CycleResult:
     resizes: tuple[Resize, ...] = ()
     rejections: tuple[Reject, ...] = ()
     bulk_reasons: tuple[tuple[Hashable, str], ...] = ()
+
+    @classmethod
+    def of_starts(cls, starts: tuple[Start, ...]) -> CycleResult:
+        """``CycleResult(starts)``, made without the frozen ``__init__`` (one field set at a
+        time through ``object.__setattr__``: ~4x the cost; the fast lane makes one per start)."""
+        result = object.__new__(cls)
+        result.__dict__.update(_DEFAULTS, starts=starts, reasons={}, blocked={})
+        return result
+
+
+_DEFAULTS = {spec.name: spec.default for spec in fields(CycleResult)
+             if spec.default is not MISSING}

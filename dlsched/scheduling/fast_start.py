@@ -91,11 +91,12 @@ class FastLane:
             if len(gpus) != spec.num_gpus:  # the gang Permit's test
                 return self._undo(placed)
         starts = []
+        pop, start_placed = core.waiting.pop, core.start_placed
         for job, gpus in placed:
             start = Start(job.job_id, gpus, (1.0,) * len(gpus))
-            core.start_placed(core.waiting.pop(job.job_id), start)
+            start_placed(pop(job.job_id), start)
             starts.append(start)
-        return CycleResult(tuple(starts))
+        return CycleResult.of_starts(tuple(starts))
 
     def _undo(self, placed: list[tuple[Job, tuple[int, ...]]]) -> None:
         """Give back the GPUs placed so far, the last first: the books are as they were."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,15 +32,18 @@ from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
-from dlsched.scheduling.state import ClusterSnapshot, CycleState, shift_free
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
 from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
+from dlsched.slots import slot_builder
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
 if TYPE_CHECKING:
     from dlsched.mig.book import MigBook
 
 IDLE_RESULT = CycleResult()
+_FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this is whole
+_placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 
 
 @dataclass
@@ -76,7 +80,7 @@ class Scheduler:
         if callable(use_throughput):  # a static key that rates jobs (SJF, SRTF)
             use_throughput(throughput)
         if profile.static_order:
-            static_key = lambda job: profile.queue_sort.sort_key(None, job)  # noqa: E731
+            static_key = partial(profile.queue_sort.sort_key, None)
         # The cycle may skip buckets of alike jobs (bucket_scan.py); their reasons are kept
         # per bucket, stamped like jobs' own (``own_reason``).
         self._bucketed = static_key is not None and (
@@ -174,7 +178,7 @@ class Scheduler:
     def finish(self, job_id: str) -> None:
         job = self.running.pop(job_id)
         now = self.clock.now()
-        self._settle(job, now)
+        self._settle(job, now, done=True)
         job.done_work = job.spec.work
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
@@ -391,7 +395,8 @@ class Scheduler:
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
-            self._rerate()
+            if self.rerater is not None:
+                self._rerate()
             self._record()  # nothing waits: the policy has nothing to decide
             return IDLE_RESULT
         started = time.perf_counter()
@@ -405,7 +410,8 @@ class Scheduler:
             self.queue_reasons = result.blocked
         if self.mig is not None and self.mig.drain_requests:
             self.mig.commit_drains(self.mig.drain_requests)
-        self._rerate()
+        if self.rerater is not None:
+            self._rerate()
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
         self._record()
@@ -514,7 +520,8 @@ class Scheduler:
         job.pending_reason = ""
         job.epoch += 1
         self.executor.start(job, now)
-        self._rerate_partners(shared, now)
+        if shared:
+            self._rerate_partners(shared, now)
 
     def _halt(self, job: Job, now: float) -> None:
         """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
@@ -536,21 +543,31 @@ class Scheduler:
         job.epoch += 1
         self._enqueue(job)
 
-    def _settle(self, job: Job, now: float) -> None:
-        """Fold progress and service up to ``now`` into the job's counters."""
-        job.done_work = job.work_done(now)
+    def _settle(self, job: Job, now: float, done: bool = False) -> None:
+        """Fold progress and service up to ``now`` into the job's counters (``done``: the
+        job finishes, its work is done: the caller sets ``done_work``)."""
+        if not done:
+            job.done_work = job.work_done(now)
         job.progress_time = now
         held = now - (job.run_started if job.run_started is not None else now)
         job.attained = job.attained_service(now)
         job.attained_time = now
-        job.gpu_seconds += held * sum(job.shares)
+        total = sum(job.shares)
+        job.gpu_seconds += held * total
         job.last_run_seconds = held
         if self.resilience is not None:
-            self.resilience.settled(job, job.productive_from, now, sum(job.shares))
+            self.resilience.settled(job, job.productive_from, now, total)
         if held > 0:
             self._charge_types(job, held, self.type_seconds)
 
     def _charge_types(self, job: Job, held: float, spent: dict[str, float]) -> None:
+        if len(spent) == 1:  # one GPU type: the same additions, in the same order
+            kind = next(iter(spent))
+            total = spent[kind]
+            for share in job.shares:
+                total += held * share
+            spent[kind] = total
+            return
         node_of, type_of = self._gpu_node, self._node_type
         for gpu, share in zip(job.allocation, job.shares, strict=True):
             spent[type_of[node_of[gpu]]] += held * share
@@ -611,27 +628,43 @@ class Scheduler:
     def _adjust(self, gpus: tuple[int, ...], shares: tuple[float, ...], sign: float,
                 booked: bool = False) -> None:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts;
-        ``booked``: the free arrays already show it (count the use and the node versions)."""
+        ``booked``: the free arrays already show it (count the use and the node versions).
+        ``state.shift_free``'s steps, inlined; a node's version moves once by its GPUs of the
+        job (the same counts: nothing reads them in between)."""
         gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
                                                    self.node_version)
         used = self.used_gpus  # a local: the same float steps, without attribute writes
+        last, count = -1, 0
         for gpu, share in zip(gpus, shares, strict=True):
-            node_version[gpu_node[gpu]] += 1
+            node = gpu_node[gpu]
+            if node != last:
+                if count:
+                    node_version[last] += count
+                last, count = node, 0
+            count += 1
+            step = sign * share
             if not booked:
-                shift_free(free, node_free, gpu_node, gpu, sign * share)
-            used -= sign * share
+                old = free.item(gpu)
+                new = old + step
+                new = _FULL if new > _FULL else (0.0 if new < 0.0 else new)
+                free[gpu] = new
+                was_whole = old >= _WHOLE
+                if was_whole != (new >= _WHOLE):
+                    node_free[node] += -1 if was_whole else 1
+            used -= step
+        if count:
+            node_version[last] += count
         self.used_gpus = used
 
     def placement_of(self, job: Job) -> Placement:
         """Type and node of each worker and, on shared GPUs, the job sharing it (the first
         other holder)."""
-        gpu_node, node_type = self._gpu_node, self._node_type
-        nodes = tuple([gpu_node[g] for g in job.allocation])
-        types = tuple([node_type[n] for n in nodes])
+        nodes = tuple(map(self._gpu_node.__getitem__, job.allocation))
+        types = tuple(map(self._node_type.__getitem__, nodes))
         partners = self.sharing.partners_of(job) if self.sharing else None
         if job.host is not None:
             return Placement(types, nodes, partners or (), job.host)
-        return Placement(types, nodes) if partners is None else Placement(types, nodes, partners)
+        return _placement(types, nodes, () if partners is None else partners, None)
 
     def _record(self) -> None:
         self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),

@@ -18,8 +18,8 @@ class SharedGpus:
     def share(self, job: Job) -> list[Job]:
         """Record a job that holds part of its GPUs; the jobs already sharing them. A MIG job
         shares nothing: its instance is its own hardware."""
-        if all(share >= 1.0 for share in job.shares) or job.spec.mig_profile is not None:
-            return []
+        if min(job.shares, default=1.0) >= 1.0 or job.spec.mig_profile is not None:
+            return []  # every share whole (none: too)
         partners: list[Job] = []
         for gpu in job.allocation:
             holders = self._holders.setdefault(gpu, [])

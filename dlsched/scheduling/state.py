@@ -15,6 +15,7 @@ from dlsched.workload.job import Job, JobSpec
 
 FULL = 1.0
 EPS = 1e-9
+_WHOLE = FULL - EPS  # a free share at least this is a whole free GPU
 
 
 @dataclass(frozen=True)
@@ -155,8 +156,19 @@ class CycleState:
                 share = self.mig.take(gpu, spec.job_id, spec.mig_profile)
                 self._whole_change += shift_free(free, node_free, gpu_node, gpu, -share)
             return
-        for gpu in gpus:
-            self._whole_change += shift_free(free, node_free, gpu_node, gpu, -share)
+        change = 0
+        for gpu in gpus:  # ``shift_free(..., -share)``, inlined (a call per GPU costs more)
+            old = free.item(gpu)
+            new = old - share
+            new = FULL if new > FULL else (0.0 if new < 0.0 else new)
+            free[gpu] = new
+            if old >= _WHOLE and new < _WHOLE:
+                node_free[gpu_node[gpu]] -= 1
+                change -= 1
+            elif old < _WHOLE and new >= _WHOLE:  # a negative share gives back
+                node_free[gpu_node[gpu]] += 1
+                change += 1
+        self._whole_change += change
         if spec is not None and self.resources is not None and spec.asks_beyond_gpus:
             self.resources.take(gpus, spec)
 

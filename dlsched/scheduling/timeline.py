@@ -22,13 +22,15 @@ class Timeline:
         return cls(array("d"), array("d"), array("q"), array("q"))
 
     def record(self, now: float, used: float, waiting: int, running: int) -> None:
-        if self.times and self.times[-1] == now:
-            self.used_gpus[-1], self.waiting[-1], self.running[-1] = used, waiting, running
-            return
-        if self.times and (self.used_gpus[-1], self.waiting[-1], self.running[-1]) == (
-                used, waiting, running):
-            return
-        self.times.append(now)
+        times = self.times
+        if times:
+            if times[-1] == now:
+                self.used_gpus[-1], self.waiting[-1], self.running[-1] = used, waiting, running
+                return
+            if (self.used_gpus[-1] == used and self.waiting[-1] == waiting
+                    and self.running[-1] == running):
+                return
+        times.append(now)
         self.used_gpus.append(used)
         self.waiting.append(waiting)
         self.running.append(running)

@@ -120,6 +120,14 @@ def _insert(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:
 
 
 def _remove(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:
+    if jobs[-1] is job:  # the common cases, a queue's last or first job: no search
+        del keys[-1]
+        del jobs[-1]
+        return
+    if jobs[0] is job:
+        del keys[0]
+        del jobs[0]
+        return
     at = bisect.bisect_left(keys, key)
     while jobs[at] is not job:
         at += 1

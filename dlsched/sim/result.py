@@ -10,6 +10,7 @@ from dlsched import __version__
 from dlsched.scheduling.rerating import GoodputPoint
 from dlsched.scheduling.resilience import JobLosses
 from dlsched.scheduling.timeline import Timeline
+from dlsched.slots import slot_builder
 from dlsched.workload.job import Job
 
 if TYPE_CHECKING:
@@ -82,11 +83,14 @@ class SimulationResult:
     mig: dict[str, object] | None = None
 
 
+_record = slot_builder(JobRecord)  # JobRecord(...) without its frozen __init__: one a job
+
+
 def record_of(job: Job, now: float, reason: str | None = None,
               losses: JobLosses | None = None, reference_rate: float = 0.0) -> JobRecord:
     """The job's record at ``now``; a job still running is charged its GPUs up to ``now``."""
     held = 0.0 if job.run_started is None else (now - job.run_started) * sum(job.shares)
-    record = JobRecord(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
+    record = _record(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
                        job.first_start, job.finish_time, job.status.value, job.preemptions,
                        job.gpu_seconds + held, job.work_done(now), job.spec.work,
                        job.pending_reason if reason is None else reason, job.resizes,

@@ -8,6 +8,7 @@ sorted trace, merged with the heap at their place in that order: they never ente
 from __future__ import annotations
 
 import gc
+import heapq
 import math
 import time
 from dataclasses import dataclass
@@ -120,26 +121,37 @@ class Simulator:
     def _run(self) -> SimulationResult:
         started = time.perf_counter()
         max_time = self.config.max_time
+        rounds_only, round_seconds = self.config.rounds_only, self.round_seconds
         events, clock, core, handle = self.events, self.clock, self.core, self._handle
+        heap, pop, running = events.heap, heapq.heappop, core.running
         specs, arrival = self.trace.jobs, self._next_arrival
         arrivals = len(specs)
         # The next arrival, read once (a trace may make each spec when it is read).
         spec = specs[arrival] if arrival < arrivals else None
         next_time = spec.submit_time if spec is not None else _NEVER
         while True:
-            now = events.peek()
+            now = heap[0][0] if heap else _NEVER
             if spec is not None and next_time <= now:
                 now = next_time
-            elif not events or (self.failures is not None and spec is None
-                                and self.failures.only_failures_left()):
+            elif not heap or (self.failures is not None and spec is None
+                              and self.failures.only_failures_left()):
                 break
             if max_time is not None and now > max_time:
                 clock.time = max_time
                 break
             clock.time = now
             changed = False
-            # Same-time order (events.Priority): completions and failures, arrivals, timers.
-            while (event := events.pop_at(now, _ARRIVAL)) is not None:
+            # Same-time order (events.Priority): completions and failures, arrivals, timers
+            # (``EventQueue.pop_at``, inlined: the heap's entries are (time, kind, seq, event)).
+            while heap and heap[0][0] == now and heap[0][1] < _ARRIVAL:
+                event = pop(heap)[3]
+                if event.kind is _FINISH:  # ``_finish``, inlined: the common event
+                    job = running.get(event.payload)
+                    if job is not None and job.epoch == event.token:
+                        core.finish(job.job_id)
+                        self.finished += 1
+                        changed = True
+                    continue
                 changed |= handle(event)
             while spec is not None and next_time == now:
                 core.submit(spec)
@@ -148,21 +160,25 @@ class Simulator:
                 next_time = spec.submit_time if spec is not None else _NEVER
                 changed = True
             self._next_arrival = arrival
-            while (event := events.pop_at(now)) is not None:
-                changed |= handle(event)
-            if changed and self.config.rounds_only and not self._at_tick(now):
+            while heap and heap[0][0] == now:
+                changed |= handle(pop(heap)[3])
+            if not changed:
+                continue
+            if rounds_only and not self._at_tick(now):
                 self._arm_tick()
                 continue
-            if changed:
-                result = core.cycle()
-                if self.progress is not None:
-                    self.progress.tick(self)
+            result = core.cycle()
+            if self.progress is not None:
+                self.progress.tick(self)
+            if result.next_wakeup != self._wakeup_at:
                 self._arm_wakeup(result.next_wakeup)
-                if self.round_seconds is not None:
-                    self._arm_round()
-                if self._stalled(result, spec is not None):
-                    self.stalled_at = now
-                    break
+            if round_seconds is not None:
+                self._arm_round()
+            if spec is not None or running or result.starts:
+                self._idle_cycles = 0  # ``_stalled``'s first test, inlined
+            elif self._stalled(result, False):
+                self.stalled_at = now
+                break
         if self.progress is not None:
             self.progress.done(self)
         return collect_result(self, time.perf_counter() - started)

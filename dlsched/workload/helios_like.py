@@ -132,8 +132,8 @@ class SyntheticJobs(Sequence[JobSpec]):
         if last is not None and last[0] == index:
             return last[1]
         spec = plain_spec(f"{self._prefix}{index:0{self._width}d}", self._submit[index],
-                          int(self._gpus[index]), float(self._seconds[index]),
-                          self._queues[int(self._queue[index])])
+                          self._gpus.item(index), self._seconds.item(index),
+                          self._queues[self._queue.item(index)])
         self._last = (index, spec)
         return spec
 

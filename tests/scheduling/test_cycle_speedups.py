@@ -192,6 +192,21 @@ def test_best_single_is_the_tightest_fitting_node(nodes: list[tuple[int, bool]],
     assert Consolidated().best_single(array, mask) == _tightest(capacity, mask.tolist())
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.booleans()), min_size=1, max_size=12),
+       st.integers(1, 9), st.booleans(), st.booleans())
+def test_best_fitting_is_the_tightest_node_fitting_all(nodes: list[tuple[int, bool]], need: int,
+                                                       read_only: bool, as_float: bool) -> None:
+    capacity = [c for c, _ in nodes]
+    mask = np.array([m for _, m in nodes], dtype=bool)
+    mask.flags.writeable = not read_only
+    array = np.array(capacity, dtype=np.float64 if as_float else np.int64)
+    fits = [(c, n) for n, (c, m) in enumerate(nodes) if m and c >= need]
+    for _ in range(2):  # a read-only mask's offsets are cached: the second call reads them
+        assert Consolidated().best_fitting(array, mask, need) == (min(fits)[1] if fits
+                                                                  else None)
+
+
 BEST_SINGLE = [  # capacity, mask, best
     ("tightest wins", [3, 1, 2], [True, True, True], 1),
     ("full node skipped", [0, 2, 1], [True, True, True], 2),

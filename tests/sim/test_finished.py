@@ -47,3 +47,25 @@ def test_forgetting_with_failures_keeps_the_losses() -> None:
     forgot, alive = _records("fifo", False, failures=model, seed=3)
     assert forgot == kept and alive == 0
     assert any(r.failures for r in kept)
+
+
+def test_columns_hold_rows_across_chunks() -> None:
+    """Rows go to the columns a chunk at a time: every row reads back as it came, in order,
+    with None kept (optional fields), whatever the chunk boundaries."""
+    from dlsched.sim.finished import _CHUNK, FinishedJobs, JobRecords
+    from dlsched.sim.result import JobRecord
+
+    rng = random.Random(5)
+    rows = [JobRecord(f"j{i}", rng.choice(["a", "b"]), rng.choice([1, 8]), float(i),
+                      None if i % 3 == 0 else i + 0.5, None if i % 7 == 0 else i + 9.25,
+                      "finished", i % 4, i * 1.5, 2.0, 2.0, rng.choice(["", "why"]),
+                      deadline=None if i % 2 else i + 100.0)
+            for i in range(_CHUNK * 2 + 17)]
+    finished = FinishedJobs()
+    for seq, record in enumerate(rows):
+        finished.add(seq, record)
+        if seq == 10:
+            assert finished.row(3) == rows[3] and len(finished) == 11
+    assert len(finished) == len(rows)
+    assert [finished.row(i) for i in range(len(rows))] == rows
+    assert list(JobRecords(finished, [])) == rows

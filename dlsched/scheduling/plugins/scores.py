@@ -29,39 +29,52 @@ class Consolidated:
             keyed = np.where(mask & (capacity > 0), capacity, _OUTSIDE)
             best = int(keyed.argmin())
             return best if keyed[best] < _OUTSIDE else None
-        # One addition and one argmin, no temporaries per test: a node of the mask keys as
-        # capacity - 1, which, read as unsigned, puts a full node (-1) after every other;
-        # a node outside the mask keys as _OUTSIDE + capacity.
-        keyed = capacity + _mask_offsets(mask)
-        best = int(keyed.view(np.uint64).argmin())
-        return best if 0 <= keyed.item(best) < _OUTSIDE else None
+        return _tightest(capacity, mask, 1)
 
     def best_fitting(self, capacity: np.ndarray, mask: np.ndarray, need: int) -> int | None:
         """The node ``score`` ranks first for ``need`` workers when some node of ``mask`` has
         room for all of them: the tightest such node (lowest index on ties), which then takes
         them all; None when no node fits them all (placement scores node by node)."""
-        keyed = np.where(mask & (capacity >= need), capacity, _OUTSIDE)
-        best = int(keyed.argmin())
-        return best if keyed.item(best) < _OUTSIDE else None
+        if capacity.dtype != _INT64:
+            keyed = np.where(mask & (capacity >= need), capacity, _OUTSIDE)
+            best = int(keyed.argmin())
+            return best if keyed.item(best) < _OUTSIDE else None
+        return _tightest(capacity, mask, need)
 
 
 _INT64 = np.dtype(np.int64)
 _OUTSIDE = 1 << 62  # far above any GPU count, far below the int64 limit
-# id(mask) -> (mask, its offsets): masks are mostly the placement's cached static ones.
-_OFFSETS: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+# id(mask) -> (mask, its offsets, a buffer and its unsigned view): masks are mostly the
+# placement's cached static ones.
+_OFFSETS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
-def _mask_offsets(mask: np.ndarray) -> np.ndarray:
-    """-1 on the nodes of ``mask``, _OUTSIDE elsewhere; cached for read-only masks (a
-    writable one could change under the cache)."""
-    if mask.flags.writeable:
-        return np.where(mask, np.int64(-1), np.int64(_OUTSIDE))
-    cached = _OFFSETS.get(id(mask))
-    if cached is None or cached[0] is not mask:
+def _tightest(capacity: np.ndarray, mask: np.ndarray, need: int) -> int | None:
+    """The node of ``mask`` with the least room among those with room for ``need`` (lowest
+    index on ties; None if none), in two additions and one argmin without temporaries: a node
+    of the mask keys as capacity - need, which, read as unsigned, puts a node too small
+    (negative) after every other; a node outside the mask keys as _OUTSIDE + capacity - need."""
+    entry = _OFFSETS.get(id(mask))
+    if entry is None or entry[0] is not mask:
+        entry = _offsets(mask)
+    _, offsets, keyed, unsigned = entry
+    np.add(capacity, offsets, out=keyed)
+    np.subtract(keyed, need, out=keyed)
+    best = int(unsigned.argmin())
+    return best if 0 <= keyed.item(best) < _OUTSIDE >> 1 else None
+
+
+def _offsets(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """0 on the nodes of ``mask``, _OUTSIDE elsewhere, with a buffer for the keys; cached for
+    read-only masks (a writable one could change under the cache)."""
+    offsets = np.where(mask, np.int64(0), np.int64(_OUTSIDE))
+    keyed = np.empty_like(offsets)
+    entry = (mask, offsets, keyed, keyed.view(np.uint64))
+    if not mask.flags.writeable:
         if len(_OFFSETS) > 4096:  # masks of dynamic filters: do not pile up
             _OFFSETS.clear()
-        cached = _OFFSETS[id(mask)] = (mask, np.where(mask, np.int64(-1), np.int64(_OUTSIDE)))
-    return cached[1]
+        _OFFSETS[id(mask)] = entry
+    return entry
 
 
 class BestFit:
