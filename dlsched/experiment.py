@@ -14,7 +14,7 @@ from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary
 from dlsched.report.output import run_identity, write_json, write_run
-from dlsched.report.tenant_output import write_audit
+from dlsched.report.tenant_output import spec_index, write_audit
 from dlsched.run_config import RunConfig, parse_policy_options
 from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.profile import Profile
@@ -190,7 +190,8 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
                            round_seconds=config.round_seconds, seed=config.seed,
                            start_overhead=config.start_overhead,
-                           rounds_only=config.rounds_only, **failure_options(config))
+                           rounds_only=config.rounds_only, keep_finished=False,
+                           **failure_options(config))
     started = time.perf_counter()
     sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
     result = sim.run()
@@ -201,7 +202,8 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                         positions=final_positions(sim.profile, sim))
     queue_sort = sim.profile.queue_sort
     admission = queue_sort if isinstance(queue_sort, TenantAdmission) else None
-    never = write_audit(sim.core, admission, out_dir, run_identity(result.info))
+    never = write_audit(sim.core, admission, out_dir, run_identity(result.info),
+                        spec_index(trace.jobs))
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)

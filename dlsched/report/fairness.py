@@ -37,6 +37,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel
+from dlsched.report.job_table import JobTable
 from dlsched.sim.result import JobRecord, SimulationResult
 from dlsched.workload.trace import Trace
 
@@ -132,9 +133,13 @@ class Contention:
         return np.where(i < 0, 0.0, self.area[k] + (t - self.times[k]) * self.active[k])
 
 
-def ftf_rhos(result: SimulationResult, isolated: Mapping[str, float]) -> dict[str, float]:
+def ftf_rhos(result: SimulationResult, isolated: Mapping[str, float],
+             table: JobTable | None = None) -> dict[str, float]:
     """ρ of every finished job with a known isolated time (see the module docstring); computed
-    over arrays, the same float operations as ``Contention.mean`` job by job."""
+    over arrays, the same float operations as ``Contention.mean`` job by job. ``table``:
+    ``result.jobs`` as columns (``job_table``), when the caller has it."""
+    if table is not None:
+        return _ftf_rhos(result, isolated, table)
     picked = [(job.job_id, float(job.submit_time), float(job.finish_time), job.num_gpus, t_iso)
               for job in result.jobs
               if job.status == FINISHED and job.finish_time is not None
@@ -142,7 +147,24 @@ def ftf_rhos(result: SimulationResult, isolated: Mapping[str, float]) -> dict[st
     if not picked:
         return {}
     ids, starts, ends, gpus, t_isos = zip(*picked, strict=True)
-    start, end = np.array(starts), np.array(ends)
+    return _rhos(result, list(ids), np.array(starts), np.array(ends), gpus, t_isos)
+
+
+def _ftf_rhos(result: SimulationResult, isolated: Mapping[str, float], table: JobTable
+              ) -> dict[str, float]:
+    done = table.finished(FINISHED).tolist()
+    get = isolated.get
+    rows = [i for i, (job_id, ok) in enumerate(zip(table.job_id, done, strict=True))
+            if ok and get(job_id)]
+    if not rows:
+        return {}
+    ids = [table.job_id[i] for i in rows]
+    return _rhos(result, ids, table.submit_time[rows], table.finish_time[rows],
+                 table.num_gpus[rows].tolist(), [isolated[i] for i in ids])
+
+
+def _rhos(result: SimulationResult, ids: Sequence[str], start: np.ndarray, end: np.ndarray,
+          gpus: Sequence[int], t_isos: Sequence[float]) -> dict[str, float]:
     n_avg = Contention.of(result).means(start, end)
     share = np.maximum(1.0, n_avg * np.array(gpus, dtype=float) / max(result.total_gpus, 1))
     rho = (end - start) / (np.array(t_isos, dtype=float) * share)
@@ -160,9 +182,13 @@ def jain_index(values: Sequence[float]) -> float | None:
 
 def gpu_seconds_by_tenant(jobs: Sequence[JobRecord]) -> dict[str, float]:
     """GPU-seconds each queue's jobs held, sorted by queue name."""
+    return _by_tenant([job.queue for job in jobs], [float(job.gpu_seconds) for job in jobs])
+
+
+def _by_tenant(queues: Sequence[str], gpu_seconds: Sequence[float]) -> dict[str, float]:
     by_queue: dict[str, float] = defaultdict(float)
-    for job in jobs:
-        by_queue[job.queue] += float(job.gpu_seconds)
+    for queue, seconds in zip(queues, gpu_seconds, strict=True):
+        by_queue[queue] += seconds
     return dict(sorted(by_queue.items()))
 
 
@@ -179,12 +205,16 @@ def utilization_by_type(inputs: FairnessInputs,
 
 
 def fairness(result: SimulationResult, inputs: FairnessInputs | None,
-             window: tuple[float, float] | None) -> FairnessMetrics:
-    """All fairness metrics of a run; the ρ and per-type ones need ``inputs``."""
-    jain = jain_index(list(gpu_seconds_by_tenant(result.jobs).values()))
+             window: tuple[float, float] | None, table: JobTable | None = None
+             ) -> FairnessMetrics:
+    """All fairness metrics of a run; the ρ and per-type ones need ``inputs``; ``table``:
+    ``result.jobs`` as columns (``job_table``), when the caller has it."""
+    by_tenant = (gpu_seconds_by_tenant(result.jobs) if table is None
+                 else _by_tenant(table.queue, table.gpu_seconds.tolist()))
+    jain = jain_index(list(by_tenant.values()))
     if inputs is None:
         return FairnessMetrics(jain_tenants=jain)
-    rhos = list(ftf_rhos(result, inputs.isolated_seconds).values())
+    rhos = list(ftf_rhos(result, inputs.isolated_seconds, table).values())
     return FairnessMetrics(
         ftf_rho_max=max(rhos) if rhos else None,
         ftf_rho_mean=float(np.mean(rhos)) if rhos else None,

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from dlsched.report.fairness import FairnessInputs, fairness
+from dlsched.report.job_table import JobTable, job_table
 from dlsched.sim.result import JobRecord, SimulationResult
 
 FINISHED = "finished"
@@ -189,35 +190,71 @@ def deadline_satisfaction(result: SimulationResult) -> tuple[int, float | None]:
     return len(with_deadline), sum(map(met_deadline, with_deadline)) / len(with_deadline)
 
 
-def summarize(result: SimulationResult, inputs: FairnessInputs | None = None) -> Summary:
+def summarize(result: SimulationResult, inputs: FairnessInputs | None = None,
+              table: JobTable | None = None) -> Summary:
     """The run's ``Summary``; ``inputs`` (isolated times, per-type use) enable the
-    finish-time-fairness and per-type utilization fields."""
+    finish-time-fairness and per-type utilization fields; ``table``: ``result.jobs`` as
+    columns when the caller has made it (``job_table``). Computed from the columns: the same
+    numbers, in the same order, as the functions above compute from the records."""
     info = result.info
-    fair = fairness(result, inputs, utilization_window(result))
-    jcts = finished_jcts(result)
+    t = table if table is not None else job_table(result.jobs)
+    done = t.finished(FINISHED)
+    finishes = t.finish_time[done]
+    jcts = (finishes - t.submit_time[done]).tolist()
+    window = _window(result, t, finishes)
+    fair = fairness(result, inputs, window, t)
     jct_median, jct_p95, jct_p99 = percentiles(jcts, (50, 95, 99))
-    delays = queueing_delays(result)
+    started = ~np.isnan(t.first_start)
+    delays = (t.first_start[started] - t.submit_time[started]).tolist()
     cycle_ms = 1000.0 * result.cycle_seconds / result.cycles if result.cycles else None
-    deadlines, satisfied = deadline_satisfaction(result)
+    with_deadline = ~np.isnan(t.deadline)
+    deadlines = int(with_deadline.sum())
+    met = done & with_deadline & (t.finish_time <= t.deadline + 1e-9)
     return Summary(
         policy=info.policy, trace=info.trace, cluster=info.cluster, seed=info.seed,
-        version=info.version, jobs_submitted=len(result.jobs), jobs_finished=len(jcts),
-        jobs_unfinished=len(result.jobs) - len(jcts),
+        version=info.version, jobs_submitted=len(t), jobs_finished=len(jcts),
+        jobs_unfinished=len(t) - len(jcts),
         jct_mean=_mean(jcts), jct_median=jct_median, jct_p95=jct_p95, jct_p99=jct_p99,
         queueing_delay_mean=_mean(delays), queueing_delay_p99=percentiles(delays, (99,))[0],
-        makespan=makespan(result), utilization=utilization(result),
-        preemptions=sum(j.preemptions for j in result.jobs),
-        gpu_hours=sum(float(j.gpu_seconds) for j in result.jobs) / 3600.0,
+        makespan=(float(finishes.max()) - float(t.submit_time.min())
+                  if len(finishes) else None),
+        utilization=_utilization(result, window),
+        preemptions=int(t.preemptions.sum()),
+        gpu_hours=sum(t.gpu_seconds.tolist()) / 3600.0,  # Python's sum: left to right
         cycles=result.cycles, cycle_ms_mean=cycle_ms, wall_seconds=float(result.wall_seconds),
         policy_options=tuple(info.policy_options), placement=info.placement,
         restart_overhead=float(info.restart_overhead),
         ftf_rho_max=fair.ftf_rho_max, ftf_rho_mean=fair.ftf_rho_mean,
         ftf_rho_above_1=fair.ftf_rho_above_1, jain_tenants=fair.jain_tenants,
         utilization_by_type=fair.utilization_by_type,
-        deadline_jobs=deadlines, deadline_satisfaction=satisfied,
-        resizes=sum(j.resizes for j in result.jobs),
-        **failure_fields(result),
+        deadline_jobs=deadlines,
+        deadline_satisfaction=int(met.sum()) / deadlines if deadlines else None,
+        resizes=int(t.resizes.sum()),
+        **(failure_fields(result) if result.failures_by_category
+           or t.checkpoint_gpu_seconds.any() else {}),
     )
+
+
+def _window(result: SimulationResult, t: JobTable, finishes: np.ndarray
+            ) -> tuple[float, float] | None:
+    """``utilization_window`` from the columns."""
+    if not len(t):
+        return None
+    start = float(t.submit_time.min())
+    end = float(finishes.max()) if len(finishes) else start
+    if len(finishes) < len(t):
+        end = max(end, float(result.end_time))
+    return start, end
+
+
+def _utilization(result: SimulationResult, window: tuple[float, float] | None) -> float | None:
+    """``utilization`` over a window already known."""
+    if window is None or window[1] <= window[0] or result.total_gpus <= 0:
+        return None
+    start, end = window
+    timeline = result.timeline
+    used = timeline_integral(timeline.times, timeline.used_gpus, start, end)
+    return used / (result.total_gpus * (end - start))
 
 
 def failure_fields(result: SimulationResult) -> dict[str, float | int | None]:

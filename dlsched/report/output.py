@@ -14,13 +14,15 @@ import csv
 import io
 import json
 from collections.abc import Mapping, Sequence
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from dlsched.errors import DlschedError
 from dlsched.report.fairness import FairnessInputs
 from dlsched.report.goodput_series import GOODPUT_COLUMNS, goodput_rows
+from dlsched.report.job_table import JobTable, job_table, optional_floats
 from dlsched.report.metrics import TIMING_KEYS, Summary, summarize
 from dlsched.sim.result import JobRecord, RunInfo, SimulationResult
 
@@ -53,17 +55,18 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     identity = run_identity(result.info)
+    table = job_table(result.jobs)  # the records as columns, read once
     if fmt == "parquet":
-        _write_parquet(out_dir / "jobs.parquet", job_rows(result, positions), identity,
+        _write_parquet(out_dir / "jobs.parquet", job_rows(result, positions, table), identity,
                        result.info)
     else:
-        _write_columns(out_dir / "jobs.csv", JOB_COLUMNS, job_columns(result, positions),
+        _write_columns(out_dir / "jobs.csv", JOB_COLUMNS, job_columns(result, positions, table),
                        identity)
     _write_columns(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_columns(result),
                    identity)
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
         _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
-    summary = summarize(result, fairness)
+    summary = summarize(result, fairness, table)
     data = summary.to_dict()
     if result.mig is not None:  # only runs with MIG jobs: the others' keys stay as they were
         data["mig"] = result.mig
@@ -105,29 +108,33 @@ def job_row(job: JobRecord, position: int | None = None) -> tuple[Any, ...]:
             _opt_float(job.deadline))
 
 
-def job_rows(result: SimulationResult,
-             positions: Mapping[str, int] | None = None) -> list[tuple[Any, ...]]:
+def job_rows(result: SimulationResult, positions: Mapping[str, int] | None = None,
+             table: JobTable | None = None) -> list[tuple[Any, ...]]:
     """One row per job in ``JOB_COLUMNS`` order, sorted by submit time then job id."""
-    return list(zip(*job_columns(result, positions), strict=True))
+    return list(zip(*job_columns(result, positions, table), strict=True))
 
 
-def job_columns(result: SimulationResult,
-                positions: Mapping[str, int] | None = None) -> list[list[Any]]:
-    """``job_rows`` as columns (``JOB_COLUMNS`` order): the same values, built a column at a
-    time (about three times faster than a tuple per job on 10^5 jobs)."""
-    jobs = sorted(result.jobs, key=attrgetter("submit_time", "job_id"))  # as numbers
+def job_columns(result: SimulationResult, positions: Mapping[str, int] | None = None,
+                table: JobTable | None = None) -> list[list[Any]]:
+    """``job_rows`` as columns (``JOB_COLUMNS`` order), read from the records' columns
+    (``job_table``; ``table``: already made from ``result.jobs``)."""
+    t = table if table is not None else job_table(result.jobs)
+    # submit time, then job id (unique): numpy orders strings by code point, as Python does
+    order = np.lexsort((np.asarray(t.job_id, dtype=str), t.submit_time))
+
+    def texts(values: list[str]) -> list[str]:
+        return np.asarray(values, dtype=object)[order].tolist()
+
+    ids = texts(t.job_id)
     where = positions or {}
-
-    def floats(name: str) -> list[float | None]:
-        return [_opt_float(value) for value in map(attrgetter(name), jobs)]
-
-    return [[j.job_id for j in jobs], [j.queue for j in jobs],
-            [int(j.num_gpus) for j in jobs], [float(j.submit_time) for j in jobs],
-            floats("first_start"), floats("finish_time"), floats("jct"),
-            floats("queueing_delay"), [j.status for j in jobs],
-            [int(j.preemptions) for j in jobs], [float(j.gpu_seconds) for j in jobs],
-            [j.pending_reason for j in jobs], [where.get(j.job_id) for j in jobs],
-            [int(j.resizes) for j in jobs], floats("deadline")]
+    submit, first, finish = (t.submit_time[order], t.first_start[order],
+                             t.finish_time[order])
+    return [ids, texts(t.queue), t.num_gpus[order].tolist(), submit.tolist(),
+            optional_floats(first), optional_floats(finish), optional_floats(finish - submit),
+            optional_floats(first - submit), texts(t.status), t.preemptions[order].tolist(),
+            t.gpu_seconds[order].tolist(), texts(t.pending_reason),
+            [where.get(i) for i in ids] if where else [None] * len(ids),
+            t.resizes[order].tolist(), optional_floats(t.deadline[order])]
 
 
 def timeline_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
@@ -173,10 +180,33 @@ def _write_columns(path: Path, names: Sequence[str], columns: Sequence[Sequence[
         handle.write(header + "\n")
         if not rows:
             return
-        cells = [_format_column(column) for column in columns]
-        if identity:  # the run's identity: one constant trailing column
-            cells.append([_csv_line([_cell(value) for value in identity.values()])] * rows)
-        handle.write("\n".join(map(",".join, zip(*cells, strict=True))) + "\n")
+        # One ``%`` format per row: a column of floats is ``%.6f``, of ints ``%d``, of
+        # None empty, the rest strings made by ``_format_column``.
+        specs, values = [], []
+        for column in columns:
+            spec, data = _row_spec(column)
+            specs.append(spec)
+            if data is not None:
+                values.append(data)
+        if identity:  # the run's identity: constant trailing cells
+            specs.append(_csv_line([_cell(value) for value in identity.values()]
+                                   ).replace("%", "%%"))
+        line = ",".join(specs)
+        body = (map(line.__mod__, zip(*values, strict=True)) if values
+                else [line % ()] * rows)
+        handle.write("\n".join(body) + "\n")
+
+
+def _row_spec(values: Sequence[Any]) -> tuple[str, Sequence[Any] | None]:
+    """A column's part of the row format and the values it takes (None: a constant)."""
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return FLOAT_FORMAT, values
+    if kinds == {int}:
+        return "%d", values
+    if kinds == {type(None)}:
+        return "", None
+    return "%s", _format_column(values)
 
 
 _SPECIAL = frozenset(',"\r\n')
@@ -196,7 +226,8 @@ def _format_column(values: Sequence[Any]) -> list[str]:
             return list(map(str, values))
         return [str(v) if v is not None else "" for v in values]
     if kinds <= {str}:
-        if any(not _SPECIAL.isdisjoint(v) for v in values):
+        joined = "".join(values)  # one scan for the characters that need quotes
+        if any(char in joined for char in _SPECIAL):
             return [_quoted(v) for v in values]
         return list(values)
     return [_quoted(_cell(v)) for v in values]

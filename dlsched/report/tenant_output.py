@@ -19,7 +19,7 @@ Tables end with the run's identity columns, as ``jobs.csv`` does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from dlsched.scheduling.segments import Segment
 from dlsched.tenancy.config import RESOURCES, Quota, TenantConfig
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.quota import request_of
+from dlsched.workload.job import JobSpec
 
 SEGMENT_COLUMNS = ("job_id", "queue", "cluster_queue", "flavor", "start", "end", "nodes",
                    "num_gpus", "gpu_ids", "gpu_share", "gpu", "cpu", "memory", "gpu_memory")
@@ -43,14 +44,17 @@ NEVER_COLUMNS = ("job_id", "cluster_queue", "reason")
 
 
 def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Path,
-                identity: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+                identity: Mapping[str, Any], specs: Mapping[str, JobSpec] | None = None
+                ) -> list[tuple[str, str, str]]:
     """Write the audit files; returns the jobs that can never be admitted
-    (job id, cluster queue, reason), for the caller's warning."""
+    (job id, cluster queue, reason), for the caller's warning. ``specs``: each job's spec by
+    id, for the jobs that left the core's table during the run (``SimConfig.keep_finished=
+    False``; the trace's, ``spec_index``); without it every job must still be in the core."""
     if admission is None:
-        _write_columns(out_dir / "segments.csv", SEGMENT_COLUMNS, plain_segment_columns(core),
-                       identity)
+        _write_columns(out_dir / "segments.csv", SEGMENT_COLUMNS,
+                       plain_segment_columns(core, specs), identity)
         return []
-    rows = segment_rows(core, admission)
+    rows = segment_rows(core, admission, specs)
     _write(out_dir / "segments.csv", SEGMENT_COLUMNS, rows, identity)
     audit, config = admission.audit, admission.config
     _write(out_dir / "evictions.csv", EVICTION_COLUMNS,
@@ -68,17 +72,38 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
     return never
 
 
-def segment_rows(core: Scheduler, admission: TenantAdmission | None) -> list[tuple]:
+def spec_index(specs: Iterable[JobSpec]) -> dict[str, JobSpec]:
+    """Each spec by job id (a trace's jobs), for ``write_audit``."""
+    return {spec.job_id: spec for spec in specs}
+
+
+def _spec_of(core: Scheduler, specs: Mapping[str, JobSpec] | None
+             ) -> Callable[[str], JobSpec]:
+    """A job's spec by id: the core's job when it is still there, else ``specs``'."""
+    jobs = core.jobs
+    if specs is None:
+        return lambda job_id: jobs[job_id].spec
+
+    def spec_of(job_id: str) -> JobSpec:
+        job = jobs.get(job_id)
+        return job.spec if job is not None else specs[job_id]
+
+    return spec_of
+
+
+def segment_rows(core: Scheduler, admission: TenantAdmission | None,
+                 specs: Mapping[str, JobSpec] | None = None) -> list[tuple]:
+    """One row per segment (``SEGMENT_COLUMNS``); ``specs`` as for ``write_audit``."""
     cluster, out = core.cluster, []
     flavors = admission.audit.flavors if admission is not None else {}
     node_name = [node.name for node in cluster.nodes]
     gpu_node_name = [node_name[n] for n in cluster.gpu_node.tolist()]  # read per GPU below
-    jobs, no_request = core.jobs, (None,) * len(RESOURCES)
+    spec_of, no_request = _spec_of(core, specs), (None,) * len(RESOURCES)
     for seg in core.segments.all():
-        spec = jobs[seg.job_id].spec
+        spec = spec_of(seg.job_id)
         cq, flavor = flavors.get((seg.job_id, seg.start), ("", ""))
         if admission is not None and not cq:
-            cq = admission.queue_of(jobs[seg.job_id])
+            cq = admission.queue_named(spec.queue)
         gpus = seg.gpus
         if len(gpus) == 1:
             nodes, gpu_ids = gpu_node_name[gpus[0]], str(gpus[0])
@@ -95,19 +120,20 @@ def segment_rows(core: Scheduler, admission: TenantAdmission | None) -> list[tup
     return out
 
 
-def plain_segment_columns(core: Scheduler) -> list[list[Any]]:
+def plain_segment_columns(core: Scheduler, specs: Mapping[str, JobSpec] | None = None
+                          ) -> list[list[Any]]:
     """``segment_rows`` without tenants, as columns (``SEGMENT_COLUMNS`` order), read from
-    the run segments' columns."""
+    the run segments' columns; ``specs`` as for ``write_audit``."""
     node_name = [node.name for node in core.cluster.nodes]
     gpu_node_name = [node_name[n] for n in core.cluster.gpu_node.tolist()]
     ids, starts, ends, gpus, shares = core.segments.columns()
-    jobs = core.jobs
+    spec_of = _spec_of(core, specs)
     nodes = [gpu_node_name[g[0]] if len(g) == 1 else ";".join(sorted({gpu_node_name[x]
                                                                        for x in g}))
              for g in gpus]
     gpu_ids = [str(g[0]) if len(g) == 1 else ";".join(map(str, g)) for g in gpus]
     blank, none = [""] * len(ids), [None] * len(ids)
-    return [ids, [jobs[job_id].spec.queue for job_id in ids], blank, blank, starts, ends, nodes,
+    return [ids, [spec_of(job_id).queue for job_id in ids], blank, blank, starts, ends, nodes,
             [len(g) for g in gpus], gpu_ids, shares, none, none, none]
 
 

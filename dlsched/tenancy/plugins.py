@@ -126,7 +126,10 @@ class TenantAdmission:
         return names
 
     def queue_of(self, job: Job) -> str:
-        name = job.spec.queue
+        return self.queue_named(job.spec.queue)
+
+    def queue_named(self, name: str) -> str:
+        """The cluster queue of a job whose ``JobSpec.queue`` is ``name`` (``?name``: none)."""
         found = self._queue_names.get(name)
         if found is None:
             cq = self.config.cluster_queue_of(name)

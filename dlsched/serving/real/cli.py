@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated
@@ -142,6 +141,8 @@ def loadgen_command(
     """Replay a request trace against a service; per-request times to --out."""
     try:
         _check_extras("dlsched inference loadgen")
+        import asyncio  # here, not at the top: `dlsched simulate` need not load asyncio
+
         from dlsched.serving.metrics import Slo, service_metrics
         from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
 
