@@ -3,9 +3,11 @@ policy's profile, simulate and write the outputs."""
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
@@ -23,16 +25,16 @@ from dlsched.scheduling.state import CycleState
 from dlsched.sim.progress import ProgressCallback
 from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
-from dlsched.tenancy.config import TenantConfig
-from dlsched.tenancy.loader import load_tenants
-from dlsched.tenancy.plugins import TenantAdmission
-from dlsched.tenancy.profile import with_tenants
 from dlsched.workload.bundled import resolve_trace, resolve_traces
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.readers.pollux_work import progress_seconds
 from dlsched.workload.synthetic import generate
 from dlsched.workload.trace import Trace
+
+if TYPE_CHECKING:
+    from dlsched.tenancy.config import TenantConfig
+    from dlsched.tenancy.plugins import TenantAdmission
 
 SYNTHETIC = "synthetic"
 
@@ -99,6 +101,8 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         trace = in_one_queue(trace)
     if config.tenants is None:
         return trace
+    from dlsched.tenancy.loader import load_tenants  # the tenant layer only when asked for
+
     check_queues(trace, load_tenants(config.tenants))
     return without_vc_pins(trace)
 
@@ -152,7 +156,19 @@ def build_profile(config: RunConfig, policy: str) -> Profile:
     profile = build_policy(policy, options_for(policy, config.policy_options), config.placement)
     if config.tenants is None:
         return profile
+    from dlsched.tenancy.loader import load_tenants
+    from dlsched.tenancy.profile import with_tenants
+
     return with_tenants(profile, load_tenants(config.tenants))
+
+
+def tenant_admission(plugin: Any) -> TenantAdmission | None:
+    """``plugin`` when it is the tenant layer's QueueSort (a run with ``--tenants``), else
+    None; without tenants the tenant layer is never imported."""
+    plugins = sys.modules.get("dlsched.tenancy.plugins")
+    if plugins is None or not isinstance(plugin, plugins.TenantAdmission):
+        return None
+    return plugin
 
 
 def final_positions(profile: Profile, sim: Simulator) -> dict[str, int]:
@@ -161,8 +177,8 @@ def final_positions(profile: Profile, sim: Simulator) -> dict[str, int]:
     waiting = [j for j in sim.core.jobs.values() if j.status.is_waiting]
     if not waiting:
         return {}
-    plugin = profile.queue_sort
-    if isinstance(plugin, TenantAdmission):
+    plugin = tenant_admission(profile.queue_sort)
+    if plugin is not None:
         return {j.job_id: plugin.pending[j.job_id].position + 1 for j in waiting
                 if j.job_id in plugin.pending}
     state = CycleState.begin(sim.core.snapshot())
@@ -200,8 +216,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                                      cluster)
     summary = write_run(result, out_dir, config.jobs_format, fairness=fairness,
                         positions=final_positions(sim.profile, sim))
-    queue_sort = sim.profile.queue_sort
-    admission = queue_sort if isinstance(queue_sort, TenantAdmission) else None
+    admission = tenant_admission(sim.profile.queue_sort)
     never = write_audit(sim.core, admission, out_dir, run_identity(result.info),
                         spec_index(trace.jobs))
     own = replace(config, policies=(policy,))

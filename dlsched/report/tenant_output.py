@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlsched.report.output import _write_columns, _write_csv
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.scheduling.segments import Segment
-from dlsched.tenancy.config import RESOURCES, Quota, TenantConfig
-from dlsched.tenancy.plugins import TenantAdmission
-from dlsched.tenancy.quota import request_of
 from dlsched.workload.job import JobSpec
+
+if TYPE_CHECKING:  # the tenant layer is imported by runs with tenants only
+    from dlsched.tenancy.config import TenantConfig
+    from dlsched.tenancy.plugins import TenantAdmission
 
 SEGMENT_COLUMNS = ("job_id", "queue", "cluster_queue", "flavor", "start", "end", "nodes",
                    "num_gpus", "gpu_ids", "gpu_share", "gpu", "cpu", "memory", "gpu_memory")
@@ -98,6 +99,9 @@ def segment_rows(core: Scheduler, admission: TenantAdmission | None,
     flavors = admission.audit.flavors if admission is not None else {}
     node_name = [node.name for node in cluster.nodes]
     gpu_node_name = [node_name[n] for n in cluster.gpu_node.tolist()]  # read per GPU below
+    from dlsched.tenancy.config import RESOURCES
+    from dlsched.tenancy.quota import request_of
+
     spec_of, no_request = _spec_of(core, specs), (None,) * len(RESOURCES)
     for seg in core.segments.all():
         spec = spec_of(seg.job_id)
@@ -144,6 +148,8 @@ def _share(seg: Segment) -> float:
 def usage_rows(segments: Sequence[tuple], config: TenantConfig) -> list[tuple]:
     """Each (queue, flavor, resource)'s usage after every time it changes (ends before
     starts at the same time)."""
+    from dlsched.tenancy.config import RESOURCES, Quota
+
     events: list[tuple[float, int, str, str, str, float]] = []
     for row in segments:
         cq, flavor, start, end = row[2], row[3], row[4], row[5]
