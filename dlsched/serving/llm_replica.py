@@ -189,7 +189,8 @@ class LlmReplica:
             self.log.mark_started(r, self.time)
         wake, self.cold = (self.profile.fit.wake if self.cold and self.profile.fit else 0.0,
                            False)
-        self._run(wake + self.profile.prefill_pack_seconds(
+        gap = self.profile.fit.gap if self.profile.fit is not None else 0.0
+        self._run(gap + wake + self.profile.prefill_pack_seconds(
             [self._prompt_tokens(r) for r in admitted], tokens))
         self._join(admitted, self.time)
         return True
@@ -249,7 +250,8 @@ class LlmReplica:
     def _decode_times(self, steps: int) -> np.ndarray:
         p, batch = self.profile, len(self.ids)
         if p.fit is not None:
-            return p.fit.decode(batch, float(self.ctx.sum()) + batch * np.arange(steps))
+            return p.fit.gap + p.fit.decode(batch,
+                                            float(self.ctx.sum()) + batch * np.arange(steps))
         base = self._decode_base[batch]
         kv = float(self.ctx.sum()) + batch * np.arange(steps) - batch * p.reference_context
         return np.maximum(0.5 * base, base + p.context_slope * kv)

@@ -15,7 +15,9 @@ from dlsched.perf.inference.fit import (
     StepFit,
     StepPoint,
     combined,
+    fit_points,
     fit_steps,
+    gap_seconds,
     held_out,
     read_steps,
     wake_seconds,
@@ -77,6 +79,12 @@ def test_mixed_points_are_held_out_and_wake_is_the_median_extra_time() -> None:
     warm = [StepPoint("prefill", 1, 64, 4096, t, kind="warm") for t in (0.010, 0.009, 0.01)]
     assert wake_seconds(wake + warm) == pytest.approx(0.002)
     assert wake_seconds(warm) == 0.0
+    gaps = [StepPoint("gap", 1, 0, 0, t, run=i, kind="gap") for i, t in enumerate((1e-4, 3e-4,
+                                                                                  2e-4))]
+    assert gap_seconds(gaps) == pytest.approx(2e-4)
+    fit = fit_points([*exact_points(), *wake, *warm, *gaps])
+    assert (fit.wake, fit.gap) == pytest.approx((0.002, 2e-4))
+    assert fit.prefill_coef == pytest.approx(PREFILL, rel=1e-6)
     # repeats combine by their median
     rep = [replace(exact_points()[0], seconds=t) for t in (1.0, 2.0, 9.0)]
     assert [p.seconds for p in combined(rep)] == [2.0]
@@ -94,7 +102,7 @@ def test_step_files_round_trip_and_a_bad_cell_names_file_line_column(tmp_path: P
     lines = (tmp_path / "s.csv").read_text().splitlines()
     lines[3] = lines[3].replace("prefill", "prefil", 1)
     (tmp_path / "bad.csv").write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError, match=r"bad.csv:4:phase: expected prefill or decode"):
+    with pytest.raises(InputError, match=r"bad.csv:4:phase: expected prefill, decode or gap"):
         read_steps(tmp_path / "bad.csv")
     lines = (tmp_path / "s.csv").read_text().splitlines()
     lines[2] = ",".join(v if i != 4 else "-1" for i, v in enumerate(lines[2].split(",")))

@@ -40,6 +40,7 @@ class ProfiledModel:
         fit = self.profile.fit
         if fit is not None and self.clock.now - self.last_end >= WAKE_AFTER:
             self.clock.now += fit.wake  # idle long enough: cold caches
+        self.clock.now += fit.gap if fit is not None else 0.0  # the engine's own time
         self.clock.now += self.profile.prefill_pack_seconds(list(map(len, prompts)), tokens)
         self.calls.append(("prefill", len(prompts)))
         self.last_end = self.clock.now
@@ -48,6 +49,7 @@ class ProfiledModel:
     def decode(self, tokens: list[int], slots: list[int], positions: list[int],
                cache: object) -> list[int]:
         kv = sum(p + 1 for p in positions)
+        self.clock.now += self.profile.fit.gap if self.profile.fit is not None else 0.0
         self.clock.now += self.profile.decode_seconds(len(tokens), kv)
         self.calls.append(("decode", len(tokens)))
         self.last_end = self.clock.now
@@ -88,11 +90,12 @@ def sloped_profile() -> StepProfile:
                        Curve((1.0, 64.0), (0.01, 0.04)), 1e-5, 100.0)
 
 
-def fitted_profile(wake: float = 0.004) -> StepProfile:
+def fitted_profile(wake: float = 0.004, gap: float = 0.0) -> StepProfile:
     """Step times from a fit: prefill by prompts, tokens and squared lengths, decode lines
-    per batch size (1, 8, 64) in KV tokens, and a wake-up after idling."""
+    per batch size (1, 8, 64) in KV tokens, a wake-up after idling, a gap between
+    iterations."""
     fit = StepFit((0.002, 0.0005, 2e-5, 1e-7), (1, 8, 64),
-                  ((0.01, 1e-5), (0.015, 1.2e-5), (0.04, 1.5e-5)), wake)
+                  ((0.01, 1e-5), (0.015, 1.2e-5), (0.04, 1.5e-5)), wake, gap)
     return replace(sloped_profile(), fit=fit)
 
 
@@ -112,7 +115,7 @@ def test_the_engine_schedules_as_the_simulator(blocks: int, max_batch: int,
     config = LlmEngineConfig(max_batch=max_batch, max_prefill_tokens=prefill_tokens,
                              prefix_cache=False)
     tr = random_trace(80, seed=3, rate=20.0)
-    profile = fitted_profile() if fitted else sloped_profile()
+    profile = fitted_profile(gap=0.0003) if fitted else sloped_profile()
     real, model = run_engine(tr, profile, blocks, config)
     simulated = run_simulator(tr, profile, blocks, config)
     np.testing.assert_allclose(real.first_token, simulated.first_token, rtol=1e-9)
@@ -137,11 +140,12 @@ def test_prefill_first_by_hand() -> None:
 def test_a_fitted_profile_by_hand_with_a_wake_up_after_idling() -> None:
     """r0 (prompt 10, 3 tokens) arrives at 1.0 at an idle replica: wake 0.004 + prefill
     0.002 + 0.0005 + 10 x 2e-5 + 100 x 1e-7; then two decode steps of batch 1 at 11 and 12
-    KV tokens. r1 arrives 5 ms after r0 finished: too soon for a wake-up."""
-    profile = fitted_profile()
-    prefill = 0.002 + 0.0005 + 10 * 2e-5 + 100 * 1e-7
+    KV tokens; each iteration 0.5 ms of the engine's own first. r1 arrives 5 ms after r0
+    finished: too soon for a wake-up."""
+    profile = fitted_profile(gap=0.0005)
+    prefill = 0.0005 + 0.002 + 0.0005 + 10 * 2e-5 + 100 * 1e-7
     first = 1.0 + 0.004 + prefill
-    finish = first + (0.01 + 11e-5) + (0.01 + 12e-5)
+    finish = first + (0.0005 + 0.01 + 11e-5) + (0.0005 + 0.01 + 12e-5)
     tr = trace([1.0, finish + 0.005], [10, 10], [3, 2])
     for log in (run_engine(tr, profile, 10_000, LlmEngineConfig(prefix_cache=False))[0],
                 run_simulator(tr, profile, 10_000, LlmEngineConfig(prefix_cache=False))):

@@ -5,6 +5,7 @@ writes a file the simulator's performance model reads."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,8 @@ def test_the_step_grid_profile_fits_and_the_validation_profile_uses_it(tmp_path:
     assert [kind for _, kind in runs] == ["grid"] * 9 + ["mixed"]
     assert all(4 <= n <= 40 for n in runs[-1][0]) and len(runs[-1][0]) == 3
     points = profile_steps(SMALL, plan)
-    assert {p.kind for p in points} == {"grid", "mixed", "wake", "warm"}
+    assert {p.kind for p in points} == {"grid", "mixed", "wake", "warm", "gap"}
+    assert all(p.phase == "gap" for p in points if p.kind == "gap")
     # 4 prompts of 120 tokens make two packs under max_prefill_tokens 256
     assert any(p.phase == "prefill" and p.batch == 2 and p.tokens == 240 for p in points)
     decode = [p for p in points if p.phase == "decode" and p.kind == "grid"]
@@ -111,5 +113,24 @@ def test_the_step_grid_profile_fits_and_the_validation_profile_uses_it(tmp_path:
     write_steps(points, steps_path(tmp_path / "p.csv"))
     profile = load_profile(tmp_path / "p.csv", SMALL, tmp_path / "p-steps.csv")
     assert profile.fit is not None and profile.fit.decode_batches == (1, 2, 4)
+    assert 0 < profile.fit.gap < 0.01
     assert set(held_out(points)) == {"prefill_loo", "decode_loo", "prefill_mixed",
                                      "decode_mixed"}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs CPU affinity and two CPUs")
+def test_a_pinned_pool_keeps_the_front_end_off_the_replicas_cpus_until_closed() -> None:
+    from dlsched.serving.real.pool import ReplicaPool
+
+    before = os.sched_getaffinity(0)
+    pool = ReplicaPool(SMALL, lambda event: None, pin=True)
+    cpu = min(before)
+    pool._front_end_off({cpu})
+    try:
+        assert cpu not in os.sched_getaffinity(0)
+        assert pool._reader.native_id is not None
+        assert cpu not in os.sched_getaffinity(pool._reader.native_id)  # every thread moved
+    finally:
+        pool.close()
+    assert os.sched_getaffinity(0) == before

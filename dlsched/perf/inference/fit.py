@@ -35,6 +35,7 @@ import numpy as np
 
 from dlsched.errors import InputError, InputLocation
 
+PHASES = ("prefill", "decode", "gap")
 STEP_COLUMNS = ("phase", "batch", "tokens", "square_tokens", "seconds", "run", "kind")
 FLOOR = 1e-5  # seconds: no step is faster
 WAKE_IDLE = 0.1  # seconds a replica sleeps before the profiler's wake-up prefills
@@ -45,7 +46,7 @@ WAKE_AFTER = 0.01  # idle seconds after which the simulator adds ``wake`` to a p
 class StepPoint:
     """One measured iteration (or the median of a run's equal ones)."""
 
-    phase: str  # "prefill" or "decode"
+    phase: str  # "prefill", "decode" or "gap" (the engine's time between iterations)
     batch: int  # prompts (prefill) or requests (decode)
     tokens: float  # prompt tokens (prefill) or KV tokens of the batch (decode)
     square_tokens: float  # sum of squared prompt lengths (prefill); 0 for decode
@@ -59,12 +60,15 @@ class StepFit:
     """Fitted step times, in seconds: prefill coefficients; per measured batch size of the
     decode grid a line in the batch's KV tokens (between batch sizes, interpolated linearly
     at the same KV tokens per request); ``wake``, the time an idle replica's first iteration
-    takes beyond its fitted time (cold caches; measured after ``WAKE_IDLE`` of sleep)."""
+    takes beyond its fitted time (cold caches; measured after ``WAKE_IDLE`` of sleep); ``gap``,
+the engine's mean time between iterations, added to each (its scheduling and bookkeeping
+outside the model's calls)."""
 
     prefill_coef: tuple[float, float, float, float]  # 1, prompts, tokens, sum of squares
     decode_batches: tuple[int, ...]  # increasing
     decode_lines: tuple[tuple[float, float], ...]  # (seconds, seconds per KV token) each
     wake: float = 0.0
+    gap: float = 0.0  # the engine's own time between two iterations (its bookkeeping)
 
     def __post_init__(self) -> None:
         if len(self.decode_batches) < 2 or len(self.decode_lines) != len(self.decode_batches):
@@ -96,7 +100,7 @@ class StepFit:
         a, b, c, d = self.prefill_coef
         return StepFit((a * factor, b * factor, c * factor, d * factor), self.decode_batches,
                        tuple((x * factor, y * factor) for x, y in self.decode_lines),
-                       self.wake * factor)
+                       self.wake * factor, self.gap * factor)
 
     def predict(self, p: StepPoint) -> float:
         if p.phase == "prefill":
@@ -130,7 +134,7 @@ def _decode_lines(points: list[StepPoint]
     return tuple(batches), tuple(lines)  # type: ignore[arg-type]
 
 
-def fit_steps(points: Sequence[StepPoint], wake: float = 0.0) -> StepFit:
+def fit_steps(points: Sequence[StepPoint], wake: float = 0.0, gap: float = 0.0) -> StepFit:
     """The least-squares fit of the ``grid`` points (``mixed`` ones are kept for testing)."""
     grid = [p for p in points if p.kind == "grid"]
     prefill = [p for p in grid if p.phase == "prefill"]
@@ -139,7 +143,18 @@ def fit_steps(points: Sequence[StepPoint], wake: float = 0.0) -> StepFit:
         raise ValueError(f"a step fit needs >= 4 prefill grid points and decode grid points "
                          f"at two contexts for >= 2 batch sizes (got {len(prefill)} prefill "
                          f"points, {len(batches)} batch sizes)")
-    return StepFit(_prefill_coef(prefill), batches, lines, wake)
+    return StepFit(_prefill_coef(prefill), batches, lines, wake, gap)
+
+
+def gap_seconds(points: Sequence[StepPoint]) -> float:
+    """The median of the runs' mean gaps between iterations (``gap`` points); 0 if none."""
+    gaps = [p.seconds for p in points if p.phase == "gap"]
+    return float(np.median(gaps)) if gaps else 0.0
+
+
+def fit_points(points: Sequence[StepPoint]) -> StepFit:
+    """The fit of a profile's step points: repeats combined, with its wake-up and gap."""
+    return fit_steps(combined(points), wake_seconds(points), gap_seconds(points))
 
 
 def wake_seconds(points: Sequence[StepPoint]) -> float:
@@ -205,9 +220,9 @@ def read_steps(path: Path) -> list[StepPoint]:
             raise InputError(InputLocation(str(path), 1, missing[0]), "missing column")
         out = []
         for line, row in enumerate(reader, start=2):
-            if row["phase"] not in ("prefill", "decode"):
+            if row["phase"] not in PHASES:
                 raise InputError(InputLocation(str(path), line, "phase"),
-                                 f"expected prefill or decode, got {row['phase']!r}")
+                                 f"expected prefill, decode or gap, got {row['phase']!r}")
             values = {}
             for name in ("batch", "tokens", "square_tokens", "seconds", "run"):
                 try:

@@ -5,8 +5,8 @@
   when the request arrived, got its first token and finished (UNIX seconds). A bad field is a
   422 naming it.
 - ``GET /health``: replicas placed and ready.
-- ``GET /stats``: every iteration of every replica (phase, batch, tokens, KV blocks held) and
-  the replica count over time, for the report.
+- ``GET /stats``: every iteration of every replica (phase, batch, tokens, KV blocks held),
+  the replica count over time, for the report, and each replica's CPU.
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def create_app(options: ServiceOptions) -> FastAPI:
     async def stats() -> dict[str, Any]:
         log = holder["service"].pool.log
         return {"iterations": [{"replica": i, **asdict(it)} for i, it in log.iterations],
-                "replicas": [{"time": t, "held": h, "ready": r} for t, h, r in log.replicas]}
+                "replicas": [{"time": t, "held": h, "ready": r} for t, h, r in log.replicas],
+                "cpus": [r.cpu for r in holder["service"].pool.replicas]}
 
     return app
 

@@ -68,6 +68,7 @@ class ReplicaPool:
         self.replicas: list[LiveReplica] = []
         self.log = PoolLog()
         self.lock = threading.Lock()
+        self._affinity: set[int] | None = None  # this process's, before ``_front_end_off``
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -89,6 +90,20 @@ class ReplicaPool:
             self.replicas.append(LiveReplica(index, job.job_id, cpu, process, inbox_send,
                                              outbox_recv, time.time()))
             self._count()
+        if self.pin:
+            self._front_end_off({r.cpu for r in self.replicas})
+
+    def _front_end_off(self, cpus: set[int]) -> None:
+        """Keep this process (the HTTP front end, the router, this reader) off the CPUs the
+        pinned replicas run on, when any CPU is left: woken by each request and each reply,
+        it would otherwise preempt a replica between its iterations. Undone by ``close``."""
+        n = os.cpu_count() or 1
+        rest = set(range(n)) - {c % n for c in cpus}
+        if not rest or not hasattr(os, "sched_setaffinity"):
+            return
+        if self._affinity is None:
+            self._affinity = os.sched_getaffinity(0)
+        set_process_affinity(rest)
 
     def stop(self, job: Job, now: float) -> None:
         for r in self.replicas:
@@ -162,12 +177,27 @@ class ReplicaPool:
                 r.process.terminate()
         self.closing = True
         self._reader.join(1.0)
+        if self._affinity is not None:
+            set_process_affinity(self._affinity)
+            self._affinity = None
 
 
 def replica_job(service: str, index: int, now: float) -> JobSpec:
     """A replica as the core sees it: one CPU, served first, running until stopped."""
     return JobSpec(f"service:{service}/{index}", now, 1, 1e12, gpu_types=(CPU_TYPE,),
                    model="tiny-lm", priority=REPLICA_PRIORITY, kind=JobKind.SERVICE)
+
+
+def set_process_affinity(cpus: set[int]) -> None:
+    """Every thread of this process on ``cpus`` (``sched_setaffinity(0)`` moves only the
+    calling thread)."""
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    for tid in tids:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(tid, cpus)
 
 
 def local_cpus() -> int:

@@ -88,7 +88,8 @@ def profile_rows(settings: ReplicaSettings, plan: ProfilePlan) -> list[dict[str,
 
 def run_points(batcher: ContinuousBatcher, prompts: list[int], tokens: int, run: int,
                kind: str) -> list[StepPoint]:
-    """One run of these prompts through the engine: each prefill iteration a point, and the
+    """One run of these prompts through the engine: each prefill iteration a point, the mean
+    gap between its iterations (the engine's own time) a ``gap`` point, and the
     decode iterations (all of the same batch) as one point, their mean time (a latency adds
     step times up, so their mean, occasional slow steps included, is what it sees) at their
     median KV tokens (those attended: the engine records them after the step's token)."""
@@ -100,6 +101,10 @@ def run_points(batcher: ContinuousBatcher, prompts: list[int], tokens: int, run:
     its = batcher.iterations
     out = [StepPoint("prefill", it.batch, float(it.tokens), float(it.square_tokens),
                      it.seconds, run, kind) for it in its if it.phase == "prefill"]
+    gaps = [b.start - (a.start + a.seconds) for a, b in zip(its, its[1:], strict=False)]
+    if gaps and kind != "warm-up":
+        out.append(StepPoint("gap", 1, 0.0, 0.0, max(float(statistics.fmean(gaps)), 1e-9),
+                             run, "gap"))
     decode = [it for it in its if it.phase == "decode"]
     if decode:
         out.append(StepPoint("decode", decode[0].batch,

@@ -19,20 +19,15 @@ import json
 import os
 import socket
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dlsched.perf.inference.fit import (
-    combined,
-    fit_steps,
-    held_out,
-    read_steps,
-    wake_seconds,
-    write_steps,
-)
+from dlsched.perf.inference.fit import fit_points, held_out, read_steps, write_steps
 from dlsched.perf.inference.profile import StepProfile, read_step_profiles
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.real.compare import (
@@ -43,6 +38,7 @@ from dlsched.serving.real.compare import (
     slowed,
 )
 from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
+from dlsched.serving.real.pool import set_process_affinity
 from dlsched.serving.real.profiler import (
     ProfilePlan,
     profile_rows,
@@ -72,14 +68,30 @@ class ValidatePlan:
 STEP_MODELS = ("fit", "curves")
 
 
+PROFILE_CPU = 0  # where the core places the first replica on an idle node (pinned runs)
+
+
+@contextmanager
+def _pinned(cpus: set[int] | None) -> Iterator[None]:
+    """This process on ``cpus`` for the block (the profiler under the replica's pinning)."""
+    if cpus is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    set_process_affinity({c % (os.cpu_count() or 1) for c in cpus})
+    try:
+        yield
+    finally:
+        set_process_affinity(before)
+
+
 def load_profile(path: Path, settings: ReplicaSettings,
                  steps: Path | None = None) -> StepProfile:
     """The CPU model's profile; with ``steps`` (a step-points file), its fitted step times."""
     profile = read_step_profiles(path)[(settings.model_name, "cpu", 1)]
     if steps is None:
         return profile
-    points = read_steps(steps)
-    return replace(profile, fit=fit_steps(combined(points), wake_seconds(points)))
+    return replace(profile, fit=fit_points(read_steps(steps)))
 
 
 def steps_path(profile: Path) -> Path:
@@ -188,14 +200,15 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
     profile_path, steps = plan.profile, plan.steps
     load_before_profile = os.getloadavg()
     profiling_began = time.time()
-    if profile_path is None:
-        profile_path = out / "profile.csv"
-        write_profile(profile_rows(settings, profile_plan or ProfilePlan()), profile_path)
-    if plan.step_model == "fit" and steps is None:
-        steps = steps_path(profile_path)
-        if plan.profile is None or not steps.exists():
-            steps = steps_path(out / "profile.csv")
-            write_steps(profile_steps(settings, profile_plan or ProfilePlan()), steps)
+    with _pinned({PROFILE_CPU} if plan.pin else None):
+        if profile_path is None:
+            profile_path = out / "profile.csv"
+            write_profile(profile_rows(settings, profile_plan or ProfilePlan()), profile_path)
+        if plan.step_model == "fit" and steps is None:
+            steps = steps_path(profile_path)
+            if plan.profile is None or not steps.exists():
+                steps = steps_path(out / "profile.csv")
+                write_steps(profile_steps(settings, profile_plan or ProfilePlan()), steps)
     profiling_seconds = time.time() - profiling_began
     profile = load_profile(profile_path, settings,
                            steps if plan.step_model == "fit" else None)
@@ -226,6 +239,8 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
               "step_fit_held_out": fit_error, "profiling_seconds": profiling_seconds,
               "levels": levels, "front_end": asdict(front),
               "loadavg_before_profile": load_before_profile,
+              "profiled_on_cpus": [PROFILE_CPU] if plan.pin else None,
+              "replica_cpus": runs[0][1].get("cpus") if runs else None,
               "loadavg_after": os.getloadavg(), "replay_seconds": time.time() - began}
     (out / "comparison.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report
