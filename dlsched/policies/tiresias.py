@@ -73,10 +73,11 @@ class DiscretizedLas:
         return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
 
     def queue_of(self, state: CycleState | None, job: Job) -> int:
-        if state is not None and self._starving(state, job):
-            return 0
-        if state is None and self._promoted and job.job_id in self._promoted:
-            return 0
+        if self.promote_knob:
+            if state is not None and self._starving(state, job):
+                return 0
+            if state is None and self._promoted and job.job_id in self._promoted:
+                return 0
         return self._level(self._service(state, job))
 
     # -- promotions as key changes ---------------------------------------------------------

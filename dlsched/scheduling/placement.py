@@ -191,6 +191,17 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     chosen: list[int] = []
     placed_nodes: list[int] = []
     state.scratch["placing_nodes"] = placed_nodes
+    spread = (getattr(scores[0][0], "spread", None) if len(scores) == 1 and group == 1
+              and not extra and take_limit is None and _gpu_chooser(scores) is None else None)
+    if spread is not None:  # the score's node-by-node picks, told without scoring each step
+        node_list = nodes.tolist()
+        for position, take in spread(room.tolist(), need):
+            best = node_list[position]
+            gpus = pick_gpus(state, best, take, share)
+            state.take(gpus, share, spec)
+            chosen.extend(gpus)
+            placed_nodes.append(best)
+        return tuple(chosen), SUCCESS
     while len(chosen) < need:
         remaining = need - len(chosen)
         index = 0 if len(nodes) == 1 else int(

@@ -31,6 +31,29 @@ class Consolidated:
             return best if keyed[best] < _OUTSIDE else None
         return _tightest(capacity, mask, 1)
 
+    def spread(self, room: list[int], need: int) -> list[tuple[int, int]]:
+        """(position in ``room``, workers) in the order ``score`` picks nodes one by one for
+        ``need`` workers when none holds them all (``sum(room) >= need``): while no node holds
+        every remaining worker the roomiest gives all it has; then the tightest node that
+        holds the rest takes them (lowest position on ties, as ``argmax`` breaks them)."""
+        order = sorted(range(len(room)), key=lambda i: -room[i])  # stable: ties keep position
+        picks: list[tuple[int, int]] = []
+        remaining = need
+        for at, position in enumerate(order):
+            if room[position] < remaining:
+                picks.append((position, room[position]))
+                remaining -= room[position]
+                continue
+            best = position  # those that hold the rest lead ``order``; the last is the tightest
+            for other in order[at + 1:]:
+                if room[other] < remaining:
+                    break
+                if room[other] < room[best]:
+                    best = other
+            picks.append((best, remaining))
+            break
+        return picks
+
     def best_fitting(self, capacity: np.ndarray, mask: np.ndarray, need: int) -> int | None:
         """The node ``score`` ranks first for ``need`` workers when some node of ``mask`` has
         room for all of them: the tightest such node (lowest index on ties), which then takes
