@@ -54,8 +54,12 @@ class FinishedJobs:
         self._rows: list[tuple] = []
 
     def add(self, seq: int, record: JobRecord) -> None:
+        self.add_values(seq, _VALUES(record))
+
+    def add_values(self, seq: int, values: tuple) -> None:
+        """A record given as its fields, in ``JobRecord``'s order (``result.final_values``)."""
         self._seqs.append(seq)
-        self._rows.append(_VALUES(record))
+        self._rows.append(values)
         if len(self._rows) >= _CHUNK:
             self._flush()
 

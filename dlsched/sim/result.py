@@ -104,6 +104,23 @@ def record_of(job: Job, now: float, reason: str | None = None,
                    restart_gpu_seconds=losses.restart_gpu_seconds, useful_seconds=useful)
 
 
+_NO_LOSSES = (0, 0.0, 0.0, 0.0, 0.0, 0.0)  # JobRecord's last six fields without failures
+
+
+def final_values(core: Scheduler, job: Job, now: float) -> tuple | None:
+    """``final_record``'s fields as a tuple in ``JobRecord``'s order, without making the
+    record (the simulator's ``keep_finished=False`` stores them as columns); None with a
+    resilience book (its losses: ``final_record``)."""
+    if core.resilience is not None:
+        return None
+    spec = job.spec
+    held = 0.0 if job.run_started is None else (now - job.run_started) * sum(job.shares)
+    return (job.job_id, spec.queue, spec.num_gpus, spec.submit_time, job.first_start,
+            job.finish_time, job.status.value, job.preemptions, job.gpu_seconds + held,
+            job.work_done(now), spec.work, core.reason_for(job), job.resizes, spec.deadline,
+            *_NO_LOSSES)
+
+
 def final_record(core: Scheduler, job: Job, now: float) -> JobRecord:
     """The job's record as ``collect_result`` makes it at ``now``."""
     book = core.resilience

@@ -26,7 +26,7 @@ from dlsched.sim.executor import SimExecutor
 from dlsched.sim.failures import ClientFault, Failure, FailureModel, FailureProcess
 from dlsched.sim.finished import FinishedJobs
 from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
-from dlsched.sim.result import SimulationResult, collect_result, final_record
+from dlsched.sim.result import SimulationResult, collect_result, final_record, final_values
 from dlsched.workload.job import Job
 from dlsched.workload.trace import Trace
 
@@ -221,9 +221,13 @@ class Simulator:
 
     def _retire(self, job: Job) -> None:
         """A job ended: its final record goes to ``finished_jobs``, the job leaves the core."""
-        core = self.core
+        core, now = self.core, self.clock.time
         assert self.finished_jobs is not None
-        self.finished_jobs.add(job.seq, final_record(core, job, self.clock.time))
+        values = final_values(core, job, now)
+        if values is None:
+            self.finished_jobs.add(job.seq, final_record(core, job, now))
+        else:
+            self.finished_jobs.add_values(job.seq, values)
         del core.jobs[job.job_id]
 
     def _arm_wakeup(self, at: float | None) -> None:
