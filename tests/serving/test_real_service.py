@@ -134,3 +134,21 @@ def test_a_pinned_pool_keeps_the_front_end_off_the_replicas_cpus_until_closed() 
     finally:
         pool.close()
     assert os.sched_getaffinity(0) == before
+
+
+def test_the_profile_drift_is_the_median_ratio_of_the_points_measured_twice() -> None:
+    from dataclasses import replace
+
+    from dlsched.perf.inference.fit import StepPoint
+    from dlsched.serving.real.validate import profile_drift, table
+
+    before = [StepPoint("decode", b, 65.0 * b, 0, 0.002 * b) for b in (1, 4, 16)] + [
+        StepPoint("prefill", 1, 64, 4096, 0.009), StepPoint("prefill", 4, 256, 16384, 0.03),
+        StepPoint("decode", 3, 900, 0, 0.004, kind="mixed")]
+    after = [replace(p, seconds=p.seconds * (1.1 if p.phase == "decode" else 1.0))
+             for p in before if p.kind == "grid" and p.batch != 4]
+    assert profile_drift(before, after) == pytest.approx({"prefill": 1.0, "decode": 1.1})
+    assert profile_drift(before, []) == {"prefill": None, "decode": None}
+    text = table({"levels": [], "profile_drift": {"prefill": 1.0, "decode": 1.1}})
+    assert text.endswith("profile re-measured after the replay / before: prefill 1.00, "
+                         "decode 1.10")

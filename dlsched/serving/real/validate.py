@@ -27,7 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from dlsched.perf.inference.fit import fit_points, held_out, read_steps, write_steps
+from dlsched.perf.inference.fit import (
+    StepPoint,
+    combined,
+    fit_points,
+    held_out,
+    read_steps,
+    write_steps,
+)
 from dlsched.perf.inference.profile import StepProfile, read_step_profiles
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.real.compare import (
@@ -60,7 +67,7 @@ class ValidatePlan:
     seed: int = 0
     profile: Path | None = None  # measured before; None: measure now
     pin: bool = False  # a shared machine's busy core would hold a pinned replica back
-    calibration: int = 20  # sequential requests measuring the HTTP path's own delay
+    calibration: int = 50  # sequential requests measuring the HTTP path's own delay
     step_model: str = "fit"  # "fit": least squares on the step grid; "curves": the table's
     steps: Path | None = None  # step points measured before; None: beside ``profile`` or now
 
@@ -83,6 +90,26 @@ def _pinned(cpus: set[int] | None) -> Iterator[None]:
         yield
     finally:
         set_process_affinity(before)
+
+
+# re-measured after the replay: a few grid points, to tell a machine that changed speed
+DRIFT_PLAN = ProfilePlan(grid_batches=(1, 4, 16), grid_contexts=(64,), grid_repeats=2,
+                         mixed_runs=(), wake_runs=0)
+
+
+def profile_drift(before: list[StepPoint], after: list[StepPoint]) -> dict[str, float | None]:
+    """Median ratio after / before of the grid points measured both times, by phase: near 1
+    when the machine ran the model as fast after the replay as when profiled; far from it,
+    the comparison measured the machine's change, not the simulator's error."""
+    was = {(p.phase, p.batch, p.tokens, p.square_tokens): p.seconds
+           for p in combined(before) if p.kind == "grid"}
+    out: dict[str, float | None] = {}
+    for phase in ("prefill", "decode"):
+        ratios = [p.seconds / was[key] for p in combined(after) if p.kind == "grid"
+                  and p.phase == phase
+                  and (key := (p.phase, p.batch, p.tokens, p.square_tokens)) in was]
+        out[phase] = float(np.median(ratios)) if ratios else None
+    return out
 
 
 def load_profile(path: Path, settings: ReplicaSettings,
@@ -222,6 +249,10 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
     began = time.time()
     alone, runs = asyncio.run(serve_and_replay(options, traces, plan.seed, plan.calibration))
     front = FrontEnd.of(alone, profile)
+    drift = None
+    if steps is not None and plan.step_model == "fit":
+        with _pinned({PROFILE_CPU} if plan.pin else None):
+            drift = profile_drift(read_steps(steps), profile_steps(settings, DRIFT_PLAN))
     levels = []
     for load, rate, tr, (rows, stats) in zip(plan.loads, rates, traces, runs, strict=True):
         write_measured(rows, out / f"measured-{load:g}.csv")
@@ -241,7 +272,8 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
               "loadavg_before_profile": load_before_profile,
               "profiled_on_cpus": [PROFILE_CPU] if plan.pin else None,
               "replica_cpus": runs[0][1].get("cpus") if runs else None,
-              "loadavg_after": os.getloadavg(), "replay_seconds": time.time() - began}
+              "loadavg_after": os.getloadavg(), "replay_seconds": time.time() - began,
+              "profile_drift": drift}
     (out / "comparison.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report
 
@@ -308,7 +340,8 @@ def at_measured_speed(level: dict[str, Any], trace: RequestTrace, rows: list[Any
 
 
 def table(report: dict[str, Any]) -> str:
-    """The comparison as a Markdown table (ms; error = simulated / measured - 1)."""
+    """The comparison as a Markdown table (ms; error = simulated / measured - 1), and the
+    profile's drift over the run when measured."""
     lines = ["| load | req/s | metric | measured p50 | simulated p50 | error | measured p99 "
              "| simulated p99 | error | decode measured/profiled p50 |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -322,6 +355,10 @@ def table(report: dict[str, Any]) -> str:
             cells.append("-" if ratio is None else f"{ratio:.2f}")
             lines.append(f"| {level['load']:g} | {level['rps']:.1f} | {name} | "
                          + " | ".join(cells) + " |")
+    drift = report.get("profile_drift")
+    if drift:
+        lines.append("\nprofile re-measured after the replay / before: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in drift.items() if v is not None))
     return "\n".join(lines)
 
 
