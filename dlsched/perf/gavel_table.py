@@ -147,6 +147,7 @@ class GavelThroughputs:
         self.name = f"gavel{physical}{'-placement' if placement_sensitive else ''}"
         self.source = source
         self.placement_sensitive = placement_sensitive
+        self._alone_rates: dict[tuple[object, ...], float] = {}  # ``rate`` without partners
 
     def job_types(self) -> tuple[JobType, ...]:
         return job_types(self.source)
@@ -175,13 +176,22 @@ class GavelThroughputs:
     def rate(self, spec: JobSpec, placement: Placement) -> float:
         if not placement.gpu_types:
             return 0.0
-        job = self.job_type(spec)
         spread = len(set(placement.nodes)) > 1
+        alone_key = None
+        if not placement.partners:  # alone: a function of the job type and GPUs only
+            alone_key = (spec.model, spec.batch_size, placement.gpu_types, spread)
+            known = self._alone_rates.get(alone_key)
+            if known is not None:
+                return known
+        job = self.job_type(spec)
         workers = placement.num_workers
         alone = {kind: estimate(self.curve(job, kind, spread), workers)
                  for kind in set(placement.gpu_types)}
         if not placement.is_shared:
-            return min(alone.values())
+            rate = min(alone.values())
+            if alone_key is not None:
+                self._alone_rates[alone_key] = rate
+            return rate
         return min(alone[kind] if partner is None
                    else self._shared_rate(spec, partner, kind, workers, alone[kind])
                    for kind, partner in zip(placement.gpu_types, placement.partners,

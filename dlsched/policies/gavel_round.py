@@ -86,6 +86,7 @@ class GavelRounds:
         self._isolated: dict[str, float] = {}
         self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
         self._lookup: tuple[Cluster, list[int], list[int]] | None = None
+        self._kind_rates: dict[tuple[object, ...], np.ndarray] = {}  # see ``_speed``
 
     # -- per-cycle view -----------------------------------------------------------------
     def view(self, state: CycleState) -> _Round:
@@ -158,14 +159,23 @@ class GavelRounds:
         there), from the throughput model, once per job."""
         rates, cluster = self._rates, state.cluster
         model = state.snapshot.throughput
+        # Gavel's table rates a job by its model, batch size and size alone: once per kind.
+        by_kind = self._kind_rates if type(model) is GavelThroughputs else None
         for job in jobs:
             if job.job_id not in rates:
-                try:
-                    rates[job.job_id] = np.array([model.rate(job.spec, Placement.single_node(
-                        name, job.spec.num_gpus)) for name in cluster.type_names])
-                except KeyError as exc:
-                    raise ConfigError(f"policy {self.policy}: {_unknown([job], None)}{exc}"
-                                      ) from None
+                spec = job.spec
+                kind = (model, cluster.type_names, spec.model, spec.batch_size, spec.num_gpus)
+                known = by_kind.get(kind) if by_kind is not None else None
+                if known is None:
+                    try:
+                        known = np.array([model.rate(spec, Placement.single_node(
+                            name, spec.num_gpus)) for name in cluster.type_names])
+                    except KeyError as exc:
+                        raise ConfigError(f"policy {self.policy}: {_unknown([job], None)}{exc}"
+                                          ) from None
+                    if by_kind is not None:
+                        by_kind[kind] = known
+                rates[job.job_id] = known
         return np.array([rates[j.job_id] for j in jobs]).reshape(len(jobs),
                                                                  len(cluster.type_names))
 

@@ -62,7 +62,8 @@ class Assignment:
 
     def keeps(self, job: Job, cluster: Cluster) -> bool:
         """Whether a running job already runs exactly like this (no resize needed)."""
-        if Assignment.of(job, cluster).nodes != self.nodes:
+        gpu_node = cluster.gpu_node  # Assignment.of(job, cluster).nodes, without the object
+        if tuple(sorted([int(gpu_node[g]) for g in job.allocation])) != self.nodes:
             return False
         if self.gpus is not None and self.gpus != tuple(sorted(job.allocation)):
             return False

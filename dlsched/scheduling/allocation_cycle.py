@@ -100,7 +100,8 @@ def _check(allocator: AllocatePlugin, state: CycleState,
         if not low <= target.num_workers <= high:
             raise AllocationError(f"{name}: gave {job_id} {target.num_workers} workers, it may "
                                   f"run with {low}..{high}")
-        if any(not 0 <= n < state.cluster.num_nodes for n in target.nodes):
+        nodes = target.nodes  # sorted (``Assignment``): the first and last bound them all
+        if nodes[0] < 0 or nodes[-1] >= state.cluster.num_nodes:
             raise AllocationError(f"{name}: {job_id} assigned to a node that does not exist")
 
 
@@ -113,6 +114,8 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
         return _take_exact(name, state, job, target, share)
     gpu_node, first, counts = (state.cluster.gpu_node, state.cluster.node_first_gpu,
                                state.cluster.node_gpus)
+    if len(target.nodes) == 1:
+        return _take_one(name, state, job, target.nodes[0], held, share)
     wanted = target.per_node()
     previous: Counter[int] = Counter()
     chosen: list[int] = []
@@ -138,6 +141,26 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
     gpus = tuple(sorted(chosen))
     state.started[job.job_id] = gpus
     return gpus, (share,) * len(gpus)
+
+
+def _take_one(name: str, state: CycleState, job: Job, node: int, held: tuple[int, ...],
+              share: float) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """``_take`` for one worker (most jobs): a held GPU on ``node`` with room first, else the
+    node's first GPU with room (the same GPU ``_take``'s loops pick)."""
+    cluster, free = state.cluster, state.free
+    chosen = next((gpu for gpu in held
+                   if int(cluster.gpu_node[gpu]) == node and free[gpu] >= share - EPS), None)
+    if chosen is None:
+        start = int(cluster.node_first_gpu[node])
+        chosen = next((gpu for gpu in range(start, start + int(cluster.node_gpus[node]))
+                       if free[gpu] >= share - EPS), None)
+    if chosen is None:
+        raise AllocationError(f"{name}: {job.job_id} needs 1 more GPU(s) on node {node} than "
+                              f"are free there")
+    state.take((chosen,), share, job.spec)
+    gpus = (chosen,)
+    state.started[job.job_id] = gpus
+    return gpus, (share,)
 
 
 def _take_exact(name: str, state: CycleState, job: Job, target: Assignment,

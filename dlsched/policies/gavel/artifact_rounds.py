@@ -56,6 +56,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._known: frozenset[str] = frozenset()
         self._since: dict[str, float] = {}
         self._cycle_x = np.zeros((0, 0))  # this cycle's X rows (``_refresh``'s job order)
+        self._assignments: dict[str, Assignment] = {}  # each job's last target
 
     # -- bookkeeping --------------------------------------------------------------------
     def _refresh(self, state: CycleState) -> _Round:
@@ -123,6 +124,7 @@ class ArtifactGavelRounds(GavelRounds):
             self._job_time[job_id] = np.full(n_types, half)
             self._deficit[job_id] = np.zeros(n_types)
         for job_id in self._known - active:
+            self._assignments.pop(job_id, None)
             self._job_time.pop(job_id, None)
             self._deficit.pop(job_id, None)
             self._since.pop(job_id, None)
@@ -168,8 +170,14 @@ class ArtifactGavelRounds(GavelRounds):
         free = np.bincount(cluster.node_type, weights=room, minlength=len(cluster.type_names))
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room)
-        return {job_id: Assignment(nodes) for job_id, nodes in placed.items()
-                if job_id in self._x}
+        kept, chosen = self._assignments, {}
+        for job_id, nodes in placed.items():
+            if job_id in self._x:
+                target = kept.get(job_id)
+                if target is None or target.nodes != nodes:  # frozen: reused while unchanged
+                    target = kept[job_id] = Assignment(nodes)
+                chosen[job_id] = target
+        return chosen
 
     def _walk(self, view: _Round, jobs: Sequence[Job], workers: dict[str, int],
               free: np.ndarray) -> dict[str, int]:

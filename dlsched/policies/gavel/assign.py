@@ -85,27 +85,61 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
                 current: Mapping[str, tuple[int, ...]], node_type: np.ndarray,
                 room: np.ndarray) -> dict[str, tuple[int, ...]]:
     """Nodes for every job given its type: jobs staying on their type keep their nodes, the
-    others (largest gangs first) are placed on the remaining room (``room`` is consumed)."""
+    others (largest gangs first) are placed on the remaining room (``room`` is consumed).
+    Per-node work on Python lists (written back to ``room`` at the end): a round places
+    tens of jobs on a few nodes each, where numpy's per-call cost dominates."""
     placed: dict[str, tuple[int, ...]] = {}
+    kinds, left = node_type.tolist(), room.tolist()
     for job_id, kind in types.items():
         held = current.get(job_id, ())
-        if held and _keeps(held, kind, node_type, room):
+        if held and _keeps(held, kind, kinds, left):
             placed[job_id] = held
-    by_type = {kind: np.flatnonzero(node_type == kind) for kind in set(types.values())}
+    by_type = {kind: [n for n, k in enumerate(kinds) if k == kind] for kind in set(types.values())}
     moving = sorted((j for j in types if j not in placed), key=lambda j: (-workers[j], j))
     for job_id in moving:
-        nodes = place_on_nodes(workers[job_id], by_type[types[job_id]], room)
+        nodes = _place_listed(workers[job_id], by_type[types[job_id]], left)
         if nodes is not None:
             placed[job_id] = nodes
+    room[:] = left
     return placed
 
 
-def _keeps(held: tuple[int, ...], kind: int, node_type: np.ndarray, room: np.ndarray) -> bool:
+def _place_listed(need: int, nodes: list[int], room: list[int]) -> tuple[int, ...] | None:
+    """``place_on_nodes`` on Python lists: the same choice, node for node."""
+    if need <= 0:
+        return ()
+    best = -1
+    for node in nodes:  # the tightest node that fits all (the first of equals)
+        space = room[node]
+        if space >= need and (best < 0 or space < room[best]):
+            best = node
+    if best >= 0:
+        room[best] -= need
+        return (best,) * need
+    if sum(room[node] for node in nodes) < need:
+        return None
+    placed: list[int] = []
+    for node in sorted(nodes, key=lambda n: -room[n]):  # roomiest first, stable
+        take = min(room[node], need - len(placed))
+        room[node] -= take
+        placed.extend([node] * take)
+        if len(placed) == need:
+            break
+    return tuple(sorted(placed))
+
+
+def _keeps(held: tuple[int, ...], kind: int, node_type: list[int], room: list[int]) -> bool:
     """Whether a job's ``held`` nodes are all of type ``kind`` and still have room for its
     workers there; if so, that room is consumed."""
+    if len(held) == 1:
+        node = held[0]
+        if node_type[node] != kind or room[node] < 1:
+            return False
+        room[node] -= 1
+        return True
     count: dict[int, int] = {}
     for node in held:
-        if int(node_type[node]) != kind:
+        if node_type[node] != kind:
             return False
         count[node] = count.get(node, 0) + 1
     if any(room[node] < n for node, n in count.items()):
