@@ -62,10 +62,13 @@ class Assignment:
 
     def keeps(self, job: Job, cluster: Cluster) -> bool:
         """Whether a running job already runs exactly like this (no resize needed)."""
-        gpu_node = cluster.gpu_node  # Assignment.of(job, cluster).nodes, without the object
-        if tuple(sorted([int(gpu_node[g]) for g in job.allocation])) != self.nodes:
+        gpu_node, held = cluster.gpu_node, job.allocation  # Assignment.of(job).nodes, inline
+        if len(held) == 1:  # most jobs: no list to sort
+            if len(self.nodes) != 1 or int(gpu_node[held[0]]) != self.nodes[0]:
+                return False
+        elif tuple(sorted([int(gpu_node[g]) for g in held])) != self.nodes:
             return False
-        if self.gpus is not None and self.gpus != tuple(sorted(job.allocation)):
+        if self.gpus is not None and self.gpus != tuple(sorted(held)):
             return False
         if self.host != job.host:
             return False
