@@ -32,11 +32,11 @@ them the simulation alone, in-process, imports excluded on both sides: Gavel's d
 wrapper that runs the driver file unchanged (``runpy``), and dlsched's trace loading, policy
 building and ``Simulator.run`` (``DLSCHED_DRIVER``, after an untimed 2-job run that imports
 what a run imports lazily; reports not written). Both sides' children run with bytecode
-caches (``PYTHONDONTWRITEBYTECODE`` dropped), as a pip-installed package has them. ``--trace`` takes
-another Gavel-generator file (its first N jobs per count; e.g. 3,000 jobs from
-``scripts/utils/generate_trace.py --num_jobs 3000 --lam 120 --seed 0``, whose first 1,000 are
-the bundled file); ``--cache`` keeps Gavel's results in a JSON file (keyed by the trace's
-sha256, count, policy and solver) so that a rerun only runs dlsched.
+caches (``PYTHONDONTWRITEBYTECODE`` dropped), as a pip-installed package has them.
+``--trace`` takes another Gavel-generator file (its first N jobs per count; e.g. 3,000 jobs
+from ``scripts/utils/generate_trace.py --num_jobs 3000 --lam 120 --seed 0``, whose first
+1,000 are the bundled file); ``--cache`` keeps Gavel's results in a JSON file (keyed by the
+sha256 of the N-job input, the policy and the solver) so that a rerun only runs dlsched.
 """
 
 from __future__ import annotations
