@@ -39,3 +39,28 @@ def test_the_paper_mechanism_starts_a_job_at_the_next_round() -> None:
 def test_unknown_mechanism_is_refused() -> None:
     with pytest.raises(ConfigError, match="mechanism"):
         build_policy("gavel-maxmin", {"mechanism": "nope"})
+
+
+@pytest.mark.parametrize("policy", ["gavel-fifo", "gavel-maxmin-agnostic"])
+def test_the_direct_walk_picks_what_assign_types_picks_over_the_entries(
+        policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``_walk`` replaces sorting ``_entries`` (priorities = walk positions) in
+    # ``assign_types``: each round of a run, both give the same types in the same order.
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+    from dlsched.policies.gavel.assign import assign_types
+
+    walk, rounds = ArtifactGavelRounds._walk, []
+
+    def checked(self, view, jobs, workers, free):  # type: ignore[no-untyped-def]
+        lists = self._lists(view, jobs)  # one draw of the (random) type order for both
+        with monkeypatch.context() as patch:
+            patch.setattr(self, "_lists", lambda _view, _jobs: lists)
+            direct = walk(self, view, jobs, workers, free)
+            sorted_entries = assign_types(self._entries(view, jobs), workers, free)
+        assert list(direct.items()) == list(sorted_entries.items())
+        rounds.append(len(direct))
+        return direct
+
+    monkeypatch.setattr(ArtifactGavelRounds, "_walk", checked)
+    first_starts(policy, 60, mechanism="artifact")
+    assert len(rounds) > 20 and max(rounds) > 0
