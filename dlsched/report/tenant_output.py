@@ -131,13 +131,15 @@ def plain_segment_columns(core: Scheduler, specs: Mapping[str, JobSpec] | None =
     node_name = [node.name for node in core.cluster.nodes]
     gpu_node_name = [node_name[n] for n in core.cluster.gpu_node.tolist()]
     ids, starts, ends, gpus, shares = core.segments.columns()
-    spec_of = _spec_of(core, specs)
+    jobs, known = core.jobs, specs if specs is not None else {}
+    queues = [jobs[job_id].spec.queue if job_id in jobs else known[job_id].queue
+              for job_id in ids]  # (``_spec_of`` inline: one call less per segment)
     nodes = [gpu_node_name[g[0]] if len(g) == 1 else ";".join(sorted({gpu_node_name[x]
                                                                        for x in g}))
              for g in gpus]
     gpu_ids = [str(g[0]) if len(g) == 1 else ";".join(map(str, g)) for g in gpus]
     blank, none = [""] * len(ids), [None] * len(ids)
-    return [ids, [spec_of(job_id).queue for job_id in ids], blank, blank, starts, ends, nodes,
+    return [ids, queues, blank, blank, starts, ends, nodes,
             [len(g) for g in gpus], gpu_ids, shares, none, none, none]
 
 
