@@ -74,6 +74,12 @@ class _Cycle:
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
         self.searches: dict[MemoKey, FailedSearch] = {}  # per flavor: memo.py
         self.rank_usage: Usage | None = None  # usage at the cycle's start, for the order
+        # (queue, GPU types, request, usage version) -> the flavor assignment, for queues of
+        # one flavor; (queue, request, usage version) -> whether it borrows: jobs alike in a
+        # cycle whose usage did not change get the same answers (``assign`` is a function of
+        # these alone)
+        self.assignments: dict[tuple, Assignment] = {}
+        self.borrows: dict[tuple, bool] = {}
 
 
 class TenantAdmission:
@@ -266,7 +272,14 @@ class TenantAdmission:
             # superset of this job's, and it needed less.
             return self._fail(data, job, failed[3])
         seen: list[Assignment] | None = [] if len(cq.flavors) > 1 else None
-        assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen)
+        if seen is None:
+            same = (cq.name, job.spec.gpu_types, tuple(request.items()), data.view.version)
+            assignment = data.assignments.get(same)  # type: ignore[assignment]
+            if assignment is None:
+                assignment = data.assignments[same] = assign(
+                    cq, self.config.flavors, job.spec, request, usage)
+        else:
+            assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen)
         data.options[job.job_id] = seen or [assignment]
         status = SUCCESS
         if assignment.mode is Mode.NO_FIT:
@@ -306,7 +319,11 @@ class TenantAdmission:
         may be assigned another flavor) and a job that no other job evicted."""
         if len(cq.flavors) != 1 or self.evicted_by.get(job.job_id):
             return None
-        borrows = data.view.usage.borrows(cq.name, cq.flavors[0], request)
+        same = (cq.name, tuple(request.items()), data.view.version)
+        borrows = data.borrows.get(same)
+        if borrows is None:
+            borrows = data.borrows[same] = data.view.usage.borrows(cq.name, cq.flavors[0],
+                                                                   request)
         return (cq.name, job.spec.gpu_types, job.spec.priority, borrows)
 
     def _nominate_victims(self, state: CycleState, data: _Cycle, job: Job, cq: str,
@@ -389,7 +406,8 @@ class TenantAdmission:
     def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
         data = self.cycle(state)
         assignment = data.assigned.get(job.job_id)
-        if assignment is None or assignment.flavor is None:
+        if assignment is None or assignment.flavor is None or (
+                assignment.flavor in self.flavor_nodes.everywhere(state.cluster)):
             return mask
         return mask & self.flavor_nodes.masks(state.cluster)[assignment.flavor]
 

@@ -26,15 +26,23 @@ class FlavorNodes:
 
     def __init__(self, config: TenantConfig) -> None:
         self.config = config
-        self._masks: dict[int, tuple[Cluster, dict[str, np.ndarray]]] = {}
+        self._masks: dict[int, tuple[Cluster, dict[str, np.ndarray], frozenset[str]]] = {}
 
     def masks(self, cluster: Cluster) -> Mapping[str, np.ndarray]:
+        return self._entry(cluster)[1]
+
+    def everywhere(self, cluster: Cluster) -> frozenset[str]:
+        """The flavors whose nodes are all of the cluster's (their mask narrows nothing)."""
+        return self._entry(cluster)[2]
+
+    def _entry(self, cluster: Cluster
+               ) -> tuple[Cluster, dict[str, np.ndarray], frozenset[str]]:
         entry = self._masks.get(id(cluster))
         if entry is None or entry[0] is not cluster:
-            entry = (cluster, {name: flavor_mask(cluster, f)
-                               for name, f in self.config.flavors.items()})
+            masks = {name: flavor_mask(cluster, f) for name, f in self.config.flavors.items()}
+            entry = (cluster, masks, frozenset(n for n, m in masks.items() if m.all()))
             self._masks[id(cluster)] = entry
-        return entry[1]
+        return entry
 
 
 class Ledger:
