@@ -322,6 +322,8 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
     """Evict candidates in order until the job fits, then give back every victim it does not
     need, the most important first (Kueue's "remove greedily, then give back"). Candidates are
     read lazily: only as many as could make room are pulled."""
+    if isinstance(candidates, tuple | list) and not candidates:
+        return ()  # none given (the tenant layer's, for a job whose quota fits): no mask to make
     mask, status = filter_nodes(state, job, profile.filters)
     if not status.ok:
         return ()
