@@ -146,13 +146,7 @@ def utilization_window(result: SimulationResult) -> tuple[float, float] | None:
 
 def utilization(result: SimulationResult) -> float | None:
     """GPU-seconds in use (the timeline's integral) over ``total_gpus`` x the window's length."""
-    window = utilization_window(result)
-    if window is None or window[1] <= window[0] or result.total_gpus <= 0:
-        return None
-    start, end = window
-    timeline = result.timeline
-    used = timeline_integral(timeline.times, timeline.used_gpus, start, end)
-    return used / (result.total_gpus * (end - start))
+    return _utilization(result, utilization_window(result))
 
 
 def jct_by_queue(result: SimulationResult) -> dict[str, float]:
