@@ -232,6 +232,18 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
 _NO_SINGLE = unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
 
 
+def _usable_nodes(state: CycleState, job: Job,
+                  filters: Sequence[FilterPlugin]) -> tuple[np.ndarray, bool, Status]:
+    """The nodes the filters leave the job (the spec's cached mask, or filtered now when the
+    cache cannot tell), whether that is every node, and the filters' status."""
+    entry = _spec_record(state, job, filters)[4]
+    mask, empty, dynamic = entry[:3]
+    if empty or dynamic:
+        mask, status = filter_nodes(state, job, filters)
+        return mask, False, status
+    return mask, bool(entry[4]), SUCCESS
+
+
 def count_fits(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
                take_limit: int | None) -> bool | None:
     """Whether ``place`` would place the job, told from the free-GPU counts: for whole GPUs (no
@@ -245,13 +257,10 @@ def count_fits(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     need = spec.num_gpus
     if need > state.free_whole:
         return False
-    entry = _spec_record(state, job, filters)[4]
-    mask, empty, dynamic = entry[:3]
-    if empty or dynamic:
-        mask, status = filter_nodes(state, job, filters)
-        if not status.ok:
-            return False
-    if entry[4] and not dynamic:  # every node usable
+    mask, every, status = _usable_nodes(state, job, filters)
+    if not status.ok:
+        return False
+    if every:
         return True
     return int(state.node_free[mask].sum()) >= need
 
@@ -267,18 +276,14 @@ def count_miss(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if (need <= state.free_whole or spec.gpu_share < 1.0 - EPS or spec.mig_profile is not None
             or spec.tensor_parallel > 1 or state.books_beyond_gpus(job)):
         return None
-    entry = _spec_record(state, job, filters)[4]
-    mask, empty, dynamic = entry[:3]
-    if empty or dynamic:
-        mask, status = filter_nodes(state, job, filters)
-        if not status.ok:
-            return status
+    mask, every, status = _usable_nodes(state, job, filters)
+    if not status.ok:
+        return status
     if need == 1:  # nothing wholly free: what ``place``'s two paths say
         if len(scores) == 1 and _single_node_score(scores[0][0]) is not None:
             return _NO_SINGLE
         return unschedulable("placement", "needs 1 GPUs, 0 free on fitting nodes")
-    have = (state.free_whole if entry[4] and not dynamic
-            else int(state.node_free[mask].sum()))
+    have = state.free_whole if every else int(state.node_free[mask].sum())
     return unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes")
 
 
