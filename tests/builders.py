@@ -11,6 +11,7 @@ computed by hand; tests about the overhead pass it explicitly.
 from __future__ import annotations
 
 import contextlib
+import random
 import signal
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -124,6 +125,28 @@ def run(policy: str, cluster: Cluster, jobs: Iterable[JobSpec], *,
         **sim_options: object) -> dict[str, JobRecord]:
     return records_of(simulator(policy, cluster, jobs, options=options, placement=placement,
                                 **sim_options))
+
+
+def random_preemptive_jobs(seed: int, with_deadlines: bool = False) -> list[JobSpec]:
+    """120 jobs of 1-4 GPUs arriving over 2,000 s with exponential work (mean 800 s), and
+    deadlines when asked: enough contention on 2 x 4 GPUs for a preemptive policy to preempt."""
+    rng = random.Random(seed)
+    jobs = []
+    for i in range(120):
+        job = (make_job(f"j{i:03d}").at(rng.uniform(0, 2000)).gpus(rng.choice([1, 1, 2, 4]))
+               .work(rng.expovariate(1 / 800)))
+        if with_deadlines:
+            job = job.deadline(rng.uniform(500, 9000))
+        jobs.append(job.build())
+    return jobs
+
+
+def preemption_outline(policy: str, jobs: Iterable[JobSpec],
+                       options: Mapping[str, object]) -> list[tuple]:
+    """(job, first start, finish, preemptions) of every job of a run on 2 x 4 GPUs, by job
+    id: what two runs that should make the same schedule are compared on."""
+    got = run(policy, make_cluster(nodes=2, gpus=4), jobs, options=options)
+    return sorted((r.job_id, r.first_start, r.finish_time, r.preemptions) for r in got.values())
 
 
 CYCLES = 200_000  # scheduling cycles a test run may take; no test trace comes near it

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from builders import Row, assert_schedule, make_cluster, make_job, run
+from builders import (
+    Row,
+    assert_schedule,
+    make_cluster,
+    make_job,
+    preemption_outline,
+    random_preemptive_jobs,
+    run,
+)
 
 from dlsched.policies.edf import DeadlineOrder
 from dlsched.workload.job import JobSpec
@@ -74,18 +80,12 @@ def test_gang_evicts_only_what_it_needs() -> None:
 @pytest.mark.parametrize("min_runtime", ["0", "300"])
 def test_running_index_gives_the_same_schedule(min_runtime: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(7)
-    jobs = [make_job(f"j{i:03d}").at(rng.uniform(0, 2000)).gpus(rng.choice([1, 1, 2, 4]))
-            .work(rng.expovariate(1 / 800)).deadline(rng.uniform(500, 9000)).build()
-            for i in range(120)]
+    jobs = random_preemptive_jobs(7, with_deadlines=True)
 
     def records(indexed: bool) -> list[tuple]:
         with monkeypatch.context() as patch:
             patch.setattr(DeadlineOrder, "running_static", indexed)
-            got = run("edf", make_cluster(nodes=2, gpus=4), jobs,
-                      options={"min_runtime": min_runtime})
-        return sorted((r.job_id, r.first_start, r.finish_time, r.preemptions)
-                      for r in got.values())
+            return preemption_outline("edf", jobs, {"min_runtime": min_runtime})
 
     fast = records(True)
     assert fast == records(False)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from builders import Row, assert_schedule, make_cluster, make_job, run
+from builders import (
+    Row,
+    assert_schedule,
+    make_cluster,
+    make_job,
+    preemption_outline,
+    random_preemptive_jobs,
+    run,
+)
 
 from dlsched.scheduling.plugins import preemption
 from dlsched.workload.job import JobSpec
@@ -78,18 +84,13 @@ def test_min_runtime_protects_a_fresh_start() -> None:
 @pytest.mark.parametrize("min_runtime", ["0", "200"])
 def test_falling_ranks_give_the_same_schedule(min_runtime: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    rng = random.Random(11)
-    jobs = [make_job(f"j{i:03d}").at(rng.uniform(0, 2000)).gpus(rng.choice([1, 1, 2, 4]))
-            .work(rng.expovariate(1 / 800)).build() for i in range(120)]
+    jobs = random_preemptive_jobs(11)
 
     def records(indexed: bool) -> list[tuple]:
         with monkeypatch.context() as patch:
             if not indexed:
                 patch.setattr(preemption, "FallingRanks", lambda: None)
-            got = run("srtf", make_cluster(nodes=2, gpus=4), jobs,
-                      options={"min_runtime": min_runtime})
-        return sorted((r.job_id, r.first_start, r.finish_time, r.preemptions)
-                      for r in got.values())
+            return preemption_outline("srtf", jobs, {"min_runtime": min_runtime})
 
     fast = records(True)
     assert fast == records(False)
