@@ -54,14 +54,14 @@ def test_impossible_mig_requests_are_refused(live: Callable[..., Live],
     assert client.get("/v1/jobs").json() == []
 
 
-def test_two_halves_share_one_gpu_and_show_their_share(live: Callable[..., Live],
-                                                       out: Path) -> None:
-    handle = live(gpus=2)
+def _all_running(handle: Live, bodies: list[dict[str, Any]], out: Path,
+                 what: str) -> tuple[list[str], list[dict]]:
+    """Submit one 30 s sleeping job per body (each accepted with 201) and wait until all of
+    them run: their ids and details, in the bodies' order."""
     ids = []
-    for _ in range(2):
-        response = handle.http.post("/v1/jobs", json={
-            "gpus": 1, "gpu_share": 0.5, "gpu_memory_gb": 4, "cpus_per_gpu": 1,
-            "command": worker("sleep", out, 30)})
+    for body in bodies:
+        response = handle.http.post("/v1/jobs", json={**body,
+                                                      "command": worker("sleep", out, 30)})
         assert response.status_code == 201, response.text
         ids.append(response.json()["id"])
 
@@ -69,7 +69,14 @@ def test_two_halves_share_one_gpu_and_show_their_share(live: Callable[..., Live]
         details = [handle.http.get(f"/v1/jobs/{i}").json() for i in ids]
         return details if all(d["status"] == "running" for d in details) else []
 
-    details = wait_for(running, 15, "both halves to run")
+    return ids, wait_for(running, 15, what)
+
+
+def test_two_halves_share_one_gpu_and_show_their_share(live: Callable[..., Live],
+                                                       out: Path) -> None:
+    handle = live(gpus=2)
+    half = {"gpus": 1, "gpu_share": 0.5, "gpu_memory_gb": 4, "cpus_per_gpu": 1}
+    ids, details = _all_running(handle, [half, half], out, "both halves to run")
     assert [d["allocation"][0]["gpu"] for d in details] == [0, 0]
     assert all(d["allocation"][0]["share"] == 0.5 and d["gpu_share"] == 0.5
                and d["gpu_memory_gb"] == 4 and d["cpus_per_gpu"] == 1 for d in details)
@@ -99,18 +106,9 @@ def test_the_cli_submits_a_fraction_and_shows_the_services_error(
 def test_mig_jobs_run_on_instances_of_one_gpu_and_see_their_uuid(
         live: Callable[..., Live], out: Path) -> None:
     handle = live(gpus=2, gpu_type="A100")
-    ids = []
-    for body in ({"mig_profile": "4g"}, {"mig_profile": "3g.20gb"}, {}):
-        response = handle.http.post("/v1/jobs", json={"gpus": 1, **body,
-                                                      "command": worker("sleep", out, 30)})
-        assert response.status_code == 201, response.text
-        ids.append(response.json()["id"])
-
-    def running() -> list[dict]:
-        details = [handle.http.get(f"/v1/jobs/{i}").json() for i in ids]
-        return details if all(d["status"] == "running" for d in details) else []
-
-    four, three, whole = wait_for(running, 15, "the three jobs to run")
+    ids, (four, three, whole) = _all_running(
+        handle, [{"gpus": 1, "mig_profile": "4g"}, {"gpus": 1, "mig_profile": "3g.20gb"},
+                 {"gpus": 1}], out, "the three jobs to run")
     # MIG-aware: the 3g goes beside the 4g (slices 4-7), the whole-GPU job to the other GPU.
     assert [s["mig_instance"] for s in (four["allocation"][0], three["allocation"][0])] == [
         "4g.20gb@0", "3g.20gb@4"]
