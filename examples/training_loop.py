@@ -67,10 +67,13 @@ def run(args: argparse.Namespace, build_model: Callable[[], nn.Module],
         raise SystemExit(f"--batch-size {args.batch_size} is not divisible by "
                          f"WORLD_SIZE {ctx.world_size}")
     init_distributed(ctx)
+    finished = False
     try:
-        return _train(ctx, args, build_model, make_dataset(args.seed), loss_fn)
+        code = _train(ctx, args, build_model, make_dataset(args.seed), loss_fn)
+        finished = True
+        return code
     finally:
-        shutdown_distributed()
+        shutdown_distributed(synchronize=finished)
 
 
 def _train(ctx: JobContext, args: argparse.Namespace, build_model: Callable[[], nn.Module],

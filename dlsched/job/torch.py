@@ -56,9 +56,26 @@ def init_distributed(ctx: JobContext, backend: str = "gloo",
     return True
 
 
-def shutdown_distributed() -> None:
-    if dist.is_initialized():
-        dist.destroy_process_group()
+def shutdown_distributed(synchronize: bool = False, timeout_seconds: float = 30.0) -> None:
+    """Leave the job's process group.
+
+    With ``synchronize`` (a normal finish) every rank first waits for the others: a rank that
+    tears gloo down while a peer is still in its last collective can make that peer abort at
+    exit ("terminate called without an active exception", seen in CI with two CPU workers).
+    A peer that never arrives is waited for at most ``timeout_seconds`` (gloo), then the group
+    is torn down anyway.
+    """
+    if not dist.is_initialized():
+        return
+    if synchronize:
+        try:
+            if dist.get_backend() == "gloo":
+                dist.monitored_barrier(timeout=timedelta(seconds=timeout_seconds))
+            else:
+                dist.barrier()
+        except RuntimeError:
+            pass  # a peer is gone; tearing down is all that is left
+    dist.destroy_process_group()
 
 
 def device_for(ctx: JobContext) -> torch.device:
