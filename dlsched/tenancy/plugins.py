@@ -142,6 +142,10 @@ class TenantAdmission:
             found = self._queue_names[name] = cq.name if cq is not None else f"?{name}"
         return found
 
+    def on_waiting(self, job: Job) -> None:
+        """The core tells each job that starts waiting (the lines join it at the next cycle)."""
+        self.lines.joined(job)
+
     # -- QueueSort --------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple:
         if state is None:  # a static order is never asked of this plugin
@@ -437,6 +441,7 @@ class TenantAdmission:
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         data = self.cycle(state)
         self.pending.admit(job.job_id)
+        self.lines.left(job.job_id)
         assignment = data.assigned.get(job.job_id)
         cq = self.config.cluster_queue_of(job.spec.queue)
         if assignment is not None and assignment.flavor is not None and cq is not None:
