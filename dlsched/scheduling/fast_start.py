@@ -15,12 +15,21 @@ same order (the queue's static order; strict FIFO's merge of queue heads and the
 give that order too when nothing fails) on the same free GPUs (the full cycle's scratchpad
 starts as a copy of these books), the same Permit (the gang's), and no other plugin that could
 see or change anything (the profile test below).
+
+Under strict FIFO the lane also decides cycles where a queue's head does not fit (a virtual
+cluster's pool is full while others take jobs: most full cycles of a Philly run). It walks the
+heads of the queues as the full cycle's ``heads_of`` does (the same merge by key, then queue
+name), and a job that is not the plain case (it failed before, or a job failed earlier in this
+cycle) goes through the full cycle's own ``_try_job`` on the lane's scratchpad: the same
+memo, known misses, reasons and blocked queues, recorded as ``apply`` records them.
 """
 
 from __future__ import annotations
 
+import heapq
 from typing import TYPE_CHECKING
 
+from dlsched.scheduling.cycle import _SMALLER_FAILED, _SMALLER_FAILED_TEXT, _try_job
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.placement import place
 from dlsched.scheduling.plugins.gang import GangPermit
@@ -67,6 +76,7 @@ class FastLane:
         snapshot = ClusterSnapshot(core.cluster, 0.0, *core._views, (), (), core.throughput,
                                    has_fractional=False)
         self.state = CycleState(snapshot, core.free, core.node_free)
+        self.strict = profile.strict_fifo
 
     def try_start(self) -> CycleResult | None:
         """Start every waiting job, in the queue's order, if there are at most ``MAX_JOBS``,
@@ -74,8 +84,11 @@ class FastLane:
         after those before it; None, with nothing changed, otherwise."""
         core = self.core
         if (core.fractional_jobs or core.beyond_gpu_jobs or core.down_nodes or core.sharing
-                or core.rerater is not None or len(core.waiting) > MAX_JOBS
-                or core.mig is not None):  # MIG instances are booked by the full cycle
+                or core.rerater is not None or core.mig is not None):
+            return None  # MIG instances are booked by the full cycle
+        if self.strict:
+            return _StrictCycle(self).run()
+        if len(core.waiting) > MAX_JOBS:
             return None
         state, futile = self.state, self.futile
         placed: list[tuple[Job, tuple[int, ...]]] = []
@@ -102,4 +115,104 @@ class FastLane:
         """Give back the GPUs placed so far, the last first: the books are as they were."""
         for _, gpus in reversed(placed):
             self.state.give_back(gpus, [1.0] * len(gpus))
+        return None
+
+
+_NO_ENTRY = object()  # a job had no memo entry before the lane tried it
+
+
+class _StrictCycle:
+    """One strict-FIFO cycle on the lane's books: each queue's jobs in order until one does not
+    fit, the queues' heads merged by key (``cycle._CycleRun.heads_of``). ``run`` returns the
+    result, with the starts made and the reasons recorded, or None with nothing changed (a job
+    the lane does not handle: the full cycle decides)."""
+
+    def __init__(self, lane: FastLane) -> None:
+        self.lane, self.core = lane, lane.core
+        self.placed: list[tuple[Job, tuple[int, ...]]] = []
+        self.tried: list[tuple[str, object]] = []  # (job, its memo entry before) for undo
+        self.misses: dict[tuple, int] = {}
+        self.reasons: dict[str, str] = {}
+        self.blocked: dict[str, str] = {}
+
+    def run(self) -> CycleResult | None:
+        state = self.lane.state
+        # The core's books moved since the last cycle: the whole-free count is summed afresh
+        # when asked, and the memo's per-cycle sums of node versions are dropped.
+        state._whole_base, state._whole_change = None, 0
+        state.scratch.clear()
+        state.started.clear()
+        queues = self.core.waiting.by_queue()
+        if len(queues) == 1:
+            for jobs in queues.values():
+                for job in jobs:
+                    fits = self.consider(job)
+                    if fits is None:
+                        return self.undo()
+                    if not fits:
+                        break
+        elif not self._merge_heads(queues):
+            return self.undo()
+        return self.commit()
+
+    def _merge_heads(self, queues: dict[str, list[Job]]) -> bool:
+        sort_key = self.core.profile.queue_sort.sort_key
+        heap = [(sort_key(None, jobs[0]), name, 0) for name, jobs in queues.items()]
+        heapq.heapify(heap)
+        while heap:
+            _, name, index = heapq.heappop(heap)
+            jobs = queues[name]
+            fits = self.consider(jobs[index])
+            if fits is None:
+                return False
+            if fits and index + 1 < len(jobs):
+                heapq.heappush(heap, (sort_key(None, jobs[index + 1]), name, index + 1))
+        return True
+
+    def consider(self, job: Job) -> bool | None:
+        """Whether the job is placed (False: it blocks its queue; None: not for the lane)."""
+        spec, lane = job.spec, self.lane
+        if spec.gpu_share != 1.0 or spec.tensor_parallel != 1 or job.host is not None:
+            return None
+        job_id = job.job_id
+        if not self.misses and job_id not in lane.futile:  # the plain case: place it
+            gpus, status = place(lane.state, job, lane.filters, lane.scores, lane.take_limit)
+            if status.ok and len(gpus) == spec.num_gpus:
+                self.placed.append((job, gpus))
+                return True
+            if status.ok:  # the gang Permit refuses: the full cycle's path below says so
+                lane.state.give_back(gpus, [1.0] * len(gpus))
+        futile = lane.futile
+        self.tried.append((job_id, futile.get(job_id, _NO_ENTRY)))
+        status, _ = _try_job(self.core.profile, lane.state, job, self.misses)
+        if status.ok:
+            self.placed.append((job, lane.state.started[job_id]))
+            return True
+        self.reasons[job_id] = (_SMALLER_FAILED_TEXT if status is _SMALLER_FAILED
+                                else str(status))
+        self.blocked.setdefault(spec.queue, f"waiting behind {job_id} (strict FIFO)")
+        return False
+
+    def commit(self) -> CycleResult:
+        core = self.core
+        pop, start_placed = core.waiting.pop, core.start_placed
+        starts = []
+        for job, gpus in self.placed:
+            start = Start(job.job_id, gpus, (1.0,) * len(gpus))
+            start_placed(pop(job.job_id), start)
+            starts.append(start)
+        if not self.reasons:
+            return CycleResult.of_starts(tuple(starts))
+        core.note_reasons(self.reasons)
+        return CycleResult(tuple(starts), (), self.reasons, None, self.blocked)
+
+    def undo(self) -> None:
+        """Give back the GPUs placed and put back the memo entries: as before the lane."""
+        self.lane._undo(self.placed)
+        futile = self.lane.futile
+        for job_id, entry in reversed(self.tried):
+            if entry is _NO_ENTRY:
+                futile.pop(job_id, None)
+            else:
+                futile[job_id] = entry  # type: ignore[assignment]
         return None

@@ -440,15 +440,20 @@ class Scheduler:
             self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
         for start in result.starts:
             self._start(self.waiting.pop(start.job_id), start, now)
-        stamp, jobs = 2 * self._reason_seq, self.jobs
-        for job_id, reason in result.reasons.items():
-            job = jobs[job_id]
-            job.pending_reason, job.reason_stamp = reason, stamp
+        self.note_reasons(result.reasons)
+        stamp = 2 * self._reason_seq
         for bucket, reason in result.bulk_reasons:
             self._bulk_reasons[bucket] = (stamp, reason)
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
+
+    def note_reasons(self, reasons: dict[str, str]) -> None:
+        """Why each job a cycle looked at still waits, stamped with the cycle's number."""
+        stamp, jobs = 2 * self._reason_seq, self.jobs
+        for job_id, reason in reasons.items():
+            job = jobs[job_id]
+            job.pending_reason, job.reason_stamp = reason, stamp
 
     def reason_for(self, job: Job) -> str:
         """Why a job waits: its own reason from the last cycle that looked at it, or, behind a

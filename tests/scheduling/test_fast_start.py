@@ -40,12 +40,20 @@ def _run(policy: str, placement: str | None, specs: list[JobSpec], lane: bool,
         cluster = make_cluster(nodes=4, gpus=4, nvlink=2, racks=2, pools=["a", "a", "b", "b"])
         sim = simulator(policy, cluster, specs, options=options, placement=placement)
         assert (sim.core._lane is not None) == lane
+        core, cycle, waits = sim.core, sim.core.cycle, []
+
+        def cycle_and_note_reasons() -> object:  # why each job waits, after every cycle
+            result = cycle()
+            waits.append([(job.job_id, core.reason_for(job)) for job in core.waiting.values()])
+            return result
+
+        patch.setattr(core, "cycle", cycle_and_note_reasons)
         result = sim.run()
     records = sorted((r.job_id, r.status, r.first_start, r.finish_time, r.gpu_seconds,
                       r.pending_reason) for r in result.jobs)
     timeline = result.timeline
     return (records, timeline.times, timeline.used_gpus, timeline.waiting, timeline.running,
-            sim.core.segments.all(), result.cycles)
+            sim.core.segments.all(), result.cycles, waits)
 
 
 @pytest.mark.parametrize(("policy", "placement"), [
@@ -64,3 +72,22 @@ def test_only_plain_profiles_take_the_lane() -> None:
     assert lane_applies(build_policy("sjf").instantiate())
     for policy in ("tiresias", "backfill", "gandiva"):
         assert not lane_applies(build_policy(policy).instantiate()), policy
+
+
+def test_strict_fifo_blocked_queues_stay_in_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under strict FIFO the lane decides the cycles where a queue's head does not fit (the
+    run above checks they decide as the full cycle does): no full cycle runs."""
+    specs = _workload(2, jobs=60)
+    full = []
+    real = scheduler_module.run_cycle
+    monkeypatch.setattr(scheduler_module, "run_cycle",
+                        lambda profile, snapshot: full.append(1) or real(profile, snapshot))
+    blocked = []
+    real_note = scheduler_module.Scheduler.note_reasons
+    monkeypatch.setattr(scheduler_module.Scheduler, "note_reasons",
+                        lambda core, reasons: blocked.append(len(reasons))
+                        or real_note(core, reasons))
+    cluster = make_cluster(nodes=4, gpus=4, nvlink=2, racks=2, pools=["a", "a", "b", "b"])
+    simulator("fifo", cluster, specs).run()
+    assert not full
+    assert sum(blocked) > 10  # heads that did not fit, told by the lane
