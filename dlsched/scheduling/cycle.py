@@ -64,7 +64,10 @@ def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     elif snapshot.buckets and scans_by_bucket(profile):
         bulk = [(name, _SMALLER_FAILED_TEXT) for name in scan_buckets(run, snapshot.buckets)]
     else:
-        run.in_order(ordered_waiting(profile, state))
+        # A LazyOrder may also name the jobs a cycle must try (the order less those it can
+        # tell will fail: the tenant layer's groups); ``ordered`` stays the whole order.
+        tries = getattr(profile.lazy_order, "tries", None)
+        run.in_order(tries(state) if tries is not None else ordered_waiting(profile, state))
     wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(run.starts), tuple(run.preemptions), run.reasons,
                        min(wakeups) if wakeups else None, run.blocked,

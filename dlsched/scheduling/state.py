@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,10 +62,33 @@ class ClusterSnapshot:
                     view.flags.writeable = False
                     object.__setattr__(self, name, view)
         if not self.by_queue and self.waiting:  # built by hand: group the waiting jobs
+            object.__setattr__(self, "by_queue", _ByQueue(self.waiting))
+
+
+class _ByQueue(Mapping[str, Sequence[Job]]):
+    """The waiting jobs by ``JobSpec.queue``, grouped when first read (a cycle that does not
+    walk queue heads never reads them: no pass over every waiting job)."""
+
+    def __init__(self, waiting: Sequence[Job]) -> None:
+        self._waiting = waiting
+        self._groups: dict[str, list[Job]] | None = None
+
+    def _grouped(self) -> dict[str, list[Job]]:
+        if self._groups is None:
             groups: dict[str, list[Job]] = {}
-            for job in self.waiting:
+            for job in self._waiting:
                 groups.setdefault(job.spec.queue, []).append(job)
-            object.__setattr__(self, "by_queue", groups)
+            self._groups = groups
+        return self._groups
+
+    def __getitem__(self, queue: str) -> Sequence[Job]:
+        return self._grouped()[queue]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._grouped())
+
+    def __len__(self) -> int:
+        return len(self._grouped())
 
 
 @dataclass

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -37,11 +38,12 @@ from dlsched.tenancy.config import (
     TenantConfig,
 )
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
+from dlsched.tenancy.groups import Group, Groups, GroupWalk, groupable, shape_of
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
 from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
-from dlsched.tenancy.quota import QuotaTree, Usage, request_of
+from dlsched.tenancy.quota import EPS, QuotaTree, Usage, request_of
 from dlsched.tenancy.reasons import Pending, PendingBook, Reason
 from dlsched.tenancy.skip import closes_queue
 from dlsched.tenancy.view import FlavorNodes, Ledger, QuotaView, admitted_of
@@ -80,6 +82,13 @@ class _Cycle:
         # these alone)
         self.assignments: dict[tuple, Assignment] = {}
         self.borrows: dict[tuple, bool] = {}
+        # The walk by groups (groups.py): on until a PreFilter fails; per (shape, flavor) the
+        # fewest GPUs a job failed placement with, and that failure's text
+        self.bulk = True
+        self.misses: dict[tuple, tuple[int, str]] = {}
+        self.walk: GroupWalk | None = None
+        self.terms: dict[Group, tuple[ShareRank, float]] = {}
+        self.available: tuple[int, dict[tuple, float]] = (-1, {})
 
 
 class TenantAdmission:
@@ -101,6 +110,14 @@ class TenantAdmission:
         self._queue_names: dict[str, str] = {}  # JobSpec.queue -> cluster queue name
         self._submission_order = bool(getattr(inner, "static", False))
         self.lines = WaitingLines(self.queue_of, self.request, self._submission_order)
+        # Whether the cycle may walk waiting jobs by groups (groups.py; set by with_tenants)
+        self.by_groups = False
+        self.groups = Groups(self.request)
+        if self._submission_order:
+            self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
+        self._one_flavor = {cq.name: cq.flavors[0] for cq in config.cluster_queues.values()
+                            if len(cq.flavors) == 1
+                            and cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO}
         self._hierarchy: orders.Hierarchy | None = None  # Slurm's tree, built when first used
         self._min_runtimes = sorted({cq.preemption.min_runtime
                                      for cq in config.cluster_queues.values()
@@ -113,6 +130,8 @@ class TenantAdmission:
             data = state.scratch[NAME] = _Cycle(QuotaView(self.config, self.ledger, state))
             self._advance_history(state, data.view)
             self.pending = PendingBook(data.positions)
+            if self.by_groups:
+                self.pending.bulk = lambda job_id: self._skipped(data, job_id)
         return data
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
@@ -182,6 +201,16 @@ class TenantAdmission:
             yield from heads
             queues, position = still, position + 1
 
+    def tries(self, state: CycleState) -> Iterator[Job]:
+        """The jobs the cycle tries, in ``ordered``'s order: with the walk by groups
+        (``groups.py``), less the jobs told to fail placement without a try."""
+        if not self.by_groups or (self.config.fair_sharing.admission_order
+                                  is not AdmissionOrder.KUEUE):
+            return self.ordered(state)
+        data = self.cycle(state)
+        self._prepare(state, data)
+        return self._walk(state, data)
+
     def _other_order(self, state: CycleState, data: _Cycle, order: AdmissionOrder
                      ) -> Iterator[Job]:
         if order is AdmissionOrder.DRF:
@@ -200,6 +229,83 @@ class TenantAdmission:
         factors = orders.slurm_factors(self.config, self._hierarchy, usage)
         yield from orders.by_queue_factor(self, state, factors)
 
+    # -- the walk by groups (groups.py) -----------------------------------------------------
+    def _walk(self, state: CycleState, data: _Cycle) -> Iterator[Job]:
+        blocked = state.scratch.setdefault(BLOCKED_QUEUES, {})
+        keys, bisect_left = self.lines.keys, bisect.bisect_left
+
+        def position(group: Group, entry: Any) -> int:
+            return bisect_left(keys[group.cq], entry)
+
+        def key(group: Group, entry: Any, job: Job) -> tuple:
+            terms = data.terms.get(group)
+            if terms is None:
+                terms = data.terms[group] = self._terms(data, group)
+            return admission_key(bisect_left(keys[group.cq], entry), terms[0], terms[1], job,
+                                 entry[1])
+
+        data.walk = GroupWalk(
+            self.groups, key, position, lambda group: self._droppable(data, group),
+            lambda cq: bool(blocked) and self._closed(cq, blocked),
+            lambda: (data.bulk, bool(state.evicted), data.view.version), data.misses,
+            lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole)
+        try:
+            yield from data.walk
+        finally:  # the pending book keeps the walk's record, not the cycle's state
+            data.walk.release()
+
+    def _terms(self, data: _Cycle, group: Group) -> tuple[ShareRank, float]:
+        """A group's borrowing rank and historic usage (``_key``'s: alike for its jobs)."""
+        cq = self.config.cluster_queues.get(group.cq)
+        if cq is None or not cq.flavors:
+            return (0.0,), 0.0
+        history = 0.0
+        if self.history is not None:
+            history = self.history.value(cq.name) / cq.weight if cq.weight else np.inf
+        return self._rank(data, cq, group.request), history
+
+    def _droppable(self, data: _Cycle, group: Group) -> bool:
+        """Whether the group's jobs would pass PreFilter now with its queue's one flavor,
+        FIT (``assign``'s first branch: the request is available in that flavor)."""
+        flavor = self._one_flavor.get(group.cq)
+        if not data.bulk or flavor is None or data.view.evicted:
+            return False
+        served = self.config.flavors[flavor].gpu_types
+        if group.gpu_types and served and not set(group.gpu_types) & set(served):
+            return False
+        usage = data.view.sync()
+        version, known = data.available
+        if version != data.view.version:
+            known = {}
+            data.available = (data.view.version, known)
+        for resource, amount in group.request.items():
+            fr = (group.cq, flavor, resource)
+            free = known.get(fr)
+            if free is None:
+                free = known[fr] = usage.available(group.cq, (flavor, resource))
+            if amount > free + EPS:
+                return False
+        return True
+
+    def _missed(self, state: CycleState, data: _Cycle, job: Job, text: str) -> None:
+        """``job`` passed PreFilter (FIT in its flavor) and failed placement: a later job of
+        its shape and flavor asking as many GPUs fails too while nothing is evicted."""
+        assignment = data.assigned.get(job.job_id)
+        if (assignment is None or assignment.mode is not Mode.FIT or not assignment.flavor
+                or state.evicted or data.targets.get(job.job_id) or not groupable(job.spec)):
+            return
+        key = (shape_of(job.spec), assignment.flavor)
+        known = data.misses.get(key)
+        if known is None or job.spec.num_gpus < known[0]:
+            data.misses[key] = (job.spec.num_gpus, text)
+
+    def _skipped(self, data: _Cycle, job_id: str) -> str | None:
+        """The detail of the miss that skipped ``job_id`` in the cycle, or None."""
+        entry = self.lines.entries.get(job_id)
+        if data.walk is None or entry is None:
+            return None
+        return data.walk.skipped_at(job_id, entry)
+
     def closed(self, cq: str, blocked: Mapping[str, str]) -> bool:
         """Whether the cycle closed every name of cluster queue ``cq`` (``skip_queue``)."""
         return self._closed(cq, blocked)
@@ -214,6 +320,7 @@ class TenantAdmission:
         if data.rank_usage is not None:
             return
         inner_key = self.inner.sort_key
+        self.groups.settle(self.lines.entries)
         self.lines.update(state.snapshot.waiting, lambda j: inner_key(state, j))
         data.positions = self.pending.positions = self.lines.positions
         data.least = self.lines.least
@@ -391,6 +498,7 @@ class TenantAdmission:
             data.view.hold(cq, flavor, held)
 
     def _fail(self, data: _Cycle, job: Job, reason: Reason, detail: str = "") -> Status:
+        data.bulk = False  # a quota failure may close queues or hold quota: job by job now
         self._record(data, job, reason, detail)
         text = f"{reason.value} ({detail})" if detail else reason.value
         return Status(Code.UNRESOLVABLE, text, NAME)
@@ -405,6 +513,12 @@ class TenantAdmission:
         never = reason in _NEVER and all(
             o.mode is Mode.NO_FIT and o.reason in _NEVER for o in options)
         self.audit.waits(data.view.now, job.job_id, cq, reasons, detail, never)
+        if self.by_groups:  # steady: a skipped try would log nothing (groups.py)
+            flavor = self._one_flavor.get(cq)
+            self.groups.mark(job.job_id, flavor is not None
+                             and reasons == ((flavor, Reason.NO_NODE_FITS),)
+                             and groupable(job.spec) and not (
+                                 job.preemptions and self.config.requeue.base_seconds))
 
     # -- Filter -----------------------------------------------------------------------------
     def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
@@ -472,6 +586,8 @@ class TenantAdmission:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if job.job_id not in self.pending:
             self._record(data, job, Reason.NO_NODE_FITS, str(status))
+            if self.by_groups and status.plugin == "placement":
+                self._missed(state, data, job, str(status))
         if cq is not None and cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
             head = data.blocked.setdefault(cq.name, job.job_id)
             self.pending.blocked.setdefault(cq.name, (Reason.STRICT_FIFO, head))

@@ -11,7 +11,7 @@ from typing import Any
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy.allocation import QuotaGate
-from dlsched.tenancy.config import TenantConfig
+from dlsched.tenancy.config import AdmissionOrder, TenantConfig
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.workload.job import Job
 
@@ -51,10 +51,25 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
             if any(hasattr(p, point) for point in (*_POINTS, "post_filter")
                    if point != "on_waiting")]
     filters = [f for f in profile.filters if f not in own]
-    return Profile(f"{profile.name}+tenants", TenantAdmission(config, profile.queue_sort),
-                   kept, placement=profile.placement, filters=filters, strict_fifo=False,
-                   round_seconds=profile.round_seconds, acts_on_running=profile.acts_on_running,
-                   options=dict(profile.options))
+    admission = TenantAdmission(config, profile.queue_sort)
+    wrapped = Profile(f"{profile.name}+tenants", admission, kept, placement=profile.placement,
+                      filters=filters, strict_fifo=False, round_seconds=profile.round_seconds,
+                      acts_on_running=profile.acts_on_running, options=dict(profile.options))
+    admission.by_groups = _walks_by_groups(wrapped, admission)
+    return wrapped
+
+
+def _walks_by_groups(profile: Profile, admission: TenantAdmission) -> bool:
+    """Whether the cycle may skip groups of alike jobs (``tenancy/groups.py``): a static
+    order inside each queue, Kueue's order across queues, and nothing but the tenant layer
+    deciding per job (the only PreFilter, PostFilter and failure plugin; static filters
+    besides its own)."""
+    return (bool(getattr(admission.inner, "static", False))
+            and admission.config.fair_sharing.admission_order is AdmissionOrder.KUEUE
+            and list(profile.pre_filters) == [admission]
+            and list(profile.post_filters) == [admission]
+            and list(profile.blocked) == [admission]
+            and all(getattr(f, "static", False) for f in profile.filters if f is not admission))
 
 
 def _allocating(profile: Profile, config: TenantConfig) -> Profile:

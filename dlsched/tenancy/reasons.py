@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 
 
@@ -50,6 +50,9 @@ class PendingBook(Mapping[str, Pending]):
         # reason that a job asking no more had (see ``tenancy/skip.py``), and that job
         self.blocked: dict[str, tuple[Reason, str]] = {}
         self.admitted: set[str] = set()  # started in this cycle: not pending
+        # The tenant layer's walk by groups skipped these jobs' tries (``tenancy/groups.py``):
+        # job id -> the detail of the failure that told they would fail placement, or None
+        self.bulk: Callable[[str], str | None] | None = None
         self._admitted_at: dict[str, list[int]] = {}  # cluster queue -> their positions
 
     def admit(self, job_id: str) -> None:
@@ -68,8 +71,16 @@ class PendingBook(Mapping[str, Pending]):
     def __setitem__(self, job_id: str, pending: Pending) -> None:
         self.recorded[job_id] = pending
 
+    def _skipped(self, job_id: str) -> Pending | None:
+        if self.bulk is None or job_id in self.admitted:
+            return None
+        where = self.positions.get(job_id)
+        detail = self.bulk(job_id) if where is not None else None
+        return None if detail is None else Pending(job_id, where[0], Reason.NO_NODE_FITS,
+                                                   where[1], detail)
+
     def __getitem__(self, job_id: str) -> Pending:
-        found = self.recorded.get(job_id)
+        found = self.recorded.get(job_id) or self._skipped(job_id)
         if found is not None:
             return self._pending_place(found)
         cq, position = self.positions.get(job_id, ("", 0))
@@ -79,7 +90,7 @@ class PendingBook(Mapping[str, Pending]):
         return self._pending_place(Pending(job_id, cq, why[0], position, why[1]))
 
     def __contains__(self, job_id: object) -> bool:
-        if job_id in self.recorded:
+        if job_id in self.recorded or self._skipped(job_id) is not None:  # type: ignore[arg-type]
             return True
         where = self.positions.get(job_id)  # type: ignore[call-overload]
         return (where is not None and where[0] in self.blocked
@@ -88,8 +99,9 @@ class PendingBook(Mapping[str, Pending]):
     def __iter__(self) -> Iterator[str]:
         yield from self.recorded
         for job_id, (cq, _) in self.positions.items():
-            if (cq in self.blocked and job_id not in self.recorded
-                    and job_id not in self.admitted):
+            if job_id in self.recorded or job_id in self.admitted:
+                continue
+            if cq in self.blocked or self._skipped(job_id) is not None:
                 yield job_id
 
     def __len__(self) -> int:
