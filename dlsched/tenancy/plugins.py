@@ -127,6 +127,7 @@ class TenantAdmission:
     def cycle(self, state: CycleState) -> _Cycle:
         data = state.scratch.get(NAME)
         if data is None:
+            self.ledger.told = self.by_groups  # every start passes Reserve (profile.py)
             data = state.scratch[NAME] = _Cycle(QuotaView(self.config, self.ledger, state))
             self._advance_history(state, data.view)
             self.pending = PendingBook(data.positions)
@@ -136,6 +137,9 @@ class TenantAdmission:
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
         if self.history is None:
+            return
+        if self.ledger.integral:  # the same sums, kept as jobs start and stop
+            self.history.advance(state.now, self.ledger.rates)
             return
         rates: dict[str, float] = {}
         for a in view.admitted.values():
@@ -556,6 +560,7 @@ class TenantAdmission:
         data = self.cycle(state)
         self.pending.admit(job.job_id)
         self.lines.left(job.job_id)
+        self.ledger.started(job.job_id)
         assignment = data.assigned.get(job.job_id)
         cq = self.config.cluster_queue_of(job.spec.queue)
         if assignment is not None and assignment.flavor is not None and cq is not None:
@@ -597,7 +602,14 @@ class TenantAdmission:
     def next_wakeup(self, state: CycleState) -> float | None:
         # One scan per distinct minimum runtime (a wake-up for a job of another queue is
         # early, never late: the cycle then finds nothing to do).
-        times = [protection_ends(state, runtime) for runtime in self._min_runtimes]
+        if self.by_groups and self._min_runtimes and state.snapshot.waiting:
+            self.cycle(state)  # the ledger is this cycle's: the running jobs' start times
+            ledger, now = self.ledger, state.now
+            times = [ledger.protection_ends(now, runtime) for runtime in self._min_runtimes]
+            if state.started:
+                times += [now + runtime for runtime in self._min_runtimes]
+        else:
+            times = [protection_ends(state, runtime) for runtime in self._min_runtimes]
         if self.config.requeue.base_seconds:
             times += [self.config.requeue.ready_at(j.queued_since, j.preemptions)
                       for j in state.snapshot.waiting if j.preemptions]

@@ -68,7 +68,7 @@ def _walks_by_groups(profile: Profile, admission: TenantAdmission) -> bool:
             and admission.config.fair_sharing.admission_order is AdmissionOrder.KUEUE
             and list(profile.pre_filters) == [admission]
             and list(profile.post_filters) == [admission]
-            and list(profile.blocked) == [admission]
+            and list(profile.blocked) == [admission] and not profile.acts_on_running
             and all(getattr(f, "static", False) for f in profile.filters if f is not admission))
 
 

@@ -8,6 +8,7 @@ because the cycle evicts and restores victims while it searches)."""
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 import numpy as np
@@ -55,30 +56,101 @@ class Ledger:
         self.admitted: dict[str, Admitted] = {}
         self.assigned: dict[str, str] = {}  # job id -> the flavor the tenant layer assigned
         self._allocations: dict[str, tuple[int, ...]] = {}
+        # The running jobs' start times, sorted (``protection_ends``), and per cluster queue
+        # the GPUs its admitted jobs hold (``rates``; kept while every request is whole: sums
+        # of whole numbers do not depend on their order, so they equal a fresh sum).
+        self.starts: list[float] = []
+        self._started_at: dict[str, float] = {}
+        self.rates: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+        self.integral = True
+        # ``told``: every start goes through the tenant layer's Reserve, which tells it here
+        # (set by the tenant layer when no other path starts or moves jobs): the update then
+        # reads the core's running table by set differences instead of every running job.
+        self.told = False
+        self._started: list[str] = []
+
+    def started(self, job_id: str) -> None:
+        self._started.append(job_id)
 
     def update(self, state: CycleState) -> None:
+        masks, gpu_node = self.flavors.masks(state.cluster), state.cluster.gpu_node
+        started, self._started = self._started, []
+        if self.told and self.integral and self._update_told(state, started, masks, gpu_node):
+            return
         running = {job.job_id: job for job in state.snapshot.running}
-        for job_id in [j for j in self.admitted if j not in running]:
+        for job_id in [j for j in self._allocations if j not in running]:
             self._remove(job_id)
             self.assigned.pop(job_id, None)
-        masks, gpu_node = self.flavors.masks(state.cluster), state.cluster.gpu_node
         for job_id, job in running.items():
             known = self._allocations.get(job_id)
             if known is not None and known == job.allocation:
                 continue
             if job_id in self.admitted:  # moved or resized: account it afresh
                 self._remove(job_id)
-            self._allocations[job_id] = job.allocation
-            admitted = self._admitted(job, masks, gpu_node)
-            if admitted is not None:
-                self.admitted[job_id] = admitted
-                self.usage.add(admitted.cq, admitted.flavor, admitted.request)
+            self._add(job, masks, gpu_node)
+
+    def _update_told(self, state: CycleState, started: list[str],
+                     masks: Mapping[str, np.ndarray], gpu_node: np.ndarray) -> bool:
+        """The update from the starts told and the jobs gone from the core's running table;
+        False (nothing changed) when they do not account for the running jobs."""
+        table = getattr(state.snapshot.running, "mapping", None)  # the core's dict, read-only
+        if table is None:
+            return False
+        known = self._allocations
+        gone = known.keys() - table.keys()
+        new = [job_id for job_id in dict.fromkeys(started) if job_id in table]
+        if any(job_id in known for job_id in new) or (
+                len(known) - len(gone) + len(new) != len(table)):
+            return False
+        for job_id in gone:  # whole requests: the order of removals changes no sum
+            self._remove(job_id)
+            self.assigned.pop(job_id, None)
+        for job_id in new:
+            self._add(table[job_id], masks, gpu_node)
+        return True
+
+    def _add(self, job: Job, masks: Mapping[str, np.ndarray], gpu_node: np.ndarray) -> None:
+        job_id = job.job_id
+        self._allocations[job_id] = job.allocation
+        self._forget_start(job_id)
+        if job.run_started is not None:
+            self._started_at[job_id] = job.run_started
+            bisect.insort(self.starts, job.run_started)
+        admitted = self._admitted(job, masks, gpu_node)
+        if admitted is not None:
+            self.admitted[job_id] = admitted
+            self.usage.add(admitted.cq, admitted.flavor, admitted.request)
+            if self.integral and not all(float(v).is_integer()
+                                         for v in admitted.request.values()):
+                self.integral = False
+            self._counts[admitted.cq] = self._counts.get(admitted.cq, 0) + 1
+            self.rates[admitted.cq] = (self.rates.get(admitted.cq, 0.0)
+                                       + admitted.request.get("gpu", 0.0))
+
+    def _forget_start(self, job_id: str) -> None:
+        start = self._started_at.pop(job_id, None)
+        if start is not None:
+            del self.starts[bisect.bisect_left(self.starts, start)]
 
     def _remove(self, job_id: str) -> None:
         a = self.admitted.pop(job_id, None)
         self._allocations.pop(job_id, None)
+        self._forget_start(job_id)
         if a is not None:
             self.usage.add(a.cq, a.flavor, a.request, -1.0)
+            count = self._counts[a.cq] = self._counts[a.cq] - 1
+            if count:
+                self.rates[a.cq] -= a.request.get("gpu", 0.0)
+            else:
+                del self._counts[a.cq], self.rates[a.cq]
+
+    def protection_ends(self, now: float, min_runtime: float) -> float | None:
+        """The earliest ``run_started + min_runtime`` after ``now`` among the running jobs
+        (``scheduling.plugins.preemption.protection_ends`` without its pass over them)."""
+        starts = self.starts
+        at = bisect.bisect_right(starts, now, key=lambda s: s + min_runtime)
+        return starts[at] + min_runtime if at < len(starts) else None
 
     def _admitted(self, job: Job, masks: Mapping[str, np.ndarray],
                   gpu_node: np.ndarray) -> Admitted | None:

@@ -110,3 +110,41 @@ def test_best_effort_fifo_still_tries_a_smaller_job_behind_a_failed_larger_one()
     text = config_yaml([cq("a", 8, cohort=None)])
     out = run_scenario(text, [R("a0", "a", 6)], [W("a1", "a", 4), W("a2", "a", 2, submit=1)])
     assert without_types(out) == expect(["a2"], [], {"a1": NEED})
+
+
+def test_the_ledger_told_of_starts_equals_a_rebuild_and_tells_protection_ends() -> None:
+    """``Ledger.told``: the update reads the core's running table (a dict's values view) by
+    set differences and the starts Reserve told; usage, admitted jobs in order, the queues'
+    GPU rates and the start times behind ``protection_ends`` equal a rebuild's; a start it
+    was not told of falls back to the full pass."""
+    rng = random.Random(11)
+    cluster = make_cluster(nodes=4, gpus=4)
+    tree, flavors = QuotaTree(CONFIG), FlavorNodes(CONFIG)
+    kept = Ledger(CONFIG, tree, flavors)
+    kept.told = True
+    table: dict[str, Job] = {}  # the core's running table
+    for step in range(80):
+        for job_id in rng.sample(sorted(table), k=min(len(table), rng.randint(0, 2))):
+            del table[job_id]
+        used = {g for j in table.values() for g in j.allocation}
+        free = [g for g in range(cluster.num_gpus) if g not in used]
+        if free and rng.random() < 0.7:
+            job = _running(f"j{step}", rng.choice("abz"), tuple(free[:rng.randint(1, 3)]))
+            job.run_started = float(step * 10 + rng.randint(0, 5))
+            table[job.job_id] = job
+            if rng.random() < 0.9:  # a start told by Reserve; else found by the full pass
+                kept.started(job.job_id)
+        snapshot = cycle_state(cluster, now=step * 10.0).snapshot
+        state = cycle_state(cluster, now=step * 10.0)
+        object.__setattr__(state.snapshot, "running", table.values())
+        kept.update(state)
+        fresh = Ledger(CONFIG, tree, flavors)
+        fresh.update(state)
+        assert _clean(kept.usage) == _clean(fresh.usage), step
+        assert list(kept.admitted) == [j for j in fresh.admitted], step
+        assert kept.rates == {q: sum(a.request["gpu"] for a in fresh.admitted.values()
+                                     if a.cq == q) for q in {a.cq for a in fresh.admitted.values()}}
+        for runtime in (5.0, 30.0, 300.0):
+            ends = [j.run_started + runtime for j in table.values()
+                    if j.run_started + runtime > snapshot.now]
+            assert kept.protection_ends(snapshot.now, runtime) == (min(ends) if ends else None)
