@@ -74,13 +74,20 @@ class Group:
 
 class Groups:
     """Per cluster queue, the waiting jobs by group (``WaitingLines.on_join/on_leave``), and
-    which members are steady (marked from each try's record, applied before the next walk)."""
+    which members are steady (marked from each try's record, applied before the next walk).
+    Per queue, the groups by GPU count (``sizes`` sorted), those with members not steady, and
+    the most any group asks of each resource."""
 
     def __init__(self, request: Callable[[Job], Mapping[str, float]]) -> None:
         self.request = request
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()
+        self.sizes: dict[str, list[int]] = {}
+        self.by_size: dict[str, dict[int, list[Group]]] = {}
+        self.with_fresh: dict[str, dict[Group, None]] = {}
+        self.typed: dict[str, int] = {}  # queue -> its groups that name GPU types
+        self._most: dict[str, dict[str, float]] = {}
         self._marks: dict[str, bool] = {}
 
     def join(self, job: Job, cq: str, entry: Any) -> None:
@@ -91,8 +98,10 @@ class Groups:
         if group is None:
             group = self.groups[key] = Group(cq, spec.num_gpus, shape_of(spec), spec.gpu_types,
                                              asked)
+            self._file(group)
         _insert(group.entries, group.jobs, entry, job)
         _insert(group.fresh, group.fresh_jobs, entry, job)
+        self.with_fresh.setdefault(cq, {})[group] = None
         self.group_of[job.job_id] = group
 
     def leave(self, job: Job, cq: str, entry: Any) -> None:
@@ -102,8 +111,56 @@ class Groups:
             self.steady.discard(job.job_id)
         else:
             _remove(group.fresh, group.fresh_jobs, entry, job)
+            self._fresh_left(group)
         if not group.jobs:
             del self.groups[(cq, group.num_gpus, group.shape, tuple(group.request.items()))]
+            self._unfile(group)
+
+    def _file(self, group: Group) -> None:
+        cq, size = group.cq, group.num_gpus
+        by_size = self.by_size.setdefault(cq, {})
+        if size not in by_size:
+            bisect.insort(self.sizes.setdefault(cq, []), size)
+        by_size.setdefault(size, []).append(group)
+        if group.gpu_types:
+            self.typed[cq] = self.typed.get(cq, 0) + 1
+        self._most.pop(cq, None)
+
+    def _unfile(self, group: Group) -> None:
+        cq, size = group.cq, group.num_gpus
+        by_size = self.by_size[cq]
+        by_size[size].remove(group)
+        if not by_size[size]:
+            del by_size[size]
+            sizes = self.sizes[cq]
+            del sizes[bisect.bisect_left(sizes, size)]
+            if not sizes:
+                del self.sizes[cq], self.by_size[cq]
+        if group.gpu_types:
+            self.typed[cq] -= 1
+        self._most.pop(cq, None)
+
+    def _fresh_left(self, group: Group) -> None:
+        if not group.fresh:
+            fresh = self.with_fresh.get(group.cq)
+            if fresh is not None:
+                fresh.pop(group, None)
+
+    def most(self, cq: str) -> Mapping[str, float]:
+        """The most any group of ``cq`` asks of each resource."""
+        found = self._most.get(cq)
+        if found is None:
+            found = {}
+            for groups in self.by_size.get(cq, {}).values():
+                for group in groups:
+                    for resource, amount in group.request.items():
+                        found[resource] = max(found.get(resource, 0.0), amount)
+            self._most[cq] = found
+        return found
+
+    def of_queue(self, cq: str) -> Iterator[Group]:
+        for size in self.sizes.get(cq, ()):
+            yield from self.by_size[cq][size]
 
     def mark(self, job_id: str, steady: bool) -> None:
         """``job_id``'s try left it steady or not (applied by ``settle``)."""
@@ -122,9 +179,11 @@ class Groups:
             if steady:
                 self.steady.add(job_id)
                 _remove(group.fresh, group.fresh_jobs, entry, job)
+                self._fresh_left(group)
             else:
                 self.steady.discard(job_id)
                 _insert(group.fresh, group.fresh_jobs, entry, job)
+                self.with_fresh.setdefault(group.cq, {})[group] = None
 
 
 def _insert(keys: list[Any], jobs: list[Job], entry: Any, job: Job) -> None:
@@ -143,21 +202,31 @@ def _remove(keys: list[Any], jobs: list[Job], entry: Any, job: Job) -> None:
 class GroupWalk:
     """One cycle's walk (module docstring). ``key(group, entry, job)``: a member's admission
     key; ``droppable(group)``: whether the group may be skipped now (its queue takes part,
-    its quota fits); ``closed(cq)``: the cycle closed the queue; ``status()``: (bulk still on,
-    anything evicted, the quota version) after each try."""
+    its quota fits); ``fits_queue(cq)``: the same for every group of queue ``cq`` at once
+    (its one flavor has room for the most any group asks); ``closed(cq)``: the cycle closed
+    the queue; ``status()``: (bulk still on, anything evicted, the quota version) after each
+    try; ``free()``: the GPUs wholly free now.
+
+    At the start every group of a queue that fits and asks for more GPUs than are wholly free
+    is cold: dropped from its first job without a heap entry (on a full cluster, nearly all);
+    only the groups that may fit and the cold groups' jobs that are not steady are merged."""
 
     def __init__(self, groups: Groups, key: Callable[[Group, Any, Job], tuple],
                  position: Callable[[Group, Any], int],
-                 droppable: Callable[[Group], bool], closed: Callable[[str], bool],
+                 droppable: Callable[[Group], bool], fits_queue: Callable[[str], bool],
+                 closed: Callable[[str], bool],
                  status: Callable[[], tuple[bool, bool, int]],
                  misses: Mapping[Hashable, tuple[int, str]],
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int]) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
-        self.droppable, self.closed, self.status = droppable, closed, status
+        self.droppable, self.fits_queue = droppable, fits_queue
+        self.closed, self.status = closed, status
         self.misses, self.flavor_of = misses, flavor_of
         # group -> [first skipped index, first index after the skipped ones or None, detail]
         self.skipped: dict[Group, list[list[Any]]] = {}
         self.dropped: dict[Group, None] = {}
+        self.cold: dict[str, int] = {}  # queue -> its groups above this many GPUs are cold
+        self.warmed: set[Group] = set()  # cold groups brought back
         self._heap: list[tuple] = []
         self._count = itertools.count()
         self._frontier: tuple = ()
@@ -166,15 +235,23 @@ class GroupWalk:
     def release(self) -> None:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
         self.key = self.position = self.droppable = self.closed = None  # type: ignore[assignment]
-        self.status = self.free = None  # type: ignore[assignment]
+        self.status = self.free = self.fits_queue = None  # type: ignore[assignment]
         self._heap = []
         self.dropped = {}
+
+    def _is_cold(self, group: Group) -> bool:
+        free = self.cold.get(group.cq)
+        return free is not None and group.num_gpus > free and group not in self.warmed
 
     def skipped_at(self, job_id: str, entry: Any) -> str | None:
         """The detail of the miss that skipped ``job_id`` in this cycle, or None."""
         group = self.groups.group_of.get(job_id)
-        ranges = self.skipped.get(group) if group is not None else None
-        if not ranges or job_id not in self.groups.steady:
+        if group is None or job_id not in self.groups.steady:
+            return None
+        if self._is_cold(group):
+            return _no_room(group, self.cold[group.cq])
+        ranges = self.skipped.get(group)
+        if not ranges:
             return None
         at = bisect.bisect_left(group.entries, entry)
         for low, high, detail in ranges:
@@ -182,12 +259,28 @@ class GroupWalk:
                 return detail
         return None
 
-    def __iter__(self) -> Iterator[Job]:
-        heap, count = self._heap, self._count
-        for group in self.groups.groups.values():
-            heap.append(((self.position(group, group.entries[0]),), next(count), _PARTIAL, 0,
-                         group.gen, group))
+    def _start(self) -> None:
+        heap, count, groups = self._heap, self._count, self.groups
+        free = self.free()
+        for cq, sizes in groups.sizes.items():
+            by_size = groups.by_size[cq]
+            if groups.typed.get(cq) or not self.fits_queue(cq):
+                warm = sizes
+            else:
+                self.cold[cq] = free
+                warm = sizes[:bisect.bisect_right(sizes, free)]
+                for group in groups.with_fresh.get(cq, ()):
+                    if group.num_gpus > free:
+                        self._push_fresh(group, 0)
+            for size in warm:
+                for group in by_size[size]:
+                    heap.append(((self.position(group, group.entries[0]),), next(count),
+                                 _PARTIAL, 0, group.gen, group))
         heapq.heapify(heap)
+
+    def __iter__(self) -> Iterator[Job]:
+        self._start()
+        heap, count = self._heap, self._count
         while heap:
             key, _, mode, index, gen, group = heapq.heappop(heap)
             if gen != group.gen:
@@ -214,12 +307,14 @@ class GroupWalk:
             if gen == group.gen:
                 if mode == _FRESH:
                     if index + 1 < len(group.fresh):
-                        entry = group.fresh[index + 1]
-                        heapq.heappush(heap, (self.key(group, entry, group.fresh_jobs[index + 1]),
-                                              next(count), _FRESH, index + 1, gen, group))
+                        self._push_fresh(group, index + 1)
                 elif index + 1 < len(group.entries):
                     heapq.heappush(heap, ((self.position(group, group.entries[index + 1]),),
                                           next(count), _PARTIAL, index + 1, gen, group))
+
+    def _push_fresh(self, group: Group, at: int) -> None:
+        heapq.heappush(self._heap, (self.key(group, group.fresh[at], group.fresh_jobs[at]),
+                                    next(self._count), _FRESH, at, group.gen, group))
 
     def _miss(self, group: Group) -> str | None:
         """Why the group's next job would fail placement now (None: it might not)."""
@@ -228,7 +323,7 @@ class GroupWalk:
             return None
         free = self.free()
         if group.num_gpus > free:
-            return f"[placement] needs {group.num_gpus} GPUs, {free} free on fitting nodes"
+            return _no_room(group, free)
         known = self.misses.get((group.shape, flavor))
         return known[1] if known is not None and group.num_gpus >= known[0] else None
 
@@ -238,23 +333,44 @@ class GroupWalk:
         group.gen += 1
         at = bisect.bisect_left(group.fresh, group.entries[index])
         if at < len(group.fresh):
-            heapq.heappush(self._heap, (self.key(group, group.fresh[at], group.fresh_jobs[at]),
-                                        next(self._count), _FRESH, at, group.gen, group))
+            self._push_fresh(group, at)
+
+    def _cold_groups(self, cq: str) -> list[Group]:
+        free = self.cold[cq]
+        return [g for g in self.groups.of_queue(cq) if g.num_gpus > free
+                and g not in self.warmed]
 
     def _catch_up(self) -> None:
         """After a try: bring back dropped groups that a start, an eviction or a failed
         PreFilter may have changed."""
-        if not self.dropped:
+        if not self.dropped and not self.cold:
             return
         bulk, evicted, version = self.status()
         if not bulk or evicted:
             for group in list(self.dropped):
                 self._resume(group)
+            for cq in list(self.cold):
+                for group in self._cold_groups(cq):
+                    self._warm(group)
+                del self.cold[cq]
             return
         if version != self._version:
             self._version = version
-            for group in [g for g in self.dropped if not self.droppable(g)]:
+            for group in [g for g in self.dropped
+                          if not self.fits_queue(g.cq) and not self.droppable(g)]:
                 self._resume(group)
+            for cq in [q for q in self.cold if not self.fits_queue(q)]:
+                for group in self._cold_groups(cq):
+                    if not self.droppable(group):
+                        self._warm(group)
+
+    def _warm(self, group: Group) -> None:
+        """A cold group comes back: skipped from its first job up to the frontier."""
+        self.warmed.add(group)
+        self.skipped.setdefault(group, []).append([0, None, _no_room(group,
+                                                                      self.cold[group.cq])])
+        self.dropped[group] = None
+        self._resume(group)
 
     def _resume(self, group: Group) -> None:
         """Visit the group again from its first job after the walk's frontier."""
@@ -272,3 +388,7 @@ class GroupWalk:
         if low < len(group.entries):
             heapq.heappush(self._heap, (self.key(group, group.entries[low], group.jobs[low]),
                                         next(self._count), _FULL, low, group.gen, group))
+
+
+def _no_room(group: Group, free: int) -> str:
+    return f"[placement] needs {group.num_gpus} GPUs, {free} free on fitting nodes"

@@ -100,6 +100,7 @@ class WaitingLines:
         self.positions: Mapping[str, tuple[str, int]] = _Positions(self)
         self._within: dict[str, Any] = {}  # a static key, once per job
         self._joined: list[Job] = []  # told since the last update
+        self._told = False  # a core tells every join (then no job joins untold)
         self._left: list[str] = []
         # Told of each job that joins (job, cq, entry) or leaves (job) a static line.
         self.on_join: Callable[[Job, str, Any], None] | None = None
@@ -109,6 +110,7 @@ class WaitingLines:
         """``job`` starts waiting (the core's ``on_waiting``)."""
         if self.static:
             self._joined.append(job)
+            self._told = True
 
     def left(self, job_id: str) -> None:
         """``job_id`` stops waiting (it starts)."""
@@ -124,6 +126,7 @@ class WaitingLines:
         members = self.queue_of_id
         joined, left = self._joined, self._left
         self._joined, self._left = [], []
+        trust = self._told  # every join told: with equal counts, no job left untold either
         if joined or left:
             gone = [i for i in dict.fromkeys(left) if i in members]
             new = list({j.job_id: j for j in joined if j.job_id not in members}.values())
@@ -132,9 +135,10 @@ class WaitingLines:
                     self._remove(job_id)
                 for job in new:
                     self._insert(job, within)
-                if len(members) == len(waiting):
-                    return
-        if len(members) == len(waiting) and all(j.job_id in members for j in waiting):
+            else:
+                trust = False  # told changes not applied: diff
+        if len(members) == len(waiting) and (
+                trust or all(j.job_id in members for j in waiting)):
             return
         current = {j.job_id: j for j in waiting}  # told changes missed some: diff
         for job_id in [i for i in members if i not in current]:

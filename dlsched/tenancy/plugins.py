@@ -250,6 +250,7 @@ class TenantAdmission:
 
         data.walk = GroupWalk(
             self.groups, key, position, lambda group: self._droppable(data, group),
+            lambda cq: self._fits(data, cq, self.groups.most(cq)),
             lambda cq: bool(blocked) and self._closed(cq, blocked),
             lambda: (data.bulk, bool(state.evicted), data.view.version), data.misses,
             lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole)
@@ -272,21 +273,28 @@ class TenantAdmission:
         """Whether the group's jobs would pass PreFilter now with its queue's one flavor,
         FIT (``assign``'s first branch: the request is available in that flavor)."""
         flavor = self._one_flavor.get(group.cq)
-        if not data.bulk or flavor is None or data.view.evicted:
+        if flavor is None:
             return False
         served = self.config.flavors[flavor].gpu_types
         if group.gpu_types and served and not set(group.gpu_types) & set(served):
+            return False
+        return self._fits(data, group.cq, group.request)
+
+    def _fits(self, data: _Cycle, cq: str, request: Mapping[str, float]) -> bool:
+        """``request`` is available to ``cq`` in its one flavor now (while the walk skips)."""
+        flavor = self._one_flavor.get(cq)
+        if not data.bulk or flavor is None or data.view.evicted:
             return False
         usage = data.view.sync()
         version, known = data.available
         if version != data.view.version:
             known = {}
             data.available = (data.view.version, known)
-        for resource, amount in group.request.items():
-            fr = (group.cq, flavor, resource)
+        for resource, amount in request.items():
+            fr = (cq, flavor, resource)
             free = known.get(fr)
             if free is None:
-                free = known[fr] = usage.available(group.cq, (flavor, resource))
+                free = known[fr] = usage.available(cq, (flavor, resource))
             if amount > free + EPS:
                 return False
         return True

@@ -110,3 +110,30 @@ def test_lines_kept_across_updates_equal_a_rebuild() -> None:
         for job in jobs:
             queue, position = kept.positions[job.job_id]
             assert kept.lines[queue][position] is job
+
+
+def test_told_changes_and_an_untold_leave_equal_a_rebuild() -> None:
+    """Joins told by the core (``joined``) and starts told by Reserve (``left``) are applied
+    by bisection; a job that left untold (cancelled) beside them still leaves the lines."""
+    rng = random.Random(5)
+    queue_of = lambda job: job.spec.queue  # noqa: E731
+    key = lambda j: (j.spec.submit_time, j.job_id)  # noqa: E731
+    kept = WaitingLines(queue_of, lambda j: request_of(j.spec), static=True)
+    waiting: dict[str, Job] = {}
+    for step in range(60):
+        for job_id in rng.sample(sorted(waiting), k=min(len(waiting), rng.randint(0, 3))):
+            del waiting[job_id]
+            if rng.random() < 0.8:  # started (told); else cancelled (untold)
+                kept.left(job_id)
+        for i in range(rng.randint(0, 3)):
+            job = Job(JobSpec(f"j{step}-{i}", rng.uniform(0, 100), rng.choice((1, 2, 4)), 10.0,
+                              queue=rng.choice("abc"), priority=rng.choice((0, 1))))
+            waiting[job.job_id] = job
+            kept.joined(job)
+        jobs = list(waiting.values())
+        kept.update(jobs, key)
+        fresh = WaitingLines(queue_of, lambda j: request_of(j.spec), static=False)
+        fresh.update(jobs, key)
+        assert ({q: [j.job_id for j in line] for q, line in kept.lines.items()}
+                == {q: [j.job_id for j in line] for q, line in fresh.lines.items()}), step
+        assert dict(kept.positions) == dict(fresh.positions)
