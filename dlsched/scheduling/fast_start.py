@@ -27,11 +27,12 @@ memo, known misses, reasons and blocked queues, recorded as ``apply`` records th
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from dlsched.scheduling.cycle import _SMALLER_FAILED, _SMALLER_FAILED_TEXT, _try_job
 from dlsched.scheduling.decisions import CycleResult, Start
-from dlsched.scheduling.placement import place
+from dlsched.scheduling.placement import _single_node_score, _spec_record, pick_gpus, place
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.plugins.scores import BestFit, Consolidated, MostFree, Spread, TopologyScore
 from dlsched.scheduling.profile import Profile
@@ -77,38 +78,80 @@ class FastLane:
                                    has_fractional=False)
         self.state = CycleState(snapshot, core.free, core.node_free)
         self.strict = profile.strict_fifo
+        # One GPU, one score that names its best node (``place``'s own shortcut): the lane
+        # takes that shortcut itself.
+        single = _single_node_score(self.scores[0][0]) if len(self.scores) == 1 else None
+        self.best_single = single.best_single if single is not None else None
 
     def try_start(self) -> CycleResult | None:
         """Start every waiting job, in the queue's order, if there are at most ``MAX_JOBS``,
         each is plain (whole GPUs, nothing beyond them, never failed to start) and each fits
-        after those before it; None, with nothing changed, otherwise."""
+        after those before it; None, with nothing changed, otherwise. Under strict FIFO the
+        cycle is decided here in every case but a job that is not plain (``_StrictCycle``)."""
         core = self.core
         if (core.fractional_jobs or core.beyond_gpu_jobs or core.down_nodes or core.sharing
                 or core.rerater is not None or core.mig is not None):
             return None  # MIG instances are booked by the full cycle
         if self.strict:
-            return _StrictCycle(self).run()
-        if len(core.waiting) > MAX_JOBS:
+            queues = core.waiting.by_queue()
+            if len(queues) != 1:
+                return _StrictCycle(self, []).run(queues)
+            jobs = next(iter(queues.values()))
+        elif len(core.waiting) > MAX_JOBS:
             return None
-        state, futile = self.state, self.futile
+        else:
+            jobs = core.waiting.in_order()
+        state, futile, best_single = self.state, self.futile, self.best_single
         placed: list[tuple[Job, tuple[int, ...]]] = []
-        for job in core.waiting.in_order():
+        for job in jobs:
             spec = job.spec
             if (spec.gpu_share != 1.0 or spec.tensor_parallel != 1 or job.host is not None
                     or job.job_id in futile):
-                return self._undo(placed)
+                return self._not_plain(placed, jobs)
+            if spec.num_gpus == 1 and best_single is not None:
+                gpus = self._place_single(job, best_single)
+                if gpus is not None:
+                    placed.append((job, gpus))
+                    continue
             gpus, status = place(state, job, self.filters, self.scores, self.take_limit)
             if not status.ok:
-                return self._undo(placed)
-            placed.append((job, gpus))
+                return self._not_plain(placed, jobs)
             if len(gpus) != spec.num_gpus:  # the gang Permit's test
-                return self._undo(placed)
+                state.give_back(gpus, [1.0] * len(gpus))
+                return self._not_plain(placed, jobs)
+            placed.append((job, gpus))
+        return self._start(placed)
+
+    def _place_single(self, job: Job, best_single: Callable) -> tuple[int, ...] | None:
+        """``place`` for one whole GPU with a score that names its best node, as ``place``
+        does it (the static mask, the tightest node, its lowest free GPU); None when ``place``
+        itself must answer (no node passes the filters, or none has room)."""
+        state = self.state
+        mask, empty = _spec_record(state, job, self.filters)[4][:2]
+        best = None if empty else best_single(state.node_free, mask)
+        if best is None:
+            return None
+        gpus = pick_gpus(state, best, 1, 1.0)
+        state.take(gpus, 1.0, job.spec)
+        state.scratch["placing_nodes"] = [best]
+        return tuple(gpus)
+
+    def _not_plain(self, placed: list[tuple[Job, tuple[int, ...]]],
+                   jobs: Iterable[Job]) -> CycleResult | None:
+        """A job that is not the plain case: under strict FIFO (one queue waits) the rest of
+        the queue goes the exact way, from that job on; otherwise the full cycle decides."""
+        if not self.strict:
+            return self._undo(placed)
+        return _StrictCycle(self, placed).run_queue(jobs, len(placed))
+
+    def _start(self, placed: list[tuple[Job, tuple[int, ...]]]) -> CycleResult:
+        core = self.core
         starts = []
-        pop, start_placed = core.waiting.pop, core.start_placed
+        pop, start, now = core.waiting.pop, core._start, core.clock.now()
         for job, gpus in placed:
-            start = Start(job.job_id, gpus, (1.0,) * len(gpus))
-            start_placed(pop(job.job_id), start)
-            starts.append(start)
+            decision = Start(job.job_id, gpus, (1.0,) * len(gpus))
+            start(pop(job.job_id), decision, now, True)  # ``start_placed``, one call less
+            starts.append(decision)
         return CycleResult.of_starts(tuple(starts))
 
     def _undo(self, placed: list[tuple[Job, tuple[int, ...]]]) -> None:
@@ -127,32 +170,31 @@ class _StrictCycle:
     result, with the starts made and the reasons recorded, or None with nothing changed (a job
     the lane does not handle: the full cycle decides)."""
 
-    def __init__(self, lane: FastLane) -> None:
+    def __init__(self, lane: FastLane, placed: list[tuple[Job, tuple[int, ...]]]) -> None:
         self.lane, self.core = lane, lane.core
-        self.placed: list[tuple[Job, tuple[int, ...]]] = []
+        self.placed = placed  # the lane's plain placements so far in this cycle
         self.tried: list[tuple[str, object]] = []  # (job, its memo entry before) for undo
         self.misses: dict[tuple, int] = {}
         self.reasons: dict[str, str] = {}
         self.blocked: dict[str, str] = {}
-
-    def run(self) -> CycleResult | None:
-        state = self.lane.state
+        state = lane.state
         # The core's books moved since the last cycle: the whole-free count is summed afresh
         # when asked, and the memo's per-cycle sums of node versions are dropped.
         state._whole_base, state._whole_change = None, 0
         state.scratch.clear()
         state.started.clear()
-        queues = self.core.waiting.by_queue()
-        if len(queues) == 1:
-            for jobs in queues.values():
-                for job in jobs:
-                    fits = self.consider(job)
-                    if fits is None:
-                        return self.undo()
-                    if not fits:
-                        break
-        elif not self._merge_heads(queues):
-            return self.undo()
+
+    def run(self, queues: dict[str, list[Job]]) -> CycleResult | None:
+        return self.commit() if self._merge_heads(queues) else self.undo()
+
+    def run_queue(self, jobs: Sequence[Job], first: int) -> CycleResult | None:
+        """One queue waits: its jobs from ``first`` on (those before were placed)."""
+        for index in range(first, len(jobs)):
+            fits = self.consider(jobs[index])
+            if fits is None:
+                return self.undo()
+            if not fits:
+                break
         return self.commit()
 
     def _merge_heads(self, queues: dict[str, list[Job]]) -> bool:
@@ -194,17 +236,11 @@ class _StrictCycle:
         return False
 
     def commit(self) -> CycleResult:
-        core = self.core
-        pop, start_placed = core.waiting.pop, core.start_placed
-        starts = []
-        for job, gpus in self.placed:
-            start = Start(job.job_id, gpus, (1.0,) * len(gpus))
-            start_placed(pop(job.job_id), start)
-            starts.append(start)
         if not self.reasons:
-            return CycleResult.of_starts(tuple(starts))
-        core.note_reasons(self.reasons)
-        return CycleResult(tuple(starts), (), self.reasons, None, self.blocked)
+            return self.lane._start(self.placed)
+        result = self.lane._start(self.placed)
+        self.core.note_reasons(self.reasons)
+        return CycleResult(result.starts, (), self.reasons, None, self.blocked)
 
     def undo(self) -> None:
         """Give back the GPUs placed and put back the memo entries: as before the lane."""

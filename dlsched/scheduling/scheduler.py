@@ -504,22 +504,24 @@ class Scheduler:
                 overhead: float, booked: bool = False) -> None:
         """Give a running job its GPUs and start its workers (after a start or a resize);
         ``booked``: its GPU shares are already taken from ``free`` (the fast lane)."""
-        if job.spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
+        spec = job.spec
+        if spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
-        self._adjust(gpus, self._mig_take(job, now) if job.spec.mig_profile else shares, -1.0,
+        self._adjust(gpus, self._mig_take(job, now) if spec.mig_profile else shares, -1.0,
                      booked)
         self.segments.opened(job.job_id, now, gpus, shares)
-        shared = self.sharing.share(job)
+        # Whole shares are shared with no one (``SharedGpus.share``'s first test).
+        shared = self.sharing.share(job) if min(shares, default=1.0) < 1.0 else None
         job.run_started = now
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
         reconfigurer = self.reconfigurer
         if reconfigurer is not None and (reconfigurer.rates_every_launch
                                          or job.job_id in self.reshaped):
-            job.rate = reconfigurer.rate(job.spec, self.placement_of(job))
+            job.rate = reconfigurer.rate(spec, self.placement_of(job))
         else:
-            job.rate = self.throughput.rate(job.spec, self.placement_of(job))
+            job.rate = self.throughput.rate(spec, self.placement_of(job))
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
@@ -638,6 +640,20 @@ class Scheduler:
         job (the same counts: nothing reads them in between)."""
         gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
                                                    self.node_version)
+        if len(gpus) == 1:  # the common job: the loop's steps for one GPU
+            gpu = gpus[0]
+            node, step = gpu_node[gpu], sign * shares[0]
+            if not booked:
+                old = free.item(gpu)
+                new = old + step
+                new = _FULL if new > _FULL else (0.0 if new < 0.0 else new)
+                free[gpu] = new
+                was_whole = old >= _WHOLE
+                if was_whole != (new >= _WHOLE):
+                    node_free[node] += -1 if was_whole else 1
+            node_version[node] += 1
+            self.used_gpus -= step
+            return
         used = self.used_gpus  # a local: the same float steps, without attribute writes
         last, count = -1, 0
         for gpu, share in zip(gpus, shares, strict=True):
