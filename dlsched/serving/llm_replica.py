@@ -103,6 +103,9 @@ class LlmReplica:
                       if config.prefix_cache and log.prefix is not None else None)
         self._decode_base = [profile.decode(b) for b in range(config.max_batch + 1)]
         self.cold = False  # the next prefill wakes the replica (a fitted profile's ``wake``)
+        # a measured spread of step times: this replica's draws (its start tells it apart)
+        self._spread = (None if profile.spread is None
+                        else profile.spread.sampler(int(round(start * 1e6))))
 
     @property
     def outstanding(self) -> int:
@@ -190,8 +193,11 @@ class LlmReplica:
         wake, self.cold = (self.profile.fit.wake if self.cold and self.profile.fit else 0.0,
                            False)
         gap = self.profile.fit.gap if self.profile.fit is not None else 0.0
-        self._run(gap + wake + self.profile.prefill_pack_seconds(
-            [self._prompt_tokens(r) for r in admitted], tokens))
+        model = self.profile.prefill_pack_seconds([self._prompt_tokens(r) for r in admitted],
+                                                  tokens)
+        if self._spread is not None:
+            model *= self._spread.prefill()
+        self._run(gap + wake + model)
         self._join(admitted, self.time)
         return True
 
@@ -250,11 +256,14 @@ class LlmReplica:
     def _decode_times(self, steps: int) -> np.ndarray:
         p, batch = self.profile, len(self.ids)
         if p.fit is not None:
-            return p.fit.gap + p.fit.decode(batch,
-                                            float(self.ctx.sum()) + batch * np.arange(steps))
+            model = p.fit.decode(batch, float(self.ctx.sum()) + batch * np.arange(steps))
+            if self._spread is not None:
+                model = model * self._spread.decode(steps)
+            return p.fit.gap + model
         base = self._decode_base[batch]
         kv = float(self.ctx.sum()) + batch * np.arange(steps) - batch * p.reference_context
-        return np.maximum(0.5 * base, base + p.context_slope * kv)
+        model = np.maximum(0.5 * base, base + p.context_slope * kv)
+        return model if self._spread is None else model * self._spread.decode(steps)
 
     def _decode_run(self) -> None:
         """Plan the decode iterations up to the next completion (or a full cache)."""
@@ -289,7 +298,10 @@ class LlmReplica:
         chunk, finished = self._fill_chunks(budget)
         if not self.ids and chunk == 0:
             return False
-        self._run(decode + (self.profile.prefill_seconds(chunk) if chunk else 0.0))
+        prefill = self.profile.prefill_seconds(chunk) if chunk else 0.0
+        if chunk and self._spread is not None:
+            prefill *= self._spread.prefill()
+        self._run(decode + prefill)
         if len(self.ids):
             self.ctx += 1
             self.left -= 1

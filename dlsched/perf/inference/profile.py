@@ -30,6 +30,7 @@ import numpy as np
 from dlsched.errors import ConfigError, InputError, InputLocation
 from dlsched.perf.inference.curve import Curve, monotone_points
 from dlsched.perf.inference.fit import StepFit
+from dlsched.perf.inference.spread import StepSpread
 
 # Splitwise's hardware names -> dlsched GPU types (cluster/gpu_types.py).
 HARDWARE = {"a100-80gb": "A100-80G", "h100-80gb": "H100", "h100-80gb-pcap": "H100-pcap"}
@@ -54,6 +55,9 @@ class StepProfile:
     # a least-squares fit over (prompts, tokens, squared lengths) and (requests, KV tokens)
     # measured on a grid (``fit.py``): when set, it gives the step times instead of the curves
     fit: StepFit | None = None
+    # measured / modelled step times of a service that ran (``spread.py``): when set, each
+    # simulated step's model time is multiplied by a factor drawn from it
+    spread: StepSpread | None = None
 
     def prefill_seconds(self, tokens: float) -> float:
         """A prefill iteration of ``tokens`` prompt tokens (one prompt, with a fit)."""

@@ -175,6 +175,10 @@ def validate_command(
         steps: Annotated[Path | None, typer.Option(
             "--steps", help="Step points measured before (default: PROFILE-steps.csv "
             "beside --profile, else measure now).")] = None,
+        spread_requests: Annotated[int, typer.Option(
+            "--spread-requests", min=0, help="Requests after the compared ones replayed at "
+            "each load level first: their steps' measured/modelled times are the simulator's "
+            "step spread for that level (0: steps exactly as modelled).")] = 300,
         layers: Layers = 4, d_model: Width = 256) -> None:
     """Profile, serve, replay at each load level, simulate the same; compare p50/p99."""
     try:
@@ -182,7 +186,8 @@ def validate_command(
         from dlsched.serving.real.validate import ValidatePlan, table, validate
 
         plan = ValidatePlan(tuple(float(x) for x in loads.split(",")), replicas, requests,
-                            profile=profile, pin=pin, step_model=step_model, steps=steps)
+                            profile=profile, pin=pin, step_model=step_model, steps=steps,
+                            spread_requests=spread_requests)
         report = validate(_trace(trace), plan, _settings(layers, d_model), out)  # type: ignore[arg-type]
     except (DlschedError, ValueError) as exc:
         _fail(exc)

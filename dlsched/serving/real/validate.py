@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.perf.inference.fit import (
+    WAKE_AFTER,
     StepPoint,
     combined,
     fit_points,
@@ -36,6 +37,7 @@ from dlsched.perf.inference.fit import (
     write_steps,
 )
 from dlsched.perf.inference.profile import StepProfile, read_step_profiles
+from dlsched.perf.inference.spread import StepSpread, step_ratios
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.real.compare import (
     percentiles,
@@ -70,6 +72,10 @@ class ValidatePlan:
     calibration: int = 50  # sequential requests measuring the HTTP path's own delay
     step_model: str = "fit"  # "fit": least squares on the step grid; "curves": the table's
     steps: Path | None = None  # step points measured before; None: beside ``profile`` or now
+    # requests after the compared ones, replayed at each load level just before its compared
+    # replay: the served steps' measured / modelled times give the simulator's step spread
+    # (``perf/inference/spread.py``) for that level; 0: steps exactly as modelled
+    spread_requests: int = 300
 
 
 STEP_MODELS = ("fit", "curves")
@@ -241,24 +247,41 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
                            steps if plan.step_model == "fit" else None)
     fit_error = held_out(read_steps(steps)) if steps is not None and \
         plan.step_model == "fit" else None
-    base = shrink(trace, plan.prompt_scale, plan.output_scale, settings.max_context,
-                  plan.requests)
+    both = shrink(trace, plan.prompt_scale, plan.output_scale, settings.max_context,
+                  plan.requests + plan.spread_requests)
+    base, spread_trace = split(both, min(plan.requests, len(both)))
     rates = [rate_for_load(base, profile, settings, plan.replicas, load) for load in plan.loads]
     traces = [base.scaled(rate) for rate in rates]
+    spread_runs = [spread_trace.scaled(rate) for rate in rates] if len(spread_trace) else []
     options = ServiceOptions(replicas=plan.replicas, settings=settings, pin=plan.pin)
     began = time.time()
-    alone, runs = asyncio.run(serve_and_replay(options, traces, plan.seed, plan.calibration))
+    order = [t for pair in zip(spread_runs, traces, strict=False) for t in pair] or traces
+    alone, replays = asyncio.run(serve_and_replay(options, order, plan.seed, plan.calibration))
+    runs = replays[1::2] if spread_runs else replays
     front = FrontEnd.of(alone, profile)
     drift = None
     if steps is not None and plan.step_model == "fit":
         with _pinned({PROFILE_CPU} if plan.pin else None):
             drift = profile_drift(read_steps(steps), profile_steps(settings, DRIFT_PLAN))
     levels = []
-    for load, rate, tr, (rows, stats) in zip(plan.loads, rates, traces, runs, strict=True):
+    for i, (load, rate, tr, (rows, stats)) in enumerate(
+            zip(plan.loads, rates, traces, runs, strict=True)):
         write_measured(rows, out / f"measured-{load:g}.csv")
         (out / f"stats-{load:g}.json").write_text(json.dumps(stats) + "\n")
-        level = _level(load, rate, tr, rows, profile, settings, plan.replicas, front)
+        level_profile, spread = profile, None
+        if spread_runs:
+            spread_rows, spread_stats = replays[2 * i]
+            write_measured(spread_rows, out / f"spread-{load:g}.csv")
+            spread = measured_spread(spread_stats["iterations"], profile, plan.seed)
+            level_profile = replace(profile, spread=spread)
+        level = _level(load, rate, tr, rows, level_profile, settings, plan.replicas, front)
         level.update(step_time_ratios(stats["iterations"], profile))
+        if spread is not None:
+            level["step_spread"] = {"requests": len(spread_trace), **spread.summary()}
+            level["without_spread"] = {
+                k: v["error"] for k, v in _level(load, rate, tr, rows, profile, settings,
+                                                 plan.replicas, front).items()
+                if isinstance(v, dict)}
         level["at_measured_speed"] = at_measured_speed(level, tr, rows, profile, settings,
                                                        plan.replicas, front)
         levels.append(level)
@@ -276,6 +299,25 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
               "profile_drift": drift}
     (out / "comparison.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report
+
+
+def split(trace: RequestTrace, n: int) -> tuple[RequestTrace, RequestTrace]:
+    """The first ``n`` requests, and the rest with their arrivals from 0."""
+    rest = trace.arrival[n:]
+    return (RequestTrace(trace.name, trace.arrival[:n], trace.prompt[:n], trace.output[:n]),
+            RequestTrace(f"{trace.name}/from{n}", rest - (rest[0] if len(rest) else 0.0),
+                         trace.prompt[n:], trace.output[n:]))
+
+
+def measured_spread(iterations: list[dict[str, Any]], profile: StepProfile,
+                    seed: int) -> StepSpread:
+    """The served steps' measured / modelled times (a prefill after idling left out: the
+    simulator adds the fitted wake-up there) as the simulator's step spread."""
+    ratios = step_ratios(iterations, lambda it: _predicted(it, profile), WAKE_AFTER)
+    for phase, values in ratios.items():
+        if not values:
+            raise ValueError(f"the spread replay ran no {phase} step to measure")
+    return StepSpread.of(ratios, seed)
 
 
 def _level(load: float, rate: float, trace: RequestTrace, rows: list[Any],
@@ -355,6 +397,16 @@ def table(report: dict[str, Any]) -> str:
             cells.append("-" if ratio is None else f"{ratio:.2f}")
             lines.append(f"| {level['load']:g} | {level['rps']:.1f} | {name} | "
                          + " | ".join(cells) + " |")
+    for level in report["levels"]:
+        spread = level.get("step_spread")
+        if spread:
+            lines.append(
+                f"\nload {level['load']:g}: step spread from {spread['requests']} other "
+                f"requests, measured/modelled decode p50 {spread['decode_p50']:.2f} "
+                f"p90 {spread['decode_p90']:.2f}, prefill p50 {spread['prefill_p50']:.2f}; "
+                "latency error without it: p50 "
+                f"{_pct(level['without_spread']['latency_p50'])}, p99 "
+                f"{_pct(level['without_spread']['latency_p99'])}")
     drift = report.get("profile_drift")
     if drift:
         lines.append("\nprofile re-measured after the replay / before: " + ", ".join(

@@ -1,0 +1,91 @@
+"""The measured step spread (``perf/inference/spread.py``) and its use by the LLM replica."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serving"))
+from serving_helpers import flat_profile, trace  # noqa: E402
+
+from dlsched.perf.inference.spread import StepSpread, step_ratios  # noqa: E402
+from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog  # noqa: E402
+from dlsched.serving.metrics import per_request  # noqa: E402
+from dlsched.serving.routing import simulate_requests  # noqa: E402
+
+
+def _run(profile, tr):  # noqa: ANN001, ANN202 - test helper
+    log, _ = simulate_requests(tr, lambda log, start: LlmReplica(
+        profile, 10_000, log, LlmEngineConfig(max_batch=8), start), [0.0])
+    return log
+
+
+def _trace():  # noqa: ANN202
+    rng = np.random.default_rng(3)
+    n = 200
+    return trace(list(np.cumsum(rng.exponential(0.5, n))), list(rng.integers(4, 64, n)),
+                 list(rng.integers(2, 40, n)))
+
+
+def test_a_spread_of_ones_gives_the_model_exactly_and_none_is_today() -> None:
+    tr, base = _trace(), flat_profile(0.05, 0.01)
+    plain = _run(base, tr)
+    ones = _run(replace(base, spread=StepSpread((1.0,), (1.0, 1.0))), tr)
+    assert np.array_equal(plain.finish, ones.finish)
+    assert np.array_equal(plain.first_token, ones.first_token)
+
+
+def test_draws_are_seeded_and_follow_the_measured_quantiles() -> None:
+    measured = [0.9] * 50 + [1.0] * 30 + [2.0] * 20
+    spread = StepSpread.of({"prefill": [1.0], "decode": measured}, seed=7)
+    a = spread.sampler(1).decode(20_000)
+    assert np.array_equal(a, spread.sampler(1).decode(20_000))  # deterministic per seed/salt
+    assert not np.array_equal(a, spread.sampler(2).decode(20_000))  # replicas differ
+    for q in (0.25, 0.6, 0.9):
+        assert np.quantile(a, q) == pytest.approx(np.quantile(measured, q))
+    assert a.mean() == pytest.approx(np.mean(measured), rel=0.02)
+
+
+def test_slow_and_varied_steps_raise_latency_and_more_at_the_tail() -> None:
+    tr, base = _trace(), flat_profile(0.05, 0.01)
+    plain = per_request(_run(base, tr))["latency"]
+    # mean factor 1.2, but a tenth of the steps 3x: the tail grows more than the median
+    spread = StepSpread.of({"prefill": [1.0], "decode": [1.0] * 9 + [3.0]})
+    varied = per_request(_run(replace(base, spread=spread), tr))["latency"]
+    p50 = np.percentile(varied, 50) / np.percentile(plain, 50)
+    p99 = np.percentile(varied, 99) / np.percentile(plain, 99)
+    assert p50 > 1.05
+    assert p99 > p50
+
+
+def test_ratios_leave_out_a_prefill_after_idling_and_are_per_replica() -> None:
+    its = [
+        {"replica": 0, "start": 0.0, "seconds": 0.02, "phase": "prefill", "batch": 1},
+        {"replica": 0, "start": 0.02, "seconds": 0.01, "phase": "decode", "batch": 1},
+        {"replica": 1, "start": 0.025, "seconds": 0.03, "phase": "prefill", "batch": 1},
+        {"replica": 0, "start": 0.03, "seconds": 0.04, "phase": "prefill", "batch": 1},
+        {"replica": 1, "start": 1.0, "seconds": 0.05, "phase": "prefill", "batch": 1},
+    ]
+    ratios = step_ratios(its, lambda it: 0.01, idle_after=0.01)
+    # replica 0's first prefill and replica 1's two (the first, then after 0.945 s idle) out
+    assert ratios == {"prefill": [pytest.approx(4.0)], "decode": [pytest.approx(1.0)]}
+
+
+def test_a_spread_needs_both_phases_and_positive_ratios() -> None:
+    with pytest.raises(ValueError, match="decode"):
+        StepSpread((1.0,), ())
+    with pytest.raises(ValueError, match="positive"):
+        StepSpread((1.0,), (0.0,))
+
+
+def test_replicas_of_a_request_log_draw_apart() -> None:
+    spread = StepSpread.of({"prefill": [1.0], "decode": [0.5, 1.0, 1.5]}, seed=1)
+    profile = replace(flat_profile(0.05, 0.01), spread=spread)
+    log = RequestLog.empty(np.zeros(1), np.ones(1, dtype=np.int64), np.ones(1, dtype=np.int64))
+    a, b = LlmReplica(profile, 100, log, LlmEngineConfig(), 0.0), LlmReplica(
+        profile, 100, log, LlmEngineConfig(), 5.0)
+    assert not np.array_equal(a._spread.decode(50), b._spread.decode(50))
