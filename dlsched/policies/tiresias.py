@@ -4,9 +4,14 @@ Rules implemented (paper §3.2, "scheduling with partial information"):
 - A job's attained service is GPUs x time it has run (2D: spatial and temporal).
 - K priority queues split by attained-service thresholds; a job starts in queue 0 and is demoted
   when its attained service crosses the next threshold. Higher queues go first; within a queue,
-  jobs are ordered FIFO by submission time.
-- A waiting job preempts running jobs ranked below it: those of lower queues and, within its
-  own queue, those submitted after it (the queue's FIFO order decides).
+  waiting jobs are ordered FIFO by submission time.
+- A waiting job preempts running jobs of lower queues only: a job of a higher-priority queue
+  preempts jobs of lower ones, and within a queue jobs run FIFO by when they started (§3.2),
+  so a running job keeps its GPUs against a waiting job of its own queue. The
+  authors' simulator does the same (``run_sim.py``'s dlas scheduling moves a queue's waiting
+  jobs behind its running ones). ``same_queue_preemption=True`` ranks a queue strictly by
+  submission time instead: a waiting job also preempts running jobs of its own queue submitted
+  after it (dlsched's default before 2026-12-04).
 - Starvation (the paper's PROMOTEKNOB; 0 disables it), as the authors' simulator
   (SymbioticLab/Tiresias ``simulator/run_sim.py``, ``dlas_sim_jobs(gputime, solve_starvation)``)
   applies it: a waiting job of a queue below 0 whose time waited since its last promotion (waits
@@ -42,12 +47,13 @@ class DiscretizedLas:
     name = "tiresias-2dlas"
 
     def __init__(self, thresholds: tuple[float, ...], promote_knob: float,
-                 min_runtime: float = 0.0) -> None:
+                 min_runtime: float = 0.0, same_queue_preemption: bool = False) -> None:
         if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError(f"queue thresholds must be positive and increasing: {thresholds}")
         self.thresholds = thresholds
         self.promote_knob = promote_knob
         self.min_runtime = min_runtime
+        self.same_queue_preemption = same_queue_preemption
         # A waiting job's queue is fixed while it waits, but for one change: a starving job is
         # promoted to queue 0 (once, at a time known when it starts waiting). The core keeps
         # the waiting queue sorted and re-files the jobs ``key_changes`` names.
@@ -190,9 +196,9 @@ class DiscretizedLas:
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterator[Job]:
-        """Running jobs of lower queues, and later jobs of the same queue, the lowest first
-        (Tiresias §3.2: a job of a higher queue preempts jobs of lower ones); lazily, since
-        the cycle reads only as many as it needs."""
+        """Running jobs of lower queues (and, with ``same_queue_preemption``, later jobs of
+        the same queue), the lowest first (Tiresias §3.2: a job of a higher queue preempts
+        jobs of lower ones); lazily, since the cycle reads only as many as it needs."""
         self._advance(state)
         return self._victims(state, job)
 
@@ -216,7 +222,7 @@ class DiscretizedLas:
         return cached[2]
 
     def _victims(self, state: CycleState, job: Job) -> Iterator[Job]:
-        key = (job.spec.submit_time, job.job_id)
+        key = (job.spec.submit_time, job.job_id) if self.same_queue_preemption else None
         now, protect = state.now, self.min_runtime
         return (
             other for other in self._running.ranked_below(self.queue_of(state, job), key)
@@ -285,7 +291,9 @@ class DiscretizedLas:
 
 @register_policy("tiresias")
 def tiresias(thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, promote_knob: float = 0.0,
-             min_runtime: float = 0.0, placement: str = "consolidated") -> Profile:
+             min_runtime: float = 0.0, placement: str = "consolidated",
+             same_queue_preemption: bool = False) -> Profile:
     """Tiresias discretized 2D-LAS with preemption (Gu et al., NSDI'19)."""
-    order = DiscretizedLas(tuple(thresholds), promote_knob, min_runtime)
+    order = DiscretizedLas(tuple(thresholds), promote_knob, min_runtime,
+                           same_queue_preemption)
     return Profile("tiresias", order, plugins=(order,), placement=placement)

@@ -42,11 +42,13 @@ class RunningByQueue:
         filed = self._filed.get(job.job_id)
         return filed[0] if filed is not None and self._valid(job, filed) else None
 
-    def ranked_below(self, queue: int, key: tuple[float, str]) -> Iterator[Job]:
-        """Running jobs ranked after (queue, key), the lowest-ranked first."""
+    def ranked_below(self, queue: int, key: tuple[float, str] | None) -> Iterator[Job]:
+        """Running jobs ranked after (queue, key), the lowest-ranked first; with ``key``
+        None, those of the queues below ``queue`` only."""
         for lower in range(len(self._entries) - 1, queue, -1):
             yield from self._valid_in(lower, 0)
-        yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key))
+        if key is not None:
+            yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key))
 
     def _valid_in(self, queue: int, first: int) -> Iterator[Job]:
         entries, filed, running = self._entries[queue], self._filed, JobStatus.RUNNING

@@ -76,11 +76,20 @@ def test_fifo_within_a_queue() -> None:
 
 # One GPU. A (150 s) from 0; B (150 s) arrives at 10 and waits (A is in queue 0, earlier).
 # At 100 A drops to queue 1 and B (queue 0) preempts it; A has 50 s left. At 200 B reaches
-# 100 GPU-s: both are in queue 1, and FIFO in that queue puts A (submitted at 0) first, so A
-# preempts B: A 200->250, then B resumes with 50 s left: 250->300.
-def test_fifo_within_the_last_queue_preempts_later_job() -> None:
+# 100 GPU-s: both are in queue 1. By default (paper §3.2, the authors' simulator) a running job
+# keeps its GPUs against a waiting job of its own queue: B runs on 100->250, A resumes 250->300.
+def test_running_job_keeps_its_gpus_within_its_queue() -> None:
     records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 150, 10, 150),
                   options=SMALL)
+    assert_schedule(records, [("A", 0, 300, 300), ("B", 100, 250, 240)])
+    assert (records["A"].preemptions, records["B"].preemptions) == (1, 0)
+
+
+# As above with same_queue_preemption: FIFO by submission in queue 1 puts A (submitted at 0)
+# first, so at 200 A preempts B: A 200->250, then B resumes with 50 s left: 250->300.
+def test_same_queue_preemption_evicts_the_later_job() -> None:
+    records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 150, 10, 150),
+                  options={**SMALL, "same_queue_preemption": True})
     assert_schedule(records, [("A", 0, 250, 250), ("B", 100, 300, 290)])
     assert (records["A"].preemptions, records["B"].preemptions) == (1, 1)
 
@@ -88,16 +97,21 @@ def test_fifo_within_the_last_queue_preempts_later_job() -> None:
 # One GPU. A (150 s) from 0, B (90 s) arrives at 100 just as A is demoted: B preempts A
 # (A has 50 s left, and last ran 100 s).
 # knob 0 (no promotion): B never reaches 100 GPU-s and runs 100->190; A resumes 190->240.
-# knob 0.5: A waits 0.5 x 100 = 50 s, so at 150 it is promoted to queue 0 where it ranks before
-#   B (submitted earlier): A preempts B (B has 40 s left, last ran 50 s) and runs 150->200.
-#   B would be promoted at 150 + 0.5 x 50 = 175 but A still ranks first. B resumes 200->240.
-@pytest.mark.parametrize(("knob", "table"), [
-    pytest.param("0", [("A", 0, 240, 240), ("B", 100, 190, 90)], id="no-promotion"),
+# knob 0.5: A waits 0.5 x 100 = 50 s, so at 150 it is promoted to queue 0, but B runs in queue 0
+#   too and keeps its GPU against a waiting job of its own queue (the default): as knob 0.
+# knob 0.5 with same_queue_preemption: promoted at 150, A ranks before B (submitted earlier): A
+#   preempts B (B has 40 s left, last ran 50 s) and runs 150->200. B would be promoted at
+#   150 + 0.5 x 50 = 175 but A still ranks first. B resumes 200->240.
+@pytest.mark.parametrize(("knob", "same_queue", "table"), [
+    pytest.param("0", False, [("A", 0, 240, 240), ("B", 100, 190, 90)], id="no-promotion"),
+    pytest.param("0.5", False, [("A", 0, 240, 240), ("B", 100, 190, 90)],
+                 id="promoted-behind-running"),
     # A is preempted at 100 in the same cycle: no wake-up at 150 for its promotion.
-    pytest.param("0.5", [("A", 0, 200, 200), ("B", 100, 240, 140)], id="promoted-at-150"),
+    pytest.param("0.5", True, [("A", 0, 200, 200), ("B", 100, 240, 140)],
+                 id="promoted-at-150"),
 ])
-def test_starvation_promotion(knob: str, table: list[Row]) -> None:
-    options = {"thresholds": "100", "promote_knob": knob}
+def test_starvation_promotion(knob: str, same_queue: bool, table: list[Row]) -> None:
+    options = {"thresholds": "100", "promote_knob": knob, "same_queue_preemption": same_queue}
     records = run("tiresias", make_cluster(nodes=1, gpus=1), _pair(1, 0, 150, 100, 90),
                   options=options)
     assert_schedule(records, table)
@@ -114,8 +128,9 @@ def test_protection_ends_with_a_cycle_that_retries() -> None:
 
 
 # Starvation promotion as the authors' simulator applies it (run_sim.py, dlas_sim_jobs): only a
-# job of a queue below 0 is promoted. Two GPUs, knob 1. X (1 GPU) runs 0->10; A (2 GPUs, at 1)
-# waits; B (1 GPU, at 2) starts beside X. At 10 A evicts B (same queue, submitted later) and runs
+# job of a queue below 0 is promoted. Two GPUs, knob 1, same_queue_preemption. X (1 GPU) runs
+# 0->10; A (2 GPUs, at 1) waits; B (1 GPU, at 2) starts beside X. At 10 A evicts B (same queue,
+# submitted later) and runs
 # 10->30. B, with 8 GPU-s, waited 8 s by 18 but is still in queue 0: it is not promoted, and its
 # 8 GPU-s still count when it resumes at 30, so it is demoted at 122 (not 130, as it would be if
 # its service were forgiven). C (2 GPUs, at 50) then evicts it: C 122->132, B resumes -> 532.
@@ -125,7 +140,8 @@ def test_starvation_promotes_only_demoted_jobs() -> None:
             make_job("B").gpus(1).at(2).work(500).build(),
             make_job("C").gpus(2).at(50).work(10).build()]
     records = run("tiresias", make_cluster(nodes=1, gpus=2), jobs,
-                  options={"thresholds": "100", "promote_knob": "1"})
+                  options={"thresholds": "100", "promote_knob": "1",
+                           "same_queue_preemption": True})
     assert_schedule(records, [("X", 0, 10, 10), ("A", 10, 30, 29), ("B", 2, 532, 530),
                               ("C", 122, 132, 82)])
 

@@ -73,7 +73,8 @@ def test_placement_is_passed_through() -> None:
 def test_unknown_option_lists_the_valid_ones() -> None:
     with pytest.raises(ConfigError, match="policy tiresias: unknown option 'threshold'") as err:
         build_policy("tiresias", {"threshold": "100"})
-    assert "(options: thresholds, promote_knob, min_runtime)" in str(err.value)
+    assert ("(options: thresholds, promote_knob, min_runtime, same_queue_preemption)"
+            in str(err.value))
     with pytest.raises(ConfigError, match=r"unknown option 'x' \(options: strict\)"):
         build_policy("fifo", {"x": "1"})
     with pytest.raises(ConfigError, match=r"\(options: none\)"):
