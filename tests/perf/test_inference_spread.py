@@ -89,3 +89,37 @@ def test_replicas_of_a_request_log_draw_apart() -> None:
     a, b = LlmReplica(profile, 100, log, LlmEngineConfig(), 0.0), LlmReplica(
         profile, 100, log, LlmEngineConfig(), 5.0)
     assert not np.array_equal(a._spread.decode(50), b._spread.decode(50))
+
+
+def test_blocks_replay_runs_of_the_measured_sequence() -> None:
+    # a sequence of long slow and fast runs: independent draws mix them within 20 steps, the
+    # stationary bootstrap keeps a window of 20 mostly inside one run
+    measured = ([1.0] * 200 + [2.0] * 200) * 10
+    runs = StepSpread.of({"prefill": [1.0], "decode": measured}, seed=3, block=100)
+    alone = StepSpread.of({"prefill": [1.0], "decode": measured}, seed=3, block=1)
+    windows = [runs.sampler(i).decode(20) for i in range(300)]
+    mixed = [alone.sampler(i).decode(20) for i in range(300)]
+    assert np.mean([w.min() == w.max() for w in windows]) > 0.6
+    assert np.mean([w.min() == w.max() for w in mixed]) < 0.01
+    # the marginal distribution is kept
+    long = runs.sampler(0).decode(200_000)
+    assert long.mean() == pytest.approx(1.5, rel=0.03)
+
+
+def test_blocks_continue_across_calls() -> None:
+    spread = StepSpread.of({"prefill": [1.0], "decode": list(np.arange(1.0, 1001.0))},
+                           block=1e9)
+    sampler = spread.sampler(0)
+    a, b = sampler.decode(5), sampler.decode(5)
+    assert np.array_equal(np.diff(np.concatenate([a, b])) % 1000, np.ones(9))
+
+
+def test_the_block_defaults_to_the_correlation_length() -> None:
+    rng = np.random.default_rng(0)
+    x = np.zeros(20_000)
+    for i in range(1, len(x)):  # AR(1) with phi 0.9: e-folding lag ln(1/e)/ln(0.9) ~ 9.5
+        x[i] = 0.9 * x[i - 1] + rng.normal(0, 0.1)
+    spread = StepSpread.of({"prefill": [1.0], "decode": list(np.exp(x))})
+    assert 8 <= spread.block <= 11
+    noise = StepSpread.of({"prefill": [1.0], "decode": list(np.exp(rng.normal(0, 0.1, 5000)))})
+    assert noise.block == 1

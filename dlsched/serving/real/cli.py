@@ -177,8 +177,9 @@ def validate_command(
             "beside --profile, else measure now).")] = None,
         spread_requests: Annotated[int, typer.Option(
             "--spread-requests", min=0, help="Requests after the compared ones replayed at "
-            "each load level first: their steps' measured/modelled times are the simulator's "
-            "step spread for that level (0: steps exactly as modelled).")] = 300,
+            "each load level before and after its compared replay: their steps' measured/"
+            "modelled times are the simulator's step spread for that level (0: steps exactly "
+            "as modelled).")] = 300,
         layers: Layers = 4, d_model: Width = 256) -> None:
     """Profile, serve, replay at each load level, simulate the same; compare p50/p99."""
     try:

@@ -73,8 +73,9 @@ class ValidatePlan:
     step_model: str = "fit"  # "fit": least squares on the step grid; "curves": the table's
     steps: Path | None = None  # step points measured before; None: beside ``profile`` or now
     # requests after the compared ones, replayed at each load level just before its compared
-    # replay: the served steps' measured / modelled times give the simulator's step spread
-    # (``perf/inference/spread.py``) for that level; 0: steps exactly as modelled
+    # replay and again just after it (bracketing the machine's drift): the served steps'
+    # measured / modelled times give the simulator's step spread (``perf/inference/spread.py``)
+    # for that level; 0: steps exactly as modelled
     spread_requests: int = 300
 
 
@@ -255,9 +256,9 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
     spread_runs = [spread_trace.scaled(rate) for rate in rates] if len(spread_trace) else []
     options = ServiceOptions(replicas=plan.replicas, settings=settings, pin=plan.pin)
     began = time.time()
-    order = [t for pair in zip(spread_runs, traces, strict=False) for t in pair] or traces
+    order = [t for s, c in zip(spread_runs, traces, strict=False) for t in (s, c, s)] or traces
     alone, replays = asyncio.run(serve_and_replay(options, order, plan.seed, plan.calibration))
-    runs = replays[1::2] if spread_runs else replays
+    runs = replays[1::3] if spread_runs else replays
     front = FrontEnd.of(alone, profile)
     drift = None
     if steps is not None and plan.step_model == "fit":
@@ -270,14 +271,16 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
         (out / f"stats-{load:g}.json").write_text(json.dumps(stats) + "\n")
         level_profile, spread = profile, None
         if spread_runs:
-            spread_rows, spread_stats = replays[2 * i]
-            write_measured(spread_rows, out / f"spread-{load:g}.csv")
-            spread = measured_spread(spread_stats["iterations"], profile, plan.seed)
+            (before, before_stats), (after, after_stats) = replays[3 * i], replays[3 * i + 2]
+            write_measured(before, out / f"spread-{load:g}.csv")
+            write_measured(after, out / f"spread-{load:g}-after.csv")
+            spread = measured_spread(before_stats["iterations"] + after_stats["iterations"],
+                                     profile, plan.seed)
             level_profile = replace(profile, spread=spread)
         level = _level(load, rate, tr, rows, level_profile, settings, plan.replicas, front)
         level.update(step_time_ratios(stats["iterations"], profile))
         if spread is not None:
-            level["step_spread"] = {"requests": len(spread_trace), **spread.summary()}
+            level["step_spread"] = {"requests": 2 * len(spread_trace), **spread.summary()}
             level["without_spread"] = {
                 k: v["error"] for k, v in _level(load, rate, tr, rows, profile, settings,
                                                  plan.replicas, front).items()
@@ -403,7 +406,8 @@ def table(report: dict[str, Any]) -> str:
             lines.append(
                 f"\nload {level['load']:g}: step spread from {spread['requests']} other "
                 f"requests, measured/modelled decode p50 {spread['decode_p50']:.2f} "
-                f"p90 {spread['decode_p90']:.2f}, prefill p50 {spread['prefill_p50']:.2f}; "
+                f"p90 {spread['decode_p90']:.2f}, prefill p50 {spread['prefill_p50']:.2f}, "
+                f"runs of {spread['block_steps']:g} steps; "
                 "latency error without it: p50 "
                 f"{_pct(level['without_spread']['latency_p50'])}, p99 "
                 f"{_pct(level['without_spread']['latency_p99'])}")
