@@ -74,6 +74,13 @@ class DiscretizedLas:
         self._demotion_sums: dict[int, tuple[np.ndarray, int, int]] = {}
         self._seeded = False
 
+    @property
+    def lane_safe(self) -> bool:
+        """Whether the core's fast lane may start jobs that all fit for this plugin (its
+        Reserve and wake-up, ``scheduling/fast_start.py``): without promotion (a waiting job's
+        key never changes) and without protection (no wake-up of its own at a start)."""
+        return not self.promote_knob and not self.min_runtime
+
     # -- QueueSort ------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
         return (self.queue_of(state, job), job.spec.submit_time, job.job_id)

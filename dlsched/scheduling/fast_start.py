@@ -49,17 +49,31 @@ _PLAIN_SCORES = (Consolidated, Spread, BestFit, MostFree, TopologyScore)
 
 def lane_applies(profile: Profile) -> bool:
     """Whether a cycle of this profile over waiting jobs that all fit only places and starts
-    them in order: a static order, no PreFilter, PostFilter, Reserve, wake-up, allocation or
-    failure plugin, no walk of the policy's own or key changes, the gang Permit only, static
-    filters, the built-in scores, and no action on running jobs."""
+    them in order: a static order, no PreFilter, allocation or failure plugin, no walk of the
+    policy's own, the gang Permit only, static filters, the built-in scores, and no action on
+    running jobs; PostFilter, Reserve, wake-ups and key changes only from a QueueSort that
+    says it is ``lane_safe`` (``hooked``)."""
     return (profile.static_order and not profile.allocators and not profile.pre_filters
-            and not profile.post_filters and not profile.reserves and not profile.blocked
-            and not profile.wakeups and not profile.acts_on_running
+            and not profile.blocked and not profile.acts_on_running
             and not profile.dynamic_filters and profile.lazy_order is None
             and all(type(p) is GangPermit for p in profile.permits)
             and all(type(score) in _PLAIN_SCORES for score, _ in profile.scores)
-            and getattr(profile.queue_sort, "key_changes", None) is None
-            and getattr(profile.queue_sort, "walk_waiting", None) is None)
+            and getattr(profile.queue_sort, "walk_waiting", None) is None
+            and (hooked(profile) or (
+                not profile.post_filters and not profile.reserves and not profile.wakeups
+                and getattr(profile.queue_sort, "key_changes", None) is None)))
+
+
+def hooked(profile: Profile) -> bool:
+    """A QueueSort that is the profile's only PostFilter, Reserve and wake-up plugin and says
+    the lane may drive them (``lane_safe``: e.g. Tiresias without promotion or protection).
+    When every waiting job fits, the full cycle calls no PostFilter; the lane then calls the
+    Reserves in placement order and asks the wake-up before the core starts the jobs, as the
+    full cycle does, on a scratchpad whose snapshot has this cycle's time and running jobs."""
+    sort = profile.queue_sort
+    return (not profile.strict_fifo and bool(getattr(sort, "lane_safe", False))
+            and all(p is sort for p in (*profile.post_filters, *profile.reserves,
+                                         *profile.wakeups)))
 
 
 class FastLane:
@@ -78,6 +92,8 @@ class FastLane:
                                    has_fractional=False)
         self.state = CycleState(snapshot, core.free, core.node_free)
         self.strict = profile.strict_fifo
+        self.hooked = hooked(profile)
+        self.reserves, self.wakeups = profile.reserves, profile.wakeups
         # One GPU, one score that names its best node (``place``'s own shortcut): the lane
         # takes that shortcut itself.
         single = _single_node_score(self.scores[0][0]) if len(self.scores) == 1 else None
@@ -120,7 +136,29 @@ class FastLane:
                 state.give_back(gpus, [1.0] * len(gpus))
                 return self._not_plain(placed, jobs)
             placed.append((job, gpus))
+        if self.hooked:
+            return self._start_hooked(placed)
         return self._start(placed)
+
+    def _start_hooked(self, placed: list[tuple[Job, tuple[int, ...]]]) -> CycleResult:
+        """The full cycle's end when every job fits: Reserve each in order (``started``
+        filled as ``cycle._place`` fills it), the wake-up asked, then the core starts them."""
+        core, state = self.core, self.state
+        now = core.clock.now()
+        state.snapshot = ClusterSnapshot(core.cluster, now, *core._views,
+                                         core.running.values(), (), core.throughput,
+                                         has_fractional=False)
+        started = state.started
+        started.clear()
+        for job, gpus in placed:
+            started[job.job_id] = gpus
+            for plugin in self.reserves:
+                plugin.reserve(state, job, gpus)
+        wakeups = [w for p in self.wakeups if (w := p.next_wakeup(state)) is not None]
+        result = self._start(placed)
+        if wakeups:
+            result.__dict__["next_wakeup"] = min(wakeups)
+        return result
 
     def _place_single(self, job: Job, best_single: Callable) -> tuple[int, ...] | None:
         """``place`` for one whole GPU with a score that names its best node, as ``place``

@@ -5,6 +5,8 @@ The extension points are in ``framework.py`` (and ``AllocatePlugin`` in ``alloca
 a plugin implements at least one. These hooks refine a point and mean nothing alone:
 
 - QueueSort: ``static`` (the key depends only on the job: the core keeps the queue sorted),
+  ``lane_safe`` (its Reserve, PostFilter and wake-up may be driven by the core's fast lane:
+  ``fast_start.py``; its key never changes while jobs wait),
   ``ordered(state)`` (generates the order lazily), ``rank_epoch(state, job, mask)`` (what the
   ranks of a failed preemptor's possible victims depend on: while unchanged the attempt is not
   retried), ``pending`` (the last cycle's reasons and queue positions, read by reports),
@@ -36,7 +38,8 @@ if TYPE_CHECKING:
 
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
-OPTIONAL_HOOKS = ("static", "ordered", "rank_epoch", "pending", "use_throughput", "walk_waiting",
+OPTIONAL_HOOKS = ("static", "lane_safe", "ordered", "rank_epoch", "pending", "use_throughput",
+                  "walk_waiting",
                   "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus")
 
 

@@ -58,7 +58,10 @@ def _run(policy: str, placement: str | None, specs: list[JobSpec], lane: bool,
 
 @pytest.mark.parametrize(("policy", "placement"), [
     ("fifo", None), ("fifo:strict=false", None), ("sjf", None), ("fifo", "spread"),
-    ("fifo", "best-fit"), ("fifo", "topology")])
+    ("fifo", "best-fit"), ("fifo", "topology"),
+    # Reserve and wake-ups driven by the lane (``lane_safe``): demotions and preemptions
+    ("tiresias:thresholds=600", None), ("tiresias:same_queue_preemption=true", None),
+    ("tiresias:thresholds=600", "spread")])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_fast_lane_gives_the_same_run(policy: str, placement: str | None, seed: int,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,8 +73,11 @@ def test_fast_lane_gives_the_same_run(policy: str, placement: str | None, seed: 
 def test_only_plain_profiles_take_the_lane() -> None:
     assert lane_applies(build_policy("fifo").instantiate())
     assert lane_applies(build_policy("sjf").instantiate())
-    for policy in ("tiresias", "backfill", "gandiva"):
+    assert lane_applies(build_policy("tiresias").instantiate())
+    for policy in ("backfill", "gandiva"):
         assert not lane_applies(build_policy(policy).instantiate()), policy
+    for option in ({"promote_knob": "2"}, {"min_runtime": "60"}):  # keys change, protection
+        assert not lane_applies(build_policy("tiresias", option).instantiate()), option
 
 
 def test_strict_fifo_blocked_queues_stay_in_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
