@@ -67,10 +67,6 @@ class StepSpread:
             block = correlation_steps(decode)
         return cls(prefill, decode, seed=seed, block=float(block))
 
-    def quantiles(self, qs: Sequence[float] = (0.1, 0.5, 0.9, 0.99)) -> dict[str, list[float]]:
-        return {p: [float(np.quantile(getattr(self, p), q)) for q in qs]
-                for p in SPREAD_PHASES}
-
     def summary(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"block_steps": self.block}
         for phase in SPREAD_PHASES:
