@@ -6,8 +6,9 @@ machine; a GPU replica has its own sources of variance (clocks, collectives). Th
 the model's time for a step of a given batch and context; ``StepSpread`` keeps, per phase, the
 empirical distribution of *measured / modelled* over the steps of a service that ran (in
 ``dlsched inference validate``: calibration replays of other requests, at the load level to
-be predicted, just before and just after the replay that is compared). The simulator then draws each step's
-factor from that distribution (seeded: a run is deterministic): the empirical-distribution
+be predicted, just before and just after the replay that is compared). The simulator then
+draws each step's factor from that distribution (seeded: a run is deterministic): the
+empirical-distribution
 (bootstrap) model of service times, as trace-driven queueing simulations use when a
 parametric fit does not hold (Law, *Simulation Modeling and Analysis*, 5th ed., §6.2.4
 "empirical distributions").
