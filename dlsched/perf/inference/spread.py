@@ -9,8 +9,8 @@ empirical distribution of *measured / modelled* over the steps of a service that
 be predicted, just before and just after the replay that is compared). The simulator then
 draws each step's factor from that distribution (seeded: a run is deterministic): the
 empirical-distribution (bootstrap) model of service times, as trace-driven queueing
-simulations use when a parametric fit does not hold (Law, *Simulation Modeling and Analysis*, 5th ed., §6.2.4
-"empirical distributions").
+simulations use when a parametric fit does not hold (Law, *Simulation Modeling and
+Analysis*, 5th ed., §6.2.4 "empirical distributions").
 
 Why a distribution and not its median: a latency is a sum of step times, and its percentiles
 are set by queueing, which grows with the steps' variance (Pollaczek-Khinchine), so a model with
