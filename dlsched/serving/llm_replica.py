@@ -82,7 +82,7 @@ class LlmReplica:
     iteration that starts before ``t``."""
 
     def __init__(self, profile: StepProfile, blocks: int, log: RequestLog,
-                 config: LlmEngineConfig, start: float = 0.0) -> None:
+                 config: LlmEngineConfig, start: float = 0.0, salt: int | None = None) -> None:
         self.profile, self.blocks, self.log, self.config = profile, blocks, log, config
         self.time = start  # when the replica next decides (end of its last iteration)
         self.waiting: deque[int] = deque()
@@ -103,9 +103,10 @@ class LlmReplica:
                       if config.prefix_cache and log.prefix is not None else None)
         self._decode_base = [profile.decode(b) for b in range(config.max_batch + 1)]
         self.cold = False  # the next prefill wakes the replica (a fitted profile's ``wake``)
-        # a measured spread of step times: this replica's draws (its start tells it apart)
-        self._spread = (None if profile.spread is None
-                        else profile.spread.sampler(int(round(start * 1e6))))
+        # a measured spread of step times: this replica's own draws (``salt``, e.g. its index
+        # among replicas that start together; else its start tells it apart)
+        self._spread = (None if profile.spread is None else profile.spread.sampler(
+            int(round(start * 1e6)) if salt is None else salt))
 
     @property
     def outstanding(self) -> int:

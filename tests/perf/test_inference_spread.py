@@ -123,3 +123,54 @@ def test_the_block_defaults_to_the_correlation_length() -> None:
     assert 8 <= spread.block <= 11
     noise = StepSpread.of({"prefill": [1.0], "decode": list(np.exp(rng.normal(0, 0.1, 5000)))})
     assert noise.block == 1
+
+
+def _spread_profile(seed: int = 0):  # noqa: ANN202 - test helper
+    spread = StepSpread.of({"prefill": [0.8, 1.0, 1.6], "decode": [0.7, 1.0, 1.0, 2.5]},
+                           seed=seed)
+    return replace(flat_profile(0.05, 0.01), spread=spread)
+
+
+def test_replicas_that_start_together_in_the_comparison_draw_apart() -> None:
+    from dlsched.serving.real.compare import simulate
+    from dlsched.serving.real.replica import ReplicaSettings
+
+    _, slots = simulate(_trace(), _spread_profile(), ReplicaSettings(), 3)
+    draws = [s.replica._spread.decode(40) for s in slots]
+    assert all(s.ready == 0.0 for s in slots)
+    assert not np.array_equal(draws[0], draws[1])
+    assert not np.array_equal(draws[1], draws[2])
+
+
+def test_pooled_draws_join_runs_with_their_own_seeds() -> None:
+    from dlsched.serving.real.compare import simulate, simulate_draws
+    from dlsched.serving.real.replica import ReplicaSettings
+
+    tr, settings, profile = _trace(), ReplicaSettings(), _spread_profile(seed=5)
+    one = simulate(tr, profile, settings, 2)[0]
+    assert np.array_equal(simulate_draws(tr, profile, settings, 2, 1).finish, one.finish)
+    pool = simulate_draws(tr, profile, settings, 2, 4)
+    assert len(pool.finish) == 4 * len(tr)
+    # the first run is the profile's seed, the others the next seeds: each its own draws
+    runs = np.split(pool.finish, 4)
+    assert np.array_equal(runs[0], one.finish)
+    again = simulate(tr, replace(profile, spread=replace(profile.spread, seed=7)),
+                     settings, 2)[0]
+    assert np.array_equal(runs[2], again.finish)
+    assert not np.array_equal(runs[0], runs[1])
+    assert np.array_equal(simulate_draws(tr, profile, settings, 2, 4).finish, pool.finish)
+    # the pool's p99 lies within the runs' own
+    p99s = [np.percentile(per_request(simulate(tr, replace(profile, spread=replace(
+        profile.spread, seed=5 + k)), settings, 2)[0])["latency"], 99) for k in range(4)]
+    pooled_p99 = np.percentile(per_request(pool)["latency"], 99)
+    assert min(p99s) <= pooled_p99 <= max(p99s)
+
+
+def test_without_a_spread_the_draws_are_one_run() -> None:
+    from dlsched.serving.real.compare import simulate, simulate_draws
+    from dlsched.serving.real.replica import ReplicaSettings
+
+    tr, settings, profile = _trace(), ReplicaSettings(), flat_profile(0.05, 0.01)
+    log = simulate_draws(tr, profile, settings, 2, 10)
+    assert len(log.finish) == len(tr)
+    assert np.array_equal(log.finish, simulate(tr, profile, settings, 2)[0].finish)

@@ -180,6 +180,9 @@ def validate_command(
             "each load level before and after its compared replay: their steps' measured/"
             "modelled times are the simulator's step spread for that level (0: steps exactly "
             "as modelled).")] = 300,
+        spread_draws: Annotated[int, typer.Option(
+            "--spread-draws", min=1, help="Simulations pooled per load level, each drawing "
+            "the step spread with its own seed (percentiles of the pool).")] = 20,
         layers: Layers = 4, d_model: Width = 256) -> None:
     """Profile, serve, replay at each load level, simulate the same; compare p50/p99."""
     try:
@@ -188,7 +191,7 @@ def validate_command(
 
         plan = ValidatePlan(tuple(float(x) for x in loads.split(",")), replicas, requests,
                             profile=profile, pin=pin, step_model=step_model, steps=steps,
-                            spread_requests=spread_requests)
+                            spread_requests=spread_requests, spread_draws=spread_draws)
         report = validate(_trace(trace), plan, _settings(layers, d_model), out)  # type: ignore[arg-type]
     except (DlschedError, ValueError) as exc:
         _fail(exc)

@@ -8,6 +8,7 @@ iteration): ``rate_for_load`` finds the rate multiplier that gives one by bisect
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, replace
 
@@ -26,9 +27,35 @@ def simulate(trace: RequestTrace, profile: StepProfile, settings: ReplicaSetting
              replicas: int) -> tuple[RequestLog, list[Slot]]:
     engine = replace(settings.engine, max_batch=min(settings.slots, settings.engine.max_batch),
                      prefix_cache=False)
+    made = itertools.count()  # each replica draws its own step spread
     return simulate_slots(
-        trace, lambda log, start: LlmReplica(profile, settings.kv_blocks, log, engine, start),
+        trace, lambda log, start: LlmReplica(profile, settings.kv_blocks, log, engine, start,
+                                             salt=next(made)),
         [0.0] * replicas)
+
+
+def simulate_draws(trace: RequestTrace, profile: StepProfile, settings: ReplicaSettings,
+                   replicas: int, draws: int) -> RequestLog:
+    """``simulate``'s log; with a step spread, the requests of ``draws`` runs pooled, each
+    drawing the spread with its own seed (the profile's, then the next ones): the
+    percentiles of the pool estimate the expected distribution, where one draw's p99 is a
+    sample of a few requests."""
+    spread = profile.spread
+    if spread is None or draws <= 1:
+        return simulate(trace, profile, settings, replicas)[0]
+    logs = [simulate(trace, replace(profile, spread=replace(spread, seed=spread.seed + k)),
+                     settings, replicas)[0] for k in range(draws)]
+    return pooled(logs)
+
+
+def pooled(logs: list[RequestLog]) -> RequestLog:
+    """The requests of several logs as one (their per-request columns joined)."""
+    def joined(name: str) -> np.ndarray:
+        return np.concatenate([getattr(log, name) for log in logs])
+
+    return RequestLog(joined("arrival"), joined("prompt"), joined("output"),
+                      joined("first_token"), joined("finish"), joined("preemptions"),
+                      started=joined("started"))
 
 
 def busy_fraction(trace: RequestTrace, profile: StepProfile, settings: ReplicaSettings,

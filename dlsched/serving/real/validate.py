@@ -9,7 +9,9 @@
    the same trace on the same profile; compare TTFT, TPOT and end-to-end latency p50/p99.
 
 Written: ``profile.csv``, ``measured-<load>.csv`` (per request), ``stats-<load>.json`` (the
-service's iterations and replica counts), ``comparison.json``.
+service's iterations and replica counts), with a step spread ``spread-<load>.csv``,
+``spread-<load>-after.csv`` and ``spread-stats-<load>.json`` (the calibration replays around
+the compared one), and ``comparison.json``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from dlsched.serving.real.compare import (
     percentiles,
     rate_for_load,
     relative_error,
-    simulate,
+    simulate_draws,
     slowed,
 )
 from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
@@ -77,6 +79,9 @@ class ValidatePlan:
     # measured / modelled times give the simulator's step spread (``perf/inference/spread.py``)
     # for that level; 0: steps exactly as modelled
     spread_requests: int = 300
+    # simulations pooled per level, each drawing the spread with its own seed: percentiles
+    # of the expected distribution, not of one draw (``compare.simulate_draws``)
+    spread_draws: int = 20
 
 
 STEP_MODELS = ("fit", "curves")
@@ -274,10 +279,13 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
             (before, before_stats), (after, after_stats) = replays[3 * i], replays[3 * i + 2]
             write_measured(before, out / f"spread-{load:g}.csv")
             write_measured(after, out / f"spread-{load:g}-after.csv")
+            (out / f"spread-stats-{load:g}.json").write_text(
+                json.dumps({"before": before_stats, "after": after_stats}) + "\n")
             spread = measured_spread(before_stats["iterations"] + after_stats["iterations"],
                                      profile, plan.seed)
             level_profile = replace(profile, spread=spread)
-        level = _level(load, rate, tr, rows, level_profile, settings, plan.replicas, front)
+        level = _level(load, rate, tr, rows, level_profile, settings, plan.replicas, front,
+                       plan.spread_draws)
         level.update(step_time_ratios(stats["iterations"], profile))
         if spread is not None:
             level["step_spread"] = {"requests": 2 * len(spread_trace), **spread.summary()}
@@ -287,6 +295,8 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
                 if isinstance(v, dict)}
         level["at_measured_speed"] = at_measured_speed(level, tr, rows, profile, settings,
                                                        plan.replicas, front)
+        if spread is not None:
+            level["spread_draws"] = plan.spread_draws
         levels.append(level)
     report = {"plan": {k: str(v) if isinstance(v, Path) else v
                        for k, v in asdict(plan).items()},
@@ -325,10 +335,10 @@ def measured_spread(iterations: list[dict[str, Any]], profile: StepProfile,
 
 def _level(load: float, rate: float, trace: RequestTrace, rows: list[Any],
            profile: StepProfile, settings: ReplicaSettings, replicas: int,
-           front: FrontEnd) -> dict[str, Any]:
+           front: FrontEnd, draws: int = 1) -> dict[str, Any]:
     failed = sum(r.status != 200 for r in rows)
     measured = percentiles(measured_log(rows))
-    sim_log, _ = simulate(trace, profile, settings, replicas)
+    sim_log = simulate_draws(trace, profile, settings, replicas, draws)
     raw = percentiles(sim_log)
     simulated = percentiles(front.applied(sim_log))
     lag = sorted(r.sent - r.scheduled for r in rows)
