@@ -259,12 +259,12 @@ class LlmReplica:
         if p.fit is not None:
             model = p.fit.decode(batch, float(self.ctx.sum()) + batch * np.arange(steps))
             if self._spread is not None:
-                model = model * self._spread.decode(steps)
+                model = model * self._spread.decode(steps, batch)
             return p.fit.gap + model
         base = self._decode_base[batch]
         kv = float(self.ctx.sum()) + batch * np.arange(steps) - batch * p.reference_context
         model = np.maximum(0.5 * base, base + p.context_slope * kv)
-        return model if self._spread is None else model * self._spread.decode(steps)
+        return model if self._spread is None else model * self._spread.decode(steps, batch)
 
     def _decode_run(self) -> None:
         """Plan the decode iterations up to the next completion (or a full cache)."""

@@ -72,7 +72,8 @@ def test_ratios_leave_out_a_prefill_after_idling_and_are_per_replica() -> None:
     ]
     ratios = step_ratios(its, lambda it: 0.01, idle_after=0.01)
     # replica 0's first prefill and replica 1's two (the first, then after 0.945 s idle) out
-    assert ratios == {"prefill": [pytest.approx(4.0)], "decode": [pytest.approx(1.0)]}
+    assert ratios == {"prefill": [pytest.approx(4.0)], "decode": [pytest.approx(1.0)],
+                      "decode_batch": [1]}
 
 
 def test_a_spread_needs_both_phases_and_positive_ratios() -> None:
@@ -174,3 +175,46 @@ def test_without_a_spread_the_draws_are_one_run() -> None:
     log = simulate_draws(tr, profile, settings, 2, 10)
     assert len(log.finish) == len(tr)
     assert np.array_equal(log.finish, simulate(tr, profile, settings, 2)[0].finish)
+
+
+def test_decode_factors_follow_the_batch_class_and_the_residuals_are_drawn() -> None:
+    from dlsched.perf.inference.spread import MIN_CLASS_STEPS, batch_class
+
+    assert [batch_class(b) for b in (1, 2, 3, 4, 5, 8, 9, 16, 17)] == [0, 1, 2, 2, 3, 3, 4, 4, 5]
+    n = MIN_CLASS_STEPS
+    # batch 1 steps run at 0.8 of the model, batch 3-4 at 1.2; a lone batch-8 step (too few
+    # for a class of its own) takes the nearest class's factor
+    ratios = [0.8] * (2 * n) + [1.2] * (2 * n) + [5.0]
+    batches = [1] * (2 * n) + [4] * (2 * n) + [8]
+    spread = StepSpread.of({"prefill": [1.0], "decode": ratios, "decode_batch": batches},
+                           block=1)
+    overall = float(np.median(ratios))
+    f1, f2 = 0.8 / overall, 1.2 / overall
+    assert spread.batch_factors == (pytest.approx(f1), pytest.approx(f1), pytest.approx(f2),
+                                    pytest.approx(f2))
+    assert spread.batch_factor(1) == pytest.approx(f1)
+    assert spread.batch_factor(64) == pytest.approx(f2)  # beyond the classes: the last
+    sampler = spread.sampler(0)
+    # the residuals are all ``overall`` but the lone step's: draws at a batch are its
+    # class's ratio
+    small, large = sampler.decode(5000, 1), sampler.decode(5000, 4)
+    assert np.median(small) == pytest.approx(0.8)
+    assert np.median(large) == pytest.approx(1.2)
+    # without batches: no factors, the ratios drawn as measured
+    plain = StepSpread.of({"prefill": [1.0], "decode": ratios}, block=1)
+    assert plain.batch_factors == () and plain.batch_factor(4) == 1.0
+    assert np.median(plain.sampler(0).decode(5000, 4)) == pytest.approx(overall)
+
+
+def test_a_replica_draws_its_running_batch_class() -> None:
+    n = 40
+    spread = StepSpread.of({"prefill": [1.0], "decode": [1.0] * n + [2.0] * n,
+                            "decode_batch": [1] * n + [2] * n}, block=1)
+    tr = trace([0.0, 0.0], [8, 8], [30, 30])
+    base = flat_profile(0.05, 0.01)
+    log = _run(replace(base, spread=spread), tr)
+    plain = _run(base, tr)
+    # both requests decode together at batch 2: every step at twice the model's time
+    # (factor 2 / median 1.5, residual 1.5)
+    decode = (log.finish - log.first_token)[0]
+    assert decode == pytest.approx(2 * (plain.finish - plain.first_token)[0], rel=1e-9)

@@ -25,6 +25,15 @@ the measured sequence in blocks of geometric length, mean ``block`` steps, each 
 place, which keeps the runs and the marginal distribution. ``block`` defaults to the
 sequence's correlation length: the first lag at which the autocorrelation of the log ratios
 falls below 1/e (the e-folding lag of an AR(1) process); ``block=1`` draws steps independently.
+
+Why per batch size: the ratio of a decode step depends on its batch, because the profile
+fits a step's batch dependence on steps measured alone, which a served step does not run as
+(on run 1 of 2026-12-05 the calibration replays' median ratio was 0.86-0.89 for batch 1,
+0.96 for 2, 0.96-1.02 for 3-8). A decode step's factor is then the median ratio of its batch
+class (1, 2, 3-4, 5-8, ...: ``batch_class``) over the median of all, times a draw of the
+residual (ratio / its class's factor), so slow large batches, which make the tail at high
+load, are not drawn at the small batches' speed. A class with fewer than ``MIN_CLASS_STEPS``
+steps takes the factor of the nearest class that has them.
 """
 
 from __future__ import annotations
@@ -35,17 +44,25 @@ from dataclasses import dataclass
 import numpy as np
 
 SPREAD_PHASES = ("prefill", "decode")
+MIN_CLASS_STEPS = 30  # decode steps of a batch class before it has a factor of its own
+
+
+def batch_class(batch: int) -> int:
+    """0 for batch 1, 1 for 2, 2 for 3-4, 3 for 5-8, ...: ceil(log2(batch))."""
+    return max(int(batch) - 1, 0).bit_length()
 
 
 @dataclass(frozen=True)
 class StepSpread:
     """Per phase, the ratios measured / modelled of a measured run's steps, in the order they
-    ran (replica by replica), and the mean block length of the draws."""
+    ran (replica by replica), and the mean block length of the draws. With ``batch_factors``
+    the decode ratios are residuals: each ratio over its batch class's factor (``of``)."""
 
     prefill: tuple[float, ...]
     decode: tuple[float, ...]
     seed: int = 0
     block: float = 1.0  # mean steps per replayed run; 1: independent draws
+    batch_factors: tuple[float, ...] = ()  # per ``batch_class``; () for none (all 1)
 
     def __post_init__(self) -> None:
         for phase in SPREAD_PHASES:
@@ -56,19 +73,39 @@ class StepSpread:
                 raise ValueError(f"{phase} step ratios must be positive")
         if not self.block >= 1:
             raise ValueError(f"a step spread's mean block must be at least 1 step: {self.block}")
+        if any(not f > 0 for f in self.batch_factors):
+            raise ValueError("batch factors must be positive")
+
+    def batch_factor(self, batch: int) -> float:
+        """The decode factor of a step of ``batch`` requests (1 without batch factors; a
+        batch larger than any measured takes the largest class's)."""
+        factors = self.batch_factors
+        if not factors:
+            return 1.0
+        return factors[min(batch_class(batch), len(factors) - 1)]
 
     @classmethod
     def of(cls, ratios: dict[str, Sequence[float]], seed: int = 0,
            block: float | None = None) -> StepSpread:
-        """``ratios`` per phase in the order the steps ran; ``block`` None: the decode
-        sequence's correlation length (``correlation_steps``)."""
+        """``ratios`` per phase in the order the steps ran, and optionally ``decode_batch``,
+        each decode ratio's batch (then the decode ratios are corrected per batch class:
+        ``class_factors``); ``block`` None: the decode residuals' correlation length
+        (``correlation_steps``)."""
         prefill, decode = (tuple(float(r) for r in ratios[p]) for p in SPREAD_PHASES)
+        factors: tuple[float, ...] = ()
+        batches = ratios.get("decode_batch")
+        if batches is not None:
+            factors = class_factors(decode, batches)
+            decode = tuple(r / factors[min(batch_class(b), len(factors) - 1)]
+                           for r, b in zip(decode, batches, strict=True))
         if block is None:
             block = correlation_steps(decode)
-        return cls(prefill, decode, seed=seed, block=float(block))
+        return cls(prefill, decode, seed=seed, block=float(block), batch_factors=factors)
 
     def summary(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"block_steps": self.block}
+        for c, factor in enumerate(self.batch_factors):
+            out[f"decode_batch_class_{c}_factor"] = factor
         for phase in SPREAD_PHASES:
             r = np.asarray(getattr(self, phase))
             out[f"{phase}_steps"] = len(r)
@@ -79,6 +116,23 @@ class StepSpread:
 
     def sampler(self, salt: int) -> SpreadSampler:
         return SpreadSampler(self, salt)
+
+
+def class_factors(ratios: Sequence[float], batches: Sequence[float]) -> tuple[float, ...]:
+    """Per batch class, from 0 to the largest seen, the median ratio of its steps over the
+    median of all; a class with fewer than ``MIN_CLASS_STEPS`` steps takes the nearest
+    class's that has them (the smaller on a tie); all 1 when none has them."""
+    r = np.asarray(ratios, dtype=float)
+    k = np.array([batch_class(int(b)) for b in batches], dtype=np.int64)
+    if len(r) == 0:
+        return ()
+    overall = float(np.median(r))
+    own = {c: float(np.median(r[k == c])) / overall for c in np.unique(k).tolist()
+           if int((k == c).sum()) >= MIN_CLASS_STEPS}
+    if not own:
+        return (1.0,) * (int(k.max()) + 1)
+    return tuple(own[min(own, key=lambda c: (abs(c - want), c))]
+                 for want in range(int(k.max()) + 1))
 
 
 def correlation_steps(ratios: Sequence[float], most: int = 1000) -> int:
@@ -122,6 +176,7 @@ class SpreadSampler:
 
     def __init__(self, spread: StepSpread, salt: int) -> None:
         rng = np.random.default_rng([spread.seed, salt])
+        self._spread = spread
         self._prefill = np.asarray(spread.prefill)
         self._decode = np.asarray(spread.decode)
         self._prefill_at = _Blocks(rng, len(self._prefill), spread.block)
@@ -130,8 +185,9 @@ class SpreadSampler:
     def prefill(self) -> float:
         return float(self._prefill[self._prefill_at.take(1)[0]])
 
-    def decode(self, steps: int) -> np.ndarray:
-        return self._decode[self._decode_at.take(steps)]
+    def decode(self, steps: int, batch: int = 1) -> np.ndarray:
+        """``steps`` decode factors for a run of steps of ``batch`` requests."""
+        return self._decode[self._decode_at.take(steps)] * self._spread.batch_factor(batch)
 
 
 def step_ratios(iterations: Sequence[dict], predict: Callable[[dict], float],
@@ -140,17 +196,19 @@ def step_ratios(iterations: Sequence[dict], predict: Callable[[dict], float],
     ``seconds``, ``phase``, ...), replica by replica in the order they ran. ``predict`` gives
     the model's time of one record. A prefill that follows ``idle_after`` seconds or more of
     idleness is left out: the model adds its fitted wake-up there, which the ratio would count
-    a second time."""
-    out: dict[str, list[float]] = {p: [] for p in SPREAD_PHASES}
+    a second time. ``decode_batch``: each decode ratio's batch (for ``StepSpread.of``)."""
+    out: dict[str, list[float]] = {p: [] for p in (*SPREAD_PHASES, "decode_batch")}
     previous_end: dict[object, float] = {}  # per replica
     for it in sorted(iterations, key=lambda i: (i.get("replica", 0), i["start"])):
         replica = it.get("replica", 0)
         end = previous_end.get(replica)
         woke = end is None or it["start"] - end >= idle_after
         previous_end[replica] = it["start"] + it["seconds"]
-        if it["phase"] not in out or (it["phase"] == "prefill" and woke):
+        if it["phase"] not in SPREAD_PHASES or (it["phase"] == "prefill" and woke):
             continue
         modelled = predict(it)
         if modelled > 0:
             out[it["phase"]].append(it["seconds"] / modelled)
+            if it["phase"] == "decode":
+                out["decode_batch"].append(it["batch"])
     return out

@@ -39,7 +39,7 @@ from dlsched.perf.inference.fit import (
     write_steps,
 )
 from dlsched.perf.inference.profile import StepProfile, read_step_profiles
-from dlsched.perf.inference.spread import StepSpread, step_ratios
+from dlsched.perf.inference.spread import SPREAD_PHASES, StepSpread, step_ratios
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.real.compare import (
     percentiles,
@@ -325,10 +325,11 @@ def split(trace: RequestTrace, n: int) -> tuple[RequestTrace, RequestTrace]:
 def measured_spread(iterations: list[dict[str, Any]], profile: StepProfile,
                     seed: int) -> StepSpread:
     """The served steps' measured / modelled times (a prefill after idling left out: the
-    simulator adds the fitted wake-up there) as the simulator's step spread."""
+    simulator adds the fitted wake-up there) as the simulator's step spread, decode steps
+    corrected per batch class (``StepSpread.of``)."""
     ratios = step_ratios(iterations, lambda it: _predicted(it, profile), WAKE_AFTER)
-    for phase, values in ratios.items():
-        if not values:
+    for phase in SPREAD_PHASES:
+        if not ratios[phase]:
             raise ValueError(f"the spread replay ran no {phase} step to measure")
     return StepSpread.of(ratios, seed)
 
