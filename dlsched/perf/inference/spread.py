@@ -26,14 +26,15 @@ place, which keeps the runs and the marginal distribution. ``block`` defaults to
 sequence's correlation length: the first lag at which the autocorrelation of the log ratios
 falls below 1/e (the e-folding lag of an AR(1) process); ``block=1`` draws steps independently.
 
-Why per batch size: the ratio of a decode step depends on its batch, because the profile
-fits a step's batch dependence on steps measured alone, which a served step does not run as
-(on run 1 of 2026-12-05 the calibration replays' median ratio was 0.86-0.89 for batch 1,
-0.96 for 2, 0.96-1.02 for 3-8). A decode step's factor is then the median ratio of its batch
-class (1, 2, 3-4, 5-8, ...: ``batch_class``) over the median of all, times a draw of the
-residual (ratio / its class's factor), so slow large batches, which make the tail at high
-load, are not drawn at the small batches' speed. A class with fewer than ``MIN_CLASS_STEPS``
-steps takes the factor of the nearest class that has them.
+Why per batch size: the ratio of a decode step can depend on its batch, because the profile
+fits a step's batch dependence on steps measured alone, which a served step does not run as.
+On the CPU replica of 2026-12-05 the calibration replays' median ratio was 0.86-0.89 for batch
+1 against 0.96-1.02 for 3-8 in one run, and flat within 5% in the next. A decode step's
+factor is then the median ratio of its batch class (1, 2, 3-4, 5-8, ...: ``batch_class``)
+over the median of all, times a draw of the residual (ratio / its class's factor), so slow
+large batches, which make the tail at high load, are not drawn at the small batches' speed.
+A class with fewer than ``MIN_CLASS_STEPS`` steps takes the factor of the nearest class that
+has them.
 """
 
 from __future__ import annotations
