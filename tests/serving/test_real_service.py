@@ -152,3 +152,76 @@ def test_the_profile_drift_is_the_median_ratio_of_the_points_measured_twice() ->
     text = table({"levels": [], "profile_drift": {"prefill": 1.0, "decode": 1.1}})
     assert text.endswith("profile re-measured after the replay / before: prefill 1.00, "
                          "decode 1.10")
+
+
+def _validate_folder(out: Path) -> None:
+    """A validate run's files, made up: one level, 6 requests, calibration steps."""
+    import json
+    from dataclasses import asdict
+
+    from dlsched.serving.real.loadgen import Measured, write_measured
+
+    plan = ProfilePlan(prompts=(4, 16), batches=(2, 4), sweep_prompt=8, tokens=3, repeats=1)
+    write_profile(profile_rows(SMALL, plan), out / "profile.csv")
+    rows = [Measured(i, 0.05 * i, 0.05 * i + 0.001, 0.05 * i + 0.004, 0.05 * i + 0.02,
+                     0.05 * i + 0.021, 6 + i, 4, 0, 0, 200) for i in range(6)]
+    write_measured(rows, out / "measured-0.5.csv")
+    steps = [{"replica": 0, "start": 0.01 * k, "seconds": 0.001 * (1 + k % 3),
+              "phase": "prefill" if k % 4 == 0 else "decode", "batch": 1 + k % 2,
+              "tokens": 8 + k, "blocks_used": 1} for k in range(40)]
+    (out / "stats-0.5.json").write_text(json.dumps({"iterations": steps}))
+    (out / "spread-stats-0.5.json").write_text(json.dumps(
+        {"before": {"iterations": steps[:20]}, "after": {"iterations": steps[20:]}}))
+    report = {"plan": {"replicas": 1, "seed": 0, "step_model": "curves",
+                       "spread_requests": 3, "spread_draws": 4},
+              "settings": asdict(SMALL), "trace": "made-up",
+              "front_end": {"ingress": 0.001, "egress": 0.0005},
+              "levels": [{"load": 0.5, "rate_multiplier": 1.0}]}
+    (out / "comparison.json").write_text(json.dumps(report))
+
+
+def test_resimulate_runs_a_saved_validation_again_without_serving(tmp_path: Path) -> None:
+    import json
+    from dataclasses import replace
+
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+    from dlsched.serving.real.loadgen import read_measured, replayed_trace
+    from dlsched.serving.real.validate import (
+        FrontEnd,
+        _level,
+        load_profile,
+        measured_spread,
+        resimulate,
+    )
+
+    _validate_folder(tmp_path)
+    rows = read_measured(tmp_path / "measured-0.5.csv")
+    assert [r.prompt for r in rows] == list(range(6, 12))
+    assert rows[3].scheduled == 0.05 * 3  # floats read back exactly
+    trace = replayed_trace(rows, "made-up")
+    report = resimulate(tmp_path)
+    level = report["levels"][0]
+    # the same as validate's own comparison of that level: the spread from the calibration
+    # replays, 4 pooled draws (the run's), the front end's delays
+    profile = load_profile(tmp_path / "profile.csv", SMALL, None)
+    stats = json.loads((tmp_path / "spread-stats-0.5.json").read_text())
+    spread = measured_spread(stats["before"]["iterations"] + stats["after"]["iterations"],
+                             profile, 0)
+    direct = _level(0.5, 1.0, trace, rows, replace(profile, spread=spread), SMALL, 1,
+                    FrontEnd(0.001, 0.0005), 4)
+    assert level["latency_p99"] == direct["latency_p99"]
+    assert level["spread_draws"] == 4 and level["step_spread"]["requests"] == 6
+    assert level["decode_time_ratio_p50"] > 0
+    assert json.loads((tmp_path / "resimulated.json").read_text())["levels"][0][
+        "latency_p50"] == level["latency_p50"]
+    assert resimulate(tmp_path, 1)["levels"][0]["spread_draws"] == 1
+    runner = CliRunner()
+    result = runner.invoke(app, ["inference", "resimulate", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "| 0.5 |" in result.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = runner.invoke(app, ["inference", "resimulate", str(empty)])
+    assert result.exit_code == 2 and "not a validate run's folder" in result.output

@@ -199,5 +199,28 @@ def validate_command(
     console.print(f"-> {out / 'comparison.json'}")
 
 
+@inference_app.command("resimulate")
+def resimulate_command(
+        run: Annotated[Path, typer.Argument(help="The --out folder of a validate run.")],
+        spread_draws: Annotated[int | None, typer.Option(
+            "--spread-draws", min=1, help="Pooled spread draws (default: the run's).")] = None,
+        ) -> None:
+    """Simulate a finished validate run's levels again from its files, with the simulator
+    as it is now (nothing served); compare with its measurements as validate does."""
+    try:
+        from dlsched.serving.real.validate import resimulate, table
+
+        if not (run / "comparison.json").exists():
+            raise DlschedError(f"{run}: no comparison.json (not a validate run's folder)")
+        report = resimulate(run, spread_draws)
+    except KeyError as exc:
+        _fail(DlschedError(f"{run / 'comparison.json'}: no field {exc} (written by an older "
+                           "dlsched?)"))
+    except (DlschedError, ValueError, OSError) as exc:
+        _fail(exc)
+    print(table(report))
+    console.print(f"-> {run / 'resimulated.json'}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(inference_app, name="inference")

@@ -92,6 +92,23 @@ def write_measured(rows: list[Measured], path: Path) -> None:
         writer.writerows(asdict(r) for r in rows)
 
 
+def read_measured(path: Path) -> list[Measured]:
+    """``write_measured``'s rows back (its floats are written exactly)."""
+    types = [(name, int if f.type in ("int", int) else float)
+             for name, f in Measured.__dataclass_fields__.items()]
+    with path.open(newline="") as f:
+        return [Measured(**{name: kind(row[name]) for name, kind in types})
+                for row in csv.DictReader(f)]
+
+
+def replayed_trace(rows: list[Measured], name: str) -> RequestTrace:
+    """The trace a replay was given (its scheduled times and token counts)."""
+    rows = sorted(rows, key=lambda r: r.request)
+    return RequestTrace(name, np.array([r.scheduled for r in rows], dtype=float),
+                        np.array([r.prompt for r in rows], dtype=np.int64),
+                        np.array([r.output for r in rows], dtype=np.int64))
+
+
 def measured_log(rows: list[Measured]) -> RequestLog:
     """The replay as the simulator's request log: arrival when sent, first token as the
     replica stamped it, finish when the client received the answer."""

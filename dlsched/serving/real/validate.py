@@ -40,7 +40,7 @@ from dlsched.perf.inference.fit import (
 )
 from dlsched.perf.inference.profile import StepProfile, read_step_profiles
 from dlsched.perf.inference.spread import SPREAD_PHASES, StepSpread, step_ratios
-from dlsched.serving.llm_replica import RequestLog
+from dlsched.serving.llm_replica import LlmEngineConfig, RequestLog
 from dlsched.serving.real.compare import (
     percentiles,
     rate_for_load,
@@ -48,7 +48,14 @@ from dlsched.serving.real.compare import (
     simulate_draws,
     slowed,
 )
-from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
+from dlsched.serving.real.loadgen import (
+    measured_log,
+    read_measured,
+    replay,
+    replayed_trace,
+    shrink,
+    write_measured,
+)
 from dlsched.serving.real.pool import set_process_affinity
 from dlsched.serving.real.profiler import (
     ProfilePlan,
@@ -312,6 +319,47 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
               "profile_drift": drift}
     (out / "comparison.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     return report
+
+
+def resimulate(out: Path, draws: int | None = None) -> dict[str, Any]:
+    """Simulate a finished validation's levels again from the files it wrote in ``out``
+    (the compared and calibration replays, the profile), with the simulator as it is now,
+    nothing served: for trying a change of the model on measured runs. ``draws``: the pooled
+    spread draws (default: the run's). Writes ``out/resimulated.json`` and returns it."""
+    report = json.loads((out / "comparison.json").read_text())
+    plan, given = report["plan"], dict(report["settings"])
+    settings = ReplicaSettings(**{**given, "engine": LlmEngineConfig(**given["engine"])})
+    steps = out / "profile-steps.csv" if plan["step_model"] == "fit" else None
+    profile = load_profile(out / "profile.csv", settings, steps)
+    front, replicas = FrontEnd(**report["front_end"]), int(plan["replicas"])
+    draws = int(plan.get("spread_draws", 1)) if draws is None else draws
+    levels = []
+    for old in report["levels"]:
+        load, rate = old["load"], old["rate_multiplier"]
+        rows = read_measured(out / f"measured-{load:g}.csv")
+        trace = replayed_trace(rows, report["trace"])
+        calibration = out / f"spread-stats-{load:g}.json"
+        level_profile, spread = profile, None
+        if calibration.exists():
+            stats = json.loads(calibration.read_text())
+            spread = measured_spread(stats["before"]["iterations"]
+                                     + stats["after"]["iterations"], profile, int(plan["seed"]))
+            level_profile = replace(profile, spread=spread)
+        level = _level(load, rate, trace, rows, level_profile, settings, replicas, front, draws)
+        served = json.loads((out / f"stats-{load:g}.json").read_text())["iterations"]
+        level.update(step_time_ratios(served, profile))
+        if spread is not None:
+            level["step_spread"] = {"requests": 2 * int(plan["spread_requests"]),
+                                    **spread.summary()}
+            level["without_spread"] = {
+                k: v["error"] for k, v in _level(load, rate, trace, rows, profile, settings,
+                                                 replicas, front).items()
+                if isinstance(v, dict)}
+            level["spread_draws"] = draws
+        levels.append(level)
+    result = {"from": str(out), "levels": levels}
+    (out / "resimulated.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return result
 
 
 def split(trace: RequestTrace, n: int) -> tuple[RequestTrace, RequestTrace]:
