@@ -197,7 +197,11 @@ class LlmReplica:
         model = self.profile.prefill_pack_seconds([self._prompt_tokens(r) for r in admitted],
                                                   tokens)
         if self._spread is not None:
-            model *= self._spread.prefill()
+            woke = self._spread.woke() if wake else None
+            if woke is None:
+                model *= self._spread.prefill()
+            else:  # a prefill after idling, as served ones took with their wake-up
+                model, wake = (model + wake) * woke, 0.0
         self._run(gap + wake + model)
         self._join(admitted, self.time)
         return True

@@ -73,7 +73,11 @@ def test_ratios_leave_out_a_prefill_after_idling_and_are_per_replica() -> None:
     ratios = step_ratios(its, lambda it: 0.01, idle_after=0.01)
     # replica 0's first prefill and replica 1's two (the first, then after 0.945 s idle) out
     assert ratios == {"prefill": [pytest.approx(4.0)], "decode": [pytest.approx(1.0)],
-                      "decode_batch": [1]}
+                      "decode_batch": [1], "woke": []}
+    # with the model's wake-up, the prefills after idling are the woke ratios:
+    # seconds / (modelled + wake), in replica order
+    woke = step_ratios(its, lambda it: 0.01, idle_after=0.01, wake=0.01)["woke"]
+    assert woke == [pytest.approx(1.0), pytest.approx(1.5), pytest.approx(2.5)]
 
 
 def test_a_spread_needs_both_phases_and_positive_ratios() -> None:
@@ -218,3 +222,27 @@ def test_a_replica_draws_its_running_batch_class() -> None:
     # (factor 2 / median 1.5, residual 1.5)
     decode = (log.finish - log.first_token)[0]
     assert decode == pytest.approx(2 * (plain.finish - plain.first_token)[0], rel=1e-9)
+
+
+def test_a_prefill_after_idling_draws_a_woke_ratio_on_model_plus_wake() -> None:
+    from dlsched.perf.inference.fit import StepFit
+
+    fit = StepFit((0.01, 0.0, 0.0, 0.0), (1, 2), ((0.001, 0.0), (0.001, 0.0)), wake=0.02)
+    profile = replace(flat_profile(0.01, 0.001), fit=fit)
+    tr = trace([1.0, 1.001], [8, 8], [1, 1])  # the first finds the replica asleep
+
+    def ttft(spread):  # noqa: ANN001, ANN202
+        log = _run(replace(profile, spread=spread), tr)
+        return per_request(log)["ttft"]
+
+    woke = StepSpread.of({"prefill": [1.0], "decode": [1.0], "woke": [0.5]})
+    plain = StepSpread.of({"prefill": [1.0], "decode": [1.0]})
+    # asleep: (prefill + wake) x 0.5; without woke ratios, the wake whole plus the prefill
+    assert ttft(woke)[0] == pytest.approx((0.01 + 0.02) * 0.5)
+    assert ttft(plain)[0] == pytest.approx(0.01 + 0.02)
+    # the second waits behind the first and is not woken: a plain prefill draw
+    assert ttft(woke)[1] == pytest.approx((0.01 + 0.02) * 0.5 + 0.01 - 0.001)
+    assert woke.sampler(0).woke() == 0.5 and plain.sampler(0).woke() is None
+    assert woke.summary()["woke_steps"] == 1 and woke.summary()["woke_p50"] == 0.5
+    with pytest.raises(ValueError, match="woke"):
+        StepSpread((1.0,), (1.0,), woke=(0.0,))

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # serving_helpers
 
 pytest.importorskip("torch", reason="the real service needs the torch extra")
 pytest.importorskip("fastapi", reason="the real service needs the runtime extra")
@@ -69,8 +72,10 @@ def test_the_core_places_replicas_that_answer_over_http() -> None:
 def test_a_replayed_trace_is_served_and_timed() -> None:
     trace = RequestTrace.of("t", [0.0, 0.01, 0.02, 0.2], [5, 30, 12, 8], [4, 6, 2, 3])
     options = ServiceOptions(replicas=1, cpus=1, settings=SMALL, pin=False)
-    alone, [(rows, stats)] = asyncio.run(serve_and_replay(options, [trace], 0, 2))
+    (alone, served), [(rows, stats)] = asyncio.run(serve_and_replay(options, [trace], 0, 2))
     assert [r.status for r in alone + rows] == [200] * 6
+    # the calibration's own iterations: one prefill per request sent alone
+    assert sum(it["phase"] == "prefill" for it in served["iterations"]) == 2
     for r in rows:
         assert r.sent <= r.first_token <= r.finished <= r.received
     assert sum(it["phase"] == "prefill" for it in stats["iterations"]) >= 2
@@ -225,3 +230,24 @@ def test_resimulate_runs_a_saved_validation_again_without_serving(tmp_path: Path
     empty.mkdir()
     result = runner.invoke(app, ["inference", "resimulate", str(empty)])
     assert result.exit_code == 2 and "not a validate run's folder" in result.output
+
+
+def test_the_front_end_delay_takes_off_each_calibration_requests_measured_prefill() -> None:
+    from serving_helpers import flat_profile
+
+    from dlsched.serving.real.loadgen import Measured
+    from dlsched.serving.real.validate import FrontEnd
+
+    profile = flat_profile(0.01, 0.001)  # no fit: no wake-up
+    rows = [Measured(i, 0.0, 0.0, 0.02 + 0.001 * i, 0.03, 0.031, 32, 4, 0, 0, 200)
+            for i in range(3)]
+    its = [{"phase": "prefill", "start": float(i), "seconds": 0.015} for i in range(3)]
+    its.insert(1, {"phase": "decode", "start": 0.5, "seconds": 0.001})
+    front = FrontEnd.of(rows, profile, its)
+    assert front.ingress == pytest.approx(0.006)  # median of 0.005, 0.006, 0.007
+    assert front.egress == pytest.approx(0.001)
+    # no iterations, or not one prefill per request: the profile's prefill comes off
+    model = FrontEnd.of(rows, profile)
+    assert model.ingress == pytest.approx(max(0.0, 0.021 - profile.prefill_seconds(32)))
+    assert FrontEnd.of(rows, profile, its[:2]).ingress == model.ingress
+

@@ -64,6 +64,9 @@ class StepSpread:
     seed: int = 0
     block: float = 1.0  # mean steps per replayed run; 1: independent draws
     batch_factors: tuple[float, ...] = ()  # per ``batch_class``; () for none (all 1)
+    # prefills after idling: measured / (modelled + the fitted wake-up); () for none (such a
+    # prefill then takes the wake-up whole and a ``prefill`` draw)
+    woke: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
         for phase in SPREAD_PHASES:
@@ -76,6 +79,8 @@ class StepSpread:
             raise ValueError(f"a step spread's mean block must be at least 1 step: {self.block}")
         if any(not f > 0 for f in self.batch_factors):
             raise ValueError("batch factors must be positive")
+        if any(not r > 0 for r in self.woke):
+            raise ValueError("woke prefill ratios must be positive")
 
     def batch_factor(self, batch: int) -> float:
         """The decode factor of a step of ``batch`` requests (1 without batch factors; a
@@ -90,8 +95,8 @@ class StepSpread:
            block: float | None = None) -> StepSpread:
         """``ratios`` per phase in the order the steps ran, and optionally ``decode_batch``,
         each decode ratio's batch (then the decode ratios are corrected per batch class:
-        ``class_factors``); ``block`` None: the decode residuals' correlation length
-        (``correlation_steps``)."""
+        ``class_factors``) and ``woke``, the ratios of prefills after idling; ``block`` None:
+        the decode residuals' correlation length (``correlation_steps``)."""
         prefill, decode = (tuple(float(r) for r in ratios[p]) for p in SPREAD_PHASES)
         factors: tuple[float, ...] = ()
         batches = ratios.get("decode_batch")
@@ -101,12 +106,16 @@ class StepSpread:
                            for r, b in zip(decode, batches, strict=True))
         if block is None:
             block = correlation_steps(decode)
-        return cls(prefill, decode, seed=seed, block=float(block), batch_factors=factors)
+        return cls(prefill, decode, seed=seed, block=float(block), batch_factors=factors,
+                   woke=tuple(float(r) for r in ratios.get("woke", ())))
 
     def summary(self) -> dict[str, float | int]:
         out: dict[str, float | int] = {"block_steps": self.block}
         for c, factor in enumerate(self.batch_factors):
             out[f"decode_batch_class_{c}_factor"] = factor
+        if self.woke:
+            out["woke_steps"] = len(self.woke)
+            out["woke_p50"] = float(np.median(self.woke))
         for phase in SPREAD_PHASES:
             r = np.asarray(getattr(self, phase))
             out[f"{phase}_steps"] = len(r)
@@ -182,9 +191,19 @@ class SpreadSampler:
         self._decode = np.asarray(spread.decode)
         self._prefill_at = _Blocks(rng, len(self._prefill), spread.block)
         self._decode_at = _Blocks(rng, len(self._decode), spread.block)
+        # prefills after idling are rare and apart: drawn independently
+        self._woke = np.asarray(spread.woke)
+        self._woke_at = _Blocks(rng, len(self._woke), 1.0) if spread.woke else None
 
     def prefill(self) -> float:
         return float(self._prefill[self._prefill_at.take(1)[0]])
+
+    def woke(self) -> float | None:
+        """A prefill after idling: its factor on (modelled + wake-up), None without such
+        ratios."""
+        if self._woke_at is None:
+            return None
+        return float(self._woke[self._woke_at.take(1)[0]])
 
     def decode(self, steps: int, batch: int = 1) -> np.ndarray:
         """``steps`` decode factors for a run of steps of ``batch`` requests."""
@@ -192,20 +211,26 @@ class SpreadSampler:
 
 
 def step_ratios(iterations: Sequence[dict], predict: Callable[[dict], float],
-                idle_after: float) -> dict[str, list[float]]:
+                idle_after: float, wake: float = 0.0) -> dict[str, list[float]]:
     """Measured / modelled per phase for a service's iteration records (``start``,
     ``seconds``, ``phase``, ...), replica by replica in the order they ran. ``predict`` gives
     the model's time of one record. A prefill that follows ``idle_after`` seconds or more of
     idleness is left out: the model adds its fitted wake-up there, which the ratio would count
-    a second time. ``decode_batch``: each decode ratio's batch (for ``StepSpread.of``)."""
-    out: dict[str, list[float]] = {p: [] for p in (*SPREAD_PHASES, "decode_batch")}
+    a second time; with ``wake`` (the model's wake-up, seconds) it goes to ``woke`` as
+    measured / (modelled + wake). ``decode_batch``: each decode ratio's batch (for
+    ``StepSpread.of``)."""
+    out: dict[str, list[float]] = {p: [] for p in (*SPREAD_PHASES, "decode_batch", "woke")}
     previous_end: dict[object, float] = {}  # per replica
     for it in sorted(iterations, key=lambda i: (i.get("replica", 0), i["start"])):
         replica = it.get("replica", 0)
         end = previous_end.get(replica)
         woke = end is None or it["start"] - end >= idle_after
         previous_end[replica] = it["start"] + it["seconds"]
-        if it["phase"] not in SPREAD_PHASES or (it["phase"] == "prefill" and woke):
+        if it["phase"] not in SPREAD_PHASES:
+            continue
+        if it["phase"] == "prefill" and woke:
+            if wake > 0:
+                out["woke"].append(it["seconds"] / (predict(it) + wake))
             continue
         modelled = predict(it)
         if modelled > 0:

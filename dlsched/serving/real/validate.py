@@ -156,7 +156,8 @@ async def serve_and_replay(options: ServiceOptions, traces: list[RequestTrace], 
                            ) -> tuple[list[Any], list[tuple[list[Any], dict]]]:
     """Start the service on a local port; send ``calibration`` requests one at a time; replay
     each trace in turn (after the last one's requests all finished). Returns the calibration
-    rows, and each replay's rows with the service's stats for it."""
+    rows with the service's iterations for them, and each replay's rows with the service's
+    stats for it."""
     import httpx
     import uvicorn
 
@@ -171,19 +172,26 @@ async def serve_and_replay(options: ServiceOptions, traces: list[RequestTrace], 
     try:
         async with httpx.AsyncClient(base_url=url, timeout=30.0) as client:
             await _wait_ready(client, options.replicas, ready_timeout, task)
-            alone = []
-            for i in range(calibration):
-                one = RequestTrace.of("calibration", [0.0], [CALIBRATION_PROMPT],
-                                      [CALIBRATION_OUTPUT])
-                alone += await replay(url, one, seed + 1000 + i, lead=0.02)
-            for trace in traces:
+
+            async def served(trace: RequestTrace, seed: int, lead: float
+                             ) -> tuple[list[Any], dict]:
                 began = time.time()
-                rows = await replay(url, trace, seed)
+                rows = await replay(url, trace, seed, lead=lead)
                 stats = (await client.get("/stats")).json()
                 stats["iterations"] = [it for it in stats["iterations"]
                                        if it["start"] >= began]
                 stats["began"] = began
-                out.append((rows, stats))
+                return rows, stats
+
+            alone: tuple[list[Any], dict] = ([], {"iterations": []})
+            for i in range(calibration):
+                one = RequestTrace.of("calibration", [0.0], [CALIBRATION_PROMPT],
+                                      [CALIBRATION_OUTPUT])
+                rows, stats = await served(one, seed + 1000 + i, 0.02)
+                alone[0].extend(rows)
+                alone[1]["iterations"].extend(stats["iterations"])
+            for trace in traces:
+                out.append(await served(trace, seed, 0.5))
     finally:
         server.should_exit = True
         await task
@@ -204,14 +212,25 @@ class FrontEnd:
     egress: float
 
     @classmethod
-    def of(cls, rows: list[Any], profile: StepProfile) -> FrontEnd:
+    def of(cls, rows: list[Any], profile: StepProfile,
+           iterations: list[dict[str, Any]] | None = None) -> FrontEnd:
+        """From the calibration requests (sent one at a time) and, when given, the service's
+        iterations meanwhile: each request's own prefill, as measured, comes off its time to
+        first token; without them (or when they do not pair one prefill to a request) the
+        profile's prefill with the fitted wake-up does."""
         ok = [r for r in rows if r.status == 200]
         if not ok:
             return cls(0.0, 0.0)
-        # each one finds the replica idle: its prefill pays the fitted wake-up too
-        prefill = profile.prefill_seconds(CALIBRATION_PROMPT) + (
-            profile.fit.wake if profile.fit is not None else 0.0)
-        ingress = float(np.median([r.first_token - r.sent for r in ok])) - prefill
+        prefills = sorted((it for it in iterations or () if it["phase"] == "prefill"),
+                          key=lambda it: it["start"])
+        if len(prefills) == len(rows) and len(ok) == len(rows):
+            ingress = float(np.median([r.first_token - r.sent - it["seconds"]
+                                       for r, it in zip(rows, prefills, strict=True)]))
+        else:
+            # each one finds the replica idle: its prefill pays the fitted wake-up too
+            prefill = profile.prefill_seconds(CALIBRATION_PROMPT) + (
+                profile.fit.wake if profile.fit is not None else 0.0)
+            ingress = float(np.median([r.first_token - r.sent for r in ok])) - prefill
         egress = float(np.median([r.received - r.finished for r in ok]))
         return cls(max(0.0, ingress), max(0.0, egress))
 
@@ -271,7 +290,7 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
     order = [t for s, c in zip(spread_runs, traces, strict=False) for t in (s, c, s)] or traces
     alone, replays = asyncio.run(serve_and_replay(options, order, plan.seed, plan.calibration))
     runs = replays[1::3] if spread_runs else replays
-    front = FrontEnd.of(alone, profile)
+    front = FrontEnd.of(alone[0], profile, alone[1]["iterations"])
     drift = None
     if steps is not None and plan.step_model == "fit":
         with _pinned({PROFILE_CPU} if plan.pin else None):
@@ -373,9 +392,11 @@ def split(trace: RequestTrace, n: int) -> tuple[RequestTrace, RequestTrace]:
 def measured_spread(iterations: list[dict[str, Any]], profile: StepProfile,
                     seed: int) -> StepSpread:
     """The served steps' measured / modelled times (a prefill after idling left out: the
-    simulator adds the fitted wake-up there) as the simulator's step spread, decode steps
-    corrected per batch class (``StepSpread.of``)."""
-    ratios = step_ratios(iterations, lambda it: _predicted(it, profile), WAKE_AFTER)
+    simulator adds the fitted wake-up there, and their measured / (modelled + wake-up) are
+    the spread's ``woke`` ratios) as the simulator's step spread, decode steps corrected per
+    batch class (``StepSpread.of``)."""
+    ratios = step_ratios(iterations, lambda it: _predicted(it, profile), WAKE_AFTER,
+                         profile.fit.wake if profile.fit is not None else 0.0)
     for phase in SPREAD_PHASES:
         if not ratios[phase]:
             raise ValueError(f"the spread replay ran no {phase} step to measure")
