@@ -153,7 +153,7 @@ def free_port() -> int:
 
 async def serve_and_replay(options: ServiceOptions, traces: list[RequestTrace], seed: int,
                            calibration: int = 0, ready_timeout: float = 120.0
-                           ) -> tuple[list[Any], list[tuple[list[Any], dict]]]:
+                           ) -> tuple[tuple[list[Any], dict], list[tuple[list[Any], dict]]]:
     """Start the service on a local port; send ``calibration`` requests one at a time; replay
     each trace in turn (after the last one's requests all finished). Returns the calibration
     rows with the service's iterations for them, and each replay's rows with the service's
@@ -300,29 +300,19 @@ def validate(trace: RequestTrace, plan: ValidatePlan, settings: ReplicaSettings,
             zip(plan.loads, rates, traces, runs, strict=True)):
         write_measured(rows, out / f"measured-{load:g}.csv")
         (out / f"stats-{load:g}.json").write_text(json.dumps(stats) + "\n")
-        level_profile, spread = profile, None
+        calibration = None
         if spread_runs:
             (before, before_stats), (after, after_stats) = replays[3 * i], replays[3 * i + 2]
             write_measured(before, out / f"spread-{load:g}.csv")
             write_measured(after, out / f"spread-{load:g}-after.csv")
             (out / f"spread-stats-{load:g}.json").write_text(
                 json.dumps({"before": before_stats, "after": after_stats}) + "\n")
-            spread = measured_spread(before_stats["iterations"] + after_stats["iterations"],
-                                     profile, plan.seed)
-            level_profile = replace(profile, spread=spread)
-        level = _level(load, rate, tr, rows, level_profile, settings, plan.replicas, front,
-                       plan.spread_draws)
-        level.update(step_time_ratios(stats["iterations"], profile))
-        if spread is not None:
-            level["step_spread"] = {"requests": 2 * len(spread_trace), **spread.summary()}
-            level["without_spread"] = {
-                k: v["error"] for k, v in _level(load, rate, tr, rows, profile, settings,
-                                                 plan.replicas, front).items()
-                if isinstance(v, dict)}
+            calibration = (before_stats["iterations"] + after_stats["iterations"],
+                           2 * len(spread_trace))
+        level = _compared(load, rate, tr, rows, stats["iterations"], calibration, profile,
+                          settings, plan.replicas, front, plan.spread_draws, plan.seed)
         level["at_measured_speed"] = at_measured_speed(level, tr, rows, profile, settings,
                                                        plan.replicas, front)
-        if spread is not None:
-            level["spread_draws"] = plan.spread_draws
         levels.append(level)
     report = {"plan": {k: str(v) if isinstance(v, Path) else v
                        for k, v in asdict(plan).items()},
@@ -357,28 +347,41 @@ def resimulate(out: Path, draws: int | None = None) -> dict[str, Any]:
         load, rate = old["load"], old["rate_multiplier"]
         rows = read_measured(out / f"measured-{load:g}.csv")
         trace = replayed_trace(rows, report["trace"])
-        calibration = out / f"spread-stats-{load:g}.json"
-        level_profile, spread = profile, None
-        if calibration.exists():
-            stats = json.loads(calibration.read_text())
-            spread = measured_spread(stats["before"]["iterations"]
-                                     + stats["after"]["iterations"], profile, int(plan["seed"]))
-            level_profile = replace(profile, spread=spread)
-        level = _level(load, rate, trace, rows, level_profile, settings, replicas, front, draws)
+        saved, calibration = out / f"spread-stats-{load:g}.json", None
+        if saved.exists():
+            stats = json.loads(saved.read_text())
+            calibration = (stats["before"]["iterations"] + stats["after"]["iterations"],
+                           2 * int(plan["spread_requests"]))
         served = json.loads((out / f"stats-{load:g}.json").read_text())["iterations"]
-        level.update(step_time_ratios(served, profile))
-        if spread is not None:
-            level["step_spread"] = {"requests": 2 * int(plan["spread_requests"]),
-                                    **spread.summary()}
-            level["without_spread"] = {
-                k: v["error"] for k, v in _level(load, rate, trace, rows, profile, settings,
-                                                 replicas, front).items()
-                if isinstance(v, dict)}
-            level["spread_draws"] = draws
-        levels.append(level)
+        levels.append(_compared(load, rate, trace, rows, served, calibration, profile,
+                                settings, replicas, front, draws, int(plan["seed"])))
     result = {"from": str(out), "levels": levels}
     (out / "resimulated.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     return result
+
+
+def _compared(load: float, rate: float, trace: RequestTrace, rows: list[Any],
+              served: list[dict[str, Any]],
+              calibration: tuple[list[dict[str, Any]], int] | None, profile: StepProfile,
+              settings: ReplicaSettings, replicas: int, front: FrontEnd, draws: int,
+              seed: int) -> dict[str, Any]:
+    """One level's comparison: the simulated errors, the served iterations' measured /
+    profiled ratios and, with ``calibration`` (the calibration replays' iterations and how
+    many requests they served), the step spread they give and the errors without it."""
+    level_profile, spread = profile, None
+    if calibration is not None:
+        spread = measured_spread(calibration[0], profile, seed)
+        level_profile = replace(profile, spread=spread)
+    level = _level(load, rate, trace, rows, level_profile, settings, replicas, front, draws)
+    level.update(step_time_ratios(served, profile))
+    if spread is not None and calibration is not None:
+        level["step_spread"] = {"requests": calibration[1], **spread.summary()}
+        level["without_spread"] = {
+            k: v["error"] for k, v in _level(load, rate, trace, rows, profile, settings,
+                                             replicas, front).items()
+            if isinstance(v, dict)}
+        level["spread_draws"] = draws
+    return level
 
 
 def split(trace: RequestTrace, n: int) -> tuple[RequestTrace, RequestTrace]:
