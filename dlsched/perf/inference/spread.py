@@ -85,10 +85,7 @@ class StepSpread:
     def batch_factor(self, batch: int) -> float:
         """The decode factor of a step of ``batch`` requests (1 without batch factors; a
         batch larger than any measured takes the largest class's)."""
-        factors = self.batch_factors
-        if not factors:
-            return 1.0
-        return factors[min(batch_class(batch), len(factors) - 1)]
+        return _factor_of(self.batch_factors, batch)
 
     @classmethod
     def of(cls, ratios: dict[str, Sequence[float]], seed: int = 0,
@@ -102,7 +99,7 @@ class StepSpread:
         batches = ratios.get("decode_batch")
         if batches is not None:
             factors = class_factors(decode, batches)
-            decode = tuple(r / factors[min(batch_class(b), len(factors) - 1)]
+            decode = tuple(r / _factor_of(factors, b)
                            for r, b in zip(decode, batches, strict=True))
         if block is None:
             block = correlation_steps(decode)
@@ -126,6 +123,11 @@ class StepSpread:
 
     def sampler(self, salt: int) -> SpreadSampler:
         return SpreadSampler(self, salt)
+
+
+def _factor_of(factors: Sequence[float], batch: int) -> float:
+    """``batch``'s class's factor in ``factors`` (the last class's beyond them; 1 for none)."""
+    return factors[min(batch_class(batch), len(factors) - 1)] if factors else 1.0
 
 
 def class_factors(ratios: Sequence[float], batches: Sequence[float]) -> tuple[float, ...]:
