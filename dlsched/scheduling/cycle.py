@@ -182,6 +182,8 @@ def ordered_waiting(profile: Profile, state: CycleState) -> Iterable[Job]:
 _SMALLER_FAILED = Status(Code.UNSCHEDULABLE, "a job as large or smaller of the same kind did "
                          "not fit in this cycle", "placement")
 _SMALLER_FAILED_TEXT = str(_SMALLER_FAILED)
+_NO_CHANGE = "no change since it last failed"
+_VERSION_SUMS = "futility-versions"  # scratch key: each mask's sum of node versions
 
 
 def _try_job(profile: Profile, state: CycleState, job: Job,
@@ -204,8 +206,7 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
     if memo is not None and memo == prior:
         # The reason from last time, as it was (no plugin prefix, so it does not grow).
         own = state.snapshot.own_reason
-        reason = (own(job) if own is not None else job.pending_reason
-                  ) or "no change since it last failed"
+        reason = (own(job) if own is not None else job.pending_reason) or _NO_CHANGE
         return Status(Code.UNSCHEDULABLE, reason), ()
     status, victims = _attempt(profile, state, job, misses)
     if status.ok:
@@ -261,7 +262,7 @@ def _futility_key(profile: Profile, state: CycleState, job: Job) -> tuple | None
 def _version_sum(state: CycleState, mask: np.ndarray) -> int:
     """Starts and stops so far on the nodes of ``mask``. Node versions are fixed for the
     cycle and masks are mostly the same cached arrays, so each mask's sum is kept."""
-    sums = state.scratch.setdefault("futility-versions", {})
+    sums = state.scratch.setdefault(_VERSION_SUMS, {})
     cached = sums.get(id(mask))
     if cached is None or cached[0] is not mask:
         cached = sums[id(mask)] = (mask, int(state.snapshot.node_version[mask].sum()))

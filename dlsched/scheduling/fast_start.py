@@ -8,7 +8,10 @@ the cost of a Philly run. Here, for profiles whose cycle reduces to "place each 
 order (Filter + Score, gang-whole); start those that fit" while every job fits, the core places
 the jobs straight on its own books and starts them. Anything else (a job does not fit, one
 failed before, a plugin would act) falls back to the full cycle, which then runs as if the lane
-had not been tried: the lane gives back what it placed.
+had not been tried: the lane gives back what it placed. For a preemptive policy that lets the
+lane drive its hooks (Tiresias), a job whose memo says it fails again (``cycle._try_job``:
+nothing changed on its nodes since it last failed) is passed over with its reason, as the full
+cycle passes it over, and the rest are placed.
 
 The decisions are those of the full cycle when every job fits: the same ``place`` calls in the
 same order (the queue's static order; strict FIFO's merge of queue heads and the bucket walk
@@ -30,9 +33,22 @@ import heapq
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from dlsched.scheduling.cycle import _SMALLER_FAILED, _SMALLER_FAILED_TEXT, _try_job
+from dlsched.scheduling.cycle import (
+    _NO_CHANGE,
+    _SMALLER_FAILED,
+    _SMALLER_FAILED_TEXT,
+    _VERSION_SUMS,
+    _futility_key,
+    _try_job,
+)
 from dlsched.scheduling.decisions import CycleResult, Start
-from dlsched.scheduling.placement import _single_node_score, _spec_record, pick_gpus, place
+from dlsched.scheduling.placement import (
+    _single_node_score,
+    _spec_record,
+    pick_gpus,
+    place,
+    unconstrained,
+)
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.plugins.scores import BestFit, Consolidated, MostFree, Spread, TopologyScore
 from dlsched.scheduling.profile import Profile
@@ -94,6 +110,10 @@ class FastLane:
         self.strict = profile.strict_fifo
         self.hooked = hooked(profile)
         self.reserves, self.wakeups = profile.reserves, profile.wakeups
+        # A job its memo tells will fail again is passed over here as the full cycle passes
+        # it over, for a preemptive hooked policy (``_still_futile``).
+        self.memo = self.hooked and bool(profile.post_filters)
+        self._snapshot_now: float | None = None  # the time ``_hooked_snapshot`` was made for
         # One GPU, one score that names its best node (``place``'s own shortcut): the lane
         # takes that shortcut itself.
         single = _single_node_score(self.scores[0][0]) if len(self.scores) == 1 else None
@@ -119,11 +139,18 @@ class FastLane:
             jobs = core.waiting.in_order()
         state, futile, best_single = self.state, self.futile, self.best_single
         placed: list[tuple[Job, tuple[int, ...]]] = []
+        self._snapshot_now = None
+        reasons: dict[str, str] = {}
         for job in jobs:
             spec = job.spec
-            if (spec.gpu_share != 1.0 or spec.tensor_parallel != 1 or job.host is not None
-                    or job.job_id in futile):
+            if spec.gpu_share != 1.0 or spec.tensor_parallel != 1 or job.host is not None:
                 return self._not_plain(placed, jobs)
+            if job.job_id in futile:
+                reason = self._still_futile(job) if self.memo else None
+                if reason is None:
+                    return self._not_plain(placed, jobs)
+                reasons[job.job_id] = reason
+                continue
             if spec.num_gpus == 1 and best_single is not None:
                 gpus = self._place_single(job, best_single)
                 if gpus is not None:
@@ -137,17 +164,49 @@ class FastLane:
                 return self._not_plain(placed, jobs)
             placed.append((job, gpus))
         if self.hooked:
-            return self._start_hooked(placed)
+            return self._start_hooked(placed, reasons)
         return self._start(placed)
 
-    def _start_hooked(self, placed: list[tuple[Job, tuple[int, ...]]]) -> CycleResult:
-        """The full cycle's end when every job fits: Reserve each in order (``started``
-        filled as ``cycle._place`` fills it), the wake-up asked, then the core starts them."""
+    def _hooked_snapshot(self) -> None:
+        """The scratchpad's snapshot as the full cycle's: this cycle's time and running
+        jobs (the books are the core's own); made once per cycle, when first needed."""
         core, state = self.core, self.state
         now = core.clock.now()
+        if self._snapshot_now == now:
+            return
+        self._snapshot_now = now
         state.snapshot = ClusterSnapshot(core.cluster, now, *core._views,
                                          core.running.values(), (), core.throughput,
                                          has_fractional=False)
+        state.scratch.pop(_VERSION_SUMS, None)  # the memo's sums of node versions, per cycle
+        state.started.clear()
+
+    def _still_futile(self, job: Job) -> str | None:
+        """The reason a job that failed before fails again, told as the full cycle tells it
+        (``cycle._try_job``'s memo: nothing it depended on has changed, its reason as it was),
+        when that failure would not end the full cycle's walk either; None: the full cycle
+        decides (the memo moved, or a one-GPU job on any node fails and stops the walk:
+        ``_CycleRun._nothing_else_fits``)."""
+        core = self.core
+        prior = self.futile.get(job.job_id)
+        if prior is None:
+            return None
+        self._hooked_snapshot()
+        state = self.state
+        if job.spec.num_gpus == 1 and unconstrained(state, job, self.filters):
+            return None
+        if _futility_key(core.profile, state, job) != prior:
+            return None
+        reason = core.own_reason(job) if core._bucketed else job.pending_reason
+        return reason or _NO_CHANGE
+
+    def _start_hooked(self, placed: list[tuple[Job, tuple[int, ...]]],
+                      reasons: dict[str, str]) -> CycleResult:
+        """The full cycle's end when every job fits but those its memo tells will fail:
+        Reserve each placed job in order (``started`` filled as ``cycle._place`` fills it), the
+        wake-up asked, then the core starts them and notes the others' reasons."""
+        core, state = self.core, self.state
+        self._hooked_snapshot()
         started = state.started
         started.clear()
         for job, gpus in placed:
@@ -158,6 +217,9 @@ class FastLane:
         result = self._start(placed)
         if wakeups:
             result.__dict__["next_wakeup"] = min(wakeups)
+        if reasons:
+            core.note_reasons(reasons)
+            result.__dict__["reasons"] = reasons
         return result
 
     def _place_single(self, job: Job, best_single: Callable) -> tuple[int, ...] | None:

@@ -97,3 +97,21 @@ def test_strict_fifo_blocked_queues_stay_in_the_lane(monkeypatch: pytest.MonkeyP
     simulator("fifo", cluster, specs).run()
     assert not full
     assert sum(blocked) > 10  # heads that did not fit, told by the lane
+
+
+def test_tiresias_jobs_the_memo_fails_stay_in_the_lane(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Jobs whose memo says they fail again (nothing changed on their nodes) are passed over
+    by the lane with their reason as it was, as the full cycle passes them over (the run test
+    above checks the decisions and reasons agree): most cycles with such jobs need no full
+    cycle."""
+    from dlsched.scheduling.fast_start import FastLane
+
+    passed: list[str] = []
+    real = FastLane._still_futile
+    monkeypatch.setattr(FastLane, "_still_futile", lambda lane, job: (
+        (reason := real(lane, job)) is not None and passed.append(job.job_id) or reason))
+    specs = _workload(2, jobs=300)
+    on, off = (_run("tiresias:thresholds=600", None, specs, lane, monkeypatch)
+               for lane in (True, False))
+    assert on == off
+    assert len(passed) > 20
