@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
+from dlsched.gcpause import gc_paused
 from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
@@ -208,17 +209,18 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                            start_overhead=config.start_overhead,
                            rounds_only=config.rounds_only, keep_finished=False,
                            **failure_options(config))
-    started = time.perf_counter()
-    sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
-    result = sim.run()
-    result = replace(result, wall_seconds=time.perf_counter() - started)
-    fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
-                                     cluster)
-    summary = write_run(result, out_dir, config.jobs_format, fairness=fairness,
-                        positions=final_positions(sim.profile, sim))
-    admission = tenant_admission(sim.profile.queue_sort)
-    never = write_audit(sim.core, admission, out_dir, run_identity(result.info),
-                        spec_index(trace.jobs))
+    with gc_paused():  # the simulation and its reports (gcpause.py)
+        started = time.perf_counter()
+        sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
+        result = sim.run()
+        result = replace(result, wall_seconds=time.perf_counter() - started)
+        fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
+                                         cluster)
+        summary = write_run(result, out_dir, config.jobs_format, fairness=fairness,
+                            positions=final_positions(sim.profile, sim))
+        admission = tenant_admission(sim.profile.queue_sort)
+        never = write_audit(sim.core, admission, out_dir, run_identity(result.info),
+                            spec_index(trace.jobs))
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)

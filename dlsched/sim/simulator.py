@@ -7,13 +7,13 @@ sorted trace, merged with the heap at their place in that order: they never ente
 
 from __future__ import annotations
 
-import gc
 import heapq
 import math
 import time
 from dataclasses import dataclass
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.gcpause import gc_paused
 from dlsched.perf.model import ThroughputModel, get_throughput_model
 from dlsched.scheduling.decisions import CycleResult
 from dlsched.scheduling.profile import Profile
@@ -110,13 +110,8 @@ class Simulator:
         """Run to the end of the trace (or ``max_time``). The cyclic garbage collector is
         paused meanwhile: the loop makes no reference cycles (reference counting frees its
         garbage), and its scans of the ~10^5 live jobs cost ~10% of a Philly run."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             return self._run()
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _run(self) -> SimulationResult:
         started = time.perf_counter()

@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import gc
 import importlib
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dlsched.errors import InputError, InputLocation
+from dlsched.gcpause import gc_paused
 from dlsched.textinput import MAX_FIELD_CHARS, TextLines, field_at, value_problem
 from dlsched.textinput import first_line as text_first_line
 from dlsched.workload.job import JobSpec
@@ -119,19 +118,6 @@ def read_trace(path: str | Path, fmt: str | None = None,
                          f"(known: {', '.join(sorted(READERS))})")
     with gc_paused():
         return READERS[fmt].read(path, options or ReaderOptions())
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused (reference counting still frees): a reader makes
-    ~10^5 specs that live on, and each collection rescans them all (~25% of a Philly read)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 MAX_MAGNITUDE = 1e15  # any number a trace gives: 31 million years in seconds, 10^15 GPUs
