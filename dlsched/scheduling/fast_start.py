@@ -114,6 +114,7 @@ class FastLane:
         # it over, for a preemptive hooked policy (``_still_futile``).
         self.memo = self.hooked and bool(profile.post_filters)
         self._snapshot_now: float | None = None  # the time ``_hooked_snapshot`` was made for
+        self._hooked: ClusterSnapshot | None = None  # its snapshot, made once
         # One GPU, one score that names its best node (``place``'s own shortcut): the lane
         # takes that shortcut itself.
         single = _single_node_score(self.scores[0][0]) if len(self.scores) == 1 else None
@@ -175,9 +176,13 @@ class FastLane:
         if self._snapshot_now == now:
             return
         self._snapshot_now = now
-        state.snapshot = ClusterSnapshot(core.cluster, now, *core._views,
-                                         core.running.values(), (), core.throughput,
-                                         has_fractional=False)
+        snapshot = self._hooked
+        if snapshot is None:  # its books and running jobs are live views of the core's
+            snapshot = self._hooked = ClusterSnapshot(
+                core.cluster, now, *core._views, core.running.values(), (), core.throughput,
+                has_fractional=False)
+        object.__setattr__(snapshot, "now", now)  # only the time moves (frozen: ~4 us a new one)
+        state.snapshot = snapshot
         state.scratch.pop(_VERSION_SUMS, None)  # the memo's sums of node versions, per cycle
         state.started.clear()
 
