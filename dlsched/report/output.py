@@ -201,12 +201,29 @@ def _row_spec(values: Sequence[Any]) -> tuple[str, Sequence[Any] | None]:
     """A column's part of the row format and the values it takes (None: a constant)."""
     kinds = set(map(type, values))
     if kinds == {float}:
-        return FLOAT_FORMAT, values
+        whole = _whole_floats(values)
+        return (FLOAT_FORMAT, values) if whole is None else (_WHOLE_FORMAT, whole)
     if kinds == {int}:
         return "%d", values
     if kinds == {type(None)}:
         return "", None
     return "%s", _format_column(values)
+
+
+_WHOLE_FORMAT = "%d.000000"  # ``FLOAT_FORMAT`` of a whole number, from the int (~2x faster)
+_EXACT = 2.0 ** 53  # below it every whole float is exactly its int
+
+
+def _whole_floats(values: Sequence[float]) -> list[int] | None:
+    """A float column whose values are all whole numbers (trace times and GPU counts mostly
+    are), as ints, which ``_WHOLE_FORMAT`` writes as ``FLOAT_FORMAT`` writes the floats;
+    None otherwise (a fraction, NaN or infinity, -0.0, or beyond 2**53)."""
+    array = np.asarray(values, dtype=float)
+    with np.errstate(invalid="ignore"):
+        whole = bool((np.abs(array) < _EXACT).all() and (array == np.trunc(array)).all())
+    if not whole or np.signbit(array[array == 0.0]).any():
+        return None
+    return array.astype(np.int64).tolist()
 
 
 _SPECIAL = frozenset(',"\r\n')

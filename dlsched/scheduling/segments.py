@@ -63,7 +63,8 @@ class RunSegments:
         shares = [flat_shares[bounds[i]] if bounds[i + 1] > bounds[i] else 1.0
                   for i in range(len(self._ids))]
         shares += [float(began[2][0]) if began[2] else 1.0 for began in self._open.values()]
-        order = sorted(range(len(ids)), key=lambda i: (starts[i], ids[i]))
+        # by start, then job id, then as they were (tuples compared in C: no key call a row)
+        order = [i for _, _, i in sorted(zip(starts, ids, range(len(ids)), strict=True))]
         return ([ids[i] for i in order], [starts[i] for i in order], [ends[i] for i in order],
                 [gpus[i] for i in order], [shares[i] for i in order])
 

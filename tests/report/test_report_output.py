@@ -105,11 +105,15 @@ def test_csv_writer_by_columns_writes_what_csv_writer_writes(tmp_path: Path, see
     from dlsched.report.output import _cell, _write_csv
     rng = random.Random(seed)
     texts = ["", "plain", "a,b", 'say "hi"', "two\nlines", "cr\r", " spaced "]
+    # whole floats (written from ints), and whole but for one value the int cannot stand for
+    odd = rng.choice([-0.0, 2.0**53, 0.5, float("inf")])
     rows = [(rng.choice(texts), rng.choice([None, rng.uniform(-1e6, 1e6)]),
              rng.choice([None, rng.randrange(-5, 10**6)]), rng.uniform(0, 1),
-             rng.choice([True, False, None, "x,y", 3, 2.5])) for _ in range(50)]
+             rng.choice([True, False, None, "x,y", 3, 2.5]),
+             float(rng.choice([0, 2**52, -(2**52), rng.randrange(-10**9, 10**9)])),
+             odd if row == 25 else float(rng.randrange(-10, 10))) for row in range(50)]
     identity = {"policy": "fi,fo", "seed": 7, "version": ""}
-    columns = ("t", "f", "i", "g", "mixed")
+    columns = ("t", "f", "i", "g", "mixed", "whole", "nearly")
     _write_csv(tmp_path / "new.csv", columns, rows, identity)
     with (tmp_path / "old.csv").open("w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle, lineterminator="\n")
