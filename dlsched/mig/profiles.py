@@ -81,3 +81,15 @@ def mig_gpu_type(gpu_type: str) -> str | None:
         if kind.startswith(family):
             return f"{family}-80gb" if "80" in kind[len(family):] else family
     return None
+
+
+def profile_share(name: str) -> float:
+    """A MIG profile's share of its GPU's compute (slices / 7), from any family's name."""
+    for family in ("a100", "a100-80gb", "h100"):
+        try:
+            return mig_profile(name, family).compute / COMPUTE_SLICES
+        except UnknownMigProfile:
+            continue
+    raise UnknownMigProfile(f"unknown MIG profile {name!r} (known: 1g.5gb ... 7g.40gb on "
+                            "A100 40GB, 1g.10gb ... 7g.80gb on A100 80GB and H100, or 1g, 2g, "
+                            "3g, 4g, 7g)")

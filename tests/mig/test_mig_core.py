@@ -11,7 +11,7 @@ import pytest
 from builders import make_cluster, records_of, simulator
 
 from dlsched.errors import InputError
-from dlsched.mig.book import profile_share
+from dlsched.mig.profiles import profile_share
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers import ReaderOptions, read_trace
 

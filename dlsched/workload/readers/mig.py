@@ -7,8 +7,7 @@ line and field."""
 
 from __future__ import annotations
 
-from dlsched.mig.book import profile_share
-from dlsched.mig.profiles import UnknownMigProfile
+from dlsched.mig.profiles import UnknownMigProfile, profile_share
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import CsvRowReader, RowContext, register_reader
 
