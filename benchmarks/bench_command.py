@@ -34,17 +34,32 @@ DEFAULT_TRACE = ROOT.parent / "shared/data/traces/philly/philly.csv"
 OUTPUTS = ("jobs.csv", "timeline.csv", "segments.csv")
 
 
-def run_once(tree: Path, policy: str, trace: str, cluster: str, out: Path) -> tuple[float, float]:
-    """(wall, user + system CPU) seconds of one ``dlsched simulate`` process from ``tree``."""
+def clean_env(tree: Path) -> dict[str, str]:
+    """A user's fresh shell, with ``tree``'s package first on the path."""
     env = {"HOME": os.environ.get("HOME", "/tmp"), "PYTHONPATH": str(tree),
            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     if "DLSCHED_DATA" in os.environ:
         env["DLSCHED_DATA"] = os.environ["DLSCHED_DATA"]
+    return env
+
+
+def package_of(tree: Path, scratch: Path) -> str:
+    """Where ``tree``'s processes import dlsched from (run from a folder without a package:
+    ``python -m`` puts the working directory before PYTHONPATH)."""
+    done = subprocess.run([sys.executable, "-c", "import dlsched; print(dlsched.__file__)"],
+                          env=clean_env(tree), cwd=scratch, capture_output=True, text=True,
+                          check=True)
+    return str(Path(done.stdout.strip()).parent)
+
+
+def run_once(tree: Path, policy: str, trace: str, cluster: str, out: Path) -> tuple[float, float]:
+    """(wall, user + system CPU) seconds of one ``dlsched simulate`` process from ``tree``."""
     command = [sys.executable, "-m", "dlsched.cli", "simulate", "--trace", trace, "--cluster",
                cluster, "--policy", policy, "--out", str(out)]
     before = os.times()
     started = time.perf_counter()
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, env=clean_env(tree), cwd=out.parent, capture_output=True,
+                          text=True, check=False)
     wall = time.perf_counter() - started
     after = os.times()
     if done.returncode != 0:
@@ -65,7 +80,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--policies", default="fifo,tiresias")
     parser.add_argument("--cluster", default="philly")
-    parser.add_argument("--trace", default=str(DEFAULT_TRACE))
+    parser.add_argument("--trace", default=str(DEFAULT_TRACE.resolve()))
     parser.add_argument("--repeat", type=int, default=3, help="runs per tree and policy")
     parser.add_argument("--base", type=Path, default=None,
                         help="another source tree to run alternately (outputs compared)")
@@ -74,6 +89,8 @@ def main() -> None:
     trees = {"this": ROOT} if args.base is None else {"base": args.base.resolve(), "this": ROOT}
     order = list(trees) if len(trees) == 1 else ["base", "this", "this", "base"]
     with tempfile.TemporaryDirectory(prefix="bench-command-") as scratch:
+        for name, tree in trees.items():
+            print(f"{name}: dlsched from {package_of(tree, Path(scratch))}")
         for policy in args.policies.split(","):
             times: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
             outputs: dict[str, dict[str, str]] = {}
