@@ -480,7 +480,8 @@ class Scheduler:
         """The reason the last cycle that looked at the job gave: its own, or its bucket's
         when a later cycle skipped the bucket without looking at it (bucket_scan.py)."""
         if self._bulk_reasons and job.status.is_waiting:
-            bulk = self._bulk_reasons.get(self._bucket_of(job))
+            bucket = self.waiting.bucket_named(job.job_id)
+            bulk = self._bulk_reasons.get(self._bucket_of(job) if bucket is None else bucket)
             if bulk is not None and bulk[0] > job.reason_stamp:
                 return bulk[1]
         return job.pending_reason

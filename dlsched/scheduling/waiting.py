@@ -28,6 +28,7 @@ class WaitingQueue:
         self._key_of: dict[str, Any] = {}  # each job's static key, as computed when it came
         self._bucket_of = bucket_of if static_key is not None else None
         self._buckets: dict[Hashable, tuple[list[Any], list[Job]]] = {}
+        self._bucket_named: dict[str, Hashable] = {}  # each job's bucket, as filed
 
     def add(self, job: Job) -> None:
         self._jobs[job.job_id] = job
@@ -41,7 +42,8 @@ class WaitingQueue:
                 self._by_queue[queue] = []
             _insert(keys, self._by_queue[queue], key, job)
             if self._bucket_of is not None:
-                bucket = self._buckets.setdefault(self._bucket_of(job), ([], []))
+                name = self._bucket_named[job.job_id] = self._bucket_of(job)
+                bucket = self._buckets.setdefault(name, ([], []))
                 _insert(bucket[0], bucket[1], key, job)
 
     def pop(self, job_id: str) -> Job:
@@ -54,7 +56,7 @@ class WaitingQueue:
             if not self._by_queue[queue]:
                 del self._queue_keys[queue], self._by_queue[queue]
             if self._bucket_of is not None:
-                name = self._bucket_of(job)
+                name = self._bucket_named.pop(job_id)  # a job's bucket does not change either
                 bucket = self._buckets[name]
                 _remove(bucket[0], bucket[1], key, job)
                 if not bucket[1]:
@@ -87,6 +89,10 @@ class WaitingQueue:
     def by_queue(self) -> dict[str, list[Job]]:
         """Each queue's jobs in the static order (live lists: read them, do not keep them)."""
         return self._by_queue
+
+    def bucket_named(self, job_id: str) -> Hashable | None:
+        """The bucket a waiting job is filed in (None: not waiting, or no buckets)."""
+        return self._bucket_named.get(job_id)
 
     def buckets(self) -> dict[Hashable, tuple[list[Any], list[Job]]]:
         """Each bucket's (static keys, jobs) in the static order (live lists, as ``by_queue``);
