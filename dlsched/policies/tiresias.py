@@ -73,6 +73,11 @@ class DiscretizedLas:
         self._demotion_count = 0  # demotions applied so far (versions ``_demotion_sums``)
         self._demotion_sums: dict[int, tuple[np.ndarray, int, int]] = {}
         self._seeded = False
+        # Waiting jobs by the queue their key files them in (told by ``on_waiting``, promotions
+        # and ``reserve``): a demotion can change a decision only while one waits above the
+        # last queue (``_demotions_matter``).
+        self._waiting_queue: dict[str, int] = {}
+        self._waiting_in = [0] * (len(thresholds) + 1)
 
     @property
     def lane_safe(self) -> bool:
@@ -98,6 +103,7 @@ class DiscretizedLas:
         """The core tells of a job that starts waiting (submitted, or stopped after a run of
         ``last_run_seconds``): note when it will starve, if it can."""
         self._promoted.discard(job.job_id)
+        self._file_waiting(job.job_id, self.queue_of(None, job))
         if not self.promote_knob:
             return
         executed = self._executed.get(job.job_id, 0.0) + job.last_run_seconds
@@ -126,6 +132,7 @@ class DiscretizedLas:
                 continue
             if now - job.queued_since >= self._starve_wait(job.job_id):
                 self._promoted.add(job.job_id)
+                self._file_waiting(job.job_id, 0)
                 changed.append(job)
             else:
                 early.append(entry)
@@ -175,11 +182,21 @@ class DiscretizedLas:
         return (state.now - job.queued_since >= self._starve_wait(job.job_id)
                 and self._level(self._service(state, job)) > 0)
 
+    def _file_waiting(self, job_id: str, queue: int | None) -> None:
+        """Count a waiting job in ``queue`` (None: it no longer waits)."""
+        before = self._waiting_queue.pop(job_id, None)
+        if before is not None:
+            self._waiting_in[before] -= 1
+        if queue is not None:
+            self._waiting_queue[job_id] = queue
+            self._waiting_in[queue] += 1
+
     # -- Reserve --------------------------------------------------------------------------
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         now = state.snapshot.now
+        self._file_waiting(job.job_id, None)
         if self.promote_knob:
             self._count_wait(state, job, now)
         self._promoted.discard(job.job_id)
@@ -240,7 +257,8 @@ class DiscretizedLas:
     # -- Wake-ups -------------------------------------------------------------------------
     def next_wakeup(self, state: CycleState) -> float | None:
         self._advance(state)
-        first = self._demotions[0][0] if self._demotions else None
+        first = (self._demotions[0][0] if self._demotions and self._demotions_matter(state)
+                 else None)
         if not self.min_runtime and not self.promote_knob:  # the default: demotions only
             return first if first is not None and first > state.snapshot.now else None
         times = [first]
@@ -253,6 +271,23 @@ class DiscretizedLas:
                       and self._level(self._service(state, job)) > 0]
         future = [t for t in times if t is not None and t > state.now]
         return min(future) if future else None
+
+    def _demotions_matter(self, state: CycleState) -> bool:
+        """Whether a running job's demotion can change a decision before the next arrival,
+        completion or preemption (each a cycle of its own, which applies the demotions due by
+        then: ``_advance``). A demoted job becomes a victim of the waiting jobs of the queues
+        above its new one only (§3.2), and nothing else a cycle decides moves with it; so while
+        every waiting job, those this cycle evicts included, is in the last queue, no
+        demotion's cycle can start or preempt anything, and none is woken for. Always with
+        ``same_queue_preemption`` (a job demoted into a waiting job's queue may become its
+        victim) or protection (victims also change with time)."""
+        if self.same_queue_preemption or self.min_runtime:
+            return True
+        last = len(self.thresholds)
+        if any(self._waiting_in[:last]):
+            return True
+        return any(self._level(self._service(state, job)) < last
+                   for job in state.evicted.values())
 
     def _victim_starves(self, state: CycleState, job: Job) -> float:
         """How long a job evicted in this cycle may wait before it starves (it has run
