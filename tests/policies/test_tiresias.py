@@ -158,3 +158,33 @@ def test_starvation_counts_runs_and_waits_since_the_last_promotion() -> None:
     records = run("tiresias", make_cluster(nodes=1, gpus=1), jobs,
                   options={"thresholds": "100", "promote_knob": "1"})
     assert_schedule(records, [("A", 0, 1100, 1100), ("B", 100, 150, 50), ("C", 160, 210, 50)])
+
+
+@pytest.mark.parametrize("options", [
+    {"thresholds": (600.0,)}, {"thresholds": (600.0,), "promote_knob": 2.0},
+    {"thresholds": (300.0, 1200.0)}], ids=["two-queues", "promotion", "three-queues"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_demotions_while_all_wait_in_the_last_queue_wake_nothing(
+        options: dict, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No wake-up is asked for a demotion while every waiting job is in the last queue (a
+    demoted job can only become a victim of a job above it): the same schedule, timeline and
+    segments as when every demotion wakes a cycle, with fewer cycles."""
+    from builders import random_preemptive_jobs, simulator
+
+    from dlsched.policies.tiresias import DiscretizedLas
+
+    def outcome(sim: object) -> tuple:
+        result = sim.run()  # type: ignore[attr-defined]
+        records = sorted((r.job_id, r.first_start, r.finish_time, r.preemptions, r.gpu_seconds)
+                         for r in result.jobs)
+        timeline = result.timeline
+        return (records, list(timeline.times), list(timeline.used_gpus),
+                list(timeline.waiting), sim.core.segments.all()), result.cycles  # type: ignore
+
+    jobs = random_preemptive_jobs(seed)
+    cluster = make_cluster(nodes=2, gpus=4)
+    quiet, quiet_cycles = outcome(simulator("tiresias", cluster, jobs, options=options))
+    monkeypatch.setattr(DiscretizedLas, "_demotions_matter", lambda self, state: True)
+    woken, woken_cycles = outcome(simulator("tiresias", cluster, jobs, options=options))
+    assert quiet == woken
+    assert quiet_cycles < woken_cycles
