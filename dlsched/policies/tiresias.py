@@ -78,6 +78,9 @@ class DiscretizedLas:
         # last queue (``_demotions_matter``).
         self._waiting_queue: dict[str, int] = {}
         self._waiting_in = [0] * (len(thresholds) + 1)
+        # Whether only this plugin's own PostFilter preempts by its queues; the tenant layer,
+        # which also orders and preempts by them, sets it False (tenancy/profile.py).
+        self.own_preemption_only = True
 
     @property
     def lane_safe(self) -> bool:
@@ -280,8 +283,9 @@ class DiscretizedLas:
         every waiting job, those this cycle evicts included, is in the last queue, no
         demotion's cycle can start or preempt anything, and none is woken for. Always with
         ``same_queue_preemption`` (a job demoted into a waiting job's queue may become its
-        victim) or protection (victims also change with time)."""
-        if self.same_queue_preemption or self.min_runtime:
+        victim), protection (victims also change with time), or when another plugin preempts
+        by these queues too (``own_preemption_only`` False: the tenant layer)."""
+        if not self.own_preemption_only or self.same_queue_preemption or self.min_runtime:
             return True
         last = len(self.thresholds)
         if any(self._waiting_in[:last]):

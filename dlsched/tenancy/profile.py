@@ -50,6 +50,9 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     kept = [_Stripped(p, config) for p in own
             if any(hasattr(p, point) for point in (*_POINTS, "post_filter")
                    if point != "on_waiting")]
+    for plugin in own:  # the tenant layer orders and preempts by the policy's keys too
+        if hasattr(plugin, "own_preemption_only"):
+            plugin.own_preemption_only = False
     filters = [f for f in profile.filters if f not in own]
     admission = TenantAdmission(config, profile.queue_sort)
     wrapped = Profile(f"{profile.name}+tenants", admission, kept, placement=profile.placement,

@@ -56,3 +56,23 @@ def test_with_tenants_wraps_without_changing_the_policy() -> None:
     assert profile.queue_sort.inner is inner.queue_sort
     assert profile.name == "tiresias+tenants" and not profile.strict_fifo
     assert [p.name for p in profile.post_filters] == ["tenants", "tiresias-2dlas"]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_tiresias_inside_tenants_wakes_for_every_demotion(seed: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tenant layer orders and preempts by Tiresias' queues too, so a demotion may matter
+    to it while every waiting job is in Tiresias' last queue: inside it, Tiresias asks a
+    wake-up for every demotion (the run equals the one where every demotion wakes a cycle)."""
+    from builders import random_preemptive_jobs
+
+    from dlsched.policies.tiresias import DiscretizedLas
+
+    inner = tiresias(thresholds=(600.0,))
+    wrapped = with_tenants(inner, ONE_QUEUE)
+    assert not inner.queue_sort.own_preemption_only
+    assert tiresias().queue_sort.own_preemption_only
+    jobs = tuple(random_preemptive_jobs(seed))
+    quiet = _records(wrapped, jobs)
+    monkeypatch.setattr(DiscretizedLas, "_demotions_matter", lambda self, state: True)
+    assert _records(with_tenants(tiresias(thresholds=(600.0,)), ONE_QUEUE), jobs) == quiet
