@@ -106,14 +106,15 @@ class DiscretizedLas:
         """The core tells of a job that starts waiting (submitted, or stopped after a run of
         ``last_run_seconds``): note when it will starve, if it can."""
         self._promoted.discard(job.job_id)
-        self._file_waiting(job.job_id, self.queue_of(None, job))
+        queue = self.queue_of(None, job)  # its service's level: it is not promoted now
+        self._file_waiting(job.job_id, queue)
         if not self.promote_knob:
             return
         executed = self._executed.get(job.job_id, 0.0) + job.last_run_seconds
         if executed <= 0:
             return
         self._executed[job.job_id] = executed
-        if self._level(self._service(None, job)) > 0:  # queue 0 is never promoted
+        if queue > 0:  # queue 0 is never promoted
             at = job.queued_since + self._starve_wait(job.job_id)
             self._promotion_seq += 1
             heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))

@@ -113,7 +113,7 @@ class FastLane:
         # A job its memo tells will fail again is passed over here as the full cycle passes
         # it over, for a preemptive hooked policy (``_still_futile``).
         self.memo = self.hooked and bool(profile.post_filters)
-        self._snapshot_now: float | None = None  # the time ``_hooked_snapshot`` was made for
+        self._snapshot_ready = False  # ``_hooked_snapshot`` made for this cycle
         self._hooked: ClusterSnapshot | None = None  # its snapshot, made once
         # One GPU, one score that names its best node (``place``'s own shortcut): the lane
         # takes that shortcut itself.
@@ -140,7 +140,7 @@ class FastLane:
             jobs = core.waiting.in_order()
         state, futile, best_single = self.state, self.futile, self.best_single
         placed: list[tuple[Job, tuple[int, ...]]] = []
-        self._snapshot_now = None
+        self._snapshot_ready = False
         reasons: dict[str, str] = {}
         for job in jobs:
             spec = job.spec
@@ -171,11 +171,10 @@ class FastLane:
     def _hooked_snapshot(self) -> None:
         """The scratchpad's snapshot as the full cycle's: this cycle's time and running
         jobs (the books are the core's own); made once per cycle, when first needed."""
-        core, state = self.core, self.state
-        now = core.clock.now()
-        if self._snapshot_now == now:
+        if self._snapshot_ready:
             return
-        self._snapshot_now = now
+        self._snapshot_ready = True
+        core, state, now = self.core, self.state, self.core.clock.now()
         snapshot = self._hooked
         if snapshot is None:  # its books and running jobs are live views of the core's
             snapshot = self._hooked = ClusterSnapshot(
@@ -211,9 +210,8 @@ class FastLane:
         Reserve each placed job in order (``started`` filled as ``cycle._place`` fills it), the
         wake-up asked, then the core starts them and notes the others' reasons."""
         core, state = self.core, self.state
-        self._hooked_snapshot()
+        self._hooked_snapshot()  # ``started`` empty since
         started = state.started
-        started.clear()
         for job, gpus in placed:
             started[job.job_id] = gpus
             for plugin in self.reserves:
