@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -223,12 +223,16 @@ class DiscretizedLas:
             self._waited[job_id] = self._waited.get(job_id, 0.0) + (now - job.queued_since)
 
     # -- PostFilter -----------------------------------------------------------------------
-    def post_filter(self, state: CycleState, job: Job) -> Iterator[Job]:
+    def post_filter(self, state: CycleState, job: Job) -> Iterable[Job]:
         """Running jobs of lower queues (and, with ``same_queue_preemption``, later jobs of
         the same queue), the lowest first (Tiresias §3.2: a job of a higher queue preempts
-        jobs of lower ones); lazily, since the cycle reads only as many as it needs."""
+        jobs of lower ones); lazily, since the cycle reads only as many as it needs. A job of
+        the last queue has none (told as an empty tuple: the cycle then looks no further)."""
         self._advance(state)
-        return self._victims(state, job)
+        queue = self.queue_of(state, job)
+        if queue == len(self.thresholds) and not self.same_queue_preemption:
+            return ()
+        return self._victims(state, job, queue)
 
     def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
         """What decides this job's victims on ``nodes`` besides starts and stops: the
@@ -249,11 +253,11 @@ class DiscretizedLas:
                 self._demotion_sums = {id(nodes): cached}
         return cached[2]
 
-    def _victims(self, state: CycleState, job: Job) -> Iterator[Job]:
+    def _victims(self, state: CycleState, job: Job, queue: int) -> Iterator[Job]:
         key = (job.spec.submit_time, job.job_id) if self.same_queue_preemption else None
         now, protect = state.now, self.min_runtime
         return (
-            other for other in self._running.ranked_below(self.queue_of(state, job), key)
+            other for other in self._running.ranked_below(queue, key)
             if other.job_id not in state.evicted
             and not (protect and other.run_started is not None
                      and now - other.run_started < protect))
