@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 
 import numpy as np
 
@@ -69,6 +69,11 @@ class DiscretizedLas:
         self._waited: dict[str, float] = {}
         self._demotions: list[tuple[float, str, float | None, Job]] = []
         self._running = RunningByQueue(len(thresholds) + 1)
+        # Victims only among jobs of the preemptor's own scope (the tenant layer sets it to a
+        # job's cluster queue: ``tenancy/profile.py``): one index per scope, so a search reads
+        # only its scope's running jobs. None: one index for all.
+        self.victim_scope: Callable[[Job], Hashable] | None = None
+        self._scoped: dict[Hashable, RunningByQueue] = {}
         self._node_demotions: np.ndarray = np.zeros(0, dtype=np.int64)
         self._demotion_count = 0  # demotions applied so far (versions ``_demotion_sums``)
         self._demotion_sums: dict[int, tuple[np.ndarray, int, int]] = {}
@@ -207,7 +212,7 @@ class DiscretizedLas:
         # A promoted job's service is now 0, so its level is its queue (0) here too.
         service = self._service(state, job)
         level = self._level(service)
-        self._running.file(job, level, now)
+        self._running_of(job).file(job, level, now)
         self._push_demotion(state, job, now, len(gpus), service, level)
 
     def _count_wait(self, state: CycleState, job: Job, now: float) -> None:
@@ -257,7 +262,7 @@ class DiscretizedLas:
         key = (job.spec.submit_time, job.job_id) if self.same_queue_preemption else None
         now, protect = state.now, self.min_runtime
         return (
-            other for other in self._running.ranked_below(queue, key)
+            other for other in self._running_of(job).ranked_below(queue, key)
             if other.job_id not in state.evicted
             and not (protect and other.run_started is not None
                      and now - other.run_started < protect))
@@ -313,7 +318,8 @@ class DiscretizedLas:
             self._seeded = True
             self._node_demotions = np.zeros(state.cluster.num_nodes, dtype=np.int64)
             for job in state.snapshot.running:
-                self._running.file(job, self.queue_of(state, job), job.run_started or 0.0, now)
+                self._running_of(job).file(job, self.queue_of(state, job),
+                                          job.run_started or 0.0, now)
                 self._push_demotion(state, job, job.run_started)
         while heap and heap[0][0] <= now:
             _, _, started, job = heapq.heappop(heap)
@@ -321,12 +327,24 @@ class DiscretizedLas:
             if just_started or (job.run_started == started
                                 and job.status is JobStatus.RUNNING
                                 and job.job_id not in state.evicted):
-                self._running.file(job, self.queue_of(state, job), started or 0.0, now)
+                self._running_of(job).file(job, self.queue_of(state, job), started or 0.0,
+                                          now)
                 self._push_demotion(state, job, started)
                 demotions, gpu_node = self._node_demotions, state.layout.gpu_node
                 for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node
                     demotions[node] += 1
                 self._demotion_count += 1
+
+    def _running_of(self, job: Job) -> RunningByQueue:
+        """The index of the running jobs in ``job``'s victim scope."""
+        scope = self.victim_scope
+        if scope is None:
+            return self._running
+        key = scope(job)
+        index = self._scoped.get(key)
+        if index is None:
+            index = self._scoped[key] = RunningByQueue(len(self.thresholds) + 1)
+        return index
 
     def _push_demotion(self, state: CycleState, job: Job, started: float | None,
                        gpus: int | None = None, service: float | None = None,

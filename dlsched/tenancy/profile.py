@@ -32,12 +32,38 @@ class _Stripped:
             if hasattr(inner, point):
                 setattr(self, point, getattr(inner, point))
         if hasattr(inner, "post_filter"):
-            self.post_filter = self._same_queue_victims
+            if hasattr(inner, "victim_scope"):  # it keeps its running jobs per queue itself
+                inner.victim_scope = QueueScope(config)
+                self.post_filter = self._scoped_victims
+            else:
+                self.post_filter = self._same_queue_victims
 
     def _same_queue_victims(self, state: CycleState, job: Job) -> Iterable[Job]:
         own = self.config.cluster_queue_of(job.spec.queue)
         return (victim for victim in self.inner.post_filter(state, job)
                 if own is not None and self.config.cluster_queue_of(victim.spec.queue) is own)
+
+    def _scoped_victims(self, state: CycleState, job: Job) -> Iterable[Job]:
+        """The inner PostFilter's victims, already of the job's own cluster queue only."""
+        victims = self.inner.post_filter(state, job)
+        return victims if self.config.cluster_queue_of(job.spec.queue) is not None else ()
+
+
+class QueueScope:
+    """A job's victim scope under tenants: the name of its cluster queue (None: unknown)."""
+
+    def __init__(self, config: TenantConfig) -> None:
+        self.config = config
+        self._names: dict[str, str | None] = {}  # JobSpec.queue -> its cluster queue's name
+
+    def __call__(self, job: Job) -> str | None:
+        queue = job.spec.queue
+        try:
+            return self._names[queue]
+        except KeyError:
+            cq = self.config.cluster_queue_of(queue)
+            name = self._names[queue] = cq.name if cq is not None else None
+            return name
 
 
 def with_tenants(profile: Profile, config: TenantConfig) -> Profile:

@@ -16,7 +16,7 @@ looks for victims (issue 14). Other orders are sorted once per such cycle.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 from dlsched.scheduling.framework import QueueSortPlugin
@@ -32,15 +32,23 @@ class Preemption:
         self.queue_sort = queue_sort
         self.min_runtime = min_runtime
         self._index: RankedRunning | FallingRanks | None = None
+        self._kind: type[RankedRunning] | type[FallingRanks] | None = None
         if getattr(queue_sort, "running_static", False):
-            self._index = RankedRunning()
+            self._kind = RankedRunning
         elif getattr(queue_sort, "running_keys_fall", False):
-            self._index = FallingRanks()
+            self._kind = FallingRanks
+        if self._kind is not None:
+            self._index = self._kind()
+        # Victims only among running jobs of the preemptor's own scope (the tenant layer sets
+        # it to a job's cluster queue: ``tenancy/profile.py``): an index per scope, so that a
+        # search reads only its scope's jobs. None: one index for all.
+        self.victim_scope: Callable[[Job], Hashable] | None = None
+        self._scoped: dict[Hashable, RankedRunning | FallingRanks] = {}
 
     def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...] | Iterator[Job]:
         if self._index is not None:
             return self._from_index(state, job)
-        keys, jobs = self._ranked(state)
+        keys, jobs = self._ranked(state, job)
         first = bisect.bisect_right(keys, self.queue_sort.sort_key(state, job))
         return tuple(other for other in reversed(jobs[first:])
                      if other.job_id not in state.evicted)
@@ -53,7 +61,9 @@ class Preemption:
         to date once per cycle)."""
         index, sort_key = self._index, self.queue_sort.sort_key
         assert index is not None
-        if state.scratch.get(self.name) is None:
+        if self.victim_scope is not None:
+            index = self._scoped_index(state, job)
+        elif state.scratch.get(self.name) is None:
             index.refresh(state.snapshot.running, lambda other: sort_key(state, other))
             state.scratch[self.name] = True
         now, protect, evicted = state.now, self.min_runtime, state.evicted
@@ -61,20 +71,49 @@ class Preemption:
                 if other.job_id not in evicted
                 and (other.run_started is None or now - other.run_started >= protect))
 
-    def _ranked(self, state: CycleState) -> tuple[list[Any], list[Job]]:
-        """Running jobs that may be evicted, by rank; computed once per cycle (keys of running
-        jobs do not change within a cycle)."""
-        cached = state.scratch.get(self.name)
+    def _scoped_index(self, state: CycleState, job: Job) -> RankedRunning | FallingRanks:
+        """The index of ``job``'s scope, brought up to date once per cycle, when first read
+        (an index read in no cycle since keeps bounds that are still bounds: keys only fall),
+        with the running jobs of its scope."""
+        scope, sort_key = self.victim_scope, self.queue_sort.sort_key
+        assert scope is not None and self._kind is not None
+        fresh = state.scratch.get(self.name)
+        if fresh is None:
+            fresh = state.scratch[self.name] = (_by_scope(state.snapshot.running, scope), set())
+        key = scope(job)
+        index = self._scoped.get(key)
+        if index is None:
+            index = self._scoped[key] = self._kind()
+        if key not in fresh[1]:
+            fresh[1].add(key)
+            index.refresh(fresh[0].get(key, ()), lambda other: sort_key(state, other))
+        return index
+
+    def _ranked(self, state: CycleState, job: Job) -> tuple[list[Any], list[Job]]:
+        """Running jobs that may be evicted (of ``job``'s scope), by rank; computed once per
+        cycle (keys of running jobs do not change within a cycle)."""
+        scope = self.victim_scope
+        name = self.name if scope is None else (self.name, scope(job))
+        cached = state.scratch.get(name)
         if cached is None:
-            now = state.now
+            now, running = state.now, state.snapshot.running
+            if scope is not None:
+                running = [other for other in running if scope(other) == name[1]]
             pairs = sorted(
-                ((self.queue_sort.sort_key(state, other), other)
-                 for other in state.snapshot.running
+                ((self.queue_sort.sort_key(state, other), other) for other in running
                  if other.run_started is None or now - other.run_started >= self.min_runtime),
                 key=lambda pair: pair[0])
             cached = ([k for k, _ in pairs], [j for _, j in pairs])
-            state.scratch[self.name] = cached
+            state.scratch[name] = cached
         return cached
+
+
+def _by_scope(running: Iterable[Job], scope: Callable[[Job], Hashable]
+              ) -> dict[Hashable, list[Job]]:
+    grouped: dict[Hashable, list[Job]] = {}
+    for job in running:
+        grouped.setdefault(scope(job), []).append(job)
+    return grouped
 
 
 def protection_ends(state: CycleState, min_runtime: float) -> float | None:
