@@ -75,6 +75,22 @@ def config_yaml(queues: Sequence[dict[str, Any]], **top: Any) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+def cohort_yaml(quotas: Sequence[int], strict: int | None = None) -> str:
+    """The random-workload tests' tenants: one flavor ``any``, cluster queues q0, q1, ... of
+    these GPU quotas in one cohort ``all`` (reclaim any, 300 s minimum runtime), queue number
+    ``strict`` StrictFIFO, local queue ``team-x`` of q0, fair sharing (half-life one hour)."""
+    queues = [{"name": f"q{i}", "cohort": "all", "quotas": {"any": {"gpu": quota}},
+               "preemption": {"reclaim_within_cohort": "any", "min_runtime": 300}}
+              for i, quota in enumerate(quotas)]
+    if strict is not None:
+        queues[strict]["queueing_strategy"] = "StrictFIFO"
+    doc = {"flavors": [{"name": "any"}], "cohorts": [{"name": "all"}],
+           "cluster_queues": queues,
+           "local_queues": [{"name": "team-x", "cluster_queue": "q0"}],
+           "fair_sharing": {"enabled": True, "usage_half_life": 3600}}
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
 def _running(cluster: Cluster, free: np.ndarray, spec: R) -> Job:
     job = Job(JobSpec(spec.job_id, 0.0, spec.gpus, 1e6, queue=spec.queue, priority=spec.prio))
     nodes = [i for i, n in enumerate(cluster.nodes)

@@ -11,7 +11,7 @@ import random
 from typing import Any
 
 import pytest
-import yaml
+from harness import cohort_yaml
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.policies.fifo import fifo
@@ -26,17 +26,8 @@ from dlsched.workload.trace import Trace
 
 
 def _config(tight: bool, strict_queue: bool) -> str:
-    quotas = (8, 4, 8, 0) if tight else (16, 8, 16, 0)  # 16 GPUs in all
-    queues = [{"name": f"q{i}", "cohort": "all", "quotas": {"any": {"gpu": quota}},
-               "preemption": {"reclaim_within_cohort": "any", "min_runtime": 300}}
-              for i, quota in enumerate(quotas)]
-    if strict_queue:
-        queues[1]["queueing_strategy"] = "StrictFIFO"
-    doc = {"flavors": [{"name": "any"}], "cohorts": [{"name": "all"}],
-           "cluster_queues": queues,
-           "local_queues": [{"name": "team-x", "cluster_queue": "q0"}],
-           "fair_sharing": {"enabled": True, "usage_half_life": 3600}}
-    return yaml.safe_dump(doc, sort_keys=False)
+    return cohort_yaml((8, 4, 8, 0) if tight else (16, 8, 16, 0),  # 16 GPUs in all
+                       1 if strict_queue else None)
 
 
 def _trace(seed: int, jobs: int) -> Trace:
