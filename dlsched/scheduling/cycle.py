@@ -278,6 +278,12 @@ def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, 
         status = _place(profile, state, job)
     if status.ok:
         return status, ()
+    scope = _victim_scope(profile, state, job)
+    if scope is not None and job.spec.num_gpus >= misses.get(scope, 1 << 62):
+        # A job of its scope and shape asking no more GPUs, ranked before it (so with its
+        # victims among that job's), found no victims since the last eviction: neither does
+        # this one. Its own placement's status, as the search would have left it.
+        return status, ()
     for plugin in profile.post_filters:
         victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
         if victims:
@@ -286,7 +292,21 @@ def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, 
     shape = _shape(profile, state, job)
     if shape is not None:
         misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
+    if scope is not None:
+        misses[scope] = min(misses.get(scope, job.spec.num_gpus), job.spec.num_gpus)
     return status, ()
+
+
+def _victim_scope(profile: Profile, state: CycleState, job: Job) -> tuple | None:
+    """The key of failed victim searches that tell about ``job``'s (the QueueSort's
+    ``victim_miss_scope`` and the job's static shape), or None."""
+    hook = profile.victim_miss
+    if hook is None:
+        return None
+    scope = hook.victim_miss_scope(state, job)
+    if scope is None:
+        return None
+    return ("victims", scope, static_shape(state, job, profile.filters))
 
 
 def _place(profile: Profile, state: CycleState, job: Job) -> Status:

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
-OPTIONAL_HOOKS = ("static", "lane_safe", "ordered", "rank_epoch", "pending", "use_throughput",
-                  "walk_waiting",
+OPTIONAL_HOOKS = ("static", "lane_safe", "ordered", "rank_epoch", "victim_miss_scope", "pending",
+                  "use_throughput", "walk_waiting",
                   "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus")
 
 
@@ -55,6 +55,15 @@ class RankEpoch(Protocol):
     """A preemptive QueueSort whose ranks change only at known moments (Tiresias' levels)."""
 
     def rank_epoch(self, state: CycleState, job: Job, mask: np.ndarray) -> Hashable: ...
+
+
+@runtime_checkable
+class VictimMissScope(Protocol):
+    """A QueueSort under which victims are searched per scope (the tenant layer: a job's
+    cluster queue and flavor): within a cycle, a job whose placement and victim search failed
+    tells that a later job of its scope and shape asking no fewer GPUs fails them too."""
+
+    def victim_miss_scope(self, state: CycleState, job: Job) -> Hashable | None: ...
 
 
 @runtime_checkable

@@ -30,7 +30,14 @@ from dlsched.scheduling.framework import (
     ScorePlugin,
     WakeupPlugin,
 )
-from dlsched.scheduling.hooks import LazyOrder, RankEpoch, check_plugin, optional, plugin_label
+from dlsched.scheduling.hooks import (
+    LazyOrder,
+    RankEpoch,
+    VictimMissScope,
+    check_plugin,
+    optional,
+    plugin_label,
+)
 from dlsched.scheduling.plugins.filters import GpuTypeFilter, NodePoolFilter, RunnableFilter
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.plugins.scores import (
@@ -119,6 +126,7 @@ class Profile:
         # The QueueSort's optional hooks (hooks.py), None where it has none.
         self.lazy_order = optional(self.queue_sort, LazyOrder)
         self.rank_epoch = optional(self.queue_sort, RankEpoch)
+        self.victim_miss = optional(self.queue_sort, VictimMissScope)
 
     @property
     def preemptive(self) -> bool:

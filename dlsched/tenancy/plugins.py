@@ -112,6 +112,11 @@ class TenantAdmission:
         self.lines = WaitingLines(self.queue_of, self.request, self._submission_order)
         # Whether the cycle may walk waiting jobs by groups (groups.py; set by with_tenants)
         self.by_groups = False
+        # Whether every victim a job whose quota fits can get is the wrapped policy's, of its
+        # own cluster queue, and only the flavor narrows its nodes beyond the static filters
+        # (set by with_tenants): then failed victim searches tell about later jobs
+        # (``victim_miss_scope``).
+        self.scoped_victims = False
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -179,6 +184,18 @@ class TenantAdmission:
         if key is None:
             key = data.keys[job.job_id] = self._key(state, data, job)
         return key
+
+    def victim_miss_scope(self, state: CycleState, job: Job) -> tuple[str, str] | None:
+        """(cluster queue, flavor) of a job whose quota fits in one flavor (so Kueue names no
+        victims for it and the quota Permit passes), when the victims are the wrapped policy's
+        within the job's cluster queue (``scoped_victims``): a later job of the queue ranks
+        lower there, so its victims are among an earlier one's. None otherwise."""
+        if not self.scoped_victims or not groupable(job.spec):
+            return None
+        assignment = self.cycle(state).assigned.get(job.job_id)
+        if assignment is None or assignment.mode is not Mode.FIT or not assignment.flavor:
+            return None
+        return self.queue_of(job), assignment.flavor
 
     def ordered(self, state: CycleState) -> Iterator[Job]:
         """The waiting jobs in ``sort_key`` order, one round of queue positions at a time

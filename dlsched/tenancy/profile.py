@@ -85,7 +85,20 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
                       filters=filters, strict_fifo=False, round_seconds=profile.round_seconds,
                       acts_on_running=profile.acts_on_running, options=dict(profile.options))
     admission.by_groups = _walks_by_groups(wrapped, admission)
+    admission.scoped_victims = _scoped_victims(wrapped, admission)
     return wrapped
+
+
+def _scoped_victims(profile: Profile, admission: TenantAdmission) -> bool:
+    """Whether every PostFilter but the tenant layer's is a wrapped policy's kept per
+    cluster queue (``victim_scope``), the tenant layer's Filter (the flavor's nodes) is the
+    only one that is not static, and Kueue's admission order walks each queue in its own order
+    (a later job of a queue ranks lower in it)."""
+    return (admission.config.fair_sharing.admission_order is AdmissionOrder.KUEUE
+            and all(p is admission or (isinstance(p, _Stripped)
+                                   and getattr(p.inner, "victim_scope", None) is not None)
+                for p in profile.post_filters)
+            and [f for f in profile.filters if not getattr(f, "static", False)] == [admission])
 
 
 def _walks_by_groups(profile: Profile, admission: TenantAdmission) -> bool:

@@ -1,9 +1,12 @@
 """Victims per cluster queue under tenants (``victim_scope``): a wrapped policy that keeps its
 running jobs per cluster queue (SRTF's and EDF's preemption indexes, Tiresias' queues) chooses
-the victims that filtering its whole ranking by the preemptor's cluster queue chooses. On
+the victims that filtering its whole ranking by the preemptor's cluster queue chooses; and a
+failed victim search tells that a later job of its queue, flavor and shape asking no fewer GPUs
+finds none either (``victim_miss_scope``: that job's search is not made). On
 random contended workloads the schedule, the tenant audit and every cycle's pending book are
 those of the same run with the filter over the whole ranking. An index that missed a victim,
-offered one of another queue, or offered them in another order fails here."""
+offered one of another queue, or offered them in another order, or a skipped search that would
+have found victims (or left another reason), fails here."""
 
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ from dlsched.cluster.cluster import Cluster, Node
 from dlsched.policies.edf import edf
 from dlsched.policies.sjf import srtf
 from dlsched.policies.tiresias import tiresias
+from dlsched.scheduling import cycle as cycle_module
 from dlsched.scheduling.plugins.preemption import Preemption
 from dlsched.scheduling.profile import Profile
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
+from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.profile import QueueScope, _Stripped, with_tenants
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
@@ -45,7 +50,11 @@ def _trace(seed: int, jobs: int) -> Trace:
 
 
 def _unscoped(profile: Profile) -> None:
-    """The run's plugins as before scopes: one ranking for all, filtered by cluster queue."""
+    """The run's plugins as before scopes: one ranking for all, filtered by cluster queue, and
+    every victim search made."""
+    admission = profile.queue_sort
+    assert isinstance(admission, TenantAdmission) and admission.scoped_victims
+    admission.scoped_victims = False
     for plugin in profile.post_filters:
         if isinstance(plugin, _Stripped):
             assert isinstance(plugin.inner.victim_scope, QueueScope)
@@ -72,11 +81,24 @@ def _run(policy: Profile, text: str, trace: Trace, scoped: bool
         return result
 
     sim.core.cycle = cycle  # type: ignore[method-assign]
-    result = sim.run()
+    searches = 0
+    search = cycle_module._fewest_victims
+
+    def counted(*args: Any) -> Any:
+        nonlocal searches
+        searches += 1
+        return search(*args)
+
+    cycle_module._fewest_victims = counted  # type: ignore[assignment]
+    try:
+        result = sim.run()
+    finally:
+        cycle_module._fewest_victims = search  # type: ignore[assignment]
     audit = plugin.audit
     evictions = sum(job.preemptions for job in result.jobs)
     return (sorted(map(repr, result.jobs)),
-            (audit.pending, audit.evictions, audit.flavors, audit.never), books, evictions)
+            (audit.pending, audit.evictions, audit.flavors, audit.never), books,
+            (evictions, searches))
 
 
 def _srtf_sorted_per_cycle() -> Profile:
@@ -105,9 +127,13 @@ POLICIES: dict[str, Callable[[], Profile]] = {
 def test_victims_per_queue_are_those_of_the_whole_ranking_filtered(
         policy: str, seed: int, tight: bool) -> None:
     text, trace = _config(tight), _trace(seed, 90)
-    jobs, audit, books, evictions = _run(POLICIES[policy](), text, trace, scoped=True)
-    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace, scoped=False)
+    jobs, audit, books, (evictions, searches) = _run(POLICIES[policy](), text, trace,
+                                                     scoped=True)
+    want_jobs, want_audit, want_books, (_, every) = _run(POLICIES[policy](), text, trace,
+                                                          scoped=False)
     assert jobs == want_jobs
     assert audit == want_audit
     assert books == want_books
-    assert evictions > 0  # the policy's own preemption ran: the comparison is not vacuous
+    # The policy's own preemption ran and failed searches told about later jobs: the
+    # comparison is not vacuous.
+    assert evictions > 0 and searches < every
