@@ -46,7 +46,7 @@ class _Stripped:
     def _scoped_victims(self, state: CycleState, job: Job) -> Iterable[Job]:
         """The inner PostFilter's victims, already of the job's own cluster queue only."""
         victims = self.inner.post_filter(state, job)
-        return victims if self.config.cluster_queue_of(job.spec.queue) is not None else ()
+        return victims if self.inner.victim_scope(job) is not None else ()
 
 
 class QueueScope:
@@ -85,11 +85,11 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
                       filters=filters, strict_fifo=False, round_seconds=profile.round_seconds,
                       acts_on_running=profile.acts_on_running, options=dict(profile.options))
     admission.by_groups = _walks_by_groups(wrapped, admission)
-    admission.scoped_victims = _scoped_victims(wrapped, admission)
+    admission.scoped_victims = _victims_per_queue(wrapped, admission)
     return wrapped
 
 
-def _scoped_victims(profile: Profile, admission: TenantAdmission) -> bool:
+def _victims_per_queue(profile: Profile, admission: TenantAdmission) -> bool:
     """Whether every PostFilter but the tenant layer's is a wrapped policy's kept per
     cluster queue (``victim_scope``), the tenant layer's Filter (the flavor's nodes) is the
     only one that is not static, and Kueue's admission order walks each queue in its own order
