@@ -185,17 +185,19 @@ class TenantAdmission:
             key = data.keys[job.job_id] = self._key(state, data, job)
         return key
 
-    def victim_miss_scope(self, state: CycleState, job: Job) -> tuple[str, str] | None:
-        """(cluster queue, flavor) of a job whose quota fits in one flavor (so Kueue names no
-        victims for it and the quota Permit passes), when the victims are the wrapped policy's
-        within the job's cluster queue (``scoped_victims``): a later job of the queue ranks
-        lower there, so its victims are among an earlier one's. None otherwise."""
+    def victim_miss_scope(self, state: CycleState, job: Job) -> tuple[str, str, int] | None:
+        """(cluster queue, flavor, priority) of a job whose quota fits in one flavor (so Kueue
+        names no victims for it and the quota Permit passes), when the victims are the wrapped
+        policy's within the job's cluster queue (``scoped_victims``): a later job of the queue
+        and priority ranks lower by the policy's key, so its victims are among an earlier
+        one's. (A queue orders by priority first and the policy's victims by its key alone: a
+        later job of a lower priority may rank higher by the key.) None otherwise."""
         if not self.scoped_victims or not groupable(job.spec):
             return None
         assignment = self.cycle(state).assigned.get(job.job_id)
         if assignment is None or assignment.mode is not Mode.FIT or not assignment.flavor:
             return None
-        return self.queue_of(job), assignment.flavor
+        return self.queue_of(job), assignment.flavor, job.spec.priority
 
     def ordered(self, state: CycleState) -> Iterator[Job]:
         """The waiting jobs in ``sort_key`` order, one round of queue positions at a time

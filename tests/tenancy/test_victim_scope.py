@@ -45,7 +45,8 @@ def _trace(seed: int, jobs: int) -> Trace:
         specs.append(JobSpec(f"j{i}", round(now, 1), rng.choice((1, 1, 1, 2, 2, 4, 8)),
                              duration,
                              queue=rng.choice(("q0", "q1", "q2", "q3", "team-x", "nowhere")),
-                             deadline=round(now + duration * rng.uniform(1.2, 6.0), 1)))
+                             deadline=round(now + duration * rng.uniform(1.2, 6.0), 1),
+                             priority=rng.choice((0, 0, 1))))
     return Trace("random", tuple(specs))
 
 
