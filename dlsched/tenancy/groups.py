@@ -65,6 +65,8 @@ class Group:
     shape: Hashable
     gpu_types: tuple[str, ...]
     request: Mapping[str, float]
+    priority: int | None = None  # the members' priority, when groups split by it
+    key: Hashable = None  # its key in ``Groups.groups``
     entries: list[Any] = field(default_factory=list)  # members' line entries, sorted
     jobs: list[Job] = field(default_factory=list)
     fresh: list[Any] = field(default_factory=list)  # entries of the members not steady
@@ -80,6 +82,9 @@ class Groups:
 
     def __init__(self, request: Callable[[Job], Mapping[str, float]]) -> None:
         self.request = request
+        # Groups split by priority too (a preemptive walk: a failed victim search tells only
+        # about later jobs of its priority, ``TenantAdmission.victim_miss_scope``).
+        self.by_priority = False
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()
@@ -93,11 +98,12 @@ class Groups:
     def join(self, job: Job, cq: str, entry: Any) -> None:
         spec = job.spec
         asked = self.request(job)
-        key = (cq, spec.num_gpus, shape_of(spec), tuple(asked.items()))
+        priority = spec.priority if self.by_priority else None
+        key = (cq, spec.num_gpus, shape_of(spec), tuple(asked.items()), priority)
         group = self.groups.get(key)
         if group is None:
             group = self.groups[key] = Group(cq, spec.num_gpus, shape_of(spec), spec.gpu_types,
-                                             asked)
+                                             asked, priority, key)
             self._file(group)
         _insert(group.entries, group.jobs, entry, job)
         _insert(group.fresh, group.fresh_jobs, entry, job)
@@ -113,7 +119,7 @@ class Groups:
             _remove(group.fresh, group.fresh_jobs, entry, job)
             self._fresh_left(group)
         if not group.jobs:
-            del self.groups[(cq, group.num_gpus, group.shape, tuple(group.request.items()))]
+            del self.groups[group.key]
             self._unfile(group)
 
     def _file(self, group: Group) -> None:
@@ -204,8 +210,9 @@ class GroupWalk:
     key; ``droppable(group)``: whether the group may be skipped now (its queue takes part,
     its quota fits); ``fits_queue(cq)``: the same for every group of queue ``cq`` at once
     (its one flavor has room for the most any group asks); ``closed(cq)``: the cycle closed
-    the queue; ``status()``: (bulk still on, anything evicted, the quota version) after each
-    try; ``free()``: the GPUs wholly free now.
+    the queue; ``status()``: (bulk still on, how many jobs were evicted, the quota version)
+    after each try; ``free()``: the GPUs wholly free now; ``misses``: the known misses, which
+    hold until the next eviction (it clears them).
 
     At the start every group of a queue that fits and asks for more GPUs than are wholly free
     is cold: dropped from its first job without a heap entry (on a full cluster, nearly all);
@@ -216,9 +223,11 @@ class GroupWalk:
                  droppable: Callable[[Group], bool], fits_queue: Callable[[str], bool],
                  closed: Callable[[str], bool],
                  status: Callable[[], tuple[bool, bool, int]],
-                 misses: Mapping[Hashable, tuple[int, str]],
-                 flavor_of: Callable[[Group], str | None], free: Callable[[], int]) -> None:
+                 misses: dict[Hashable, tuple[int, str]],
+                 flavor_of: Callable[[Group], str | None], free: Callable[[], int],
+                 preemptive: bool = False) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
+        self.preemptive = preemptive
         self.droppable, self.fits_queue = droppable, fits_queue
         self.closed, self.status = closed, status
         self.misses, self.flavor_of = misses, flavor_of
@@ -231,6 +240,7 @@ class GroupWalk:
         self._count = itertools.count()
         self._frontier: tuple = ()
         self._version = -1
+        self._evictions = 0
 
     def release(self) -> None:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
@@ -264,7 +274,7 @@ class GroupWalk:
         free = self.free()
         for cq, sizes in groups.sizes.items():
             by_size = groups.by_size[cq]
-            if groups.typed.get(cq) or not self.fits_queue(cq):
+            if self.preemptive or groups.typed.get(cq) or not self.fits_queue(cq):
                 warm = sizes
             else:
                 self.cold[cq] = free
@@ -321,10 +331,12 @@ class GroupWalk:
         flavor = self.flavor_of(group)
         if flavor is None:
             return None
-        free = self.free()
-        if group.num_gpus > free:
-            return _no_room(group, free)
-        known = self.misses.get((group.shape, flavor))
+        if not self.preemptive:
+            free = self.free()
+            if group.num_gpus > free:
+                return _no_room(group, free)
+        known = self.misses.get(miss_key(group.shape, flavor, group.cq, group.priority,
+                                         self.preemptive))
         return known[1] if known is not None and group.num_gpus >= known[0] else None
 
     def _drop(self, group: Group, index: int, detail: str) -> None:
@@ -342,10 +354,15 @@ class GroupWalk:
 
     def _catch_up(self) -> None:
         """After a try: bring back dropped groups that a start, an eviction or a failed
-        PreFilter may have changed."""
-        if not self.dropped and not self.cold:
+        PreFilter may have changed. An eviction may free GPUs: the misses known before it no
+        longer tell (free GPUs and victims only shrink between evictions)."""
+        bulk, evictions, version = self.status()
+        evicted = evictions != self._evictions
+        if evicted:
+            self._evictions = evictions
+            self.misses.clear()
+        elif not self.dropped and not self.cold:
             return
-        bulk, evicted, version = self.status()
         if not bulk or evicted:
             for group in list(self.dropped):
                 self._resume(group)
@@ -388,6 +405,14 @@ class GroupWalk:
         if low < len(group.entries):
             heapq.heappush(self._heap, (self.key(group, group.entries[low], group.jobs[low]),
                                         next(self._count), _FULL, low, group.gen, group))
+
+
+def miss_key(shape: Hashable, flavor: str, cq: str, priority: int | None,
+             preemptive: bool) -> tuple:
+    """What a failed placement tells about: later jobs of its shape and flavor asking no fewer
+    GPUs; under a preemptive policy (whose victim search failed too) only those of its cluster
+    queue and priority, whose victims are among its own (``victim_miss_scope``)."""
+    return (shape, flavor, cq, priority) if preemptive else (shape, flavor)
 
 
 def _no_room(group: Group, free: int) -> str:

@@ -38,7 +38,7 @@ from dlsched.tenancy.config import (
     TenantConfig,
 )
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
-from dlsched.tenancy.groups import Group, Groups, GroupWalk, groupable, shape_of
+from dlsched.tenancy.groups import Group, Groups, GroupWalk, groupable, miss_key, shape_of
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
 from dlsched.tenancy.ordering import admission_key
@@ -117,6 +117,10 @@ class TenantAdmission:
         # (set by with_tenants): then failed victim searches tell about later jobs
         # (``victim_miss_scope``).
         self.scoped_victims = False
+        # Whether the walk by groups runs under the wrapped policy's own preemption (set by
+        # with_tenants): a group is dropped only once a job of its queue and priority failed
+        # its victim search too (``groups.miss_key``).
+        self.preemptive_walk = False
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -271,8 +275,9 @@ class TenantAdmission:
             self.groups, key, position, lambda group: self._droppable(data, group),
             lambda cq: self._fits(data, cq, self.groups.most(cq)),
             lambda cq: bool(blocked) and self._closed(cq, blocked),
-            lambda: (data.bulk, bool(state.evicted), data.view.version), data.misses,
-            lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole)
+            lambda: (data.bulk, len(state.evicted), data.view.version), data.misses,
+            lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole,
+            self.preemptive_walk)
         try:
             yield from data.walk
         finally:  # the pending book keeps the walk's record, not the cycle's state
@@ -302,7 +307,7 @@ class TenantAdmission:
     def _fits(self, data: _Cycle, cq: str, request: Mapping[str, float]) -> bool:
         """``request`` is available to ``cq`` in its one flavor now (while the walk skips)."""
         flavor = self._one_flavor.get(cq)
-        if not data.bulk or flavor is None or data.view.evicted:
+        if not data.bulk or flavor is None:
             return False
         usage = data.view.sync()
         version, known = data.available
@@ -320,12 +325,15 @@ class TenantAdmission:
 
     def _missed(self, state: CycleState, data: _Cycle, job: Job, text: str) -> None:
         """``job`` passed PreFilter (FIT in its flavor) and failed placement: a later job of
-        its shape and flavor asking as many GPUs fails too while nothing is evicted."""
+        its shape and flavor (and under the policy's own preemption, of its queue and priority)
+        asking as many GPUs fails too until the next eviction (the walk then clears the
+        misses)."""
         assignment = data.assigned.get(job.job_id)
         if (assignment is None or assignment.mode is not Mode.FIT or not assignment.flavor
-                or state.evicted or data.targets.get(job.job_id) or not groupable(job.spec)):
+                or data.targets.get(job.job_id) or not groupable(job.spec)):
             return
-        key = (shape_of(job.spec), assignment.flavor)
+        key = miss_key(shape_of(job.spec), assignment.flavor, self.queue_of(job),
+                       job.spec.priority, self.preemptive_walk)
         known = data.misses.get(key)
         if known is None or job.spec.num_gpus < known[0]:
             data.misses[key] = (job.spec.num_gpus, text)

@@ -84,8 +84,12 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     wrapped = Profile(f"{profile.name}+tenants", admission, kept, placement=profile.placement,
                       filters=filters, strict_fifo=False, round_seconds=profile.round_seconds,
                       acts_on_running=profile.acts_on_running, options=dict(profile.options))
-    admission.by_groups = _walks_by_groups(wrapped, admission)
     admission.scoped_victims = _victims_per_queue(wrapped, admission)
+    admission.by_groups = _walks_by_groups(wrapped, admission)
+    # The wrapped policy preempts inside each queue: the walk drops a group only after a
+    # failed victim search of its queue and priority.
+    admission.preemptive_walk = admission.by_groups and len(wrapped.post_filters) > 1
+    admission.groups.by_priority = admission.preemptive_walk
     return wrapped
 
 
@@ -104,12 +108,13 @@ def _victims_per_queue(profile: Profile, admission: TenantAdmission) -> bool:
 def _walks_by_groups(profile: Profile, admission: TenantAdmission) -> bool:
     """Whether the cycle may skip groups of alike jobs (``tenancy/groups.py``): a static
     order inside each queue, Kueue's order across queues, and nothing but the tenant layer
-    deciding per job (the only PreFilter, PostFilter and failure plugin; static filters
-    besides its own)."""
+    deciding per job (the only PreFilter and failure plugin; static filters besides its own;
+    no PostFilter but its own and the wrapped policy's kept per cluster queue, whose failed
+    searches tell about later jobs: ``scoped_victims``)."""
     return (bool(getattr(admission.inner, "static", False))
             and admission.config.fair_sharing.admission_order is AdmissionOrder.KUEUE
             and list(profile.pre_filters) == [admission]
-            and list(profile.post_filters) == [admission]
+            and (list(profile.post_filters) == [admission] or admission.scoped_victims)
             and list(profile.blocked) == [admission] and not profile.acts_on_running
             and all(getattr(f, "static", False) for f in profile.filters if f is not admission))
 

@@ -8,14 +8,16 @@ or that skipped a job whose reasons would have changed, fails here."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from harness import cohort_yaml
 
 from dlsched.cluster.cluster import Cluster, Node
+from dlsched.policies.edf import edf
 from dlsched.policies.fifo import fifo
-from dlsched.policies.sjf import sjf
+from dlsched.policies.sjf import sjf, srtf
 from dlsched.scheduling.profile import Profile
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
@@ -31,14 +33,16 @@ def _config(tight: bool, strict_queue: bool) -> str:
 
 
 def _trace(seed: int, jobs: int) -> Trace:
-    rng = random.Random(seed)
+    rng, late = random.Random(seed), random.Random(-seed)
     specs, now = [], 0.0
     for i in range(jobs):
         now += rng.expovariate(1 / 40.0)
+        duration = rng.uniform(200, 4000)
         specs.append(JobSpec(f"j{i}", round(now, 1), rng.choice((1, 1, 1, 2, 2, 4, 8)),
-                             rng.uniform(200, 4000),
+                             duration,
                              queue=rng.choice(("q0", "q1", "q2", "q3", "team-x")),
-                             priority=rng.choice((0, 0, 0, 1))))
+                             priority=rng.choice((0, 0, 0, 1)),
+                             deadline=round(now + duration * late.uniform(1.2, 6.0), 1)))
     return Trace("random", tuple(specs))
 
 
@@ -73,12 +77,24 @@ def _run(policy: Profile, text: str, trace: Trace, by_groups: bool
             (audit.pending, audit.evictions, audit.flavors, audit.never), books, skipped)
 
 
+POLICIES: dict[str, Callable[[], Profile]] = {
+    "fifo": lambda: fifo(strict=False), "sjf": sjf, "srtf": srtf, "edf": edf,
+    "srtf-protected": lambda: srtf(min_runtime=900.0),
+}
+
+
 @pytest.mark.parametrize(("policy", "seed", "tight", "strict_queue"),
                          [("fifo", 0, False, False), ("fifo", 1, True, True),
-                          ("sjf", 2, False, True), ("sjf", 3, True, False)])
+                          ("sjf", 2, False, True), ("sjf", 3, True, False),
+                          ("srtf", 4, False, False), ("srtf", 5, True, True),
+                          ("srtf-protected", 6, True, False), ("edf", 7, False, False),
+                          ("edf", 8, True, False)])
 def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
         policy: str, seed: int, tight: bool, strict_queue: bool) -> None:
-    make = {"fifo": lambda: fifo(strict=False), "sjf": sjf}[policy]
+    """For a preemptive policy (SRTF, EDF) the walk drops a group only after a job of its
+    queue and priority failed its victim search too; the comparison then covers the
+    policy's own evictions inside each queue."""
+    make = POLICIES[policy]
     text, trace = _config(tight, strict_queue), _trace(seed, 80)
     jobs, audit, books, skipped = _run(make(), text, trace, by_groups=True)
     want_jobs, want_audit, want_books, _ = _run(make(), text, trace, by_groups=False)
