@@ -147,6 +147,16 @@ class WaitingLines:
             if job_id not in members:
                 self._insert(job, within)
 
+    def refile(self, jobs: Sequence[Job], within: WithinKey) -> None:
+        """Waiting jobs whose static key changed while they wait (Tiresias' starvation
+        promotion: the policy's ``key_changes``) move to their new place."""
+        if not self.static:
+            return
+        for job in jobs:
+            if job.job_id in self.queue_of_id:
+                self._remove(job.job_id)
+                self._insert(job, within)
+
     def _insert(self, job: Job, within: WithinKey) -> None:
         job_id = job.job_id
         cq = self.queue_of_id[job_id] = self.queue_of(job)

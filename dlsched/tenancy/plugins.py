@@ -109,6 +109,9 @@ class TenantAdmission:
         self._names: dict[str, tuple[str, ...]] = {}
         self._queue_names: dict[str, str] = {}  # JobSpec.queue -> cluster queue name
         self._submission_order = bool(getattr(inner, "static", False))
+        # A static key that changes while a job waits is told by the policy (Tiresias'
+        # promotions), as the core asks of a QueueSort of its own (``scheduler.py``).
+        self._key_changes = getattr(inner, "key_changes", None)
         self.lines = WaitingLines(self.queue_of, self.request, self._submission_order)
         # Whether the cycle may walk waiting jobs by groups (groups.py; set by with_tenants)
         self.by_groups = False
@@ -359,8 +362,14 @@ class TenantAdmission:
         if data.rank_usage is not None:
             return
         inner_key = self.inner.sort_key
+
+        def within(job: Job) -> Any:
+            return inner_key(state, job)
+
         self.groups.settle(self.lines.entries)
-        self.lines.update(state.snapshot.waiting, lambda j: inner_key(state, j))
+        self.lines.update(state.snapshot.waiting, within)
+        if self._key_changes is not None:  # the core asks only its own QueueSort
+            self.lines.refile(self._key_changes(state.now), within)
         data.positions = self.pending.positions = self.lines.positions
         data.least = self.lines.least
         data.rank_usage = data.view.usage.copy()

@@ -18,6 +18,7 @@ from dlsched.cluster.cluster import Cluster, Node
 from dlsched.policies.edf import edf
 from dlsched.policies.fifo import fifo
 from dlsched.policies.sjf import sjf, srtf
+from dlsched.policies.tiresias import tiresias
 from dlsched.scheduling.profile import Profile
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
@@ -80,6 +81,9 @@ def _run(policy: Profile, text: str, trace: Trace, by_groups: bool
 POLICIES: dict[str, Callable[[], Profile]] = {
     "fifo": lambda: fifo(strict=False), "sjf": sjf, "srtf": srtf, "edf": edf,
     "srtf-protected": lambda: srtf(min_runtime=900.0),
+    "tiresias": lambda: tiresias(thresholds=(1200.0,)),
+    "tiresias-promote": lambda: tiresias(thresholds=(600.0, 6000.0), promote_knob=1.0),
+    "tiresias-same-queue": lambda: tiresias(thresholds=(1200.0,), same_queue_preemption=True),
 }
 
 
@@ -88,10 +92,12 @@ POLICIES: dict[str, Callable[[], Profile]] = {
                           ("sjf", 2, False, True), ("sjf", 3, True, False),
                           ("srtf", 4, False, False), ("srtf", 5, True, True),
                           ("srtf-protected", 6, True, False), ("edf", 7, False, False),
-                          ("edf", 8, True, False)])
+                          ("edf", 8, True, False), ("tiresias", 9, False, False),
+                          ("tiresias", 10, True, False), ("tiresias-promote", 11, True, False),
+                          ("tiresias-same-queue", 12, False, True)])
 def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
         policy: str, seed: int, tight: bool, strict_queue: bool) -> None:
-    """For a preemptive policy (SRTF, EDF) the walk drops a group only after a job of its
+    """For a preemptive policy (SRTF, EDF, Tiresias) the walk drops a group only after a job of its
     queue and priority failed its victim search too; the comparison then covers the
     policy's own evictions inside each queue."""
     make = POLICIES[policy]
