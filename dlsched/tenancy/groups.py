@@ -10,24 +10,32 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
 
 - known miss: the group asks for more GPUs than are wholly free in the cluster (what
   ``placement.count_miss`` tells a preemptive profile's try from the counts), or a job of the
-  same shape and flavor asking no more GPUs failed placement in this cycle (free GPUs only
-  shrink while nothing is evicted); and the group's request still fits its queue's quota in
-  its one flavor (so its jobs would pass PreFilter and fail placement);
+  same shape and flavor asking no more GPUs failed placement in this cycle since the last
+  eviction (free GPUs only shrink between evictions; an eviction clears the misses); and the
+  group's request still fits its queue's quota in its one flavor (so its jobs would pass
+  PreFilter and fail placement);
+- under a policy that preempts inside each queue (SRTF, EDF, Tiresias: ``preemptive``), more
+  GPUs than are free is no miss (victims may make room): a miss is a job of the same queue,
+  priority, shape and flavor asking no more GPUs that failed placement *and* its victim search
+  since the last eviction. A later member ranks no higher by the policy's key, so its victims
+  are among that job's (``TenantAdmission.victim_miss_scope``; groups are split by priority,
+  since a queue orders by priority first and the policy's victims by its key alone);
 - what a skipped try would have done: record "quota reserved but no node fits the gang" (the
   pending book answers those jobs lazily: ``PendingBook.bulk``) and log the job's reasons in
   the audit when they changed. A job whose last logged reasons are exactly that ("steady")
   logs nothing, so only steady jobs are skipped; the others (new arrivals, jobs whose reasons
   changed, jobs that may be backing off) are still visited one by one at their turn;
 - a dropped group comes back from the walk's position (its jobs visited again) when its quota
-  no longer fits after a start, when anything is evicted, or when any PreFilter fails (a quota
+  no longer fits after a start, after an eviction, or when any PreFilter fails (a quota
   failure may close queues or hold quota: the walk is then job by job for the rest of the
   cycle).
 
 Not skipped: queues of several flavors, StrictFIFO queues, jobs asking for shares, MIG slices,
 tensor-parallel groups, elastic sizes or more than GPUs. The walk is used only where nothing
 else decides per job (``with_tenants`` sets ``TenantAdmission.by_groups``: a static inner order,
-the tenant layer the only PreFilter, PostFilter and failure plugin, static filters besides its
-own, Kueue's admission order). The core's own reason text of a skipped job stays the one of its
+the tenant layer the only PreFilter and failure plugin, no PostFilter but its own and the
+wrapped policy's kept per cluster queue, static filters besides its own, Kueue's admission
+order). The core's own reason text of a skipped job stays the one of its
 last try.
 """
 

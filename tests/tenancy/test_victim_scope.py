@@ -1,12 +1,13 @@
 """Victims per cluster queue under tenants (``victim_scope``): a wrapped policy that keeps its
 running jobs per cluster queue (SRTF's and EDF's preemption indexes, Tiresias' queues) chooses
 the victims that filtering its whole ranking by the preemptor's cluster queue chooses; and a
-failed victim search tells that a later job of its queue, flavor and shape asking no fewer GPUs
-finds none either (``victim_miss_scope``: that job's search is not made). On
+failed victim search tells that a later job of its queue, flavor, priority and shape asking no
+fewer GPUs finds none either (``victim_miss_scope``: that job's search is not made). On
 random contended workloads the schedule, the tenant audit and every cycle's pending book are
 those of the same run with the filter over the whole ranking. An index that missed a victim,
 offered one of another queue, or offered them in another order, or a skipped search that would
-have found victims (or left another reason), fails here."""
+have found victims (or left another reason), fails here; so does a scope without the
+priority (jobs are drawn with two priorities)."""
 
 from __future__ import annotations
 
