@@ -93,6 +93,9 @@ class Groups:
         # Groups split by priority too (a preemptive walk: a failed victim search tells only
         # about later jobs of its priority, ``TenantAdmission.victim_miss_scope``).
         self.by_priority = False
+        # miss key -> (GPUs, detail, stops, starts in the queue): failed victim searches kept
+        # across cycles (``TenantAdmission.carried_miss``)
+        self.carry: dict[Hashable, tuple[int, str, int, int]] = {}
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()
@@ -220,11 +223,14 @@ class GroupWalk:
     (its one flavor has room for the most any group asks); ``closed(cq)``: the cycle closed
     the queue; ``status()``: (bulk still on, how many jobs were evicted, the quota version)
     after each try; ``free()``: the GPUs wholly free now; ``misses``: the known misses, which
-    hold until the next eviction (it clears them).
+    hold until the next eviction (it clears them); ``carried(group)``: the detail of a miss
+    from an earlier cycle that still tells about the group's jobs (preemptive), or None.
 
     At the start every group of a queue that fits and asks for more GPUs than are wholly free
     is cold: dropped from its first job without a heap entry (on a full cluster, nearly all);
-    only the groups that may fit and the cold groups' jobs that are not steady are merged."""
+    so is, under a preemptive policy, a group with a carried miss; only the groups that may
+    fit and the cold groups' jobs that are not steady are merged. Cold groups come back as
+    dropped ones do (an eviction, a failed PreFilter, quota that no longer fits)."""
 
     def __init__(self, groups: Groups, key: Callable[[Group, Any, Job], tuple],
                  position: Callable[[Group, Any], int],
@@ -233,7 +239,8 @@ class GroupWalk:
                  status: Callable[[], tuple[bool, bool, int]],
                  misses: dict[Hashable, tuple[int, str]],
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int],
-                 preemptive: bool = False) -> None:
+                 preemptive: bool = False,
+                 carried: Callable[[Group], str | None] | None = None) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
         self.droppable, self.fits_queue = droppable, fits_queue
@@ -244,6 +251,8 @@ class GroupWalk:
         self.dropped: dict[Group, None] = {}
         self.cold: dict[str, int] = {}  # queue -> its groups above this many GPUs are cold
         self.warmed: set[Group] = set()  # cold groups brought back
+        self.carried = carried
+        self.carried_cold: dict[Group, str] = {}  # cold by a carried miss -> its detail
         self._heap: list[tuple] = []
         self._count = itertools.count()
         self._frontier: tuple = ()
@@ -254,6 +263,7 @@ class GroupWalk:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
         self.key = self.position = self.droppable = self.closed = None  # type: ignore[assignment]
         self.status = self.free = self.fits_queue = None  # type: ignore[assignment]
+        self.carried = None
         self._heap = []
         self.dropped = {}
 
@@ -266,6 +276,9 @@ class GroupWalk:
         group = self.groups.group_of.get(job_id)
         if group is None or job_id not in self.groups.steady:
             return None
+        carried = self.carried_cold.get(group)
+        if carried is not None:
+            return carried
         if self._is_cold(group):
             return _no_room(group, self.cold[group.cq])
         ranges = self.skipped.get(group)
@@ -290,8 +303,14 @@ class GroupWalk:
                 for group in groups.with_fresh.get(cq, ()):
                     if group.num_gpus > free:
                         self._push_fresh(group, 0)
+            carried = self.carried if self.preemptive else None
             for size in warm:
                 for group in by_size[size]:
+                    if carried is not None and (detail := carried(group)) is not None:
+                        self.carried_cold[group] = detail
+                        if group.fresh:
+                            self._push_fresh(group, 0)
+                        continue
                     heap.append(((self.position(group, group.entries[0]),), next(count),
                                  _PARTIAL, 0, group.gen, group))
         heapq.heapify(heap)
@@ -369,15 +388,17 @@ class GroupWalk:
         if evicted:
             self._evictions = evictions
             self.misses.clear()
-        elif not self.dropped and not self.cold:
+        elif not self.dropped and not self.cold and not self.carried_cold:
             return
         if not bulk or evicted:
             for group in list(self.dropped):
                 self._resume(group)
             for cq in list(self.cold):
                 for group in self._cold_groups(cq):
-                    self._warm(group)
+                    self._warm(group, _no_room(group, self.cold[cq]))
                 del self.cold[cq]
+            for group, detail in list(self.carried_cold.items()):
+                self._warm(group, detail)
             return
         if version != self._version:
             self._version = version
@@ -387,13 +408,16 @@ class GroupWalk:
             for cq in [q for q in self.cold if not self.fits_queue(q)]:
                 for group in self._cold_groups(cq):
                     if not self.droppable(group):
-                        self._warm(group)
+                        self._warm(group, _no_room(group, self.cold[cq]))
+            for group, detail in [(g, d) for g, d in self.carried_cold.items()
+                                  if not self.fits_queue(g.cq) and not self.droppable(g)]:
+                self._warm(group, detail)
 
-    def _warm(self, group: Group) -> None:
+    def _warm(self, group: Group, detail: str) -> None:
         """A cold group comes back: skipped from its first job up to the frontier."""
         self.warmed.add(group)
-        self.skipped.setdefault(group, []).append([0, None, _no_room(group,
-                                                                      self.cold[group.cq])])
+        self.carried_cold.pop(group, None)
+        self.skipped.setdefault(group, []).append([0, None, detail])
         self.dropped[group] = None
         self._resume(group)
 

@@ -124,6 +124,10 @@ class TenantAdmission:
         # with_tenants): a group is dropped only once a job of its queue and priority failed
         # its victim search too (``groups.miss_key``).
         self.preemptive_walk = False
+        # Whether a failed victim search tells about later cycles too, while no job stops
+        # anywhere and none starts in its queue (set by with_tenants where the wrapped
+        # policy's victims only shrink with time: ``victims_only_shrink``).
+        self.carry_misses = False
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -280,7 +284,8 @@ class TenantAdmission:
             lambda cq: bool(blocked) and self._closed(cq, blocked),
             lambda: (data.bulk, len(state.evicted), data.view.version), data.misses,
             lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole,
-            self.preemptive_walk)
+            self.preemptive_walk,
+            (lambda group: self.carried_miss(data, group)) if self.carry_misses else None)
         try:
             yield from data.walk
         finally:  # the pending book keeps the walk's record, not the cycle's state
@@ -339,7 +344,32 @@ class TenantAdmission:
                        job.spec.priority, self.preemptive_walk)
         known = data.misses.get(key)
         if known is None or job.spec.num_gpus < known[0]:
-            data.misses[key] = (job.spec.num_gpus, text)
+            data.misses[key] = known = (job.spec.num_gpus, text)
+        if self.carry_misses:
+            ledger = self.ledger
+            self.groups.carry[key] = (*known, ledger.stops,
+                                      ledger.starts_in.get(self.queue_of(job), 0))
+
+    def carried_miss(self, data: _Cycle, group: Group) -> str | None:
+        """The detail of a failed placement and victim search of an earlier cycle that tells
+        about ``group``'s jobs now, or None. It tells while no job stopped anywhere (free GPUs
+        only shrank) and none started in the group's queue (no new victims) since the cycle
+        it was made in (the ledger's counts are those of each cycle's start, so a start later
+        in that cycle counts too), the wrapped policy's victims only shrink with time, and
+        the group's quota still fits (``_droppable``): a job of the group's queue, priority,
+        shape and flavor asking no more GPUs ranks no lower than the group's jobs."""
+        flavor = self._one_flavor.get(group.cq)
+        if flavor is None or self.groups.typed.get(group.cq):
+            return None
+        key = miss_key(group.shape, flavor, group.cq, group.priority, True)
+        known = self.groups.carry.get(key)
+        if known is None or group.num_gpus < known[0]:
+            return None
+        ledger = self.ledger
+        if known[2] != ledger.stops or known[3] != ledger.starts_in.get(group.cq, 0):
+            del self.groups.carry[key]
+            return None
+        return known[1] if self._droppable(data, group) else None
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""

@@ -90,6 +90,9 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     # failed victim search of its queue and priority.
     admission.preemptive_walk = admission.by_groups and len(wrapped.post_filters) > 1
     admission.groups.by_priority = admission.preemptive_walk
+    admission.carry_misses = admission.preemptive_walk and all(
+        getattr(p.inner, "victims_only_shrink", False)
+        for p in wrapped.post_filters if isinstance(p, _Stripped))
     return wrapped
 
 

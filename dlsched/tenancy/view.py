@@ -69,6 +69,13 @@ class Ledger:
         # reads the core's running table by set differences instead of every running job.
         self.told = False
         self._started: list[str] = []
+        # Changes of the running table as of the last ``update``: every job gone (finished,
+        # evicted, moved; also one started and gone between two updates), and per cluster
+        # queue (by ``JobSpec.queue``) every job started. A
+        # failed victim search is carried to later cycles while both stay as they were
+        # (``TenantAdmission.carried_miss``).
+        self.stops = 0
+        self.starts_in: dict[str | None, int] = {}
 
     def started(self, job_id: str) -> None:
         self._started.append(job_id)
@@ -79,6 +86,7 @@ class Ledger:
         if self.told and self.integral and self._update_told(state, started, masks, gpu_node):
             return
         running = {job.job_id: job for job in state.snapshot.running}
+        self.stops += sum(1 for job_id in dict.fromkeys(started) if job_id not in running)
         for job_id in [j for j in self._allocations if j not in running]:
             self._remove(job_id)
             self.assigned.pop(job_id, None)
@@ -103,6 +111,8 @@ class Ledger:
         if any(job_id in known for job_id in new) or (
                 len(known) - len(gone) + len(new) != len(table)):
             return False
+        # jobs started since and gone already (finished or evicted before this update)
+        self.stops += len(dict.fromkeys(started)) - len(new)
         for job_id in gone:  # whole requests: the order of removals changes no sum
             self._remove(job_id)
             self.assigned.pop(job_id, None)
@@ -112,6 +122,9 @@ class Ledger:
 
     def _add(self, job: Job, masks: Mapping[str, np.ndarray], gpu_node: np.ndarray) -> None:
         job_id = job.job_id
+        cq = self.config.cluster_queue_of(job.spec.queue)
+        name = cq.name if cq is not None else None
+        self.starts_in[name] = self.starts_in.get(name, 0) + 1
         self._allocations[job_id] = job.allocation
         self._forget_start(job_id)
         if job.run_started is not None:
@@ -134,6 +147,7 @@ class Ledger:
             del self.starts[bisect.bisect_left(self.starts, start)]
 
     def _remove(self, job_id: str) -> None:
+        self.stops += 1
         a = self.admitted.pop(job_id, None)
         self._allocations.pop(job_id, None)
         self._forget_start(job_id)

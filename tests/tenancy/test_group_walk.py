@@ -33,12 +33,15 @@ def _config(tight: bool, strict_queue: bool) -> str:
                        1 if strict_queue else None)
 
 
-def _trace(seed: int, jobs: int) -> Trace:
+def _trace(seed: int, jobs: int, short: float = 0.0) -> Trace:
+    """``short``: the share of jobs that run 5-60 s (some end before the next cycle)."""
     rng, late = random.Random(seed), random.Random(-seed)
     specs, now = [], 0.0
     for i in range(jobs):
         now += rng.expovariate(1 / 40.0)
         duration = rng.uniform(200, 4000)
+        if short and late.random() < short:
+            duration = late.uniform(5.0, 60.0)
         specs.append(JobSpec(f"j{i}", round(now, 1), rng.choice((1, 1, 1, 2, 2, 4, 8)),
                              duration,
                              queue=rng.choice(("q0", "q1", "q2", "q3", "team-x")),
@@ -108,3 +111,21 @@ def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
     assert audit == want_audit
     assert books == want_books
     assert skipped > 0  # the walk did skip jobs: the comparison is not vacuous
+
+
+@pytest.mark.parametrize(("policy", "seed", "tight"),
+                         [("srtf", 18, True), ("srtf", 13, False), ("edf", 13, True),
+                          ("edf", 14, False)])
+def test_the_walk_with_jobs_that_end_before_the_next_cycle(policy: str, seed: int,
+                                                           tight: bool) -> None:
+    """A job that starts and ends between two cycles frees GPUs the next cycle may use: a
+    failed victim search carried across cycles (``TenantAdmission.carried_miss``) must not
+    outlive it."""
+    text, trace = _config(tight, False), _trace(seed, 100, short=0.4)
+    jobs, audit, books, skipped = _run(POLICIES[policy](), text, trace, by_groups=True)
+    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
+                                                by_groups=False)
+    assert jobs == want_jobs
+    assert audit == want_audit
+    assert books == want_books
+    assert skipped > 0

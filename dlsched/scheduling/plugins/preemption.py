@@ -45,6 +45,13 @@ class Preemption:
         self.victim_scope: Callable[[Job], Hashable] | None = None
         self._scoped: dict[Hashable, RankedRunning | FallingRanks] = {}
 
+    @property
+    def victims_only_shrink(self) -> bool:
+        """Whether a waiting job's victims can only shrink with time while no job starts or
+        stops: no protection window to end, and running keys fixed (EDF) or falling (SRTF)
+        while the preemptor's is fixed while it waits."""
+        return not self.min_runtime and self._kind is not None
+
     def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...] | Iterator[Job]:
         if self._index is not None:
             return self._from_index(state, job)
