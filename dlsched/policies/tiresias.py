@@ -247,6 +247,15 @@ class DiscretizedLas:
         self._advance(state)
         return (self._demotions_on(nodes), self.queue_of(state, job))
 
+    def victims_epoch(self, state: CycleState) -> Hashable | None:
+        """What, besides starts and stops, may give a waiting job more victims: the demotions
+        applied so far (a demoted job may become a victim of a higher queue). None with
+        protection, which ends with time alone."""
+        if self.min_runtime:
+            return None
+        self._advance(state)
+        return self._demotion_count
+
     def _demotions_on(self, nodes: np.ndarray) -> int:
         """Demotions so far on ``nodes``, kept per mask until the next demotion anywhere (the
         masks are mostly the placement's cached arrays)."""

@@ -93,9 +93,9 @@ class Groups:
         # Groups split by priority too (a preemptive walk: a failed victim search tells only
         # about later jobs of its priority, ``TenantAdmission.victim_miss_scope``).
         self.by_priority = False
-        # miss key -> (GPUs, detail, stops, starts in the queue): failed victim searches kept
-        # across cycles (``TenantAdmission.carried_miss``)
-        self.carry: dict[Hashable, tuple[int, str, int, int]] = {}
+        # miss key -> (GPUs, detail, stops, starts in the queue, victims' epoch): failed victim
+        # searches kept across cycles (``TenantAdmission.carried_miss``)
+        self.carry: dict[Hashable, tuple[int, str, int, int, tuple]] = {}
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -124,10 +124,10 @@ class TenantAdmission:
         # with_tenants): a group is dropped only once a job of its queue and priority failed
         # its victim search too (``groups.miss_key``).
         self.preemptive_walk = False
-        # Whether a failed victim search tells about later cycles too, while no job stops
-        # anywhere and none starts in its queue (set by with_tenants where the wrapped
-        # policy's victims only shrink with time: ``victims_only_shrink``).
-        self.carry_misses = False
+        # The wrapped policies' ``victims_epoch`` (set by with_tenants where each has one): a
+        # failed victim search then tells about later cycles too, while no job stops
+        # anywhere, none starts in its queue and the epochs stay (``carried_miss``).
+        self.victim_epochs: list[Callable[[CycleState], Hashable | None]] = []
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -285,7 +285,8 @@ class TenantAdmission:
             lambda: (data.bulk, len(state.evicted), data.view.version), data.misses,
             lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole,
             self.preemptive_walk,
-            (lambda group: self.carried_miss(data, group)) if self.carry_misses else None)
+            (lambda group: self.carried_miss(state, data, group)) if self.victim_epochs
+            else None)
         try:
             yield from data.walk
         finally:  # the pending book keeps the walk's record, not the cycle's state
@@ -345,19 +346,26 @@ class TenantAdmission:
         known = data.misses.get(key)
         if known is None or job.spec.num_gpus < known[0]:
             data.misses[key] = known = (job.spec.num_gpus, text)
-        if self.carry_misses:
-            ledger = self.ledger
-            self.groups.carry[key] = (*known, ledger.stops,
-                                      ledger.starts_in.get(self.queue_of(job), 0))
+        if self.victim_epochs:
+            epoch = self._victims_epoch(state)
+            if epoch is not None:
+                ledger = self.ledger
+                self.groups.carry[key] = (*known, ledger.stops,
+                                          ledger.starts_in.get(self.queue_of(job), 0), epoch)
 
-    def carried_miss(self, data: _Cycle, group: Group) -> str | None:
+    def _victims_epoch(self, state: CycleState) -> tuple | None:
+        epochs = tuple(epoch(state) for epoch in self.victim_epochs)
+        return None if any(e is None for e in epochs) else epochs
+
+    def carried_miss(self, state: CycleState, data: _Cycle, group: Group) -> str | None:
         """The detail of a failed placement and victim search of an earlier cycle that tells
         about ``group``'s jobs now, or None. It tells while no job stopped anywhere (free GPUs
         only shrank) and none started in the group's queue (no new victims) since the cycle
         it was made in (the ledger's counts are those of each cycle's start, so a start later
-        in that cycle counts too), the wrapped policy's victims only shrink with time, and
-        the group's quota still fits (``_droppable``): a job of the group's queue, priority,
-        shape and flavor asking no more GPUs ranks no lower than the group's jobs."""
+        in that cycle counts too), the wrapped policies' ``victims_epoch`` is the same (their
+        victims only shrink with time in between), and the group's quota still fits
+        (``_droppable``): a job of the group's queue, priority, shape and flavor asking no
+        more GPUs ranks no lower than the group's jobs."""
         flavor = self._one_flavor.get(group.cq)
         if flavor is None or self.groups.typed.get(group.cq):
             return None
@@ -366,7 +374,8 @@ class TenantAdmission:
         if known is None or group.num_gpus < known[0]:
             return None
         ledger = self.ledger
-        if known[2] != ledger.stops or known[3] != ledger.starts_in.get(group.cq, 0):
+        if (known[2] != ledger.stops or known[3] != ledger.starts_in.get(group.cq, 0)
+                or known[4] != self._victims_epoch(state)):
             del self.groups.carry[key]
             return None
         return known[1] if self._droppable(data, group) else None

@@ -90,9 +90,10 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     # failed victim search of its queue and priority.
     admission.preemptive_walk = admission.by_groups and len(wrapped.post_filters) > 1
     admission.groups.by_priority = admission.preemptive_walk
-    admission.carry_misses = admission.preemptive_walk and all(
-        getattr(p.inner, "victims_only_shrink", False)
-        for p in wrapped.post_filters if isinstance(p, _Stripped))
+    epochs = [getattr(p.inner, "victims_epoch", None) for p in wrapped.post_filters
+              if isinstance(p, _Stripped)]
+    if admission.preemptive_walk and all(epoch is not None for epoch in epochs):
+        admission.victim_epochs = epochs  # type: ignore[assignment]
     return wrapped
 
 

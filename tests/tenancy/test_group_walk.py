@@ -115,7 +115,8 @@ def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
 
 @pytest.mark.parametrize(("policy", "seed", "tight"),
                          [("srtf", 18, True), ("srtf", 13, False), ("edf", 13, True),
-                          ("edf", 14, False)])
+                          ("edf", 14, False), ("tiresias", 15, True),
+                          ("tiresias-promote", 16, False)])
 def test_the_walk_with_jobs_that_end_before_the_next_cycle(policy: str, seed: int,
                                                            tight: bool) -> None:
     """A job that starts and ends between two cycles frees GPUs the next cycle may use: a

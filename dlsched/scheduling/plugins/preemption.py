@@ -45,12 +45,11 @@ class Preemption:
         self.victim_scope: Callable[[Job], Hashable] | None = None
         self._scoped: dict[Hashable, RankedRunning | FallingRanks] = {}
 
-    @property
-    def victims_only_shrink(self) -> bool:
-        """Whether a waiting job's victims can only shrink with time while no job starts or
-        stops: no protection window to end, and running keys fixed (EDF) or falling (SRTF)
-        while the preemptor's is fixed while it waits."""
-        return not self.min_runtime and self._kind is not None
+    def victims_epoch(self, state: CycleState) -> Hashable | None:
+        """What, besides starts and stops, may give a waiting job more victims (None: time
+        alone may). Nothing here when no protection window ends and the running keys are
+        fixed (EDF) or falling (SRTF) while the preemptor's is fixed as it waits."""
+        return () if not self.min_runtime and self._kind is not None else None
 
     def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...] | Iterator[Job]:
         if self._index is not None:
