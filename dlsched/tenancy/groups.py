@@ -236,7 +236,7 @@ class GroupWalk:
                  position: Callable[[Group, Any], int],
                  droppable: Callable[[Group], bool], fits_queue: Callable[[str], bool],
                  closed: Callable[[str], bool],
-                 status: Callable[[], tuple[bool, bool, int]],
+                 status: Callable[[], tuple[bool, int, int]],
                  misses: dict[Hashable, tuple[int, str]],
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int],
                  preemptive: bool = False,
