@@ -55,6 +55,13 @@ class EasyReservation:
         if KEY not in state.scratch:
             state.scratch[KEY] = self._reserve_for(state, job)
 
+    def walk_ready(self, state: CycleState) -> bool:
+        """Whether a walk may pass over jobs that cannot be placed (the tenant layer's walk by
+        groups): once the head has its reservation, this plugin only refuses jobs, so a job
+        that fails placement fails whatever it says; before, the first job to fail must be
+        tried, since it becomes the head."""
+        return KEY in state.scratch
+
     def pre_filter(self, state: CycleState, job: Job) -> Status:
         reservation: Reservation | None = state.scratch.get(KEY)
         if reservation is None or self._ends_before(state, job, reservation):

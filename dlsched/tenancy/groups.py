@@ -228,7 +228,9 @@ class GroupWalk:
 
     At the start every group of a queue that fits and asks for more GPUs than are wholly free
     is cold: dropped from its first job without a heap entry (on a full cluster, nearly all);
-    so is, under a preemptive policy, a group with a carried miss; only the groups that may
+    so is, under a preemptive policy, a group with a carried miss (``cold_start`` False: no
+    group starts cold by the free count: a preemptive policy, or a plugin whose ``walk_ready``
+    the walk waits for); only the groups that may
     fit and the cold groups' jobs that are not steady are merged. Cold groups come back as
     dropped ones do (an eviction, a failed PreFilter, quota that no longer fits)."""
 
@@ -240,9 +242,11 @@ class GroupWalk:
                  misses: dict[Hashable, tuple[int, str]],
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int],
                  preemptive: bool = False,
-                 carried: Callable[[Group], str | None] | None = None) -> None:
+                 carried: Callable[[Group], str | None] | None = None,
+                 cold_start: bool = True) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
+        self.cold_start = cold_start and not preemptive
         self.droppable, self.fits_queue = droppable, fits_queue
         self.closed, self.status = closed, status
         self.misses, self.flavor_of = misses, flavor_of
@@ -295,7 +299,7 @@ class GroupWalk:
         free = self.free()
         for cq, sizes in groups.sizes.items():
             by_size = groups.by_size[cq]
-            if self.preemptive or groups.typed.get(cq) or not self.fits_queue(cq):
+            if not self.cold_start or groups.typed.get(cq) or not self.fits_queue(cq):
                 warm = sizes
             else:
                 self.cold[cq] = free

@@ -128,6 +128,9 @@ class TenantAdmission:
         # failed victim search then tells about later cycles too, while no job stops
         # anywhere, none starts in its queue and the epochs stay (``carried_miss``).
         self.victim_epochs: list[Callable[[CycleState], Hashable | None]] = []
+        # The wrapped policies' ``walk_ready`` (backfill: set by with_tenants): until each
+        # says so in a cycle, the walk passes over no job, and no group starts cold.
+        self.walk_gates: list[Callable[[CycleState], bool]] = []
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -278,15 +281,20 @@ class TenantAdmission:
             return admission_key(bisect_left(keys[group.cq], entry), terms[0], terms[1], job,
                                  entry[1])
 
+        gates = self.walk_gates
+
+        def droppable(group: Group) -> bool:
+            return all(gate(state) for gate in gates) and self._droppable(data, group)
+
         data.walk = GroupWalk(
-            self.groups, key, position, lambda group: self._droppable(data, group),
+            self.groups, key, position, droppable,
             lambda cq: self._fits(data, cq, self.groups.most(cq)),
             lambda cq: bool(blocked) and self._closed(cq, blocked),
             lambda: (data.bulk, len(state.evicted), data.view.version), data.misses,
             lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole,
             self.preemptive_walk,
             (lambda group: self.carried_miss(state, data, group)) if self.victim_epochs
-            else None)
+            else None, cold_start=not gates)
         try:
             yield from data.walk
         finally:  # the pending book keeps the walk's record, not the cycle's state

@@ -86,6 +86,9 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
                       acts_on_running=profile.acts_on_running, options=dict(profile.options))
     admission.scoped_victims = _victims_per_queue(wrapped, admission)
     admission.by_groups = _walks_by_groups(wrapped, admission)
+    if admission.by_groups:
+        admission.walk_gates = [p.inner.walk_ready for p in kept
+                                if getattr(p.inner, "walk_ready", None) is not None]
     # The wrapped policy preempts inside each queue: the walk drops a group only after a
     # failed victim search of its queue and priority.
     admission.preemptive_walk = admission.by_groups and len(wrapped.post_filters) > 1
@@ -115,12 +118,22 @@ def _walks_by_groups(profile: Profile, admission: TenantAdmission) -> bool:
     deciding per job (the only PreFilter and failure plugin; static filters besides its own;
     no PostFilter but its own and the wrapped policy's kept per cluster queue, whose failed
     searches tell about later jobs: ``scoped_victims``)."""
+    gated = {id(p) for p in profile.plugins if isinstance(p, _Stripped)
+             and getattr(p.inner, "walk_ready", None) is not None}
     return (bool(getattr(admission.inner, "static", False))
             and admission.config.fair_sharing.admission_order is AdmissionOrder.KUEUE
-            and list(profile.pre_filters) == [admission]
+            and _only(profile.pre_filters, admission, gated)
             and (list(profile.post_filters) == [admission] or admission.scoped_victims)
-            and list(profile.blocked) == [admission] and not profile.acts_on_running
+            and _only(profile.blocked, admission, gated) and not profile.acts_on_running
             and all(getattr(f, "static", False) for f in profile.filters if f is not admission))
+
+
+def _only(plugins: Iterable[Any], admission: TenantAdmission, gated: set[int]) -> bool:
+    """The tenant layer first, then only plugins that say when a walk may pass over jobs
+    (``walk_ready``: backfill's reservation)."""
+    plugins = list(plugins)
+    return bool(plugins) and plugins[0] is admission and all(id(p) in gated
+                                                             for p in plugins[1:])
 
 
 def _allocating(profile: Profile, config: TenantConfig) -> Profile:

@@ -15,6 +15,7 @@ import pytest
 from harness import cohort_yaml
 
 from dlsched.cluster.cluster import Cluster, Node
+from dlsched.policies.backfill import backfill
 from dlsched.policies.edf import edf
 from dlsched.policies.fifo import fifo
 from dlsched.policies.sjf import sjf, srtf
@@ -87,6 +88,7 @@ POLICIES: dict[str, Callable[[], Profile]] = {
     "tiresias": lambda: tiresias(thresholds=(1200.0,)),
     "tiresias-promote": lambda: tiresias(thresholds=(600.0, 6000.0), promote_knob=1.0),
     "tiresias-same-queue": lambda: tiresias(thresholds=(1200.0,), same_queue_preemption=True),
+    "backfill": backfill,
 }
 
 
@@ -97,10 +99,13 @@ POLICIES: dict[str, Callable[[], Profile]] = {
                           ("srtf-protected", 6, True, False), ("edf", 7, False, False),
                           ("edf", 8, True, False), ("tiresias", 9, False, False),
                           ("tiresias", 10, True, False), ("tiresias-promote", 11, True, False),
-                          ("tiresias-same-queue", 12, False, True)])
+                          ("tiresias-same-queue", 12, False, True),
+                          ("backfill", 17, False, False), ("backfill", 18, True, True),
+                          ("backfill", 19, True, False)])
 def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
         policy: str, seed: int, tight: bool, strict_queue: bool) -> None:
-    """For a preemptive policy (SRTF, EDF, Tiresias) the walk drops a group only after a job of its
+    """Backfill's walk waits for the cycle's reservation (its head must be tried). For a
+    preemptive policy (SRTF, EDF, Tiresias) the walk drops a group only after a job of its
     queue and priority failed its victim search too; the comparison then covers the
     policy's own evictions inside each queue."""
     make = POLICIES[policy]
@@ -116,7 +121,7 @@ def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
 @pytest.mark.parametrize(("policy", "seed", "tight"),
                          [("srtf", 18, True), ("srtf", 13, False), ("edf", 13, True),
                           ("edf", 14, False), ("tiresias", 15, True),
-                          ("tiresias-promote", 16, False)])
+                          ("tiresias-promote", 16, False), ("backfill", 20, True)])
 def test_the_walk_with_jobs_that_end_before_the_next_cycle(policy: str, seed: int,
                                                            tight: bool) -> None:
     """A job that starts and ends between two cycles frees GPUs the next cycle may use: a
