@@ -33,9 +33,10 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
 Not skipped: queues of several flavors, StrictFIFO queues, jobs asking for shares, MIG slices,
 tensor-parallel groups, elastic sizes or more than GPUs. The walk is used only where nothing
 else decides per job (``with_tenants`` sets ``TenantAdmission.by_groups``: a static inner order,
-the tenant layer the only PreFilter and failure plugin, no PostFilter but its own and the
-wrapped policy's kept per cluster queue, static filters besides its own, Kueue's admission
-order). The core's own reason text of a skipped job stays the one of its
+the tenant layer the only PreFilter and failure plugin besides those that gate the walk
+(``walk_ready``: backfill's reservation, after which it only refuses), no PostFilter but
+its own and the wrapped policy's kept per cluster queue, static filters besides its own,
+Kueue's admission order). The core's own reason text of a skipped job stays the one of its
 last try.
 """
 

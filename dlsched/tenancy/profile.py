@@ -115,7 +115,8 @@ def _victims_per_queue(profile: Profile, admission: TenantAdmission) -> bool:
 def _walks_by_groups(profile: Profile, admission: TenantAdmission) -> bool:
     """Whether the cycle may skip groups of alike jobs (``tenancy/groups.py``): a static
     order inside each queue, Kueue's order across queues, and nothing but the tenant layer
-    deciding per job (the only PreFilter and failure plugin; static filters besides its own;
+    deciding per job (the only PreFilter and failure plugin, besides plugins that say when a
+    walk may pass over jobs, ``walk_ready``: backfill; static filters besides its own;
     no PostFilter but its own and the wrapped policy's kept per cluster queue, whose failed
     searches tell about later jobs: ``scoped_victims``)."""
     gated = {id(p) for p in profile.plugins if isinstance(p, _Stripped)
