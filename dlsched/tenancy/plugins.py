@@ -89,6 +89,9 @@ class _Cycle:
         self.walk: GroupWalk | None = None
         self.terms: dict[Group, tuple[ShareRank, float]] = {}
         self.available: tuple[int, dict[tuple, float]] = (-1, {})
+        # The wrapped policies' victims epoch when the walk starts (``carried_miss`` asks it
+        # for every group then, with nothing changed in between): computed once
+        self.start_epoch: tuple | None = None
 
 
 class TenantAdmission:
@@ -382,8 +385,10 @@ class TenantAdmission:
         if known is None or group.num_gpus < known[0]:
             return None
         ledger = self.ledger
+        if data.start_epoch is None:
+            data.start_epoch = self._victims_epoch(state)
         if (known[2] != ledger.stops or known[3] != ledger.starts_in.get(group.cq, 0)
-                or known[4] != self._victims_epoch(state)):
+                or known[4] != data.start_epoch):
             del self.groups.carry[key]
             return None
         return known[1] if self._droppable(data, group) else None

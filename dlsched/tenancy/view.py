@@ -16,7 +16,7 @@ import numpy as np
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy.assignment import flavor_mask
-from dlsched.tenancy.config import TenantConfig
+from dlsched.tenancy.config import ClusterQueue, TenantConfig
 from dlsched.tenancy.preemption import Admitted, by_queue
 from dlsched.tenancy.quota import QuotaTree, Usage, request_of
 from dlsched.workload.job import Job
@@ -71,9 +71,8 @@ class Ledger:
         self._started: list[str] = []
         # Changes of the running table as of the last ``update``: every job gone (finished,
         # evicted, moved; also one started and gone between two updates), and per cluster
-        # queue (by ``JobSpec.queue``) every job started. A
-        # failed victim search is carried to later cycles while both stay as they were
-        # (``TenantAdmission.carried_miss``).
+        # queue (by ``JobSpec.queue``) every job started. A failed victim search is carried
+        # to later cycles while both stay as they were (``TenantAdmission.carried_miss``).
         self.stops = 0
         self.starts_in: dict[str | None, int] = {}
 
@@ -130,7 +129,7 @@ class Ledger:
         if job.run_started is not None:
             self._started_at[job_id] = job.run_started
             bisect.insort(self.starts, job.run_started)
-        admitted = self._admitted(job, masks, gpu_node)
+        admitted = self._admitted(job, cq, masks, gpu_node)
         if admitted is not None:
             self.admitted[job_id] = admitted
             self.usage.add(admitted.cq, admitted.flavor, admitted.request)
@@ -166,9 +165,9 @@ class Ledger:
         at = bisect.bisect_right(starts, now, key=lambda s: s + min_runtime)
         return starts[at] + min_runtime if at < len(starts) else None
 
-    def _admitted(self, job: Job, masks: Mapping[str, np.ndarray],
+    def _admitted(self, job: Job, cq: ClusterQueue | None, masks: Mapping[str, np.ndarray],
                   gpu_node: np.ndarray) -> Admitted | None:
-        cq = self.config.cluster_queue_of(job.spec.queue)
+        """``job`` as its cluster queue ``cq`` admitted it (None: no queue with flavors)."""
         if cq is None or not cq.flavors:
             return None
         flavor = self.assigned.get(job.job_id)
