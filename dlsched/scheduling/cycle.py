@@ -284,16 +284,23 @@ def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, 
         # victims among that job's), found no victims since the last eviction: neither does
         # this one. Its own placement's status, as the search would have left it.
         return status, ()
+    held: list[int] = []  # each failed search's candidate GPUs, when room was its failure
     for plugin in profile.post_filters:
-        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
+        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job), held)
         if victims:
             return _place(profile, state, job), victims
     # A later job of this kind ranks lower and asks at least as much: it cannot fit either.
+    need = job.spec.num_gpus
     shape = _shape(profile, state, job)
     if shape is not None:
-        misses[shape] = min(misses.get(shape, job.spec.num_gpus), job.spec.num_gpus)
+        misses[shape] = min(misses.get(shape, need), need)
     if scope is not None:
-        misses[scope] = min(misses.get(scope, job.spec.num_gpus), job.spec.num_gpus)
+        misses[scope] = min(misses.get(scope, need), need)
+    if profile.victim_miss is not None:
+        # With at most this many GPUs wholly free, no search can make room (while no job
+        # starts among its candidates, they only shrink).
+        short = need - 1 - max(held, default=0) if len(held) == len(profile.post_filters) else None
+        profile.victim_miss.victims_short(state, job, short)
     return status, ()
 
 
@@ -342,11 +349,16 @@ def _fits(profile: Profile, state: CycleState, job: Job) -> bool:
 
 
 def _fewest_victims(profile: Profile, state: CycleState, job: Job,
-                    candidates: Iterable[Job]) -> tuple[Job, ...]:
+                    candidates: Iterable[Job], held: list[int] | None = None
+                    ) -> tuple[Job, ...]:
     """Evict candidates in order until the job fits, then give back every victim it does not
     need, the most important first (Kueue's "remove greedily, then give back"). Candidates are
-    read lazily: only as many as could make room are pulled."""
+    read lazily: only as many as could make room are pulled. ``held``: where a search that
+    fails because even every candidate leaves too little room adds their GPUs (on usable
+    nodes)."""
     if isinstance(candidates, tuple | list) and not candidates:
+        if held is not None:
+            held.append(0)
         return ()  # none given (the tenant layer's, for a job whose quota fits): no mask to make
     mask, status = filter_nodes(state, job, profile.filters)
     if not status.ok:
@@ -354,7 +366,7 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
     # Every node usable (one pool, no dynamic filter): the room is the wholly free count.
     everywhere = (not profile.dynamic_filters and job.spec.gpu_share >= 1.0
                   and unconstrained(state, job, profile.filters))
-    pool = _enough_room(state, job, mask, iter(candidates), everywhere)
+    pool = _enough_room(state, job, mask, iter(candidates), everywhere, held)
     if pool is None:
         return ()
     evicted: list[Job] = []
@@ -378,31 +390,37 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
 
 
 def _enough_room(state: CycleState, job: Job, mask: np.ndarray,
-                 candidates: Iterator[Job], everywhere: bool = False) -> Iterable[Job] | None:
+                 candidates: Iterator[Job], everywhere: bool = False,
+                 held: list[int] | None = None) -> Iterable[Job] | None:
     """The candidates to try, or None when even evicting all of them cannot free enough GPUs
-    on usable nodes (an upper bound that reads candidates only until it is reached).
-    ``everywhere``: every node is usable (whole GPUs)."""
+    on usable nodes (an upper bound that reads candidates only until it is reached; ``held``
+    then gets how many GPUs on usable nodes they hold). ``everywhere``: every node is usable
+    (whole GPUs)."""
     pulled: list[Job] = []
     if job.spec.gpu_share < 1.0:  # a freed GPU may host several fractional workers
         return candidates
     if everywhere:
-        need = job.spec.num_gpus - state.free_whole
+        need = short = job.spec.num_gpus - state.free_whole
         for victim in candidates:
             if need <= 0:
                 return itertools.chain(pulled, [victim], candidates)
             pulled.append(victim)
             need -= len(victim.allocation)
-        return pulled if need <= 0 else None
-    need = job.spec.num_gpus - _room(state, job, mask)
-    gpu_node, usable = gpu_nodes(state.cluster), mask.tolist()  # Python lists: faster to index
-    for victim in candidates:
-        if need <= 0:
-            return itertools.chain(pulled, [victim], candidates)
-        pulled.append(victim)
-        for gpu in victim.allocation:
-            if usable[gpu_node[gpu]]:
-                need -= 1
-    return pulled if need <= 0 else None
+    else:
+        need = short = job.spec.num_gpus - _room(state, job, mask)
+        gpu_node, usable = gpu_nodes(state.cluster), mask.tolist()  # lists: faster to index
+        for victim in candidates:
+            if need <= 0:
+                return itertools.chain(pulled, [victim], candidates)
+            pulled.append(victim)
+            for gpu in victim.allocation:
+                if usable[gpu_node[gpu]]:
+                    need -= 1
+    if need <= 0:
+        return pulled
+    if held is not None:
+        held.append(short - need)
+    return None
 
 
 def _room(state: CycleState, job: Job, mask: np.ndarray) -> int:

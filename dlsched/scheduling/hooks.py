@@ -61,9 +61,14 @@ class RankEpoch(Protocol):
 class VictimMissScope(Protocol):
     """A QueueSort under which victims are searched per scope (the tenant layer: a job's
     cluster queue and flavor): within a cycle, a job whose placement and victim search failed
-    tells that a later job of its scope and shape asking no fewer GPUs fails them too."""
+    tells that a later job of its scope and shape asking no fewer GPUs fails them too.
+    ``victims_short``: after such a failure, the most GPUs that may be wholly free for it to
+    fail again (evicting every candidate of every search would still leave too little room),
+    or None when a search failed for another reason."""
 
     def victim_miss_scope(self, state: CycleState, job: Job) -> Hashable | None: ...
+
+    def victims_short(self, state: CycleState, job: Job, free_max: int | None) -> None: ...
 
 
 @runtime_checkable

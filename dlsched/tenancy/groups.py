@@ -19,7 +19,10 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
   priority, shape and flavor asking no more GPUs that failed placement *and* its victim search
   since the last eviction. A later member ranks no higher by the policy's key, so its victims
   are among that job's (``TenantAdmission.victim_miss_scope``; groups are split by priority,
-  since a queue orders by priority first and the policy's victims by its key alone);
+  since a queue orders by priority first and the policy's victims by its key alone); such a
+  miss is carried to later cycles (``TenantAdmission.carried_miss``): for the whole group
+  while no job stopped, and after stops, when the search failed for room, from the failed
+  job on while no more GPUs are free than it could bear;
 - what a skipped try would have done: record "quota reserved but no node fits the gang" (the
   pending book answers those jobs lazily: ``PendingBook.bulk``) and log the job's reasons in
   the audit when they changed. A job whose last logged reasons are exactly that ("steady")
@@ -94,9 +97,10 @@ class Groups:
         # Groups split by priority too (a preemptive walk: a failed victim search tells only
         # about later jobs of its priority, ``TenantAdmission.victim_miss_scope``).
         self.by_priority = False
-        # miss key -> (GPUs, detail, stops, starts in the queue, victims' epoch): failed victim
-        # searches kept across cycles (``TenantAdmission.carried_miss``)
-        self.carry: dict[Hashable, tuple[int, str, int, int, tuple]] = {}
+        # miss key -> (GPUs, detail, stops, starts in the queue, victims' epoch, most GPUs
+        # free for it to hold, the failed job's line entry): failed victim searches kept
+        # across cycles (``TenantAdmission.carried_miss``)
+        self.carry: dict[Hashable, tuple[int, str, int, int, tuple, int | None, Any]] = {}
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()
@@ -243,7 +247,7 @@ class GroupWalk:
                  misses: dict[Hashable, tuple[int, str]],
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int],
                  preemptive: bool = False,
-                 carried: Callable[[Group], str | None] | None = None,
+                 carried: Callable[[Group], tuple[str, Any] | None] | None = None,
                  cold_start: bool = True) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
@@ -258,6 +262,9 @@ class GroupWalk:
         self.warmed: set[Group] = set()  # cold groups brought back
         self.carried = carried
         self.carried_cold: dict[Group, str] = {}  # cold by a carried miss -> its detail
+        # a carried miss that tells from a member on -> (its index, the detail); until the
+        # next eviction
+        self.carried_from: dict[Group, tuple[int, str]] = {}
         self._heap: list[tuple] = []
         self._count = itertools.count()
         self._frontier: tuple = ()
@@ -311,11 +318,16 @@ class GroupWalk:
             carried = self.carried if self.preemptive else None
             for size in warm:
                 for group in by_size[size]:
-                    if carried is not None and (detail := carried(group)) is not None:
-                        self.carried_cold[group] = detail
-                        if group.fresh:
-                            self._push_fresh(group, 0)
-                        continue
+                    if carried is not None and (found := carried(group)) is not None:
+                        detail, entry = found
+                        at = 0 if entry is None else bisect.bisect_left(group.entries, entry)
+                        if at:
+                            self.carried_from[group] = (at, detail)
+                        else:
+                            self.carried_cold[group] = detail
+                            if group.fresh:
+                                self._push_fresh(group, 0)
+                            continue
                     heap.append(((self.position(group, group.entries[0]),), next(count),
                                  _PARTIAL, 0, group.gen, group))
         heapq.heapify(heap)
@@ -334,7 +346,7 @@ class GroupWalk:
                     group.gen += 1
                     continue
                 entry = group.entries[index]
-                miss = self._miss(group)
+                miss = self._miss(group, index)
                 if miss is not None and self.droppable(group):
                     self._drop(group, index, miss)
                     continue
@@ -358,8 +370,8 @@ class GroupWalk:
         heapq.heappush(self._heap, (self.key(group, group.fresh[at], group.fresh_jobs[at]),
                                     next(self._count), _FRESH, at, group.gen, group))
 
-    def _miss(self, group: Group) -> str | None:
-        """Why the group's next job would fail placement now (None: it might not)."""
+    def _miss(self, group: Group, index: int) -> str | None:
+        """Why the group's job at ``index`` would fail placement now (None: it might not)."""
         flavor = self.flavor_of(group)
         if flavor is None:
             return None
@@ -369,7 +381,10 @@ class GroupWalk:
                 return _no_room(group, free)
         known = self.misses.get(miss_key(group.shape, flavor, group.cq, group.priority,
                                          self.preemptive))
-        return known[1] if known is not None and group.num_gpus >= known[0] else None
+        if known is not None and group.num_gpus >= known[0]:
+            return known[1]
+        carried = self.carried_from.get(group)
+        return carried[1] if carried is not None and index >= carried[0] else None
 
     def _drop(self, group: Group, index: int, detail: str) -> None:
         self.skipped.setdefault(group, []).append([index, None, detail])
@@ -393,6 +408,7 @@ class GroupWalk:
         if evicted:
             self._evictions = evictions
             self.misses.clear()
+            self.carried_from.clear()
         elif not self.dropped and not self.cold and not self.carried_cold:
             return
         if not bulk or evicted:

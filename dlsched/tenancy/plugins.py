@@ -92,6 +92,9 @@ class _Cycle:
         # The wrapped policies' victims epoch when the walk starts (``carried_miss`` asks it
         # for every group then, with nothing changed in between): computed once
         self.start_epoch: tuple | None = None
+        # job -> the most GPUs that may be wholly free for its failed victim search to fail
+        # again (``victims_short``; None: it failed for another reason than room)
+        self.short: dict[str, int | None] = {}
 
 
 class TenantAdmission:
@@ -215,6 +218,11 @@ class TenantAdmission:
         if assignment is None or assignment.mode is not Mode.FIT or not assignment.flavor:
             return None
         return self.queue_of(job), assignment.flavor, job.spec.priority
+
+    def victims_short(self, state: CycleState, job: Job, free_max: int | None) -> None:
+        """``job``'s victim search failed; with at most ``free_max`` GPUs wholly free (None:
+        unknown) a later one of its scope fails too (``carried_miss``)."""
+        self.cycle(state).short[job.job_id] = free_max
 
     def ordered(self, state: CycleState) -> Iterator[Job]:
         """The waiting jobs in ``sort_key`` order, one round of queue positions at a time
@@ -355,28 +363,39 @@ class TenantAdmission:
         key = miss_key(shape_of(job.spec), assignment.flavor, self.queue_of(job),
                        job.spec.priority, self.preemptive_walk)
         known = data.misses.get(key)
-        if known is None or job.spec.num_gpus < known[0]:
-            data.misses[key] = known = (job.spec.num_gpus, text)
+        if known is not None and job.spec.num_gpus >= known[0]:
+            return
+        data.misses[key] = known = (job.spec.num_gpus, text)
         if self.victim_epochs:
             epoch = self._victims_epoch(state)
             if epoch is not None:
                 ledger = self.ledger
                 self.groups.carry[key] = (*known, ledger.stops,
-                                          ledger.starts_in.get(self.queue_of(job), 0), epoch)
+                                          ledger.starts_in.get(self.queue_of(job), 0), epoch,
+                                          data.short.get(job.job_id),
+                                          self.lines.entries.get(job.job_id))
 
     def _victims_epoch(self, state: CycleState) -> tuple | None:
         epochs = tuple(epoch(state) for epoch in self.victim_epochs)
         return None if any(e is None for e in epochs) else epochs
 
-    def carried_miss(self, state: CycleState, data: _Cycle, group: Group) -> str | None:
-        """The detail of a failed placement and victim search of an earlier cycle that tells
-        about ``group``'s jobs now, or None. It tells while no job stopped anywhere (free GPUs
-        only shrank) and none started in the group's queue (no new victims) since the cycle
-        it was made in (the ledger's counts are those of each cycle's start, so a start later
-        in that cycle counts too), the wrapped policies' ``victims_epoch`` is the same (their
-        victims only shrink with time in between), and the group's quota still fits
-        (``_droppable``): a job of the group's queue, priority, shape and flavor asking no
-        more GPUs ranks no lower than the group's jobs."""
+    def carried_miss(self, state: CycleState, data: _Cycle, group: Group
+                     ) -> tuple[str, Any] | None:
+        """A failed placement and victim search of an earlier cycle that tells about
+        ``group``'s jobs now: (its detail, None: it tells about every job of the group, or
+        the failed job's line entry: it tells about the jobs from there on), or None.
+
+        It tells while none started in the group's queue (no new victims) since the cycle it
+        was made in (the ledger's counts are those of each cycle's start, so a start later in
+        that cycle counts too), the wrapped policies' ``victims_epoch`` is the same (their
+        victims only shrink with time in between) and the group's quota still fits
+        (``_droppable``). Then a job of the group's queue, priority, shape and flavor asking
+        no more GPUs failed, and
+        - while no job stopped anywhere (free GPUs only shrank), every job of the group
+          failed in that cycle and fails again;
+        - after stops, if its search failed for room and no more GPUs are wholly free than it
+          could bear (``victims_short``), the jobs ranked after it fail: their candidates are
+          among its own."""
         flavor = self._one_flavor.get(group.cq)
         if flavor is None or self.groups.typed.get(group.cq):
             return None
@@ -387,11 +406,18 @@ class TenantAdmission:
         ledger = self.ledger
         if data.start_epoch is None:
             data.start_epoch = self._victims_epoch(state)
-        if (known[2] != ledger.stops or known[3] != ledger.starts_in.get(group.cq, 0)
-                or known[4] != data.start_epoch):
+        if known[3] != ledger.starts_in.get(group.cq, 0) or known[4] != data.start_epoch:
             del self.groups.carry[key]
             return None
-        return known[1] if self._droppable(data, group) else None
+        entry = None
+        if known[2] != ledger.stops:
+            if known[5] is None or known[6] is None:
+                del self.groups.carry[key]
+                return None
+            if state.free_whole > known[5]:
+                return None  # it may tell again once fewer GPUs are free
+            entry = known[6]
+        return (known[1], entry) if self._droppable(data, group) else None
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""

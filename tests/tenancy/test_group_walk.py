@@ -135,3 +135,34 @@ def test_the_walk_with_jobs_that_end_before_the_next_cycle(policy: str, seed: in
     assert audit == want_audit
     assert books == want_books
     assert skipped > 0
+
+
+@pytest.mark.parametrize(("policy", "seed", "short"),
+                         [("srtf", 30, 0.0), ("srtf", 34, 0.4), ("edf", 30, 0.0),
+                          ("edf", 31, 0.4), ("tiresias", 34, 0.0), ("tiresias", 37, 0.4)])
+def test_a_miss_carried_across_stops_by_its_room(policy: str, seed: int, short: float) -> None:
+    """After stops, a failed victim search still tells about later cycles when it failed for
+    room and no more GPUs are wholly free than it could bear (``victims_short``), and only
+    about the jobs ranked from the failed one on. A carry that ignores the free GPUs or the
+    candidates' GPUs, or that skips the jobs ranked before the failed one, fails here."""
+    text, trace = _config(False, False), _trace(seed, 100, short=short)
+    admission: list[TenantAdmission] = []
+    original = TenantAdmission.carried_miss
+
+    def carried(self: TenantAdmission, *args: Any) -> Any:
+        found = original(self, *args)
+        if found is not None and found[1] is not None:
+            admission.append(self)
+        return found
+
+    TenantAdmission.carried_miss = carried  # type: ignore[method-assign]
+    try:
+        jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
+    finally:
+        TenantAdmission.carried_miss = original  # type: ignore[method-assign]
+    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
+                                                by_groups=False)
+    assert jobs == want_jobs
+    assert audit == want_audit
+    assert books == want_books
+    assert admission  # some group was skipped from a position by a room-bound carry
