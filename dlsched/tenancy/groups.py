@@ -50,7 +50,7 @@ import heapq
 import itertools
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from dlsched.workload.job import Job, JobSpec
 
@@ -68,6 +68,16 @@ def groupable(spec: JobSpec) -> bool:
 def shape_of(spec: JobSpec) -> Hashable:
     """The spec fields, besides the GPU count, that the static filters read."""
     return (spec.gpu_share, spec.gpu_types, spec.pool, spec.model, spec.batch_size)
+
+
+class Carried(NamedTuple):
+    """A failed placement and victim search of an earlier cycle that tells about a group now
+    (``TenantAdmission.carried_miss``)."""
+
+    detail: str
+    whole: bool  # it tells about every job of the group (no job stopped since)
+    most: int | None  # with at most this many GPUs wholly free it tells from ``entry`` on
+    entry: Any  # the failed job's line entry
 
 
 @dataclass(eq=False)
@@ -244,10 +254,10 @@ class GroupWalk:
                  droppable: Callable[[Group], bool], fits_queue: Callable[[str], bool],
                  closed: Callable[[str], bool],
                  status: Callable[[], tuple[bool, int, int]],
-                 misses: dict[Hashable, tuple[int, str]],
+                 misses: dict[Hashable, tuple[int, str, int | None]],
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int],
                  preemptive: bool = False,
-                 carried: Callable[[Group], tuple[str, Any] | None] | None = None,
+                 carried: Callable[[Group], Carried | None] | None = None,
                  cold_start: bool = True) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
@@ -261,10 +271,10 @@ class GroupWalk:
         self.cold: dict[str, int] = {}  # queue -> its groups above this many GPUs are cold
         self.warmed: set[Group] = set()  # cold groups brought back
         self.carried = carried
-        self.carried_cold: dict[Group, str] = {}  # cold by a carried miss -> its detail
-        # a carried miss that tells from a member on -> (its index, the detail); until the
-        # next eviction
-        self.carried_from: dict[Group, tuple[int, str]] = {}
+        self.carried_cold: dict[Group, Carried] = {}  # cold by a carried miss -> the miss
+        # a carried miss that tells from a member on -> (its index, the detail, the most GPUs
+        # that may be wholly free for it to tell)
+        self.carried_from: dict[Group, tuple[int, str, int]] = {}
         self._heap: list[tuple] = []
         self._count = itertools.count()
         self._frontier: tuple = ()
@@ -290,7 +300,7 @@ class GroupWalk:
             return None
         carried = self.carried_cold.get(group)
         if carried is not None:
-            return carried
+            return carried.detail
         if self._is_cold(group):
             return _no_room(group, self.cold[group.cq])
         ranges = self.skipped.get(group)
@@ -319,12 +329,13 @@ class GroupWalk:
             for size in warm:
                 for group in by_size[size]:
                     if carried is not None and (found := carried(group)) is not None:
-                        detail, entry = found
-                        at = 0 if entry is None else bisect.bisect_left(group.entries, entry)
+                        at = 0 if found.whole else bisect.bisect_left(group.entries,
+                                                                      found.entry)
                         if at:
-                            self.carried_from[group] = (at, detail)
+                            assert found.most is not None
+                            self.carried_from[group] = (at, found.detail, found.most)
                         else:
-                            self.carried_cold[group] = detail
+                            self.carried_cold[group] = found
                             if group.fresh:
                                 self._push_fresh(group, 0)
                             continue
@@ -407,8 +418,7 @@ class GroupWalk:
         evicted = evictions != self._evictions
         if evicted:
             self._evictions = evictions
-            self.misses.clear()
-            self.carried_from.clear()
+            self._after_eviction()
         elif not self.dropped and not self.cold and not self.carried_cold:
             return
         if not bulk or evicted:
@@ -418,8 +428,16 @@ class GroupWalk:
                 for group in self._cold_groups(cq):
                     self._warm(group, _no_room(group, self.cold[cq]))
                 del self.cold[cq]
-            for group, detail in list(self.carried_cold.items()):
-                self._warm(group, detail)
+            free = self.free()
+            for group, carried in list(self.carried_cold.items()):
+                if (bulk and carried.most is not None and free <= carried.most
+                        and self.droppable(group)):
+                    # it still tells from the failed job on (``_after_eviction``)
+                    at = bisect.bisect_left(group.entries, carried.entry)
+                    if not at:
+                        continue
+                    self.carried_from[group] = (at, carried.detail, carried.most)
+                self._warm(group, carried.detail)
             return
         if version != self._version:
             self._version = version
@@ -430,9 +448,19 @@ class GroupWalk:
                 for group in self._cold_groups(cq):
                     if not self.droppable(group):
                         self._warm(group, _no_room(group, self.cold[cq]))
-            for group, detail in [(g, d) for g, d in self.carried_cold.items()
-                                  if not self.fits_queue(g.cq) and not self.droppable(g)]:
-                self._warm(group, detail)
+            for group, carried in [(g, c) for g, c in self.carried_cold.items()
+                                   if not self.fits_queue(g.cq) and not self.droppable(g)]:
+                self._warm(group, carried.detail)
+
+    def _after_eviction(self) -> None:
+        """An eviction may free GPUs: a miss known before it still tells only when it failed
+        for room and no more GPUs are wholly free now than it could bear (its candidates only
+        shrank: a job started in this cycle is no candidate in it)."""
+        free, misses, carried = self.free(), self.misses, self.carried_from
+        for key in [k for k, known in misses.items() if known[2] is None or free > known[2]]:
+            del misses[key]
+        for group in [g for g, known in carried.items() if free > known[2]]:
+            del carried[group]
 
     def _warm(self, group: Group, detail: str) -> None:
         """A cold group comes back: skipped from its first job up to the frontier."""

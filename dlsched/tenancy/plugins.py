@@ -38,7 +38,7 @@ from dlsched.tenancy.config import (
     TenantConfig,
 )
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
-from dlsched.tenancy.groups import Group, Groups, GroupWalk, groupable, miss_key, shape_of
+from dlsched.tenancy.groups import Carried, Group, Groups, GroupWalk, groupable, miss_key, shape_of
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
 from dlsched.tenancy.ordering import admission_key
@@ -85,7 +85,7 @@ class _Cycle:
         # The walk by groups (groups.py): on until a PreFilter fails; per (shape, flavor) the
         # fewest GPUs a job failed placement with, and that failure's text
         self.bulk = True
-        self.misses: dict[tuple, tuple[int, str]] = {}
+        self.misses: dict[tuple, tuple[int, str, int | None]] = {}
         self.walk: GroupWalk | None = None
         self.terms: dict[Group, tuple[ShareRank, float]] = {}
         self.available: tuple[int, dict[tuple, float]] = (-1, {})
@@ -365,25 +365,23 @@ class TenantAdmission:
         known = data.misses.get(key)
         if known is not None and job.spec.num_gpus >= known[0]:
             return
-        data.misses[key] = known = (job.spec.num_gpus, text)
+        short = data.short.get(job.job_id)
+        data.misses[key] = (job.spec.num_gpus, text, short)
         if self.victim_epochs:
             epoch = self._victims_epoch(state)
             if epoch is not None:
                 ledger = self.ledger
-                self.groups.carry[key] = (*known, ledger.stops,
+                self.groups.carry[key] = (job.spec.num_gpus, text, ledger.stops,
                                           ledger.starts_in.get(self.queue_of(job), 0), epoch,
-                                          data.short.get(job.job_id),
-                                          self.lines.entries.get(job.job_id))
+                                          short, self.lines.entries.get(job.job_id))
 
     def _victims_epoch(self, state: CycleState) -> tuple | None:
         epochs = tuple(epoch(state) for epoch in self.victim_epochs)
         return None if any(e is None for e in epochs) else epochs
 
-    def carried_miss(self, state: CycleState, data: _Cycle, group: Group
-                     ) -> tuple[str, Any] | None:
+    def carried_miss(self, state: CycleState, data: _Cycle, group: Group) -> Carried | None:
         """A failed placement and victim search of an earlier cycle that tells about
-        ``group``'s jobs now: (its detail, None: it tells about every job of the group, or
-        the failed job's line entry: it tells about the jobs from there on), or None.
+        ``group``'s jobs now, or None.
 
         It tells while none started in the group's queue (no new victims) since the cycle it
         was made in (the ledger's counts are those of each cycle's start, so a start later in
@@ -409,15 +407,16 @@ class TenantAdmission:
         if known[3] != ledger.starts_in.get(group.cq, 0) or known[4] != data.start_epoch:
             del self.groups.carry[key]
             return None
-        entry = None
-        if known[2] != ledger.stops:
+        whole = known[2] == ledger.stops
+        if not whole:
             if known[5] is None or known[6] is None:
                 del self.groups.carry[key]
                 return None
             if state.free_whole > known[5]:
                 return None  # it may tell again once fewer GPUs are free
-            entry = known[6]
-        return (known[1], entry) if self._droppable(data, group) else None
+        if not self._droppable(data, group):
+            return None
+        return Carried(known[1], whole, known[5] if known[6] is not None else None, known[6])
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""

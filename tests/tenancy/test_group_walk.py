@@ -143,8 +143,10 @@ def test_the_walk_with_jobs_that_end_before_the_next_cycle(policy: str, seed: in
 def test_a_miss_carried_across_stops_by_its_room(policy: str, seed: int, short: float) -> None:
     """After stops, a failed victim search still tells about later cycles when it failed for
     room and no more GPUs are wholly free than it could bear (``victims_short``), and only
-    about the jobs ranked from the failed one on. A carry that ignores the free GPUs or the
-    candidates' GPUs, or that skips the jobs ranked before the failed one, fails here."""
+    about the jobs ranked from the failed one on; so does a miss known before an eviction in
+    the cycle. A carry that ignores the free GPUs or the candidates' GPUs, that skips the jobs
+    ranked before the failed one, or that keeps a miss across an eviction without the bound,
+    fails here."""
     text, trace = _config(False, False), _trace(seed, 100, short=short)
     admission: list[TenantAdmission] = []
     original = TenantAdmission.carried_miss

@@ -22,7 +22,7 @@ from typing import Any
 from dlsched.scheduling.framework import QueueSortPlugin
 from dlsched.scheduling.plugins.running_ranks import FallingRanks, RankedRunning
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
 
 
 class Preemption:
@@ -44,6 +44,10 @@ class Preemption:
         # search reads only its scope's jobs. None: one index for all.
         self.victim_scope: Callable[[Job], Hashable] | None = None
         self._scoped: dict[Hashable, RankedRunning | FallingRanks] = {}
+        # Per scope, the running jobs its index has not been given yet (``_starts``), and the
+        # running table's last entry when they were last collected, with its epoch.
+        self._unfiled: dict[Hashable, list[Job]] = {}
+        self._anchor: tuple[str, Job, int] | None = None
 
     def victims_epoch(self, state: CycleState) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims (None: time
@@ -85,15 +89,46 @@ class Preemption:
         assert scope is not None and self._kind is not None
         fresh = state.scratch.get(self.name)
         if fresh is None:
-            fresh = state.scratch[self.name] = (_by_scope(state.snapshot.running, scope), set())
+            fresh = state.scratch[self.name] = set()
+            self._starts(state, scope)
         key = scope(job)
         index = self._scoped.get(key)
         if index is None:
             index = self._scoped[key] = self._kind()
-        if key not in fresh[1]:
-            fresh[1].add(key)
-            index.refresh(fresh[0].get(key, ()), lambda other: sort_key(state, other))
+        if key not in fresh:
+            fresh.add(key)
+            started = [j for j in self._unfiled.pop(key, ()) if j.status is JobStatus.RUNNING]
+            index.refresh(started, lambda other: sort_key(state, other))
         return index
+
+    def _starts(self, state: CycleState, scope: Callable[[Job], Hashable]) -> None:
+        """Hand each scope the running jobs that started since this was last asked (its
+        index files those it has not filed for their present attempt). The core's running
+        table (a dict) keeps jobs in the order they started, so they are the entries after
+        the one that was last then, if that one still runs the same attempt (``epoch``);
+        otherwise, or without the table, every running job is handed again."""
+        running = state.snapshot.running
+        table = getattr(running, "mapping", None)
+        if table is None:
+            self._unfiled = _by_scope(running, scope)
+            return
+        anchor, new = self._anchor, []
+        for job_id, job in reversed(table.items()):
+            if anchor is not None and job_id == anchor[0]:
+                if job is anchor[1] and job.epoch == anchor[2]:
+                    break
+                anchor = None  # it started again: every entry may be new
+            new.append(job)
+        else:  # every running job handed: forget what was waiting to be handed
+            self._unfiled = {}
+        unfiled = self._unfiled
+        for job in reversed(new):
+            unfiled.setdefault(scope(job), []).append(job)
+        if table:
+            last = next(reversed(table.values()))
+            self._anchor = (last.job_id, last, last.epoch)
+        for key in [k for k, jobs in unfiled.items() if len(jobs) > 4096]:
+            unfiled[key] = [j for j in unfiled[key] if j.status is JobStatus.RUNNING]
 
     def _ranked(self, state: CycleState, job: Job) -> tuple[list[Any], list[Job]]:
         """Running jobs that may be evicted (of ``job``'s scope), by rank; computed once per
