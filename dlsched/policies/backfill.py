@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from dlsched.scheduling.cycle import _CycleRun
 
 KEY = "easy-backfill"
+_REFUSAL = "easy-backfill-refusal"  # scratch: the cycle's refusal text (``walk_refuses``)
 
 
 @dataclass
@@ -61,6 +62,20 @@ class EasyReservation:
         that fails placement fails whatever it says; before, the first job to fail must be
         tried, since it becomes the head."""
         return KEY in state.scratch
+
+    def walk_refuses(self, state: CycleState, job: Job) -> str | None:
+        """What ``pre_filter`` would refuse ``job`` with now, or None (it would pass): the tenant
+        layer's walk by groups passes over such a job without a try. Once the head has its
+        reservation a refusal holds for the rest of the cycle (the shadow time is fixed and the
+        extra GPUs only shrink)."""
+        reservation: Reservation | None = state.scratch.get(KEY)
+        if (reservation is None or job.spec.num_gpus <= reservation.extra_gpus
+                or self._ends_before(state, job, reservation)):
+            return None
+        text = state.scratch.get(_REFUSAL)
+        if text is None:
+            text = state.scratch[_REFUSAL] = str(_delays(reservation))
+        return text
 
     def pre_filter(self, state: CycleState, job: Job) -> Status:
         reservation: Reservation | None = state.scratch.get(KEY)

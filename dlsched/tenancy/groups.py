@@ -89,6 +89,7 @@ class Group:
     request: Mapping[str, float]
     priority: int | None = None  # the members' priority, when groups split by it
     key: Hashable = None  # its key in ``Groups.groups``
+    carry_key: Hashable = None  # its key in ``Groups.carry`` (set when first asked)
     entries: list[Any] = field(default_factory=list)  # members' line entries, sorted
     jobs: list[Job] = field(default_factory=list)
     fresh: list[Any] = field(default_factory=list)  # entries of the members not steady
@@ -258,7 +259,8 @@ class GroupWalk:
                  flavor_of: Callable[[Group], str | None], free: Callable[[], int],
                  preemptive: bool = False,
                  carried: Callable[[Group], Carried | None] | None = None,
-                 cold_start: bool = True) -> None:
+                 cold_start: bool = True,
+                 refused: Callable[[Job], str | None] | None = None) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
         self.cold_start = cold_start and not preemptive
@@ -271,6 +273,7 @@ class GroupWalk:
         self.cold: dict[str, int] = {}  # queue -> its groups above this many GPUs are cold
         self.warmed: set[Group] = set()  # cold groups brought back
         self.carried = carried
+        self.refused = refused
         self.carried_cold: dict[Group, Carried] = {}  # cold by a carried miss -> the miss
         # a carried miss that tells from a member on -> (its index, the detail, the most GPUs
         # that may be wholly free for it to tell)
@@ -285,7 +288,7 @@ class GroupWalk:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
         self.key = self.position = self.droppable = self.closed = None  # type: ignore[assignment]
         self.status = self.free = self.fits_queue = None  # type: ignore[assignment]
-        self.carried = None
+        self.carried = self.refused = None
         self._heap = []
         self.dropped = {}
 
@@ -366,6 +369,12 @@ class GroupWalk:
                     heapq.heappush(heap, (self.key(group, entry, job), next(count), _FULL,
                                           index, gen, group))
                     continue
+                if self._refuse(group, index, job):
+                    self._frontier = key
+                    if index + 1 < len(group.entries):
+                        heapq.heappush(heap, ((self.position(group, group.entries[index + 1]),),
+                                              next(count), _PARTIAL, index + 1, gen, group))
+                    continue
             yield job
             self._frontier = key
             self._catch_up()
@@ -376,6 +385,21 @@ class GroupWalk:
                 elif index + 1 < len(group.entries):
                     heapq.heappush(heap, ((self.position(group, group.entries[index + 1]),),
                                           next(count), _PARTIAL, index + 1, gen, group))
+
+    def _refuse(self, group: Group, index: int, job: Job) -> bool:
+        """Pass over a steady job that a PreFilter would refuse at its turn (``refused``), its
+        quota fitting (so only that PreFilter fails): the try would log nothing new."""
+        if self.refused is None or job.job_id not in self.groups.steady:
+            return False
+        text = self.refused(job)
+        if text is None or not self.droppable(group):
+            return False
+        ranges = self.skipped.setdefault(group, [])
+        if ranges and ranges[-1][1] == index and ranges[-1][2] == text:
+            ranges[-1][1] = index + 1
+        else:
+            ranges.append([index, index + 1, text])
+        return True
 
     def _push_fresh(self, group: Group, at: int) -> None:
         heapq.heappush(self._heap, (self.key(group, group.fresh[at], group.fresh_jobs[at]),

@@ -89,6 +89,7 @@ class _Cycle:
         self.walk: GroupWalk | None = None
         self.terms: dict[Group, tuple[ShareRank, float]] = {}
         self.available: tuple[int, dict[tuple, float]] = (-1, {})
+        self.queue_fits: tuple[int, dict[str, bool]] = (-1, {})  # per usage version
         # The wrapped policies' victims epoch when the walk starts (``carried_miss`` asks it
         # for every group then, with nothing changed in between): computed once
         self.start_epoch: tuple | None = None
@@ -137,6 +138,9 @@ class TenantAdmission:
         # The wrapped policies' ``walk_ready`` (backfill: set by with_tenants): until each
         # says so in a cycle, the walk passes over no job, and no group starts cold.
         self.walk_gates: list[Callable[[CycleState], bool]] = []
+        # Their ``walk_refuses`` (backfill's reservation): what a PreFilter of theirs would
+        # refuse a job with now; the walk passes over a steady job so refused.
+        self.walk_refusals: list[Callable[[CycleState, Job], str | None]] = []
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -299,17 +303,30 @@ class TenantAdmission:
 
         data.walk = GroupWalk(
             self.groups, key, position, droppable,
-            lambda cq: self._fits(data, cq, self.groups.most(cq)),
+            lambda cq: self._fits_queue(data, cq),
             lambda cq: bool(blocked) and self._closed(cq, blocked),
             lambda: (data.bulk, len(state.evicted), data.view.version), data.misses,
             lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole,
             self.preemptive_walk,
             (lambda group: self.carried_miss(state, data, group)) if self.victim_epochs
-            else None, cold_start=not gates)
+            else None, cold_start=not gates,
+            refused=self._refusal(state) if self.walk_refusals else None)
         try:
             yield from data.walk
         finally:  # the pending book keeps the walk's record, not the cycle's state
             data.walk.release()
+
+    def _refusal(self, state: CycleState) -> Callable[[Job], str | None]:
+        refusals = self.walk_refusals
+
+        def refused(job: Job) -> str | None:
+            for refuses in refusals:
+                text = refuses(state, job)
+                if text is not None:
+                    return text
+            return None
+
+        return refused
 
     def _terms(self, data: _Cycle, group: Group) -> tuple[ShareRank, float]:
         """A group's borrowing rank and historic usage (``_key``'s: alike for its jobs)."""
@@ -331,6 +348,21 @@ class TenantAdmission:
         if group.gpu_types and served and not set(group.gpu_types) & set(served):
             return False
         return self._fits(data, group.cq, group.request)
+
+    def _fits_queue(self, data: _Cycle, cq: str) -> bool:
+        """Whether every group of ``cq`` fits its quota now (``_fits`` of the most any group
+        asks), kept while the usage stays."""
+        if not data.bulk:
+            return False
+        data.view.sync()
+        version, known = data.queue_fits
+        if version != data.view.version:
+            known = {}
+            data.queue_fits = (data.view.version, known)
+        fits = known.get(cq)
+        if fits is None:
+            fits = known[cq] = self._fits(data, cq, self.groups.most(cq))
+        return fits
 
     def _fits(self, data: _Cycle, cq: str, request: Mapping[str, float]) -> bool:
         """``request`` is available to ``cq`` in its one flavor now (while the walk skips)."""
@@ -397,7 +429,9 @@ class TenantAdmission:
         flavor = self._one_flavor.get(group.cq)
         if flavor is None or self.groups.typed.get(group.cq):
             return None
-        key = miss_key(group.shape, flavor, group.cq, group.priority, True)
+        key = group.carry_key
+        if key is None:
+            key = group.carry_key = miss_key(group.shape, flavor, group.cq, group.priority, True)
         known = self.groups.carry.get(key)
         if known is None or group.num_gpus < known[0]:
             return None
@@ -414,7 +448,7 @@ class TenantAdmission:
                 return None
             if state.free_whole > known[5]:
                 return None  # it may tell again once fewer GPUs are free
-        if not self._droppable(data, group):
+        if not (self._fits_queue(data, group.cq) or self._droppable(data, group)):
             return None
         return Carried(known[1], whole, known[5] if known[6] is not None else None, known[6])
 

@@ -104,7 +104,8 @@ POLICIES: dict[str, Callable[[], Profile]] = {
                           ("backfill", 19, True, False)])
 def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
         policy: str, seed: int, tight: bool, strict_queue: bool) -> None:
-    """Backfill's walk waits for the cycle's reservation (its head must be tried). For a
+    """Backfill's walk waits for the cycle's reservation (its head must be tried); then it
+    passes over a steady job that the reservation refuses at its turn (``walk_refuses``). For a
     preemptive policy (SRTF, EDF, Tiresias) the walk drops a group only after a job of its
     queue and priority failed its victim search too; the comparison then covers the
     policy's own evictions inside each queue."""
