@@ -17,7 +17,7 @@ issue 14); the decisions are those of the job-by-job walk.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,6 +51,9 @@ class EasyReservation:
 
     def __init__(self) -> None:
         self._ends = RunningEnds()  # running jobs by expected end, across cycles
+        # waiting job -> (its epoch, its oracle remaining seconds): fixed while it waits
+        # (``walk_refusal``); forgotten when it starts
+        self._waiting_seconds: dict[str, tuple[int, float]] = {}
 
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:
         if KEY not in state.scratch:
@@ -63,19 +66,29 @@ class EasyReservation:
         tried, since it becomes the head."""
         return KEY in state.scratch
 
-    def walk_refuses(self, state: CycleState, job: Job) -> str | None:
-        """What ``pre_filter`` would refuse ``job`` with now, or None (it would pass): the tenant
-        layer's walk by groups passes over such a job without a try. Once the head has its
-        reservation a refusal holds for the rest of the cycle (the shadow time is fixed and the
-        extra GPUs only shrink)."""
+    def walk_refusal(self, state: CycleState
+                     ) -> tuple[int, Callable[[Job], bool], str] | None:
+        """What ``pre_filter`` refuses for the rest of the cycle, once the head has its
+        reservation (the shadow time is fixed, the extra GPUs only shrink): a job asking more
+        GPUs than the first element that does not pass the second (end before the shadow
+        time), with the third as its reason; None before. The tenant layer's walk by groups
+        passes over such jobs without a try."""
         reservation: Reservation | None = state.scratch.get(KEY)
-        if (reservation is None or job.spec.num_gpus <= reservation.extra_gpus
-                or self._ends_before(state, job, reservation)):
+        if reservation is None:
             return None
         text = state.scratch.get(_REFUSAL)
         if text is None:
             text = state.scratch[_REFUSAL] = str(_delays(reservation))
-        return text
+        seconds, now, shadow = self._waiting_seconds, state.now, reservation.shadow_time
+
+        def ends_before(job: Job) -> bool:
+            known = seconds.get(job.job_id)
+            if known is None or known[0] != job.epoch:  # computed once while it waits
+                known = seconds[job.job_id] = (
+                    job.epoch, oracle_seconds(state, job, remaining=True))
+            return now + known[1] <= shadow
+
+        return reservation.extra_gpus, ends_before, text
 
     def pre_filter(self, state: CycleState, job: Job) -> Status:
         reservation: Reservation | None = state.scratch.get(KEY)
@@ -86,6 +99,7 @@ class EasyReservation:
         return _delays(reservation)
 
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
+        self._waiting_seconds.pop(job.job_id, None)
         reservation: Reservation | None = state.scratch.get(KEY)
         if reservation is not None and not self._ends_before(state, job, reservation):
             reservation.extra_gpus -= len(gpus)

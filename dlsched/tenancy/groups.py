@@ -70,6 +70,15 @@ def shape_of(spec: JobSpec) -> Hashable:
     return (spec.gpu_share, spec.gpu_types, spec.pool, spec.model, spec.batch_size)
 
 
+class Refusal(NamedTuple):
+    """What a PreFilter refuses for the rest of a cycle (backfill's reservation,
+    ``walk_refusal``): a job asking more than ``gpus`` GPUs that does not ``pass_``."""
+
+    gpus: int
+    pass_: Callable[[Job], bool]
+    text: str
+
+
 class Carried(NamedTuple):
     """A failed placement and victim search of an earlier cycle that tells about a group now
     (``TenantAdmission.carried_miss``)."""
@@ -260,7 +269,7 @@ class GroupWalk:
                  preemptive: bool = False,
                  carried: Callable[[Group], Carried | None] | None = None,
                  cold_start: bool = True,
-                 refused: Callable[[Job], str | None] | None = None) -> None:
+                 refusal: Callable[[], Refusal | None] | None = None) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
         self.cold_start = cold_start and not preemptive
@@ -273,7 +282,8 @@ class GroupWalk:
         self.cold: dict[str, int] = {}  # queue -> its groups above this many GPUs are cold
         self.warmed: set[Group] = set()  # cold groups brought back
         self.carried = carried
-        self.refused = refused
+        self.refusal = refusal
+        self._run_end: dict[Group, int] = {}  # a group dropped for refusals -> where they end
         self.carried_cold: dict[Group, Carried] = {}  # cold by a carried miss -> the miss
         # a carried miss that tells from a member on -> (its index, the detail, the most GPUs
         # that may be wholly free for it to tell)
@@ -288,7 +298,7 @@ class GroupWalk:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
         self.key = self.position = self.droppable = self.closed = None  # type: ignore[assignment]
         self.status = self.free = self.fits_queue = None  # type: ignore[assignment]
-        self.carried = self.refused = None
+        self.carried = self.refusal = None
         self._heap = []
         self.dropped = {}
 
@@ -356,6 +366,8 @@ class GroupWalk:
             if mode == _FRESH:
                 job = group.fresh_jobs[index]
             else:
+                if self._run_end.get(group) == index:  # the end of a run of refusals
+                    gen = self._end_run(group, index)
                 if self.closed(group.cq):
                     group.gen += 1
                     continue
@@ -371,9 +383,6 @@ class GroupWalk:
                     continue
                 if self._refuse(group, index, job):
                     self._frontier = key
-                    if index + 1 < len(group.entries):
-                        heapq.heappush(heap, ((self.position(group, group.entries[index + 1]),),
-                                              next(count), _PARTIAL, index + 1, gen, group))
                     continue
             yield job
             self._frontier = key
@@ -387,19 +396,36 @@ class GroupWalk:
                                           next(count), _PARTIAL, index + 1, gen, group))
 
     def _refuse(self, group: Group, index: int, job: Job) -> bool:
-        """Pass over a steady job that a PreFilter would refuse at its turn (``refused``), its
-        quota fitting (so only that PreFilter fails): the try would log nothing new."""
-        if self.refused is None or job.job_id not in self.groups.steady:
+        """Pass over a steady job that a PreFilter refuses at its turn (``refusal``), its
+        quota fitting (so only that PreFilter fails: the try would log nothing new), and the
+        steady jobs after it in the group that it refuses too: the group is dropped up to the
+        next steady job it would pass (its jobs that are not steady are visited meanwhile, as
+        in any dropped group). A refusal holds for the rest of the cycle; the drop ends early,
+        as any does, when the quota may no longer fit (``_catch_up``)."""
+        if self.refusal is None or job.job_id not in self.groups.steady:
             return False
-        text = self.refused(job)
-        if text is None or not self.droppable(group):
+        refusal = self.refusal()
+        if (refusal is None or group.num_gpus <= refusal.gpus or refusal.pass_(job)
+                or not self.droppable(group)):
             return False
-        ranges = self.skipped.setdefault(group, [])
-        if ranges and ranges[-1][1] == index and ranges[-1][2] == text:
-            ranges[-1][1] = index + 1
-        else:
-            ranges.append([index, index + 1, text])
+        steady, jobs, passes = self.groups.steady, group.jobs, refusal.pass_
+        end = index + 1
+        while end < len(jobs) and (jobs[end].job_id not in steady or not passes(jobs[end])):
+            end += 1
+        self._drop(group, index, refusal.text)
+        if end < len(jobs):
+            self._run_end[group] = end
+            heapq.heappush(self._heap, ((self.position(group, group.entries[end]),),
+                                        next(self._count), _PARTIAL, end, group.gen, group))
         return True
+
+    def _end_run(self, group: Group, index: int) -> int:
+        """The walk reached the job that ends a run of refusals: the group is visited again
+        from it (the jobs after it that are not steady on the group's own entries)."""
+        del self._run_end[group], self.dropped[group]
+        self.skipped[group][-1][1] = index
+        group.gen += 1
+        return group.gen
 
     def _push_fresh(self, group: Group, at: int) -> None:
         heapq.heappush(self._heap, (self.key(group, group.fresh[at], group.fresh_jobs[at]),
@@ -497,6 +523,7 @@ class GroupWalk:
     def _resume(self, group: Group) -> None:
         """Visit the group again from its first job after the walk's frontier."""
         del self.dropped[group]
+        self._run_end.pop(group, None)
         span = self.skipped[group][-1]
         low, high = span[0], len(group.entries)
         while low < high:  # the first member whose key is past the frontier

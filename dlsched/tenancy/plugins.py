@@ -38,7 +38,16 @@ from dlsched.tenancy.config import (
     TenantConfig,
 )
 from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
-from dlsched.tenancy.groups import Carried, Group, Groups, GroupWalk, groupable, miss_key, shape_of
+from dlsched.tenancy.groups import (
+    Carried,
+    Group,
+    Groups,
+    GroupWalk,
+    Refusal,
+    groupable,
+    miss_key,
+    shape_of,
+)
 from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
 from dlsched.tenancy.ordering import admission_key
@@ -138,9 +147,10 @@ class TenantAdmission:
         # The wrapped policies' ``walk_ready`` (backfill: set by with_tenants): until each
         # says so in a cycle, the walk passes over no job, and no group starts cold.
         self.walk_gates: list[Callable[[CycleState], bool]] = []
-        # Their ``walk_refuses`` (backfill's reservation): what a PreFilter of theirs would
-        # refuse a job with now; the walk passes over a steady job so refused.
-        self.walk_refusals: list[Callable[[CycleState, Job], str | None]] = []
+        # Their ``walk_refusal`` (backfill's reservation): what a PreFilter of theirs refuses
+        # for the rest of a cycle (GPUs asked above, a test a job passes, the reason); the
+        # walk passes over steady jobs so refused (``GroupWalk._refuse``).
+        self.walk_refusals: list[Callable[[CycleState], Any]] = []
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -310,21 +320,21 @@ class TenantAdmission:
             self.preemptive_walk,
             (lambda group: self.carried_miss(state, data, group)) if self.victim_epochs
             else None, cold_start=not gates,
-            refused=self._refusal(state) if self.walk_refusals else None)
+            refusal=self._refusal(state) if self.walk_refusals else None)
         try:
             yield from data.walk
         finally:  # the pending book keeps the walk's record, not the cycle's state
             data.walk.release()
 
-    def _refusal(self, state: CycleState) -> Callable[[Job], str | None]:
-        refusals = self.walk_refusals
+    def _refusal(self, state: CycleState) -> Callable[[], Refusal | None]:
+        """The walk's ``refusal``: the one PreFilter's that refuses now (None: none does)."""
+        if len(self.walk_refusals) != 1:  # which refuses would be job by job: none skips
+            return lambda: None
+        refusal = self.walk_refusals[0]
 
-        def refused(job: Job) -> str | None:
-            for refuses in refusals:
-                text = refuses(state, job)
-                if text is not None:
-                    return text
-            return None
+        def refused() -> Refusal | None:
+            found = refusal(state)
+            return None if found is None else Refusal(*found)
 
         return refused
 

@@ -89,8 +89,8 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     if admission.by_groups:
         admission.walk_gates = [p.inner.walk_ready for p in kept
                                 if getattr(p.inner, "walk_ready", None) is not None]
-        admission.walk_refusals = [p.inner.walk_refuses for p in kept
-                                   if getattr(p.inner, "walk_refuses", None) is not None]
+        admission.walk_refusals = [p.inner.walk_refusal for p in kept
+                                   if getattr(p.inner, "walk_refusal", None) is not None]
     # The wrapped policy preempts inside each queue: the walk drops a group only after a
     # failed victim search of its queue and priority.
     admission.preemptive_walk = admission.by_groups and len(wrapped.post_filters) > 1

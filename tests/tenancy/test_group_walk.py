@@ -8,7 +8,7 @@ or that skipped a job whose reasons would have changed, fails here."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,10 +22,11 @@ from dlsched.policies.sjf import sjf, srtf
 from dlsched.policies.tiresias import tiresias
 from dlsched.scheduling.profile import Profile
 from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.tenancy.groups import GroupWalk
 from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.profile import with_tenants
-from dlsched.workload.job import JobSpec
+from dlsched.workload.job import Job, JobSpec
 from dlsched.workload.trace import Trace
 
 
@@ -51,8 +52,29 @@ def _trace(seed: int, jobs: int, short: float = 0.0) -> Trace:
     return Trace("random", tuple(specs))
 
 
+def _once(walk: Any) -> Iterator[Job]:
+    """The walk's jobs, each once in a cycle (a job the walk gave twice fails here)."""
+    seen: set[str] = set()
+    for job in _WALK(walk):
+        assert job.job_id not in seen, f"{job.job_id} given twice in one cycle"
+        seen.add(job.job_id)
+        yield job
+
+
+_WALK = GroupWalk.__iter__
+
+
 def _run(policy: Profile, text: str, trace: Trace, by_groups: bool
          ) -> tuple[list[Any], Any, list[dict[str, Any]], int]:
+    GroupWalk.__iter__ = _once  # type: ignore[method-assign]
+    try:
+        return _run_once(policy, text, trace, by_groups)
+    finally:
+        GroupWalk.__iter__ = _WALK  # type: ignore[method-assign]
+
+
+def _run_once(policy: Profile, text: str, trace: Trace, by_groups: bool
+              ) -> tuple[list[Any], Any, list[dict[str, Any]], int]:
     profile = with_tenants(policy, parse_tenants(text))
     admission = profile.queue_sort
     assert isinstance(admission, TenantAdmission) and admission.by_groups
