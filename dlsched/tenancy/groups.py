@@ -23,6 +23,9 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
   miss is carried to later cycles (``TenantAdmission.carried_miss``): for the whole group
   while no job stopped, and after stops, when the search failed for room, from the failed
   job on while no more GPUs are free than it could bear;
+- once backfill's reservation refuses (``walk_refusal``: more GPUs than its extra ones and an
+  end past its shadow time, for the rest of the cycle), a group is dropped at a steady job so
+  refused, its quota fitting, up to its next steady job that the reservation passes;
 - what a skipped try would have done: record "quota reserved but no node fits the gang" (the
   pending book answers those jobs lazily: ``PendingBook.bulk``) and log the job's reasons in
   the audit when they changed. A job whose last logged reasons are exactly that ("steady")
