@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from dlsched.scheduling.cycle import _CycleRun
 
 KEY = "easy-backfill"
-_REFUSAL = "easy-backfill-refusal"  # scratch: the cycle's refusal text (``walk_refuses``)
+_REFUSAL = "easy-backfill-refusal"  # scratch: the cycle's refusal text (``walk_refusal``)
 
 
 @dataclass
