@@ -458,7 +458,7 @@ class TenantAdmission:
                 return None
             if state.free_whole > known[5]:
                 return None  # it may tell again once fewer GPUs are free
-        if not (self._fits_queue(data, group.cq) or self._droppable(data, group)):
+        if not self._droppable(data, group):
             return None
         return Carried(known[1], whole, known[5] if known[6] is not None else None, known[6])
 
