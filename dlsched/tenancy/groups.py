@@ -11,7 +11,8 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
 - known miss: the group asks for more GPUs than are wholly free in the cluster (what
   ``placement.count_miss`` tells a preemptive profile's try from the counts), or a job of the
   same shape and flavor asking no more GPUs failed placement in this cycle since the last
-  eviction (free GPUs only shrink between evictions; an eviction clears the misses); and the
+  eviction (free GPUs only shrink between evictions; an eviction clears the misses but those
+  that failed for room while no more GPUs are wholly free than they could bear); and the
   group's request still fits its queue's quota in its one flavor (so its jobs would pass
   PreFilter and fail placement);
 - under a policy that preempts inside each queue (SRTF, EDF, Tiresias: ``preemptive``), more
@@ -465,8 +466,8 @@ class GroupWalk:
 
     def _catch_up(self) -> None:
         """After a try: bring back dropped groups that a start, an eviction or a failed
-        PreFilter may have changed. An eviction may free GPUs: the misses known before it no
-        longer tell (free GPUs and victims only shrink between evictions)."""
+        PreFilter may have changed. An eviction may free GPUs: a miss known before it still
+        tells only by its room bound (``_after_eviction``); the other groups come back."""
         bulk, evictions, version = self.status()
         evicted = evictions != self._evictions
         if evicted:
