@@ -83,6 +83,19 @@ class Refusal(NamedTuple):
     text: str
 
 
+class KeptMiss(NamedTuple):
+    """A failed placement and victim search kept for later cycles (``Groups.carry``), with
+    the ledger's counts at the start of the cycle it was made in."""
+
+    gpus: int  # the failed job's GPUs
+    detail: str
+    stops: int  # jobs stopped anywhere
+    starts: int  # jobs started in its queue
+    epoch: tuple  # the wrapped policies' victims epoch
+    most: int | None  # the most GPUs that may be wholly free for it to fail again
+    entry: Any  # the failed job's line entry
+
+
 class Carried(NamedTuple):
     """A failed placement and victim search of an earlier cycle that tells about a group now
     (``TenantAdmission.carried_miss``)."""
@@ -121,10 +134,9 @@ class Groups:
         # Groups split by priority too (a preemptive walk: a failed victim search tells only
         # about later jobs of its priority, ``TenantAdmission.victim_miss_scope``).
         self.by_priority = False
-        # miss key -> (GPUs, detail, stops, starts in the queue, victims' epoch, most GPUs
-        # free for it to hold, the failed job's line entry): failed victim searches kept
-        # across cycles (``TenantAdmission.carried_miss``)
-        self.carry: dict[Hashable, tuple[int, str, int, int, tuple, int | None, Any]] = {}
+        # miss key -> a failed victim search kept across cycles
+        # (``TenantAdmission.carried_miss``)
+        self.carry: dict[Hashable, KeptMiss] = {}
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()
@@ -425,7 +437,8 @@ class GroupWalk:
 
     def _end_run(self, group: Group, index: int) -> int:
         """The walk reached the job that ends a run of refusals: the group is visited again
-        from it (the jobs after it that are not steady on the group's own entries)."""
+        from it, every later job on its own entries (the drop's entries for the jobs that are
+        not steady lapse)."""
         del self._run_end[group], self.dropped[group]
         self.skipped[group][-1][1] = index
         group.gen += 1

@@ -43,6 +43,7 @@ from dlsched.tenancy.groups import (
     Group,
     Groups,
     GroupWalk,
+    KeptMiss,
     Refusal,
     groupable,
     miss_key,
@@ -413,9 +414,10 @@ class TenantAdmission:
             epoch = self._victims_epoch(state)
             if epoch is not None:
                 ledger = self.ledger
-                self.groups.carry[key] = (job.spec.num_gpus, text, ledger.stops,
-                                          ledger.starts_in.get(self.queue_of(job), 0), epoch,
-                                          short, self.lines.entries.get(job.job_id))
+                self.groups.carry[key] = KeptMiss(
+                    job.spec.num_gpus, text, ledger.stops,
+                    ledger.starts_in.get(self.queue_of(job), 0), epoch, short,
+                    self.lines.entries.get(job.job_id))
 
     def _victims_epoch(self, state: CycleState) -> tuple | None:
         epochs = tuple(epoch(state) for epoch in self.victim_epochs)
@@ -443,24 +445,26 @@ class TenantAdmission:
         if key is None:
             key = group.carry_key = miss_key(group.shape, flavor, group.cq, group.priority, True)
         known = self.groups.carry.get(key)
-        if known is None or group.num_gpus < known[0]:
+        if known is None or group.num_gpus < known.gpus:
             return None
         ledger = self.ledger
         if data.start_epoch is None:
             data.start_epoch = self._victims_epoch(state)
-        if known[3] != ledger.starts_in.get(group.cq, 0) or known[4] != data.start_epoch:
+        if (known.starts != ledger.starts_in.get(group.cq, 0)
+                or known.epoch != data.start_epoch):
             del self.groups.carry[key]
             return None
-        whole = known[2] == ledger.stops
+        most = known.most if known.entry is not None else None
+        whole = known.stops == ledger.stops
         if not whole:
-            if known[5] is None or known[6] is None:
+            if most is None:
                 del self.groups.carry[key]
                 return None
-            if state.free_whole > known[5]:
+            if state.free_whole > most:
                 return None  # it may tell again once fewer GPUs are free
         if not self._droppable(data, group):
             return None
-        return Carried(known[1], whole, known[5] if known[6] is not None else None, known[6])
+        return Carried(known.detail, whole, most, known.entry)
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""
