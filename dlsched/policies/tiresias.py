@@ -76,6 +76,7 @@ class DiscretizedLas:
         self._scoped: dict[Hashable, RunningByQueue] = {}
         self._node_demotions: np.ndarray = np.zeros(0, dtype=np.int64)
         self._demotion_count = 0  # demotions applied so far (versions ``_demotion_sums``)
+        self._scope_demotions: dict[Hashable, int] = {}  # the same per victim scope
         self._demotion_sums: dict[int, tuple[np.ndarray, int, int]] = {}
         self._seeded = False
         # Waiting jobs by the queue their key files them in (told by ``on_waiting``, promotions
@@ -247,14 +248,17 @@ class DiscretizedLas:
         self._advance(state)
         return (self._demotions_on(nodes), self.queue_of(state, job))
 
-    def victims_epoch(self, state: CycleState) -> Hashable | None:
+    def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims: the demotions
-        applied so far (a demoted job may become a victim of a higher queue). None with
-        protection, which ends with time alone."""
+        applied so far (a demoted job may become a victim of a higher queue); with a
+        ``victim_scope``, those of the jobs of ``scope`` (a job's victims are of its own
+        scope), or of all scopes for None. None with protection, which ends with time alone."""
         if self.min_runtime:
             return None
         self._advance(state)
-        return self._demotion_count
+        if scope is None or self.victim_scope is None:
+            return self._demotion_count
+        return self._scope_demotions.get(scope, 0)
 
     def _demotions_on(self, nodes: np.ndarray) -> int:
         """Demotions so far on ``nodes``, kept per mask until the next demotion anywhere (the
@@ -343,6 +347,9 @@ class DiscretizedLas:
                 for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node
                     demotions[node] += 1
                 self._demotion_count += 1
+                if self.victim_scope is not None:
+                    scope = self.victim_scope(job)
+                    self._scope_demotions[scope] = self._scope_demotions.get(scope, 0) + 1
 
     def _running_of(self, job: Job) -> RunningByQueue:
         """The index of the running jobs in ``job``'s victim scope."""

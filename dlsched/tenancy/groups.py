@@ -134,9 +134,10 @@ class Groups:
         # Groups split by priority too (a preemptive walk: a failed victim search tells only
         # about later jobs of its priority, ``TenantAdmission.victim_miss_scope``).
         self.by_priority = False
-        # miss key -> a failed victim search kept across cycles
-        # (``TenantAdmission.carried_miss``)
-        self.carry: dict[Hashable, KeptMiss] = {}
+        # miss key -> per GPU count, a failed victim search kept across cycles
+        # (``TenantAdmission.carried_miss``): a miss of more GPUs does not replace one of
+        # fewer, which still tells about the groups between
+        self.carry: dict[Hashable, dict[int, KeptMiss]] = {}
         self.groups: dict[Hashable, Group] = {}
         self.group_of: dict[str, Group] = {}
         self.steady: set[str] = set()

@@ -100,9 +100,10 @@ class _Cycle:
         self.terms: dict[Group, tuple[ShareRank, float]] = {}
         self.available: tuple[int, dict[tuple, float]] = (-1, {})
         self.queue_fits: tuple[int, dict[str, bool]] = (-1, {})  # per usage version
-        # The wrapped policies' victims epoch when the walk starts (``carried_miss`` asks it
-        # for every group then, with nothing changed in between): computed once
-        self.start_epoch: tuple | None = None
+        # The wrapped policies' victims epoch of each cluster queue when first asked in the
+        # cycle (``carried_miss`` asks it for every group as the walk starts, with nothing
+        # changed in between): computed once per queue
+        self.start_epochs: dict[str, tuple | None] = {}
         # job -> the most GPUs that may be wholly free for its failed victim search to fail
         # again (``victims_short``; None: it failed for another reason than room)
         self.short: dict[str, int | None] = {}
@@ -144,7 +145,7 @@ class TenantAdmission:
         # The wrapped policies' ``victims_epoch`` (set by with_tenants where each has one): a
         # failed victim search then tells about later cycles too, while no job stops
         # anywhere, none starts in its queue and the epochs stay (``carried_miss``).
-        self.victim_epochs: list[Callable[[CycleState], Hashable | None]] = []
+        self.victim_epochs: list[Callable[[CycleState, str], Hashable | None]] = []
         # The wrapped policies' ``walk_ready`` (backfill: set by with_tenants): until each
         # says so in a cycle, the walk passes over no job, and no group starts cold.
         self.walk_gates: list[Callable[[CycleState], bool]] = []
@@ -411,16 +412,18 @@ class TenantAdmission:
         short = data.short.get(job.job_id)
         data.misses[key] = (job.spec.num_gpus, text, short)
         if self.victim_epochs:
-            epoch = self._victims_epoch(state)
+            cq = self.queue_of(job)
+            epoch = self._victims_epoch(state, cq)
             if epoch is not None:
                 ledger = self.ledger
-                self.groups.carry[key] = KeptMiss(
-                    job.spec.num_gpus, text, ledger.stops,
-                    ledger.starts_in.get(self.queue_of(job), 0), epoch, short,
-                    self.lines.entries.get(job.job_id))
+                self.groups.carry.setdefault(key, {})[job.spec.num_gpus] = KeptMiss(
+                    job.spec.num_gpus, text, ledger.stops, ledger.starts_in.get(cq, 0), epoch,
+                    short, self.lines.entries.get(job.job_id))
 
-    def _victims_epoch(self, state: CycleState) -> tuple | None:
-        epochs = tuple(epoch(state) for epoch in self.victim_epochs)
+    def _victims_epoch(self, state: CycleState, cq: str) -> tuple | None:
+        """The wrapped policies' victims epochs for the jobs of ``cq`` (their victims are of
+        their own cluster queue: ``QueueScope``), or None."""
+        epochs = tuple(epoch(state, cq) for epoch in self.victim_epochs)
         return None if any(e is None for e in epochs) else epochs
 
     def carried_miss(self, state: CycleState, data: _Cycle, group: Group) -> Carried | None:
@@ -429,8 +432,9 @@ class TenantAdmission:
 
         It tells while none started in the group's queue (no new victims) since the cycle it
         was made in (the ledger's counts are those of each cycle's start, so a start later in
-        that cycle counts too), the wrapped policies' ``victims_epoch`` is the same (their
-        victims only shrink with time in between) and the group's quota still fits
+        that cycle counts too), the wrapped policies' ``victims_epoch`` of its queue is the
+        same (their victims only shrink with time in between; a demotion in another queue
+        gives none) and the group's quota still fits
         (``_droppable``). Then a job of the group's queue, priority, shape and flavor asking
         no more GPUs failed, and
         - while no job stopped anywhere (free GPUs only shrank), every job of the group
@@ -444,27 +448,35 @@ class TenantAdmission:
         key = group.carry_key
         if key is None:
             key = group.carry_key = miss_key(group.shape, flavor, group.cq, group.priority, True)
-        known = self.groups.carry.get(key)
-        if known is None or group.num_gpus < known.gpus:
+        kept = self.groups.carry.get(key)
+        if not kept:
             return None
         ledger = self.ledger
-        if data.start_epoch is None:
-            data.start_epoch = self._victims_epoch(state)
-        if (known.starts != ledger.starts_in.get(group.cq, 0)
-                or known.epoch != data.start_epoch):
-            del self.groups.carry[key]
+        start_epochs = data.start_epochs
+        epoch = start_epochs.get(group.cq, _UNASKED)
+        if epoch is _UNASKED:
+            epoch = start_epochs[group.cq] = self._victims_epoch(state, group.cq)
+        starts, found = ledger.starts_in.get(group.cq, 0), None
+        for gpus, known in list(kept.items()):
+            if gpus > group.num_gpus:
+                continue
+            if known.starts != starts or known.epoch != epoch:
+                del kept[gpus]
+                continue
+            if known.stops == ledger.stops:
+                most = known.most if known.entry is not None else None
+                found = Carried(known.detail, True, most, known.entry)
+                break
+            if known.entry is None or known.most is None:
+                del kept[gpus]
+                continue
+            if state.free_whole > known.most:
+                continue  # it may tell again once fewer GPUs are free
+            if found is None or known.entry < found.entry:
+                found = Carried(known.detail, False, known.most, known.entry)
+        if found is None or not self._droppable(data, group):
             return None
-        most = known.most if known.entry is not None else None
-        whole = known.stops == ledger.stops
-        if not whole:
-            if most is None:
-                del self.groups.carry[key]
-                return None
-            if state.free_whole > most:
-                return None  # it may tell again once fewer GPUs are free
-        if not self._droppable(data, group):
-            return None
-        return Carried(known.detail, whole, most, known.entry)
+        return found
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""
@@ -790,5 +802,6 @@ class TenantAdmission:
 # every flavor that serves the job: ``_record``), or the queue is unknown.
 _NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT, Reason.NO_FLAVOR,
                     Reason.UNKNOWN_QUEUE})
+_UNASKED = object()  # a queue whose victims epoch the cycle has not asked yet
 _NEEDS_VICTIMS = unschedulable(NAME, Reason.NEEDS_PREEMPTION.value)
 _QUOTA_SHORT = unschedulable(NAME, "quota does not fit in the assigned flavor")

@@ -191,3 +191,55 @@ def test_a_miss_carried_across_stops_by_its_room(policy: str, seed: int, short: 
     assert audit == want_audit
     assert books == want_books
     assert admission  # some group was skipped from a position by a room-bound carry
+
+
+@pytest.mark.parametrize(("policy", "seed"), [("tiresias", 40), ("tiresias", 41),
+                                              ("srtf", 42)])
+def test_misses_kept_per_gpu_count_and_demotions_per_queue(policy: str, seed: int) -> None:
+    """A kept miss is kept per GPU count (one of more GPUs does not replace one of fewer,
+    which still tells about the groups asking between), and Tiresias' victims epoch is its
+    demotions in the group's own queue (a job's victims are of its queue), so a miss outlives
+    demotions elsewhere. The schedule, audit and books stay the job-by-job walk's, and both
+    rules are used. A miss used for a group asking fewer GPUs, or one kept across a demotion
+    in its own queue, fails here."""
+    text, trace = _config(True, False), _trace(seed, 120)
+    made: dict[int, tuple[Any, int]] = {}  # id of a kept miss -> it, Tiresias' demotions
+    # in all queues when it was made
+    used = {"sizes": 0, "elsewhere": 0}
+    missed, carried_miss = TenantAdmission._missed, TenantAdmission.carried_miss
+
+    def demotions(self: TenantAdmission) -> int:
+        return sum(getattr(epoch.__self__, "_demotion_count", 0)  # type: ignore[attr-defined]
+                   for epoch in self.victim_epochs)
+
+    def record(self: TenantAdmission, *args: Any) -> None:
+        missed(self, *args)
+        for kept in self.groups.carry.values():
+            for known in kept.values():
+                made.setdefault(id(known), (known, demotions(self)))
+
+    def carried(self: TenantAdmission, state: Any, data: Any, group: Any) -> Any:
+        found = carried_miss(self, state, data, group)
+        kept = self.groups.carry.get(group.carry_key) or {}
+        if found is not None:
+            used["sizes"] += len(kept) > 1
+            now = demotions(self)
+            used["elsewhere"] += any(made[id(k)][1] != now for gpus, k in kept.items()
+                                     if gpus <= group.num_gpus)
+        return found
+
+    TenantAdmission._missed = record  # type: ignore[method-assign]
+    TenantAdmission.carried_miss = carried  # type: ignore[method-assign]
+    try:
+        jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
+    finally:
+        TenantAdmission._missed = missed  # type: ignore[method-assign]
+        TenantAdmission.carried_miss = carried_miss  # type: ignore[method-assign]
+    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
+                                                by_groups=False)
+    assert jobs == want_jobs
+    assert audit == want_audit
+    assert books == want_books
+    assert used["sizes"] > 0
+    if policy == "tiresias":
+        assert used["elsewhere"] > 0

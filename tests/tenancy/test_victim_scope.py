@@ -12,6 +12,7 @@ priority (jobs are drawn with two priorities)."""
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -112,6 +113,19 @@ def _srtf_sorted_per_cycle() -> Profile:
     return profile
 
 
+_COUNTS = re.compile(r"needs \d+ GPUs?, (\d+|none) free")
+
+
+def _counts_masked(books: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The books with the GPU counts of placement details masked. A job that a failed search
+    of an earlier cycle passes over is told that search's detail (``Carried.detail``): its
+    counts are those of that cycle. Tiresias keeps its demotions per scope, so a search kept
+    across a demotion in another queue is carried with its scope, not without (a
+    ``victims_epoch`` per queue): a detail may then be that of an earlier cycle."""
+    return [{job: (*entry[:3], _COUNTS.sub("needs N GPUs, N free", entry[3]))
+             for job, entry in book.items()} for book in books]
+
+
 POLICIES: dict[str, Callable[[], Profile]] = {
     "srtf": srtf,
     "srtf-sorted": _srtf_sorted_per_cycle,
@@ -135,7 +149,7 @@ def test_victims_per_queue_are_those_of_the_whole_ranking_filtered(
                                                           scoped=False)
     assert jobs == want_jobs
     assert audit == want_audit
-    assert books == want_books
+    assert _counts_masked(books) == _counts_masked(want_books)
     # The policy's own preemption ran and failed searches told about later jobs: the
     # comparison is not vacuous.
     assert evictions > 0 and searches < every

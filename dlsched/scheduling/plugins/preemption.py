@@ -49,10 +49,11 @@ class Preemption:
         self._unfiled: dict[Hashable, list[Job]] = {}
         self._anchor: tuple[str, Job, int] | None = None
 
-    def victims_epoch(self, state: CycleState) -> Hashable | None:
+    def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims (None: time
-        alone may). Nothing here when no protection window ends and the running keys are
-        fixed (EDF) or falling (SRTF) while the preemptor's is fixed as it waits."""
+        alone may), in any victim scope. Nothing here when no protection window ends and the
+        running keys are fixed (EDF) or falling (SRTF) while the preemptor's is fixed as it
+        waits."""
         return () if not self.min_runtime and self._kind is not None else None
 
     def post_filter(self, state: CycleState, job: Job) -> tuple[Job, ...] | Iterator[Job]:
