@@ -78,6 +78,10 @@ class _Cycle:
         self.no_borrow: set[str] = set()  # victims found by a pass that forbade borrowing
         self.seen_evicted: set[str] = set()  # evictions already logged
         self.blocked: dict[str, str] = {}  # StrictFIFO queue -> head that blocks it
+        # The walk by groups gave every job it was to give (it was not stopped early), and
+        # whether a job needed its queue's quota by preemption (``next_wakeup``)
+        self.walked = False
+        self.preempting = False
         # (queue, GPU types, priority, borrows) -> (usage version, request, submitted, reason)
         # of a job that failed on quota
         self.least: dict[str, dict[str, float]] = {}  # per queue, the least a job asks
@@ -163,11 +167,20 @@ class TenantAdmission:
         self._min_runtimes = sorted({cq.preemption.min_runtime
                                      for cq in config.cluster_queues.values()
                                      if cq.preemption.min_runtime})
+        # Whether a cycle that changed nothing stays so while nothing but time moves (set by
+        # with_tenants): then such a cycle asks no wake-up for the ends of protection
+        self.steady_when_quiet = False
+        # The time of the last cycle that asked no wake-up for the ends of protection
+        # (``next_wakeup``); the next cycle first advances the fair-sharing history through
+        # the cycles those ends would have run (``_replay_quiet``)
+        self._quiet_since: float | None = None
 
     # -- per-cycle data ---------------------------------------------------------------------
     def cycle(self, state: CycleState) -> _Cycle:
         data = state.scratch.get(NAME)
         if data is None:
+            if self._quiet_since is not None:
+                self._replay_quiet(state.now)
             self.ledger.told = self.by_groups  # every start passes Reserve (profile.py)
             data = state.scratch[NAME] = _Cycle(QuotaView(self.config, self.ledger, state))
             self._advance_history(state, data.view)
@@ -177,15 +190,34 @@ class TenantAdmission:
         return data
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
-        if self.history is None:
-            return
+        if self.history is not None:
+            self.history.advance(state.now, self._rates())
+
+    def _rates(self) -> Mapping[str, float]:
+        """GPUs held per cluster queue by the jobs the ledger admitted."""
         if self.ledger.integral:  # the same sums, kept as jobs start and stop
-            self.history.advance(state.now, self.ledger.rates)
-            return
+            return self.ledger.rates
         rates: dict[str, float] = {}
-        for a in view.admitted.values():
+        for a in self.ledger.admitted.values():
             rates[a.cq] = rates.get(a.cq, 0.0) + a.request.get("gpu", 0.0)
-        self.history.advance(state.now, rates)
+        return rates
+
+    def _replay_quiet(self, now: float) -> None:
+        """Advance the fair-sharing history through the cycles that the wake-ups
+        ``next_wakeup`` did not ask would have run (each protection end after the quiet
+        cycle and before ``now``), with the rates of then (the ledger is not updated yet),
+        so that it holds the values, to the last bit, that those cycles would have left."""
+        since, self._quiet_since = self._quiet_since, None
+        if self.history is None or since is None:
+            return
+        starts, ends = self.ledger.starts, set()
+        for runtime in self._min_runtimes:  # ``Ledger.protection_ends``' sums, in order
+            low = bisect.bisect_right(starts, since, key=lambda s: s + runtime)
+            high = bisect.bisect_left(starts, now, key=lambda s: s + runtime)
+            ends.update(start + runtime for start in starts[low:high])
+        rates = self._rates()
+        for end in sorted(ends):
+            self.history.advance(end, rates)
 
     def queue_names(self, cq: str) -> tuple[str, ...]:
         """The names jobs use for cluster queue ``cq``: its own and its local queues'."""
@@ -325,6 +357,7 @@ class TenantAdmission:
             refusal=self._refusal(state) if self.walk_refusals else None)
         try:
             yield from data.walk
+            data.walked = True
         finally:  # the pending book keeps the walk's record, not the cycle's state
             data.walk.release()
 
@@ -583,6 +616,7 @@ class TenantAdmission:
         else:
             data.assigned[job.job_id] = assignment
             if assignment.mode is Mode.PREEMPT:
+                data.preempting = True
                 status = self._nominate_victims(state, data, job, cq.name, assignment)
                 if status.ok:  # victims chosen: the cycle's PostFilter step evicts them
                     return _NEEDS_VICTIMS
@@ -784,11 +818,22 @@ class TenantAdmission:
         # One scan per distinct minimum runtime (a wake-up for a job of another queue is
         # early, never late: the cycle then finds nothing to do).
         if self.by_groups and self._min_runtimes and state.snapshot.waiting:
-            self.cycle(state)  # the ledger is this cycle's: the running jobs' start times
+            data = self.cycle(state)  # the ledger is this cycle's: the running jobs' starts
             ledger, now = self.ledger, state.now
-            times = [ledger.protection_ends(now, runtime) for runtime in self._min_runtimes]
-            if state.started:
-                times += [now + runtime for runtime in self._min_runtimes]
+            if (self.steady_when_quiet and data.walked and not data.preempting
+                    and not state.started and not state.evicted):
+                # A minimum runtime keeps a running job from being a candidate of Kueue's
+                # preemption only, which serves jobs whose quota does not fit (PREEMPT). The
+                # walk gave every job whose quota does not fit (it passes over only jobs
+                # whose quota fits), none was, and the cycle changed nothing (after a cycle
+                # that did, the next may: a job tried before a start may evict the job
+                # started): until a job arrives, starts or stops (each a cycle of its own),
+                # no protection's end can start or evict anything.
+                times, self._quiet_since = [], state.now
+            else:
+                times = [ledger.protection_ends(now, runtime) for runtime in self._min_runtimes]
+                if state.started:
+                    times += [now + runtime for runtime in self._min_runtimes]
         else:
             times = [protection_ends(state, runtime) for runtime in self._min_runtimes]
         if self.config.requeue.base_seconds:
