@@ -104,6 +104,9 @@ class Carried(NamedTuple):
     whole: bool  # it tells about every job of the group (no job stopped since)
     most: int | None  # with at most this many GPUs wholly free it tells from ``entry`` on
     entry: Any  # the failed job's line entry
+    # more GPUs than ``most`` are wholly free as the walk starts: it tells from ``entry`` on
+    # only if the starts before the group's turn leave no more than ``most`` (``_miss``)
+    lazy: bool = False
 
 
 @dataclass(eq=False)
@@ -303,7 +306,7 @@ class GroupWalk:
         self._run_end: dict[Group, int] = {}  # a group dropped for refusals -> where they end
         self.carried_cold: dict[Group, Carried] = {}  # cold by a carried miss -> the miss
         # a carried miss that tells from a member on -> (its index, the detail, the most GPUs
-        # that may be wholly free for it to tell)
+        # that may be wholly free for it to tell: at the member's turn, ``_miss``)
         self.carried_from: dict[Group, tuple[int, str, int]] = {}
         self._heap: list[tuple] = []
         self._count = itertools.count()
@@ -361,7 +364,7 @@ class GroupWalk:
                     if carried is not None and (found := carried(group)) is not None:
                         at = 0 if found.whole else bisect.bisect_left(group.entries,
                                                                       found.entry)
-                        if at:
+                        if at or found.lazy:  # from the failed job on, by the room bound
                             assert found.most is not None
                             self.carried_from[group] = (at, found.detail, found.most)
                         else:
@@ -463,7 +466,9 @@ class GroupWalk:
         if known is not None and group.num_gpus >= known[0]:
             return known[1]
         carried = self.carried_from.get(group)
-        return carried[1] if carried is not None and index >= carried[0] else None
+        if carried is None or index < carried[0] or self.free() > carried[2]:
+            return None
+        return carried[1]
 
     def _drop(self, group: Group, index: int, detail: str) -> None:
         self.skipped.setdefault(group, []).append([index, None, detail])

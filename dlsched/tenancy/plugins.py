@@ -474,7 +474,9 @@ class TenantAdmission:
           failed in that cycle and fails again;
         - after stops, if its search failed for room and no more GPUs are wholly free than it
           could bear (``victims_short``), the jobs ranked after it fail: their candidates are
-          among its own."""
+          among its own. With more free as the walk starts, it is carried ``lazy``: the walk
+          checks the bound at the group's turn, when the jobs started before it may have
+          taken the GPUs that the stops freed (``GroupWalk._miss``)."""
         flavor = self._one_flavor.get(group.cq)
         if flavor is None or self.groups.typed.get(group.cq):
             return None
@@ -489,7 +491,7 @@ class TenantAdmission:
         epoch = start_epochs.get(group.cq, _UNASKED)
         if epoch is _UNASKED:
             epoch = start_epochs[group.cq] = self._victims_epoch(state, group.cq)
-        starts, found = ledger.starts_in.get(group.cq, 0), None
+        starts, found, lazy = ledger.starts_in.get(group.cq, 0), None, None
         for gpus, known in list(kept.items()):
             if gpus > group.num_gpus:
                 continue
@@ -503,10 +505,13 @@ class TenantAdmission:
             if known.entry is None or known.most is None:
                 del kept[gpus]
                 continue
-            if state.free_whole > known.most:
-                continue  # it may tell again once fewer GPUs are free
+            if state.free_whole > known.most:  # it may tell once starts leave fewer free
+                if lazy is None or known.most > lazy.most:
+                    lazy = Carried(known.detail, False, known.most, known.entry, True)
+                continue
             if found is None or known.entry < found.entry:
                 found = Carried(known.detail, False, known.most, known.entry)
+        found = found or lazy
         if found is None or not self._droppable(data, group):
             return None
         return found

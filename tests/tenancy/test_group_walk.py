@@ -289,3 +289,42 @@ def test_a_quiet_cycle_asks_no_wake_up_for_protection_ends(policy: str, seed: in
         assert len(books) == len(want_books)
     else:
         assert len(books) < len(want_books)
+
+
+@pytest.mark.parametrize(("policy", "seed"), [("edf", 60), ("srtf", 61), ("tiresias", 62)])
+def test_a_room_bound_checked_at_the_groups_turn(policy: str, seed: int) -> None:
+    """A miss whose room bound does not hold as the walk starts (a job stopped: more GPUs
+    are wholly free) may hold at its group's turn, once jobs started before it took them
+    (``Carried.lazy``, checked in ``GroupWalk._miss``); the group is then dropped from the
+    failed job on. The decisions stay the job-by-job walk's, and such drops happen. A bound
+    not checked again at the turn fails here."""
+    text, trace = _config(False, False), _trace(seed, 120, short=0.3)
+    lazy: dict[int, Any] = {}  # id -> the group (kept: an id is not reused meanwhile)
+    drops = 0
+    carried_miss, drop = TenantAdmission.carried_miss, GroupWalk._drop
+
+    def carried(self: TenantAdmission, state: Any, data: Any, group: Any) -> Any:
+        found = carried_miss(self, state, data, group)
+        if found is not None and found.lazy:
+            lazy[id(group)] = group
+        return found
+
+    def dropped(self: GroupWalk, group: Any, index: int, detail: str) -> None:
+        nonlocal drops
+        known = self.carried_from.get(group)
+        drops += id(group) in lazy and known is not None and known[1] == detail
+        drop(self, group, index, detail)
+
+    TenantAdmission.carried_miss = carried  # type: ignore[method-assign]
+    GroupWalk._drop = dropped  # type: ignore[method-assign]
+    try:
+        jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
+    finally:
+        TenantAdmission.carried_miss = carried_miss  # type: ignore[method-assign]
+        GroupWalk._drop = drop  # type: ignore[method-assign]
+    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
+                                                by_groups=False)
+    assert jobs == want_jobs
+    assert audit == want_audit
+    _assert_same_books(books, want_books)
+    assert drops > 0
