@@ -174,6 +174,8 @@ class TenantAdmission:
         # (``next_wakeup``); the next cycle first advances the fair-sharing history through
         # the cycles those ends would have run (``_replay_quiet``)
         self._quiet_since: float | None = None
+        # (the ledger's usage version, its memos: ``_share_memos``)
+        self._memos: tuple[int, dict, dict, dict] | None = None
 
     # -- per-cycle data ---------------------------------------------------------------------
     def cycle(self, state: CycleState) -> _Cycle:
@@ -183,11 +185,21 @@ class TenantAdmission:
                 self._replay_quiet(state.now)
             self.ledger.told = self.by_groups  # every start passes Reserve (profile.py)
             data = state.scratch[NAME] = _Cycle(QuotaView(self.config, self.ledger, state))
+            self._share_memos(data)
             self._advance_history(state, data.view)
             self.pending = PendingBook(data.positions)
             if self.by_groups:
                 self.pending.bulk = lambda job_id: self._skipped(data, job_id)
         return data
+
+    def _share_memos(self, data: _Cycle) -> None:
+        """Give the cycle the memos of quota read from the usage its view starts with
+        (``available``, ``queue_fits`` at view version 0, the borrowing ranks), kept from
+        the last cycle while the ledger's usage is the same: they depend on nothing else."""
+        version, memos = self.ledger.version, self._memos
+        if memos is None or memos[0] != version:
+            memos = self._memos = (version, {}, {}, {})
+        data.available, data.queue_fits, data.ranks = (0, memos[1]), (0, memos[2]), memos[3]
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
         if self.history is not None:
@@ -548,6 +560,8 @@ class TenantAdmission:
         data.positions = self.pending.positions = self.lines.positions
         data.least = self.lines.least
         data.rank_usage = data.view.usage.copy()
+        if data.view.version:  # not the usage the ranks kept across cycles were read from
+            data.ranks = {}
 
     def _key(self, state: CycleState, data: _Cycle, job: Job) -> tuple:
         cq = self.config.cluster_queue_of(job.spec.queue)
@@ -567,6 +581,8 @@ class TenantAdmission:
         """Borrowing first-term of the cross-queue key, the same for equal requests (cached)."""
         flavor, usage = cq.flavors[0], data.rank_usage or data.view.usage
         key = (cq.name, tuple(request.items()))
+        if data.rank_usage is None and data.view.version:  # read before ``_prepare``
+            data.ranks = {}
         rank = data.ranks.get(key)
         if rank is None:
             if self.config.fair_sharing.enabled:

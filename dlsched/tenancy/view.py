@@ -75,6 +75,7 @@ class Ledger:
         # to later cycles while both stay as they were (``TenantAdmission.carried_miss``).
         self.stops = 0
         self.starts_in: dict[str | None, int] = {}
+        self.version = 0  # bumped whenever ``usage`` changes (memos across cycles)
 
     def started(self, job_id: str) -> None:
         self._started.append(job_id)
@@ -120,6 +121,7 @@ class Ledger:
         return True
 
     def _add(self, job: Job, masks: Mapping[str, np.ndarray], gpu_node: np.ndarray) -> None:
+        self.version += 1
         job_id = job.job_id
         cq = self.config.cluster_queue_of(job.spec.queue)
         name = cq.name if cq is not None else None
@@ -146,6 +148,7 @@ class Ledger:
             del self.starts[bisect.bisect_left(self.starts, start)]
 
     def _remove(self, job_id: str) -> None:
+        self.version += 1
         self.stops += 1
         a = self.admitted.pop(job_id, None)
         self._allocations.pop(job_id, None)
