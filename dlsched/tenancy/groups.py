@@ -23,7 +23,8 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
   since a queue orders by priority first and the policy's victims by its key alone); such a
   miss is carried to later cycles (``TenantAdmission.carried_miss``): for the whole group
   while no job stopped, and after stops, when the search failed for room, from the failed
-  job on while no more GPUs are free than it could bear;
+  job on while no more GPUs are free than it could bear (checked at the group's turn when
+  more are free as the walk starts: ``Carried.lazy``); one miss is kept per GPU count;
 - once backfill's reservation refuses (``walk_refusal``: more GPUs than its extra ones and an
   end past its shadow time, for the rest of the cycle), a group is dropped at a steady job so
   refused, its quota fitting, up to its next steady job that the reservation passes;
