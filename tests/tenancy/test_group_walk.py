@@ -124,6 +124,27 @@ def _assert_same_books(books: list[Any], want: list[Any]) -> None:
     assert ran.keys() <= {time for time, _, _ in want}
 
 
+def _as_job_by_job(policy: str, text: str, trace: Trace,
+                   patches: tuple[tuple[Any, str, Any], ...] = ()
+                   ) -> tuple[list[Any], list[Any]]:
+    """Run ``policy`` walked by groups, with ``patches`` (owner, attribute, value) in place
+    meanwhile, then job by job; assert the same schedule, audit and books; both books."""
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, value in patches:
+        setattr(owner, name, value)
+    try:
+        jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
+                                                by_groups=False)
+    assert jobs == want_jobs
+    assert audit == want_audit
+    _assert_same_books(books, want_books)
+    return books, want_books
+
+
 POLICIES: dict[str, Callable[[], Profile]] = {
     "fifo": lambda: fifo(strict=False), "sjf": sjf, "srtf": srtf, "edf": edf,
     "srtf-protected": lambda: srtf(min_runtime=900.0),
@@ -248,18 +269,8 @@ def test_misses_kept_per_gpu_count_and_demotions_per_queue(policy: str, seed: in
                                      if gpus <= group.num_gpus)
         return found
 
-    TenantAdmission._missed = record  # type: ignore[method-assign]
-    TenantAdmission.carried_miss = carried  # type: ignore[method-assign]
-    try:
-        jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
-    finally:
-        TenantAdmission._missed = missed  # type: ignore[method-assign]
-        TenantAdmission.carried_miss = carried_miss  # type: ignore[method-assign]
-    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
-                                                by_groups=False)
-    assert jobs == want_jobs
-    assert audit == want_audit
-    _assert_same_books(books, want_books)
+    _as_job_by_job(policy, text, trace, ((TenantAdmission, "_missed", record),
+                                         (TenantAdmission, "carried_miss", carried)))
     assert used["sizes"] > 0
     if policy == "tiresias":
         assert used["elsewhere"] > 0
@@ -278,13 +289,8 @@ def test_a_quiet_cycle_asks_no_wake_up_for_protection_ends(policy: str, seed: in
     each end, and cycles are left out (not under backfill, whose shadow time moves with the
     clock). A cycle left out after one that started or evicted a job (the next may evict
     the job started), or a history not advanced through the cycles left out, fails here."""
-    text, trace = _config(True, False), _trace(seed, 120, short=short)
-    jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
-    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
-                                                by_groups=False)
-    assert jobs == want_jobs
-    assert audit == want_audit
-    _assert_same_books(books, want_books)
+    books, want_books = _as_job_by_job(policy, _config(True, False),
+                                       _trace(seed, 120, short=short))
     if policy == "backfill":
         assert len(books) == len(want_books)
     else:
@@ -315,16 +321,6 @@ def test_a_room_bound_checked_at_the_groups_turn(policy: str, seed: int) -> None
         drops += id(group) in lazy and known is not None and known[1] == detail
         drop(self, group, index, detail)
 
-    TenantAdmission.carried_miss = carried  # type: ignore[method-assign]
-    GroupWalk._drop = dropped  # type: ignore[method-assign]
-    try:
-        jobs, audit, books, _ = _run(POLICIES[policy](), text, trace, by_groups=True)
-    finally:
-        TenantAdmission.carried_miss = carried_miss  # type: ignore[method-assign]
-        GroupWalk._drop = drop  # type: ignore[method-assign]
-    want_jobs, want_audit, want_books, _ = _run(POLICIES[policy](), text, trace,
-                                                by_groups=False)
-    assert jobs == want_jobs
-    assert audit == want_audit
-    _assert_same_books(books, want_books)
+    _as_job_by_job(policy, text, trace, ((TenantAdmission, "carried_miss", carried),
+                                         (GroupWalk, "_drop", dropped)))
     assert drops > 0
