@@ -201,6 +201,13 @@ class TenantAdmission:
             memos = self._memos = (version, {}, {}, {})
         data.available, data.queue_fits, data.ranks = (0, memos[1]), (0, memos[2]), memos[3]
 
+    def _own_ranks(self, data: _Cycle) -> None:
+        """The cycle's ranks read from a usage that moved within it: its own copy from now
+        on (those kept so far stay), so that the ranks kept across cycles hold only ranks
+        of the starting usage."""
+        if self._memos is not None and data.ranks is self._memos[3]:
+            data.ranks = dict(data.ranks)
+
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
         if self.history is not None:
             self.history.advance(state.now, self._rates())
@@ -561,7 +568,7 @@ class TenantAdmission:
         data.least = self.lines.least
         data.rank_usage = data.view.usage.copy()
         if data.view.version:  # not the usage the ranks kept across cycles were read from
-            data.ranks = {}
+            self._own_ranks(data)
 
     def _key(self, state: CycleState, data: _Cycle, job: Job) -> tuple:
         cq = self.config.cluster_queue_of(job.spec.queue)
@@ -582,7 +589,7 @@ class TenantAdmission:
         flavor, usage = cq.flavors[0], data.rank_usage or data.view.usage
         key = (cq.name, tuple(request.items()))
         if data.rank_usage is None and data.view.version:  # read before ``_prepare``
-            data.ranks = {}
+            self._own_ranks(data)
         rank = data.ranks.get(key)
         if rank is None:
             if self.config.fair_sharing.enabled:
