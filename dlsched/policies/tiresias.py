@@ -248,20 +248,14 @@ class DiscretizedLas:
         self._advance(state)
         return (self._demotions_on(nodes), self.queue_of(state, job))
 
-    def victims_epoch(self, state: CycleState, scope: Hashable = None,
-                      job: Job | None = None) -> Hashable | None:
+    def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims: the demotions
         applied so far (a demoted job may become a victim of a higher queue); with a
         ``victim_scope``, those of the jobs of ``scope`` (a job's victims are of its own
-        scope), or of all scopes for None. For ``job``, a waiting job of the last queue, the
-        empty tuple: it has no victims whatever is demoted (without promotion its queue stays
-        while it waits). None with protection, which ends with time alone."""
+        scope), or of all scopes for None. None with protection, which ends with time alone."""
         if self.min_runtime:
             return None
         self._advance(state)
-        if (job is not None and not self.promote_knob and not self.same_queue_preemption
-                and self.queue_of(state, job) == len(self.thresholds)):
-            return ()
         if scope is None or self.victim_scope is None:
             return self._demotion_count
         return self._scope_demotions.get(scope, 0)

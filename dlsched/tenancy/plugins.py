@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -174,10 +174,6 @@ class TenantAdmission:
         # (``next_wakeup``); the next cycle first advances the fair-sharing history through
         # the cycles those ends would have run (``_replay_quiet``)
         self._quiet_since: float | None = None
-        # Whether a cycle after a quiet one may be told from it (set by with_tenants), and
-        # what the last quiet cycle left (``_still_cycle``)
-        self.still_cycles = False
-        self._still: _Still | None = None
         # (the ledger's usage version, its memos: ``_share_memos``)
         self._memos: tuple[int, dict, dict, dict] | None = None
 
@@ -327,38 +323,8 @@ class TenantAdmission:
                                   is not AdmissionOrder.KUEUE):
             return self.ordered(state)
         data = self.cycle(state)
-        still, self._still = self._still, None
-        if still is not None and self._still_cycle(state, still):
-            self.pending = still.pending
-            state.scratch.setdefault(BLOCKED_QUEUES, {}).update(still.blocked)
-            data.walked = True
-            return iter(())
         self._prepare(state, data)
         return self._walk(state, data)
-
-    def _still_cycle(self, state: CycleState, still: _Still) -> bool:
-        """Whether this cycle would do what the quiet cycle before it did (nothing) and leave
-        its pending book and closed queues: the same jobs wait, none started or stopped since
-        (the ledger's usage version), and every queue whose victims epoch moved (a Tiresias
-        demotion) has no waiting job that the move could give victims. Only time moved
-        otherwise, and a quiet cycle stays so then (``next_wakeup``; no key moves with time:
-        ``still_cycles``)."""
-        waiting = state.snapshot.waiting
-        if (self.ledger.version != still.version or len(waiting) != len(still.waiting)
-                or any(a is not b for a, b in zip(waiting, still.waiting, strict=True))):
-            return False
-        for cq, epoch in still.epochs.items():
-            now = self._victims_epoch(state, cq)
-            if now is None:  # time alone may give victims (a protection of the policy's own)
-                return False
-            if now == epoch:
-                continue
-            fixed = ((),) * len(now)
-            if any(self._victims_epoch(state, cq, job) != fixed
-                   for job in self.lines.lines.get(cq, ())):
-                return False
-            still.epochs[cq] = now
-        return True
 
     def _other_order(self, state: CycleState, data: _Cycle, order: AdmissionOrder
                      ) -> Iterator[Job]:
@@ -506,12 +472,10 @@ class TenantAdmission:
                     job.spec.num_gpus, text, ledger.stops, ledger.starts_in.get(cq, 0), epoch,
                     short, self.lines.entries.get(job.job_id))
 
-    def _victims_epoch(self, state: CycleState, cq: str, job: Job | None = None
-                       ) -> tuple | None:
+    def _victims_epoch(self, state: CycleState, cq: str) -> tuple | None:
         """The wrapped policies' victims epochs for the jobs of ``cq`` (their victims are of
-        their own cluster queue: ``QueueScope``), or None; with ``job``, for that job (each
-        an empty tuple: it has no victims that the epoch's moves could give)."""
-        epochs = tuple(epoch(state, cq, job) for epoch in self.victim_epochs)
+        their own cluster queue: ``QueueScope``), or None."""
+        epochs = tuple(epoch(state, cq) for epoch in self.victim_epochs)
         return None if any(e is None for e in epochs) else epochs
 
     def carried_miss(self, state: CycleState, data: _Cycle, group: Group) -> Carried | None:
@@ -881,19 +845,11 @@ class TenantAdmission:
     def next_wakeup(self, state: CycleState) -> float | None:
         # One scan per distinct minimum runtime (a wake-up for a job of another queue is
         # early, never late: the cycle then finds nothing to do).
-        quiet = False
-        if self.by_groups and state.snapshot.waiting:
-            data = self.cycle(state)
-            quiet = (self.steady_when_quiet and data.walked and not data.preempting
-                     and not state.started and not state.evicted)
-            if quiet and self.still_cycles:
-                self._still = _Still(state.snapshot.waiting, self.ledger.version,
-                                     {cq: self._victims_epoch(state, cq)
-                                      for cq in self.lines.lines},
-                                     dict(state.scratch.get(BLOCKED_QUEUES, {})), self.pending)
         if self.by_groups and self._min_runtimes and state.snapshot.waiting:
-            ledger, now = self.ledger, state.now  # the ledger is this cycle's: the starts
-            if quiet:
+            data = self.cycle(state)  # the ledger is this cycle's: the running jobs' starts
+            ledger, now = self.ledger, state.now
+            if (self.steady_when_quiet and data.walked and not data.preempting
+                    and not state.started and not state.evicted):
                 # A minimum runtime keeps a running job from being a candidate of Kueue's
                 # preemption only, which serves jobs whose quota does not fit (PREEMPT). The
                 # walk gave every job whose quota does not fit (it passes over only jobs
@@ -920,15 +876,5 @@ class TenantAdmission:
 _NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT, Reason.NO_FLAVOR,
                     Reason.UNKNOWN_QUEUE})
 _UNASKED = object()  # a queue whose victims epoch the cycle has not asked yet
-
-
-class _Still(NamedTuple):
-    """What a quiet cycle left, for telling the next one from it (``_still_cycle``)."""
-
-    waiting: tuple[Job, ...]
-    version: int  # the ledger's usage version
-    epochs: dict[str, tuple | None]  # per queue with waiting jobs, the victims epoch
-    blocked: dict[str, str]  # the queues it closed, and why
-    pending: PendingBook
 _NEEDS_VICTIMS = unschedulable(NAME, Reason.NEEDS_PREEMPTION.value)
 _QUOTA_SHORT = unschedulable(NAME, "quota does not fit in the assigned flavor")

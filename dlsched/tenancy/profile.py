@@ -104,12 +104,6 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     # victims (``victims_epoch``); the policy's own wake-ups are cycles of their own.
     admission.steady_when_quiet = admission.by_groups and not admission.walk_gates and (
         not admission.preemptive_walk or bool(admission.victim_epochs))
-    # ... and a cycle after it, with nothing changed but the time and the policy's victims
-    # epoch, may be told from it (``TenantAdmission._still_cycle``): besides, no waiting job's
-    # key moves with time (``lane_safe``: no promotion, no protection of the policy's own)
-    # and no requeue backoff ends.
-    admission.still_cycles = (admission.steady_when_quiet and not config.requeue.base_seconds
-                              and all(getattr(p.inner, "lane_safe", True) for p in kept))
     return wrapped
 
 

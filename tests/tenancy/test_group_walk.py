@@ -325,32 +325,3 @@ def test_a_room_bound_checked_at_the_groups_turn(policy: str, seed: int) -> None
     _as_job_by_job(policy, text, trace, ((TenantAdmission, "carried_miss", carried),
                                          (GroupWalk, "_drop", dropped)))
     assert drops > 0
-
-
-@pytest.mark.parametrize(("policy", "seed", "strict", "told"),
-                         [("tiresias", 70, False, True), ("tiresias", 71, False, True),
-                          ("tiresias", 75, True, True), ("tiresias", 76, True, True),
-                          ("srtf-protected", 73, False, False),
-                          ("tiresias-promote", 74, False, False)])
-def test_a_still_cycle_is_told_from_the_quiet_one_before(policy: str, seed: int, strict: bool,
-                                                        told: bool) -> None:
-    """A cycle after a quiet one, with the same jobs waiting, none started or stopped since,
-    and no waiting job that a moved victims epoch could give victims (a Tiresias demotion in
-    a queue whose waiting jobs are all in the last queue), does what that cycle did: nothing,
-    with its pending book and closed queues (``TenantAdmission._still_cycle``). Not when
-    time alone may give victims (a protection of the policy's own) or move a waiting job's key
-    (promotion). A still cycle told after a start or a stop, after a demotion that gives a
-    waiting job victims, or under the policy's own protection, fails here. (SRTF and EDF ask
-    no wake-ups of their own: after a quiet cycle, the next has an event.)"""
-    told_count = 0
-    still_cycle = TenantAdmission._still_cycle
-
-    def counted(self: TenantAdmission, state: Any, still: Any) -> bool:
-        nonlocal told_count
-        found = still_cycle(self, state, still)
-        told_count += found
-        return found
-
-    _as_job_by_job(policy, _config(True, strict), _trace(seed, 120, short=0.2),
-                   ((TenantAdmission, "_still_cycle", counted),))
-    assert (told_count > 0) == told

@@ -49,8 +49,7 @@ class Preemption:
         self._unfiled: dict[Hashable, list[Job]] = {}
         self._anchor: tuple[str, Job, int] | None = None
 
-    def victims_epoch(self, state: CycleState, scope: Hashable = None,
-                      job: Job | None = None) -> Hashable | None:
+    def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims (None: time
         alone may), in any victim scope. Nothing here when no protection window ends and the
         running keys are fixed (EDF) or falling (SRTF) while the preemptor's is fixed as it
