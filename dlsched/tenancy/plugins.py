@@ -194,19 +194,13 @@ class TenantAdmission:
 
     def _share_memos(self, data: _Cycle) -> None:
         """Give the cycle the memos of quota read from the usage its view starts with
-        (``available``, ``queue_fits`` at view version 0, the borrowing ranks), kept from
-        the last cycle while the ledger's usage is the same: they depend on nothing else."""
+        (``available``, ``queue_fits`` at view version 0; the borrowing ranks join them in
+        ``_prepare``), kept from the last cycle while the ledger's usage is the same: they
+        depend on nothing else."""
         version, memos = self.ledger.version, self._memos
         if memos is None or memos[0] != version:
             memos = self._memos = (version, {}, {}, {})
-        data.available, data.queue_fits, data.ranks = (0, memos[1]), (0, memos[2]), memos[3]
-
-    def _own_ranks(self, data: _Cycle) -> None:
-        """The cycle's ranks read from a usage that moved within it: its own copy from now
-        on (those kept so far stay), so that the ranks kept across cycles hold only ranks
-        of the starting usage."""
-        if self._memos is not None and data.ranks is self._memos[3]:
-            data.ranks = dict(data.ranks)
+        data.available, data.queue_fits = (0, memos[1]), (0, memos[2])
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
         if self.history is not None:
@@ -567,8 +561,12 @@ class TenantAdmission:
         data.positions = self.pending.positions = self.lines.positions
         data.least = self.lines.least
         data.rank_usage = data.view.usage.copy()
-        if data.view.version:  # not the usage the ranks kept across cycles were read from
-            self._own_ranks(data)
+        if not data.view.version and self._memos is not None:
+            # The ranks are read from the cycle's starting usage (the version never went
+            # back): those kept across cycles serve, with those read so far in the cycle.
+            shared = self._memos[3]
+            shared.update(data.ranks)
+            data.ranks = shared
 
     def _key(self, state: CycleState, data: _Cycle, job: Job) -> tuple:
         cq = self.config.cluster_queue_of(job.spec.queue)
@@ -588,8 +586,6 @@ class TenantAdmission:
         """Borrowing first-term of the cross-queue key, the same for equal requests (cached)."""
         flavor, usage = cq.flavors[0], data.rank_usage or data.view.usage
         key = (cq.name, tuple(request.items()))
-        if data.rank_usage is None and data.view.version:  # read before ``_prepare``
-            self._own_ranks(data)
         rank = data.ranks.get(key)
         if rank is None:
             if self.config.fair_sharing.enabled:
