@@ -99,9 +99,10 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
               if isinstance(p, _Stripped)]
     if admission.preemptive_walk and all(epoch is not None for epoch in epochs):
         admission.victim_epochs = epochs  # type: ignore[assignment]
-    # A cycle that changed nothing stays so while only time moves: no PreFilter of the
-    # wrapped policy reads the time (backfill's shadow time does), and time alone gives no
-    # victims (``victims_epoch``); the policy's own wake-ups are cycles of their own.
+    # A cycle that changed nothing stays so while only time moves, but for the wrapped
+    # policy's own wake-ups (cycles of their own: its protection ends, Tiresias' demotions):
+    # no PreFilter of it reads the time (backfill's shadow time does), and its victims are
+    # told by ``victims_epoch`` (a policy without the hook may gain victims otherwise).
     admission.steady_when_quiet = admission.by_groups and not admission.walk_gates and (
         not admission.preemptive_walk or bool(admission.victim_epochs))
     return wrapped
