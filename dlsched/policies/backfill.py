@@ -71,8 +71,9 @@ class EasyReservation:
         """What ``pre_filter`` refuses for the rest of the cycle, once the head has its
         reservation (the shadow time is fixed, the extra GPUs only shrink): a job asking more
         GPUs than the first element that does not pass the second (end before the shadow
-        time), with the third as its reason; None before. The tenant layer's walk by groups
-        passes over such jobs without a try."""
+        time), with the third as its reason, the fourth a waiting job's oracle remaining
+        seconds (fixed while it waits; a job of more seconds ends no earlier); None before.
+        The tenant layer's walk by groups passes over such jobs without a try."""
         reservation: Reservation | None = state.scratch.get(KEY)
         if reservation is None:
             return None
@@ -81,14 +82,17 @@ class EasyReservation:
             text = state.scratch[_REFUSAL] = str(_delays(reservation))
         seconds, now, shadow = self._waiting_seconds, state.now, reservation.shadow_time
 
-        def ends_before(job: Job) -> bool:
+        def remaining(job: Job) -> float:
             known = seconds.get(job.job_id)
             if known is None or known[0] != job.epoch:  # computed once while it waits
                 known = seconds[job.job_id] = (
                     job.epoch, oracle_seconds(state, job, remaining=True))
-            return now + known[1] <= shadow
+            return known[1]
 
-        return reservation.extra_gpus, ends_before, text
+        def ends_before(job: Job) -> bool:
+            return now + remaining(job) <= shadow
+
+        return reservation.extra_gpus, ends_before, text, remaining
 
     def pre_filter(self, state: CycleState, job: Job) -> Status:
         reservation: Reservation | None = state.scratch.get(KEY)
@@ -118,7 +122,8 @@ class EasyReservation:
         started = [(end_of(j), n) for j, n in state.scratch.get("easy-started", [])]
         model = state.snapshot.throughput
         ends: Iterable[tuple[float, int]]
-        if self._ends.refresh(running, end_of, lambda job: model.reference_rate(job.spec)):
+        if self._ends.refresh(running, end_of, lambda job: model.reference_rate(job.spec),
+                              state.snapshot.running_changes):
             ends = heapq.merge(self._ends.ascending(), sorted(started))
         else:
             ends = sorted([(end_of(j), len(j.allocation)) for j in running] + started)

@@ -33,17 +33,26 @@ class RunningEnds:
         self._filings = 0
         self._live = 0
         self._end_of: Callable[[Job], float] = _unset
+        # the core's count of running-job changes at the last look at every running job, and
+        # what that look found (``refresh``)
+        self._seen: tuple[int, bool] | None = None
 
     def refresh(self, running: Collection[Job], end_of: Callable[[Job], float],
-                reference_of: Callable[[Job], float]) -> bool:
+                reference_of: Callable[[Job], float], changes: int | None = None) -> bool:
         """A new cycle: file jobs started since. False when a job runs faster than its
-        reference rate (the bounds do not hold: the caller computes every end)."""
+        reference rate (the bounds do not hold: the caller computes every end). ``changes``:
+        the snapshot's ``running_changes``; while it stays, no job started, stopped or changed
+        its rate, so the running jobs are not looked at again."""
         heap = self._heap
         for end, _, entry in self._ranked:
             heapq.heappush(heap, (_lower(end), entry[1], entry[2], entry[3]))
         for end, filing, job, started in self._fresh:
             heapq.heappush(heap, (_lower(end), filing, job, started))
         self._ranked, self._fresh = [], []
+        self._end_of = end_of
+        seen = self._seen
+        if changes is not None and seen is not None and seen[0] == changes:
+            return seen[1]
         filed, safe = self._filed, True
         for job in running:
             known = filed.get(job.job_id, _MISSING)
@@ -58,7 +67,7 @@ class RunningEnds:
                 safe = False
         if len(heap) > 2 * self._live + 64:
             self._compact()
-        self._end_of = end_of
+        self._seen = None if changes is None else (changes, safe)
         return safe
 
     def ascending(self) -> Iterator[tuple[float, int]]:

@@ -8,6 +8,7 @@ simulator's moves only between time steps, the runtime freezes its own while it 
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 IDLE_RESULT = CycleResult()
 _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this is whole
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
+# Each core counts its running-job changes from its own base: two cores' counts never meet, so
+# a policy object used by two cores in turn cannot take one's count for the other's.
+_CHANGES_BASE = itertools.count(0, 1 << 40)
 
 
 @dataclass
@@ -96,6 +100,9 @@ class Scheduler:
         self._key_changes = getattr(profile.queue_sort, "key_changes", None)
         self._reason_seq = 0  # cycles run (a cycle's reasons are stamped 2 x its number)
         self.running: dict[str, Job] = {}
+        # Bumped whenever a running job starts, stops, or changes its rate or attempt start:
+        # equal counts mean the same running jobs at the same rates (``ClusterSnapshot``).
+        self.running_changes = next(_CHANGES_BASE)
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
         self.node_free = cluster.node_gpus.copy()
         self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
@@ -391,7 +398,8 @@ class Scheduler:
                                buckets=self.waiting.buckets(),
                                own_reason=self.own_reason if self._bucketed else None,
                                resources=self._resources_view if self.beyond_gpu_jobs else None,
-                               mig=self.mig)
+                               mig=self.mig,
+                               running_changes=self.running_changes if running else None)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -419,8 +427,11 @@ class Scheduler:
 
     def _rerate(self) -> None:
         if self.rerater is not None:
+            before = self.rerater.rerated
             self.rerater.rerate(self.running.values(), self.placement_of, self.executor,
                                 self.clock.now())
+            if self.rerater.rerated != before:
+                self.running_changes += 1
 
     @property
     def goodput_series(self) -> list[GoodputPoint]:
@@ -515,6 +526,7 @@ class Scheduler:
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
         shared = self.sharing.share(job) if min(shares, default=1.0) < 1.0 else None
         job.run_started = now
+        self.running_changes += 1
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
         reconfigurer = self.reconfigurer
@@ -597,6 +609,7 @@ class Scheduler:
         self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
         job.run_started = None
+        self.running_changes += 1
         if self.sharing:  # nothing is shared (the common case): no partner to re-rate
             self._rerate_partners(self.sharing.unshare(job), self.clock.now())
 
@@ -629,6 +642,7 @@ class Scheduler:
             job.done_work = job.work_done(now)
             job.progress_time = now
             job.rate = rate
+            self.running_changes += 1
             if rerate is not None:
                 job.epoch += 1
                 rerate(job, now)

@@ -48,6 +48,10 @@ class ClusterSnapshot:
     resources: ResourceBook | None = None
     # The core's MIG instances (dlsched/mig/book.py); None while no job asks for MIG.
     mig: Any = None
+    # The core's count of changes to its running jobs (starts, stops, rates, attempt starts):
+    # equal counts in two snapshots mean the same running jobs at the same rates. None:
+    # unknown (a snapshot built by hand): a memo of the running jobs must look at them.
+    running_changes: int | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.

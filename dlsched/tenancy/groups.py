@@ -77,11 +77,15 @@ def shape_of(spec: JobSpec) -> Hashable:
 
 class Refusal(NamedTuple):
     """What a PreFilter refuses for the rest of a cycle (backfill's reservation,
-    ``walk_refusal``): a job asking more than ``gpus`` GPUs that does not ``pass_``."""
+    ``walk_refusal``): a job asking more than ``gpus`` GPUs that does not ``pass_``.
+    ``order`` (optional): a value of a waiting job, fixed while it waits, by which ``pass_``
+    is monotone (a job whose value is at least that of a job refused is refused too: backfill's
+    oracle remaining seconds)."""
 
     gpus: int
     pass_: Callable[[Job], bool]
     text: str
+    order: Callable[[Job], float] | None = None
 
 
 class KeptMiss(NamedTuple):
@@ -125,6 +129,11 @@ class Group:
     fresh: list[Any] = field(default_factory=list)  # entries of the members not steady
     fresh_jobs: list[Job] = field(default_factory=list)
     gen: int = 0  # bumped when the group is dropped or comes back: older heap entries lapse
+    # The steady member of least ``Refusal.order`` (``Groups.least``): valid while ``low_ok``;
+    # members marked steady since it was found wait in ``low_new``.
+    low: tuple[float, Job] | None = None
+    low_ok: bool = False
+    low_new: list[Job] = field(default_factory=list)
 
 
 class Groups:
@@ -172,6 +181,7 @@ class Groups:
         _remove(group.entries, group.jobs, entry, job)
         if job.job_id in self.steady:
             self.steady.discard(job.job_id)
+            _unsteady(group, job)
         else:
             _remove(group.fresh, group.fresh_jobs, entry, job)
             self._fresh_left(group)
@@ -243,10 +253,41 @@ class Groups:
                 self.steady.add(job_id)
                 _remove(group.fresh, group.fresh_jobs, entry, job)
                 self._fresh_left(group)
+                if group.low_ok:
+                    group.low_new.append(job)
             else:
                 self.steady.discard(job_id)
+                _unsteady(group, job)
                 _insert(group.fresh, group.fresh_jobs, entry, job)
                 self.with_fresh.setdefault(group.cq, {})[group] = None
+
+
+    def least(self, group: Group, order: Callable[[Job], float]) -> Job | None:
+        """The steady member of ``group`` of least ``order`` (None: no steady member), kept
+        across cycles: found again only after that member leaves or stops being steady."""
+        if not group.low_ok:
+            steady, low = self.steady, None
+            for job in group.jobs:
+                if job.job_id in steady:
+                    value = order(job)
+                    if low is None or value < low[0]:
+                        low = (value, job)
+            group.low, group.low_ok, group.low_new = low, True, []
+        elif group.low_new:
+            low = group.low
+            for job in group.low_new:
+                value = order(job)
+                if low is None or value < low[0]:
+                    low = (value, job)
+            group.low, group.low_new = low, []
+        return None if group.low is None else group.low[1]
+
+
+def _unsteady(group: Group, job: Job) -> None:
+    """A steady member left or is no longer steady: the least one is found again if it was."""
+    if group.low_ok and (group.low is None or group.low[1] is job
+                         or any(new is job for new in group.low_new)):
+        group.low_ok, group.low, group.low_new = False, None, []
 
 
 def _insert(keys: list[Any], jobs: list[Job], entry: Any, job: Job) -> None:
@@ -431,6 +472,10 @@ class GroupWalk:
             return False
         steady, jobs, passes = self.groups.steady, group.jobs, refusal.pass_
         end = index + 1
+        if refusal.order is not None:  # the least steady member refused: every one is
+            least = self.groups.least(group, refusal.order)
+            if least is None or not passes(least):
+                end = len(jobs)
         while end < len(jobs) and (jobs[end].job_id not in steady or not passes(jobs[end])):
             end += 1
         self._drop(group, index, refusal.text)
