@@ -84,6 +84,16 @@ class DiscretizedLas:
         # last queue (``_demotions_matter``).
         self._waiting_queue: dict[str, int] = {}
         self._waiting_in = [0] * (len(thresholds) + 1)
+        # The same per victim scope, counting the jobs above the last queue only
+        self._scope_above_last: dict[Hashable, int] = {}
+        # Set by the tenant layer (tenancy/profile.py): whether a cycle changed nothing and
+        # stays so while nothing but time and this plugin's demotions moves
+        # (``TenantAdmission.quiet``). After such a cycle a demotion is woken for only where
+        # it matters (``_next_demotion_that_matters``); the next cycle asks which wake-ups
+        # were left out (``left_out``) to advance the fair-sharing history through them.
+        self.quiet: Callable[[CycleState], bool] | None = None
+        self._quiet_since: float | None = None
+        self._popped_since_quiet: list[float] = []
         # Whether only this plugin's own PostFilter preempts by its queues; the tenant layer,
         # which also orders and preempts by them, sets it False (tenancy/profile.py).
         self.own_preemption_only = True
@@ -113,7 +123,7 @@ class DiscretizedLas:
         ``last_run_seconds``): note when it will starve, if it can."""
         self._promoted.discard(job.job_id)
         queue = self.queue_of(None, job)  # its service's level: it is not promoted now
-        self._file_waiting(job.job_id, queue)
+        self._file_waiting(job, queue)
         if not self.promote_knob:
             return
         executed = self._executed.get(job.job_id, 0.0) + job.last_run_seconds
@@ -142,7 +152,7 @@ class DiscretizedLas:
                 continue
             if now - job.queued_since >= self._starve_wait(job.job_id):
                 self._promoted.add(job.job_id)
-                self._file_waiting(job.job_id, 0)
+                self._file_waiting(job, 0)
                 changed.append(job)
             else:
                 early.append(entry)
@@ -192,21 +202,28 @@ class DiscretizedLas:
         return (state.now - job.queued_since >= self._starve_wait(job.job_id)
                 and self._level(self._service(state, job)) > 0)
 
-    def _file_waiting(self, job_id: str, queue: int | None) -> None:
+    def _file_waiting(self, job: Job, queue: int | None) -> None:
         """Count a waiting job in ``queue`` (None: it no longer waits)."""
+        job_id, last = job.job_id, len(self.thresholds)
         before = self._waiting_queue.pop(job_id, None)
         if before is not None:
             self._waiting_in[before] -= 1
         if queue is not None:
             self._waiting_queue[job_id] = queue
             self._waiting_in[queue] += 1
+        if self.victim_scope is not None and (before is not None and before < last) != (
+                queue is not None and queue < last):
+            scope = self.victim_scope(job)
+            counts = self._scope_above_last
+            counts[scope] = counts.get(scope, 0) + (1 if queue is not None and queue < last
+                                                    else -1)
 
     # -- Reserve --------------------------------------------------------------------------
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         now = state.snapshot.now
-        self._file_waiting(job.job_id, None)
+        self._file_waiting(job, None)
         if self.promote_knob:
             self._count_wait(state, job, now)
         self._promoted.discard(job.job_id)
@@ -286,6 +303,8 @@ class DiscretizedLas:
         first = (self._demotions[0][0] if self._demotions and self._demotions_matter(state)
                  else None)
         if not self.min_runtime and not self.promote_knob:  # the default: demotions only
+            if first is not None and self._may_sleep(state):
+                first = self._next_demotion_that_matters(state)
             return first if first is not None and first > state.snapshot.now else None
         times = [first]
         if self.min_runtime:
@@ -316,6 +335,44 @@ class DiscretizedLas:
         return any(self._level(self._service(state, job)) < last
                    for job in state.evicted.values())
 
+    def _may_sleep(self, state: CycleState) -> bool:
+        """Whether this cycle may leave out the wake-ups of demotions that matter to no one:
+        one threshold (a demotion is into the last queue: none is due later from it), victims
+        per scope, no protection, promotion or same-queue preemption (so a demotion gives
+        victims only to waiting jobs above the last queue of its scope), and a quiet cycle
+        (``quiet``: until a job arrives, starts or stops, only the demotions could change a
+        decision)."""
+        if (self.quiet is None or len(self.thresholds) != 1 or self.victim_scope is None
+                or self.same_queue_preemption or not self.quiet(state)):
+            return False
+        if self._quiet_since is None:
+            self._quiet_since = state.snapshot.now
+            self._popped_since_quiet = []
+        return True
+
+    def _next_demotion_that_matters(self, state: CycleState) -> float | None:
+        """The earliest demotion of a running job whose scope has a job waiting above the
+        last queue (a waiting job it may become a victim of); None: no such demotion."""
+        scope, counts, running = self.victim_scope, self._scope_above_last, JobStatus.RUNNING
+        assert scope is not None
+        found = None
+        for at, _, started, job in self._demotions:
+            if ((found is None or at < found) and job.status is running
+                    and job.run_started == started and counts.get(scope(job), 0) > 0):
+                found = at
+        return found
+
+    def left_out(self, since: float, now: float) -> list[float]:
+        """The demotion wake-ups after ``since`` and before ``now`` that quiet cycles did not
+        ask (every demotion wakes a cycle otherwise, stale ones included): the times the
+        tenant layer's fair-sharing history is advanced through (``_replay_quiet``)."""
+        if self._quiet_since is None:
+            return []
+        times = [at for at, _, _, _ in self._demotions if since < at < now]
+        times += [at for at in self._popped_since_quiet if since < at < now]
+        self._quiet_since, self._popped_since_quiet = None, []
+        return times
+
     def _victim_starves(self, state: CycleState, job: Job) -> float:
         """How long a job evicted in this cycle may wait before it starves (it has run
         ``now - run_started`` more by then)."""
@@ -334,8 +391,11 @@ class DiscretizedLas:
                 self._running_of(job).file(job, self.queue_of(state, job),
                                           job.run_started or 0.0, now)
                 self._push_demotion(state, job, job.run_started)
+        popped = self._popped_since_quiet if self._quiet_since is not None else None
         while heap and heap[0][0] <= now:
-            _, _, started, job = heapq.heappop(heap)
+            at, _, started, job = heapq.heappop(heap)
+            if popped is not None:
+                popped.append(at)
             just_started = job.job_id in state.started and started == now
             if just_started or (job.run_started == started
                                 and job.status is JobStatus.RUNNING

@@ -174,6 +174,10 @@ class TenantAdmission:
         # (``next_wakeup``); the next cycle first advances the fair-sharing history through
         # the cycles those ends would have run (``_replay_quiet``)
         self._quiet_since: float | None = None
+        # The wrapped policies' wake-ups that quiet cycles left out between two times
+        # (Tiresias' demotions that matter to no one: ``DiscretizedLas.left_out``), replayed
+        # with the ends of protection (set by with_tenants)
+        self.left_out: list[Callable[[float, float], list[float]]] = []
         # (the ledger's usage version, its memos: ``_share_memos``)
         self._memos: tuple[int, dict, dict, dict] | None = None
 
@@ -221,9 +225,12 @@ class TenantAdmission:
         cycle and before ``now``), with the rates of then (the ledger is not updated yet),
         so that it holds the values, to the last bit, that those cycles would have left."""
         since, self._quiet_since = self._quiet_since, None
-        if self.history is None or since is None:
+        if since is None:
             return
-        starts, ends = self.ledger.starts, set()
+        ends = {at for left_out in self.left_out for at in left_out(since, now)}
+        if self.history is None:
+            return
+        starts = self.ledger.starts
         for runtime in self._min_runtimes:  # ``Ledger.protection_ends``' sums, in order
             low = bisect.bisect_right(starts, since, key=lambda s: s + runtime)
             high = bisect.bisect_left(starts, now, key=lambda s: s + runtime)
@@ -838,22 +845,33 @@ class TenantAdmission:
             for name in self.queue_names(cq.name):
                 skip_queue(state, name, f"[{NAME}] {Reason.STRICT_FIFO.value} ({head})")
 
+    def quiet(self, state: CycleState) -> bool:
+        """Whether this cycle changed nothing and stays so while only time moves, but for
+        the wrapped policy's own wake-ups (``steady_when_quiet``).
+
+        A minimum runtime keeps a running job from being a candidate of Kueue's preemption
+        only, which serves jobs whose quota does not fit (PREEMPT). The walk gave every job
+        whose quota does not fit (it passes over only jobs whose quota fits), none was, and
+        the cycle changed nothing (after a cycle that did, the next may: a job tried before a
+        start may evict the job started): until a job arrives, starts or stops (each a cycle
+        of its own), no protection's end can start or evict anything."""
+        data = state.scratch.get(NAME)
+        if not (self.steady_when_quiet and state.snapshot.waiting) or data is None:
+            return False
+        return (data.walked and not data.preempting and not state.started
+                and not state.evicted)
+
     def next_wakeup(self, state: CycleState) -> float | None:
         # One scan per distinct minimum runtime (a wake-up for a job of another queue is
         # early, never late: the cycle then finds nothing to do).
+        quiet = self.quiet(state)
+        if quiet:  # the next cycle first replays the wake-ups left out (``_replay_quiet``)
+            self._quiet_since = state.now
         if self.by_groups and self._min_runtimes and state.snapshot.waiting:
-            data = self.cycle(state)  # the ledger is this cycle's: the running jobs' starts
+            self.cycle(state)  # the ledger is this cycle's: the running jobs' starts
             ledger, now = self.ledger, state.now
-            if (self.steady_when_quiet and data.walked and not data.preempting
-                    and not state.started and not state.evicted):
-                # A minimum runtime keeps a running job from being a candidate of Kueue's
-                # preemption only, which serves jobs whose quota does not fit (PREEMPT). The
-                # walk gave every job whose quota does not fit (it passes over only jobs
-                # whose quota fits), none was, and the cycle changed nothing (after a cycle
-                # that did, the next may: a job tried before a start may evict the job
-                # started): until a job arrives, starts or stops (each a cycle of its own),
-                # no protection's end can start or evict anything.
-                times, self._quiet_since = [], state.now
+            if quiet:
+                times = []
             else:
                 times = [ledger.protection_ends(now, runtime) for runtime in self._min_runtimes]
                 if state.started:

@@ -105,6 +105,11 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     # told by ``victims_epoch`` (a policy without the hook may gain victims otherwise).
     admission.steady_when_quiet = admission.by_groups and not admission.walk_gates and (
         not admission.preemptive_walk or bool(admission.victim_epochs))
+    if admission.steady_when_quiet:  # Tiresias: no wake-up for demotions that matter to none
+        for plugin in own:
+            if hasattr(plugin, "left_out") and hasattr(plugin, "quiet"):
+                plugin.quiet = admission.quiet
+                admission.left_out.append(plugin.left_out)
     return wrapped
 
 
