@@ -368,8 +368,16 @@ class DiscretizedLas:
         tenant layer's fair-sharing history is advanced through (``_replay_quiet``)."""
         if self._quiet_since is None:
             return []
-        times = [at for at, _, _, _ in self._demotions if since < at < now]
-        times += [at for at in self._popped_since_quiet if since < at < now]
+        heap, times = self._demotions, [at for at in self._popped_since_quiet if since < at < now]
+        size, below = len(heap), [0] if heap else []
+        while below:  # heap positions: a child's time is at least its parent's, so stop at now
+            position = below.pop()
+            at = heap[position][0]
+            if at < now:
+                if at > since:
+                    times.append(at)
+                below.extend(child for child in (2 * position + 1, 2 * position + 2)
+                             if child < size)
         self._quiet_since, self._popped_since_quiet = None, []
         return times
 

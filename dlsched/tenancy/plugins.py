@@ -104,6 +104,7 @@ class _Cycle:
         self.terms: dict[Group, tuple[ShareRank, float]] = {}
         self.available: tuple[int, dict[tuple, float]] = (-1, {})
         self.queue_fits: tuple[int, dict[str, bool]] = (-1, {})  # per usage version
+        self.group_fits: tuple[int, dict[Group, bool]] = (-1, {})  # ``_droppable``'s, the same
         # The wrapped policies' victims epoch of each cluster queue when first asked in the
         # cycle (``carried_miss`` asks it for every group as the walk starts, with nothing
         # changed in between): computed once per queue
@@ -179,7 +180,7 @@ class TenantAdmission:
         # with the ends of protection (set by with_tenants)
         self.left_out: list[Callable[[float, float], list[float]]] = []
         # (the ledger's usage version, its memos: ``_share_memos``)
-        self._memos: tuple[int, dict, dict, dict] | None = None
+        self._memos: tuple[int, dict, dict, dict, dict] | None = None
 
     # -- per-cycle data ---------------------------------------------------------------------
     def cycle(self, state: CycleState) -> _Cycle:
@@ -203,8 +204,9 @@ class TenantAdmission:
         depend on nothing else."""
         version, memos = self.ledger.version, self._memos
         if memos is None or memos[0] != version:
-            memos = self._memos = (version, {}, {}, {})
+            memos = self._memos = (version, {}, {}, {}, {})
         data.available, data.queue_fits = (0, memos[1]), (0, memos[2])
+        data.group_fits = (0, memos[4])
 
     def _advance_history(self, state: CycleState, view: QuotaView) -> None:
         if self.history is not None:
@@ -405,7 +407,21 @@ class TenantAdmission:
 
     def _droppable(self, data: _Cycle, group: Group) -> bool:
         """Whether the group's jobs would pass PreFilter now with its queue's one flavor,
-        FIT (``assign``'s first branch: the request is available in that flavor)."""
+        FIT (``assign``'s first branch: the request is available in that flavor); kept per
+        usage version, as ``_fits``' memos."""
+        if not data.bulk:
+            return False
+        data.view.sync()
+        version, known = data.group_fits
+        if version != data.view.version:
+            known = {}
+            data.group_fits = (data.view.version, known)
+        fits = known.get(group)
+        if fits is None:
+            fits = known[group] = self._group_fits(data, group)
+        return fits
+
+    def _group_fits(self, data: _Cycle, group: Group) -> bool:
         flavor = self._one_flavor.get(group.cq)
         if flavor is None:
             return False
