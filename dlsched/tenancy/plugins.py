@@ -37,7 +37,7 @@ from dlsched.tenancy.config import (
     Reclaim,
     TenantConfig,
 )
-from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank
+from dlsched.tenancy.fairshare import DecayedUsage, ShareRank, admission_rank, path_to_root
 from dlsched.tenancy.groups import (
     Carried,
     Group,
@@ -181,6 +181,10 @@ class TenantAdmission:
         self.left_out: list[Callable[[float, float], list[float]]] = []
         # (the ledger's usage version, its memos: ``_share_memos``)
         self._memos: tuple[int, dict, dict, dict, dict] | None = None
+        # Fair-sharing ranks by the usage values they read (``_fair_rank``), and each queue's
+        # path below the root
+        self._fair_ranks: dict[tuple, ShareRank] = {}
+        self._rank_paths: dict[str, tuple[str, ...]] = {}
 
     # -- per-cycle data ---------------------------------------------------------------------
     def cycle(self, state: CycleState) -> _Cycle:
@@ -612,12 +616,31 @@ class TenantAdmission:
         rank = data.ranks.get(key)
         if rank is None:
             if self.config.fair_sharing.enabled:
-                rank = admission_rank(usage, cq.name,
-                                      {(flavor, r): v for r, v in request.items()})
+                rank = self._fair_rank(usage, cq.name, flavor, request, key)
             else:  # Kueue's classical order: borrowing from less far up the tree first
                 rank = (float(max((usage.borrow_height(cq.name, (flavor, r), v)[0]
                                    for r, v in request.items()), default=0)),)
             data.ranks[key] = rank
+        return rank
+
+    def _fair_rank(self, usage: Usage, cq: str, flavor: str, request: Mapping[str, float],
+                   key: tuple) -> ShareRank:
+        """``admission_rank`` of a request, kept while the usage of the nodes it reads stays:
+        the shares of the queue's path below the root read the usage of those nodes only
+        (``_carried`` carries the request up from the queue; the rest is the tree's quotas
+        and weights). Keyed by those values, a rank serves across cycles and ledger versions,
+        whichever other queue's usage moved."""
+        path = self._rank_paths.get(cq)
+        if path is None:
+            path = self._rank_paths[cq] = tuple(path_to_root(usage, cq)[:-1] or [cq])
+        resources = usage.tree.resources
+        seen = (key, tuple([usage.usage(node, fr) for node in path for fr in resources]))
+        rank = self._fair_ranks.get(seen)
+        if rank is None:
+            if len(self._fair_ranks) >= _FAIR_RANKS_KEPT:
+                self._fair_ranks.clear()
+            rank = self._fair_ranks[seen] = admission_rank(
+                usage, cq, {(flavor, r): v for r, v in request.items()})
         return rank
 
     # -- PreFilter --------------------------------------------------------------------------
@@ -906,5 +929,6 @@ class TenantAdmission:
 _NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT, Reason.NO_FLAVOR,
                     Reason.UNKNOWN_QUEUE})
 _UNASKED = object()  # a queue whose victims epoch the cycle has not asked yet
+_FAIR_RANKS_KEPT = 1 << 16  # fair-sharing ranks kept at most (``_fair_rank``), then forgotten
 _NEEDS_VICTIMS = unschedulable(NAME, Reason.NEEDS_PREEMPTION.value)
 _QUOTA_SHORT = unschedulable(NAME, "quota does not fit in the assigned flavor")

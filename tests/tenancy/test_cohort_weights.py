@@ -182,3 +182,28 @@ def test_nested_weights_example_loads() -> None:
     config = load_tenants(Path(__file__).parents[2] / "examples/tenants/nested-weights.yaml")
     assert config.cohorts["research"].weight == 2
     assert config.cohorts["research"].parent == "org"
+
+
+def test_kept_ranks_follow_the_usage_of_the_queues_sub_cohort() -> None:
+    """The tenant layer keeps fair-sharing ranks by the usage values they read
+    (``TenantAdmission._fair_rank``): the queue's and its sub-cohort's, not the queue's alone.
+    A sibling's job moves the sub-cohort's share, and with it the rank of an idle queue."""
+    from dlsched.policies.fifo import fifo
+    from dlsched.tenancy.plugins import TenantAdmission
+
+    config = parse_tenants(NESTED)
+    admission = TenantAdmission(config, fifo().queue_sort)
+    usage = _usage(NESTED, {"a2": 4.0, "b1": 2.0})
+    request = {"gpu": 1.0}
+
+    def rank() -> tuple[float, ...]:
+        return admission._fair_rank(usage, "a1", "f", request, ("a1", (("gpu", 1.0),)))
+
+    assert rank() == fairshare.admission_rank(usage, "a1", {("f", "gpu"): 1.0})
+    before = rank()
+    usage.add("a2", "f", {"gpu": 2.0})  # a1's own usage stays; its sub-cohort borrows more
+    assert rank() == fairshare.admission_rank(usage, "a1", {("f", "gpu"): 1.0}) != before
+    usage.add("b1", "f", {"gpu": 1.0})  # another sub-cohort: the same rank, kept
+    kept = len(admission._fair_ranks)
+    assert rank() == fairshare.admission_rank(usage, "a1", {("f", "gpu"): 1.0})
+    assert len(admission._fair_ranks) == kept
