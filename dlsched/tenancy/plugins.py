@@ -415,11 +415,7 @@ class TenantAdmission:
         usage version, as ``_fits``' memos."""
         if not data.bulk:
             return False
-        data.view.sync()
-        version, known = data.group_fits
-        if version != data.view.version:
-            known = {}
-            data.group_fits = (data.view.version, known)
+        known = _of_version(data, "group_fits")
         fits = known.get(group)
         if fits is None:
             fits = known[group] = self._group_fits(data, group)
@@ -439,11 +435,7 @@ class TenantAdmission:
         asks), kept while the usage stays."""
         if not data.bulk:
             return False
-        data.view.sync()
-        version, known = data.queue_fits
-        if version != data.view.version:
-            known = {}
-            data.queue_fits = (data.view.version, known)
+        known = _of_version(data, "queue_fits")
         fits = known.get(cq)
         if fits is None:
             fits = known[cq] = self._fits(data, cq, self.groups.most(cq))
@@ -454,11 +446,8 @@ class TenantAdmission:
         flavor = self._one_flavor.get(cq)
         if not data.bulk or flavor is None:
             return False
-        usage = data.view.sync()
-        version, known = data.available
-        if version != data.view.version:
-            known = {}
-            data.available = (data.view.version, known)
+        known = _of_version(data, "available")
+        usage = data.view.usage
         for resource, amount in request.items():
             fr = (cq, flavor, resource)
             free = known.get(fr)
@@ -928,6 +917,17 @@ class TenantAdmission:
 # every flavor that serves the job: ``_record``), or the queue is unknown.
 _NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT, Reason.NO_FLAVOR,
                     Reason.UNKNOWN_QUEUE})
+def _of_version(data: _Cycle, name: str) -> dict:
+    """The cycle's memo ``name`` (``(usage version, dict)``) for the usage now: a new dict
+    once the usage changed since it was filled."""
+    data.view.sync()
+    version, known = getattr(data, name)
+    if version != data.view.version:
+        known = {}
+        setattr(data, name, (data.view.version, known))
+    return known
+
+
 _UNASKED = object()  # a queue whose victims epoch the cycle has not asked yet
 _FAIR_RANKS_KEPT = 1 << 16  # fair-sharing ranks kept at most (``_fair_rank``), then forgotten
 _NEEDS_VICTIMS = unschedulable(NAME, Reason.NEEDS_PREEMPTION.value)

@@ -144,3 +144,22 @@ def expect(admitted: Sequence[str] = (), evicted: Sequence[str] = (),
 
 def without_types(outcome: Outcome) -> Outcome:
     return replace(outcome, gpu_types={})
+
+
+def assert_same_books(books: list[Any], want: list[Any]) -> None:
+    """Every cycle's pending book and fair-sharing history (``books``: (time, book, history)
+    per cycle) are those of a reference run (``want``: the job-by-job walk, or victims
+    without scopes) at the same time. The run may leave out cycles that the reference ran (a
+    quiet cycle asks no wake-up for the ends of protection, nor Tiresias for demotions that
+    matter to no one); each cycle left out changed no book (its book is the one before it),
+    and the history of the next cycle holds the same values, to the bit."""
+    ran = {time: (book, history) for time, book, history in books}
+    assert len(ran) == len(books)  # one cycle per time
+    before = None
+    for time, book, history in want:
+        if time in ran:
+            assert ran[time] == (book, history), f"cycle at t={time}"
+        else:
+            assert before is not None and book == before, f"left-out cycle at t={time}"
+        before = book
+    assert ran.keys() <= {time for time, _, _ in want}

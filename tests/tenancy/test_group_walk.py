@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from harness import cohort_yaml
+from harness import assert_same_books, cohort_yaml
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.policies.backfill import backfill
@@ -107,24 +107,6 @@ def _run_once(policy: Profile, text: str, trace: Trace, by_groups: bool
             (audit.pending, audit.evictions, audit.flavors, audit.never), books, skipped)
 
 
-def _assert_same_books(books: list[Any], want: list[Any]) -> None:
-    """Every cycle's pending book and fair-sharing history (``books``, the walk by groups')
-    are the job-by-job walk's (``want``) at the same time. The walk's run may leave out
-    cycles that the other ran (a quiet cycle asks no wake-up for the ends of protection:
-    ``TenantAdmission.next_wakeup``); each cycle left out changed no book (its book is the
-    one before it), and the history of the next cycle holds the same values, to the bit."""
-    ran = {time: (book, history) for time, book, history in books}
-    assert len(ran) == len(books)  # one cycle per time
-    before = None
-    for time, book, history in want:
-        if time in ran:
-            assert ran[time] == (book, history), f"cycle at t={time}"
-        else:
-            assert before is not None and book == before, f"left-out cycle at t={time}"
-        before = book
-    assert ran.keys() <= {time for time, _, _ in want}
-
-
 def _as_job_by_job(policy: str, text: str, trace: Trace,
                    patches: tuple[tuple[Any, str, Any], ...] = ()
                    ) -> tuple[list[Any], list[Any]]:
@@ -142,7 +124,7 @@ def _as_job_by_job(policy: str, text: str, trace: Trace,
                                                 by_groups=False)
     assert jobs == want_jobs
     assert audit == want_audit
-    _assert_same_books(books, want_books)
+    assert_same_books(books, want_books)
     return books, want_books
 
 
@@ -179,7 +161,7 @@ def test_the_walk_by_groups_decides_as_the_walk_job_by_job(
     want_jobs, want_audit, want_books, _ = _run(make(), text, trace, by_groups=False)
     assert jobs == want_jobs
     assert audit == want_audit
-    _assert_same_books(books, want_books)
+    assert_same_books(books, want_books)
     assert skipped > 0  # the walk did skip jobs: the comparison is not vacuous
 
 
@@ -198,7 +180,7 @@ def test_the_walk_with_jobs_that_end_before_the_next_cycle(policy: str, seed: in
                                                 by_groups=False)
     assert jobs == want_jobs
     assert audit == want_audit
-    _assert_same_books(books, want_books)
+    assert_same_books(books, want_books)
     assert skipped > 0
 
 
@@ -231,7 +213,7 @@ def test_a_miss_carried_across_stops_by_its_room(policy: str, seed: int, short: 
                                                 by_groups=False)
     assert jobs == want_jobs
     assert audit == want_audit
-    _assert_same_books(books, want_books)
+    assert_same_books(books, want_books)
     assert admission  # some group was skipped from a position by a room-bound carry
 
 

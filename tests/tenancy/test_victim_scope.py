@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from harness import cohort_yaml
+from harness import assert_same_books, cohort_yaml
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.policies.edf import edf
@@ -125,16 +125,7 @@ def _assert_same_books(books: list[Any], want: list[Any]) -> None:
     (``DiscretizedLas.next_wakeup``; unscoped, every demotion may give any queue a victim).
     A cycle left out changed no book, and the next cycle's history holds the same values, to
     the bit (``TenantAdmission._replay_quiet``)."""
-    ran = {time: (book, history) for time, book, history in _counts_masked(books)}
-    assert len(ran) == len(books)
-    before = None
-    for time, book, history in _counts_masked(want):
-        if time in ran:
-            assert ran[time] == (book, history), f"cycle at t={time}"
-        else:
-            assert before is not None and book == before, f"left-out cycle at t={time}"
-        before = book
-    assert ran.keys() <= {time for time, _, _ in want}
+    assert_same_books(_counts_masked(books), _counts_masked(want))
 
 
 def _counts_masked(books: list[Any]) -> list[Any]:
