@@ -74,6 +74,16 @@ class JobBuilder:
         return self._spec
 
 
+class NullExecutor:
+    """An executor for a core driven by hand: accepts every start and stop, runs nothing."""
+
+    def start(self, job: Job, now: float) -> None:
+        pass
+
+    def stop(self, job: Job, now: float) -> None:
+        pass
+
+
 def make_job(job_id: str) -> JobBuilder:
     return JobBuilder(job_id)
 

@@ -5,27 +5,19 @@ does not."""
 
 from __future__ import annotations
 
-from builders import cluster_of, make_job
+from builders import NullExecutor, cluster_of, make_job
 
 from dlsched.cluster.cluster import Node
 from dlsched.perf.model import LinearScaling
 from dlsched.policies.fifo import fifo
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.sim.clock import SimClock
-from dlsched.workload.job import Job
-
-
-class _Null:
-    def start(self, job: Job, now: float) -> None:
-        pass
-
-    def stop(self, job: Job, now: float) -> None:
-        pass
 
 
 def test_starts_stops_and_requeues_move_the_count_idle_cycles_do_not() -> None:
     clock = SimClock()
-    core = Scheduler(cluster_of(Node("v", "V100", 2)), fifo(), LinearScaling(), clock, _Null())
+    core = Scheduler(cluster_of(Node("v", "V100", 2)), fifo(), LinearScaling(), clock,
+                     NullExecutor())
     seen = [core.snapshot().running_changes]
     core.submit(make_job("A").gpus(2).work(1e6).build())
     core.cycle()
@@ -49,5 +41,5 @@ def test_starts_stops_and_requeues_move_the_count_idle_cycles_do_not() -> None:
 
 def test_two_cores_never_show_the_same_count() -> None:
     made = [Scheduler(cluster_of(Node("v", "V100", 2)), fifo(), LinearScaling(), SimClock(),
-                      _Null()) for _ in range(2)]
+                      NullExecutor()) for _ in range(2)]
     assert made[0].running_changes != made[1].running_changes

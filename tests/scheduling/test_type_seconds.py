@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from builders import cluster_of, make_job
+from builders import NullExecutor, cluster_of, make_job
 
 from dlsched.cluster.cluster import Node
 from dlsched.perf.model import LinearScaling
 from dlsched.policies.fifo import fifo
 from dlsched.scheduling.scheduler import Scheduler
 from dlsched.sim.clock import SimClock
-from dlsched.workload.job import Job
-
-
-class _Null:
-    def start(self, job: Job, now: float) -> None:
-        pass
-
-    def stop(self, job: Job, now: float) -> None:
-        pass
 
 
 def test_per_type_seconds_count_shares_finished_and_running_jobs() -> None:
@@ -26,7 +17,7 @@ def test_per_type_seconds_count_shares_finished_and_running_jobs() -> None:
     # B: half of one V100 from 0, still running at 30. C: the other V100 from 0, requeued at 20.
     cluster = cluster_of(Node("k", "K80", 2), Node("v", "V100", 2))
     clock = SimClock()
-    core = Scheduler(cluster, fifo(), LinearScaling(), clock, _Null())
+    core = Scheduler(cluster, fifo(), LinearScaling(), clock, NullExecutor())
     core.submit(make_job("A").gpus(2).types("K80").work(1e6).build())
     core.submit(make_job("B").gpus(1).types("V100").share(0.5).work(1e6).build())
     core.submit(make_job("C").gpus(1).types("V100").work(1e6).build())

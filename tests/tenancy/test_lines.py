@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 import yaml
+from builders import NullExecutor
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.perf.model import LinearScaling
@@ -28,14 +29,6 @@ from dlsched.tenancy.skip import least_requests
 from dlsched.workload.job import Job, JobSpec
 
 
-class _Null:
-    def start(self, job: Job, now: float) -> None:
-        pass
-
-    def stop(self, job: Job, now: float) -> None:
-        pass
-
-
 def _config(queues: int) -> str:
     doc = {"flavors": [{"name": "any"}],
            "cluster_queues": [{"name": f"q{i}", "cohort": "all",
@@ -50,7 +43,8 @@ def _core(policy: Profile, seed: int) -> tuple[Scheduler, SimClock, random.Rando
     cluster = Cluster("t", tuple(Node(f"n{i}", "V100", 4) for i in range(4)))
     clock = SimClock()
     profile = with_tenants(policy, parse_tenants(_config(5)))
-    return Scheduler(cluster, profile, LinearScaling(), clock, _Null()), clock, random.Random(seed)
+    core = Scheduler(cluster, profile, LinearScaling(), clock, NullExecutor())
+    return core, clock, random.Random(seed)
 
 
 def _full_sort(plugin: TenantAdmission, core: Scheduler) -> list[str]:
