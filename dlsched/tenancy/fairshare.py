@@ -187,9 +187,12 @@ class DecayedUsage:
             return
         factor = 2.0 ** (-dt / self.half_life)
         accrued = (1.0 - factor) * self.half_life / math.log(2.0)
-        for queue in set(self.values) | set(rates):
-            self.values[queue] = self.values.get(queue, 0.0) * factor + rates.get(
-                queue, 0.0) * accrued
+        values, rate = self.values, rates.get
+        if not rates.keys() <= values.keys():
+            for queue in rates:
+                values.setdefault(queue, 0.0)
+        for queue, value in values.items():  # no key added: the values change in place
+            values[queue] = value * factor + rate(queue, 0.0) * accrued
         self.time = now
 
     def value(self, queue: str) -> float:

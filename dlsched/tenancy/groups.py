@@ -525,9 +525,9 @@ class GroupWalk:
             self._push_fresh(group, at)
 
     def _cold_groups(self, cq: str) -> list[Group]:
-        free = self.cold[cq]
-        return [g for g in self.groups.of_queue(cq) if g.num_gpus > free
-                and g not in self.warmed]
+        free, sizes, by_size = self.cold[cq], self.groups.sizes.get(cq, ()), self.groups.by_size
+        return [g for size in sizes[bisect.bisect_right(sizes, free):]
+                for g in by_size[cq][size] if g not in self.warmed]
 
     def _catch_up(self) -> None:
         """After a try: bring back dropped groups that a start, an eviction or a failed

@@ -515,31 +515,39 @@ class TenantAdmission:
         kept = self.groups.carry.get(key)
         if not kept:
             return None
-        ledger = self.ledger
+        cq, ledger = group.cq, self.ledger
         start_epochs = data.start_epochs
-        epoch = start_epochs.get(group.cq, _UNASKED)
+        epoch = start_epochs.get(cq, _UNASKED)
         if epoch is _UNASKED:
-            epoch = start_epochs[group.cq] = self._victims_epoch(state, group.cq)
-        starts, found, lazy = ledger.starts_in.get(group.cq, 0), None, None
-        for gpus, known in list(kept.items()):
-            if gpus > group.num_gpus:
+            epoch = start_epochs[cq] = self._victims_epoch(state, cq)
+        starts, stops, num_gpus = ledger.starts_in.get(cq, 0), ledger.stops, group.num_gpus
+        found: Carried | None = None
+        lazy: Carried | None = None
+        free: int | None = None
+        stale: list[int] = []
+        for gpus, known in kept.items():
+            if gpus > num_gpus:
                 continue
             if known.starts != starts or known.epoch != epoch:
-                del kept[gpus]
+                stale.append(gpus)
                 continue
-            if known.stops == ledger.stops:
+            if known.stops == stops:
                 most = known.most if known.entry is not None else None
                 found = Carried(known.detail, True, most, known.entry)
                 break
             if known.entry is None or known.most is None:
-                del kept[gpus]
+                stale.append(gpus)
                 continue
-            if state.free_whole > known.most:  # it may tell once starts leave fewer free
+            if free is None:
+                free = state.free_whole
+            if free > known.most:  # it may tell once starts leave fewer free
                 if lazy is None or known.most > lazy.most:
                     lazy = Carried(known.detail, False, known.most, known.entry, True)
                 continue
             if found is None or known.entry < found.entry:
                 found = Carried(known.detail, False, known.most, known.entry)
+        for gpus in stale:
+            del kept[gpus]
         found = found or lazy
         if found is None or not self._droppable(data, group):
             return None

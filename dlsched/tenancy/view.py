@@ -9,7 +9,7 @@ because the cycle evicts and restores victims while it searches)."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 
@@ -69,6 +69,10 @@ class Ledger:
         # reads the core's running table by set differences instead of every running job.
         self.told = False
         self._started: list[str] = []
+        # The core's ``running_changes`` at the last update: one more per launch, stop or
+        # re-rate, so a count that grew by exactly the told starts, all running, says that
+        # no job left the table (``_update_told`` then skips its set difference).
+        self._changes: int | None = None
         # Changes of the running table as of the last ``update``: every job gone (finished,
         # evicted, moved; also one started and gone between two updates), and per cluster
         # queue (by ``JobSpec.queue``) every job started. A failed victim search is carried
@@ -105,14 +109,20 @@ class Ledger:
         table = getattr(state.snapshot.running, "mapping", None)  # the core's dict, read-only
         if table is None:
             return False
-        known = self._allocations
-        gone = known.keys() - table.keys()
-        new = [job_id for job_id in dict.fromkeys(started) if job_id in table]
+        known, told = self._allocations, list(dict.fromkeys(started))
+        new = [job_id for job_id in told if job_id in table]
+        changes, last = state.snapshot.running_changes, self._changes
+        self._changes = changes
+        if (changes is not None and last is not None and changes - last == len(new)
+                and len(new) == len(told)):
+            gone: Collection[str] = ()  # only the told starts' launches changed the table
+        else:
+            gone = known.keys() - table.keys()
         if any(job_id in known for job_id in new) or (
                 len(known) - len(gone) + len(new) != len(table)):
             return False
         # jobs started since and gone already (finished or evicted before this update)
-        self.stops += len(dict.fromkeys(started)) - len(new)
+        self.stops += len(told) - len(new)
         for job_id in gone:  # whole requests: the order of removals changes no sum
             self._remove(job_id)
             self.assigned.pop(job_id, None)
@@ -216,9 +226,9 @@ class QuotaView:
 
     def sync(self) -> Usage:
         """Usage with the cycle's current evictions applied."""
-        now = set(self.evicted)
-        if now == self._evicted:
+        if self.evicted.keys() == self._evicted:  # as last applied (mostly: none)
             return self.usage
+        now = set(self.evicted)
         self.version += 1
         for job_id in now - self._evicted:
             if job_id in self.admitted:
