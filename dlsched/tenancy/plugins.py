@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -368,18 +369,19 @@ class TenantAdmission:
 
         gates = self.walk_gates
 
-        def droppable(group: Group) -> bool:
+        def gated(group: Group) -> bool:
             return all(gate(state) for gate in gates) and self._droppable(data, group)
 
+        droppable = gated if gates else functools.partial(self._droppable, data)
         data.walk = GroupWalk(
             self.groups, key, position, droppable,
-            lambda cq: self._fits_queue(data, cq),
+            functools.partial(self._fits_queue, data),
             lambda cq: bool(blocked) and self._closed(cq, blocked),
             lambda: (data.bulk, len(state.evicted), data.view.version), data.misses,
             lambda group: self._one_flavor.get(group.cq), lambda: state.free_whole,
             self.preemptive_walk,
-            (lambda group: self.carried_miss(state, data, group)) if self.victim_epochs
-            else None, cold_start=not gates,
+            functools.partial(self.carried_miss, state, data) if self.victim_epochs else None,
+            cold_start=not gates,
             refusal=self._refusal(state) if self.walk_refusals else None)
         try:
             yield from data.walk
@@ -485,8 +487,8 @@ class TenantAdmission:
     def _victims_epoch(self, state: CycleState, cq: str) -> tuple | None:
         """The wrapped policies' victims epochs for the jobs of ``cq`` (their victims are of
         their own cluster queue: ``QueueScope``), or None."""
-        epochs = tuple(epoch(state, cq) for epoch in self.victim_epochs)
-        return None if any(e is None for e in epochs) else epochs
+        epochs = tuple([epoch(state, cq) for epoch in self.victim_epochs])
+        return None if None in epochs else epochs
 
     def carried_miss(self, state: CycleState, data: _Cycle, group: Group) -> Carried | None:
         """A failed placement and victim search of an earlier cycle that tells about
