@@ -14,10 +14,11 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dlsched import __version__
+from dlsched import __version__, quick_exit
 from dlsched.cli_options import config_from, run_command
 from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
+from dlsched.gcpause import gc_paused
 from dlsched.run_config import RunConfig
 
 if TYPE_CHECKING:
@@ -29,8 +30,12 @@ class _App(typer.Typer):
     this is the last line of defence)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        quick_exit.enable()  # the console script: a finished run may skip the teardown
         try:
             return super().__call__(*args, **kwargs)
+        except SystemExit as exc:
+            quick_exit.leave(exc.code)
+            raise
         except ModuleNotFoundError as exc:
             extra = extra_of(exc.name)
             if extra is None:
@@ -119,7 +124,9 @@ def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
                 config_file, "trace"), cluster_given=given.get("cluster") is not None
                 or _in_file(config_file, "cluster"))
             return
-        _run_all(run, compare=False)
+        with gc_paused():  # to the end: no collection between the run's and the exit
+            _run_all(run, compare=False)
+            quick_exit.arm()
     except DlschedError as exc:
         fail(exc)
 
@@ -148,6 +155,7 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
             {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
             sort_keys=True) + "\n")
         console.print(f"report: {escape(str(report))}")
+        quick_exit.arm()
     except DlschedError as exc:
         fail(exc)
 
