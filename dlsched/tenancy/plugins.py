@@ -382,7 +382,8 @@ class TenantAdmission:
             self.preemptive_walk,
             functools.partial(self.carried_miss, state, data) if self.victim_epochs else None,
             cold_start=not gates,
-            refusal=self._refusal(state) if self.walk_refusals else None)
+            refusal=self._refusal(state) if self.walk_refusals else None,
+            start_fits=functools.partial(self._fits_at_start, data))
         try:
             yield from data.walk
             data.walked = True
@@ -424,13 +425,16 @@ class TenantAdmission:
         return fits
 
     def _group_fits(self, data: _Cycle, group: Group) -> bool:
+        return self._group_fits_in(data.view.usage, _of_version(data, "available"), group)
+
+    def _group_fits_in(self, usage: Usage, known: dict, group: Group) -> bool:
         flavor = self._one_flavor.get(group.cq)
         if flavor is None:
             return False
         served = self.config.flavors[flavor].gpu_types
         if group.gpu_types and served and not set(group.gpu_types) & set(served):
             return False
-        return self._fits(data, group.cq, group.request)
+        return self._fits_in(usage, known, group.cq, group.request)
 
     def _fits_queue(self, data: _Cycle, cq: str) -> bool:
         """Whether every group of ``cq`` fits its quota now (``_fits`` of the most any group
@@ -445,11 +449,16 @@ class TenantAdmission:
 
     def _fits(self, data: _Cycle, cq: str, request: Mapping[str, float]) -> bool:
         """``request`` is available to ``cq`` in its one flavor now (while the walk skips)."""
-        flavor = self._one_flavor.get(cq)
-        if not data.bulk or flavor is None:
+        if not data.bulk or self._one_flavor.get(cq) is None:
             return False
-        known = _of_version(data, "available")
-        usage = data.view.usage
+        return self._fits_in(data.view.usage, _of_version(data, "available"), cq, request)
+
+    def _fits_in(self, usage: Usage, known: dict, cq: str, request: Mapping[str, float]
+                 ) -> bool:
+        """``_fits`` in ``usage``, with ``known``: its memo of what is available."""
+        flavor = self._one_flavor.get(cq)
+        if flavor is None:
+            return False
         for resource, amount in request.items():
             fr = (cq, flavor, resource)
             free = known.get(fr)
@@ -551,9 +560,29 @@ class TenantAdmission:
         for gpus in stale:
             del kept[gpus]
         found = found or lazy
-        if found is None or not self._droppable(data, group):
+        if found is None:
             return None
-        return found
+        view = data.view
+        view.sync()
+        if (not view.version and data.bulk and (found.lazy or (
+                not found.whole and bisect.bisect_left(group.entries, found.entry)))):
+            # It tells from a member on (``GroupWalk.carried_from``): the quota fit at the
+            # start is asked at that member's turn, from the cycle's starting usage.
+            return found._replace(deferred=True)
+        return found if self._droppable(data, group) else None
+
+    def _fits_at_start(self, data: _Cycle, group: Group) -> bool:
+        """``_droppable`` as the cycle started (view version 0: the ledger's usage, which the
+        cycle does not change, and the memos shared at that version), asked later in it."""
+        memos = self._memos
+        if not data.bulk:  # nothing drops now (``_droppable``)
+            return False
+        assert memos is not None
+        known = memos[4]
+        fits = known.get(group)
+        if fits is None:
+            fits = known[group] = self._group_fits_in(self.ledger.usage, memos[1], group)
+        return fits
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""
