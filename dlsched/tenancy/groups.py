@@ -112,9 +112,6 @@ class Carried(NamedTuple):
     # more GPUs than ``most`` are wholly free as the walk starts: it tells from ``entry`` on
     # only if the starts before the group's turn leave no more than ``most`` (``_miss``)
     lazy: bool = False
-    # the group's quota fit as the walk started is asked only at the failed member's turn
-    # (``GroupWalk.start_fits``): most groups never reach it in a cycle
-    deferred: bool = False
 
 
 @dataclass(eq=False)
@@ -334,8 +331,7 @@ class GroupWalk:
                  preemptive: bool = False,
                  carried: Callable[[Group], Carried | None] | None = None,
                  cold_start: bool = True,
-                 refusal: Callable[[], Refusal | None] | None = None,
-                 start_fits: Callable[[Group], bool] | None = None) -> None:
+                 refusal: Callable[[], Refusal | None] | None = None) -> None:
         self.groups, self.key, self.position, self.free = groups, key, position, free
         self.preemptive = preemptive
         self.cold_start = cold_start and not preemptive
@@ -349,13 +345,11 @@ class GroupWalk:
         self.warmed: set[Group] = set()  # cold groups brought back
         self.carried = carried
         self.refusal = refusal
-        self.start_fits = start_fits  # a group's quota fit as the walk started (``deferred``)
         self._run_end: dict[Group, int] = {}  # a group dropped for refusals -> where they end
         self.carried_cold: dict[Group, Carried] = {}  # cold by a carried miss -> the miss
         # a carried miss that tells from a member on -> (its index, the detail, the most GPUs
-        # that may be wholly free for it to tell: at the member's turn, ``_miss``; whether
-        # its quota fit at the start is still to be asked: ``Carried.deferred``)
-        self.carried_from: dict[Group, tuple[int, str, int, bool]] = {}
+        # that may be wholly free for it to tell: at the member's turn, ``_miss``)
+        self.carried_from: dict[Group, tuple[int, str, int]] = {}
         self._heap: list[tuple] = []
         self._count = itertools.count()
         self._frontier: tuple = ()
@@ -366,7 +360,7 @@ class GroupWalk:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
         self.key = self.position = self.droppable = self.closed = None  # type: ignore[assignment]
         self.status = self.free = self.fits_queue = None  # type: ignore[assignment]
-        self.carried = self.refusal = self.start_fits = None
+        self.carried = self.refusal = None
         self._heap = []
         self.dropped = {}
 
@@ -414,8 +408,7 @@ class GroupWalk:
                                                                       found.entry)
                         if at or found.lazy:  # from the failed job on, by the room bound
                             assert found.most is not None
-                            self.carried_from[group] = (at, found.detail, found.most,
-                                                        found.deferred)
+                            self.carried_from[group] = (at, found.detail, found.most)
                         else:
                             self.carried_cold[group] = found
                             if group.fresh:
@@ -521,8 +514,6 @@ class GroupWalk:
         carried = self.carried_from.get(group)
         if carried is None or index < carried[0] or self.free() > carried[2]:
             return None
-        if carried[3] and not (self.start_fits is not None and self.start_fits(group)):
-            return None  # it did not fit as the walk started: no miss was carried
         return carried[1]
 
     def _drop(self, group: Group, index: int, detail: str) -> None:
@@ -564,7 +555,7 @@ class GroupWalk:
                     at = bisect.bisect_left(group.entries, carried.entry)
                     if not at:
                         continue
-                    self.carried_from[group] = (at, carried.detail, carried.most, False)
+                    self.carried_from[group] = (at, carried.detail, carried.most)
                 self._warm(group, carried.detail)
             return
         if version != self._version:

@@ -382,8 +382,7 @@ class TenantAdmission:
             self.preemptive_walk,
             functools.partial(self.carried_miss, state, data) if self.victim_epochs else None,
             cold_start=not gates,
-            refusal=self._refusal(state) if self.walk_refusals else None,
-            start_fits=functools.partial(self._fits_at_start, data))
+            refusal=self._refusal(state) if self.walk_refusals else None)
         try:
             yield from data.walk
             data.walked = True
@@ -425,16 +424,13 @@ class TenantAdmission:
         return fits
 
     def _group_fits(self, data: _Cycle, group: Group) -> bool:
-        return self._group_fits_in(data.view.usage, _of_version(data, "available"), group)
-
-    def _group_fits_in(self, usage: Usage, known: dict, group: Group) -> bool:
         flavor = self._one_flavor.get(group.cq)
         if flavor is None:
             return False
         served = self.config.flavors[flavor].gpu_types
         if group.gpu_types and served and not set(group.gpu_types) & set(served):
             return False
-        return self._fits_in(usage, known, group.cq, group.request)
+        return self._fits(data, group.cq, group.request)
 
     def _fits_queue(self, data: _Cycle, cq: str) -> bool:
         """Whether every group of ``cq`` fits its quota now (``_fits`` of the most any group
@@ -449,16 +445,11 @@ class TenantAdmission:
 
     def _fits(self, data: _Cycle, cq: str, request: Mapping[str, float]) -> bool:
         """``request`` is available to ``cq`` in its one flavor now (while the walk skips)."""
-        if not data.bulk or self._one_flavor.get(cq) is None:
-            return False
-        return self._fits_in(data.view.usage, _of_version(data, "available"), cq, request)
-
-    def _fits_in(self, usage: Usage, known: dict, cq: str, request: Mapping[str, float]
-                 ) -> bool:
-        """``_fits`` in ``usage``, with ``known``: its memo of what is available."""
         flavor = self._one_flavor.get(cq)
-        if flavor is None:
+        if not data.bulk or flavor is None:
             return False
+        known = _of_version(data, "available")
+        usage = data.view.usage
         for resource, amount in request.items():
             fr = (cq, flavor, resource)
             free = known.get(fr)
@@ -560,29 +551,9 @@ class TenantAdmission:
         for gpus in stale:
             del kept[gpus]
         found = found or lazy
-        if found is None:
+        if found is None or not self._droppable(data, group):
             return None
-        view = data.view
-        view.sync()
-        if (not view.version and data.bulk and (found.lazy or (
-                not found.whole and bisect.bisect_left(group.entries, found.entry)))):
-            # It tells from a member on (``GroupWalk.carried_from``): the quota fit at the
-            # start is asked at that member's turn, from the cycle's starting usage.
-            return found._replace(deferred=True)
-        return found if self._droppable(data, group) else None
-
-    def _fits_at_start(self, data: _Cycle, group: Group) -> bool:
-        """``_droppable`` as the cycle started (view version 0: the ledger's usage, which the
-        cycle does not change, and the memos shared at that version), asked later in it."""
-        memos = self._memos
-        if not data.bulk:  # nothing drops now (``_droppable``)
-            return False
-        assert memos is not None
-        known = memos[4]
-        fits = known.get(group)
-        if fits is None:
-            fits = known[group] = self._group_fits_in(self.ledger.usage, memos[1], group)
-        return fits
+        return found
 
     def _skipped(self, data: _Cycle, job_id: str) -> str | None:
         """The detail of the miss that skipped ``job_id`` in the cycle, or None."""
@@ -615,7 +586,10 @@ class TenantAdmission:
             self.lines.refile(self._key_changes(state.now), within)
         data.positions = self.pending.positions = self.lines.positions
         data.least = self.lines.least
-        data.rank_usage = data.view.usage.copy()
+        # At view version 0 the view's usage is the ledger's, which no cycle changes before
+        # the next cycle's update: no copy needed.
+        data.rank_usage = (self.ledger.usage if not data.view.version
+                           else data.view.usage.copy())
         if not data.view.version and self._memos is not None:
             # The ranks are read from the cycle's starting usage (the version never went
             # back): those kept across cycles serve, with those read so far in the cycle.

@@ -1,8 +1,8 @@
 """The walk by groups keeps no cycle alive: the simulator runs with the garbage collector off,
 so a reference cycle through one cycle's data (a callback of the walk that holds it) would
 keep every cycle's quota view, memos and walk until the run ends (a 10,000-job Philly run
-under tenants peaked at 448 MiB instead of 97 MiB that way). Each policy's run keeps only a
-bounded few."""
+under tenants peaked at 448 MiB instead of 97 MiB with such a callback). Each policy's run
+keeps only a bounded few."""
 
 from __future__ import annotations
 
