@@ -147,16 +147,14 @@ class Usage:
         return self.used[key].get(fr, 0.0)
 
     def available(self, key: str, fr: FlavorResource) -> float:
-        tree, used = self.tree, self.used[key].get(fr, 0.0)
+        tree, used = self.tree, self.usage(key, fr)
         subtree = tree.subtree[key].get(fr, 0.0)
-        node = tree.nodes[key]
-        parent = node.parent
+        parent = tree.nodes[key].parent
         if parent is None:
             return max(0.0, subtree - used)
         g = tree.guaranteed[key].get(fr, 0.0)
         from_parent = self.available(parent, fr)
-        quota = node.quotas.get(fr)  # ``QuotaTree.borrowing_limit``
-        limit = quota.borrowing_limit if quota else None
+        limit = tree.borrowing_limit(key, fr)
         if limit is not None:
             from_parent = min(from_parent, subtree - g - max(0.0, used - g) + limit)
         return max(0.0, g - used) + max(0.0, from_parent)

@@ -70,8 +70,8 @@ class Ledger:
         self.told = False
         self._started: list[str] = []
         # The core's ``running_changes`` at the last update: one more per launch, stop or
-        # re-rate, so a count that grew by exactly the told starts, all running, says that
-        # no job left the table (``_update_told`` then skips its set difference).
+        # re-rate, so a count that grew by exactly the told starts now running says that no
+        # job left the table (``_update_told`` then skips its set difference).
         self._changes: int | None = None
         # Changes of the running table as of the last ``update``: every job gone (finished,
         # evicted, moved; also one started and gone between two updates), and per cluster
@@ -113,8 +113,7 @@ class Ledger:
         new = [job_id for job_id in told if job_id in table]
         changes, last = state.snapshot.running_changes, self._changes
         self._changes = changes
-        if (changes is not None and last is not None and changes - last == len(new)
-                and len(new) == len(told)):
+        if changes is not None and last is not None and changes - last == len(new):
             gone: Collection[str] = ()  # only the told starts' launches changed the table
         else:
             gone = known.keys() - table.keys()
