@@ -13,6 +13,7 @@ exits as usual.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import os
 import sys
@@ -43,5 +44,6 @@ def leave(code: object) -> None:
         return
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to deliver
+            stream.flush()
     os._exit(0)
