@@ -77,8 +77,13 @@ def armed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(quick_exit._State, "armed", True)
 
 
-def _exits(monkeypatch: pytest.MonkeyPatch, code: object) -> list[int]:
+def _exits(monkeypatch: pytest.MonkeyPatch, code: object, threads: int | None = 1
+           ) -> list[int]:
+    """What ``leave(code)`` passes to ``os._exit``, with ``threads`` live threads (None: as
+    many as this test process has; earlier tests may leave some)."""
     ended: list[int] = []
+    if threads is not None:
+        monkeypatch.setattr(quick_exit.threading, "active_count", lambda: threads)
     monkeypatch.setattr(quick_exit.os, "_exit", ended.append)
     monkeypatch.setattr(quick_exit.atexit, "_run_exitfuncs", lambda: None)
     quick_exit.leave(code)
@@ -105,7 +110,8 @@ def test_another_live_thread_keeps_the_usual_exit(monkeypatch: pytest.MonkeyPatc
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        assert _exits(monkeypatch, 0) == []
+        assert _exits(monkeypatch, 0, threads=None) == []
+        assert _exits(monkeypatch, 0, threads=2) == []
     finally:
         stop.set()
         other.join()
