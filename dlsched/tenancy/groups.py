@@ -231,8 +231,10 @@ class Groups:
             self._most[cq] = found
         return found
 
-    def of_queue(self, cq: str) -> Iterator[Group]:
-        for size in self.sizes.get(cq, ()):
+    def of_queue(self, cq: str, above: int = -1) -> Iterator[Group]:
+        """The groups of ``cq`` asking more than ``above`` GPUs, by size."""
+        sizes = self.sizes.get(cq, ())
+        for size in sizes[bisect.bisect_right(sizes, above):]:
             yield from self.by_size[cq][size]
 
     def mark(self, job_id: str, steady: bool) -> None:
@@ -525,9 +527,8 @@ class GroupWalk:
             self._push_fresh(group, at)
 
     def _cold_groups(self, cq: str) -> list[Group]:
-        free, sizes, by_size = self.cold[cq], self.groups.sizes.get(cq, ()), self.groups.by_size
-        return [g for size in sizes[bisect.bisect_right(sizes, free):]
-                for g in by_size[cq][size] if g not in self.warmed]
+        return [g for g in self.groups.of_queue(cq, above=self.cold[cq])
+                if g not in self.warmed]
 
     def _catch_up(self) -> None:
         """After a try: bring back dropped groups that a start, an eviction or a failed

@@ -930,6 +930,8 @@ class TenantAdmission:
 # every flavor that serves the job: ``_record``), or the queue is unknown.
 _NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT, Reason.NO_FLAVOR,
                     Reason.UNKNOWN_QUEUE})
+
+
 def _of_version(data: _Cycle, name: str) -> dict:
     """The cycle's memo ``name`` (``(usage version, dict)``) for the usage now: a new dict
     once the usage changed since it was filled."""
