@@ -54,6 +54,10 @@ class EasyReservation:
         # waiting job -> (its epoch, its oracle remaining seconds): fixed while it waits
         # (``walk_refusal``); forgotten when it starts
         self._waiting_seconds: dict[str, tuple[int, float]] = {}
+        # the last reservation made with no job started before its head in its cycle: (head,
+        # the core's count of running-job changes, whole GPUs free, when made, shadow time,
+        # extra GPUs); ``_reserve_for`` gives it again while every end stayed put
+        self._last: tuple[str, int | None, int, float, float, int] | None = None
 
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:
         if KEY not in state.scratch:
@@ -114,6 +118,24 @@ class EasyReservation:
         return state.now + oracle_seconds(state, job, remaining=True) <= reservation.shadow_time
 
     def _reserve_for(self, state: CycleState, head: Job) -> Reservation:
+        """The head's reservation. In a cycle where no job started before the head, the same
+        head, the same free GPUs and the same running jobs (none started, stopped or changed
+        its rate) as when the last such reservation was made, each running at its reference
+        rate past any pause then (``RunningEnds.fixed``), it is that reservation: every
+        expected end, so the shadow time and the extra GPUs, are what they were."""
+        changes = state.snapshot.running_changes
+        last, started_here = self._last, state.scratch.get("easy-started")
+        if (not started_here and last is not None and last[0] == head.job_id
+                and last[1] == changes and last[2] == state.free_whole
+                and self._ends.fixed(changes, last[3])):
+            return Reservation(head.job_id, last[4], last[5])
+        reservation = self._compute(state, head)
+        if not started_here:
+            self._last = (head.job_id, changes, state.free_whole, state.now,
+                          reservation.shadow_time, reservation.extra_gpus)
+        return reservation
+
+    def _compute(self, state: CycleState, head: Job) -> Reservation:
         now, running = state.now, state.snapshot.running
 
         def end_of(job: Job) -> float:
@@ -123,7 +145,7 @@ class EasyReservation:
         model = state.snapshot.throughput
         ends: Iterable[tuple[float, int]]
         if self._ends.refresh(running, end_of, lambda job: model.reference_rate(job.spec),
-                              state.snapshot.running_changes):
+                              state.snapshot.running_changes, state.snapshot.journal):
             ends = heapq.merge(self._ends.ascending(), sorted(started))
         else:
             ends = sorted([(end_of(j), len(j.allocation)) for j in running] + started)

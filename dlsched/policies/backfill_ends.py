@@ -15,8 +15,10 @@ bounds unsafe: then every end is computed, as before.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Collection, Iterator
 
+from dlsched.scheduling.journal import RunningJournal
 from dlsched.workload.job import Job, JobStatus
 
 _RUNNING = JobStatus.RUNNING
@@ -34,15 +36,22 @@ class RunningEnds:
         self._live = 0
         self._end_of: Callable[[Job], float] = _unset
         # the core's count of running-job changes at the last look at every running job, and
-        # what that look found (``refresh``)
-        self._seen: tuple[int, bool] | None = None
+        # what that look found (``refresh``): bounds safe; every job at its reference rate; the
+        # latest end of a pause among the jobs filed so far (a bound: they may have stopped)
+        self._seen: tuple[int, bool, bool, float] | None = None
+        self._paused = -math.inf
+        self._fast: set[str] = set()  # running jobs faster than their reference rate
+        self._inexact: set[str] = set()  # running jobs not at their reference rate
 
     def refresh(self, running: Collection[Job], end_of: Callable[[Job], float],
-                reference_of: Callable[[Job], float], changes: int | None = None) -> bool:
+                reference_of: Callable[[Job], float], changes: int | None = None,
+                journal: RunningJournal | None = None) -> bool:
         """A new cycle: file jobs started since. False when a job runs faster than its
         reference rate (the bounds do not hold: the caller computes every end). ``changes``:
         the snapshot's ``running_changes``; while it stays, no job started, stopped or changed
-        its rate, so the running jobs are not looked at again."""
+        its rate, so the running jobs are not looked at again; when it moved, the ``journal``
+        names the jobs that moved it, and only they are looked at (every running job when it
+        cannot tell)."""
         heap = self._heap
         for end, _, entry in self._ranked:
             heapq.heappush(heap, (_lower(end), entry[1], entry[2], entry[3]))
@@ -53,22 +62,60 @@ class RunningEnds:
         seen = self._seen
         if changes is not None and seen is not None and seen[0] == changes:
             return seen[1]
-        filed, safe = self._filed, True
-        for job in running:
-            known = filed.get(job.job_id, _MISSING)
-            if known is _MISSING or known[0] != job.run_started:  # type: ignore[index]
-                reference = reference_of(job)
-                filed[job.job_id] = (job.run_started, reference)
-                self._filings += 1
-                heapq.heappush(heap, (_lower(end_of(job)), self._filings, job, job.run_started))
-                if job.rate > reference:
-                    safe = False
-            elif job.rate > known[1]:  # type: ignore[index]
-                safe = False
+        told = None if journal is None or seen is None else journal.since(seen[0])
+        if told is None:
+            self._fast.clear()
+            self._inexact.clear()
+            told = running
+        for job in told:
+            self._look(job, end_of, reference_of)
         if len(heap) > 2 * self._live + 64:
             self._compact()
-        self._seen = None if changes is None else (changes, safe)
+        safe = not self._fast
+        self._seen = None if changes is None else (changes, safe, not self._inexact,
+                                                   self._paused)
         return safe
+
+    def _look(self, job: Job, end_of: Callable[[Job], float],
+              reference_of: Callable[[Job], float]) -> None:
+        """File a job that started since it was last looked at; note whether it runs at,
+        above or below its reference rate (a job that stopped: none of these)."""
+        job_id = job.job_id
+        if job.status is not _RUNNING or job.run_started is None:
+            self._fast.discard(job_id)
+            self._inexact.discard(job_id)
+            return
+        known = self._filed.get(job_id, _MISSING)
+        if known is _MISSING or known[0] != job.run_started:  # type: ignore[index]
+            reference = reference_of(job)
+            self._filed[job_id] = (job.run_started, reference)
+            self._filings += 1
+            heapq.heappush(self._heap, (_lower(end_of(job)), self._filings, job,
+                                        job.run_started))
+            pause = max(job.progress_time, job.productive_from)
+            if pause > self._paused:
+                self._paused = pause
+        else:
+            reference = known[1]  # type: ignore[index]
+        if job.rate == reference:
+            self._inexact.discard(job_id)
+            self._fast.discard(job_id)
+            return
+        self._inexact.add(job_id)
+        if job.rate > reference:
+            self._fast.add(job_id)
+        else:
+            self._fast.discard(job_id)
+
+    def fixed(self, changes: int | None, since: float) -> bool:
+        """Whether every running job's expected end has stayed put since ``since`` (an earlier
+        time of the look ``refresh`` made at ``changes``): none started, stopped or changed
+        its rate since that look, each runs at its reference rate, and no pause (a restart's)
+        had yet to end at ``since``. An end ``now`` + remaining work / reference rate is then
+        the same at any time: a reservation computed at ``since`` holds now."""
+        seen = self._seen
+        return (changes is not None and seen is not None and seen[0] == changes and seen[2]
+                and since >= seen[3])
 
     def ascending(self) -> Iterator[tuple[float, int]]:
         """(end now, GPUs) of the running jobs, in ascending order."""

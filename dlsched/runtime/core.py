@@ -67,7 +67,7 @@ class RuntimeScheduler(Scheduler):
             return
         job.productive_from += now - job.run_started
         job.run_started = now
-        self.running_changes += 1
+        self.journal.note(job)
         job.progress_time = max(job.progress_time, now)
         job.attained_time = max(job.attained_time, now)
 
@@ -90,7 +90,7 @@ class RuntimeScheduler(Scheduler):
         job.done_work = job.work_done(now)
         job.progress_time = now
         job.rate = self.throughput.rate(job.spec, self.placement_of(job))
-        self.running_changes += 1
+        self.journal.note(job)
 
     def complete(self, job_id: str) -> None:
         """Finish a job whose workers completed: running (the usual case; a start of it that

@@ -25,6 +25,7 @@ from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.fast_start import FastLane, lane_applies
 from dlsched.scheduling.interfaces import Clock, Executor
+from dlsched.scheduling.journal import RunningJournal
 from dlsched.scheduling.placement import max_workers, static_shape
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
@@ -101,8 +102,9 @@ class Scheduler:
         self._reason_seq = 0  # cycles run (a cycle's reasons are stamped 2 x its number)
         self.running: dict[str, Job] = {}
         # Bumped whenever a running job starts, stops, or changes its rate or attempt start:
-        # equal counts mean the same running jobs at the same rates (``ClusterSnapshot``).
-        self.running_changes = next(_CHANGES_BASE)
+        # equal counts mean the same running jobs at the same rates (``ClusterSnapshot``);
+        # the journal says which jobs each change touched.
+        self.journal = RunningJournal(next(_CHANGES_BASE))
         self.free = np.ones(cluster.num_gpus, dtype=np.float64)
         self.node_free = cluster.node_gpus.copy()
         self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
@@ -399,7 +401,8 @@ class Scheduler:
                                own_reason=self.own_reason if self._bucketed else None,
                                resources=self._resources_view if self.beyond_gpu_jobs else None,
                                mig=self.mig,
-                               running_changes=self.running_changes if running else None)
+                               running_changes=self.running_changes if running else None,
+                               journal=self.journal if running else None)
 
     def cycle(self) -> CycleResult:
         if not self.waiting and not self.profile.acts_on_running:
@@ -431,7 +434,12 @@ class Scheduler:
             self.rerater.rerate(self.running.values(), self.placement_of, self.executor,
                                 self.clock.now())
             if self.rerater.rerated != before:
-                self.running_changes += 1
+                self.journal.note_unknown()
+
+    @property
+    def running_changes(self) -> int:
+        """The count of changes to the running jobs (``journal``)."""
+        return self.journal.count
 
     @property
     def goodput_series(self) -> list[GoodputPoint]:
@@ -526,7 +534,7 @@ class Scheduler:
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
         shared = self.sharing.share(job) if min(shares, default=1.0) < 1.0 else None
         job.run_started = now
-        self.running_changes += 1
+        self.journal.note(job)
         job.progress_time = job.attained_time = now
         job.productive_from = now + overhead
         reconfigurer = self.reconfigurer
@@ -609,7 +617,7 @@ class Scheduler:
         self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
         job.run_started = None
-        self.running_changes += 1
+        self.journal.note(job)
         if self.sharing:  # nothing is shared (the common case): no partner to re-rate
             self._rerate_partners(self.sharing.unshare(job), self.clock.now())
 
@@ -642,7 +650,7 @@ class Scheduler:
             job.done_work = job.work_done(now)
             job.progress_time = now
             job.rate = rate
-            self.running_changes += 1
+            self.journal.note(job)
             if rerate is not None:
                 job.epoch += 1
                 rerate(job, now)

@@ -10,6 +10,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import ThroughputModel
+from dlsched.scheduling.journal import RunningJournal
 from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.workload.job import Job, JobSpec
 
@@ -52,6 +53,8 @@ class ClusterSnapshot:
     # equal counts in two snapshots mean the same running jobs at the same rates. None:
     # unknown (a snapshot built by hand): a memo of the running jobs must look at them.
     running_changes: int | None = None
+    # Which jobs those changes touched (``journal.RunningJournal``); None: unknown.
+    journal: RunningJournal | None = None
 
     def __post_init__(self) -> None:
         # Read-only views: the core does not change its arrays while a cycle runs.

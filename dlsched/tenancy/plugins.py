@@ -153,7 +153,8 @@ class TenantAdmission:
         # anywhere, none starts in its queue and the epochs stay (``carried_miss``).
         self.victim_epochs: list[Callable[[CycleState, str], Hashable | None]] = []
         # The wrapped policies' ``walk_ready`` (backfill: set by with_tenants): until each
-        # says so in a cycle, the walk passes over no job, and no group starts cold.
+        # says so in a cycle, the walk passes over no job, and no group starts cold; once all
+        # say so, they do for the rest of the cycle (backfill's reservation stays made).
         self.walk_gates: list[Callable[[CycleState], bool]] = []
         # Their ``walk_refusal`` (backfill's reservation): what a PreFilter of theirs refuses
         # for the rest of a cycle (GPUs asked above, a test a job passes, the reason); the
@@ -367,12 +368,15 @@ class TenantAdmission:
             return admission_key(bisect_left(keys[group.cq], entry), terms[0], terms[1], job,
                                  entry[1])
 
-        gates = self.walk_gates
+        gates, droppable_now = self.walk_gates, functools.partial(self._droppable, data)
 
         def gated(group: Group) -> bool:
-            return all(gate(state) for gate in gates) and self._droppable(data, group)
+            if not all([gate(state) for gate in gates]):
+                return False
+            data.walk.droppable = droppable_now  # the gates stay open for the cycle
+            return droppable_now(group)
 
-        droppable = gated if gates else functools.partial(self._droppable, data)
+        droppable = gated if gates else droppable_now
         data.walk = GroupWalk(
             self.groups, key, position, droppable,
             functools.partial(self._fits_queue, data),

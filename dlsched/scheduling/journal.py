@@ -1,0 +1,49 @@
+"""Which running jobs each change of the core's running jobs touched (issue 14).
+
+The core counts the changes to its running jobs (a start, a stop, a new rate, a new attempt
+start: ``Scheduler.running_changes``, shown in each snapshot). A plugin that keeps something
+per running job across cycles (backfill's running ends) used to look at every running job
+again whenever the count moved, O(running jobs) per cycle on a busy cluster. The journal says
+which jobs moved it: a reader that last looked at count ``c`` reads the jobs changed since
+(``since``) and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlsched.workload.job import Job
+
+
+class RunningJournal:
+    """The jobs of the core's running-job changes in order, numbered as the count. A change
+    that is not told job by job (a re-rating of many jobs at once: ``note_unknown``) makes
+    ``since`` answer None for counts before it, as does a count older than the journal
+    keeps (``keep`` changes at least)."""
+
+    def __init__(self, count: int, keep: int = 4096) -> None:
+        self.count = count
+        self._base = count  # the count before the first kept change
+        self._unknown = count  # ``since`` answers None below this count
+        self._jobs: list[Job | None] = []
+        self._keep = keep
+
+    def note(self, job: Job) -> None:
+        self._jobs.append(job)
+        self.count += 1
+        if len(self._jobs) > 2 * self._keep:
+            drop = len(self._jobs) - self._keep
+            del self._jobs[:drop]
+            self._base += drop
+
+    def note_unknown(self) -> None:
+        """A change whose jobs are not told: every reader looks at all running jobs again."""
+        self.note(None)  # type: ignore[arg-type]
+        self._unknown = self.count
+
+    def since(self, count: int) -> Sequence[Job] | None:
+        """The jobs of the changes after ``count`` (a job once per change), or None when the
+        journal cannot tell them."""
+        if count < self._base or count < self._unknown or count > self.count:
+            return None
+        return self._jobs[count - self._base:]
