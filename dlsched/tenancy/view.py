@@ -71,7 +71,8 @@ class Ledger:
         self._started: list[str] = []
         # The core's ``running_changes`` at the last update: one more per launch, stop or
         # re-rate, so a count that grew by exactly the told starts now running says that no
-        # job left the table (``_update_told`` then skips its set difference).
+        # job left the table (``_update_told`` then skips its set difference); otherwise the
+        # core's journal names the jobs of those changes, among them every job that left.
         self._changes: int | None = None
         # Changes of the running table as of the last ``update``: every job gone (finished,
         # evicted, moved; also one started and gone between two updates), and per cluster
@@ -113,10 +114,16 @@ class Ledger:
         new = [job_id for job_id in told if job_id in table]
         changes, last = state.snapshot.running_changes, self._changes
         self._changes = changes
-        if changes is not None and last is not None and changes - last == len(new):
-            gone: Collection[str] = ()  # only the told starts' launches changed the table
-        else:
-            gone = known.keys() - table.keys()
+        gone: Collection[str] = ()
+        if changes is None or last is None or changes - last != len(new):
+            # jobs left the table: those the core's journal names, or a set difference
+            moved = None if last is None or state.snapshot.journal is None else (
+                state.snapshot.journal.since(last))
+            if moved is None:
+                gone = known.keys() - table.keys()
+            else:
+                gone = {job.job_id: None for job in moved
+                        if job.job_id in known and job.job_id not in table}
         if any(job_id in known for job_id in new) or (
                 len(known) - len(gone) + len(new) != len(table)):
             return False

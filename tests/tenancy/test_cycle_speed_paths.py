@@ -11,6 +11,7 @@ import pytest
 from builders import cycle_state, make_cluster
 from harness import LAST_PENDING, R, W, config_yaml, cq, expect, run_scenario, without_types
 
+from dlsched.scheduling.journal import RunningJournal
 from dlsched.tenancy.config import BorrowWithinCohort, ClusterQueue, Preemption, WithinQueue
 from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.quota import QuotaTree, Usage
@@ -156,3 +157,57 @@ def test_the_ledger_told_of_starts_equals_a_rebuild_and_tells_protection_ends() 
             ends = [j.run_started + runtime for j in table.values()
                     if j.run_started + runtime > snapshot.now]
             assert kept.protection_ends(snapshot.now, runtime) == (min(ends) if ends else None)
+
+
+class _Table(dict):
+    """The core's running table, counting the key views taken (the ledger's set differences)."""
+
+    differences = 0
+
+    def keys(self):  # type: ignore[no-untyped-def]
+        _Table.differences += 1
+        return super().keys()
+
+
+def test_the_ledger_reads_the_jobs_gone_from_the_cores_journal() -> None:
+    """With the core's journal of running-job changes in the snapshot, the told update takes
+    the jobs that left the table from the journal (no set difference over the running jobs),
+    and equals a rebuild; a change the journal cannot name (a re-rating of many jobs) brings
+    the set difference back for that update only."""
+    rng = random.Random(5)
+    cluster = make_cluster(nodes=4, gpus=4)
+    tree, flavors = QuotaTree(CONFIG), FlavorNodes(CONFIG)
+    kept = Ledger(CONFIG, tree, flavors)
+    kept.told = True
+    table = _Table()
+    journal = RunningJournal(0)
+    unknown_steps, differences, stop_steps = [], [], []
+    for step in range(80):
+        for job_id in rng.sample(sorted(table), k=min(len(table), rng.choice((0, 1, 1, 2)))):
+            journal.note(table.pop(job_id))
+            stop_steps.append(step)
+        if rng.random() < 0.1:
+            journal.note_unknown()
+            unknown_steps.append(step)
+        used = {g for j in table.values() for g in j.allocation}
+        free = [g for g in range(cluster.num_gpus) if g not in used]
+        if free and rng.random() < 0.7:
+            job = _running(f"j{step}", rng.choice("abz"), tuple(free[:rng.randint(1, 3)]))
+            job.run_started = float(step * 10)
+            table[job.job_id] = job
+            journal.note(job)
+            kept.started(job.job_id)
+        state = cycle_state(cluster, now=step * 10.0)
+        object.__setattr__(state.snapshot, "running", table.values())
+        object.__setattr__(state.snapshot, "running_changes", journal.count)
+        object.__setattr__(state.snapshot, "journal", journal)
+        before = _Table.differences
+        kept.update(state)
+        if _Table.differences != before:
+            differences.append(step)
+        fresh = Ledger(CONFIG, tree, flavors)
+        fresh.update(state)
+        assert _clean(kept.usage) == _clean(fresh.usage), step
+        assert list(kept.admitted) == list(fresh.admitted), step
+    assert unknown_steps and len(set(stop_steps) - set(unknown_steps)) > 20
+    assert set(differences) <= set(unknown_steps) | {0}, (differences, unknown_steps)
