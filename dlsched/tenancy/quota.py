@@ -124,10 +124,14 @@ class Usage:
     def __init__(self, tree: QuotaTree) -> None:
         self.tree = tree
         self.used: dict[str, dict[FlavorResource, float]] = {k: {} for k in tree.nodes}
+        # ``available`` per (node, flavor resource) while no usage changes (a cohort's is
+        # read by each of its queues)
+        self._available: dict[tuple[str, FlavorResource], float] = {}
 
     def copy(self) -> Usage:
         twin = Usage.__new__(Usage)
         twin.tree, twin.used = self.tree, {k: dict(v) for k, v in self.used.items()}
+        twin._available = {}
         return twin
 
     def add(self, cq: str, flavor: str, request: Mapping[str, float], sign: float = 1.0) -> None:
@@ -135,6 +139,8 @@ class Usage:
             self._shift(cq, (flavor, resource), sign * amount)
 
     def _shift(self, key: str | None, fr: FlavorResource, delta: float) -> None:
+        if self._available:
+            self._available.clear()
         while key is not None and abs(delta) > EPS:
             used = self.used[key]
             g = self.tree.guaranteed[key].get(fr, 0.0)
@@ -147,6 +153,12 @@ class Usage:
         return self.used[key].get(fr, 0.0)
 
     def available(self, key: str, fr: FlavorResource) -> float:
+        known = self._available.get((key, fr))
+        if known is None:
+            known = self._available[(key, fr)] = self._available_now(key, fr)
+        return known
+
+    def _available_now(self, key: str, fr: FlavorResource) -> float:
         tree, used = self.tree, self.usage(key, fr)
         subtree = tree.subtree[key].get(fr, 0.0)
         parent = tree.nodes[key].parent

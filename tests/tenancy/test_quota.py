@@ -46,7 +46,8 @@ def test_borrowing_limit_caps_parent_part() -> None:
 @given(st.lists(st.tuples(st.sampled_from("ab"), st.integers(1, 6)), max_size=12))
 def test_admitting_what_fits_keeps_quota(adds: list[tuple[str, int]]) -> None:
     """Admitting only what fits never uses more than the cohort's 16, always leaves b its
-    guaranteed 4 (nominal 8 - lending limit 4), and removing everything restores zero."""
+    guaranteed 4 (nominal 8 - lending limit 4), and removing everything restores zero; what
+    is available is what a fresh copy computes."""
     usage = _usage([cq("a", 8), cq("b", {"nominal": 8, "lending_limit": 4})])
     admitted = []
     for queue, amount in adds:
@@ -56,6 +57,8 @@ def test_admitting_what_fits_keeps_quota(adds: list[tuple[str, int]]) -> None:
         assert usage.usage("a", F) + usage.usage("b", F) <= 16 + 1e-9
         assert usage.usage("a", F) <= 12 + 1e-9
         assert usage.available("b", F) >= max(0.0, 4 - usage.usage("b", F)) - 1e-9
+        fresh = usage.copy()  # ``available`` is kept while no usage changes: as computed now
+        assert all(usage.available(k, F) == fresh.available(k, F) for k in ("a", "b"))
     for queue, amount in admitted:
         usage.add(queue, "f", {"gpu": amount}, -1.0)
     assert all(abs(v) < 1e-9 for node in usage.used.values() for v in node.values())
