@@ -3,6 +3,9 @@
 Each queue keeps its running jobs sorted by (submit time, job id), Tiresias' order within a
 queue. An entry is valid while its job is still running the same attempt in that queue; stale
 entries (finished, preempted, demoted) are skipped when met and compacted away now and then.
+Jobs are filed into the sorted lists only when a victim search asks (``ranked_below``): on a
+cluster where every job fits, most finish or are demoted before any search, and their entries
+are dropped unsorted.
 """
 
 from __future__ import annotations
@@ -20,23 +23,42 @@ class RunningByQueue:
         self._keys: list[list[tuple[float, str]]] = [[] for _ in range(queues)]
         self._entries: list[list[Entry]] = [[] for _ in range(queues)]
         self._filed: dict[str, tuple[int, float]] = {}
-        self._size = 0  # entries, valid or not
+        self._pending: list[tuple[Job, int, float]] = []  # filed, not in the lists yet
+        self._size = 0  # entries, valid or not, pending ones included
         self._live_at_compaction = 0
 
     def file(self, job: Job, queue: int, started: float, now: float | None = None) -> None:
         """Record that ``job``'s attempt begun at ``started`` is now in ``queue``; ``now`` is
         the cycle's time (default ``started``: a job filed as it starts)."""
-        key = (job.spec.submit_time, job.job_id)
-        at = bisect.bisect_right(self._keys[queue], key)
-        self._keys[queue].insert(at, key)
-        self._entries[queue].insert(at, (job, started))
+        self._pending.append((job, queue, started))
         self._filed[job.job_id] = (queue, started)
         self._size += 1
         # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
         # scans start: compact once they reach half the live ones (a compaction reads every
         # entry; scans skip stale ones cheaply, and few scans happen between compactions).
         if self._size > self._live_at_compaction + self._live_at_compaction // 2 + 16:
+            self._sort_pending()
             self._compact(started if now is None else now)
+
+    def _sort_pending(self) -> None:
+        """Put the pending entries into the sorted lists, in the order they were filed, less
+        those already stale for good: filed again since, or of a job that ended or runs
+        another attempt (a stale entry would only be skipped by every search)."""
+        pending, filed, running = self._pending, self._filed, JobStatus.RUNNING
+        if not pending:
+            return
+        self._pending = []
+        for job, queue, started in pending:
+            status = job.status
+            if (filed.get(job.job_id) != (queue, started)
+                    or (status is running and job.run_started != started)
+                    or status.is_terminal):
+                self._size -= 1
+                continue
+            key = (job.spec.submit_time, job.job_id)
+            at = bisect.bisect_right(self._keys[queue], key)
+            self._keys[queue].insert(at, key)
+            self._entries[queue].insert(at, (job, started))
 
     def queue_of(self, job: Job) -> int | None:
         filed = self._filed.get(job.job_id)
@@ -45,6 +67,7 @@ class RunningByQueue:
     def ranked_below(self, queue: int, key: tuple[float, str] | None) -> Iterator[Job]:
         """Running jobs ranked after (queue, key), the lowest-ranked first; with ``key``
         None, those of the queues below ``queue`` only."""
+        self._sort_pending()
         for lower in range(len(self._entries) - 1, queue, -1):
             yield from self._valid_in(lower, 0)
         if key is not None:

@@ -46,3 +46,18 @@ def test_compaction_drops_a_preempted_jobs_entry_while_it_waits() -> None:
         index.file(_running(f"r{i}", 1 + i, 9), 0, 9.0, now=9.0)
     assert "waiting" not in index._filed
     assert len(list(index.ranked_below(0, (-1.0, "")))) == 40
+
+
+def test_jobs_filed_are_sorted_in_only_when_a_search_asks() -> None:
+    """Filing only notes the job; the first search sorts in the entries still live: a job
+    that finished, or was filed again (demoted), before any search is never sorted in."""
+    index = RunningByQueue(2)
+    a, b, c = _running("a", 0, 5), _running("b", 1, 5), _running("c", 2, 5)
+    for job in (a, b, c):
+        index.file(job, 0, 5.0)
+    index.file(b, 1, 5.0)  # b demoted before any search
+    c.status = JobStatus.FINISHED
+    assert index.queue_of(b) == 1 and index.queue_of(c) is None
+    assert [len(entries) for entries in index._entries] == [0, 0]  # nothing sorted yet
+    assert [j.job_id for j in index.ranked_below(0, (-1.0, ""))] == ["b", "a"]
+    assert [[job.job_id for job, _ in entries] for entries in index._entries] == [["a"], ["b"]]
