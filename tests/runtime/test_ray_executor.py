@@ -188,6 +188,12 @@ def test_a_killed_service_leaves_no_worker_behind(ray_cluster: RayCluster, out: 
     wait_for(lambda: not alive(pid), 60, "the orphaned worker to die")
 
 
+# Waits of the node-loss test: Ray declares a removed node dead and the job comes back on the
+# survivor within about 90 s on this 2-core host when it is quiet; under load (the rest of the
+# suite beside it) that once took longer than 120 s. A wait ends as soon as its condition holds.
+SLOW_HOST = 300
+
+
 def test_a_lost_node_requeues_its_job_which_resumes_elsewhere(
         ray_live: Callable[..., Live], ray_cluster: RayCluster, ray_nodes: Any,
         out: Path) -> None:
@@ -209,13 +215,13 @@ def test_a_lost_node_requeues_its_job_which_resumes_elsewhere(
     assert job(handle, victim)["status"] == "running"
     ray_nodes.remove_node(lost, allow_graceful=False)
 
-    wait_for(lambda: "requeued" in kinds(handle, victim), 120, "the job to be requeued")
+    wait_for(lambda: "requeued" in kinds(handle, victim), SLOW_HOST, "the job to be requeued")
     index = ray_cluster.nodes.index(node_of[victim])
-    wait_for(lambda: handle.service.core.down_nodes == frozenset({index}), 120, "node down")
+    wait_for(lambda: handle.service.core.down_nodes == frozenset({index}), SLOW_HOST, "node down")
     view = handle.http.get("/v1/cluster").json()
     assert [node["down"] for node in view["nodes"]] == [i == index for i in range(3)]
-    wait_status(handle, survivor, "finished", timeout=120)
-    detail = wait_status(handle, victim, "finished", timeout=120)
+    wait_status(handle, survivor, "finished", timeout=SLOW_HOST)
+    detail = wait_status(handle, victim, "finished", timeout=SLOW_HOST)
     attempts = detail["attempt_history"]
     # Its actors die first (lost); until Ray declares the node dead the core may place it
     # there again, an attempt that ends lost when the node is marked down.
