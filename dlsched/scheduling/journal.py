@@ -28,7 +28,8 @@ class RunningJournal:
         self._jobs: list[Job | None] = []
         self._keep = keep
 
-    def note(self, job: Job) -> None:
+    def note(self, job: Job | None) -> None:
+        """A change of ``job`` (None: of jobs not told, ``note_unknown``)."""
         self._jobs.append(job)
         self.count += 1
         if len(self._jobs) > 2 * self._keep:
@@ -38,12 +39,14 @@ class RunningJournal:
 
     def note_unknown(self) -> None:
         """A change whose jobs are not told: every reader looks at all running jobs again."""
-        self.note(None)  # type: ignore[arg-type]
+        self.note(None)
         self._unknown = self.count
 
     def since(self, count: int) -> Sequence[Job] | None:
         """The jobs of the changes after ``count`` (a job once per change), or None when the
-        journal cannot tell them."""
+        journal cannot tell them (after ``count``, at or past the last unknown change, the
+        kept entries are all jobs)."""
         if count < self._base or count < self._unknown or count > self.count:
             return None
-        return self._jobs[count - self._base:]
+        return self._jobs[count - self._base:]  # type: ignore[return-value]
+
