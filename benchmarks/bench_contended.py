@@ -7,6 +7,11 @@ CPU seconds of the simulation, jobs/s, cycles, mean JCT, preemptions, peak RSS a
 the per-job records (equal digests: identical schedules). ``tiresias:promote_knob=2`` passes a
 policy option. Target (issue 14): each ≤ 60 s, ≤ 90 s under ``--tenants``, on this 2-core
 machine (quote the load: it is shared).
+
+This host's speed drifts by a third within minutes (the same run took 72 s and 107 s seven
+minutes apart), so compare two source trees run together: ``--base DIR`` (a ``git worktree
+add DIR REV``) runs each policy in that tree and in this one at the same time, one process per
+core, and says whether their schedules are identical. Quote the pair's ratio.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="only the first N jobs")
     parser.add_argument("--cluster", default="philly-shared-512")
     parser.add_argument("--tenants", default=None, help="a tenants YAML (queues and quotas)")
+    parser.add_argument("--base", default=None,
+                        help="another source tree, run beside this one (one per core)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -71,11 +78,32 @@ def main() -> None:
     for spec in args.policies.split(";" if ";" in args.policies else ","):
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"(load before {spec}: {load})", flush=True)
-        command = [sys.executable, __file__, "--one", spec, "--trace", args.trace,
-                   "--cluster", args.cluster]
-        command += ["--jobs", str(args.jobs)] if args.jobs is not None else []
-        command += ["--tenants", args.tenants] if args.tenants else []
-        subprocess.run(command, check=False)
+        options = ["--one", spec, "--trace", args.trace, "--cluster", args.cluster]
+        options += ["--jobs", str(args.jobs)] if args.jobs is not None else []
+        options += ["--tenants", str(Path(args.tenants).resolve())] if args.tenants else []
+        if args.base is None:
+            subprocess.run([sys.executable, __file__, *options], check=False)
+        else:
+            side_by_side(Path(args.base).resolve(), options)
+
+
+def side_by_side(base: Path, options: list[str]) -> None:
+    """One policy in the base tree and in this one at the same time; each line labelled."""
+    here = Path(__file__).resolve().parents[1]
+    runs = {}
+    for label, tree in (("base", base), ("this", here)):
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        runs[label] = subprocess.Popen(
+            [sys.executable, str(tree / "benchmarks/bench_contended.py"), *options],
+            stdout=subprocess.PIPE, text=True, env=env, cwd=tree)
+    digests = {}
+    for label, run in runs.items():
+        out, _ = run.communicate()
+        line = out.strip().splitlines()[-1] if out.strip() else "(no output)"
+        print(f"  {label}: {line.strip()}", flush=True)
+        digests[label] = line.rsplit("digest ", 1)[-1] if "digest " in line else None
+    same = digests["base"] is not None and digests["base"] == digests["this"]
+    print(f"  schedules {'identical' if same else 'DIFFER'} between the trees", flush=True)
 
 
 if __name__ == "__main__":
