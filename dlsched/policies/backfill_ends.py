@@ -35,13 +35,13 @@ class RunningEnds:
         self._filings = 0
         self._live = 0
         self._end_of: Callable[[Job], float] = _unset
-        # the core's count of running-job changes at the last look at every running job, and
-        # what that look found (``refresh``): bounds safe; every job at its reference rate; the
-        # latest end of a pause among the jobs filed so far (a bound: they may have stopped)
-        self._seen: tuple[int, bool, bool, float] | None = None
-        self._paused = -math.inf
+        # the core's count of running-job changes at the last look at the running jobs
+        # (``refresh``); what that look found stays as it left it until the next look:
+        self._seen: int | None = None
         self._fast: set[str] = set()  # running jobs faster than their reference rate
         self._inexact: set[str] = set()  # running jobs not at their reference rate
+        # the latest end of a pause among the jobs filed so far (a bound: they may have ended)
+        self._paused = -math.inf
 
     def refresh(self, running: Collection[Job], end_of: Callable[[Job], float],
                 reference_of: Callable[[Job], float], changes: int | None = None,
@@ -60,9 +60,9 @@ class RunningEnds:
         self._ranked, self._fresh = [], []
         self._end_of = end_of
         seen = self._seen
-        if changes is not None and seen is not None and seen[0] == changes:
-            return seen[1]
-        told = None if journal is None or seen is None else journal.since(seen[0])
+        if changes is not None and seen == changes:
+            return not self._fast
+        told = None if journal is None or seen is None else journal.since(seen)
         if told is None:
             self._fast.clear()
             self._inexact.clear()
@@ -71,10 +71,8 @@ class RunningEnds:
             self._look(job, end_of, reference_of)
         if len(heap) > 2 * self._live + 64:
             self._compact()
-        safe = not self._fast
-        self._seen = None if changes is None else (changes, safe, not self._inexact,
-                                                   self._paused)
-        return safe
+        self._seen = changes
+        return not self._fast
 
     def _look(self, job: Job, end_of: Callable[[Job], float],
               reference_of: Callable[[Job], float]) -> None:
@@ -113,9 +111,8 @@ class RunningEnds:
         its rate since that look, each runs at its reference rate, and no pause (a restart's)
         had yet to end at ``since``. An end ``now`` + remaining work / reference rate is then
         the same at any time: a reservation computed at ``since`` holds now."""
-        seen = self._seen
-        return (changes is not None and seen is not None and seen[0] == changes and seen[2]
-                and since >= seen[3])
+        return (changes is not None and self._seen == changes and not self._inexact
+                and since >= self._paused)
 
     def ascending(self) -> Iterator[tuple[float, int]]:
         """(end now, GPUs) of the running jobs, in ascending order."""
