@@ -5,9 +5,11 @@ objects one by one and collects garbage over all of them: 0.35-0.5 CPU s of a wh
 run (5-7% of the command) that no user waits for. A command that finished cleanly calls
 ``arm``; the app's entry point (``dlsched.cli._App``, which ``enable``s this: the console
 script, not an in-process test runner) then runs the exit handlers (``atexit``: logging's
-flush), flushes the standard streams and ends the process with ``os._exit``. Only with the
-main thread alone (another could still be writing) and exit code 0; otherwise the interpreter
-exits as usual.
+flush), flushes the standard streams and ends the process with ``os._exit``. Only with exit
+code 0 and no other non-daemon thread alive (one could still be writing, and the interpreter
+would wait for it); otherwise the interpreter exits as usual. Daemon threads do not count: the
+interpreter's own exit does not wait for them either, and one may still be winding down when
+the command returns (rich's progress bar stops its refresh thread without joining it).
 """
 
 from __future__ import annotations
@@ -37,10 +39,17 @@ def arm() -> None:
         _State.armed = True
 
 
+def others_alive() -> bool:
+    """Whether a thread the interpreter's exit would wait for (alive, not daemon, not this
+    one) is running."""
+    me = threading.current_thread()
+    return any(t is not me and not t.daemon and t.is_alive() for t in threading.enumerate())
+
+
 def leave(code: object) -> None:
-    """End the process now with ``code`` if armed, the code is success and the main thread is
-    alone; return otherwise."""
-    if not _State.armed or code not in (0, None) or threading.active_count() > 1:
+    """End the process now with ``code`` if armed, the code is success and no other
+    non-daemon thread is alive; return otherwise."""
+    if not _State.armed or code not in (0, None) or others_alive():
         return
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):

@@ -77,13 +77,13 @@ def armed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(quick_exit._State, "armed", True)
 
 
-def _exits(monkeypatch: pytest.MonkeyPatch, code: object, threads: int | None = 1
+def _exits(monkeypatch: pytest.MonkeyPatch, code: object, others: bool | None = False
            ) -> list[int]:
-    """What ``leave(code)`` passes to ``os._exit``, with ``threads`` live threads (None: as
-    many as this test process has; earlier tests may leave some)."""
+    """What ``leave(code)`` passes to ``os._exit``, with ``others`` telling whether another
+    non-daemon thread is alive (None: this test process's own threads decide)."""
     ended: list[int] = []
-    if threads is not None:
-        monkeypatch.setattr(quick_exit.threading, "active_count", lambda: threads)
+    if others is not None:
+        monkeypatch.setattr(quick_exit, "others_alive", lambda: others)
     monkeypatch.setattr(quick_exit.os, "_exit", ended.append)
     monkeypatch.setattr(quick_exit.atexit, "_run_exitfuncs", lambda: None)
     quick_exit.leave(code)
@@ -104,17 +104,39 @@ def test_a_failure_code_is_left_to_the_interpreter(monkeypatch: pytest.MonkeyPat
     assert _exits(monkeypatch, code) == []
 
 
+def _with_thread(daemon: bool) -> tuple[threading.Thread, threading.Event]:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, daemon=daemon)
+    other.start()
+    return other, stop
+
+
 @pytest.mark.usefixtures("armed")
 def test_another_live_thread_keeps_the_usual_exit(monkeypatch: pytest.MonkeyPatch) -> None:
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    other.start()
+    other, stop = _with_thread(daemon=False)
     try:
-        assert _exits(monkeypatch, 0, threads=None) == []
-        assert _exits(monkeypatch, 0, threads=2) == []
+        assert quick_exit.others_alive()
+        assert _exits(monkeypatch, 0, others=None) == []
+        assert _exits(monkeypatch, 0, others=True) == []
     finally:
         stop.set()
         other.join()
+
+
+@pytest.mark.parametrize("daemon", [True, False])
+def test_only_a_non_daemon_thread_counts(monkeypatch: pytest.MonkeyPatch, daemon: bool) -> None:
+    """The interpreter's exit does not wait for a daemon thread either; rich's progress bar
+    leaves its refresh thread winding down when it stops (the CI failure of 2026-12-06: the
+    console script then tore down as usual)."""
+    other, stop = _with_thread(daemon=daemon)
+    try:  # this one and the main thread only (earlier tests may leave others)
+        monkeypatch.setattr(quick_exit.threading, "enumerate",
+                            lambda: [threading.current_thread(), other])
+        assert other.is_alive() and quick_exit.others_alive() is not daemon
+    finally:
+        stop.set()
+        other.join()
+    assert not quick_exit.others_alive()  # ended
 
 
 def test_not_armed_nothing_ends(monkeypatch: pytest.MonkeyPatch) -> None:
