@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dlsched import __version__, quick_exit
-from dlsched.cli_options import config_from, run_command
+from dlsched.cli_options import config_from, run_command, workers_parameter
 from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
@@ -48,7 +48,7 @@ app = _App(help="dlsched: schedule deep-learning jobs on GPU clusters, or simula
            no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True)  # never break a file:line:field message
 
-def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
+def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
     from dlsched.experiment import check_run, load_trace
@@ -64,22 +64,63 @@ def _run_all(config: RunConfig, compare: bool) -> list[RunOutcome]:
     console.print(escape(f"trace {trace.name}: {len(trace)} jobs; cluster {cluster.describe()}"
                          + (f"; tenants {config.tenants}" if config.tenants else "")))
     out = Path(config.out)
-    outcomes = []
-    for policy in config.policies:
-        target = out / policy if compare else out
-        outcomes.append(_run_one(config, policy, trace, cluster, target))
-    return outcomes
+
+    def out_of(policy: str) -> Path:
+        return out / policy if compare else out
+
+    if workers > 1 and len(config.policies) > 1:
+        return _run_parallel(config, trace, cluster, out_of, workers)
+    return [_run_one(config, policy, trace, cluster, out_of(policy))
+            for policy in config.policies]
+
+
+def _bar() -> Progress:
+    columns = (TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("jobs finished, {task.fields[where]}"), TimeElapsedColumn())
+    return Progress(*columns, console=console, transient=True)
 
 
 def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path) -> RunOutcome:
     from dlsched.experiment import run_policy
 
-    columns = (TextColumn(f"{policy:>10}"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("jobs finished, {task.fields[where]}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=True) as bar:
+    with _bar() as bar:
         task = bar.add_task(policy, total=len(trace), where="starting")
         outcome = run_policy(config, policy, trace, cluster, out, progress=lambda p: bar.update(
             task, completed=p.finished, where=escape(p.describe())))
+    _print_outcome(policy, outcome, out)
+    return outcome
+
+
+def _run_parallel(config: RunConfig, trace: Any, cluster: Any, out_of: Any,
+                  workers: int) -> list[RunOutcome]:
+    """The policies on ``workers`` processes (compare_pool.py), a bar each; each run's lines
+    are printed in the order of the policies, as soon as it and those before it are done."""
+    from dlsched.compare_pool import run_policies
+
+    policies = config.policies
+    done: dict[str, RunOutcome] = {}
+    printed = 0
+    with _bar() as bar:
+        tasks = {policy: bar.add_task(policy, total=len(trace), where="waiting for a worker")
+                 for policy in policies}
+
+        def on_progress(policy: str, p: Any) -> None:
+            bar.update(tasks[policy], completed=p.finished, where=escape(p.describe()))
+
+        def on_done(policy: str, outcome: RunOutcome) -> None:
+            nonlocal printed
+            done[policy] = outcome
+            bar.update(tasks[policy], completed=outcome.summary.jobs_finished, where="done")
+            while printed < len(policies) and policies[printed] in done:
+                name = policies[printed]
+                _print_outcome(name, done[name], out_of(name))
+                printed += 1
+
+        return run_policies(config, policies, trace, cluster, out_of, workers, on_progress,
+                            on_done)
+
+
+def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
                          f"{_hours(s.jct_mean)}, makespan {_hours(s.makespan)}, utilization "
@@ -97,7 +138,6 @@ def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path
             f"{policy}: {len(outcome.never_admitted)} jobs can never be admitted (they ask "
             f"more than their queue may ever use): {named}"
             f"{f' and {more} more' if more > 0 else ''}; see never_admitted.csv"))
-    return outcome
 
 
 def _hours(seconds: float | None) -> str:
@@ -144,10 +184,13 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
     try:
+        from dlsched.compare_pool import default_workers
         from dlsched.experiment import write_comparison
 
+        workers = given.pop("workers", None)
         run = config_from(config_file, given, "--policies")
-        outcomes = _run_all(run, compare=True)
+        outcomes = _run_all(run, compare=True, workers=workers or default_workers(
+            len(run.policies)))
         out_dir = Path(run.out)
         title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
         report = write_comparison(outcomes, out_dir, title, run)
@@ -162,7 +205,8 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
 
 simulate = app.command("simulate")(run_command(_simulate, "--policy", "Policy name (see "
                                                "`dlsched policies`)."))
-compare = app.command("compare")(run_command(_compare, "--policies"))
+compare = app.command("compare")(run_command(_compare, "--policies",
+                                             extra=[workers_parameter()]))
 
 
 @app.command()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import Field, fields
 from pathlib import Path
 from typing import Annotated, Any
@@ -67,6 +67,16 @@ def _parameter(f: Field, policy_flag: str, policy_help: str | None) -> inspect.P
                              annotation=Annotated[_cli_type(f.name), option])
 
 
+def workers_parameter() -> inspect.Parameter:
+    """``--workers``: how many policies of a ``compare`` run at the same time."""
+    option = typer.Option("--workers", min=1, help=(
+        "Policies run at the same time, each on its own process (default: one per policy, "
+        "at most one per CPU; 1: one after another in this process). The outputs are the "
+        "same either way."), show_default=False)
+    return inspect.Parameter("workers", inspect.Parameter.KEYWORD_ONLY, default=None,
+                             annotation=Annotated[int | None, option])
+
+
 def _config_parameter() -> inspect.Parameter:
     option = typer.Option("--config", help=CONFIG_HELP, exists=True, dir_okay=False)
     return inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -74,11 +84,14 @@ def _config_parameter() -> inspect.Parameter:
 
 
 def run_command(body: Callable[..., None], policy_flag: str,
-                policy_help: str | None = None) -> Callable[..., None]:
-    """A Typer command with one option per ``RunConfig`` field plus ``--config``; it calls
-    ``body(config_file, flags)`` with the flags given (None where not)."""
+                policy_help: str | None = None,
+                extra: Sequence[inspect.Parameter] = ()) -> Callable[..., None]:
+    """A Typer command with one option per ``RunConfig`` field plus ``--config`` and the
+    ``extra`` options (how to run, not what: they are not part of the run's config); it
+    calls ``body(config_file, flags)`` with the flags given (None where not)."""
     params = [_parameter(f, policy_flag, policy_help) for f in fields(RunConfig)]
     params.append(_config_parameter())
+    params.extend(extra)
 
     @functools.wraps(body)
     def command(**given: Any) -> None:

@@ -92,9 +92,11 @@ def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly"
 def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
             policies: Iterable[str] | str = ("fifo", "tiresias"), *,
             out: str | Path | None = None, config: str | Path | None = None,
-            **options: Any) -> Comparison:
+            workers: int | None = 1, **options: Any) -> Comparison:
     """Run several policies on the same trace and cluster, as ``dlsched compare`` does; with
-    ``out`` the folders and ``report.html`` are written there."""
+    ``out`` the folders and ``report.html`` are written there. ``workers``: policies run at
+    the same time on processes of their own (None: one per policy, at most one per CPU, as
+    the command does; the default 1 runs them one after another in this process)."""
     import pandas as pd
 
     from dlsched.experiment import write_comparison
@@ -103,7 +105,7 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
     run = _config(config, {"trace": str(trace), "cluster": str(cluster),
                            "policies": names, **options})
     with run_folder(out) as folder:
-        outcomes = execute_runs(run, folder, compare=True)
+        outcomes = execute_runs(run, folder, compare=True, workers=workers)
         report = None
         if out is not None:
             title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
@@ -133,8 +135,10 @@ def run_folder(out: str | Path | None) -> Iterator[Path]:
         yield Path(folder)
 
 
-def execute_runs(config: RunConfig, out: Path, compare: bool) -> list[RunOutcome]:
-    """What the CLI's ``_run_all`` does, with warnings instead of console lines."""
+def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | None = 1
+                 ) -> list[RunOutcome]:
+    """What the CLI's ``_run_all`` does, with warnings instead of console lines; ``workers``
+    as for ``compare``."""
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
     from dlsched.experiment import check_run, load_trace, run_policy
@@ -147,7 +151,20 @@ def execute_runs(config: RunConfig, out: Path, compare: bool) -> list[RunOutcome
     if trace.skipped:
         warnings.warn(f"skipped {trace.skipped} invalid rows (first: {trace.warnings[0]})",
                       stacklevel=3)
-    return [run_policy(config, policy, trace, cluster, out / policy if compare else out)
+
+    def out_of(policy: str) -> Path:
+        return out / policy if compare else out
+
+    if workers is None:
+        from dlsched.compare_pool import default_workers
+
+        workers = default_workers(len(config.policies))
+    if workers > 1 and len(config.policies) > 1:
+        from dlsched.compare_pool import run_policies
+
+        return run_policies(config, config.policies, trace, cluster, out_of, workers,
+                            lambda policy, progress: None, lambda policy, outcome: None)
+    return [run_policy(config, policy, trace, cluster, out_of(policy))
             for policy in config.policies]
 
 

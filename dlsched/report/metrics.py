@@ -108,8 +108,12 @@ def _mean(values: Sequence[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def finished_jcts(result: SimulationResult) -> list[float]:
-    """JCT of every finished job, in the order of ``result.jobs``."""
+def finished_jcts(result: SimulationResult, table: JobTable | None = None) -> list[float]:
+    """JCT of every finished job, in the order of ``result.jobs`` (``table``: those records
+    as columns, when the caller has made them: the same numbers without a record per job)."""
+    if table is not None:
+        done = table.finished(FINISHED)
+        return (table.finish_time[done] - table.submit_time[done]).tolist()
     return [float(j.jct) for j in result.jobs if j.status == FINISHED and j.jct is not None]
 
 
@@ -149,9 +153,13 @@ def utilization(result: SimulationResult) -> float | None:
     return _utilization(result, utilization_window(result))
 
 
-def jct_by_queue(result: SimulationResult) -> dict[str, float]:
+def jct_by_queue(result: SimulationResult, table: JobTable | None = None) -> dict[str, float]:
     """Mean JCT of the finished jobs of each queue (tenant), sorted by queue name. A queue with
-    no finished job is left out."""
+    no finished job is left out. ``table`` as for ``finished_jcts``."""
+    if table is not None:
+        done = table.finished(FINISHED)
+        return _mean_by_queue(table.queue, (table.finish_time - table.submit_time).tolist(),
+                              done.tolist())
     by_queue: dict[str, list[float]] = defaultdict(list)
     for job in result.jobs:
         if job.status == FINISHED and job.jct is not None:
@@ -159,13 +167,30 @@ def jct_by_queue(result: SimulationResult) -> dict[str, float]:
     return {queue: float(np.mean(jcts)) for queue, jcts in sorted(by_queue.items())}
 
 
-def wait_by_queue(result: SimulationResult) -> dict[str, float]:
-    """Mean queueing delay (submit to first start) of the started jobs of each queue."""
+def wait_by_queue(result: SimulationResult, table: JobTable | None = None
+                  ) -> dict[str, float]:
+    """Mean queueing delay (submit to first start) of the started jobs of each queue;
+    ``table`` as for ``finished_jcts``."""
+    if table is not None:
+        started = ~np.isnan(table.first_start)
+        return _mean_by_queue(table.queue, (table.first_start - table.submit_time).tolist(),
+                              started.tolist())
     by_queue: dict[str, list[float]] = defaultdict(list)
     for job in result.jobs:
         if job.queueing_delay is not None:
             by_queue[job.queue].append(float(job.queueing_delay))
     return {queue: float(np.mean(waits)) for queue, waits in sorted(by_queue.items())}
+
+
+def _mean_by_queue(queues: Sequence[str], values: Sequence[float], counted: Sequence[bool]
+                   ) -> dict[str, float]:
+    """Each queue's mean of its counted values, added in the jobs' order (as the records'
+    loops above add them), sorted by queue name."""
+    by_queue: dict[str, list[float]] = defaultdict(list)
+    for queue, value, count in zip(queues, values, counted, strict=True):
+        if count:
+            by_queue[queue].append(value)
+    return {queue: float(np.mean(found)) for queue, found in sorted(by_queue.items())}
 
 
 def met_deadline(job: JobRecord) -> bool:

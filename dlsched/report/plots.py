@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from dlsched.report.job_table import JobTable
 from dlsched.report.metrics import finished_jcts
 from dlsched.sim.result import SimulationResult
 
@@ -98,12 +99,14 @@ def cdf_points(values: Sequence[float],
     return x[ranks], (ranks + 1) / x.size
 
 
-def jct_cdf_svg(results: Sequence[SimulationResult]) -> str:
-    """Empirical CDF of job completion time (hours, log scale), one line per run."""
+def jct_cdf_svg(results: Sequence[SimulationResult],
+                tables: Sequence[JobTable] | None = None) -> str:
+    """Empirical CDF of job completion time (hours, log scale), one line per run
+    (``tables``: each run's jobs as columns, when the caller has made them)."""
     figure, axes = _new_axes("job completion time (hours, log scale)", "fraction of jobs")
     drawn = 0
-    for result in results:
-        x, y = cdf_points(finished_jcts(result))
+    for at, result in enumerate(results):
+        x, y = cdf_points(finished_jcts(result, tables[at] if tables is not None else None))
         positive = x > 0  # a log axis cannot show a zero JCT
         if positive.any():
             axes.step(x[positive] / HOUR, y[positive], where="post", label=run_label(result))

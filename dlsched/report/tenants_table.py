@@ -8,16 +8,25 @@ from collections import Counter
 from collections.abc import Sequence
 from html import escape
 
+from dlsched.report.job_table import JobTable, job_table
 from dlsched.report.metrics import jct_by_queue, wait_by_queue
 from dlsched.report.plots import run_label
 from dlsched.sim.result import SimulationResult
 
 
-def tenant_table(results: Sequence[SimulationResult]) -> str:
-    jobs: Counter[str] = Counter(job.queue for job in results[0].jobs) if results else Counter()
+def tenant_table(results: Sequence[SimulationResult],
+                 tables: Sequence[JobTable] | None = None) -> str:
+    """The table, or nothing with fewer than two queues; ``tables``: each run's jobs as
+    columns, when the caller has made them."""
+    if not results:
+        return ""
+    if tables is None:
+        tables = [job_table(r.jobs) for r in results]
+    jobs: Counter[str] = Counter(tables[0].queue)
     if len(jobs) < 2:
         return ""
-    columns = [(run_label(r), jct_by_queue(r), wait_by_queue(r)) for r in results]
+    columns = [(run_label(r), jct_by_queue(r, t), wait_by_queue(r, t))
+               for r, t in zip(results, tables, strict=True)]
     head = "".join(f"<th>{escape(label)}: JCT (h)</th><th>{escape(label)}: wait (h)</th>"
                    for label, _, _ in columns)
     rows = []

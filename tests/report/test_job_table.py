@@ -4,6 +4,7 @@ records kept as objects and for a ``JobRecords`` (``keep_finished=False``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -21,11 +22,13 @@ from dlsched.report.job_table import job_table
 from dlsched.report.metrics import (
     deadline_satisfaction,
     finished_jcts,
+    jct_by_queue,
     makespan,
     percentiles,
     queueing_delays,
     summarize,
     utilization,
+    wait_by_queue,
 )
 from dlsched.report.output import job_columns
 from dlsched.sim.finished import JobRecords
@@ -108,3 +111,33 @@ def test_kept_and_forgotten_records_summarize_alike() -> None:
     for key in ("wall_seconds", "cycle_ms_mean"):
         a.pop(key), b.pop(key)
     assert a == b
+
+
+@pytest.mark.parametrize("keep", [True, False], ids=["records", "finished-columns"])
+def test_per_queue_means_and_jcts_from_the_table_are_the_records(keep: bool) -> None:
+    result, _ = _run("tiresias", keep)
+    table = job_table(result.jobs)
+    assert finished_jcts(result, table) == finished_jcts(result)
+    assert jct_by_queue(result, table) == jct_by_queue(result)
+    assert wait_by_queue(result, table) == wait_by_queue(result)
+    assert len(jct_by_queue(result)) == 3  # the queues a, b and "c,d"
+
+
+def test_the_report_reads_a_runs_finished_jobs_as_columns_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The HTML report makes each run's columns once and reads nothing record by record (a
+    pass of records over the whole Philly table costs ~0.6 s, and the report made ~5 per
+    run); its page is the one the records give."""
+    from dlsched.report.html import render_report
+
+    kept, inputs = _run("tiresias", True)
+    columns, _ = _run("tiresias", False)
+    columns = dataclasses.replace(columns, wall_seconds=kept.wall_seconds,
+                                  cycle_seconds=kept.cycle_seconds)
+    expected = render_report([kept], "t", [inputs])
+
+    def no_records(self: JobRecords) -> None:
+        raise AssertionError("a record-by-record pass")
+
+    monkeypatch.setattr(JobRecords, "__iter__", no_records)
+    assert render_report([columns], "t", [inputs]) == expected

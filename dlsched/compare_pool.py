@@ -1,0 +1,128 @@
+"""A comparison's policies run at the same time on local processes (``dlsched compare
+--workers N``, ``dlsched.compare(..., workers=N)``).
+
+Each policy's run is independent and deterministic, so a worker runs exactly what the serial
+loop runs (``run_policy`` on the same trace, cluster and options) and writes the same files
+into ``OUT/<policy>/``; the parent takes each run's outcome back (pickled: ~20 MB for the whole
+Philly table, a few hundredths of a second) for the comparison's report and ``summary.json``.
+Workers are forked where the platform can: they start with dlsched imported and the trace
+already read (``initargs`` are inherited, not pickled); elsewhere they are spawned and the
+trace is sent to them. A worker reports its run's progress through a queue the parent reads
+while it waits.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import queue
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dlsched.errors import DlschedError
+from dlsched.run_config import RunConfig
+
+if TYPE_CHECKING:
+    from dlsched.cluster.model import Cluster
+    from dlsched.experiment import RunOutcome
+    from dlsched.sim.progress import SimProgress
+    from dlsched.workload.trace import Trace
+
+OnProgress = Callable[[str, "SimProgress"], None]
+OnDone = Callable[[str, "RunOutcome"], None]
+POLL_SECONDS = 0.1  # how often the parent passes the workers' progress on while it waits
+
+
+def default_workers(policies: int) -> int:
+    """One process per policy, at most one per CPU this process may use."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(policies, cpus))
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    """A worker's run ended in a ``DlschedError`` (sent back as text: an exception class
+    with its own constructor arguments may not survive pickling)."""
+
+    message: str
+
+
+class _Worker:
+    """What a worker process holds, set once by the pool's initializer."""
+
+    trace: Trace | None = None
+    cluster: Cluster | None = None
+    progress: Any = None  # the queue the parent reads
+
+
+def _init(trace: Trace, cluster: Cluster, progress: Any) -> None:
+    _Worker.trace, _Worker.cluster, _Worker.progress = trace, cluster, progress
+
+
+def _run(config: RunConfig, policy: str, out: str) -> RunOutcome | RunFailed:
+    from dlsched.experiment import run_policy
+
+    assert _Worker.trace is not None and _Worker.cluster is not None
+    sink = _Worker.progress
+
+    def report(progress: SimProgress) -> None:
+        sink.put((policy, progress))
+
+    try:
+        return run_policy(config, policy, _Worker.trace, _Worker.cluster, Path(out),
+                          progress=report)
+    except DlschedError as exc:
+        return RunFailed(str(exc))
+
+
+def run_policies(config: RunConfig, policies: Sequence[str], trace: Trace, cluster: Cluster,
+                 out_of: Callable[[str], Path], workers: int, on_progress: OnProgress,
+                 on_done: OnDone) -> list[RunOutcome]:
+    """Run ``policies`` on ``workers`` processes; ``on_progress`` and ``on_done`` are called
+    in this process as the workers report. Returns the outcomes in the order of
+    ``policies``; the first run that fails raises its ``DlschedError`` (the runs not started
+    are not started)."""
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    progress = context.Queue()
+    outcomes: dict[str, RunOutcome] = {}
+    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(policies))),
+                               mp_context=context, initializer=_init,
+                               initargs=(trace, cluster, progress))
+    try:
+        futures: dict[Future[RunOutcome | RunFailed], str] = {
+            pool.submit(_run, config, policy, str(out_of(policy))): policy
+            for policy in policies}
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=POLL_SECONDS,
+                                     return_when=FIRST_COMPLETED)
+            _pass_on(progress, on_progress)
+            for future in finished:
+                outcome = future.result()
+                if isinstance(outcome, RunFailed):
+                    raise DlschedError(f"{futures[future]}: {outcome.message}")
+                outcomes[futures[future]] = outcome
+                on_done(futures[future], outcome)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
+        progress.join_thread()
+    return [outcomes[policy] for policy in policies]
+
+
+def _pass_on(progress: Any, on_progress: OnProgress) -> None:
+    """Every progress report the workers have sent so far (the latest per policy is what a
+    bar shows, but each is cheap to pass on)."""
+    while True:
+        try:
+            policy, report = progress.get_nowait()
+        except queue.Empty:
+            return
+        on_progress(policy, report)
