@@ -38,11 +38,15 @@ POLL_SECONDS = 0.1  # how often the parent passes the workers' progress on while
 
 def default_workers(policies: int) -> int:
     """One process per policy, at most one per CPU this process may use."""
+    return max(1, min(policies, available_cpus()))
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on."""
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return max(1, min(policies, cpus))
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,10 @@ def reproduce(
         = None,
         opt: Annotated[list[str] | None, typer.Option(
             "--opt", help="Experiment option key=value (see --list); repeatable.")] = None,
+        workers: Annotated[int | None, typer.Option(
+            "--workers", min=1, help="Simulations run at the same time, each on its own "
+            "process (default: one per CPU; 1: one after another in this process). The rows "
+            "are the same either way.")] = None,
 ) -> None:
     """Regenerate a paper's headline comparison: dlsched's value beside the published or
     artifact number for every cell (docs/reproduce.md)."""
@@ -77,14 +81,16 @@ def reproduce(
             return
         if name is None:
             raise ConfigError("name an experiment (dlsched reproduce --list shows them)")
-        _run(name, out or Path(f"runs/reproduce-{name}"), cases, variants, seeds, opt)
+        _run(name, out or Path(f"runs/reproduce-{name}"), cases, variants, seeds, opt,
+             workers)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from None
 
 
 def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: str | None,
-         opt: list[str] | None) -> None:
+         opt: list[str] | None, workers: int | None = None) -> None:
+    from dlsched.compare_pool import available_cpus
     from dlsched.reproduce.output import write_outputs
     from dlsched.reproduce.registry import ExperimentOptions, get_experiment
     from dlsched.reproduce.runner import run_experiment
@@ -94,7 +100,7 @@ def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: s
                                 experiment.select("variants", _split(variants)), _seeds(seeds),
                                 _pairs(opt), out, log=lambda m: console.print(m))
     started = time.perf_counter()
-    rows = run_experiment(experiment, options)
+    rows = run_experiment(experiment, options, workers or available_cpus())
     command = "dlsched " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     path = write_outputs(rows, out, f"dlsched reproduce {name}: {experiment.summary}", command)
     _print_rows(name, rows)

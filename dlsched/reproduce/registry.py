@@ -13,9 +13,13 @@ import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlsched.errors import ConfigError
 from dlsched.reproduce.rows import Measured
+
+if TYPE_CHECKING:
+    from dlsched.reproduce.prefetch import SettingRuns
 
 
 def _quiet(message: str) -> None:
@@ -35,6 +39,8 @@ class ExperimentOptions:
     options: Mapping[str, str] = field(default_factory=dict)
     out: Path | None = None
     log: Callable[[str], None] = _quiet
+    # How ``run_setting`` is answered when the runs go to a pool (prefetch.py); None: run.
+    runs: SettingRuns | None = None
 
 
 Runner = Callable[[ExperimentOptions], Iterable[Measured]]
@@ -66,6 +72,7 @@ class Experiment:
     variants: tuple[str, ...] = ()
     default_variants: tuple[str, ...] | None = None
     options: Mapping[str, str] = field(default_factory=dict)
+    pooled: bool = False  # register_experiment's
 
     def select(self, kind: str, asked: tuple[str, ...] | None) -> tuple[str, ...]:
         """The ``kind`` ("cases" or "variants") to run: ``asked`` (``all`` for every one),
@@ -98,9 +105,12 @@ def register_experiment(name: str, summary: str, *, cases: Iterable[str] = (),
                         default_cases: Iterable[str] | None = None,
                         variants: Iterable[str] = (),
                         default_variants: Iterable[str] | None = None,
-                        options: Mapping[str, str] | None = None) -> Callable[[Runner], Runner]:
+                        options: Mapping[str, str] | None = None,
+                        pooled: bool = False) -> Callable[[Runner], Runner]:
     """Register ``run`` as experiment ``name`` (a module under ``dlsched/reproduce/experiments``
-    is imported, hence registered, when the registry is first read)."""
+    is imported, hence registered, when the registry is first read). ``pooled``: its
+    simulations all go through ``run_setting`` (and nothing else it does is costly), so
+    ``--workers`` may run them on a pool of processes (prefetch.py)."""
 
     def decorate(run: Runner) -> Runner:
         if name in _EXPERIMENTS and _EXPERIMENTS[name].run is not run:
@@ -108,7 +118,8 @@ def register_experiment(name: str, summary: str, *, cases: Iterable[str] = (),
         _EXPERIMENTS[name] = Experiment(
             name, summary, run, tuple(cases),
             None if default_cases is None else tuple(default_cases), tuple(variants),
-            None if default_variants is None else tuple(default_variants), dict(options or {}))
+            None if default_variants is None else tuple(default_variants), dict(options or {}),
+            pooled)
         return run
 
     return decorate

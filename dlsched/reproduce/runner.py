@@ -9,9 +9,16 @@ from dlsched.reproduce.registry import Experiment, ExperimentOptions
 from dlsched.reproduce.rows import Measured, ReproduceRow
 
 
-def run_experiment(experiment: Experiment, options: ExperimentOptions) -> list[ReproduceRow]:
-    """Every cell the experiment measured with these options, beside its reference."""
+def run_experiment(experiment: Experiment, options: ExperimentOptions, workers: int = 1
+                   ) -> list[ReproduceRow]:
+    """Every cell the experiment measured with these options, beside its reference; with
+    ``workers`` > 1 the simulations of a ``pooled`` experiment run on that many processes
+    (prefetch.py: the same rows)."""
     experiment.check_options(options.options)
+    if workers > 1 and experiment.pooled:
+        from dlsched.reproduce.prefetch import measure
+
+        return join(experiment.name, measure(experiment, options, workers), published())
     return join(experiment.name, experiment.run(options), published())
 
 

@@ -28,7 +28,8 @@ CASES = {"testbed-195": "elasticflow-195"}
     "ElasticFlow, EDF, Gandiva, Tiresias, Themis and Chronus, 195 jobs on 16 x 8 A100",
     cases=tuple(CASES),
     options={"policies": "comma-separated subset of " + ",".join(POLICIES),
-             "limit": "first N jobs of the trace (a quick subset)"})
+             "limit": "first N jobs of the trace (a quick subset)"},
+    pooled=True)
 def elasticflow_asplos23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
     policies = chosen_policies(opts.get("policies"), POLICIES)

@@ -34,7 +34,8 @@ RATIO = ("agnostic/aware", "gavel-maxmin-agnostic", "gavel-maxmin")
     "gavel-osdi20", "Gavel OSDI'20 continuous trace (36 V100/P100/K80, single-GPU jobs): mean "
     "JCT of FIFO, LAS agnostic and aware, FTF, and agnostic/aware, against Gavel's simulator",
     cases=CASES, default_cases=("continuous-100", "continuous-300"),
-    options={"policies": "comma-separated subset of " + ",".join(POLICIES)})
+    options={"policies": "comma-separated subset of " + ",".join(POLICIES)},
+    pooled=True)
 def gavel_osdi20(options: ExperimentOptions) -> Iterator[Measured]:
     policies = chosen_policies(options.options.get("policies"), POLICIES)
     ratios: list[float] = []

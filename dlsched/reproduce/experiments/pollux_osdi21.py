@@ -29,7 +29,8 @@ def trace_name(workload: str, load: str) -> str:
     "pollux-osdi21", "Pollux OSDI'21 Fig. 8: mean JCT and makespan of Tiresias, Optimus and "
     "Pollux on the artifact's 8 workloads (64 T4)", cases=WORKLOADS, variants=LOADS,
     default_variants=("1.0",),
-    options={"policies": "comma-separated subset of tiresias,optimus,pollux"})
+    options={"policies": "comma-separated subset of tiresias,optimus,pollux"},
+    pooled=True)
 def pollux_osdi21(options: ExperimentOptions) -> Iterator[Measured]:
     policies = chosen_policies(options.options.get("policies"), POLICIES)
     for load in options.variants:

@@ -42,7 +42,8 @@ METRICS = (("jct_mean_s", "jct_mean"), ("jct_p99_s", "jct_p99"), ("makespan_s", 
              "workloads": "comma-separated workload numbers (default: all of the case's)",
              "limit": "first N jobs of each workload (a quick subset)",
              "data": f"folder of Sia's workload folders (default: {DATA} in the data "
-                     "directory, $DLSCHED_DATA)"})
+                     "directory, $DLSCHED_DATA)"},
+    pooled=True)
 def sia_sosp23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
     policies = chosen_policies(opts.get("policies"), POLICIES)

@@ -22,7 +22,8 @@ TRACE = "philly-tiresias-2000"
     "tiresias-nsdi19", "Tiresias NSDI'19: mean JCT of FIFO, 2D-LAS and SRTF on 2,000 Philly "
     "jobs (32 x 4 GPUs), against the Tiresias artifact's simulator", cases=(TRACE,),
     options={"policies": "comma-separated subset of fifo,tiresias,srtf",
-             "limit": "read only the first N jobs (a fast subset)"})
+             "limit": "read only the first N jobs (a fast subset)"},
+    pooled=True)
 def tiresias_nsdi19(options: ExperimentOptions) -> Iterator[Measured]:
     policies = chosen_policies(options.options.get("policies"), POLICIES)
     limit = options.options.get("limit")
