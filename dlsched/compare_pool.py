@@ -5,9 +5,11 @@ Each policy's run is independent and deterministic, so a worker runs exactly wha
 loop runs (``run_policy`` on the same trace, cluster and options) and writes the same files
 into ``OUT/<policy>/``; the parent takes each run's outcome back (pickled: ~20 MB for the whole
 Philly table, a few hundredths of a second) for the comparison's report and ``summary.json``.
-Workers are forked where the platform can: they start with dlsched imported and the trace
-already read (``initargs`` are inherited, not pickled); elsewhere they are spawned and the
-trace is sent to them. A worker reports its run's progress through a queue the parent reads
+Workers are forked where the platform can and this process runs no other thread (a fork
+copies a lock another thread may hold): they start with dlsched imported and the trace
+already read (``initargs`` are inherited, not pickled). Otherwise (an embedding program with
+threads, a platform without fork) they come from a fork server or are spawned, and the trace
+is sent to them. A worker reports its run's progress through a queue the parent reads
 while it waits.
 """
 
@@ -16,9 +18,11 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +38,15 @@ if TYPE_CHECKING:
 OnProgress = Callable[[str, "SimProgress"], None]
 OnDone = Callable[[str, "RunOutcome"], None]
 POLL_SECONDS = 0.1  # how often the parent passes the workers' progress on while it waits
+
+
+def pool_context() -> BaseContext:
+    """How worker processes start: forked when the platform can and no other thread runs
+    here; else from a fork server (started clean), else spawned."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
 def default_workers(policies: int) -> int:
@@ -92,8 +105,7 @@ def run_policies(config: RunConfig, policies: Sequence[str], trace: Trace, clust
     in this process as the workers report. Returns the outcomes in the order of
     ``policies``; the first run that fails raises its ``DlschedError`` (the runs not started
     are not started)."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    context = pool_context()
     progress = context.Queue()
     outcomes: dict[str, RunOutcome] = {}
     pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(policies))),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,14 @@ TIMING = {"wall_seconds", "cycle_ms_mean"}  # measured, not simulated
 runner = CliRunner()
 forks = pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(),
                            reason="workers see this test's patches only when forked")
+
+
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers forked even if an earlier test left a thread in this process (the default
+    would then use a fork server, whose workers do not see this test's patches)."""
+    monkeypatch.setattr(compare_pool, "pool_context",
+                        lambda: multiprocessing.get_context("fork"))
 
 
 def compare(out: Path, workers: int, policies: str = ",".join(POLICIES)) -> str:
@@ -68,6 +77,7 @@ def test_one_worker_or_one_policy_runs_in_this_process(monkeypatch: pytest.Monke
 
 
 @forks
+@pytest.mark.usefixtures("forked")
 def test_a_failed_run_is_named_and_ends_the_command(monkeypatch: pytest.MonkeyPatch,
                                                     tmp_path: Path) -> None:
     import dlsched.experiment
@@ -88,7 +98,15 @@ def test_a_failed_run_is_named_and_ends_the_command(monkeypatch: pytest.MonkeyPa
     assert "Traceback" not in result.output
 
 
-def test_each_worker_reports_progress_and_its_outcome(tmp_path: Path) -> None:
+@pytest.mark.parametrize("start", ["default", "forkserver"])
+def test_each_worker_reports_progress_and_its_outcome(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path, start: str) -> None:
+    """Forked workers inherit the trace; from a fork server it is sent to them."""
+    if start != "default":
+        if start not in multiprocessing.get_all_start_methods():
+            pytest.skip(f"no {start} on this platform")
+        monkeypatch.setattr(compare_pool, "pool_context",
+                            lambda: multiprocessing.get_context(start))
     config = RunConfig(trace="pollux-1", cluster="pollux-64", policies=POLICIES,
                        out=str(tmp_path))
     cluster = resolve_cluster(config.cluster)
@@ -119,3 +137,18 @@ def test_default_workers_one_per_policy_at_most_one_per_cpu(
     monkeypatch.setattr(compare_pool.os, "sched_getaffinity", lambda pid: set(range(cpus)),
                         raising=False)
     assert compare_pool.default_workers(policies) == expected
+
+
+def test_workers_are_forked_only_from_a_process_without_other_threads() -> None:
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    alone = compare_pool.pool_context().get_start_method()
+    other.start()
+    try:
+        crowded = compare_pool.pool_context().get_start_method()
+    finally:
+        stop.set()
+        other.join()
+    assert crowded != "fork"
+    if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        assert alone == "fork"

@@ -14,7 +14,6 @@ never depend on the first pass, only the time does: they are the rows of one ser
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -87,8 +86,9 @@ def _quiet(message: str) -> None:
 def _run_all(asked: dict[RunKey, tuple[str, str, str, str, dict[str, Any]]],
              options: ExperimentOptions, workers: int) -> dict[RunKey, Summary]:
     """Every recorded run on the pool; each logged as it ends (the serial pass's lines)."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    from dlsched.compare_pool import pool_context
+
+    context = pool_context()
     sent = replace(options, runs=None, log=_quiet)  # picklable, and quiet in the workers
     done: dict[RunKey, Summary] = {}
     with ProcessPoolExecutor(max_workers=min(workers, len(asked)),

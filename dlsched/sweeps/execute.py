@@ -11,7 +11,6 @@ machines and send back only the row.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -102,10 +101,11 @@ def _folder(store: DoneStore, run: SweepRun) -> str:
 
 def _on_processes(todo: list[SweepRun], store: DoneStore,
                   workers: int) -> Iterator[tuple[SweepRun, dict[str, Any]]]:
-    """Runs on ``workers`` local processes (forked where the platform can: the workers start
-    with dlsched already imported), yielded as each finishes."""
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    """Runs on ``workers`` local processes (forked where the platform can and no other thread
+    runs here: the workers start with dlsched already imported), yielded as each finishes."""
+    from dlsched.compare_pool import pool_context
+
+    context = pool_context()
     pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
     try:
         futures: dict[Future[dict[str, Any]], SweepRun] = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from job_helpers import ProgressServer, free_port
@@ -31,8 +32,22 @@ def context(url: str | None, token: str | None = None, rank: int = 0,
     return JobContext.from_env(env)
 
 
+
+CLOSE_WAIT = 30.0  # close()'s own bound (the HTTP timeout + 0.5 s) is short on a loaded machine
+
+
+@contextmanager
+def reporting(ctx: JobContext, **options: float) -> Iterator[Reporter]:
+    """A reporter closed with a long wait, so that its thread has posted before the test
+    reads what the service received."""
+    reporter = Reporter(ctx, **options)
+    try:
+        yield reporter
+    finally:
+        reporter.close(timeout=CLOSE_WAIT)
+
 def test_posts_the_contract_json_with_the_bearer_token(service: ProgressServer) -> None:
-    with Reporter(context(service.url, token="t0ken"), min_interval=0) as reporter:
+    with reporting(context(service.url, token="t0ken"), min_interval=0) as reporter:
         reporter.report(12, 345.5, loss=0.25, accuracy=0.5, tokens=4096)
     path, headers, _ = service.requests[-1]
     assert path == "/v1/jobs/job-7/progress"
@@ -46,13 +61,13 @@ def test_posts_the_contract_json_with_the_bearer_token(service: ProgressServer) 
 
 
 def test_no_token_no_authorization_header(service: ProgressServer) -> None:
-    with Reporter(context(service.url), min_interval=0) as reporter:
+    with reporting(context(service.url), min_interval=0) as reporter:
         reporter.report(1, 1.0)
     assert "Authorization" not in service.requests[-1][1]
 
 
 def test_job_id_is_quoted_into_the_path(service: ProgressServer) -> None:
-    with Reporter(context(service.url, job_id="a/b c"), min_interval=0) as reporter:
+    with reporting(context(service.url, job_id="a/b c"), min_interval=0) as reporter:
         reporter.report(1, 1.0)
     assert service.requests[-1][0] == "/v1/jobs/a%2Fb%20c/progress"
 
@@ -62,7 +77,7 @@ def test_metrics_are_finite_numbers_only(service: ProgressServer) -> None:
         def item(self) -> float:
             return 0.75
 
-    with Reporter(context(service.url), min_interval=0) as reporter:
+    with reporting(context(service.url), min_interval=0) as reporter:
         reporter.report(3, math.nan, loss=math.inf, acc=Scalar(), count=4, shape=(2, 3),
                         phase="warmup", done=True)
     assert service.bodies()[-1] == {"step": 3, "samples_per_second": 0.0,
@@ -71,7 +86,7 @@ def test_metrics_are_finite_numbers_only(service: ProgressServer) -> None:
 
 
 def test_rate_limited_and_the_newest_report_wins(service: ProgressServer) -> None:
-    with Reporter(context(service.url), min_interval=10.0) as reporter:
+    with reporting(context(service.url), min_interval=10.0) as reporter:
         for step in range(1, 201):
             reporter.report(step, 10.0)
     steps = [body["step"] for body in service.bodies()]
@@ -97,7 +112,7 @@ def test_never_raises_and_never_blocks(url: str | None, monkeypatch: pytest.Monk
     reporter = Reporter(context(url), min_interval=0, timeout=0.5)
     for step in range(50):
         reporter.report(step, 1.0, loss=object())
-    reporter.close()
+    reporter.close(timeout=CLOSE_WAIT)
     caller = threading.current_thread()
     assert all(thread is not caller for thread in posted_from)  # report() only queues
     assert len(posted_from) == (0 if url is None else reporter.failed)
@@ -109,7 +124,7 @@ def test_never_raises_and_never_blocks(url: str | None, monkeypatch: pytest.Monk
 def test_server_error_counts_as_a_failure() -> None:
     server = ProgressServer(status=500)
     try:
-        with Reporter(context(server.url), min_interval=0) as reporter:
+        with reporting(context(server.url), min_interval=0) as reporter:
             reporter.report(1, 1.0)
         assert reporter.failed == 1 and reporter.sent == 0 and len(server.requests) == 1
     finally:

@@ -113,9 +113,9 @@ def test_first_rating_of_every_size_is_cheap() -> None:
         cached.cache_clear()
     model_module._candidates.cache_clear()
     model, job = GoodputThroughputs(), spec("imagenet", 1600, 4)
-    started = time.perf_counter()
+    started = time.thread_time()  # this thread's CPU: the machine is shared
     rates = [model.rate(job, packed(n)) for n in range(1, 65)]
-    assert time.perf_counter() - started < 3.0  # ~0.2 s alone; the machine is shared
+    assert time.thread_time() - started < 3.0  # ~0.2 s (the old model: 13-31 s)
     assert rates[3] >= 1.0 and rates[15] > 3 * rates[0]  # adapting beats the reference
 
 

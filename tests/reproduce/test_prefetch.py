@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from dlsched import compare_pool
 from dlsched.cli import app
 from dlsched.reproduce import registry, simulate
 from dlsched.reproduce.prefetch import stand_in
@@ -51,6 +52,8 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
                                    jct_mean=float(len(policy) * int(case)))
 
     monkeypatch.setattr(simulate, "_run", fake)  # forked workers see it too
+    monkeypatch.setattr(compare_pool, "pool_context",  # forked even beside other threads
+                        lambda: multiprocessing.get_context("fork"))
     return made
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from runtime_helpers import Live, worker
-from test_service_e2e import submit, wait_status
+from runtime_helpers import Live, wait_for, worker
+from test_service_e2e import job, submit, wait_status
 
 from dlsched.tenancy.loader import parse_tenants
 
@@ -45,4 +45,7 @@ def populate(live: Live, out: Path) -> Jobs:
     waiting = submit(live, worker("sleep", out, 600), 2, queue="vision", name="vit-sweep")
     waiting_b = submit(live, worker("sleep", out, 600), 1, queue="team-b", name="bert-eval")
     wait_status(live, waiting, "pending")
+    # A new job is pending at once; its reason comes with the service loop's next cycle.
+    wait_for(lambda: "insufficient unused quota" in job(live, waiting)["pending_reason"], 30,
+             "the waiting job's reason")
     return Jobs(finished, borrowing, running_b, waiting, waiting_b)

@@ -31,6 +31,9 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 15.0, what: str = ""
         if value:
             return value
         time.sleep(0.03)
+    value = predicate()  # once more: a slow check (an HTTP call) may have run only once
+    if value:
+        return value
     raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
 
 

@@ -21,8 +21,11 @@ from runtime_helpers import Live, wait_for
 from test_service_e2e import job, kinds, submit, wait_status
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+# 0.2 s a step: A is still training when P arrives (its reporter posts at most once a second,
+# so at 0.02 s a step A had finished all 20 steps before "step >= 5" was seen, and the
+# preemption only landed in A's exit window).
 TRANSFORMER = ["--steps", "20", "--batch-size", "16", "--seed", "3", "--checkpoint-every", "5",
-               "--step-delay", "0.02"]
+               "--step-delay", "0.2"]
 CNN = ["--steps", "150", "--batch-size", "16", "--checkpoint-every", "50", "--step-delay",
        "0.05"]
 
@@ -65,5 +68,6 @@ def check(outcome: Outcome) -> None:
         "stopped", "succeeded"]
     assert outcome.reference["attempts"] == 1 and outcome.other["attempts"] == 1
     assert "resumed from step" in outcome.log
+    assert "resumed from step 20" not in outcome.log  # preempted while it trained
     assert outcome.digests[0] == outcome.digests[1]
     assert len(outcome.digests[0].strip()) == 64

@@ -37,7 +37,9 @@ def test_failed_attempts_are_retried_after_growing_delays(
     assert [a["outcome"] for a in attempts] == ["failed"] * 3
     gaps = [later["started_at"] - earlier["ended_at"]
             for earlier, later in zip(attempts, attempts[1:], strict=False)]
-    assert 0.5 <= gaps[0] < 1.5 and 1.0 <= gaps[1] < 2.0, gaps  # 0.5 s, then 1 s
+    # 0.5 s, then 1 s: the lower bounds show the doubling; the upper ones only a bound on
+    # how late a loaded machine may be
+    assert 0.5 <= gaps[0] < 5.0 and 1.0 <= gaps[1] < 6.0, gaps
     assert len(records(out, job_id)) == 3
     assert "gave up after 3 failures" in detail["pending_reason"]
 

@@ -92,9 +92,8 @@ class _Health(BaseHTTPRequestHandler):
 
 
 def test_the_client_waits_for_a_service_that_is_starting() -> None:
-    probe = bind("127.0.0.1", 0)
-    port = probe.getsockname()[1]
-    probe.close()
+    probe = bind("127.0.0.1", 0)  # kept bound (no other process can take the port) but not
+    port = probe.getsockname()[1]  # listening: connections are refused until the server starts
     url = f"http://127.0.0.1:{port}"
     with pytest.raises(ClientError, match="cannot reach"):
         Client(url).health()
@@ -102,8 +101,13 @@ def test_the_client_waits_for_a_service_that_is_starting() -> None:
 
     def start_later() -> None:
         time.sleep(0.8)
-        servers.append(HTTPServer(("127.0.0.1", port), _Health))
-        servers[0].serve_forever()
+        server = HTTPServer(("127.0.0.1", port), _Health, bind_and_activate=False)
+        server.socket.close()
+        server.socket = probe
+        server.server_name, server.server_port = "127.0.0.1", port
+        server.server_activate()  # listen on the port held since the start
+        servers.append(server)
+        server.serve_forever()
 
     threading.Thread(target=start_later, daemon=True).start()
     try:

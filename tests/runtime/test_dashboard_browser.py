@@ -23,7 +23,7 @@ sync_api = pytest.importorskip(
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TOKEN = "browser-token-0123456789"
-WAIT_MS = 10_000  # the page polls every 2 s
+WAIT_MS = 30_000  # the page polls every 2 s; Chromium on 2 loaded cores is slow
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium executable on PATH (Debian: apt-get install -y "
@@ -35,6 +35,7 @@ def test_the_dashboard_in_chromium(live: Callable[..., Live], out: Path, tmp_pat
     handle = live(token=TOKEN, tenants=tenants())
     jobs = populate(handle, out)
     expect = sync_api.expect
+    expect.set_options(timeout=30_000)  # not the default 5 s: 2 loaded cores
     with sync_api.sync_playwright() as playwright:
         # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start; a
         # container's /dev/shm may be too small for it.

@@ -80,8 +80,8 @@ def test_a_start_waits_until_stopped_workers_release_its_gpus(executor_for, out:
                             grace=0.5)
     executor.start(job_on("old", (0,)), 0.0)
     wait_for(lambda: records(out, "old"), 10, "the stubborn worker to start")
+    stopped_at = time.monotonic()  # before stop(): the grace starts inside it
     executor.stop(job_on("old", (0,)), 0.0)
-    stopped_at = time.monotonic()
     executor.start(job_on("new", (0,)), 0.0)
     assert [launch.job_id for launch in executor.take_launched()] == ["old"]  # new waits
     [end] = ended(executor)

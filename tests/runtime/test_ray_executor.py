@@ -95,14 +95,22 @@ def test_a_gang_runs_on_the_nodes_and_gpus_the_policy_chose(
     print(f"Ray: submit -> first worker running: 2 workers {latencies[0]:.3f} s, "
           f"6 workers {latencies[1]:.3f} s")
     # Target 5 s (benchmarks/bench_ray_submit.py measures it); CI shares 2 busy cores, where
-    # each actor's new Ray worker process takes ~1 s, so the bound here is loose.
-    assert latencies[0] <= 10.0
+    # each actor's new Ray worker process takes ~1 s: the bound here only catches a hang.
+    assert latencies[0] <= 60.0
+
+
+def all_gpus_free() -> float:
+    """Wait until Ray shows every GPU of the test cluster free (earlier tests' placement
+    groups are removed asynchronously) and return that count."""
+    return wait_for(lambda: (free := ray.available_resources().get("GPU", 0)) == 12 and free,
+                    60, "every GPU free in Ray")
 
 
 def test_a_gang_waits_whole_while_another_ray_user_holds_its_gpus(
         ray_live: Callable[..., Live], out: Path) -> None:
     from ray.util.placement_group import placement_group, remove_placement_group
 
+    all_gpus_free()  # earlier tests' placement groups are removed asynchronously
     # Another Ray user holds 3 of the 4 GPUs of every node; dlsched does not know it.
     foreign = placement_group([{"GPU": 3}] * 3, strategy="STRICT_SPREAD")
     assert foreign.wait(10)
@@ -111,7 +119,8 @@ def test_a_gang_waits_whole_while_another_ray_user_holds_its_gpus(
     wait_status(handle, job_id, "running")  # dlsched placed it; Ray holds the reservation
     time.sleep(1.0)
     assert records(out, job_id) == []  # no worker started: all or nothing
-    assert ray.available_resources().get("GPU", 0) == 3  # and it took none of the 3 free
+    wait_for(lambda: ray.available_resources().get("GPU", 0) == 3, 30,
+             "Ray to show the 3 GPUs the reservation left free")  # it took none of them
     released = time.time()
     remove_placement_group(foreign)
     wait_status(handle, job_id, "finished")
@@ -124,7 +133,7 @@ def test_a_gang_waits_whole_while_another_ray_user_holds_its_gpus(
 def test_two_halves_share_one_ray_gpu_through_fractional_bundles(
         ray_live: Callable[..., Live], out: Path) -> None:
     handle = ray_live()
-    before = ray.available_resources().get("GPU", 0)
+    before = all_gpus_free()
     ids = [submit(handle, worker("sleep", out, 20), 1, gpu_share=0.5, gpu_type="V100")
            for _ in range(2)]
     details = [wait_status(handle, job_id, "running") for job_id in ids]
@@ -132,7 +141,8 @@ def test_two_halves_share_one_ray_gpu_through_fractional_bundles(
     envs = [wait_for(lambda i=i: records(out, i), 30, "a worker record")[0] for i in ids]
     assert [e["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] for e in envs] == ["50", "50"]
     assert envs[0]["CUDA_VISIBLE_DEVICES"] == envs[1]["CUDA_VISIBLE_DEVICES"]
-    assert ray.available_resources().get("GPU", 0) == pytest.approx(before - 1.0)  # 2 x 0.5
+    wait_for(lambda: ray.available_resources().get("GPU", 0) == pytest.approx(before - 1.0),
+             30, "Ray to show one GPU taken by the two halves")  # 2 x 0.5
     for job_id in ids:
         handle.http.delete(f"/v1/jobs/{job_id}")
 

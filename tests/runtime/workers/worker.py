@@ -145,7 +145,7 @@ def main() -> None:
         if env("RANK") != "0":
             time.sleep(60)
         expected = int(env("WORLD_SIZE") or 1)  # fail once every rank has started
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120  # a loaded machine may start a rank late
         while len(list(out.glob(f"{env('DLSCHED_JOB_ID')}-a{env('DLSCHED_ATTEMPT')}-r*.json"))) \
                 < expected and time.monotonic() < deadline:
             time.sleep(0.02)
