@@ -80,6 +80,9 @@ class _Worker:
 
 def _init(trace: Trace, cluster: Cluster, progress: Any) -> None:
     _Worker.trace, _Worker.cluster, _Worker.progress = trace, cluster, progress
+    # Progress is for a bar only: a worker that ends does not wait for reports the parent
+    # has stopped reading (a full pipe would otherwise hold its exit, and the pool's).
+    progress.cancel_join_thread()
 
 
 def _run(config: RunConfig, policy: str, out: str) -> RunOutcome | RunFailed:
