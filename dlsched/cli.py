@@ -188,6 +188,8 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
         from dlsched.experiment import write_comparison
 
         workers = given.pop("workers", None)
+        if workers is not None and workers < 1:  # checked here: a typer range widens --help
+            raise DlschedError(f"--workers: at least 1, got {workers}")
         run = config_from(config_file, given, "--policies")
         outcomes = _run_all(run, compare=True, workers=workers or default_workers(
             len(run.policies)))

@@ -69,10 +69,10 @@ def _parameter(f: Field, policy_flag: str, policy_help: str | None) -> inspect.P
 
 def workers_parameter() -> inspect.Parameter:
     """``--workers``: how many policies of a ``compare`` run at the same time."""
-    option = typer.Option("--workers", min=1, help=(
+    option = typer.Option("--workers", help=(
         "Policies run at the same time, each on its own process (default: one per policy, "
         "at most one per CPU; 1: one after another in this process). The outputs are the "
-        "same either way."), show_default=False)
+        "same either way."), show_default=False, metavar="<int>")
     return inspect.Parameter("workers", inspect.Parameter.KEYWORD_ONLY, default=None,
                              annotation=Annotated[int | None, option])
 

@@ -152,3 +152,10 @@ def test_workers_are_forked_only_from_a_process_without_other_threads() -> None:
     assert crowded != "fork"
     if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
         assert alone == "fork"
+
+
+def test_workers_below_one_is_refused(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["compare", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                 "--policies", "fifo,srtf", "--out", str(tmp_path),
+                                 "--workers", "0"])
+    assert result.exit_code == 2 and "--workers: at least 1, got 0" in result.output
