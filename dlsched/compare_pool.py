@@ -49,6 +49,16 @@ def pool_context() -> BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+def share_cpus(workers: int) -> None:
+    """A worker's BLAS thread pools (OpenBLAS, MKL) capped at its share of the CPUs. Each
+    would otherwise keep a thread per CPU, busy-waiting between calls: with two workers on two
+    cores, ``dlsched reproduce pollux-osdi21`` took 64-123 CPU s instead of 31 (its policies
+    fit models with numpy). Called first in every worker process."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=max(1, available_cpus() // max(1, workers)))
+
+
 def default_workers(policies: int) -> int:
     """One process per policy, at most one per CPU this process may use."""
     return max(1, min(policies, available_cpus()))
@@ -78,7 +88,8 @@ class _Worker:
     progress: Any = None  # the queue the parent reads
 
 
-def _init(trace: Trace, cluster: Cluster, progress: Any) -> None:
+def _init(trace: Trace, cluster: Cluster, progress: Any, workers: int) -> None:
+    share_cpus(workers)
     _Worker.trace, _Worker.cluster, _Worker.progress = trace, cluster, progress
     # Progress is for a bar only: a worker that ends does not wait for reports the parent
     # has stopped reading (a full pipe would otherwise hold its exit, and the pool's).
@@ -111,9 +122,9 @@ def run_policies(config: RunConfig, policies: Sequence[str], trace: Trace, clust
     context = pool_context()
     progress = context.Queue()
     outcomes: dict[str, RunOutcome] = {}
-    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(policies))),
-                               mp_context=context, initializer=_init,
-                               initargs=(trace, cluster, progress))
+    workers = max(1, min(workers, len(policies)))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init,
+                               initargs=(trace, cluster, progress, workers))
     try:
         futures: dict[Future[RunOutcome | RunFailed], str] = {
             pool.submit(_run, config, policy, str(out_of(policy))): policy

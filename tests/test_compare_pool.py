@@ -159,3 +159,18 @@ def test_workers_below_one_is_refused(tmp_path: Path) -> None:
                                  "--policies", "fifo,srtf", "--out", str(tmp_path),
                                  "--workers", "0"])
     assert result.exit_code == 2 and "--workers: at least 1, got 0" in result.output
+
+
+def test_a_worker_caps_its_blas_threads_at_its_share_of_the_cpus() -> None:
+    """Two workers with a BLAS thread per CPU each, on two cores, took 2-4x the CPU of one
+    process (threads busy-waiting between numpy calls)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    before = {i["filepath"]: i["num_threads"] for i in threadpool_info()}
+    try:
+        compare_pool.share_cpus(compare_pool.available_cpus())
+        assert all(i["num_threads"] == 1 for i in threadpool_info())
+    finally:
+        for path, threads in before.items():
+            threadpool_limits(limits={path: threads})
+    assert {i["filepath"]: i["num_threads"] for i in threadpool_info()} == before

@@ -86,13 +86,14 @@ def _quiet(message: str) -> None:
 def _run_all(asked: dict[RunKey, tuple[str, str, str, str, dict[str, Any]]],
              options: ExperimentOptions, workers: int) -> dict[RunKey, Summary]:
     """Every recorded run on the pool; each logged as it ends (the serial pass's lines)."""
-    from dlsched.compare_pool import pool_context
+    from dlsched.compare_pool import pool_context, share_cpus
 
     context = pool_context()
     sent = replace(options, runs=None, log=_quiet)  # picklable, and quiet in the workers
     done: dict[RunKey, Summary] = {}
-    with ProcessPoolExecutor(max_workers=min(workers, len(asked)),
-                             mp_context=context) as pool:
+    workers = min(workers, len(asked))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=share_cpus,
+                             initargs=(workers,)) as pool:
         futures: dict[Future[Summary], RunKey] = {
             pool.submit(_one, sent, *call): key for key, call in asked.items()}
         pending = set(futures)

@@ -103,10 +103,12 @@ def _on_processes(todo: list[SweepRun], store: DoneStore,
                   workers: int) -> Iterator[tuple[SweepRun, dict[str, Any]]]:
     """Runs on ``workers`` local processes (forked where the platform can and no other thread
     runs here: the workers start with dlsched already imported), yielded as each finishes."""
-    from dlsched.compare_pool import pool_context
+    from dlsched.compare_pool import pool_context, share_cpus
 
     context = pool_context()
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context)
+    workers = min(workers, len(todo))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=share_cpus,
+                               initargs=(workers,))
     try:
         futures: dict[Future[dict[str, Any]], SweepRun] = {
             pool.submit(run_one, run.config, _folder(store, run)): run for run in todo}
