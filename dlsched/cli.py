@@ -95,29 +95,33 @@ def _run_parallel(config: RunConfig, trace: Any, cluster: Any, out_of: Any,
                   workers: int) -> list[RunOutcome]:
     """The policies on ``workers`` processes (compare_pool.py), a bar each; each run's lines
     are printed in the order of the policies, as soon as it and those before it are done."""
-    from dlsched.compare_pool import run_policies
+    from dlsched.compare_pool import PolicyRuns
 
     policies = config.policies
     done: dict[str, RunOutcome] = {}
     printed = 0
-    with _bar() as bar:
-        tasks = {policy: bar.add_task(policy, total=len(trace), where="waiting for a worker")
-                 for policy in policies}
+    runs = PolicyRuns(config, policies, trace, cluster, out_of, workers)  # before the bar
+    try:
+        with _bar() as bar:
+            tasks = {policy: bar.add_task(policy, total=len(trace), where="waiting for a "
+                                          "worker") for policy in policies}
 
-        def on_progress(policy: str, p: Any) -> None:
-            bar.update(tasks[policy], completed=p.finished, where=escape(p.describe()))
+            def on_progress(policy: str, p: Any) -> None:
+                bar.update(tasks[policy], completed=p.finished, where=escape(p.describe()))
 
-        def on_done(policy: str, outcome: RunOutcome) -> None:
-            nonlocal printed
-            done[policy] = outcome
-            bar.update(tasks[policy], completed=outcome.summary.jobs_finished, where="done")
-            while printed < len(policies) and policies[printed] in done:
-                name = policies[printed]
-                _print_outcome(name, done[name], out_of(name))
-                printed += 1
+            def on_done(policy: str, outcome: RunOutcome) -> None:
+                nonlocal printed
+                done[policy] = outcome
+                bar.update(tasks[policy], completed=outcome.summary.jobs_finished,
+                           where="done")
+                while printed < len(policies) and policies[printed] in done:
+                    name = policies[printed]
+                    _print_outcome(name, done[name], out_of(name))
+                    printed += 1
 
-        return run_policies(config, policies, trace, cluster, out_of, workers, on_progress,
-                            on_done)
+            return runs.collect(on_progress, on_done)
+    finally:
+        runs.close()
 
 
 def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
