@@ -49,14 +49,23 @@ def pool_context() -> BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def share_cpus(workers: int) -> None:
     """A worker's BLAS thread pools (OpenBLAS, MKL) capped at its share of the CPUs. Each
     would otherwise keep a thread per CPU, busy-waiting between calls: with two workers on two
-    cores, ``dlsched reproduce pollux-osdi21`` took 64-123 CPU s instead of 31 (its policies
-    fit models with numpy). Called first in every worker process."""
+    cores, ``dlsched reproduce pollux-osdi21`` took 64-173 CPU s instead of 31 (its policies
+    fit models with numpy and scipy), a worker's first run 70 s instead of 1. Called first in
+    every worker process: the pools already loaded are capped now (threadpoolctl), and those
+    loaded later in the worker (scipy's own OpenBLAS, when a policy first imports it) read the
+    cap from this process's environment as they load."""
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(limits=max(1, available_cpus() // max(1, workers)))
+    share = max(1, available_cpus() // max(1, workers))
+    for name in BLAS_THREADS:
+        os.environ[name] = str(share)
+    threadpool_limits(limits=share)
 
 
 def default_workers(policies: int) -> int:

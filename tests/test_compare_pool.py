@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import threading
 from pathlib import Path
 
@@ -167,10 +168,15 @@ def test_a_worker_caps_its_blas_threads_at_its_share_of_the_cpus() -> None:
     from threadpoolctl import threadpool_info, threadpool_limits
 
     before = {i["filepath"]: i["num_threads"] for i in threadpool_info()}
+    environment = dict(os.environ)
     try:
         compare_pool.share_cpus(compare_pool.available_cpus())
         assert all(i["num_threads"] == 1 for i in threadpool_info())
+        # pools a worker loads later (scipy's OpenBLAS) read the cap as they load
+        assert all(os.environ[name] == "1" for name in compare_pool.BLAS_THREADS)
     finally:
+        os.environ.clear()
+        os.environ.update(environment)
         for path, threads in before.items():
             threadpool_limits(limits={path: threads})
     assert {i["filepath"]: i["num_threads"] for i in threadpool_info()} == before
