@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -91,8 +92,8 @@ def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path
     return outcome
 
 
-def _run_parallel(config: RunConfig, trace: Any, cluster: Any, out_of: Any,
-                  workers: int) -> list[RunOutcome]:
+def _run_parallel(config: RunConfig, trace: Any, cluster: Any,
+                  out_of: Callable[[str], Path], workers: int) -> list[RunOutcome]:
     """The policies on ``workers`` processes (compare_pool.py), a bar each; each run's lines
     are printed in the order of the policies, as soon as it and those before it are done."""
     from dlsched.compare_pool import PolicyRuns

@@ -30,7 +30,7 @@ from dlsched.errors import DlschedError
 from dlsched.run_config import RunConfig
 
 if TYPE_CHECKING:
-    from dlsched.cluster.model import Cluster
+    from dlsched.cluster.cluster import Cluster
     from dlsched.experiment import RunOutcome
     from dlsched.sim.progress import SimProgress
     from dlsched.workload.trace import Trace

@@ -181,9 +181,8 @@ def shown_columns(results: Sequence[SimulationResult], summaries: Sequence[Summa
     """The columns some run measured; Jain's index only where a run has two tenants or more
     (over one tenant it is 1 by definition). ``tables``: each run's jobs as columns, when the
     caller has made them."""
-    queues = ([t.queue for t in tables] if tables is not None
-              else [[job.queue for job in r.jobs] for r in results])
-    tenants = max(len(set(q)) for q in queues)
+    tables = tables if tables is not None else [job_table(r.jobs) for r in results]
+    tenants = max(len(set(t.queue)) for t in tables)
     return [c for c in columns if (c is not JAIN or tenants > 1)
             and any(c.value(s) is not None for s in summaries)]
 

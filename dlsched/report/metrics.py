@@ -110,11 +110,10 @@ def _mean(values: Sequence[float]) -> float | None:
 
 def finished_jcts(result: SimulationResult, table: JobTable | None = None) -> list[float]:
     """JCT of every finished job, in the order of ``result.jobs`` (``table``: those records
-    as columns, when the caller has made them: the same numbers without a record per job)."""
-    if table is not None:
-        done = table.finished(FINISHED)
-        return (table.finish_time[done] - table.submit_time[done]).tolist()
-    return [float(j.jct) for j in result.jobs if j.status == FINISHED and j.jct is not None]
+    as columns, when the caller has made them)."""
+    t = table if table is not None else job_table(result.jobs)
+    done = t.finished(FINISHED)
+    return (t.finish_time[done] - t.submit_time[done]).tolist()
 
 
 def queueing_delays(result: SimulationResult) -> list[float]:
@@ -156,36 +155,24 @@ def utilization(result: SimulationResult) -> float | None:
 def jct_by_queue(result: SimulationResult, table: JobTable | None = None) -> dict[str, float]:
     """Mean JCT of the finished jobs of each queue (tenant), sorted by queue name. A queue with
     no finished job is left out. ``table`` as for ``finished_jcts``."""
-    if table is not None:
-        done = table.finished(FINISHED)
-        return _mean_by_queue(table.queue, (table.finish_time - table.submit_time).tolist(),
-                              done.tolist())
-    by_queue: dict[str, list[float]] = defaultdict(list)
-    for job in result.jobs:
-        if job.status == FINISHED and job.jct is not None:
-            by_queue[job.queue].append(float(job.jct))
-    return {queue: float(np.mean(jcts)) for queue, jcts in sorted(by_queue.items())}
+    t = table if table is not None else job_table(result.jobs)
+    return _mean_by_queue(t.queue, (t.finish_time - t.submit_time).tolist(),
+                          t.finished(FINISHED).tolist())
 
 
 def wait_by_queue(result: SimulationResult, table: JobTable | None = None
                   ) -> dict[str, float]:
     """Mean queueing delay (submit to first start) of the started jobs of each queue;
     ``table`` as for ``finished_jcts``."""
-    if table is not None:
-        started = ~np.isnan(table.first_start)
-        return _mean_by_queue(table.queue, (table.first_start - table.submit_time).tolist(),
-                              started.tolist())
-    by_queue: dict[str, list[float]] = defaultdict(list)
-    for job in result.jobs:
-        if job.queueing_delay is not None:
-            by_queue[job.queue].append(float(job.queueing_delay))
-    return {queue: float(np.mean(waits)) for queue, waits in sorted(by_queue.items())}
+    t = table if table is not None else job_table(result.jobs)
+    return _mean_by_queue(t.queue, (t.first_start - t.submit_time).tolist(),
+                          (~np.isnan(t.first_start)).tolist())
 
 
 def _mean_by_queue(queues: Sequence[str], values: Sequence[float], counted: Sequence[bool]
                    ) -> dict[str, float]:
-    """Each queue's mean of its counted values, added in the jobs' order (as the records'
-    loops above add them), sorted by queue name."""
+    """Each queue's mean of its counted values, added in the jobs' order, sorted by queue
+    name."""
     by_queue: dict[str, list[float]] = defaultdict(list)
     for queue, value, count in zip(queues, values, counted, strict=True):
         if count:

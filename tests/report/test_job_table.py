@@ -115,12 +115,25 @@ def test_kept_and_forgotten_records_summarize_alike() -> None:
 
 @pytest.mark.parametrize("keep", [True, False], ids=["records", "finished-columns"])
 def test_per_queue_means_and_jcts_from_the_table_are_the_records(keep: bool) -> None:
+    """The columns give what a loop over the records gives, bit for bit."""
     result, _ = _run("tiresias", keep)
+    jobs = list(result.jobs)
+    jcts = [float(j.jct) for j in jobs if j.status == "finished" and j.jct is not None]
+    by_jct: dict[str, list[float]] = {}
+    by_wait: dict[str, list[float]] = {}
+    for j in jobs:
+        if j.status == "finished" and j.jct is not None:
+            by_jct.setdefault(j.queue, []).append(float(j.jct))
+        if j.queueing_delay is not None:
+            by_wait.setdefault(j.queue, []).append(float(j.queueing_delay))
     table = job_table(result.jobs)
-    assert finished_jcts(result, table) == finished_jcts(result)
-    assert jct_by_queue(result, table) == jct_by_queue(result)
-    assert wait_by_queue(result, table) == wait_by_queue(result)
-    assert len(jct_by_queue(result)) == 3  # the queues a, b and "c,d"
+    for given in (table, None):
+        assert finished_jcts(result, given) == jcts
+        assert jct_by_queue(result, given) == {q: float(np.mean(v))
+                                               for q, v in sorted(by_jct.items())}
+        assert wait_by_queue(result, given) == {q: float(np.mean(v))
+                                                for q, v in sorted(by_wait.items())}
+    assert len(by_jct) == 3  # the queues a, b and "c,d"
 
 
 def test_the_report_reads_a_runs_finished_jobs_as_columns_only(
