@@ -255,7 +255,7 @@ def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str,
                      config: RunConfig | None = None) -> Path:
     path = out_dir / "report.html"
     write_report([o.result for o in outcomes], path, title, [o.fairness for o in outcomes],
-                 report_settings(outcomes, config))
+                 report_settings(outcomes, config), [o.summary for o in outcomes])
     return path
 
 

@@ -168,9 +168,14 @@ class RunTables:
 
     @classmethod
     def of(cls, results: Sequence[SimulationResult],
-           inputs: Sequence[FairnessInputs | None] | None) -> RunTables:
-        given = list(inputs) if inputs is not None else [None] * len(results)
+           inputs: Sequence[FairnessInputs | None] | None,
+           summaries: Sequence[Summary] | None = None) -> RunTables:
+        """``summaries``: the runs' own, when they were made with these ``inputs`` (each
+        run's ``write_run`` returns it), else computed here."""
         tables = [job_table(r.jobs) for r in results]
+        if summaries is not None:
+            return cls(tables, list(summaries))
+        given = list(inputs) if inputs is not None else [None] * len(results)
         return cls(tables, [summarize(r, i, t)
                             for r, i, t in zip(results, given, tables, strict=True)])
 
@@ -244,12 +249,13 @@ def settings_line(settings: Mapping[str, str] | None) -> str:
 
 def render_report(results: Sequence[SimulationResult], title: str,
                   inputs: Sequence[FairnessInputs | None] | None = None,
-                  settings: Mapping[str, str] | None = None) -> str:
+                  settings: Mapping[str, str] | None = None,
+                  summaries: Sequence[Summary] | None = None) -> str:
     """The whole page as a string; ``inputs`` as in ``summary_table``; ``settings`` (name ->
-    value) are shown under the header."""
+    value) are shown under the header; ``summaries`` as for ``RunTables.of``."""
     if not results:
         raise ValueError("a report needs at least one simulation result")
-    runs = RunTables.of(results, inputs)  # each run's jobs read once, for every part below
+    runs = RunTables.of(results, inputs, summaries)  # each run's jobs read once, for all below
     body = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{header_line(results)}</p>',
@@ -295,8 +301,11 @@ def type_utilization_table(results: Sequence[SimulationResult],
 
 def write_report(results: list[SimulationResult], path: Path, title: str,
                  inputs: Sequence[FairnessInputs | None] | None = None,
-                 settings: Mapping[str, str] | None = None) -> None:
-    """Write one self-contained HTML file comparing ``results`` (one row and line per run)."""
+                 settings: Mapping[str, str] | None = None,
+                 summaries: Sequence[Summary] | None = None) -> None:
+    """Write one self-contained HTML file comparing ``results`` (one row and line per run);
+    ``summaries`` as for ``RunTables.of``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_report(results, title, inputs, settings), encoding="utf-8")
+    path.write_text(render_report(results, title, inputs, settings, summaries),
+                    encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,7 +31,7 @@ from dlsched.report.metrics import (
     utilization,
     wait_by_queue,
 )
-from dlsched.report.output import job_columns
+from dlsched.report.output import job_columns, write_run
 from dlsched.sim.finished import JobRecords
 from dlsched.sim.result import SimulationResult
 from dlsched.workload.job import JobSpec
@@ -154,3 +155,22 @@ def test_the_report_reads_a_runs_finished_jobs_as_columns_only(
 
     monkeypatch.setattr(JobRecords, "__iter__", no_records)
     assert render_report([columns], "t", [inputs]) == expected
+
+
+def test_a_comparison_reuses_each_runs_summary(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """``write_comparison`` hands the report the summaries ``write_run`` returned: the page is
+    the one the report makes when it summarizes the runs itself, without summarizing again."""
+    from dlsched.report import html
+
+    runs = [_run(policy, False) for policy in ("fifo", "tiresias")]
+    summaries = [write_run(result, tmp_path / result.info.policy, fairness=inputs)
+                 for result, inputs in runs]
+    results, inputs = [r for r, _ in runs], [i for _, i in runs]
+    expected = html.render_report(results, "t", inputs)
+
+    def again(*args: object, **kwargs: object) -> None:
+        raise AssertionError("summarized again")
+
+    monkeypatch.setattr(html, "summarize", again)
+    assert html.render_report(results, "t", inputs, summaries=summaries) == expected
