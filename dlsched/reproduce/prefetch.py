@@ -15,11 +15,11 @@ never depend on the first pass, only the time does: they are the rows of one ser
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from dlsched.reproduce.registry import Experiment, ExperimentOptions
+from dlsched.reproduce.registry import Experiment, ExperimentOptions, quiet
 from dlsched.reproduce.rows import Measured
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def measure(experiment: Experiment, options: ExperimentOptions, workers: int
     """The experiment's rows, its ``run_setting`` runs on ``workers`` processes."""
     runs = SettingRuns()
     try:
-        for _ in experiment.run(replace(options, runs=runs, log=_quiet)):
+        for _ in experiment.run(replace(options, runs=runs, log=quiet)):
             pass
     except Exception:  # noqa: BLE001 - a stand-in read as a number: the second pass redoes it
         pass
@@ -79,33 +79,26 @@ def measure(experiment: Experiment, options: ExperimentOptions, workers: int
     return list(experiment.run(replace(options, runs=runs)))
 
 
-def _quiet(message: str) -> None:
-    del message
-
-
 def _run_all(asked: dict[RunKey, tuple[str, str, str, str, dict[str, Any]]],
              options: ExperimentOptions, workers: int) -> dict[RunKey, Summary]:
     """Every recorded run on the pool; each logged as it ends (the serial pass's lines)."""
     from dlsched.compare_pool import pool_context, share_cpus
 
     context = pool_context()
-    sent = replace(options, runs=None, log=_quiet)  # picklable, and quiet in the workers
+    sent = replace(options, runs=None, log=quiet)  # picklable, and quiet in the workers
     done: dict[RunKey, Summary] = {}
     workers = min(workers, len(asked))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=share_cpus,
                              initargs=(workers,)) as pool:
         futures: dict[Future[Summary], RunKey] = {
             pool.submit(_one, sent, *call): key for key, call in asked.items()}
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in finished:
-                key = futures[future]
-                try:
-                    done[key] = summary = future.result()
-                except Exception:  # noqa: BLE001 - the second pass runs it and raises there
-                    continue
-                options.log(describe(key[3], key[1], summary))
+        for future in as_completed(futures):
+            key = futures[future]
+            try:
+                done[key] = summary = future.result()
+            except Exception:  # noqa: BLE001 - the second pass runs it and raises there
+                continue
+            options.log(describe(key[3], key[1], summary))
     return done
 
 

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from dlsched.reproduce.prefetch import SettingRuns
 
 
-def _quiet(message: str) -> None:
+def quiet(message: str) -> None:
+    """The default ``log``: prints nothing."""
     del message
 
 
@@ -38,7 +39,7 @@ class ExperimentOptions:
     seeds: tuple[int, ...] | None = None
     options: Mapping[str, str] = field(default_factory=dict)
     out: Path | None = None
-    log: Callable[[str], None] = _quiet
+    log: Callable[[str], None] = quiet
     # How ``run_setting`` is answered when the runs go to a pool (prefetch.py); None: run.
     runs: SettingRuns | None = None
 
