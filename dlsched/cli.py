@@ -52,8 +52,9 @@ console = Console(stderr=True, soft_wrap=True)  # never break a file:line:field 
 def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
-    from dlsched.experiment import check_run, load_trace
+    from dlsched.experiment import check_out, check_run, load_trace
 
+    check_out(Path(config.out))
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -87,9 +88,20 @@ def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path
     with _bar() as bar:
         task = bar.add_task(policy, total=len(trace), where="starting")
         outcome = run_policy(config, policy, trace, cluster, out, progress=lambda p: bar.update(
-            task, completed=p.finished, where=escape(p.describe())))
+            task, completed=p.finished, where=escape(p.describe())),
+            simulated=lambda: _close(bar))
     _print_outcome(policy, outcome, out)
     return outcome
+
+
+def _close(bar: Progress) -> None:
+    """Take the bar off the screen once the simulation ends, and wait for its refresh thread
+    (rich's ``stop`` does not join it): the reports may then be written on two processes
+    (``report/aside.py`` forks only from a process with no other thread)."""
+    refresh = getattr(bar.live, "_refresh_thread", None)
+    bar.stop()
+    if refresh is not None:
+        refresh.join(timeout=1.0)
 
 
 def _run_parallel(config: RunConfig, trace: Any, cluster: Any,

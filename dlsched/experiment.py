@@ -3,8 +3,11 @@ policy's profile, simulate and write the outputs."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,10 +16,17 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.gcpause import gc_paused
 from dlsched.perf.model import get_throughput_model
+from dlsched.report.aside import aside
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
 from dlsched.report.metrics import Summary
-from dlsched.report.output import run_identity, write_json, write_run
+from dlsched.report.output import (
+    check_format,
+    run_identity,
+    write_json,
+    write_run,
+    write_timeline,
+)
 from dlsched.report.tenant_output import spec_index, write_audit
 from dlsched.run_config import RunConfig, parse_policy_options
 from dlsched.scheduling.cycle import ordered_waiting
@@ -81,6 +91,18 @@ def check_run(config: RunConfig) -> None:
             require("parquet", "--jobs-format parquet")
         except MissingExtra as exc:
             raise MissingExtra(f"{exc} (or --jobs-format csv)") from None
+
+
+def check_out(out: Path) -> None:
+    """The output folder can be made and written (a run of minutes must not end in an error
+    that was there from the start)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}"
+                          ) from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: the folder is not writable")
 
 
 def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
@@ -202,7 +224,12 @@ class RunOutcome:
 
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
-               progress: ProgressCallback | None = None) -> RunOutcome:
+               progress: ProgressCallback | None = None,
+               simulated: Callable[[], None] | None = None) -> RunOutcome:
+    """Simulate one policy and write its files into ``out_dir``. ``simulated`` is called once
+    the simulation ends, before the files are written (the CLI closes its progress bar there:
+    with no other thread left, the segments are written on a forked process while this one
+    writes the rest, ``report/aside.py``)."""
     profile = build_profile(config, policy)
     sim_config = SimConfig(restart_overhead=config.restart_overhead,
                            round_seconds=config.round_seconds, seed=config.seed,
@@ -214,17 +241,44 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
         sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
         result = sim.run()
         result = replace(result, wall_seconds=time.perf_counter() - started)
-        fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
-                                         cluster)
-        summary = write_run(result, out_dir, config.jobs_format, fairness=fairness,
-                            positions=final_positions(sim.profile, sim))
-        admission = tenant_admission(sim.profile.queue_sort)
-        never = write_audit(sim.core, admission, out_dir, run_identity(result.info),
-                            spec_index(trace.jobs))
+        if simulated is not None:
+            simulated()
+        summary, fairness, never = _write_files(config, sim, result, trace, cluster, out_dir)
     own = replace(config, policies=(policy,))
     (out_dir / "config.yaml").write_text(own.to_yaml())
     _record_options(out_dir / "run.json", own, trace)
     return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never)
+
+
+def _write_files(config: RunConfig, sim: Simulator, result: SimulationResult, trace: Trace,
+                 cluster: Cluster, out_dir: Path
+                 ) -> tuple[Summary, FairnessInputs, list[tuple[str, str, str]]]:
+    """The run's files: timeline.csv and segments.csv (with tenants, the audit files too) on a
+    forked process where it may (``report/aside.py``), the jobs table and the summary here
+    meanwhile; the same files either way. Returns the summary, the fairness inputs and the
+    jobs that can never be admitted."""
+    admission = tenant_admission(sim.profile.queue_sort)
+    check_format(config.jobs_format)  # before any file is written, here or aside
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+
+    def timeline_and_audit() -> list[tuple[str, str, str]]:
+        identity = run_identity(result.info)
+        write_timeline(result, out_dir, identity)
+        return write_audit(sim.core, admission, out_dir, identity, spec_index(trace.jobs))
+
+    writing = aside(timeline_and_audit)  # None: written below, on this process
+    try:
+        fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
+                                         cluster)
+        summary = write_run(result, out_dir, config.jobs_format, fairness=fairness,
+                            positions=final_positions(sim.profile, sim), timeline=False)
+    except BaseException:
+        if writing is not None:  # reap the child; this failure is the one to tell
+            with contextlib.suppress(BaseException):
+                writing.result()
+        raise
+    never = writing.result() if writing is not None else timeline_and_audit()
+    return summary, fairness, never
 
 
 def failure_options(config: RunConfig) -> dict[str, object]:

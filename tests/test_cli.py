@@ -226,3 +226,13 @@ def test_starting_the_cli_loads_no_numpy() -> None:
     probe = ("import sys, dlsched.cli; "
              "assert 'numpy' not in sys.modules, 'numpy loaded at CLI start-up'")
     subprocess.run([sys.executable, "-c", probe], check=True)
+
+
+def test_an_output_folder_that_cannot_be_made_fails_before_the_run(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    result = runner.invoke(app, ["simulate", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                 "--policy", "fifo", "--out", str(blocker / "out")])
+    assert result.exit_code != 0
+    assert f"--out {blocker / 'out'}: cannot create the folder" in result.output
+    assert "trace pollux-1" not in result.output  # nothing was simulated

@@ -41,17 +41,15 @@ class ParquetUnavailable(DlschedError, ImportError):
 
 def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
               fairness: FairnessInputs | None = None,
-              positions: Mapping[str, int] | None = None) -> Summary:
+              positions: Mapping[str, int] | None = None, timeline: bool = True) -> Summary:
     """Write the run's files into ``out_dir`` (created if missing); ``fmt`` picks the jobs table
     format, ``"csv"`` or ``"parquet"`` (which needs ``pip install dlsched[parquet]``);
     ``fairness`` fills the finish-time-fairness and per-type fields of ``summary.json``;
     ``positions``: each job still pending at the end, its 1-based place in its queue (the
     ``queue_position`` column; empty for the others). Returns the summary it wrote (computed
-    once: callers need not summarize again)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown output format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    if fmt == "parquet":
-        _import_pyarrow()  # fail before writing anything
+    once: callers need not summarize again). ``timeline`` False: the caller writes
+    timeline.csv itself (``write_timeline``, e.g. on another process: ``report/aside.py``)."""
+    check_format(fmt)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     identity = run_identity(result.info)
@@ -62,8 +60,8 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     else:
         _write_columns(out_dir / "jobs.csv", JOB_COLUMNS, job_columns(result, positions, table),
                        identity)
-    _write_columns(out_dir / "timeline.csv", TIMELINE_COLUMNS, timeline_columns(result),
-                   identity)
+    if timeline:
+        write_timeline(result, out_dir, identity)
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
         _write_csv(out_dir / "goodput.csv", GOODPUT_COLUMNS, goodput_rows(result), identity)
     summary = summarize(result, fairness, table)
@@ -76,6 +74,22 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
         run["stalled_at"] = result.stalled_at
     write_json(out_dir / "run.json", run)
     return summary
+
+
+def write_timeline(result: SimulationResult, out_dir: Path,
+                   identity: Mapping[str, Any] | None = None) -> None:
+    """timeline.csv of a run (as ``write_run`` writes it)."""
+    _write_columns(Path(out_dir) / "timeline.csv", TIMELINE_COLUMNS, timeline_columns(result),
+                   run_identity(result.info) if identity is None else identity)
+
+
+def check_format(fmt: str) -> None:
+    """Fail before writing anything when the jobs table's format is unknown or needs a
+    package that is not installed."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown output format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt == "parquet":
+        _import_pyarrow()
 
 
 def deterministic_view(summary: Mapping[str, Any]) -> dict[str, Any]:

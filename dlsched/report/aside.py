@@ -1,0 +1,114 @@
+"""One part of a run's reports written on a forked process while this one writes the rest.
+
+A whole-Philly ``dlsched simulate`` spends ~1 s writing files after its simulation, on one core
+while the others idle: the jobs table, the timeline and the summary here, the segments (and,
+with tenants, the audit files) there. ``aside(call)`` forks a child that runs ``call`` on the
+parent's memory as it is (copy on write: nothing is pickled but the call's small return
+value) and hands back its result or its exception when asked (``Aside.result``).
+
+It forks only where that is safe and useful: ``os.fork`` exists, this is the only thread of
+the process (a fork copies every lock, and one held by another thread would stay held in the
+child: the CLI closes its progress bar, and joins its refresh thread, first), more than one CPU
+is free to this process, and the process is not itself a worker of a pool (whose siblings
+already use the other CPUs). Otherwise ``aside`` returns None and the caller runs the call
+itself: the files are the same either way.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import threading
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
+
+from dlsched.errors import DlschedError
+
+T = TypeVar("T")
+
+
+def may_fork() -> bool:
+    """Whether ``aside`` would fork now (see the module's docstring)."""
+    if not hasattr(os, "fork") or threading.active_count() != 1:
+        return False
+    if multiprocessing.parent_process() is not None:
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return cpus > 1
+
+
+class Aside(Generic[T]):
+    """A call running on a forked child; ``result`` waits for it."""
+
+    def __init__(self, pid: int, reader: int) -> None:
+        self._pid, self._reader = pid, reader
+        self._done = False
+
+    def result(self) -> T:
+        """The call's return value, or its exception raised here."""
+        if self._done:
+            raise RuntimeError("Aside.result() was already read")
+        self._done = True
+        with os.fdopen(self._reader, "rb") as pipe:
+            payload = pipe.read()
+        _, status = os.waitpid(self._pid, 0)
+        if not payload:
+            raise RuntimeError(f"the process writing part of the reports ended without an "
+                               f"answer ({_how_it_ended(status)})")
+        ok, value = pickle.loads(payload)
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+
+def aside(call: Callable[[], T]) -> Aside[T] | None:
+    """Run ``call`` on a forked child and return at once; None (nothing run) where forking
+    is not safe or not useful (``may_fork``)."""
+    if not may_fork():
+        return None
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's code
+        os.close(reader)
+        _answer(writer, call)
+    os.close(writer)
+    return Aside(pid, reader)
+
+
+def _answer(writer: int, call: Callable[[], Any]) -> None:
+    """Run the call, send (ok, value or exception) to the parent, and end the process
+    without the interpreter's teardown (the parent's exit handlers, buffers and files are
+    not this process's to run or flush)."""
+    code = 0
+    try:
+        try:
+            payload = pickle.dumps((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - every failure goes to the parent
+            code = 1
+            payload = pickle.dumps((False, _portable(exc)))
+        with os.fdopen(writer, "wb") as pipe:
+            pipe.write(payload)
+    except BaseException:  # noqa: BLE001 - the parent reports an empty answer
+        code = 2
+    finally:
+        os._exit(code)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """The exception itself where it survives pickling, else one that says the same."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - a class with its own constructor arguments
+        kind = DlschedError if isinstance(exc, DlschedError) else RuntimeError
+        return kind(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def _how_it_ended(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"
