@@ -69,7 +69,7 @@ _INT64 = np.dtype(np.int64)
 _OUTSIDE = 1 << 62  # far above any GPU count, far below the int64 limit
 # id(mask) -> (mask, its offsets, a buffer and its unsigned view): masks are mostly the
 # placement's cached static ones.
-_OFFSETS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+_OFFSETS: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def _tightest(capacity: np.ndarray, mask: np.ndarray, need: int) -> int | None:
@@ -80,19 +80,24 @@ def _tightest(capacity: np.ndarray, mask: np.ndarray, need: int) -> int | None:
     entry = _OFFSETS.get(id(mask))
     if entry is None or entry[0] is not mask:
         entry = _offsets(mask)
-    _, offsets, keyed, unsigned = entry
-    np.add(capacity, offsets, out=keyed)
-    np.subtract(keyed, need, out=keyed)
+    _, offsets, keyed, unsigned, less_one = entry
+    if need == 1:  # the common job: the offsets less one, made once per mask
+        np.add(capacity, less_one, out=keyed)
+    else:
+        np.add(capacity, offsets, out=keyed)
+        np.subtract(keyed, need, out=keyed)
     best = int(unsigned.argmin())
     return best if 0 <= keyed.item(best) < _OUTSIDE >> 1 else None
 
 
-def _offsets(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """0 on the nodes of ``mask``, _OUTSIDE elsewhere, with a buffer for the keys; cached for
-    read-only masks (a writable one could change under the cache)."""
+def _offsets(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                         np.ndarray]:
+    """0 on the nodes of ``mask``, _OUTSIDE elsewhere, with a buffer for the keys and the
+    offsets less one (a one-GPU job's); cached for read-only masks (a writable one could
+    change under the cache)."""
     offsets = np.where(mask, np.int64(0), np.int64(_OUTSIDE))
     keyed = np.empty_like(offsets)
-    entry = (mask, offsets, keyed, keyed.view(np.uint64))
+    entry = (mask, offsets, keyed, keyed.view(np.uint64), offsets - 1)
     if not mask.flags.writeable:
         if len(_OFFSETS) > 4096:  # masks of dynamic filters: do not pile up
             _OFFSETS.clear()
