@@ -70,6 +70,15 @@ class LinearScaling:
 
     def __init__(self, reference_type: str | None = None) -> None:
         self.reference_speed = gpu_type(reference_type).relative_speed if reference_type else None
+        # Without a reference type the rate follows the worker count alone: the core asks
+        # this instead of building a Placement per start (``Scheduler._launch``).
+        # (Not for a subclass with a rate of its own, e.g. ``LlmThroughput``.)
+        plain = self.reference_speed is None and type(self).rate is LinearScaling.rate
+        self.rate_by_count = self._by_count if plain else None
+
+    @staticmethod
+    def _by_count(spec: JobSpec, workers: int) -> float:
+        return workers / max(spec.num_gpus, 1)
 
     def rate(self, spec: JobSpec, placement: Placement) -> float:
         gpu_types = placement.gpu_types
@@ -78,7 +87,7 @@ class LinearScaling:
         workers = len(gpu_types)
         requested = max(spec.num_gpus, 1)
         if self.reference_speed is None:
-            return workers / requested
+            return self._by_count(spec, workers)
         slowest = min(gpu_type(t).relative_speed for t in gpu_types)
         return workers / requested * slowest / self.reference_speed
 

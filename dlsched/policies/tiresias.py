@@ -299,9 +299,10 @@ class DiscretizedLas:
 
     # -- Wake-ups -------------------------------------------------------------------------
     def next_wakeup(self, state: CycleState) -> float | None:
-        self._advance(state)
-        first = (self._demotions[0][0] if self._demotions and self._demotions_matter(state)
-                 else None)
+        demotions = self._demotions
+        if not self._seeded or (demotions and demotions[0][0] <= state.snapshot.now):
+            self._advance(state)  # (its own test, ahead of the call: asked every cycle)
+        first = demotions[0][0] if demotions and self._demotions_matter(state) else None
         if not self.min_runtime and not self.promote_knob:  # the default: demotions only
             if first is not None and self._may_sleep(state):
                 first = self._next_demotion_that_matters(state)
@@ -332,8 +333,8 @@ class DiscretizedLas:
         last = len(self.thresholds)
         if any(self._waiting_in[:last]):
             return True
-        return any(self._level(self._service(state, job)) < last
-                   for job in state.evicted.values())
+        return bool(state.evicted) and any(self._level(self._service(state, job)) < last
+                                           for job in state.evicted.values())
 
     def _may_sleep(self, state: CycleState) -> bool:
         """Whether this cycle may leave out the wake-ups of demotions that matter to no one:

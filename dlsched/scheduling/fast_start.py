@@ -216,10 +216,14 @@ class FastLane:
             started[job.job_id] = gpus
             for plugin in self.reserves:
                 plugin.reserve(state, job, gpus)
-        wakeups = [w for p in self.wakeups if (w := p.next_wakeup(state)) is not None]
+        wakeup = None  # the earliest wake-up asked (a loop: one plugin, mostly)
+        for plugin in self.wakeups:
+            at = plugin.next_wakeup(state)
+            if at is not None and (wakeup is None or at < wakeup):
+                wakeup = at
         result = self._start(placed)
-        if wakeups:
-            result.__dict__["next_wakeup"] = min(wakeups)
+        if wakeup is not None:
+            result.__dict__["next_wakeup"] = wakeup
         if reasons:
             core.note_reasons(reasons)
             result.__dict__["reasons"] = reasons

@@ -542,7 +542,12 @@ class Scheduler:
                                          or job.job_id in self.reshaped):
             job.rate = reconfigurer.rate(spec, self.placement_of(job))
         else:
-            job.rate = self.throughput.rate(spec, self.placement_of(job))
+            # A model whose rate follows the worker count alone (``rate_by_count``: linear
+            # scaling on one type) is asked without a Placement, for an unshared job.
+            by_count = getattr(self.throughput, "rate_by_count", None)
+            job.rate = (by_count(spec, len(gpus)) if by_count is not None and not shared
+                        and job.host is None
+                        else self.throughput.rate(spec, self.placement_of(job)))
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
