@@ -29,9 +29,11 @@ _OPTIONAL = frozenset(("first_start", "finish_time", "deadline"))  # None kept a
 _INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures"))
 _TEXTS = frozenset(("queue", "status", "pending_reason"))
 _NAN = math.nan
-_TEXT, _OTHER = "text", "other"
+_TEXT, _OPTIONAL_VALUE, _OTHER = "text", "optional", "other"
 _CHUNK = 4096  # rows kept before they go to the columns
-_KINDS = tuple(_TEXT if name in _TEXTS else _OTHER for name in _NAMES)
+# Only the optional columns may hold None: the others are not scanned for it.
+_KINDS = tuple(_TEXT if name in _TEXTS else _OPTIONAL_VALUE if name in _OPTIONAL else _OTHER
+               for name in _NAMES)
 _VALUES = attrgetter(*_NAMES)  # a record's fields as one tuple
 _record = slot_builder(JobRecord)  # JobRecord(*values), without its frozen __init__
 
@@ -72,7 +74,7 @@ class FinishedJobs:
         for name, kind, values in zip(_NAMES, _KINDS, zip(*rows, strict=True), strict=True):
             if kind is _TEXT:
                 values = [texts.setdefault(value, value) for value in values]
-            elif None in values:
+            elif kind is _OPTIONAL_VALUE and None in values:
                 values = [_NAN if value is None else value for value in values]
             self._columns[name].extend(values)
         self._seqs, self._rows = [], []
