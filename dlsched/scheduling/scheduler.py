@@ -405,10 +405,12 @@ class Scheduler:
                                journal=self.journal if running else None)
 
     def cycle(self) -> CycleResult:
-        if not self.waiting and not self.profile.acts_on_running:
+        if not len(self.waiting) and not self.profile.acts_on_running:
             if self.rerater is not None:
                 self._rerate()
-            self._record()  # nothing waits: the policy has nothing to decide
+            # Nothing waits: the policy has nothing to decide (``_record``, inlined: the
+            # common cycle of a quiet cluster, after each completion).
+            self.timeline.record(self.clock.now(), self.used_gpus, 0, len(self.running))
             return IDLE_RESULT
         started = time.perf_counter()
         self._reason_seq += 1
