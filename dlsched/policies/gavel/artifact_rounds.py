@@ -138,7 +138,8 @@ class ArtifactGavelRounds(GavelRounds):
         assert self._worker_time is not None
         self._worker_time[:] = 0.0
         for job_id, seconds in self._job_time.items():
-            should = self._x.get(job_id, np.zeros_like(seconds)) * elapsed
+            x = self._x.get(job_id)  # (no zeros made for the jobs that have a row)
+            should = (np.zeros_like(seconds) if x is None else x) * elapsed
             self._deficit[job_id] += should - (seconds - half)
             seconds[:] = half
             self._worker_time += half

@@ -99,16 +99,21 @@ def fifo_hetero(problem: AllocationProblem) -> Allocation:
     first job that fits nowhere stops the queue (strict FIFO, no backfilling).
     ``objective``: number of jobs placed."""
     started = time.perf_counter()
-    free = problem.counts.astype(float).copy()
+    # Python floats, not numpy rows: a row has a handful of GPU types, where each numpy call
+    # costs more than the loop (the same comparisons and subtractions, in float64).
+    free = problem.counts.astype(float).tolist()
+    scale = problem.scale.tolist()
     x = np.zeros(problem.throughput.shape)
     placed = 0
-    for j in range(problem.n_jobs):
-        fits = (problem.throughput[j] > 0) & (free >= problem.scale[j])
-        if not fits.any():
+    for j, row in enumerate(problem.throughput.tolist()):
+        need, best, fastest = scale[j], -1, 0.0
+        for kind, speed in enumerate(row):  # the fastest type with room; the first on ties
+            if speed > fastest and free[kind] >= need:
+                best, fastest = kind, speed
+        if best < 0:
             break
-        best = int(np.argmax(np.where(fits, problem.throughput[j], -1.0)))
         x[j, best] = 1.0
-        free[best] -= problem.scale[j]
+        free[best] -= need
         placed += 1
     return Allocation("fifo_hetero", x, float(placed), time.perf_counter() - started,
                       lp_solves=0)
