@@ -9,9 +9,11 @@ value) and hands back its result or its exception when asked (``Aside.result``).
 It forks only where that is safe and useful: ``os.fork`` exists, this is the only thread of
 the process (a fork copies every lock, and one held by another thread would stay held in the
 child: the CLI closes its progress bar, and joins its refresh thread, first), more than one CPU
-is free to this process, and the process is not itself a worker of a pool (whose siblings
-already use the other CPUs). Otherwise ``aside`` returns None and the caller runs the call
-itself: the files are the same either way.
+is free to this process, the process is not itself a worker of a pool (whose siblings
+already use the other CPUs), and the machine has memory for a second copy of this process (the
+child shares its pages until either writes them, and reading a Python object writes its
+reference count: a child that reads millions of jobs' records copies their pages). Otherwise
+``aside`` returns None and the caller runs the call itself: the files are the same either way.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import os
 import pickle
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from dlsched.errors import DlschedError
@@ -38,7 +41,29 @@ def may_fork() -> bool:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
-    return cpus > 1
+    return cpus > 1 and _room_for_a_copy()
+
+
+def _room_for_a_copy() -> bool:
+    """Whether the memory available exceeds this process's resident size (Linux's
+    ``/proc``; elsewhere assumed)."""
+    try:
+        return room_in(Path("/proc/self/statm").read_text(), Path("/proc/meminfo").read_text(),
+                       os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError):
+        return True
+
+
+def room_in(statm: str, meminfo: str, page_bytes: int) -> bool:
+    """``_room_for_a_copy`` from the texts of ``/proc/self/statm`` (its second field: pages
+    resident) and ``/proc/meminfo`` (``MemAvailable`` in KiB); True when either says
+    nothing."""
+    fields = statm.split()
+    available = next((line.split()[1] for line in meminfo.splitlines()
+                      if line.startswith("MemAvailable:")), None)
+    if len(fields) < 2 or available is None:
+        return True
+    return int(available) * 1024 > int(fields[1]) * page_bytes
 
 
 class Aside(Generic[T]):

@@ -123,3 +123,20 @@ def test_a_failure_writing_aside_fails_the_command(tmp_path: Path,
         "--out", str(tmp_path)])
     assert result.exit_code != 0
     assert isinstance(result.exception, OSError) or "No space left" in result.output
+
+
+def test_no_fork_without_memory_for_a_copy(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert aside_module._room_for_a_copy()  # this test process is small
+    monkeypatch.setattr(aside_module, "_room_for_a_copy", lambda: False)
+    assert aside(os.getpid) is None
+
+
+@pytest.mark.parametrize(("resident_pages", "available_kib", "room"), [
+    (1000, 8000, True),  # 4 MB resident, 8 MiB free
+    (3000, 8000, False),  # 12 MB resident
+])
+def test_room_for_a_copy_reads_resident_and_available_memory(
+        resident_pages: int, available_kib: int, room: bool) -> None:
+    meminfo = f"MemTotal: 16000 kB\nMemFree: 1 kB\nMemAvailable: {available_kib} kB\n"
+    assert aside_module.room_in(f"9999 {resident_pages} 5 0 0", meminfo, 4096) is room
+    assert aside_module.room_in("", meminfo, 4096)  # nothing said: assumed
