@@ -1,19 +1,21 @@
 """One part of a run's reports written on a forked process while this one writes the rest.
 
-A whole-Philly ``dlsched simulate`` spends ~1 s writing files after its simulation, on one core
-while the others idle: the jobs table, the timeline and the summary here, the segments (and,
-with tenants, the audit files) there. ``aside(call)`` forks a child that runs ``call`` on the
-parent's memory as it is (copy on write: nothing is pickled but the call's small return
-value) and hands back its result or its exception when asked (``Aside.result``).
+A whole-Philly ``dlsched simulate`` spent ~1 s writing files after its simulation, on one core
+while the other idled. ``aside(call)`` forks a child that runs ``call`` on the parent's
+memory as it is (copy on write: nothing is pickled but the call's small return value) and
+hands back its result or its exception when asked (``Aside.result``); ``run_policy`` writes
+timeline.csv and segments.csv (with tenants, the audit files too) there, and the jobs table
+and the summary here meanwhile.
 
-It forks only where that is safe and useful: ``os.fork`` exists, this is the only thread of
-the process (a fork copies every lock, and one held by another thread would stay held in the
-child: the CLI closes its progress bar, and joins its refresh thread, first), more than one CPU
-is free to this process, the process is not itself a worker of a pool (whose siblings
-already use the other CPUs), and the machine has memory for a second copy of this process (the
-child shares its pages until either writes them, and reading a Python object writes its
-reference count: a child that reads millions of jobs' records copies their pages). Otherwise
-``aside`` returns None and the caller runs the call itself: the files are the same either way.
+It forks only where that is safe and useful: on Linux (macOS' system libraries are not safe
+in a forked child, which is why Python's own process pools spawn there); from the only thread
+of the process (a fork copies every lock, and one held by another thread would stay held in
+the child: the CLI closes its progress bar, and joins its refresh thread, first); with more
+than one CPU free to this process; not from a worker of a pool (whose siblings already use
+the other CPUs); and with memory for a second copy of this process (the child shares its
+pages until either writes them, and reading a Python object writes its reference count: a
+child that reads millions of jobs' records copies their pages). Otherwise ``aside`` returns
+None and the caller runs the call itself: the files are the same either way.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +36,7 @@ T = TypeVar("T")
 
 def may_fork() -> bool:
     """Whether ``aside`` would fork now (see the module's docstring)."""
-    if not hasattr(os, "fork") or threading.active_count() != 1:
+    if not sys.platform.startswith("linux") or threading.active_count() != 1:
         return False
     if multiprocessing.parent_process() is not None:
         return False

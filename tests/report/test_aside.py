@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from dlsched.errors import DlschedError
 from dlsched.report import aside as aside_module
 from dlsched.report.aside import aside, may_fork
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks on Linux only")
 
 
 @pytest.fixture(autouse=True)
