@@ -26,6 +26,7 @@ from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlsched.cpus import available_cpus
 from dlsched.errors import DlschedError
 from dlsched.run_config import RunConfig
 
@@ -71,14 +72,6 @@ def share_cpus(workers: int) -> None:
 def default_workers(policies: int) -> int:
     """One process per policy, at most one per CPU this process may use."""
     return max(1, min(policies, available_cpus()))
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)

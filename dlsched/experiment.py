@@ -259,7 +259,7 @@ def _write_files(config: RunConfig, sim: Simulator, result: SimulationResult, tr
     jobs that can never be admitted."""
     admission = tenant_admission(sim.profile.queue_sort)
     check_format(config.jobs_format)  # before any file is written, here or aside
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    Path(out_dir).mkdir(parents=True, exist_ok=True)  # before the child writes there
 
     def timeline_and_audit() -> list[tuple[str, str, str]]:
         identity = run_identity(result.info)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from dlsched.cpus import available_cpus
 from dlsched.errors import DlschedError
 
 T = TypeVar("T")
@@ -40,11 +41,7 @@ def may_fork() -> bool:
         return False
     if multiprocessing.parent_process() is not None:
         return False
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    return cpus > 1 and _room_for_a_copy()
+    return available_cpus() > 1 and _room_for_a_copy()
 
 
 def _room_for_a_copy() -> bool:
