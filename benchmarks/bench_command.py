@@ -11,9 +11,7 @@ This host's speed drifts by 10% and more within minutes, and the run after anoth
 slower: ``--base DIR`` (a source tree of another commit, e.g. ``git worktree add DIR REV``) runs
 that tree's ``dlsched`` too, in the order base, this, this, base, ... with ``--pause`` seconds
 between runs, and says whether the two trees' outputs are byte-identical. Compare medians
-measured in one such run only. Before and after each policy it prints the host's speed (the
-CPU seconds of a fixed Python loop, ``host_speed``): the same code's medians differ by a
-third between a fast and a slow hour, and this says which hour a figure comes from.
+measured in one such run only.
 
 Targets (issue 14): the whole Philly table on ``philly``, median of 3, ≤ 5 s for FIFO and ≤ 8 s
 for Tiresias.
@@ -72,18 +70,6 @@ def run_once(tree: Path, policy: str, trace: str, cluster: str, out: Path) -> tu
     return wall, cpu
 
 
-def host_speed() -> float:
-    """CPU seconds of a fixed pure-Python loop (10^7 multiply-adds) in a fresh process: the
-    host's speed at the moment, printed beside each policy's runs (on this host it moved
-    between 0.85 s and well over 1 s within an hour), so figures from different hours can be
-    read against each other."""
-    loop = ("import time\nt = time.process_time()\ns = 0\nfor i in range(10**7):\n"
-            "    s += i * i\nprint(time.process_time() - t)")
-    done = subprocess.run([sys.executable, "-c", loop], capture_output=True, text=True,
-                          check=True)
-    return float(done.stdout)
-
-
 def digests(out: Path) -> dict[str, str]:
     return {name: hashlib.sha256((out / name).read_bytes()).hexdigest()[:16]
             for name in OUTPUTS if (out / name).exists()}
@@ -108,8 +94,8 @@ def main() -> None:
         for policy in args.policies.split(","):
             times: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
             outputs: dict[str, dict[str, str]] = {}
-            print(f"{policy} (load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-                  f"host speed: the reference loop {host_speed():.2f} s)", flush=True)
+            print(f"{policy} (load before: {' '.join(f'{x:.2f}' for x in os.getloadavg())})",
+                  flush=True)
             while min(len(runs) for runs in times.values()) < args.repeat:
                 for name in order:
                     if len(times[name]) >= args.repeat:
@@ -127,7 +113,6 @@ def main() -> None:
             if len(trees) == 2:
                 same = outputs["base"] == outputs["this"]
                 print(f"  outputs {'identical' if same else 'DIFFER'} between the trees")
-            print(f"  host speed after: the reference loop {host_speed():.2f} s", flush=True)
 
 
 if __name__ == "__main__":
