@@ -250,6 +250,9 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never)
 
 
+ASIDE_MIN_JOBS = 10_000  # runs with fewer jobs write every file on this process
+
+
 def _write_files(config: RunConfig, sim: Simulator, result: SimulationResult, trace: Trace,
                  cluster: Cluster, out_dir: Path
                  ) -> tuple[Summary, FairnessInputs, list[tuple[str, str, str]]]:
@@ -266,7 +269,9 @@ def _write_files(config: RunConfig, sim: Simulator, result: SimulationResult, tr
         write_timeline(result, out_dir, identity)
         return write_audit(sim.core, admission, out_dir, identity, spec_index(trace.jobs))
 
-    writing = aside(timeline_and_audit)  # None: written below, on this process
+    # None: written below, on this process (also for a small run, whose files take less
+    # time than a fork and its page copies: ``ASIDE_MIN_JOBS``)
+    writing = aside(timeline_and_audit) if len(trace) >= ASIDE_MIN_JOBS else None
     try:
         fairness = FairnessInputs.of_run(result, isolated_seconds(trace, sim.core.throughput),
                                          cluster)

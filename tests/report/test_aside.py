@@ -22,9 +22,11 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fo
 
 @pytest.fixture(autouse=True)
 def _two_cpus(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``may_fork`` as on a host with CPUs to spare (CI may pin the tests to one)."""
+    """``may_fork`` as on a host with CPUs to spare (CI may pin the tests to one), and runs of
+    any size written aside."""
     monkeypatch.setattr(aside_module.os, "sched_getaffinity", lambda _pid: {0, 1},
                         raising=False)
+    monkeypatch.setattr(experiment, "ASIDE_MIN_JOBS", 0)
 
 
 class _Unpicklable(DlschedError):
@@ -141,3 +143,19 @@ def test_room_for_a_copy_reads_resident_and_available_memory(
     meminfo = f"MemTotal: 16000 kB\nMemFree: 1 kB\nMemAvailable: {available_kib} kB\n"
     assert aside_module.room_in(f"9999 {resident_pages} 5 0 0", meminfo, 4096) is room
     assert aside_module.room_in("", meminfo, 4096)  # nothing said: assumed
+
+
+def test_a_small_run_writes_every_file_here(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    forked: list[bool] = []
+
+    def watched(call):  # type: ignore[no-untyped-def]
+        pending = aside(call)
+        forked.append(pending is not None)
+        return pending
+
+    monkeypatch.setattr(experiment, "aside", watched)
+    monkeypatch.setattr(experiment, "ASIDE_MIN_JOBS", 151)  # the run below has 150 jobs
+    _simulate(tmp_path / "small")
+    assert forked == []
+    assert (tmp_path / "small" / "segments.csv").exists()
