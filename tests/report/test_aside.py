@@ -87,6 +87,20 @@ def test_no_fork_on_one_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert aside(os.getpid) is None
 
 
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each run's files were written aside (a fork), in order of the runs."""
+    seen: list[bool] = []
+
+    def watched(call):  # type: ignore[no-untyped-def]
+        pending = aside(call)
+        seen.append(pending is not None)
+        return pending
+
+    monkeypatch.setattr(experiment, "aside", watched)
+    return seen
+
+
 def _simulate(out: Path, policy: str = "tiresias") -> None:
     result = CliRunner().invoke(app, [
         "simulate", "--trace", "synthetic", "--synthetic-jobs", "150", "--synthetic-rate",
@@ -95,15 +109,8 @@ def _simulate(out: Path, policy: str = "tiresias") -> None:
 
 
 def test_simulate_writes_the_same_files_forked_or_not(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    forked: list[bool] = []
-
-    def watched(call):  # type: ignore[no-untyped-def]
-        pending = aside(call)
-        forked.append(pending is not None)
-        return pending
-
-    monkeypatch.setattr(experiment, "aside", watched)
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      forked: list[bool]) -> None:
     _simulate(tmp_path / "forked")
     monkeypatch.setattr(aside_module.os, "sched_getaffinity", lambda _pid: {0},
                         raising=False)
@@ -145,16 +152,8 @@ def test_room_for_a_copy_reads_resident_and_available_memory(
     assert aside_module.room_in("", meminfo, 4096)  # nothing said: assumed
 
 
-def test_a_small_run_writes_every_file_here(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    forked: list[bool] = []
-
-    def watched(call):  # type: ignore[no-untyped-def]
-        pending = aside(call)
-        forked.append(pending is not None)
-        return pending
-
-    monkeypatch.setattr(experiment, "aside", watched)
+def test_a_small_run_writes_every_file_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            forked: list[bool]) -> None:
     monkeypatch.setattr(experiment, "ASIDE_MIN_JOBS", 151)  # the run below has 150 jobs
     _simulate(tmp_path / "small")
     assert forked == []
