@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dlsched.policies.gavel.assign import Entry, place_round
+from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.state import CycleState
@@ -37,6 +38,42 @@ from dlsched.workload.job import Job
 
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
+
+
+class _Book:
+    """The artifact's per-job rows, one slot (row) per tracked job in three arrays: seconds on
+    each type since the last reset, deficit per type, and X (zeros: no X yet). A round reads
+    its jobs' rows with one index instead of stacking a small array per job."""
+
+    def __init__(self, n_types: int) -> None:
+        self.n_types = n_types
+        self.slot: dict[str, int] = {}
+        self._free: list[int] = []
+        self.time = np.zeros((64, n_types))
+        self.deficit = np.zeros((64, n_types))
+        self.x = np.zeros((64, n_types))
+
+    def add(self, job_id: str, half: float) -> None:
+        """Gavel's ``add_job``: half a round on every type, no deficit, no X."""
+        if self._free:
+            slot = self._free.pop()
+        else:
+            slot = len(self.slot)
+            if slot == len(self.time):
+                self.time, self.deficit, self.x = (
+                    np.concatenate([a, np.zeros_like(a)]) for a in (self.time, self.deficit,
+                                                                    self.x))
+        self.slot[job_id] = slot
+        self.time[slot] = half
+        self.deficit[slot] = 0.0
+        self.x[slot] = 0.0
+
+    def remove(self, job_id: str) -> None:
+        self._free.append(self.slot.pop(job_id))
+
+    def slots(self, job_ids: Sequence[str]) -> list[int]:
+        slot = self.slot
+        return [slot[job_id] for job_id in job_ids]
 
 
 class ArtifactGavelRounds(GavelRounds):
@@ -48,15 +85,16 @@ class ArtifactGavelRounds(GavelRounds):
         super().__init__(policy, objective, **kwargs)  # type: ignore[arg-type]
         self.shuffle_types, self.fifo, self.reset_seconds = shuffle_types, fifo, reset_seconds
         self._rng = np.random.default_rng(seed)
-        self._job_time: dict[str, np.ndarray] = {}  # seconds per type since the last reset
-        self._worker_time: np.ndarray | None = None
-        self._deficit: dict[str, np.ndarray] = {}
+        self._book: _Book | None = None  # per-job seconds, deficits and X (``_Book``)
+        self._worker_time: list[float] = []  # per type: all jobs' seconds since the reset
         self._last_reset = 0.0
         self._changed = False
         self._known: frozenset[str] = frozenset()
         self._since: dict[str, float] = {}
         self._cycle_x = np.zeros((0, 0))  # this cycle's X rows (``_refresh``'s job order)
+        self._cycle_slots: list[int] = []  # this cycle's book slots (the same order)
         self._assignments: dict[str, Assignment] = {}  # each job's last target
+        self._nodes: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # see allocate
 
     # -- bookkeeping --------------------------------------------------------------------
     def _refresh(self, state: CycleState) -> _Round:
@@ -66,13 +104,14 @@ class ArtifactGavelRounds(GavelRounds):
             now >= self._round_start + self.round_seconds - 1e-6)
         if is_round:
             self._round_start = now
-        if self._worker_time is None:
-            self._worker_time = np.zeros(n_types)
+        if self._book is None:
+            self._book = _Book(n_types)
+            self._worker_time = [0.0] * n_types
         self._credit_rounds(state, n_types)
         jobs = sorted((*state.snapshot.running, *state.snapshot.waiting),
                       key=lambda j: (j.spec.submit_time, j.job_id))
         active = frozenset(j.job_id for j in jobs)
-        self._track(active, n_types)
+        self._track(active)
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
@@ -80,27 +119,38 @@ class ArtifactGavelRounds(GavelRounds):
             self._solve(state, jobs)
             self._changed = False
         speed = self._speed(state, jobs)
-        x = self._rows(self._x, jobs, n_types)
-        priority = self._priorities(x, self._rows(self._job_time, jobs, n_types), speed)
+        slots = self._cycle_slots = self._book.slots([j.job_id for j in jobs])
+        x = self._book.x[slots]
+        priority = self._priorities(x, self._book.time[slots], speed)
         self._cycle_x = x
         # No per-job type preferences: the walk (``_walk``) orders the entries itself.
         return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, [], x > 0, speed,
                       is_round)
 
-    @staticmethod
-    def _rows(values: dict[str, np.ndarray], jobs: Sequence[Job], n_types: int) -> np.ndarray:
-        """(jobs, types): each job's row of ``values``, zeros where it has none."""
-        none = np.zeros(n_types)
-        return np.array([values.get(j.job_id, none) for j in jobs]).reshape(len(jobs), n_types)
+    def _store(self, problem: AllocationProblem, allocation: Allocation) -> None:
+        """X by job (``GavelRounds._store``) and in the book's rows: the solved jobs' rows,
+        zeros for every other tracked job."""
+        super()._store(problem, allocation)
+        book = self._book
+        assert book is not None
+        book.x[list(book.slot.values())] = 0.0
+        for job_id, row in self._x.items():
+            slot = book.slot.get(job_id)
+            if slot is not None:
+                book.x[slot] = row
 
     def _credit_rounds(self, state: CycleState, n_types: int) -> None:
         """Each running job's time since the last cycle, once per job (not per GPU), on its
         type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it; and
         to ``time_on`` (for reports) as ``GavelRounds._credit`` does."""
         now, gpu_kind = state.now, self._gpu_lookup(state.cluster)[1]
-        worker_time, job_time, since_of = self._worker_time, self._job_time, self._since
-        time_on = self.time_on
-        assert worker_time is not None
+        worker_time, since_of, time_on = self._worker_time, self._since, self.time_on
+        book = self._book
+        assert book is not None
+        slot_of = book.slot
+        slots: list[int] = []
+        kinds: list[int] = []
+        credits: list[float] = []
         for job in state.snapshot.running:
             job_id = job.job_id
             started = now if job.run_started is None else job.run_started
@@ -112,44 +162,51 @@ class ArtifactGavelRounds(GavelRounds):
                 on = time_on[job_id] = np.zeros(n_types)
             if seconds > 0.0:
                 on[kind] += seconds
-                mine = job_time.get(job_id)
-                if mine is not None:
-                    mine[kind] += seconds
+                slot = slot_of.get(job_id)
+                if slot is not None:  # tracked (not on its first cycle)
+                    slots.append(slot)
+                    kinds.append(kind)
+                    credits.append(seconds)
                     worker_time[kind] += seconds
             since_of[job_id] = now
+        if slots:  # one (slot, type) cell per job: the same sums as one by one
+            book.time[slots, kinds] += credits
 
-    def _track(self, active: frozenset[str], n_types: int) -> None:
+    def _track(self, active: frozenset[str]) -> None:
+        book = self._book
+        assert book is not None
         half = self.round_seconds / 2.0
         for job_id in active - self._known:  # Gavel's add_job: half a round on every type
-            self._job_time[job_id] = np.full(n_types, half)
-            self._deficit[job_id] = np.zeros(n_types)
+            book.add(job_id, half)
         for job_id in self._known - active:
             self._assignments.pop(job_id, None)
-            self._job_time.pop(job_id, None)
-            self._deficit.pop(job_id, None)
+            self._nodes.pop(job_id, None)
+            book.remove(job_id)
             self._since.pop(job_id, None)
         if active != self._known:
             self._changed = True
         self._known = active
 
     def _reset(self, now: float, elapsed: float) -> None:
-        """Gavel's ``_reset_time_run_so_far``: deficits += should-have-had - had."""
+        """Gavel's ``_reset_time_run_so_far``: deficits += should-have-had - had (X is
+        zero for a job without one), and every job's time back to half a round."""
+        book = self._book
+        assert book is not None
         half = self.round_seconds / 2.0
-        assert self._worker_time is not None
-        self._worker_time[:] = 0.0
-        for job_id, seconds in self._job_time.items():
-            x = self._x.get(job_id)  # (no zeros made for the jobs that have a row)
-            should = (np.zeros_like(seconds) if x is None else x) * elapsed
-            self._deficit[job_id] += should - (seconds - half)
-            seconds[:] = half
-            self._worker_time += half
+        slots = list(book.slot.values())
+        had = book.time[slots]
+        book.deficit[slots] += book.x[slots] * elapsed - (had - half)
+        book.time[slots] = half
+        total = 0.0
+        for _ in slots:  # the type totals as Gavel adds them: half a round per job
+            total += half
+        self._worker_time = [total] * len(self._worker_time)
         self._last_reset = now
 
     def _priorities(self, x: np.ndarray, seconds: np.ndarray, speed: np.ndarray) -> np.ndarray:
         """(jobs, types) priorities from X, each job's seconds per type since the reset and
         its speeds: element by element what Gavel's ``_update_priorities`` computes."""
-        assert self._worker_time is not None
-        total = self._worker_time
+        total = np.array(self._worker_time)
         with np.errstate(divide="ignore", invalid="ignore"):
             fraction = np.where(total > 0, seconds / total, 0.0)
             row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
@@ -160,8 +217,7 @@ class ArtifactGavelRounds(GavelRounds):
         view = self.view(state)
         running, cluster = state.snapshot.running, state.cluster
         gpu_node = self._gpu_lookup(cluster)[0]
-        current = {job.job_id: tuple(sorted([gpu_node[g] for g in job.allocation]))
-                   for job in running}  # Assignment.of(job, cluster).nodes
+        current = {job.job_id: self._nodes_of(job, gpu_node) for job in running}
         if not view.is_round:  # Gavel's simulator decides only at round boundaries
             return {job_id: Assignment(nodes) for job_id, nodes in current.items()}
         room = cluster.node_gpus.astype(np.int64).copy()
@@ -179,6 +235,15 @@ class ArtifactGavelRounds(GavelRounds):
                     target = kept[job_id] = Assignment(nodes)
                 chosen[job_id] = target
         return chosen
+
+    def _nodes_of(self, job: Job, gpu_node: list[int]) -> tuple[int, ...]:
+        """A running job's nodes (``Assignment.of(job, cluster).nodes``), kept while it holds
+        the same GPUs."""
+        held = job.allocation
+        known = self._nodes.get(job.job_id)
+        if known is None or known[0] is not held:
+            known = self._nodes[job.job_id] = (held, tuple(sorted([gpu_node[g] for g in held])))
+        return known[1]
 
     def _walk(self, view: _Round, jobs: Sequence[Job], workers: dict[str, int],
               free: np.ndarray) -> dict[str, int]:
@@ -207,7 +272,9 @@ class ArtifactGavelRounds(GavelRounds):
         ids = [job.job_id for job in jobs]
         rows = np.array([view.row[job_id] for job_id in ids], dtype=np.int64)
         n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0
-        deficit = self._rows(self._deficit, jobs, n_types)
+        book = self._book
+        assert book is not None
+        deficit = book.deficit[[self._cycle_slots[row] for row in rows.tolist()]]
         x = self._cycle_x[rows] if len(rows) else np.zeros((0, n_types))
         lists = []
         for kind in order:
