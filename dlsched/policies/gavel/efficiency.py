@@ -30,9 +30,15 @@ def min_makespan(problem: AllocationProblem, pareto: bool = True) -> Allocation:
     job kept this allocation to its end."""
     started = time.perf_counter()
     value = problem.throughput / _remaining(problem)[:, None]
-    x, best, solves = solve_max_min(value, np.zeros(problem.n_jobs), problem.scale,
+    # Steps per second over steps left is ~1e-5 for hours of work: the second stage's
+    # z >= z* (1 - 1e-9) then lies below HiGHS's tolerances and it reports the LP
+    # infeasible. X does not change when every value is scaled alike: solve with the largest
+    # value at 1 and scale z* back.
+    top = float(value.max(initial=0.0))
+    unit = top if top > 0 else 1.0
+    x, best, solves = solve_max_min(value / unit, np.zeros(problem.n_jobs), problem.scale,
                                     problem.counts, pareto)
-    return Allocation("min_makespan", x, 1.0 / best, time.perf_counter() - started,
+    return Allocation("min_makespan", x, 1.0 / (best * unit), time.perf_counter() - started,
                       lp_solves=solves)
 
 

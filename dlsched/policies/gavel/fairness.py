@@ -30,7 +30,7 @@ def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
     lp = MaxMinLP(columns, capacity, offset[reps])
     x_cols, best = lp.solve()
     if pareto:
-        x_cols = lp.maximize_total(best, counts.astype(float))
+        x_cols = lp.maximize_total(best, counts.astype(float), first=x_cols)
     x_cols = np.clip(x_cols, 0.0, 1.0)
     x_reps = np.zeros((len(reps), value.shape[1]))
     x_reps[jobs, types] = x_cols

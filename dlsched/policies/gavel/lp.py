@@ -22,6 +22,9 @@ highspy = lazy_import("highspy")
 INF = math.inf  # highspy.kHighsInf
 LARGE_LP_ROWS = 5_000  # above this a cold solve uses the interior-point method, then crossover
 PARETO_SLACK = 1e-9  # the second stage keeps z >= z* (1 - slack): on the optimal face
+# Where HiGHS finds that floor infeasible (its z* lies above what its tolerances let the
+# second stage reach again), looser floors in turn, then the first stage's allocation.
+LOOSER_SLACKS = (1e-6, 1e-4)
 
 
 class SolverError(DlschedError):
@@ -194,14 +197,25 @@ class MaxMinLP:
     def set_z_coefficients(self, z_coef: np.ndarray) -> None:
         self.lp.change_column(self.z_col, np.arange(self.n), -z_coef)
 
-    def maximize_total(self, z_floor: float, job_weights: np.ndarray | None = None) -> np.ndarray:
+    def maximize_total(self, z_floor: float, job_weights: np.ndarray | None = None,
+                       first: np.ndarray | None = None) -> np.ndarray:
         """Second stage: keep ``z >= z_floor (1 - slack)`` and maximize the (weighted) sum of
-        job values, so that capacity the bottleneck jobs cannot use is not left idle."""
+        job values, so that capacity the bottleneck jobs cannot use is not left idle. Where
+        HiGHS calls that infeasible, the floor is loosened (``LOOSER_SLACKS``); if it still
+        is, ``first`` (the first stage's columns, still max-min optimal) is returned, or the
+        error raised without it."""
         weights = np.ones(self.n) if job_weights is None else job_weights
         cost = np.append(-self.columns.value.weighted_columns(weights), 0.0)
-        self.lp.change_bounds(self.z_col, z_floor - PARETO_SLACK * abs(z_floor), INF)
         self.lp.change_costs(cost)
-        return self.lp.solve()[:-1]
+        for slack in (PARETO_SLACK, *LOOSER_SLACKS):
+            self.lp.change_bounds(self.z_col, z_floor - slack * abs(z_floor), INF)
+            try:
+                return self.lp.solve()[:-1]
+            except SolverError:
+                if first is None:
+                    raise
+        assert first is not None
+        return first
 
     @property
     def solves(self) -> int:

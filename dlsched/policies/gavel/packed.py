@@ -142,7 +142,7 @@ def max_min_fairness_packed(problem: AllocationProblem, pareto: bool = True,
     lp = MaxMinLP(singles.then(shared), problem.counts, np.zeros(len(classes.reps)))
     x_cols, best = lp.solve()
     if pareto:
-        x_cols = lp.maximize_total(best, classes.counts.astype(float))
+        x_cols = lp.maximize_total(best, classes.counts.astype(float), first=x_cols)
     x, job_pair, pair_x = _realize(classes, pairs, np.clip(x_cols, 0.0, 1.0), len(jobs),
                                    (jobs, types, pair_index, pair_types))
     result = Allocation("max_min_fairness_packed", x, best, 0.0, pairs=job_pair, pair_x=pair_x,

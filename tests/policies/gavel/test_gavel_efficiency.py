@@ -66,3 +66,33 @@ def test_min_cost_reports_deadlines_it_cannot_meet():
     case = problem([[1.0, 2.0]], [1, 1], remaining=np.array([1500.0]), deadline=np.array([10.0]))
     with pytest.raises(SolverError, match="nfeasible"):
         min_cost(case, prices=[1.0, 3.0])
+
+
+def test_makespan_allocation_does_not_depend_on_the_scale_of_the_work():
+    # Steps per second over steps left is ~1e-5 for hours of work; the LP is solved with the
+    # largest value at 1, so the same jobs with 10^7 times the work get the same X.
+    throughput = [[1.0, 3.0], [2.0, 2.5], [0.5, 4.0]]
+    remaining = np.array([400.0, 900.0, 250.0])
+    small = min_makespan(problem(throughput, [1, 1], remaining=remaining))
+    large = min_makespan(problem(throughput, [1, 1], remaining=remaining * 1e7))
+    assert large.x == pytest.approx(small.x, abs=1e-6)
+    assert large.objective == pytest.approx(small.objective * 1e7, rel=1e-6)
+
+
+def test_makespan_in_the_artifact_rounds_runs_a_whole_trace():
+    # The first 200 jobs of Gavel's continuous trace: at one reset the second stage's floor
+    # z* (1 - 1e-9) was below HiGHS' tolerances ("HiGHS: Infeasible" ended the run).
+    from builders import records_of
+
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.scheduling.registry import build_policy
+    from dlsched.sim.simulator import SimConfig, Simulator
+    from dlsched.workload.bundled import resolve_trace
+    from dlsched.workload.readers.base import ReaderOptions
+
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=200))
+    sim = Simulator(resolve_cluster("gavel-108"), trace,
+                    build_policy("gavel-makespan", {"mechanism": "artifact"}),
+                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    records = records_of(sim)
+    assert len(records) == 200 and all(r.status == "finished" for r in records.values())

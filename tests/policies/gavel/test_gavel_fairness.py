@@ -91,3 +91,32 @@ def test_allocation_arrays_are_read_only():
     assert isinstance(result, Allocation)
     with pytest.raises(ValueError):
         result.x[0, 0] = 1.0
+
+
+def _max_min_lp():  # noqa: ANN202
+    from dlsched.policies.gavel.lp import MaxMinLP, single_columns
+
+    value = np.array([[1.0, 10.0], [1.0, 10.0], [1.0, 1.1], [1.0, 1.1]])
+    columns, _, _ = single_columns(value, np.ones(4))
+    lp = MaxMinLP(columns, np.array([1.0, 1.0]), np.zeros(4))
+    x, best = lp.solve()
+    return lp, x, best
+
+
+def test_the_second_stage_loosens_a_floor_the_solver_cannot_reach():
+    # A floor a hair above z* (as HiGHS may report z* within its tolerance) is infeasible as
+    # given; the looser floor (1e-6) finds the second stage's allocation, not the first's.
+    lp, x, best = _max_min_lp()
+    second = lp.maximize_total(best * (1 + 5e-7), first=x)
+    assert second is not x
+    assert lp.columns.value.times(second).min() >= best * (1 - 2e-6)
+
+
+def test_the_second_stage_keeps_the_first_allocation_where_no_floor_is_feasible():
+    from dlsched.policies.gavel.lp import SolverError
+
+    lp, x, best = _max_min_lp()
+    assert lp.maximize_total(best * 1.5, first=x) is x
+    lp, x, best = _max_min_lp()
+    with pytest.raises(SolverError, match="Infeasible"):
+        lp.maximize_total(best * 1.5)
