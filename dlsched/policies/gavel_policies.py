@@ -94,10 +94,13 @@ def gavel_maxmin_packed(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
 
 @register_policy("gavel-ftf")
 def gavel_ftf(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-              placement: str = "consolidated", mechanism: str = "paper") -> Profile:
-    """Gavel finish-time fairness, Themis' rho (OSDI'20 §4.2), in rounds."""
+              placement: str = "consolidated", mechanism: str = "paper",
+              pareto: bool = True) -> Profile:
+    """Gavel finish-time fairness, Themis' rho (OSDI'20 §4.2), in rounds; ``pareto=false``
+    keeps the min-max-rho allocation as Gavel's own policy does (no second stage filling
+    capacity the bottleneck jobs cannot use)."""
     return gavel_profile("gavel-ftf", finish_time_fairness, round_seconds, pop_k, placement,
-                         mechanism=mechanism)
+                         options={"pareto": pareto}, mechanism=mechanism)
 
 
 @register_policy("gavel-las")

@@ -49,3 +49,9 @@ def test_gavel_simulator_las_on_100_continuous_jobs(policy: str) -> None:
     assert abs(diffs[(policy, "jct_mean_s")]) <= 0.05, diffs
     if policy == "gavel-maxmin":  # the agnostic one's GPU type order is random each round
         assert abs(diffs[(policy, "makespan_s")]) <= 0.05, diffs
+
+
+def test_gavel_simulator_ftf_on_100_continuous_jobs() -> None:
+    # min max rho with no second stage, as Gavel's finish_time_fairness_perf solves it
+    diffs = cells("gavel-osdi20", "continuous-100", None, "gavel-ftf")
+    assert abs(diffs[("gavel-ftf", "jct_mean_s")]) <= 0.05, diffs

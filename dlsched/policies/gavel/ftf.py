@@ -61,13 +61,15 @@ class _RhoSearch:
         self.isolated = isolated[self.reps]
         self.columns, self.jobs, self.types = single_columns(
             problem.throughput[self.reps], problem.scale[self.reps] * self.counts)
-        self.lp = MaxMinLP(self.columns, problem.counts, np.zeros(len(self.reps)),
-                           self.required(1.0))
         self.lowest = float(np.max(self.elapsed / self.isolated))  # lambda(lowest) = 0
         # No job can beat its rho alone on the cluster: a lower bound on the optimum.
         fastest = alone_throughput(problem.throughput[self.reps], problem.scale[self.reps],
                                    problem.counts)
         self.floor = float(np.max((self.elapsed + self.remaining / fastest) / self.isolated))
+        # Each evaluation sets the z column first; it starts finite (rho = 1 is at or below
+        # ``lowest`` when jobs waited longer than their equal share accounts for).
+        self.lp = MaxMinLP(self.columns, problem.counts, np.zeros(len(self.reps)),
+                           self.required(1.0 if self.lowest < 1.0 else self.floor))
 
     def required(self, rho: float) -> np.ndarray:
         return self.remaining / (rho * self.isolated - self.elapsed)
@@ -137,16 +139,22 @@ def finish_time_fairness(problem: AllocationProblem, pareto: bool = True,
     search = _RhoSearch(problem)
     bracket = _Bracket(search)
     # First just above the lower bound (the optimum when one job that waited long is the
-    # bottleneck), then rho = 1, then secant steps.
-    bracket.evaluate(min(1.0, search.floor * (1.0 + 0.5 * tolerance)))
-    if not bracket.settled(tolerance):
+    # bottleneck), then rho = 1, then secant steps. rho = 1 (X^equal) is out of reach when
+    # jobs have waited longer than their equal share accounts for (t^iso < t): at or below
+    # ``lowest`` a job's requirement is negative or infinite and the LP unbounded, so the
+    # search never asks there.
+    first = min(1.0, search.floor * (1.0 + 0.5 * tolerance))
+    if first <= search.lowest:
+        first = search.floor * (1.0 + 0.5 * tolerance)
+    bracket.evaluate(first)
+    if not bracket.settled(tolerance) and search.lowest < 1.0:
         bracket.evaluate(1.0)
     while not bracket.settled(tolerance) and search.lp.solves < MAX_SOLVES:
         bracket.evaluate(_next_rho(bracket.points, bracket.low, bracket.high, tolerance))
     best = bracket.best
     if pareto:  # best reaches z = 1 at rho = high; a hair above it leaves room for rounding
         search.lp.set_z_coefficients(search.required(bracket.high * (1.0 + 0.1 * tolerance)))
-        best = search.lp.maximize_total(1.0, search.counts.astype(float))
+        best = search.lp.maximize_total(1.0, search.counts.astype(float), first=best)
     x = search.expand(best, problem.n_types)
     return Allocation("finish_time_fairness", x, search.rho(best), time.perf_counter() - started,
                       lp_solves=search.lp.solves)
