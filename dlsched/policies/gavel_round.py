@@ -28,7 +28,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.perf.gavel_table import GavelThroughputs, worker_type
 from dlsched.perf.model import Placement
-from dlsched.policies.gavel.assign import Entry, assign_types, place_round
+from dlsched.policies.gavel.assign import Entry, assign_types, place_round, room_by_type
 from dlsched.policies.gavel.inputs import from_gavel, from_rates
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
@@ -269,8 +269,7 @@ class GavelRounds:
             candidates = list(state.snapshot.waiting)
             kept = current
         workers = {job.job_id: job.spec.num_gpus for job in candidates}
-        free = np.bincount(cluster.node_type, weights=room,
-                           minlength=len(cluster.type_names))
+        free = room_by_type(cluster.node_type, room, len(cluster.type_names))
         types = assign_types(self._entries(view, candidates), workers, free)
         placed = place_round(types, workers, current if view.is_round else {},
                              cluster.node_type, room)

@@ -238,3 +238,13 @@ def test_a_stalled_warm_start_is_solved_again_from_scratch() -> None:
     sim = Simulator(cluster, trace, build_policy("gavel-ftf"), SimConfig(max_time=53_000))
     result = sim.run()
     assert sum(j.status == "finished" for j in result.jobs) > 0
+
+
+@pytest.mark.parametrize("mechanism", ["paper", "artifact"])
+def test_a_node_without_gpus_is_no_room(mechanism: str) -> None:
+    # A CPU-only node (GPU type code -1, as alibaba-2023 has hundreds) beside the GPU nodes:
+    # the round's room per type counted it as an index and the run stopped with numpy's error.
+    cluster = cluster_of(Node("cpu", "", 0), Node("k80", "K80", 4), Node("v100", "V100", 4))
+    jobs = [gavel_job(f"j{i}", FAST if i % 2 else SLOW, 2000.0, at=10.0 * i) for i in range(8)]
+    _, records = simulate("gavel-fifo", cluster, jobs, mechanism=mechanism)
+    assert all(r.status == "finished" for r in records.values())

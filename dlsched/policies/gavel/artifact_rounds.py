@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlsched.policies.gavel.assign import Entry, place_round
+from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment
@@ -224,7 +224,7 @@ class ArtifactGavelRounds(GavelRounds):
         room[list(state.snapshot.down_nodes)] = 0
         candidates = [*running, *state.snapshot.waiting]
         workers = {job.job_id: job.spec.num_gpus for job in candidates}
-        free = np.bincount(cluster.node_type, weights=room, minlength=len(cluster.type_names))
+        free = room_by_type(cluster.node_type, room, len(cluster.type_names))
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room)
         kept, chosen = self._assignments, {}

@@ -81,6 +81,13 @@ def place_on_nodes(need: int, nodes: np.ndarray, room: np.ndarray) -> tuple[int,
     return tuple(sorted(placed))
 
 
+def room_by_type(node_type: np.ndarray, room: np.ndarray, n_types: int) -> np.ndarray:
+    """GPUs of room per GPU type (``Cluster.type_names`` order); nodes without GPUs (type
+    code -1: CPU-only nodes, as in alibaba-2023) count for none."""
+    with_gpus = node_type >= 0
+    return np.bincount(node_type[with_gpus], weights=room[with_gpus], minlength=n_types)
+
+
 def place_round(types: Mapping[str, int], workers: Mapping[str, int],
                 current: Mapping[str, tuple[int, ...]], node_type: np.ndarray,
                 room: np.ndarray) -> dict[str, tuple[int, ...]]:

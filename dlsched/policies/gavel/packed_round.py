@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dlsched.policies.gavel.assign import Entry, assign_with_pairs, place_round
+from dlsched.policies.gavel.assign import Entry, assign_with_pairs, place_round, room_by_type
 from dlsched.policies.gavel.gpus import exact, name_gpus
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import MIN_FRACTION, GavelRounds, _Round
@@ -94,7 +94,7 @@ class PackedGavelRounds(GavelRounds):
             kept = {j.job_id: exact(j.allocation, cluster.gpu_node, j.shares[0])
                     for j in snapshot.running}
         workers = {job.job_id: job.spec.num_gpus for job in candidates}
-        by_type = np.bincount(cluster.node_type, weights=room, minlength=len(cluster.type_names))
+        by_type = room_by_type(cluster.node_type, room, len(cluster.type_names))
         entries = [*self._entries(view, candidates), *self._pair_entries(view, candidates,
                                                                          state.now)]
         types, partner = assign_with_pairs(entries, workers, by_type)
