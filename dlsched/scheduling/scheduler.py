@@ -223,7 +223,7 @@ class Scheduler:
         workers from the failed node to the spare's GPUs and restarts at once, as Llama 3's
         and most large trainings do; without one it goes back to the queue. Returns the jobs
         hit."""
-        self.down_nodes = self.down_nodes | {node}
+        self._set_down(self.down_nodes | {node})
         if spare is not None:
             self.node_up(spare)
         now = self.clock.now()
@@ -353,15 +353,24 @@ class Scheduler:
         return out
 
     def node_up(self, node: int) -> None:
-        self.down_nodes = self.down_nodes - {node}
+        self._set_down(self.down_nodes - {node})
         if self.reshaped:
             self._grow_back()
 
     def set_down_nodes(self, nodes: frozenset[int]) -> bool:
         """Mark exactly ``nodes`` down; True if that changed anything."""
         changed = nodes != self.down_nodes
-        self.down_nodes = nodes
+        self._set_down(nodes)
         return changed
+
+    def _set_down(self, nodes: frozenset[int]) -> None:
+        """``down_nodes`` becomes ``nodes``; each node that went down or came up counts as a
+        change of its GPUs (``node_version``), so that a placement that failed there is tried
+        again (the cycle's futility memo reads the versions of a job's nodes: a repaired
+        node left a job waiting beside free GPUs until the run stalled)."""
+        for node in nodes ^ self.down_nodes:
+            self.node_version[node] += 1
+        self.down_nodes = nodes
 
     def fail(self, job_id: str, reason: str) -> None:
         """Give up on a job (e.g. it failed too many times)."""

@@ -149,3 +149,56 @@ def test_philly_with_failures_restarts_jobs_and_reports_lost_gpu_hours() -> None
     clean = summarize(Simulator(cluster, trace, build_policy("tiresias"),
                                 SimConfig(seed=3)).run())
     assert clean.lost_gpu_hours == 0 and clean.ettr is None
+
+
+@pytest.mark.parametrize("policy", ["fifo", "backfill", "edf", "tiresias"])
+def test_a_job_starts_when_the_node_it_waits_for_is_repaired(policy: str) -> None:
+    # Node 0 runs a long job; node 1 fails at 10 s for 400 s; a 4-GPU job arriving at 20 s
+    # fits only on node 1 (Tiresias would preempt the long job at 900 s, 3,600 GPU-s). A
+    # failed attempt is not retried while no start or stop touched the job's nodes: a repair
+    # is such a change (it waited for the long job's end, 10^5 s, and on a failure-heavy run
+    # stopped as "nothing could start").
+    from dlsched.sim.failures import Failure
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))  # injected only
+    specs = (JobSpec("long", 0.0, 4, work=1e5), JobSpec("late", 20.0, 4, work=500.0))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", specs), build_policy(policy),
+                    SimConfig(restart_overhead=0.0, failures=quiet))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", 400.0))
+    records = {r.job_id: r for r in sim.run().jobs}
+    assert records["late"].first_start == pytest.approx(410.0)
+    assert records["late"].status == JobStatus.FINISHED.value
+
+
+@pytest.mark.parametrize("policy", ["fifo", "backfill", "edf", "tiresias"])
+def test_a_job_hit_by_a_failure_restarts_when_its_node_is_repaired(policy: str) -> None:
+    # Both nodes busy; node 1 fails at 10 s for 400 s: its job goes back to the queue and
+    # fits again only once the node is back (node 0's job runs ~10^5 s).
+    from dlsched.sim.failures import Failure
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))  # injected only
+    specs = (JobSpec("long", 0.0, 4, work=1e5), JobSpec("hit", 1.0, 4, work=500.0))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", specs), build_policy(policy),
+                    SimConfig(restart_overhead=0.0, failures=quiet))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", 400.0))
+    records = {r.job_id: r for r in sim.run().jobs}
+    assert records["hit"].finish_time < 2000.0
+
+
+def test_fifo_under_heavy_failures_finishes_every_job() -> None:
+    # llama3x1000 on the Philly cluster: nodes fail every few hours and take hours to repair;
+    # two jobs of one virtual cluster waited beside its repaired nodes until the run stopped.
+    from dlsched import experiment
+
+    config = RunConfig(trace="philly-sample", cluster="philly", limit=200,
+                       failures="llama3x1000", resilience="elastic")
+    cluster = resolve_cluster("philly")
+    sim = Simulator(cluster, experiment.load_trace(config, cluster), build_policy("fifo"),
+                    SimConfig(**experiment.failure_options(config)))
+    result = sim.run()
+    assert sim.stalled_at is None
+    assert all(r.status == JobStatus.FINISHED.value for r in result.jobs)
