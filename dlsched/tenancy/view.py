@@ -79,6 +79,7 @@ class Ledger:
         # queue (by ``JobSpec.queue``) every job started. A failed victim search is carried
         # to later cycles while both stay as they were (``TenantAdmission.carried_miss``).
         self.stops = 0
+        self._down: frozenset[int] = frozenset()  # the down nodes as of the last update
         self.starts_in: dict[str | None, int] = {}
         self.version = 0  # bumped whenever ``usage`` changes (memos across cycles)
 
@@ -88,6 +89,10 @@ class Ledger:
     def update(self, state: CycleState) -> None:
         masks, gpu_node = self.flavors.masks(state.cluster), state.cluster.gpu_node
         started, self._started = self._started, []
+        down = state.snapshot.down_nodes
+        if down is not self._down and self._down - down:  # repaired nodes: GPUs freed, as
+            self.stops += 1  # by a stop (a carried miss may fit now)
+        self._down = down
         if self.told and self.integral and self._update_told(state, started, masks, gpu_node):
             return
         running = {job.job_id: job for job in state.snapshot.running}

@@ -76,3 +76,21 @@ def test_tiresias_inside_tenants_wakes_for_every_demotion(seed: int,
     quiet = _records(wrapped, jobs)
     monkeypatch.setattr(DiscretizedLas, "_demotions_matter", lambda self, state: True)
     assert _records(with_tenants(tiresias(thresholds=(600.0,)), ONE_QUEUE), jobs) == quiet
+
+
+@pytest.mark.parametrize("build", [lambda: fifo(strict=False), tiresias],
+                         ids=["fifo-best-effort", "tiresias"])
+def test_a_repaired_node_is_room_inside_the_tenant_model(build) -> None:  # type: ignore[no-untyped-def]
+    # As tests/sim/test_failures.py's repair case, in one queue: node 1 fails at 10 s for
+    # 400 s; the 4-GPU job that arrives at 20 s starts on it when it is repaired (the tenant
+    # layer carried its failed search while no job had started or stopped).
+    from dlsched.sim.failures import Failure, FailureCategory, FailureModel
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))
+    jobs = (JobSpec("long", 0.0, 4, 1e5), JobSpec("late", 20.0, 4, 500.0))
+    sim = Simulator(make_cluster(nodes=2, gpus=4), Trace("t", jobs),
+                    with_tenants(build(), ONE_QUEUE),
+                    SimConfig(restart_overhead=0.0, failures=quiet))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", 400.0))
+    assert records_of(sim)["late"].first_start == 410.0
