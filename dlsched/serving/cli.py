@@ -49,8 +49,14 @@ def _ms(value: Any) -> str:
 def _print(report: dict[str, Any], out: Path) -> None:
     for name, m in report["services"].items():
         latency = "-" if m["latency_p99"] is None else f"{m['latency_p99']:.1f} s"
+        if "replicas_placed_late" in m:  # autoscaled: replicas came and went
+            placed = (f"{m['replicas']} replicas over the run (autoscaled from "
+                      f"{m['replicas_requested']}, peak {m.get('replicas_peak', m['replicas'])}, "
+                      f"{m['replicas_placed_late']} placed late)")
+        else:
+            placed = f"{m['replicas']}/{m['replicas_requested']} replicas placed"
         console.print(escape(
-            f"{name}: {m['replicas']}/{m['replicas_requested']} replicas placed, "
+            f"{name}: {placed}, "
             f"{m['requests']} requests, SLO ({m['slo']}) met by "
             f"{(m['slo_attainment'] or 0) * 100:.2f}%, TTFT p50/p99 {_ms(m['ttft_p50'])}/"
             f"{_ms(m['ttft_p99'])} ms, TPOT p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} "

@@ -53,6 +53,20 @@ def test_simulate_services_writes_the_contract(tmp_path: Path) -> None:
     assert "service:chat/0" in jobs and "service:chat/1" in jobs  # placed by the core
 
 
+def test_the_line_of_an_autoscaled_service_says_so(tmp_path: Path) -> None:
+    # "8/1 replicas placed" read as 8 of 1: an autoscaled service's replicas come and go.
+    services = _services(tmp_path, CHAT + "    autoscaling: {min: 1, max: 3, "
+                         "target_outstanding: 1, interval_s: 5, cold_start_s: 1}\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    chat = json.loads((out / "services.json").read_text())["services"]["chat"]
+    line = " ".join(result.output.split())
+    assert (f"chat: {chat['replicas']} replicas over the run (autoscaled from "
+            f"{chat['replicas_requested']}, peak {chat['replicas_peak']}, ") in line
+    assert "replicas placed," not in line
+
+
 def test_training_jobs_share_the_cluster(tmp_path: Path) -> None:
     services = _services(tmp_path, CHAT)
     out = tmp_path / "out"
