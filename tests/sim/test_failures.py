@@ -151,41 +151,38 @@ def test_philly_with_failures_restarts_jobs_and_reports_lost_gpu_hours() -> None
     assert clean.lost_gpu_hours == 0 and clean.ettr is None
 
 
-@pytest.mark.parametrize("policy", ["fifo", "backfill", "edf", "tiresias"])
-def test_a_job_starts_when_the_node_it_waits_for_is_repaired(policy: str) -> None:
-    # Node 0 runs a long job; node 1 fails at 10 s for 400 s; a 4-GPU job arriving at 20 s
-    # fits only on node 1 (Tiresias would preempt the long job at 900 s, 3,600 GPU-s). A
-    # failed attempt is not retried while no start or stop touched the job's nodes: a repair
-    # is such a change (it waited for the long job's end, 10^5 s, and on a failure-heavy run
-    # stopped as "nothing could start").
+def _node_1_down_from_10_to_410_s(policy: str, specs: tuple[JobSpec, ...]) -> dict:
+    """The records of ``specs`` on two nodes of 4 GPUs whose node 1 fails at 10 s for 400 s
+    (the only failure: injected)."""
     from dlsched.sim.failures import Failure
 
-    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))  # injected only
-    specs = (JobSpec("long", 0.0, 4, work=1e5), JobSpec("late", 20.0, 4, work=500.0))
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))
     sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
                     Trace("t", specs), build_policy(policy),
                     SimConfig(restart_overhead=0.0, failures=quiet))
     assert sim.failures is not None
     sim.failures.inject(Failure(10.0, 1, "gpu", 400.0))
-    records = {r.job_id: r for r in sim.run().jobs}
+    return {r.job_id: r for r in sim.run().jobs}
+
+
+@pytest.mark.parametrize("policy", ["fifo", "backfill", "edf", "tiresias"])
+def test_a_job_starts_when_the_node_it_waits_for_is_repaired(policy: str) -> None:
+    # Node 0 runs a long job; a 4-GPU job arriving at 20 s fits only on node 1 (Tiresias
+    # would preempt the long job at 900 s, 3,600 GPU-s). A failed attempt is not retried
+    # while no start or stop touched the job's nodes: a repair is such a change (it waited for
+    # the long job's end, 10^5 s, and on a failure-heavy run stopped as "nothing could start").
+    records = _node_1_down_from_10_to_410_s(policy, (
+        JobSpec("long", 0.0, 4, work=1e5), JobSpec("late", 20.0, 4, work=500.0)))
     assert records["late"].first_start == pytest.approx(410.0)
     assert records["late"].status == JobStatus.FINISHED.value
 
 
 @pytest.mark.parametrize("policy", ["fifo", "backfill", "edf", "tiresias"])
 def test_a_job_hit_by_a_failure_restarts_when_its_node_is_repaired(policy: str) -> None:
-    # Both nodes busy; node 1 fails at 10 s for 400 s: its job goes back to the queue and
-    # fits again only once the node is back (node 0's job runs ~10^5 s).
-    from dlsched.sim.failures import Failure
-
-    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))  # injected only
-    specs = (JobSpec("long", 0.0, 4, work=1e5), JobSpec("hit", 1.0, 4, work=500.0))
-    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
-                    Trace("t", specs), build_policy(policy),
-                    SimConfig(restart_overhead=0.0, failures=quiet))
-    assert sim.failures is not None
-    sim.failures.inject(Failure(10.0, 1, "gpu", 400.0))
-    records = {r.job_id: r for r in sim.run().jobs}
+    # Both nodes busy: the job on node 1 goes back to the queue and fits again only once the
+    # node is back (node 0's job runs ~10^5 s).
+    records = _node_1_down_from_10_to_410_s(policy, (
+        JobSpec("long", 0.0, 4, work=1e5), JobSpec("hit", 1.0, 4, work=500.0)))
     assert records["hit"].finish_time < 2000.0
 
 
