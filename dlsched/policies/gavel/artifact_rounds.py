@@ -46,7 +46,6 @@ class _Book:
     its jobs' rows with one index instead of stacking a small array per job."""
 
     def __init__(self, n_types: int) -> None:
-        self.n_types = n_types
         self.slot: dict[str, int] = {}
         self._free: list[int] = []
         self.time = np.zeros((64, n_types))
