@@ -20,6 +20,7 @@ from dlsched.sweeps.grid import LABELS, SweepRun
 METRICS = ("jct_mean", "jct_p99", "queueing_delay_mean", "makespan", "utilization",
            "preemptions", "ftf_rho_max")
 PLOTTED = ("jct_mean", "makespan", "utilization")
+UNITS = {"jct_mean": "s", "jct_p99": "s", "queueing_delay_mean": "s", "makespan": "s"}
 # summary.json's own identity and host-timing fields: the labels and the machine say those
 _DROPPED = ("policy", "trace", "cluster", "seed", "version", "placement", "restart_overhead")
 
@@ -84,7 +85,9 @@ def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
 
 def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> list[Path]:
     """One PNG per metric: a panel per trace × cluster, a bar per policy (and varied option
-    values) at the mean over seeds, with its 95% interval as an error bar."""
+    values, as ``key=value``) at the mean over seeds, with its 95% interval as an error bar;
+    every plotted metric is >= 0, so the bar's lower end stops at 0 (with few seeds the
+    interval is wide: two seeds multiply the standard error by 12.7)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -92,20 +95,26 @@ def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> li
 
     ci = confidence(table, metrics)
     labels = [c for c in _label_columns(table) if c not in ("trace", "cluster", "seed")]
+    varied = [c for c in labels if c not in LABELS]
     panels = list(ci.groupby(["trace", "cluster"], sort=False))
     folder = out / "plots"
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for metric in (m for m in metrics if m in ci.columns):
-        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.5), squeeze=False)
+        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4.2 if varied else 3.5),
+                                 squeeze=False)
         for ax, ((trace, cluster), group) in zip(axes[0], panels, strict=True):
-            names = [" ".join(str(v) for v in row) for row in group[labels].itertuples(
-                index=False)]
-            error = (group[f"{metric}_ci_high"] - group[metric]).fillna(0)
-            ax.bar(names, group[metric], yerr=error, capsize=3)
+            names = [" ".join(f"{c}={v}" if c in varied else str(v)
+                              for c, v in zip(labels, row, strict=True))
+                     for row in group[labels].itertuples(index=False)]
+            half = (group[f"{metric}_ci_high"] - group[metric]).fillna(0)
+            low = half.where(half < group[metric], group[metric].clip(lower=0))
+            ax.bar(names, group[metric], yerr=[low, half], capsize=3)
             ax.set_title(f"{trace} / {cluster}", fontsize=9)
-            ax.tick_params(axis="x", labelrotation=45, labelsize=8)
-        axes[0][0].set_ylabel(f"{metric} (mean, 95% CI over seeds)")
+            ax.tick_params(axis="x", labelsize=8)
+            plt.setp(ax.get_xticklabels(), rotation=40, ha="right", rotation_mode="anchor")
+        unit = f"{UNITS[metric]}; " if metric in UNITS else ""
+        axes[0][0].set_ylabel(f"{metric} ({unit}mean, 95% CI over seeds)", fontsize=9)
         fig.tight_layout()
         paths.append(folder / f"{metric}.png")
         fig.savefig(paths[-1], dpi=100)

@@ -1,0 +1,33 @@
+"""The sweep's plots (sweeps/table.py ``plot``): what each bar and its interval say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dlsched.sweeps import table as sweep_table
+
+
+def test_bars_name_the_varied_option_and_stop_at_zero(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two seeds far apart: the 95% interval (t = 12.7) reaches below 0 for a JCT, which
+    # cannot be negative; the bar's lower end stops at 0, the upper end is the interval's.
+    rows = [{"trace": "t", "cluster": "c", "policy": "fifo", "seed": seed,
+             "restart_overhead": 60, "key": f"k{seed}", "jct_mean": jct}
+            for seed, jct in ((0, 100.0), (1, 300.0))]
+    drawn: list[tuple[list[str], list[list[float]]]] = []
+
+    def bar(self, names, heights, yerr=None, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append((list(names), [list(side) for side in yerr]))
+
+    import matplotlib.axes
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "bar", bar)
+    sweep_table.plot(pd.DataFrame(rows), tmp_path, metrics=("jct_mean",))
+    (names, (low, high)), = drawn
+    assert names == ["fifo restart_overhead=60"]
+    ci = sweep_table.confidence(pd.DataFrame(rows), ("jct_mean",)).iloc[0]
+    assert ci["jct_mean_ci_low"] < 0  # the interval itself, as ci.csv keeps it
+    assert low == [200.0] and high == pytest.approx([ci["jct_mean_ci_high"] - 200.0])
