@@ -69,6 +69,10 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
     builder = known[name].builder
     kwargs = _convert_options(name, builder, dict(options or {}))
     if placement is not None:
+        if not accepts(name, "placement"):
+            raise ConfigError(f"policy {name} places its jobs itself: --placement does not apply "
+                              f"to it (--policy-opt placement=VALUE sets it for the policies "
+                              f"that have the option)")
         kwargs["placement"] = placement
     try:
         profile = builder(**kwargs)

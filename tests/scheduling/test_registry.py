@@ -6,7 +6,7 @@ import pytest
 
 from dlsched.errors import ConfigError
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import build_policy, policies, register_policy
+from dlsched.scheduling.registry import accepts, build_policy, policies, register_policy
 
 CORE_POLICIES = ("backfill", "fifo", "sjf", "srtf", "tiresias")
 
@@ -68,6 +68,13 @@ def test_placement_is_passed_through() -> None:
     assert build_policy("fifo").placement == "consolidated"
     with pytest.raises(ConfigError, match="unknown placement 'diagonal'"):
         build_policy("fifo", placement="diagonal")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in policies() if not accepts(n, "placement")))
+def test_a_policy_that_places_its_jobs_itself_refuses_a_placement(name: str) -> None:
+    # --placement reached the builder as an unknown keyword: a TypeError's traceback
+    with pytest.raises(ConfigError, match=f"policy {name} places its jobs itself"):
+        build_policy(name, placement="spread")
 
 
 def test_unknown_option_lists_the_valid_ones() -> None:
