@@ -87,6 +87,8 @@ class GavelRounds:
         self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
         self._lookup: tuple[Cluster, list[int], list[int]] | None = None
         self._kind_rates: dict[tuple[object, ...], np.ndarray] = {}  # see ``_speed``
+        self._nodes: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # ``_nodes_of``
+        self._assignments: dict[str, Assignment] = {}  # each job's last target (``_target``)
 
     # -- per-cycle view -----------------------------------------------------------------
     def view(self, state: CycleState) -> _Round:
@@ -112,6 +114,10 @@ class GavelRounds:
                 del self._credited[gone]  # time_on stays: what each job received, for reports
             for gone in set(self._rates) - active:
                 del self._rates[gone]
+            for gone in set(self._nodes) - active:
+                del self._nodes[gone]
+            for gone in set(self._assignments) - active:
+                del self._assignments[gone]
         n_types = len(state.cluster.type_names)
         none = np.zeros(n_types)  # arrived since the last solve: no X yet
         x = np.array([self._x.get(j.job_id, none) for j in jobs]).reshape(len(jobs), n_types)
@@ -122,8 +128,9 @@ class GavelRounds:
         allocated = x > 0
         order = np.lexsort((-priority, ~allocated), axis=-1) if len(jobs) else priority
         speed = self._speed(state, jobs)
-        preference = [tuple(int(t) for t in row if speed[i, t] > 0)
-                      for i, row in enumerate(order)]
+        runnable = (speed > 0).tolist()  # Python lists: no numpy scalar per (job, type)
+        preference = [tuple(t for t in row if ok[t])
+                      for row, ok in zip(np.asarray(order).tolist(), runnable, strict=True)]
         return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, preference,
                       allocated, speed, is_round)
 
@@ -257,8 +264,7 @@ class GavelRounds:
         view = self.view(state)
         cluster = state.cluster
         gpu_node = self._gpu_lookup(cluster)[0]
-        current = {job.job_id: tuple(sorted(gpu_node[g] for g in job.allocation))
-                   for job in state.snapshot.running}  # Assignment.of(job, cluster).nodes
+        current = {job.job_id: self._nodes_of(job, gpu_node) for job in state.snapshot.running}
         if view.is_round:
             room = cluster.node_gpus.astype(np.int64).copy()
             room[list(state.snapshot.down_nodes)] = 0
@@ -273,7 +279,25 @@ class GavelRounds:
         types = assign_types(self._entries(view, candidates), workers, free)
         placed = place_round(types, workers, current if view.is_round else {},
                              cluster.node_type, room)
-        return {job_id: Assignment(nodes) for job_id, nodes in {**kept, **placed}.items()}
+        return {job_id: self._target(job_id, nodes)
+                for job_id, nodes in {**kept, **placed}.items()}
+
+    def _target(self, job_id: str, nodes: tuple[int, ...]) -> Assignment:
+        """An ``Assignment`` of ``nodes`` (sorted), the job's last one while they are the same
+        (frozen: reused instead of made again each cycle)."""
+        target = self._assignments.get(job_id)
+        if target is None or target.nodes != nodes:
+            target = self._assignments[job_id] = Assignment(nodes)
+        return target
+
+    def _nodes_of(self, job: Job, gpu_node: list[int]) -> tuple[int, ...]:
+        """A running job's nodes (``Assignment.of(job, cluster).nodes``), kept while it holds
+        the same GPUs."""
+        held = job.allocation
+        known = self._nodes.get(job.job_id)
+        if known is None or known[0] is not held:
+            known = self._nodes[job.job_id] = (held, tuple(sorted([gpu_node[g] for g in held])))
+        return known[1]
 
     def _entries(self, view: _Round, jobs: Sequence[Job]) -> list[Entry]:
         """(job, type) entries: allocated types at their priority; types with ``X = 0`` after

@@ -92,8 +92,6 @@ class ArtifactGavelRounds(GavelRounds):
         self._since: dict[str, float] = {}
         self._cycle_x = np.zeros((0, 0))  # this cycle's X rows (``_refresh``'s job order)
         self._cycle_slots: list[int] = []  # this cycle's book slots (the same order)
-        self._assignments: dict[str, Assignment] = {}  # each job's last target
-        self._nodes: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # see allocate
 
     # -- bookkeeping --------------------------------------------------------------------
     def _refresh(self, state: CycleState) -> _Round:
@@ -218,7 +216,7 @@ class ArtifactGavelRounds(GavelRounds):
         gpu_node = self._gpu_lookup(cluster)[0]
         current = {job.job_id: self._nodes_of(job, gpu_node) for job in running}
         if not view.is_round:  # Gavel's simulator decides only at round boundaries
-            return {job_id: Assignment(nodes) for job_id, nodes in current.items()}
+            return {job_id: self._target(job_id, nodes) for job_id, nodes in current.items()}
         room = cluster.node_gpus.astype(np.int64).copy()
         room[list(state.snapshot.down_nodes)] = 0
         candidates = [*running, *state.snapshot.waiting]
@@ -226,23 +224,8 @@ class ArtifactGavelRounds(GavelRounds):
         free = room_by_type(cluster.node_type, room, len(cluster.type_names))
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room)
-        kept, chosen = self._assignments, {}
-        for job_id, nodes in placed.items():
-            if job_id in self._x:
-                target = kept.get(job_id)
-                if target is None or target.nodes != nodes:  # frozen: reused while unchanged
-                    target = kept[job_id] = Assignment(nodes)
-                chosen[job_id] = target
-        return chosen
-
-    def _nodes_of(self, job: Job, gpu_node: list[int]) -> tuple[int, ...]:
-        """A running job's nodes (``Assignment.of(job, cluster).nodes``), kept while it holds
-        the same GPUs."""
-        held = job.allocation
-        known = self._nodes.get(job.job_id)
-        if known is None or known[0] is not held:
-            known = self._nodes[job.job_id] = (held, tuple(sorted([gpu_node[g] for g in held])))
-        return known[1]
+        return {job_id: self._target(job_id, nodes) for job_id, nodes in placed.items()
+                if job_id in self._x}
 
     def _walk(self, view: _Round, jobs: Sequence[Job], workers: dict[str, int],
               free: np.ndarray) -> dict[str, int]:
