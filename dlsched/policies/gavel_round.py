@@ -110,14 +110,10 @@ class GavelRounds:
         if is_round and active != self._active:  # Gavel re-solves at most once per round
             self._solve(state, jobs)
             self._active = active
-            for gone in set(self._credited) - active:
-                del self._credited[gone]  # time_on stays: what each job received, for reports
-            for gone in set(self._rates) - active:
-                del self._rates[gone]
-            for gone in set(self._nodes) - active:
-                del self._nodes[gone]
-            for gone in set(self._assignments) - active:
-                del self._assignments[gone]
+            # time_on stays: what each job received, for reports
+            for book in (self._credited, self._rates, self._nodes, self._assignments):
+                for gone in set(book) - active:
+                    del book[gone]
         n_types = len(state.cluster.type_names)
         none = np.zeros(n_types)  # arrived since the last solve: no X yet
         x = np.array([self._x.get(j.job_id, none) for j in jobs]).reshape(len(jobs), n_types)

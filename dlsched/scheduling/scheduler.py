@@ -359,18 +359,18 @@ class Scheduler:
 
     def set_down_nodes(self, nodes: frozenset[int]) -> bool:
         """Mark exactly ``nodes`` down; True if that changed anything."""
-        changed = nodes != self.down_nodes
-        self._set_down(nodes)
-        return changed
+        return self._set_down(nodes)
 
-    def _set_down(self, nodes: frozenset[int]) -> None:
+    def _set_down(self, nodes: frozenset[int]) -> bool:
         """``down_nodes`` becomes ``nodes``; each node that went down or came up counts as a
         change of its GPUs (``node_version``), so that a placement that failed there is tried
         again (the cycle's futility memo reads the versions of a job's nodes: a repaired
-        node left a job waiting beside free GPUs until the run stalled)."""
-        for node in nodes ^ self.down_nodes:
+        node left a job waiting beside free GPUs until the run stalled). True if any did."""
+        changed = nodes ^ self.down_nodes
+        for node in changed:
             self.node_version[node] += 1
         self.down_nodes = nodes
+        return bool(changed)
 
     def fail(self, job_id: str, reason: str) -> None:
         """Give up on a job (e.g. it failed too many times)."""
