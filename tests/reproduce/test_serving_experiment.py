@@ -33,3 +33,20 @@ def test_missing_traces_name_the_file(tmp_path: Path) -> None:
     run = get_experiment("serving-azure").run
     with pytest.raises(ConfigError, match="AzureLLMInferenceTrace_conv.csv: no such file"):
         list(run(ExperimentOptions(("conv-4",), (), options={"traces": str(tmp_path)})))
+
+
+def test_default_traces_come_from_the_data_directory(tmp_path: Path, monkeypatch) -> None:
+    """Without ``traces`` the files are looked up in the data directory, wherever the run
+    starts; not relative to the working directory."""
+    folder = tmp_path / "data/traces/inference/azure-llm-2023"
+    folder.mkdir(parents=True)
+    _write(folder, "conv", 20)
+    monkeypatch.setenv("DLSCHED_DATA", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)  # "../shared/data" from here is not the data directory
+    run = get_experiment("serving-azure").run
+    rows = list(run(ExperimentOptions(("conv-2",), ())))
+    assert {r.metric for r in rows} == {"slo_attainment", "ttft_p99", "tpot_p99"}
+    monkeypatch.delenv("DLSCHED_DATA")
+    with pytest.raises(ConfigError, match=r"azure-llm-2023/AzureLLMInferenceTrace_conv.csv: "
+                       r"found in neither .*DLSCHED_DATA is not set"):
+        list(run(ExperimentOptions(("conv-2",), ())))

@@ -9,8 +9,10 @@
   over 8 colocated machines; ``cost_ratio``: the fewest disaggregated machines matching the
   SLO attainment of 8 colocated ones, over 8.
 
-SLO: TTFT <= 2.5 s, TPOT <= 150 ms. The traces are read from ``--opt traces=DIR`` (default
-``../shared/data/traces/inference/azure-llm-2023``).
+SLO: TTFT <= 2.5 s, TPOT <= 150 ms. The traces are read from ``--opt traces=DIR``, by default
+from ``traces/inference/azure-llm-2023`` of the data directory (``$DLSCHED_DATA``,
+``dlsched/data_location.py``): like every other data lookup, not relative to the working
+directory.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from dlsched.data_location import find_data, where
 from dlsched.errors import ConfigError
 from dlsched.reproduce.registry import ExperimentOptions, register_experiment
 from dlsched.reproduce.rows import Measured
@@ -26,14 +29,22 @@ from dlsched.serving.metrics import Slo
 from dlsched.serving.run import serve, service_trace
 from dlsched.serving.service import ServiceSpec
 
-DEFAULT_DIR = "../shared/data/traces/inference/azure-llm-2023"
+DATA_DIR = "traces/inference/azure-llm-2023"  # under the data directory
 SLO = Slo(ttft=2.5, tpot=0.15)
 CONV_CASES = ("conv-2", "conv-4", "conv-8")
 MACHINES = 8
 
 
 def _trace(options: ExperimentOptions, name: str) -> str:
-    path = Path(options.options.get("traces", DEFAULT_DIR)) / f"AzureLLMInferenceTrace_{name}.csv"
+    file = f"AzureLLMInferenceTrace_{name}.csv"
+    given = options.options.get("traces")
+    if given is None:
+        found = find_data(f"{DATA_DIR}/{file}")
+        if found is None:
+            raise ConfigError(f"{DATA_DIR}/{file}: found in neither {where()} (the Azure LLM "
+                              f"2023 traces: --opt traces=DIR)")
+        return str(found)
+    path = Path(given) / file
     if not path.is_file():
         raise ConfigError(f"{path}: no such file (the Azure LLM 2023 traces: --opt traces=DIR)")
     return str(path)
@@ -47,7 +58,8 @@ def _spec(path: str, replicas: int = 1) -> ServiceSpec:
     "serving-azure", "Llama2-70B serving on the Azure LLM 2023 traces: SLO attainment on 2/4/8 "
     "replicas (conversation) and prefill/decode disaggregation vs Splitwise (code)",
     cases=(*CONV_CASES, "code-splitwise"),
-    options={"traces": f"folder of the Azure LLM 2023 CSV files (default {DEFAULT_DIR})"})
+    options={"traces": f"folder of the Azure LLM 2023 CSV files (default {DATA_DIR} of "
+                     f"the data directory, $DLSCHED_DATA)"})
 def serving_azure(options: ExperimentOptions) -> Iterator[Measured]:
     conv = [c for c in CONV_CASES if c in options.cases]
     if conv:
