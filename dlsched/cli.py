@@ -53,12 +53,15 @@ def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutc
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
     from dlsched.experiment import check_out, check_run, load_trace
+    from dlsched.workload.gpu_pins import unknown_pins
 
     check_out(Path(config.out))
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     trace = load_trace(config, cluster)
+    for warning in unknown_pins(trace, cluster, config.cluster):
+        console.print(f"[yellow]warning:[/] {escape(warning)}")
     check_run(config)
     if trace.skipped:
         console.print(f"[yellow]skipped {trace.skipped} invalid rows[/] (first: "

@@ -37,6 +37,7 @@ from dlsched.sim.progress import ProgressCallback
 from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace, resolve_traces
+from dlsched.workload.gpu_pins import with_cluster_spelling
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.readers.pollux_work import progress_seconds
@@ -116,6 +117,7 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         trace = generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)
     else:
         trace = resolve_traces(config.trace, config.format, options)
+    trace = with_cluster_spelling(trace, cluster)  # gres/gpu:a100 means the cluster's A100
     if config.throughput is not None:
         trace = replace(trace, throughput=_known_model(config.throughput))
     if config.work_definition == "progress":

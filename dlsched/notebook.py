@@ -142,11 +142,14 @@ def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | Non
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
     from dlsched.experiment import check_run, load_trace, run_policy
+    from dlsched.workload.gpu_pins import unknown_pins
 
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         warnings.warn(warning, stacklevel=3)
     trace = load_trace(config, cluster)
+    for warning in unknown_pins(trace, cluster, config.cluster):
+        warnings.warn(warning, stacklevel=3)
     check_run(config)
     if trace.skipped:
         warnings.warn(f"skipped {trace.skipped} invalid rows (first: {trace.warnings[0]})",
