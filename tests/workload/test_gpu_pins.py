@@ -69,3 +69,18 @@ def test_simulate_runs_slurm_jobs_pinned_in_lower_case(tmp_path: Path) -> None:
     with (tmp_path / "out/jobs.csv").open() as f:
         status = {row["job_id"]: row["status"] for row in csv.DictReader(f)}
     assert status == {"1": "finished", "2": "finished", "3": "failed"}
+
+
+def test_product_labels_take_the_cluster_type_of_their_product() -> None:
+    """GPU feature discovery's ``nvidia.com/gpu.product`` values, as a Kueue trace pins them."""
+    labels = ("NVIDIA-A100-SXM4-80GB", "NVIDIA-A100-PCIE-40GB", "NVIDIA-H100-80GB-HBM3",
+              "Tesla-V100-SXM2-32GB", "Tesla-T4", "NVIDIA-A10G", "NVIDIA-L4")
+    trace = _trace(*((label,) for label in labels))
+    full = with_cluster_spelling(trace, _cluster("A100", "A100-80G", "H100", "V100M32", "T4",
+                                                 "A10"))
+    assert [s.gpu_types[0] for s in full.jobs] == [
+        "A100-80G", "A100", "H100", "V100M32", "T4", "A10", "NVIDIA-L4"]
+    # Without the 80 GB type (or the 32 GB V100) the product's other type is taken.
+    fewer = with_cluster_spelling(trace, _cluster("A100", "V100"))
+    assert [s.gpu_types[0] for s in fewer.jobs] == [
+        "A100", "A100", "NVIDIA-H100-80GB-HBM3", "V100", "Tesla-T4", "NVIDIA-A10G", "NVIDIA-L4"]
