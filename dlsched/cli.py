@@ -7,7 +7,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -260,11 +260,16 @@ def clusters() -> None:
 
 
 @app.command()
-def policies() -> None:
+def policies(policy_file: Annotated[list[str] | None, typer.Option(
+        "--policy-file", help="Also a Python file (.py) or module defining policies "
+        "(@register_policy); repeatable.")] = None) -> None:
     """List the scheduling policies and their options."""
     import inspect
 
+    from dlsched.scheduling.registry import load_policy_files
     from dlsched.scheduling.registry import policies as registered
+
+    load_policy_files(policy_file or ())
 
     table = Table("name", "summary", "options", title="Policies")
     for name, info in registered().items():

@@ -31,7 +31,7 @@ from dlsched.report.tenant_output import spec_index, write_audit
 from dlsched.run_config import RunConfig, parse_policy_options
 from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import accepts, build_policy
+from dlsched.scheduling.registry import accepts, build_policy, load_policy_files
 from dlsched.scheduling.state import CycleState
 from dlsched.sim.progress import ProgressCallback
 from dlsched.sim.result import SimulationResult
@@ -177,7 +177,11 @@ def check_queues(trace: Trace, tenants: TenantConfig) -> None:
 
 
 def build_profile(config: RunConfig, policy: str) -> Profile:
-    """The policy's profile, inside the tenant model when ``config.tenants`` names a file."""
+    """The policy's profile, inside the tenant model when ``config.tenants`` names a file.
+    The run's policy files are imported first (once per process: every worker of a comparison
+    or sweep builds its profiles here)."""
+    if config.policy_files:
+        load_policy_files(config.policy_files)
     profile = build_policy(policy, options_for(policy, config.policy_options), config.placement)
     if config.tenants is None:
         return profile

@@ -1,16 +1,24 @@
 """The policy registry: ``@register_policy("name")`` on a function that builds a Profile.
 
 Adding a policy is one module under ``dlsched/policies`` plus its test; the registry imports the
-policies package on first use so every decorated builder is known.
+policies package on first use so every decorated builder is known. A policy of one's own need
+not live in the package: ``load_policy_files`` imports a Python file or an installed module
+whose builders then register the same way (``--policy-file``, the run config's
+``policy_files``; each process of a comparison or sweep imports them again from its config).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import inspect
 import pkgutil
-from collections.abc import Callable, Mapping
+import sys
+import traceback
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from dlsched.errors import ConfigError
 from dlsched.scheduling.profile import Profile
@@ -34,12 +42,65 @@ def register_policy(name: str) -> Callable[[ProfileBuilder], ProfileBuilder]:
 
     def decorate(builder: ProfileBuilder) -> ProfileBuilder:
         if name in _POLICIES:
-            raise ValueError(f"policy {name!r} registered twice")
+            raise ValueError(f"policy {name!r} registered twice (policy names are unique: "
+                             f"rename one)")
         doc = inspect.getdoc(builder) or ""
         _POLICIES[name] = PolicyInfo(name, builder, doc.splitlines()[0] if doc else "")
         return builder
 
     return decorate
+
+
+_LOADED: set[str] = set()  # policy files (absolute paths) and modules already imported
+
+
+def load_policy_files(sources: Iterable[str]) -> None:
+    """Import each source (a ``.py`` file, or a module name such as ``mylab.policies``) once,
+    registering the policies it defines. A file that is missing or fails to import, or a policy
+    name that is taken, is a ``ConfigError`` naming the file (and line) and the registry is
+    left as it was before that source."""
+    _load_policies()
+    for source in sources:
+        is_file = source.endswith(".py") or "/" in source or "\\" in source
+        key = str(Path(source).expanduser().resolve()) if is_file else source
+        if key in _LOADED:
+            continue
+        before = set(_POLICIES)
+        try:
+            _import_file(Path(key)) if is_file else importlib.import_module(source)
+        except Exception as exc:  # the user's code: any error, named where it happened
+            for name in set(_POLICIES) - before:
+                del _POLICIES[name]
+            raise ConfigError(f"policy file {source}: {_where_failed(exc, key)}") from None
+        _LOADED.add(key)
+
+
+def _import_file(path: Path) -> None:
+    if not path.is_file():
+        raise FileNotFoundError("no such file")
+    name = "dlsched_policy_file_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look their module up here
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+
+
+def _where_failed(exc: Exception, key: str) -> str:
+    """``line N: Type: message`` at the deepest line of the source that raised (its own
+    lines, not dlsched's), or the message alone."""
+    if isinstance(exc, FileNotFoundError) and str(exc) == "no such file":
+        return "no such file"
+    if isinstance(exc, SyntaxError) and exc.lineno is not None:
+        return f"line {exc.lineno}: SyntaxError: {exc.msg}"
+    lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
+             if frame.filename == key]
+    what = f"{type(exc).__name__}: {exc}"
+    return f"line {lines[-1]}: {what}" if lines else what
 
 
 def _load_policies() -> None:
