@@ -103,6 +103,8 @@ def _product(pod_spec: Any) -> Any:
 
 
 def _count(ctx: ItemContext, where: str, amount: Any) -> int:
+    if isinstance(amount, bool):  # float(True) is 1.0: JSON's true is no count
+        raise ctx.fail(where, f"not a GPU count: {amount!r}")
     try:
         value = float(amount)
     except (TypeError, ValueError):

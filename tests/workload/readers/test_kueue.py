@@ -82,3 +82,11 @@ def test_a_workload_that_finishes_before_its_admission_is_an_error(write: Writer
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "10:02:00" in t)
     expect_error(write("bad.json", text), None, line,
                  "items[0].status.conditions[1].lastTransitionTime")
+
+
+def test_a_count_given_as_true_is_an_error(write: Writer) -> None:
+    bad = json.loads(json.dumps(JOB))
+    bad["spec"]["parallelism"] = True  # was read as 1 pod
+    text = listing(bad)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "true" in t)
+    expect_error(write("bad.json", text), None, line, "items[0].spec.parallelism")
