@@ -47,7 +47,8 @@ class _App(typer.Typer):
 
 app = _App(help="dlsched: schedule deep-learning jobs on GPU clusters, or simulate it.",
            no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)  # never break a file:line:field message
+# Messages print as given: never wrapped, and ':x:' in a path or option is not an emoji.
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster

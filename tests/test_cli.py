@@ -98,8 +98,12 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
     (["--policy", "fifo", "--throughput", "nope"], "unknown throughput model 'nope'"),
     (["--policy", "fifo", "--trace", "philly-sample", "--throughput", "goodput"],
      ": the goodput model needs spec.model"),
+    # ":x:" is an emoji code to rich: the console must print it as text
+    (["--policy", "fifo", "--policy-opt", "srtf:x=1"],
+     "--policy-opt srtf:x: policy 'srtf' is not being run"),
 ], ids=["unknown-policy", "option-of-no-policy", "bad-placement", "bad-jobs-format",
-        "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job"])
+        "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job",
+        "emoji-code-in-a-message"])
 def test_bad_options_get_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
     base = ["simulate", "--trace", "pollux-1", "--cluster", "pollux-64", "--out", str(tmp_path)]
     result = runner.invoke(app, base + args)

@@ -68,9 +68,23 @@ def read_mig_jobs(path: str | Path, gpu_type: str = "a100") -> list[MigJob]:
     if missing:
         raise InputError(InputLocation(str(path), 1, missing[0]), "missing column")
     jobs = []
+    first: dict[str, int] = {}  # job id -> its line
     for row in reader:
-        jobs.append(_job(row, InputLocation(str(path), lines.line), gpu_type))
+        where = InputLocation(str(path), lines.line)
+        jobs.append(_job(row, where, gpu_type))
+        _check_id(jobs[-1].job_id, where, first)
     return jobs
+
+
+def _check_id(job_id: str, where: InputLocation, first: dict[str, int]) -> None:
+    """A job id must be given, and once: the run keys its jobs by id."""
+    at = InputLocation(where.path, where.line, "job_id")
+    if not job_id:
+        raise InputError(at, "missing value")
+    if job_id in first:
+        raise InputError(at, f"job id {job_id!r} is used twice: on line {first[job_id]} and "
+                             f"on line {where.line}")
+    first[job_id] = where.line or 0
 
 
 def _job(row: dict[str, str], where: InputLocation, gpu_type: str) -> MigJob:

@@ -55,6 +55,8 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
         _write_columns(out_dir / "segments.csv", SEGMENT_COLUMNS,
                        plain_segment_columns(core, specs), identity)
         return []
+    from dlsched.tenancy.audit import never_admitted
+
     rows = segment_rows(core, admission, specs)
     _write(out_dir / "segments.csv", SEGMENT_COLUMNS, rows, identity)
     audit, config = admission.audit, admission.config
@@ -66,9 +68,14 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
            [(p.time, p.job_id, p.cluster_queue, p.flavor, p.reason.name, p.detail)
             for p in audit.pending], identity)
     _write(out_dir / "tenant_quotas.csv", QUOTA_COLUMNS, quota_rows(config), identity)
-    waiting = {j.job_id for j in core.jobs.values() if j.status.is_waiting}
-    never = sorted((job_id, cq, reason.name) for job_id, (cq, reason) in audit.never.items()
-                   if job_id in waiting)
+    waiting = [j for j in core.jobs.values() if j.status.is_waiting]
+    queues = config.cluster_queues
+    found = never_admitted(audit.never, ((j.job_id, admission.queue_of(j), admission.request(j))
+                                         for j in waiting),
+                           lambda cq: cq in queues and len(queues[cq].flavors) == 1)
+    ids = {j.job_id for j in waiting}
+    never = sorted((job_id, cq, reason.name) for job_id, (cq, reason) in found.items()
+                   if job_id in ids)
     _write(out_dir / "never_admitted.csv", NEVER_COLUMNS, never, identity)
     return never
 

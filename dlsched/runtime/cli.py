@@ -25,7 +25,7 @@ from dlsched.runtime.display import print_job, shown_status
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 DEFAULT_URL = "http://127.0.0.1:8765"
 
 UrlOpt = Annotated[str, typer.Option("--url", help="The service's URL.")]

@@ -96,6 +96,9 @@ class Profile:
     options: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.round_seconds is not None and not self.round_seconds > 0:
+            # A round of 0 s would schedule the next round at the same time, forever.
+            raise ValueError(f"round_seconds must be > 0, got {self.round_seconds}")
         if not isinstance(self.queue_sort, QueueSortPlugin):
             raise ValueError(f"profile {self.name}: queue_sort {plugin_label(self.queue_sort)} "
                              "has no sort_key(state, job)")

@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import math
 import pkgutil
 import sys
 import traceback
@@ -167,7 +168,7 @@ def _parse_value(policy: str, key: str, default: object, text: str) -> object:
         if isinstance(default, float) or default is None:
             return _number_or_tuple(text)
         if isinstance(default, tuple):
-            return tuple(float(x) for x in text.split(":") if x)
+            return tuple(_finite(x) for x in text.split(":") if x)
     except ValueError:
         raise ConfigError(f"policy {policy}: option {key}={text!r} is not valid "
                           f"(default {default!r})") from None
@@ -176,7 +177,15 @@ def _parse_value(policy: str, key: str, default: object, text: str) -> object:
 
 def _number_or_tuple(text: str) -> object:
     if ":" in text:
-        return tuple(float(x) for x in text.split(":") if x)
+        return tuple(_finite(x) for x in text.split(":") if x)
     if text.lower() == "none":
         return None
-    return float(text)
+    return _finite(text)
+
+
+def _finite(text: str) -> float:
+    """A number; ``nan`` and ``inf`` are refused (a round of nan seconds never ends)."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value

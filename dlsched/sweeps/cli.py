@@ -71,9 +71,9 @@ def _arguments(config: Path | None, trace: list[str] | None, cluster: list[str] 
         given["traces"] = tuple(trace)
     if cluster:
         given["clusters"] = tuple(cluster)
-    if policies:
+    if policies is not None:  # an empty value is an error (check), not the default grid
         given["policies"] = tuple(p.strip() for p in policies.split(",") if p.strip())
-    if seeds:
+    if seeds is not None:
         given["seeds"] = parse_seeds(seeds)
     options = dict(given.get("options", {}))
     options.update(parse_assignments(set_ or [], "--set", many=False))

@@ -8,9 +8,14 @@ cycles: a job that waits with the same reasons cycle after cycle adds nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from dlsched.tenancy.quota import EPS
 from dlsched.tenancy.reasons import Reason
+
+# Reasons a larger request in the same single flavor cannot escape.
+_QUOTA_NEVER = frozenset({Reason.NO_QUOTA, Reason.BORROWING_LIMIT})
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +76,25 @@ class TenantAudit:
 
     def closed(self, now: float, cq: str, reason: Reason, detail: str) -> None:
         self.pending.append(PendingChange(now, "", cq, "", reason, detail))
+
+
+def never_admitted(never: Mapping[str, tuple[str, Reason]],
+                   waiting: Iterable[tuple[str, str, Mapping[str, float]]],
+                   one_flavor: Callable[[str], bool]) -> dict[str, tuple[str, Reason]]:
+    """``never`` (job -> (cluster queue, reason)) plus the ``waiting`` jobs (id, cluster queue,
+    request) of a one-flavor queue that ask at least as much of every resource as one of its
+    jobs there that exceeds its quota: the queue that job closed (``skip.py``) never tried them,
+    yet they can never be admitted either."""
+    waiting = list(waiting)
+    floors: dict[str, list[tuple[Mapping[str, float], Reason]]] = {}
+    for job_id, cq, asked in waiting:
+        if job_id in never and never[job_id][1] in _QUOTA_NEVER and one_flavor(cq):
+            floors.setdefault(cq, []).append((asked, never[job_id][1]))
+    found = dict(never)
+    for job_id, cq, asked in waiting:
+        for floor, reason in floors.get(cq, ()) if job_id not in found else ():
+            if all(asked.get(resource, 0.0) >= amount - EPS
+                   for resource, amount in floor.items()):
+                found[job_id] = (cq, reason)
+                break
+    return found

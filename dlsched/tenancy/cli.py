@@ -13,7 +13,7 @@ from rich.markup import escape
 from dlsched.errors import DlschedError
 
 tenants_app = typer.Typer(add_completion=False)
-console = Console(stderr=True)
+console = Console(stderr=True, emoji=False)
 
 
 @tenants_app.command("tenants")

@@ -27,3 +27,13 @@ def test_unknown_profile_names_file_line_and_field(tmp_path) -> None:  # noqa: A
     assert result.exit_code == 2
     flat = "".join(result.output.split())  # rich wraps long lines anywhere
     assert "jobs.csv:2:mig_profile:unknownMIGprofile'9g'" in flat
+
+
+def test_a_repeated_job_id_is_one_error_line_not_a_traceback(tmp_path) -> None:  # noqa: ANN001
+    # It was a KeyError traceback from the run, and rich wrapped error lines at 80 columns.
+    path = tmp_path / "jobs.csv"
+    path.write_text(HEADER + "a,0,100,1g\na,5,100,2g\n")
+    result = CliRunner().invoke(app, ["mig", str(path)])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: {path}:3:job_id: job id 'a' is used twice: on line 2 and on line 3"]

@@ -88,6 +88,9 @@ def test_arrival_only_jobs_never_drain_a_gpu() -> None:
     pytest.param("j1,0,10,5g", "jobs.csv:3:mig_profile", id="unknown-profile"),
     pytest.param("j1,x,10,1g", "jobs.csv:3:submit_time", id="bad-time"),
     pytest.param("j1,0,-1,1g", "jobs.csv:3:duration", id="negative-duration"),
+    pytest.param("j0,0,10,1g", "jobs.csv:3:job_id: job id 'j0' is used twice: on line 2",
+                 id="repeated-id"),
+    pytest.param(",0,10,1g", "jobs.csv:3:job_id: missing value", id="missing-id"),
 ])
 def test_bad_rows_name_file_line_and_field(tmp_path, row: str, where: str) -> None:  # noqa: ANN001
     path = tmp_path / "jobs.csv"

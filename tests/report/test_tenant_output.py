@@ -97,3 +97,19 @@ def test_checker_finds_violations(tmp_path: Path) -> None:
     assert any("borrowing limit" in p for p in problems)
     assert any("GPU 0" in p for p in problems)
     assert any("x evicted y and y evicted x" in p for p in problems)
+
+
+def test_every_job_of_a_queue_without_quota_is_listed_as_never_admitted(
+        tmp_path: Path) -> None:
+    # The first job to fail closes its queue for the cycle (tenancy/skip.py), so the others were
+    # never tried: never_admitted.csv (and the CLI's warning) named 1 of the 3 jobs.
+    config = parse_tenants("flavors: [{name: v, gpu_types: [V100]}]\n"
+                           "cluster_queues: [{name: q, quotas: {v: {gpu: 0}}}]\n")
+    specs = [JobSpec("a1", 0.0, 1, 100.0, queue="q"), JobSpec("a2", 10.0, 2, 100.0, queue="q"),
+             JobSpec("a3", 5.0, 1, 100.0, queue="q")]
+    sim = Simulator(cluster_of(Node("v0", "V100", 4)), Trace("t", tuple(specs)),
+                    with_tenants(fifo(strict=False), config), SimConfig())
+    result = sim.run()
+    never = write_audit(sim.core, sim.profile.queue_sort, tmp_path, run_identity(result.info))
+    assert never == [("a1", "q", "NO_QUOTA"), ("a2", "q", "NO_QUOTA"), ("a3", "q", "NO_QUOTA")]
+    assert [r["job_id"] for r in _rows(tmp_path / "never_admitted.csv")] == ["a1", "a2", "a3"]

@@ -92,7 +92,10 @@ def test_unknown_option_lists_the_valid_ones() -> None:
     ("fifo", {"strict": "maybe"}),
     ("tiresias", {"promote_knob": "fast"}),
     ("tiresias", {"thresholds": "100:lots"}),
-], ids=["bool", "float", "tuple"])
+    ("gandiva", {"quantum": "nan"}),
+    ("tiresias", {"thresholds": "100:inf"}),
+    ("elasticflow", {"round_seconds": "inf"}),
+], ids=["bool", "float", "tuple", "nan", "inf-in-a-tuple", "inf"])
 def test_bad_option_value(policy: str, options: dict[str, str]) -> None:
     key, text = next(iter(options.items()))
     with pytest.raises(ConfigError, match=f"option {key}={text!r} is not valid"):
@@ -104,3 +107,11 @@ def test_unknown_policy_lists_the_known_ones() -> None:
         build_policy("lifo")
     for name in CORE_POLICIES:
         assert name in str(err.value)
+
+
+@pytest.mark.parametrize("policy", ["afs", "elasticflow", "optimus", "pollux", "sia"])
+@pytest.mark.parametrize("seconds", ["0", "-60"])
+def test_a_round_that_does_not_advance_the_clock_is_refused(policy: str, seconds: str) -> None:
+    # round_seconds=0 used to hang the simulation (the next round at the same time, forever)
+    with pytest.raises(ConfigError, match=f"policy {policy}: round_seconds must be > 0"):
+        build_policy(policy, {"round_seconds": seconds})

@@ -63,3 +63,18 @@ def test_a_killed_sweep_resumes_without_redoing_finished_runs(tmp_path: Path) ->
     after = {p.name: p.stat().st_mtime_ns for p in (out / "done").glob("*.json")}
     assert len(after) == 8 and all(after[name] == before[name] for name in before)
     assert len(pd.read_csv(out / "results.csv")) == 8
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--policies", "", "sweep: name at least one of policies"),
+    ("--policies", " , ", "sweep: name at least one of policies"),
+    ("--seeds", "", "--seeds: give at least one seed"),
+], ids=["empty-policies", "blank-policies", "empty-seeds"])
+def test_an_empty_axis_is_an_error_not_the_default(tmp_path: Path, flag: str, value: str,
+                                                   message: str) -> None:
+    # An empty --policies ran the default policies (and an empty --seeds seed 0), silently.
+    result = CliRunner().invoke(app, ["sweep", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                      "--workers", "1", flag, value, "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert not (tmp_path / "results.csv").exists()

@@ -103,6 +103,8 @@ def _product(pod_spec: Any) -> Any:
 
 
 def _count(ctx: ItemContext, where: str, amount: Any) -> int:
+    if isinstance(amount, bool):  # float(True) is 1.0: JSON's true is no count
+        raise ctx.fail(where, f"not a GPU count: {amount!r}")
     try:
         value = float(amount)
     except (TypeError, ValueError):
@@ -113,15 +115,21 @@ def _count(ctx: ItemContext, where: str, amount: Any) -> int:
 
 
 def _condition(ctx: ItemContext, *kinds: str) -> tuple[float, str] | None:
+    """The time of the first true condition of these kinds, and the field it was read from."""
     conditions = ctx.get("status.conditions") or []
     for kind in kinds:
         for index, condition in enumerate(conditions):
             if isinstance(condition, dict) and condition.get("type") == kind and str(
                     condition.get("status", "True")) == "True":
-                at = ctx.time(f"status.conditions[{index}].lastTransitionTime",
-                              condition.get("lastTransitionTime"))
-                return at, str(condition.get("reason", ""))
+                where = f"status.conditions[{index}].lastTransitionTime"
+                return ctx.time(where, condition.get("lastTransitionTime")), where
     return None
+
+
+def _check_order(ctx: ItemContext, start: tuple[float, str], end: tuple[float, str]) -> None:
+    """An end before the start is a bad value, not a job that ran 0 seconds."""
+    if end[0] < start[0]:
+        raise ctx.fail(end[1], f"before {start[1]}")
 
 
 def _job(ctx: ItemContext) -> JobSpec:
@@ -133,16 +141,18 @@ def _job(ctx: ItemContext) -> JobSpec:
         raise DropRow("never started")
     end = ctx.get("status.completionTime")
     if end is not None:
-        end_at = ctx.time("status.completionTime")
+        ended = ctx.time("status.completionTime"), "status.completionTime"
     else:
         failed = _condition(ctx, "Failed")
         if failed is None:
             raise DropRow("not finished")
-        end_at = failed[0]
+        ended = failed
+    started = ctx.time("status.startTime"), "status.startTime"
+    _check_order(ctx, started, ended)
     labels = ctx.get("metadata.labels") or {}
     queue = labels.get(QUEUE_LABEL) or ctx.get("metadata.namespace") or "default"
     pod = ctx.get(spec)
-    return _spec(ctx, pods * _gpus_per_pod(ctx, pod, spec), ctx.time("status.startTime"), end_at,
+    return _spec(ctx, pods * _gpus_per_pod(ctx, pod, spec), started[0], ended[0],
                  str(queue), _product(pod))
 
 
@@ -166,6 +176,7 @@ def _workload(ctx: ItemContext) -> JobSpec:
     admitted = _condition(ctx, "Admitted", "QuotaReserved")
     if admitted is None:
         raise DropRow("never started")
+    _check_order(ctx, admitted, finished)
     return _spec(ctx, gpus, admitted[0], finished[0], str(ctx.get("spec.queueName") or
                                                           "default"), kind)
 

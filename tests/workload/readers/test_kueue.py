@@ -63,3 +63,30 @@ def test_a_bad_gpu_count_names_the_container(write: Writer) -> None:
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "half" in t)
     expect_error(write("bad.json", text), "kubernetes-json", line, "items[0].spec.podSets[0]."
                  "template.spec.containers[0].resources.requests.nvidia.com/gpu")
+
+
+def test_a_job_that_completes_before_it_starts_is_an_error_not_left_out(write: Writer) -> None:
+    # It was dropped as "ran 0 seconds": a bad row lost without an error (Slurm's reader
+    # refuses End before Start).
+    bad = json.loads(json.dumps(JOB))
+    bad["status"]["completionTime"] = "2026-11-02T09:05:00Z"
+    text = listing(WORKLOAD, bad)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "09:05:00" in t)
+    expect_error(write("bad.json", text), None, line, "items[1].status.completionTime")
+
+
+def test_a_workload_that_finishes_before_its_admission_is_an_error(write: Writer) -> None:
+    bad = json.loads(json.dumps(WORKLOAD))
+    bad["status"]["conditions"][1]["lastTransitionTime"] = "2026-11-02T10:02:00Z"
+    text = listing(bad)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "10:02:00" in t)
+    expect_error(write("bad.json", text), None, line,
+                 "items[0].status.conditions[1].lastTransitionTime")
+
+
+def test_a_count_given_as_true_is_an_error(write: Writer) -> None:
+    bad = json.loads(json.dumps(JOB))
+    bad["spec"]["parallelism"] = True  # was read as 1 pod
+    text = listing(bad)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "true" in t)
+    expect_error(write("bad.json", text), None, line, "items[0].spec.parallelism")
