@@ -67,6 +67,8 @@ def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutc
     if trace.skipped:
         console.print(f"[yellow]skipped {trace.skipped} invalid rows[/] (first: "
                       f"{escape(str(trace.warnings[0]))})")
+    for note in trace.warnings[trace.skipped:]:  # rows the reader left out, by reason
+        console.print(f"[yellow]note:[/] {escape(note)}")
     console.print(escape(f"trace {trace.name}: {len(trace)} jobs; cluster {cluster.describe()}"
                          + (f"; tenants {config.tenants}" if config.tenants else "")))
     out = Path(config.out)

@@ -154,6 +154,8 @@ def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | Non
     if trace.skipped:
         warnings.warn(f"skipped {trace.skipped} invalid rows (first: {trace.warnings[0]})",
                       stacklevel=3)
+    for note in trace.warnings[trace.skipped:]:  # rows the reader left out, by reason
+        warnings.warn(note, stacklevel=3)
 
     def out_of(policy: str) -> Path:
         return out / policy if compare else out

@@ -240,3 +240,26 @@ def test_an_output_folder_that_cannot_be_made_fails_before_the_run(tmp_path: Pat
     assert result.exit_code != 0
     assert f"--out {blocker / 'out'}: cannot create the folder" in result.output
     assert "trace pollux-1" not in result.output  # nothing was simulated
+
+
+_SACCT = """JobID|Partition|Submit|Start|End|State|AllocTRES
+1|gpu|2026-11-01T10:00:00|2026-11-01T10:00:00|2026-11-01T11:00:00|COMPLETED|cpu=4,gres/gpu=2
+"""
+_CLUSTER = "name: mine\nnode_groups:\n  - {count: 2, gpus: 8, gpu_type: A100}\n"
+
+
+def test_simulate_names_the_rows_a_reader_left_out(tmp_path: Path) -> None:
+    """Rows left out on purpose (a job step, a job without GPUs) are told, one line per
+    reason, not only rows skipped as invalid."""
+    (tmp_path / "week.sacct").write_text(
+        _SACCT + "1.batch|gpu|2026-11-01T10:00:00|2026-11-01T10:00:00|2026-11-01T11:00:00|"
+                "COMPLETED|cpu=4\n4|cpu|2026-11-01T10:00:00|2026-11-01T10:00:00|"
+                "2026-11-01T11:00:00|COMPLETED|cpu=4\n5|cpu|2026-11-01T10:00:00|"
+                "2026-11-01T10:00:00|2026-11-01T11:00:00|COMPLETED|cpu=8\n")
+    (tmp_path / "c.yaml").write_text(_CLUSTER)
+    result = runner.invoke(app, ["simulate", "--trace", str(tmp_path / "week.sacct"),
+                                      "--cluster", str(tmp_path / "c.yaml"), "--policy", "fifo",
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "week.sacct: dropped 1 row: job step" in result.output
+    assert "week.sacct: dropped 2 rows: no GPUs" in result.output

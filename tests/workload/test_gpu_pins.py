@@ -84,3 +84,4 @@ def test_product_labels_take_the_cluster_type_of_their_product() -> None:
     fewer = with_cluster_spelling(trace, _cluster("A100", "V100"))
     assert [s.gpu_types[0] for s in fewer.jobs] == [
         "A100", "A100", "NVIDIA-H100-80GB-HBM3", "V100", "Tesla-T4", "NVIDIA-A10G", "NVIDIA-L4"]
+

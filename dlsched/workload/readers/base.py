@@ -424,7 +424,7 @@ class RowCollector:
         if not self.jobs:
             raise self._nothing()
         jobs = rebase(self.jobs) if rebased and self.options.rebase else self.jobs
-        notes = [f"{self.path}: dropped {count} rows: {reason}"
+        notes = [f"{self.path}: dropped {count} row{'s' if count != 1 else ''}: {reason}"
                  for reason, count in self.dropped.items()]
         return Trace(name=name, jobs=tuple(jobs), source=str(self.path), format=fmt,
                      throughput=throughput, skipped=len(self.warnings),

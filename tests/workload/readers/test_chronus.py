@@ -42,7 +42,7 @@ def test_zero_gpu_jobs_are_dropped_and_counted(write: Writer) -> None:
     path = write("c.csv", f"{HEADER}\n{GOOD}\n1,vc_a,0,12,500,vgg16,30,5,40,10,0,strict\n")
     trace = read_trace(path)
     assert len(trace) == 1 and trace.skipped == 0
-    assert f"dropped 1 rows: {NO_GPU}" in trace.warnings[0]
+    assert f"dropped 1 row: {NO_GPU}" in trace.warnings[0]
 
 
 def test_detect_format(mix2: Path) -> None:

@@ -42,8 +42,8 @@ def test_jobs_queues_and_drops(tmp_path: Path) -> None:
     assert (b.queue, b.num_gpus, b.work, b.submit_time, b.cpus_per_gpu) == ("vcY", 8, 600.0,
                                                                              60.0, 4.0)
     assert trace.skipped == 0
-    assert any("dropped 1 rows: CPU-only" in w for w in trace.warnings)
-    assert any("dropped 1 rows: never ran" in w for w in trace.warnings)
+    assert any("dropped 1 row: CPU-only" in w for w in trace.warnings)
+    assert any("dropped 1 row: never ran" in w for w in trace.warnings)
 
 
 @pytest.mark.parametrize(("row", "where"), [

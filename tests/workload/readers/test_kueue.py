@@ -44,7 +44,7 @@ def test_jobs_and_workloads_become_jobs(write: Writer) -> None:
             for j in trace.jobs] == [
         ("team-a/train-a", 0.0, 8, 3600.0, "team-a-queue", ("A100",)),
         ("team-b/job-eval-1", 600.0, 3, 1800.0, "team-b-queue", ())]
-    assert trace.warnings == (f"{trace.source}: dropped 1 rows: never started",)
+    assert trace.warnings == (f"{trace.source}: dropped 1 row: never started",)
 
 
 def test_a_bad_time_names_file_line_and_field(write: Writer) -> None:
