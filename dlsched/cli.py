@@ -53,15 +53,14 @@ console = Console(stderr=True, soft_wrap=True, emoji=False)
 def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
-    from dlsched.experiment import check_out, check_run, load_trace
-    from dlsched.workload.gpu_pins import unknown_pins
+    from dlsched.experiment import check_out, check_run, input_warnings, load_trace
 
     check_out(Path(config.out))
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     trace = load_trace(config, cluster)
-    for warning in unknown_pins(trace, cluster, config.cluster):
+    for warning in input_warnings(config, trace, cluster):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     check_run(config)
     if trace.skipped:

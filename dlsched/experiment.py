@@ -37,7 +37,7 @@ from dlsched.sim.progress import ProgressCallback
 from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace, resolve_traces
-from dlsched.workload.gpu_pins import with_cluster_spelling
+from dlsched.workload.gpu_pins import unknown_pins, with_cluster_spelling
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.readers.pollux_work import progress_seconds
@@ -159,6 +159,18 @@ def _known_model(name: str) -> str:
     except KeyError as exc:
         raise ConfigError(f"--throughput: {exc.args[0]}") from None
     return name
+
+
+def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[str]:
+    """What in the run's inputs loads but leaves jobs unable to ever run: GPU types the trace
+    pins that no node has, tenant flavors that no node belongs to."""
+    found = unknown_pins(trace, cluster, config.cluster)
+    if config.tenants is not None:
+        from dlsched.tenancy.assignment import empty_flavors
+        from dlsched.tenancy.loader import load_tenants
+
+        found += empty_flavors(load_tenants(config.tenants), cluster, config.cluster)
+    return found
 
 
 def check_queues(trace: Trace, tenants: TenantConfig) -> None:

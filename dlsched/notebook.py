@@ -141,14 +141,13 @@ def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | Non
     as for ``compare``."""
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
-    from dlsched.experiment import check_run, load_trace, run_policy
-    from dlsched.workload.gpu_pins import unknown_pins
+    from dlsched.experiment import check_run, input_warnings, load_trace, run_policy
 
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         warnings.warn(warning, stacklevel=3)
     trace = load_trace(config, cluster)
-    for warning in unknown_pins(trace, cluster, config.cluster):
+    for warning in input_warnings(config, trace, cluster):
         warnings.warn(warning, stacklevel=3)
     check_run(config)
     if trace.skipped:

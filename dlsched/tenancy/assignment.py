@@ -22,6 +22,7 @@ from dlsched.tenancy.config import (
     ClusterQueue,
     Reclaim,
     ResourceFlavor,
+    TenantConfig,
     WhenCanBorrow,
     WhenCanPreempt,
 )
@@ -126,3 +127,22 @@ def _may_preempt(cq: ClusterQueue, fr: tuple[str, str], amount: float, usage: Us
             cq.preemption.reclaim_within_cohort is not Reclaim.NEVER):
         return True
     return usage.borrow_height(cq.name, fr, amount)[1]
+
+
+def empty_flavors(tenants: TenantConfig, cluster: Cluster, cluster_name: str) -> list[str]:
+    """One warning per flavor of ``tenants`` that no GPU node of ``cluster`` belongs to: the
+    quota of such a flavor admits jobs that no node can then run (a flavor written for
+    another cluster, or a GPU type spelled otherwise)."""
+    gpu_nodes = np.array([n.num_gpus > 0 for n in cluster.nodes], dtype=bool)
+    warnings = []
+    for flavor in tenants.flavors.values():
+        if (flavor_mask(cluster, flavor) & gpu_nodes).any():
+            continue
+        wants = "; ".join(f"{key} {', '.join(values)}" for key, values in (
+            ("gpu_types", flavor.gpu_types), ("pools", flavor.pools)) if values)
+        users = [cq.name for cq in tenants.cluster_queues.values() if flavor.name in cq.flavors]
+        warnings.append(f"{tenants.source}: flavor {flavor.name!r} ({wants or 'any node'}) "
+                        f"matches no GPU "
+                        f"node of cluster {cluster_name}: jobs its quota admits can never run"
+                        + (f" (cluster queues {', '.join(users)})" if users else ""))
+    return warnings
