@@ -28,7 +28,7 @@ from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 
 SPEEDS = ("fitted", "exact")
@@ -79,6 +79,7 @@ def afs(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
         round_seconds: float = ROUND_SECONDS, speed: str = "fitted",
         placement: str = "consolidated") -> Profile:
     """AFS (apathetic future share): GPUs one at a time by the AFS-L pairwise rule."""
+    at_least(1, max_workers=max_workers)
     allocator = AfsAllocator(elastic, max_workers, speed)
     return Profile("afs", SubmitOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=round_seconds, acts_on_running=True)

@@ -39,7 +39,7 @@ from dlsched.policies.elastic.speed import SpeedCurves, active_jobs, node_capaci
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job, JobStatus
 
@@ -153,6 +153,7 @@ class ChronusAllocator:
 def chronus(lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
             restart_seconds: float = RESTART_SECONDS, placement: str = "consolidated") -> Profile:
     """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS), best effort by LAS."""
+    at_least(0, restart_seconds=restart_seconds)
     allocator = ChronusAllocator(lease_seconds, max_slots, restart_seconds)
     return Profile("chronus", DeadlineOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=lease_seconds, acts_on_running=True)

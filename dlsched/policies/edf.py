@@ -18,7 +18,7 @@ import numpy as np
 
 from dlsched.scheduling.plugins.preemption import Preemption
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -47,6 +47,7 @@ class DeadlineOrder:
 def edf(preemptive: bool = True, min_runtime: float = 0.0,
         placement: str = "consolidated") -> Profile:
     """Earliest deadline first at requested sizes; preempts later-deadline jobs (preemptive)."""
+    at_least(0, min_runtime=min_runtime)
     order = DeadlineOrder(min_runtime if preemptive else 0.0)
     plugins = (Preemption(order, min_runtime),) if preemptive else ()
     return Profile("edf", order, plugins=plugins, placement=placement)

@@ -36,7 +36,7 @@ from dlsched.policies.elastic.speed import (
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -139,6 +139,7 @@ def elasticflow(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
                 round_seconds: float = ROUND_SECONDS, rejected: str = "drop",
                 placement: str = "consolidated") -> Profile:
     """ElasticFlow: deadline admission by minimum satisfactory shares, elastic leftovers."""
+    at_least(1, max_workers=max_workers)
     allocator = ElasticFlowAllocator(elastic, max_workers, round_seconds, rejected)
     return Profile("elasticflow", DeadlineOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=round_seconds, acts_on_running=True)

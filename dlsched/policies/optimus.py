@@ -48,7 +48,7 @@ from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
 from dlsched.scheduling.most_free_place import place_most_free
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -116,6 +116,7 @@ def optimus(elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
             round_seconds: float = ROUND_SECONDS, placement: str = "consolidated",
             speed: str = "fitted") -> Profile:
     """Optimus: fitted speed functions, marginal-gain GPU allocation, fewest-node placement."""
+    at_least(1, max_workers=max_workers)
     allocator = OptimusAllocator(elastic, max_workers, speed, placement)
     return Profile("optimus", SubmitOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=round_seconds, acts_on_running=True)

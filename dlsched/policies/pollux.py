@@ -71,7 +71,7 @@ from dlsched.policies.elastic.speed import (
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -192,6 +192,7 @@ def pollux(p: float = -1.0, round_seconds: float = 60.0, restart_seconds: float 
            explore: bool = False, penalize_start: bool = False,
            rigid_apps: str = "") -> Profile:
     """Pollux (OSDI'21): goodput-optimal elastic allocation, power-mean fairness (p)."""
+    at_least(0, restart_seconds=restart_seconds)
     allocator = PolluxAllocator(p, restart_seconds, elastic, max_workers, baseline, interference,
                                 explore=explore, penalize_start=penalize_start,
                                 rigid_apps=rigid_apps)

@@ -58,7 +58,7 @@ from dlsched.policies.elastic.speed import (
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -205,6 +205,7 @@ def sia(p: float = -0.5, round_seconds: float = 60.0, restart_seconds: float = 3
         elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
         profiles: str = "auto") -> Profile:
     """Sia (SOSP'23): heterogeneity-aware goodput ILP over (GPU type, count) configurations."""
+    at_least(0, restart_seconds=restart_seconds)
     allocator = SiaAllocator(p, restart_seconds, elastic, max_workers, profiles)
     return Profile("sia", SubmitOrder(), plugins=(allocator,), round_seconds=round_seconds,
                    acts_on_running=True)

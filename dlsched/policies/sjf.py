@@ -10,7 +10,7 @@ from __future__ import annotations
 from dlsched.perf.model import ThroughputModel
 from dlsched.scheduling.plugins.preemption import Preemption
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -66,5 +66,6 @@ def sjf(placement: str = "consolidated") -> Profile:
 @register_policy("srtf")
 def srtf(placement: str = "consolidated", min_runtime: float = 0.0) -> Profile:
     """Shortest remaining time first by oracle duration, preempting longer-remaining jobs."""
+    at_least(0, min_runtime=min_runtime)
     order = ShortestFirst(remaining=True)
     return Profile("srtf", order, plugins=(Preemption(order, min_runtime),), placement=placement)

@@ -32,7 +32,7 @@ import numpy as np
 from dlsched.policies.tiresias_index import RunningByQueue
 from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.profile import Profile
-from dlsched.scheduling.registry import register_policy
+from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job, JobStatus
 
@@ -448,6 +448,7 @@ def tiresias(thresholds: tuple[float, ...] = DEFAULT_THRESHOLDS, promote_knob: f
              min_runtime: float = 0.0, placement: str = "consolidated",
              same_queue_preemption: bool = False) -> Profile:
     """Tiresias discretized 2D-LAS with preemption (Gu et al., NSDI'19)."""
+    at_least(0, min_runtime=min_runtime, promote_knob=promote_knob)
     order = DiscretizedLas(tuple(thresholds), promote_knob, min_runtime,
                            same_queue_preemption)
     return Profile("tiresias", order, plugins=(order,), placement=placement)

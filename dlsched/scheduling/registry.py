@@ -104,6 +104,14 @@ def _where_failed(exc: Exception, key: str) -> str:
     return f"line {lines[-1]}: {what}" if lines else what
 
 
+def at_least(minimum: float, **values: float) -> None:
+    """A builder's check of numeric options: a ``ValueError`` (the registry's ``policy P:``
+    error) naming the first value below ``minimum``; NaN is below every minimum."""
+    for name, value in values.items():
+        if not value >= minimum:
+            raise ValueError(f"{name} must be >= {minimum:g}, got {value}")
+
+
 def _load_policies() -> None:
     import dlsched.policies as package
 

@@ -115,3 +115,23 @@ def test_a_round_that_does_not_advance_the_clock_is_refused(policy: str, seconds
     # round_seconds=0 used to hang the simulation (the next round at the same time, forever)
     with pytest.raises(ConfigError, match=f"policy {policy}: round_seconds must be > 0"):
         build_policy(policy, {"round_seconds": seconds})
+
+
+@pytest.mark.parametrize(("policy", "option", "value", "message"), [
+    ("tiresias", "min_runtime", "-5", "min_runtime must be >= 0, got -5.0"),
+    ("tiresias", "promote_knob", "-1", "promote_knob must be >= 0"),
+    ("srtf", "min_runtime", "-1", "min_runtime must be >= 0"),
+    ("edf", "min_runtime", "-1", "min_runtime must be >= 0"),
+    ("pollux", "restart_seconds", "-1", "restart_seconds must be >= 0"),
+    ("sia", "restart_seconds", "-3", "restart_seconds must be >= 0"),
+    ("chronus", "restart_seconds", "-1", "restart_seconds must be >= 0"),
+    ("afs", "max_workers", "0", "max_workers must be >= 1, got 0"),
+    ("elasticflow", "max_workers", "0", "max_workers must be >= 1"),
+    ("optimus", "max_workers", "0", "max_workers must be >= 1"),
+])
+def test_out_of_range_numbers_are_refused_by_name(policy: str, option: str, value: str,
+                                                  message: str) -> None:
+    """A negative protection or restart cost, or no workers at all, was taken silently (the
+    run then misbehaved or ended "nothing could start")."""
+    with pytest.raises(ConfigError, match=f"policy {policy}: {message}"):
+        build_policy(policy, {option: value})
