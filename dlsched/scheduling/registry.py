@@ -166,6 +166,8 @@ def _convert_options(policy: str, builder: ProfileBuilder, raw: dict[str, str]) 
 def _parse_value(policy: str, key: str, default: object, text: str) -> object:
     if not isinstance(text, str):
         return text
+    if not text.strip() and not isinstance(default, str):  # "thresholds=": not "no queues"
+        raise ConfigError(f"policy {policy}: option {key}= has no value (default {default!r})")
     try:
         if isinstance(default, bool):
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):

@@ -135,3 +135,9 @@ def test_out_of_range_numbers_are_refused_by_name(policy: str, option: str, valu
     run then misbehaved or ended "nothing could start")."""
     with pytest.raises(ConfigError, match=f"policy {policy}: {message}"):
         build_policy(policy, {option: value})
+
+
+def test_an_empty_value_is_refused() -> None:
+    """``thresholds=`` read as no thresholds at all (one queue) rather than an error."""
+    with pytest.raises(ConfigError, match="policy tiresias: option thresholds= has no value"):
+        build_policy("tiresias", {"thresholds": ""})
