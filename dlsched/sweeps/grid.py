@@ -152,6 +152,8 @@ def parse_assignments(pairs: Sequence[str], flag: str, many: bool) -> dict[str, 
         if not sep or not key:
             raise ConfigError(f"{flag}: expected key=value, got {pair!r}")
         texts = [t.strip() for t in raw.split(",")] if many else [raw.strip()]
+        if "" in texts:  # YAML reads "" as null: say it rather than guess it
+            raise ConfigError(f"{flag} {pair!r}: an empty value (write null for none)")
         values = tuple(yaml.safe_load(t) if key in _FIELDS else t for t in texts)
         parsed[key] = values if many else values[0]
     return parsed

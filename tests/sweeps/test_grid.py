@@ -63,6 +63,13 @@ def test_assignments_are_yaml_scalars_but_policy_options_stay_text() -> None:
         "round_seconds": (60, 120)}
     with pytest.raises(ConfigError, match="--set: expected key=value"):
         parse_assignments(["limit"], "--set", many=False)
+    # An empty value read as YAML null ran round_seconds=None without a word.
+    with pytest.raises(ConfigError, match="an empty value \\(write null for none\\)"):
+        parse_assignments(["round_seconds=,60"], "--vary", many=True)
+    with pytest.raises(ConfigError, match="--set 'limit=': an empty value"):
+        parse_assignments(["limit="], "--set", many=False)
+    assert parse_assignments(["round_seconds=null,60"], "--vary", many=True) == {
+        "round_seconds": (None, 60)}
 
 
 def test_a_sweep_file_error_names_file_line_and_key(tmp_path) -> None:
