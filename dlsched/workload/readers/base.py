@@ -100,6 +100,8 @@ def detect_format(path: Path) -> str:
             sniff = getattr(r, "sniff", None)
             if sniff is not None and sniff(path):
                 return r.name
+        if not header - {""}:  # nothing on the first line
+            raise InputError(InputLocation(str(path), 1), "empty file: no header, no jobs")
         known = ", ".join(sorted(READERS))
         raise InputError(InputLocation(str(path), 1), f"unknown trace format (known: {known}); "
                          f"columns were {sorted(header)}")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from reader_checks import Writer, expect_error, skip_counts
 
+from dlsched.errors import InputError
 from dlsched.workload.readers import ReaderOptions, detect_format, read_trace
 from dlsched.workload.readers.philly import PhillyReader
 
@@ -43,6 +44,15 @@ def test_blank_line_keeps_line_numbered_ids(write) -> None:
 
 def test_detect_format(philly: Path) -> None:
     assert detect_format(philly) == "philly"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "  \n"])
+def test_an_empty_file_is_told_as_empty_without_a_format(tmp_path: Path, text: str) -> None:
+    """Not 'unknown trace format ... columns were ['']'."""
+    path = tmp_path / "empty.csv"
+    path.write_text(text)
+    with pytest.raises(InputError, match="empty.csv:1: empty file: no header, no jobs"):
+        read_trace(path)
 
 
 ROW_CASES = [
