@@ -243,9 +243,9 @@ def traces() -> None:
     for name, bundled in BUNDLED_TRACES.items():
         table.add_row(name, bundled.format, bundled.description)
     table.add_row("synthetic", "-", "Poisson arrivals resampling a real trace (--synthetic-*)")
-    Console().print(table)
+    Console(emoji=False).print(table)
     _load_all()
-    Console().print("Formats for trace files: " + ", ".join(sorted(READERS)))
+    Console(emoji=False).print("Formats for trace files: " + ", ".join(sorted(READERS)))
 
 
 @app.command()
@@ -258,7 +258,7 @@ def clusters() -> None:
         c = resolve_cluster(name)
         types = ", ".join(f"{n} {t}" for t, n in c.gpus_by_type().items())
         table.add_row(name, str(c.num_nodes), str(c.num_gpus), types)
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 @app.command()
@@ -279,7 +279,7 @@ def policies(policy_file: Annotated[list[str] | None, typer.Option(
         opts = ", ".join(f"{p.name}={p.default!r}" for p in params)
         table.add_row(name, escape(policy_summary(inspect.getdoc(info.builder) or "")),
                       escape(opts))
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 _RST_ROLE = re.compile(r":[a-z]+:`([^`]*)`")

@@ -263,3 +263,38 @@ def test_simulate_names_the_rows_a_reader_left_out(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "week.sacct: dropped 1 row: job step" in result.output
     assert "week.sacct: dropped 2 rows: no GPUs" in result.output
+
+
+@pytest.mark.parametrize("module", [
+    "dlsched.cli", "dlsched.reproduce.cli", "dlsched.whatif.cli", "dlsched.serving.cli",
+    "dlsched.serving.real.cli", "dlsched.perf.llm.cli", "dlsched.sweeps.cli",
+    "dlsched.tenancy.cli", "dlsched.runtime.cli"])
+def test_error_consoles_print_text_as_given(module: str) -> None:
+    """rich reads ':x:' in a message as an emoji code (``--policy-opt srtf:x=1`` printed
+    'srtf❌'): every command's error console prints names as they are."""
+    import importlib
+
+    console = importlib.import_module(module).console
+    assert console._emoji is False
+
+
+def test_listings_print_text_as_given(tmp_path: Path) -> None:
+    """A policy's docstring (here a lab's own, ``--policy-file``) is listed as written."""
+    from dlsched.scheduling import registry
+
+    (tmp_path / "mine.py").write_text(
+        "from dlsched.policies.fifo import fifo\n"
+        "from dlsched.scheduling.registry import register_policy\n\n\n"
+        "@register_policy('emoji-named')\ndef emoji_named():\n"
+        "    '''Runs jobs :x: :smile: in order.'''\n    return fifo()\n")
+    known, loaded = dict(registry._POLICIES), set(registry._LOADED)
+    try:
+        result = runner.invoke(app, ["policies", "--policy-file", str(tmp_path / "mine.py")],
+                               env={"COLUMNS": "250"})
+    finally:
+        registry._POLICIES.clear()
+        registry._POLICIES.update(known)
+        registry._LOADED.clear()
+        registry._LOADED.update(loaded)
+    assert result.exit_code == 0, result.output
+    assert "Runs jobs :x: :smile: in order." in result.output

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from dlsched.reproduce.rows import ReproduceRow
 
 reproduce_app = typer.Typer(add_completion=False)
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 def _split(text: str | None) -> tuple[str, ...] | None:
@@ -115,7 +115,7 @@ def _print_list(known: Mapping[str, Experiment]) -> None:
                       experiment.default_cases), _listed(experiment.variants,
                       experiment.default_variants),
                       "; ".join(f"{k}: {v}" for k, v in experiment.options.items()))
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 def _listed(known: tuple[str, ...], default: tuple[str, ...] | None) -> str:
@@ -131,7 +131,7 @@ def _print_rows(name: str, rows: Sequence[ReproduceRow]) -> None:
         diff = row.rel_diff
         table.add_row(row.case, row.policy, row.metric, _fmt(row.dlsched), _fmt(row.reference),
                       "" if diff is None else f"{diff * 100:+.1f}%")
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 def _fmt(value: float | None) -> str:

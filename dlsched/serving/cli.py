@@ -14,7 +14,7 @@ from rich.markup import escape
 from dlsched.errors import DlschedError
 from dlsched.run_config import RunConfig
 
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 replicas_app = typer.Typer(add_completion=False)
 
 

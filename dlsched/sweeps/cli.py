@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
 
 

@@ -15,7 +15,7 @@ from dlsched.errors import DlschedError
 
 history_app = typer.Typer(help="The service's own history: export it as a trace to replay.",
                           no_args_is_help=True)
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 @history_app.command("export")

@@ -13,7 +13,7 @@ from rich.table import Table
 from dlsched.errors import DlschedError
 
 plan_app = typer.Typer(add_completion=False)
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 
 
 @plan_app.command("plan")
@@ -59,7 +59,7 @@ def plan_command(
                   f"{fabric.gpu.name}: {len(found)} shown, fastest first")
     for r in rows:
         table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()))
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 _HEADERS = ("dp", "tp", "pp", "mb", "ZeRO", "v", "recomp", "iter s", "PFLOP/s", "MFU", "GB/GPU",

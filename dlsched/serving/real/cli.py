@@ -22,7 +22,7 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 
-console = Console(stderr=True, soft_wrap=True)
+console = Console(stderr=True, soft_wrap=True, emoji=False)
 inference_app = typer.Typer(add_completion=False, no_args_is_help=True,
                             help="A real LLM service on CPU: serve, profile, loadgen, validate.")
 
