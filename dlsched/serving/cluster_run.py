@@ -108,7 +108,8 @@ def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Pa
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:
     return JobSpec(spec.replica_id(index), requested, spec.tp, max(until - requested, 1.0),
                    queue=spec.queue, gpu_types=(spec.gpu,), model=spec.model,
-                   priority=spec.priority, kind=JobKind.SERVICE)
+                   priority=spec.priority, kind=JobKind.SERVICE,
+                   tensor_parallel=spec.tp)
 
 
 def _replayed(planned: ServiceOutcome, trace: RequestTrace,
