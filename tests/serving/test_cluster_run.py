@@ -60,6 +60,17 @@ def test_a_tensor_parallel_replica_is_never_split_across_nodes(tmp_path: Path,
         assert [row["nodes"] for row in csv.DictReader(f)] == []
 
 
+def test_an_autoscaled_service_none_of_whose_replicas_is_placed_serves_nothing(
+        tmp_path: Path) -> None:
+    # The replay of an empty placement plan autoscaled on its own (served every request)
+    # and wrote "placement_delay_max": Infinity, which no JSON reader accepts.
+    out = _run(tmp_path, AUTOSCALED, gpus_per_node=4)
+    chat = _strict_json(out / "services.json")["services"]["chat"]
+    assert chat["completed"] == 0 and chat["slo_attainment"] == 0.0
+    assert chat["gpu_hours"] == 0.0
+    assert chat["replicas_placed_late"] >= 1 and chat["placement_delay_max"] is None
+
+
 def test_a_replica_that_fits_one_node_is_placed_on_one(tmp_path: Path) -> None:
     out = _run(tmp_path, STATIC, gpus_per_node=8)
     with (out / "segments.csv").open() as f:
