@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +13,10 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 from dlsched.run_config import RunConfig
+
+if TYPE_CHECKING:  # the CLI imports the simulator lazily
+    from dlsched.cluster.cluster import Cluster
+    from dlsched.serving.services_file import ServicesFile
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 replicas_app = typer.Typer(add_completion=False)
@@ -28,10 +32,7 @@ def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) ->
     services = load_services(run.services)
     if cluster_given:
         cluster = resolve_cluster(run.cluster)
-        for i, s in enumerate(services.services):
-            if s.gpu not in cluster.type_names:
-                raise services.error(i, "gpu", f"cluster {cluster.name} has no {s.gpu} GPUs "
-                                     f"(it has: {', '.join(cluster.type_names)})")
+        _check_gpu_types(services, cluster)
     else:
         base = resolve_cluster(run.cluster) if trace_given else None
         cluster = with_service_nodes(base, services)
@@ -40,6 +41,18 @@ def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) ->
     out.mkdir(parents=True, exist_ok=True)
     report = run_services(services, cluster, run, run.policies[0], training, out)
     _print(report, out)
+
+
+def _check_gpu_types(services: ServicesFile, cluster: Cluster) -> None:
+    """Each service's GPU type, and its prefill pool's, is one the cluster has."""
+    for i, s in enumerate(services.services):
+        wanted = [("gpu", s.gpu)]
+        if s.prefill is not None:
+            wanted.append(("disaggregation.prefill_gpu", s.prefill.gpu))
+        for key, gpu in wanted:
+            if gpu not in cluster.type_names:
+                raise services.error(i, key, f"cluster {cluster.name} has no {gpu} GPUs "
+                                     f"(it has: {', '.join(cluster.type_names)})")
 
 
 def _ms(value: Any) -> str:

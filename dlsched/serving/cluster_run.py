@@ -108,7 +108,8 @@ def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Pa
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:
     return JobSpec(spec.replica_id(index), requested, spec.tp, max(until - requested, 1.0),
                    queue=spec.queue, gpu_types=(spec.gpu,), model=spec.model,
-                   priority=spec.priority, kind=JobKind.SERVICE)
+                   priority=spec.priority, kind=JobKind.SERVICE,
+                   tensor_parallel=spec.tp)
 
 
 def _replayed(planned: ServiceOutcome, trace: RequestTrace,
@@ -132,7 +133,9 @@ def _placed(planned: ServiceOutcome, outcome: ServiceOutcome,
     starts = [started.get(planned.spec.replica_id(k)) for k in range(len(planned.slots))]
     delays = [math.inf if s is None else s - slot.requested
               for s, slot in zip(starts, planned.slots, strict=True)]
-    outcome.metrics["placement_delay_max"] = max(delays, default=0.0)
+    # JSON has no infinity: a replica never placed makes the largest delay undefined (null)
+    most = max(delays, default=0.0)
+    outcome.metrics["placement_delay_max"] = None if math.isinf(most) else most
     outcome.metrics["replicas_placed_late"] = sum(d > 1e-9 for d in delays)
     outcome.metrics["slo_attainment_as_planned"] = planned.metrics["slo_attainment"]
     outcome.metrics["replicas_requested"] = planned.spec.replicas

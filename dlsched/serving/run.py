@@ -101,17 +101,18 @@ def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
 
 def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
           prefill_starts: Sequence[float] | None = None,
-          plan: Sequence[tuple[float, float, float | None]] = ()) -> ServiceOutcome:
+          plan: Sequence[tuple[float, float, float | None]] | None = None) -> ServiceOutcome:
     """Serve ``trace`` on replicas started at ``starts`` (and those the service's autoscaling
     policy adds); metrics include GPU-hours (each replica from its request to the end of the
     run, or until it was retired and drained). A disaggregated service's ``starts`` are its
     decode replicas', ``prefill_starts`` its prefill replicas' (None: all at 0). ``plan``
-    replays a schedule of replicas (requested, ready, retired) instead of autoscaling."""
+    replays a schedule of replicas (requested, ready, retired) instead of autoscaling; an
+    empty one (no replica placed) serves nothing."""
     if spec.prefill is not None:
         return _serve_disaggregated(spec, trace, starts, prefill_starts)
     began = time.process_time()
-    scaler = None if spec.autoscale is None or plan else Autoscaler(spec.autoscale)
-    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan)
+    scaler = None if spec.autoscale is None or plan is not None else Autoscaler(spec.autoscale)
+    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan or ())
     cpu = time.process_time() - began
     metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
     finished = log.finish[~np.isnan(log.finish)]

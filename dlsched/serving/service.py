@@ -73,10 +73,12 @@ class ServiceSpec:
         work = max(horizon - submit, 1.0)
         jobs = [JobSpec(self.replica_id(i), submit, self.tp, work, queue=self.queue,
                         gpu_types=(self.gpu,), model=self.model, priority=self.priority,
-                        kind=JobKind.SERVICE) for i in range(self.replicas)]
+                        kind=JobKind.SERVICE, tensor_parallel=self.tp)
+                for i in range(self.replicas)]
         if self.prefill is not None:
             p = self.prefill
             jobs += [JobSpec(self.prefill_id(i), submit, p.tp, work, queue=self.queue,
                              gpu_types=(p.gpu,), model=self.model, priority=self.priority,
-                             kind=JobKind.SERVICE) for i in range(p.replicas)]
+                             kind=JobKind.SERVICE, tensor_parallel=p.tp)
+                     for i in range(p.replicas)]
         return jobs

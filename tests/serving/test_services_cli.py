@@ -105,6 +105,30 @@ def test_bad_services_file_names_file_line_field(tmp_path: Path, change: tuple[s
     assert not (out / "services.json").exists()  # nothing half-written
 
 
+@pytest.mark.parametrize(("gpu", "prefill_gpu", "where"), [
+    ("H100", "A100-80G", "services.yaml:9:services[0].disaggregation.prefill_gpu"),
+    ("A100-80G", "H100", "services.yaml:4:services[0].gpu"),
+], ids=["prefill-pool", "decode-pool"])
+def test_a_gpu_type_the_cluster_lacks_is_named(tmp_path: Path, gpu: str, prefill_gpu: str,
+                                               where: str) -> None:
+    # The prefill pool's GPU type went unchecked: its replica "can never run", and the
+    # service served nothing, without a word.
+    body = CHAT.replace("A100-80G", gpu).replace("replicas: 2", "replicas: 1") + \
+        f"    disaggregation: {{prefill_replicas: 1, prefill_gpu: {prefill_gpu}}}\n"
+    services = _services(tmp_path, body)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("name: h100s\nnode_groups:\n  - {count: 1, gpu_type: H100, gpus: 8, "
+                       "nvlink_domain: 8}\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--cluster",
+                                 str(cluster), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    missing = prefill_gpu if gpu == "H100" else gpu
+    assert f"{where}: cluster h100s has no {missing} GPUs (it has: H100)" in text
+    assert not (out / "services.json").exists()
+
+
 def test_malformed_request_row_stops_the_run(tmp_path: Path) -> None:
     services = _services(tmp_path, CHAT)
     azure_csv(tmp_path / "reqs.csv", ["2023-11-16 18:00:00,10,3", "2023-11-16 18:00:01,,3"])

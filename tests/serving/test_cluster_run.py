@@ -1,0 +1,79 @@
+"""``serving/cluster_run.py``: service replicas as jobs the core places, served from when the
+core started them."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from serving_helpers import azure_csv
+from typer.testing import CliRunner
+
+from dlsched.cli import app
+
+runner = CliRunner()
+
+SERVICE = """services:
+  - name: chat
+    model: llama2-70b
+    gpu: A100-80G
+    tensor_parallel: 8
+    {size}
+    slo: {{ttft_ms: 2500, tpot_ms: 150}}
+    trace: reqs.csv
+"""
+STATIC = "replicas: 1"
+AUTOSCALED = "autoscaling: {min: 1, max: 2, interval_s: 2, target_outstanding: 1}"
+
+
+def _run(tmp_path: Path, size: str, gpus_per_node: int) -> Path:
+    """The service on two A100-80G nodes of ``gpus_per_node`` GPUs each."""
+    azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i:09.6f},300,8" for i in range(20)])
+    (tmp_path / "services.yaml").write_text(SERVICE.format(size=size))
+    (tmp_path / "cluster.yaml").write_text(
+        "name: two\nnode_groups:\n  - {count: 2, gpu_type: A100-80G, "
+        f"gpus: {gpus_per_node}, nvlink_domain: {gpus_per_node}}}\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(tmp_path / "services.yaml"),
+                                 "--cluster", str(tmp_path / "cluster.yaml"),
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _strict_json(path: Path) -> dict:
+    def refuse(constant: str) -> None:
+        raise ValueError(f"{path.name} holds {constant}, which is not JSON")
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+@pytest.mark.parametrize("size", [STATIC, AUTOSCALED], ids=["static", "autoscaled"])
+def test_a_tensor_parallel_replica_is_never_split_across_nodes(tmp_path: Path,
+                                                               size: str) -> None:
+    # A TP-8 replica's step times are those of one NVLink node; two 4-GPU nodes are no
+    # place for it (it was placed as 4 + 4 GPUs and served as if on one node).
+    out = _run(tmp_path, size, gpus_per_node=4)
+    with (out / "segments.csv").open() as f:
+        assert [row["nodes"] for row in csv.DictReader(f)] == []
+
+
+def test_an_autoscaled_service_none_of_whose_replicas_is_placed_serves_nothing(
+        tmp_path: Path) -> None:
+    # The replay of an empty placement plan autoscaled on its own (served every request)
+    # and wrote "placement_delay_max": Infinity, which no JSON reader accepts.
+    out = _run(tmp_path, AUTOSCALED, gpus_per_node=4)
+    chat = _strict_json(out / "services.json")["services"]["chat"]
+    assert chat["completed"] == 0 and chat["slo_attainment"] == 0.0
+    assert chat["gpu_hours"] == 0.0
+    assert chat["replicas_placed_late"] >= 1 and chat["placement_delay_max"] is None
+
+
+def test_a_replica_that_fits_one_node_is_placed_on_one(tmp_path: Path) -> None:
+    out = _run(tmp_path, STATIC, gpus_per_node=8)
+    with (out / "segments.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(row["job_id"], row["nodes"].count(";")) for row in rows] == [("service:chat/0", 0)]
+    assert _strict_json(out / "services.json")["services"]["chat"]["completed"] == 20
