@@ -182,8 +182,12 @@ def _peak(slots: list[Slot], end: float) -> int:
 def replicas_for_slo(spec: ServiceSpec, trace: RequestTrace, target: float = 0.99,
                      most: int = 256) -> tuple[int | None, list[tuple[int, float]]]:
     """The fewest replicas (all up from t=0) whose SLO attainment reaches ``target``: doubling,
-    then bisection (attainment grows with replicas under join-the-shortest-queue routing).
-    Returns it (None when ``most`` do not) and every (replicas, attainment) tried."""
+    then bisection. Attainment grows with replicas under join-the-shortest-queue routing, but
+    not strictly (routing is discrete: on 120 s of the Azure conversation trace 3 replicas
+    reach 100% and 4 reach 99.8%): the answer is the count bisection settles on, above every
+    count tried that fell short, not a smaller one that met the target by chance below one
+    that did not; a plan that holds up. Returns it (None when ``most`` do not) and every
+    (replicas, attainment) tried."""
     tried: dict[int, float] = {}
 
     static = replace(spec, autoscale=None)
