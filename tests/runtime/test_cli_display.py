@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.errors import ConfigError
+from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.client import Client, ClientError
 from dlsched.runtime.display import progress_text, shown_status
 from dlsched.runtime.server import bind
@@ -76,6 +77,17 @@ def test_progress_reads_as_words() -> None:
 ])
 def test_a_job_waiting_to_retry_reads_retrying(status: str, reason: str, shown: str) -> None:
     assert shown_status(SimpleNamespace(status=status, pending_reason=reason)) == shown
+
+
+def test_the_backoff_plugins_own_reason_reads_retrying() -> None:
+    """The reason as the service stores it: the cycle's status, tagged with its plugin."""
+    backoff = RetryBackoff(base=10.0, cap=360.0)
+    backoff.failed("job-000001", failures=1, now=0.0)
+    job = SimpleNamespace(job_id="job-000001")
+    reason = str(backoff.pre_filter(SimpleNamespace(now=1.0), job))  # type: ignore[arg-type]
+    assert reason.startswith("[retry-backoff] backing off after 1 failed attempt")
+    assert shown_status(SimpleNamespace(status="preempted", pending_reason=reason)) == \
+        "retrying"
 
 
 class _Health(BaseHTTPRequestHandler):
