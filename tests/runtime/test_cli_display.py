@@ -140,3 +140,14 @@ def test_a_taken_port_is_named() -> None:
             bind("127.0.0.1", port)
     finally:
         first.close()
+
+
+def test_a_job_id_that_is_no_path_segment_is_no_job(live: Callable[..., Live]) -> None:
+    """An empty id was the list's redirect (a JSONDecodeError traceback) and ``ID/events`` the
+    events read as a job (a pydantic traceback): each is "no job", exit 1."""
+    url = live().url
+    for job_id in ("", "..", "../cluster", "job-000001/events", "job-000001?x=1"):
+        for verb in ("jobs", "cancel", "logs"):
+            code, output = cli(verb, job_id, "--url", url)
+            assert (code, output.strip()) == (1, f"error: 404: no job {job_id!r}"), (verb,
+                                                                                       output)
