@@ -70,11 +70,18 @@ class Client:
         raise AssertionError("unreachable")
 
     def jobs(self, status: str | None = None, queue: str | None = None,
-             limit: int = 1000) -> list[JobSummary]:
-        params: dict[str, Any] = {"limit": limit}
-        params.update({k: v for k, v in (("status", status), ("queue", queue)) if v})
-        rows = self._call("GET", "/v1/jobs", params=params).json()
-        return [JobSummary.model_validate(row) for row in rows]
+             page: int = 1000) -> list[JobSummary]:
+        """Every job (of ``status``, ``queue``), oldest first, ``page`` per request: the API
+        answers at most ``limit`` jobs from the oldest, so one request left the newest out
+        once a service had run more than that."""
+        params: dict[str, Any] = {k: v for k, v in (("status", status), ("queue", queue)) if v}
+        jobs: list[JobSummary] = []
+        while True:
+            rows = self._call("GET", "/v1/jobs", params={**params, "limit": page,
+                                                         "offset": len(jobs)}).json()
+            jobs += [JobSummary.model_validate(row) for row in rows]
+            if len(rows) < page:
+                return jobs
 
     def job(self, job_id: str) -> JobDetail:
         return JobDetail.model_validate(self._call("GET", _job_path(job_id)).json())

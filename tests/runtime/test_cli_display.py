@@ -151,3 +151,12 @@ def test_a_job_id_that_is_no_path_segment_is_no_job(live: Callable[..., Live]) -
             code, output = cli(verb, job_id, "--url", url)
             assert (code, output.strip()) == (1, f"error: 404: no job {job_id!r}"), (verb,
                                                                                        output)
+
+
+def test_the_job_list_has_every_job_past_one_page(live: Callable[..., Live]) -> None:
+    """The API answers a page from the oldest job: one request hid the newest jobs once a
+    service had run more than a page (1,000) of them."""
+    with Client(live().url) as client:
+        ids = [client.submit({"command": ["true"], "gpus": 1}).id for _ in range(5)]
+        assert [job.id for job in client.jobs(page=2)] == ids
+        assert [job.id for job in client.jobs(page=5)] == ids
