@@ -35,7 +35,8 @@ class SubmitRequest(BaseModel):
     max_gpus: Int64 | None = None
     checkpoint_dir: Text | None = Field(
         None, description="Kept across attempts (default: DATA_DIR/jobs/ID/checkpoint).")
-    name: str | None = Field(None, max_length=200)
+    # No NUL, as every string (docs/runtime.md "Bounds"): PostgreSQL text refuses it (a 500).
+    name: str | None = Field(None, max_length=200, pattern=r"^[^\x00]*$")
     work_seconds: float | None = Field(
         None, gt=0, le=1e15,
         description="Estimated run time; only for policies that use one (SJF).")
