@@ -142,7 +142,9 @@ class EventView(BaseModel):
 class GpuView(BaseModel):
     index: int
     gpu: int
-    job_id: str | None
+    job_id: str | None = Field(description="The first job on it (see job_ids).")
+    job_ids: list[str] = Field(default_factory=list, description=(
+        "Every job with a worker on it: several when they share it (a fraction, MIG)."))
 
 
 class NodeView(BaseModel):
