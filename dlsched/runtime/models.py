@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from dlsched.runtime.limits import INT64_MAX, INT64_MIN
 
+
+def _not_a_boolean(value: Any) -> Any:
+    """pydantic's lax mode reads JSON ``true`` as the integer 1 (``"gpus": true`` was a
+    1-GPU job); a boolean is no count."""
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, got a boolean")
+    return value
+
+
 # Every integer the API takes fits 64 bits (SQLite's and NumPy's); floats are finite (the
 # models say ``allow_inf_nan=False``). Out of range: 422 before anything is stored.
-Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Int64 = Annotated[int, BeforeValidator(_not_a_boolean), Field(ge=INT64_MIN, le=INT64_MAX)]
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]  # no NUL (exec refuses)
 EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^=\x00]+$")]
 
