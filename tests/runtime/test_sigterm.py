@@ -92,6 +92,23 @@ def test_sigterm_stops_workers_in_their_grace_and_a_restart_resumes_them(
                    for e in events)
 
 
+def test_a_second_ctrl_c_does_not_cut_the_shutdown_short(serve: Serve, out: Path) -> None:
+    """The second SIGINT raised KeyboardInterrupt inside the shutdown: exit 130, and a worker
+    that ignores SIGTERM was never killed after its grace."""
+    proc, url = serve.start()
+    job_id = httpx.post(f"{url}/v1/jobs", timeout=30, json={
+        "command": worker("stubborn", out), "gpus": 1}).json()["id"]
+    pid = wait_for(lambda: records(out, job_id), 30, "the job to run")[0]["pid"]
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)  # the shutdown has begun: the worker has its SIGTERM and its grace
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=GRACE + 20) == 0, serve.output(proc)
+    assert not alive(pid)
+    assert "stopped (SIGINT): 1 running jobs" in serve.output(proc)
+    with sqlite3.connect(serve.db) as db:
+        assert db.execute("select status from jobs").fetchall() == [("preempted",)]
+
+
 def test_a_second_service_on_the_same_data_or_database_refuses_to_start(
         serve: Serve, tmp_path: Path) -> None:
     first, url = serve.start()
