@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from dlsched.runtime.limits import INT64_MAX, INT64_MIN
 
@@ -70,6 +70,15 @@ class SubmitRequest(BaseModel):
         None, pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Or the Idempotency-Key header: a retried submission with the same key "
                     "(from the same caller) returns the job the first one made.")
+
+    @field_validator("command")
+    @classmethod
+    def _has_a_program(cls, command: list[str]) -> list[str]:
+        """argv[0] is the program: an empty one can never start (each attempt failed with
+        ': not found on PATH', retried until the job failed)."""
+        if not command[0]:
+            raise ValueError("command[0], the program, is empty")
+        return command
 
 
 class ProgressReport(BaseModel):

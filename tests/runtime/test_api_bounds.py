@@ -27,6 +27,8 @@ BAD = [
     pytest.param({**OK, "max_gpus": 10**12}, 400, "max_gpus", id="max-gpus-past-cluster"),
     pytest.param({**OK, "command": ["a\u0000b"]}, 422, "command", id="nul-in-argv"),
     pytest.param({**OK, "name": "a\u0000b"}, 422, "name", id="nul-in-name"),
+    pytest.param({**OK, "command": ["", "x"]}, 422, "command[0], the program, is empty",
+                 id="empty-program"),
     pytest.param({**OK, "gpus": True}, 422, "gpus", id="boolean-gpus"),
     pytest.param({**OK, "priority": False}, 422, "priority", id="boolean-priority"),
     pytest.param({**OK, "env": {"A=B": "x"}}, 422, "env", id="equals-in-env-name"),
