@@ -198,7 +198,7 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
 
     port = sock.getsockname()[1]
     worker_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "") else options.host
-    url = f"http://{worker_host}:{port}"
+    url = service_url(worker_host, port)
     service = Service(ServiceConfig(cluster, options.data_dir, options.db_url, options.policy,
                                     dict(options.policy_options), url, options.token,
                                     options.grace_seconds, options.max_attempts,
@@ -229,6 +229,13 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
     if announce and stopped_by is not None:
         print(f"dlsched service stopped ({stopped_by}): {running} running jobs stopped and "
               "requeued", flush=True)
+
+
+def service_url(host: str, port: int) -> str:
+    """The URL clients and workers reach the service at (``service.json``,
+    ``DLSCHED_SERVICE_URL``): an IPv6 address goes in brackets (RFC 3986), else
+    ``http://::1:8765`` is no URL and every worker's progress report was lost."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def _tenants(path: Path | None) -> TenantConfig | None:

@@ -6,6 +6,7 @@ data directory or database refuses to start."""
 from __future__ import annotations
 
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -123,3 +124,24 @@ def test_a_second_service_on_the_same_data_or_database_refuses_to_start(
     assert first.wait(timeout=30) == 0
     third, _ = serve.start()  # the lock went with the first service
     assert third.poll() is None
+
+
+def test_on_ipv6_loopback_the_url_in_service_json_reaches_the_service(tmp_path: Path) -> None:
+    """``--host ::1`` wrote ``http://::1:PORT``: no URL, for scripts nor for the workers'
+    progress reports (``DLSCHED_SERVICE_URL``)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    data = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "dlsched.cli", "serve", "--gpus", "1",
+                             "--host", "::1", "--port", "0", "--data-dir", str(data)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        info = wait_for(lambda: service_info(data / "service.json"), 30, "the service")
+        assert info["url"].startswith("http://[::1]:")
+        wait_for(lambda: httpx.get(f"{info['url']}/healthz", timeout=30).status_code == 200, 30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
