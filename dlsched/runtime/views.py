@@ -182,12 +182,15 @@ def _holders(service: Service, queues: frozenset[str] | None) -> dict[int, list[
 
 
 def queue_views(service: Service, queues: frozenset[str] | None = None) -> list[QueueView]:
+    """Each queue with jobs, and ``default`` where it is one: with ``--tenants`` a job's queue
+    must be one of the tenant file's, and a listed ``default`` read as usable (400)."""
     with service.locked():
         pending = Counter(job.spec.queue for job in service.core.waiting.values())
         running = Counter(job.spec.queue for job in service.core.running.values())
         gpus: Counter[str] = Counter()
         for job in service.core.running.values():
             gpus[job.spec.queue] += sum(job.shares)
-    names = sorted(set(pending) | set(running) | {"default"} if queues is None else queues)
+    default = {"default"} if service.tenants is None else set()
+    names = sorted(set(pending) | set(running) | default if queues is None else queues)
     return [QueueView(name=q, pending=pending[q], running=running[q], gpus_allocated=gpus[q])
             for q in names]
