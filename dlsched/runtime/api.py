@@ -84,17 +84,21 @@ def _request_error(_request: Request, exc: RequestError) -> JSONResponse:
 
 
 def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-    """FastAPI's 422, with the offending input made JSON (a NaN it echoes would be a 500)."""
-    return JSONResponse({"detail": _finite(jsonable_encoder(exc.errors()))}, status_code=422)
+    """FastAPI's 422, with the offending input made JSON (a NaN it echoes, or a lone
+    surrogate such as ``"\\ud800"`` that UTF-8 cannot encode, would be a 500)."""
+    return JSONResponse({"detail": _echoable(jsonable_encoder(exc.errors()))},
+                        status_code=422)
 
 
-def _finite(value: Any) -> Any:
+def _echoable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return repr(value)
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
     if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
+        return {_echoable(key): _echoable(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
+        return [_echoable(item) for item in value]
     return value
 
 

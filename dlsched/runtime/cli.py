@@ -302,7 +302,8 @@ def status_(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL, token: TokenOpt
     out.print(escape(f"{cluster.name}: {cluster.gpus_allocated:g}/{cluster.gpus_total} GPUs "
                      f"allocated, policy {cluster.policy}"))
     for node in cluster.nodes:
-        held = ", ".join(f"{g.index}:{g.job_id or '-'}" for g in node.gpus)
+        held = ", ".join(f"{g.index}:{'+'.join(g.job_ids or [g.job_id or '-'])}"
+                         for g in node.gpus)
         down = " DOWN" if node.down else ""
         out.print(escape(f"  {node.name} ({node.gpu_type}){down}: {held}"))
     table = Table("queue", "pending", "running", "GPUs")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -69,27 +70,35 @@ class Client:
         raise AssertionError("unreachable")
 
     def jobs(self, status: str | None = None, queue: str | None = None,
-             limit: int = 1000) -> list[JobSummary]:
-        params: dict[str, Any] = {"limit": limit}
-        params.update({k: v for k, v in (("status", status), ("queue", queue)) if v})
-        rows = self._call("GET", "/v1/jobs", params=params).json()
-        return [JobSummary.model_validate(row) for row in rows]
+             page: int = 1000) -> list[JobSummary]:
+        """Every job (of ``status``, ``queue``), oldest first, ``page`` per request: the API
+        answers at most ``limit`` jobs from the oldest, so one request left the newest out
+        once a service had run more than that."""
+        params: dict[str, Any] = {k: v for k, v in (("status", status), ("queue", queue)) if v}
+        jobs: list[JobSummary] = []
+        while True:
+            rows = self._call("GET", "/v1/jobs", params={**params, "limit": page,
+                                                         "offset": len(jobs)}).json()
+            jobs += [JobSummary.model_validate(row) for row in rows]
+            if len(rows) < page:
+                return jobs
 
     def job(self, job_id: str) -> JobDetail:
-        return JobDetail.model_validate(self._call("GET", f"/v1/jobs/{job_id}").json())
+        return JobDetail.model_validate(self._call("GET", _job_path(job_id)).json())
 
     def cancel(self, job_id: str) -> JobDetail:
-        return JobDetail.model_validate(self._call("DELETE", f"/v1/jobs/{job_id}").json())
+        return JobDetail.model_validate(self._call("DELETE", _job_path(job_id)).json())
 
     def events(self, job_id: str) -> list[EventView]:
-        rows = self._call("GET", f"/v1/jobs/{job_id}/events").json()
+        rows = self._call("GET", _job_path(job_id, "/events")).json()
         return [EventView.model_validate(row) for row in rows]
 
     def logs(self, job_id: str, max_bytes: int = 65536) -> str:
-        return self._call("GET", f"/v1/jobs/{job_id}/logs", params={"max_bytes": max_bytes}).text
+        path = _job_path(job_id, "/logs")
+        return self._call("GET", path, params={"max_bytes": max_bytes}).text
 
     def progress(self, job_id: str, report: ProgressReport) -> None:
-        self._call("POST", f"/v1/jobs/{job_id}/progress", json=report.model_dump())
+        self._call("POST", _job_path(job_id, "/progress"), json=report.model_dump())
 
     def cluster(self) -> ClusterView:
         return ClusterView.model_validate(self._call("GET", "/v1/cluster").json())
@@ -120,6 +129,17 @@ class Client:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.2)
+
+
+def _job_path(job_id: str, tail: str = "") -> str:
+    """A job's URL path, its id one percent-encoded path segment. Pasted as is, an id with
+    ``/`` or ``..`` named another endpoint (``jobs ID/events`` read the events as a job) and
+    an empty one the list's redirect: tracebacks, not "no job". No job id has a ``/`` (the
+    service makes them), and the server decodes ``%2F`` before routing: such an id is
+    refused here."""
+    if job_id in ("", ".", "..") or "/" in job_id:
+        raise ClientError(404, f"no job {job_id!r}")
+    return f"/v1/jobs/{quote(job_id, safe='')}{tail}"
 
 
 def _detail(response: httpx.Response) -> str:

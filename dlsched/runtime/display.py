@@ -11,13 +11,17 @@ from rich.console import Console
 from rich.markup import escape
 
 # The retry backoff's reason (runtime/backoff.py): the job failed and waits to be retried.
+# A cycle's reason comes tagged with the plugin that gave it (``Status.__str__``), so the
+# service stores ``[retry-backoff] backing off after ...``; older rows have no tag.
 RETRY_REASON = "backing off after"
+RETRY_TAG = "[retry-backoff] "
 
 
 def shown_status(job: Any) -> str:
     """``retrying`` for a job that failed and waits out its backoff (the core keeps it
     ``preempted``, which reads as if the scheduler took its GPUs)."""
-    if job.status == "preempted" and job.pending_reason.startswith(RETRY_REASON):
+    reason = job.pending_reason.removeprefix(RETRY_TAG)
+    if job.status == "preempted" and reason.startswith(RETRY_REASON):
         return "retrying"
     return job.status
 

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from dlsched.runtime.limits import INT64_MAX, INT64_MIN
 
+
+def _not_a_boolean(value: Any) -> Any:
+    """pydantic's lax mode reads JSON ``true`` as the integer 1 (``"gpus": true`` was a
+    1-GPU job); a boolean is no count."""
+    if isinstance(value, bool):
+        raise ValueError("expected an integer, got a boolean")
+    return value
+
+
 # Every integer the API takes fits 64 bits (SQLite's and NumPy's); floats are finite (the
 # models say ``allow_inf_nan=False``). Out of range: 422 before anything is stored.
-Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+Int64 = Annotated[int, BeforeValidator(_not_a_boolean), Field(ge=INT64_MIN, le=INT64_MAX)]
 Text = Annotated[str, Field(max_length=4096, pattern=r"^[^\x00]*$")]  # no NUL (exec refuses)
 EnvName = Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[^=\x00]+$")]
 
@@ -35,7 +44,8 @@ class SubmitRequest(BaseModel):
     max_gpus: Int64 | None = None
     checkpoint_dir: Text | None = Field(
         None, description="Kept across attempts (default: DATA_DIR/jobs/ID/checkpoint).")
-    name: str | None = Field(None, max_length=200)
+    # No NUL, as every string (docs/runtime.md "Bounds"): PostgreSQL text refuses it (a 500).
+    name: str | None = Field(None, max_length=200, pattern=r"^[^\x00]*$")
     work_seconds: float | None = Field(
         None, gt=0, le=1e15,
         description="Estimated run time; only for policies that use one (SJF).")
@@ -60,6 +70,15 @@ class SubmitRequest(BaseModel):
         None, pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Or the Idempotency-Key header: a retried submission with the same key "
                     "(from the same caller) returns the job the first one made.")
+
+    @field_validator("command")
+    @classmethod
+    def _has_a_program(cls, command: list[str]) -> list[str]:
+        """argv[0] is the program: an empty one can never start (each attempt failed with
+        ': not found on PATH', retried until the job failed)."""
+        if not command[0]:
+            raise ValueError("command[0], the program, is empty")
+        return command
 
 
 class ProgressReport(BaseModel):
@@ -141,7 +160,9 @@ class EventView(BaseModel):
 class GpuView(BaseModel):
     index: int
     gpu: int
-    job_id: str | None
+    job_id: str | None = Field(description="The first job on it (see job_ids).")
+    job_ids: list[str] = Field(default_factory=list, description=(
+        "Every job with a worker on it: several when they share it (a fraction, MIG)."))
 
 
 class NodeView(BaseModel):

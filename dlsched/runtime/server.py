@@ -139,6 +139,23 @@ def stop_on_sigterm() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT and SIGTERM ignored while the shutdown runs (it ends within the grace period). A
+    second Ctrl-C raised KeyboardInterrupt inside it: exit 130, a worker that ignores SIGTERM
+    never killed, its job still recorded running. A second SIGTERM was ignored already."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT,
+                                                                     signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def serve(options: ServeOptions, announce: bool = True) -> None:
     """Run the service until SIGINT or SIGTERM. The port is bound before the heavy imports
     (FastAPI, SQLAlchemy): a client that connects while the service starts waits in the
@@ -181,7 +198,7 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
 
     port = sock.getsockname()[1]
     worker_host = "127.0.0.1" if options.host in ("0.0.0.0", "::", "") else options.host
-    url = f"http://{worker_host}:{port}"
+    url = service_url(worker_host, port)
     service = Service(ServiceConfig(cluster, options.data_dir, options.db_url, options.policy,
                                     dict(options.policy_options), url, options.token,
                                     options.grace_seconds, options.max_attempts,
@@ -207,10 +224,18 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
             stopped_by = None
         finally:
             running = len(service.core.running)
-            service.shutdown()
+            with _signals_ignored():
+                service.shutdown()
     if announce and stopped_by is not None:
         print(f"dlsched service stopped ({stopped_by}): {running} running jobs stopped and "
               "requeued", flush=True)
+
+
+def service_url(host: str, port: int) -> str:
+    """The URL clients and workers reach the service at (``service.json``,
+    ``DLSCHED_SERVICE_URL``): an IPv6 address goes in brackets (RFC 3986), else
+    ``http://::1:8765`` is no URL and every worker's progress report was lost."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def _tenants(path: Path | None) -> TenantConfig | None:

@@ -313,7 +313,10 @@ class Service:
             self.core.refresh_rate(job_id)
 
     def requeue(self, job_id: str, reason: str) -> None:
-        self.core.requeue(job_id, reason)
+        """Back to the queue as the service stops: not a preemption (a restart after
+        ``kill -9`` counts none either), so the history and the dashboard count only the
+        policy's."""
+        self.core.requeue(job_id, reason, counted=False)
         self.event(job_id, "requeued", reason)
 
     def lost(self, job_id: str, category: str, reason: str) -> None:

@@ -154,27 +154,43 @@ def cluster_view(service: Service, queues: frozenset[str] | None = None) -> Clus
     """``queues``: a tenant's view; GPUs held by other queues' jobs show ``HIDDEN``."""
     cluster = service.cluster
     with service.locked():
-        holder = {int(g): job.job_id if queues is None or job.spec.queue in queues else HIDDEN
-                  for job in service.core.running.values() for g in job.allocation}
+        holders = _holders(service, queues)
         used = service.core.used_gpus
     nodes = []
     for n, node in enumerate(cluster.nodes):
         first = int(cluster.node_first_gpu[n])
-        gpus = [GpuView(index=i, gpu=first + i, job_id=holder.get(first + i))
-                for i in range(node.num_gpus)]
+        held = [holders.get(first + i, []) for i in range(node.num_gpus)]
+        gpus = [GpuView(index=i, gpu=first + i, job_id=jobs[0] if jobs else None, job_ids=jobs)
+                for i, jobs in enumerate(held)]
         nodes.append(NodeView(name=node.name, gpu_type=node.gpu_type, gpus=gpus,
                               down=n in service.core.down_nodes))
     return ClusterView(name=cluster.name, policy=service.profile.name,
                        gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes)
 
 
+def _holders(service: Service, queues: frozenset[str] | None) -> dict[int, list[str]]:
+    """Each busy GPU's jobs, in start order: all of them, since jobs that share a GPU (a
+    fraction, MIG instances) are several; one id per GPU hid all but one of them."""
+    holders: dict[int, list[str]] = {}
+    for job in service.core.running.values():
+        shown = job.job_id if queues is None or job.spec.queue in queues else HIDDEN
+        for gpu in job.allocation:
+            jobs = holders.setdefault(int(gpu), [])
+            if shown not in jobs:
+                jobs.append(shown)
+    return holders
+
+
 def queue_views(service: Service, queues: frozenset[str] | None = None) -> list[QueueView]:
+    """Each queue with jobs, and ``default`` where it is one: with ``--tenants`` a job's queue
+    must be one of the tenant file's, and a listed ``default`` read as usable (400)."""
     with service.locked():
         pending = Counter(job.spec.queue for job in service.core.waiting.values())
         running = Counter(job.spec.queue for job in service.core.running.values())
         gpus: Counter[str] = Counter()
         for job in service.core.running.values():
             gpus[job.spec.queue] += sum(job.shares)
-    names = sorted(set(pending) | set(running) | {"default"} if queues is None else queues)
+    default = {"default"} if service.tenants is None else set()
+    names = sorted(set(pending) | set(running) | default if queues is None else queues)
     return [QueueView(name=q, pending=pending[q], running=running[q], gpus_allocated=gpus[q])
             for q in names]

@@ -210,10 +210,11 @@ class Scheduler:
             most = self._max_workers_cache[shape] = max_workers(state, job, self.profile.filters)
         return most
 
-    def requeue(self, job_id: str, reason: str) -> None:
+    def requeue(self, job_id: str, reason: str, counted: bool = True) -> None:
         """A running job stopped on its own (a worker died, a node failed): back to the queue,
-        to resume from its last checkpoint, like a preemption it did not ask for."""
-        self._preempt(self.running[job_id], self.clock.now(), reason)
+        to resume from its last checkpoint, like a preemption it did not ask for. ``counted``
+        False: not counted in its preemptions (the runtime service stopping)."""
+        self._preempt(self.running[job_id], self.clock.now(), reason, counted)
 
     def fail_node(self, node: int, category: str, reason: str,
                   spare: int | None = None) -> list[str]:

@@ -21,6 +21,8 @@ from dlsched.errors import ConfigError
 from dlsched.workload.readers.history import COLUMNS
 
 DURATIONS = ("total", "last")
+# The states a job ends in: only an ended job has its whole run time to replay.
+ENDED = ("finished", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,10 @@ def history_rows(url: str, statuses: Iterable[str] = ("finished",), how: str = "
 
     if how not in DURATIONS:
         raise ConfigError(f"--duration: {how!r} is not one of {', '.join(DURATIONS)}")
+    statuses = tuple(statuses)
+    unknown = [status for status in statuses if status not in ENDED]
+    if unknown:  # a typo would export nothing and blame the history
+        raise ConfigError(f"--status: {unknown[0]!r} is not one of {', '.join(ENDED)}")
     store = Store(url)
     try:
         with store.session() as session:

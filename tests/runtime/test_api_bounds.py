@@ -26,6 +26,11 @@ BAD = [
     pytest.param({**OK, "max_gpus": BIG}, 422, "max_gpus", id="max-gpus-past-int64"),
     pytest.param({**OK, "max_gpus": 10**12}, 400, "max_gpus", id="max-gpus-past-cluster"),
     pytest.param({**OK, "command": ["a\u0000b"]}, 422, "command", id="nul-in-argv"),
+    pytest.param({**OK, "name": "a\u0000b"}, 422, "name", id="nul-in-name"),
+    pytest.param({**OK, "command": ["", "x"]}, 422, "command[0], the program, is empty",
+                 id="empty-program"),
+    pytest.param({**OK, "gpus": True}, 422, "gpus", id="boolean-gpus"),
+    pytest.param({**OK, "priority": False}, 422, "priority", id="boolean-priority"),
     pytest.param({**OK, "env": {"A=B": "x"}}, 422, "env", id="equals-in-env-name"),
 ]
 
@@ -54,6 +59,22 @@ def test_nan_and_infinity_are_422(live: Callable[..., Live], number: str) -> Non
                            content=f'{{"samples_per_second": {number}}}',
                            headers={"Content-Type": "application/json"})
     assert progress.status_code == 422
+
+
+@pytest.mark.parametrize(("path", "raw", "field"), [
+    ("/v1/jobs", '{"command": ["true"], "gpus": 1, "name": "\\ud800"}', "name"),
+    ("/v1/jobs", '{"command": ["\\udc80"], "gpus": 1}', "command"),
+    ("/v1/jobs/job-000001/progress", '{"metrics": {"loss": "\\ud800"}}', "metrics"),
+    ("/v1/jobs/job-000001/progress", '{"metrics": {"\\ud800": 1}}', "metrics"),
+], ids=["name", "argv", "metric-value", "metric-name"])
+def test_a_lone_surrogate_is_422_naming_the_field(live: Callable[..., Live], path: str,
+                                                  raw: str, field: str) -> None:
+    """JSON may escape half a UTF-16 pair; the 422 echoed it back and UTF-8 could not encode
+    it: a 500."""
+    client = live().http
+    response = client.post(path, content=raw, headers={"Content-Type": "application/json"})
+    assert response.status_code == 422 and field in response.text, response.text
+    assert client.get("/v1/jobs").json() == []
 
 
 def test_offset_past_int64_is_422(live: Callable[..., Live]) -> None:

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.errors import ConfigError
+from dlsched.runtime.backoff import RetryBackoff
 from dlsched.runtime.client import Client, ClientError
 from dlsched.runtime.display import progress_text, shown_status
 from dlsched.runtime.server import bind
@@ -78,6 +79,17 @@ def test_a_job_waiting_to_retry_reads_retrying(status: str, reason: str, shown: 
     assert shown_status(SimpleNamespace(status=status, pending_reason=reason)) == shown
 
 
+def test_the_backoff_plugins_own_reason_reads_retrying() -> None:
+    """The reason as the service stores it: the cycle's status, tagged with its plugin."""
+    backoff = RetryBackoff(base=10.0, cap=360.0)
+    backoff.failed("job-000001", failures=1, now=0.0)
+    job = SimpleNamespace(job_id="job-000001")
+    reason = str(backoff.pre_filter(SimpleNamespace(now=1.0), job))  # type: ignore[arg-type]
+    assert reason.startswith("[retry-backoff] backing off after 1 failed attempt")
+    assert shown_status(SimpleNamespace(status="preempted", pending_reason=reason)) == \
+        "retrying"
+
+
 class _Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
         body = b'{"status": "ok", "loop_alive": true}'
@@ -128,3 +140,23 @@ def test_a_taken_port_is_named() -> None:
             bind("127.0.0.1", port)
     finally:
         first.close()
+
+
+def test_a_job_id_that_is_no_path_segment_is_no_job(live: Callable[..., Live]) -> None:
+    """An empty id was the list's redirect (a JSONDecodeError traceback) and ``ID/events`` the
+    events read as a job (a pydantic traceback): each is "no job", exit 1."""
+    url = live().url
+    for job_id in ("", "..", "../cluster", "job-000001/events", "job-000001?x=1"):
+        for verb in ("jobs", "cancel", "logs"):
+            code, output = cli(verb, job_id, "--url", url)
+            assert (code, output.strip()) == (1, f"error: 404: no job {job_id!r}"), (verb,
+                                                                                       output)
+
+
+def test_the_job_list_has_every_job_past_one_page(live: Callable[..., Live]) -> None:
+    """The API answers a page from the oldest job: one request hid the newest jobs once a
+    service had run more than a page (1,000) of them."""
+    with Client(live().url) as client:
+        ids = [client.submit({"command": ["true"], "gpus": 1}).id for _ in range(5)]
+        assert [job.id for job in client.jobs(page=2)] == ids
+        assert [job.id for job in client.jobs(page=5)] == ids

@@ -141,3 +141,12 @@ def test_progress_reports_are_kept_and_plotted(live: Callable[..., Live], out: P
 def test_login_redirects_only_within_the_site(given: str, kept: str) -> None:
     assert _local(given) == kept
 
+
+
+def test_with_tenants_default_is_not_listed_as_a_queue(live: Callable[..., Live]) -> None:
+    """``default`` is no queue of a tenant file (a job there is a 400), yet ``/v1/queues`` and
+    ``dlsched status`` always listed it."""
+    handle = live(tenants=tenants())
+    assert handle.http.post("/v1/jobs", json={"command": ["true"], "gpus": 1}
+                            ).status_code == 400
+    assert handle.http.get("/v1/queues").json() == []

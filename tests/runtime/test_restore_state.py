@@ -73,3 +73,21 @@ def test_tiresias_priorities_survive_a_restart(tmp_path: Path, out: Path,
         assert restored.done_work == pytest.approx(saved.done_work) and saved.done_work > 1.0
         assert new.active[long].attempts == 1  # its next attempt is number 2
     assert [e.kind for e in new.store.events(long)][-1] == "requeued"
+
+
+def test_a_shutdown_is_no_preemption(tmp_path: Path, out: Path,
+                                     services: list[Service]) -> None:
+    """SIGTERM's shutdown counted a preemption (a crash counts none): a fifo service's history
+    showed preemptions its replay never makes."""
+    old = Service(config(tmp_path))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    wait_for(lambda: old.core.jobs[job].status is JobStatus.RUNNING, 10, "the job to start")
+    old.shutdown()
+    new = Service(config(tmp_path))
+    services.append(new)
+    new.start()
+    row = new.store.job(job)
+    assert row is not None and (row.preemptions, new.core.jobs[job].preemptions) == (0, 0)
+    assert ("requeued", "the service stopped") in [(e.kind, e.message)
+                                                   for e in new.store.events(job)]

@@ -80,7 +80,11 @@ def test_two_halves_share_one_gpu_and_show_their_share(live: Callable[..., Live]
     assert [d["allocation"][0]["gpu"] for d in details] == [0, 0]
     assert all(d["allocation"][0]["share"] == 0.5 and d["gpu_share"] == 0.5
                and d["gpu_memory_gb"] == 4 and d["cpus_per_gpu"] == 1 for d in details)
-    assert handle.http.get("/v1/cluster").json()["gpus_allocated"] == 1.0
+    cluster = handle.http.get("/v1/cluster").json()
+    assert cluster["gpus_allocated"] == 1.0
+    # Both jobs hold GPU 0: one id per GPU showed only the later one (`dlsched status` too).
+    assert cluster["nodes"][0]["gpus"][0]["job_ids"] == ids
+    assert f"0:{ids[0]}+{ids[1]}, 1:-" in cli(handle.url, "status")[1]
     for job_id in ids:
         handle.http.delete(f"/v1/jobs/{job_id}")
 

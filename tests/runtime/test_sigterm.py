@@ -6,6 +6,7 @@ data directory or database refuses to start."""
 from __future__ import annotations
 
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -92,6 +93,23 @@ def test_sigterm_stops_workers_in_their_grace_and_a_restart_resumes_them(
                    for e in events)
 
 
+def test_a_second_ctrl_c_does_not_cut_the_shutdown_short(serve: Serve, out: Path) -> None:
+    """The second SIGINT raised KeyboardInterrupt inside the shutdown: exit 130, and a worker
+    that ignores SIGTERM was never killed after its grace."""
+    proc, url = serve.start()
+    job_id = httpx.post(f"{url}/v1/jobs", timeout=30, json={
+        "command": worker("stubborn", out), "gpus": 1}).json()["id"]
+    pid = wait_for(lambda: records(out, job_id), 30, "the job to run")[0]["pid"]
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)  # the shutdown has begun: the worker has its SIGTERM and its grace
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=GRACE + 20) == 0, serve.output(proc)
+    assert not alive(pid)
+    assert "stopped (SIGINT): 1 running jobs" in serve.output(proc)
+    with sqlite3.connect(serve.db) as db:
+        assert db.execute("select status from jobs").fetchall() == [("preempted",)]
+
+
 def test_a_second_service_on_the_same_data_or_database_refuses_to_start(
         serve: Serve, tmp_path: Path) -> None:
     first, url = serve.start()
@@ -106,3 +124,24 @@ def test_a_second_service_on_the_same_data_or_database_refuses_to_start(
     assert first.wait(timeout=30) == 0
     third, _ = serve.start()  # the lock went with the first service
     assert third.poll() is None
+
+
+def test_on_ipv6_loopback_the_url_in_service_json_reaches_the_service(tmp_path: Path) -> None:
+    """``--host ::1`` wrote ``http://::1:PORT``: no URL, for scripts nor for the workers'
+    progress reports (``DLSCHED_SERVICE_URL``)."""
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    data = tmp_path / "data"
+    proc = subprocess.Popen([sys.executable, "-m", "dlsched.cli", "serve", "--gpus", "1",
+                             "--host", "::1", "--port", "0", "--data-dir", str(data)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        info = wait_for(lambda: service_info(data / "service.json"), 30, "the service")
+        assert info["url"].startswith("http://[::1]:")
+        wait_for(lambda: httpx.get(f"{info['url']}/healthz", timeout=30).status_code == 200, 30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)

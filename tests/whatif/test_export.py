@@ -73,6 +73,16 @@ def test_failed_jobs_and_last_attempt_durations_on_request(tmp_path: Path) -> No
         ("a", 28.0), ("b", 20.0), ("d", 4.0)]
 
 
+@pytest.mark.parametrize("status", ["finshed", "running"])
+def test_a_state_no_job_ends_in_is_named(tmp_path: Path, status: str) -> None:
+    """A typo exported nothing and said "no finished jobs to export": the history's fault."""
+    url, _ = database(tmp_path / "dlsched.db")
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out",
+                                      str(tmp_path / "h.csv"), "--status", status])
+    assert result.exit_code == 1
+    assert f"--status: {status!r} is not one of finished, failed, cancelled" in result.output
+
+
 def test_no_database_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["history", "export", "--data-dir", str(tmp_path),
                                       "--out", str(tmp_path / "h.csv")])
