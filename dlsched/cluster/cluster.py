@@ -10,6 +10,7 @@ import numpy as np
 
 from dlsched.cluster.gpu_types import GpuType, gpu_type
 from dlsched.cluster.topology import LinkLevel, Topology
+from dlsched.wording import count_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +152,8 @@ class Cluster:
 
     def describe(self) -> str:
         types = ", ".join(f"{c} {t}" for t, c in self.gpus_by_type().items())
-        return f"{self.name}: {self.num_nodes} nodes, {self.num_gpus} GPUs ({types})"
+        return (f"{self.name}: {count_of(self.num_nodes, 'node')}, "
+                f"{count_of(self.num_gpus, 'GPU')} ({types})")
 
 
 def _frozen(array: np.ndarray) -> np.ndarray:

@@ -244,7 +244,7 @@ def jobs(
                     _print_json({**job.model_dump(), "events": [e.model_dump()
                                                                 for e in events]})
                 else:
-                    print_job(Console(), job, events)
+                    print_job(Console(emoji=False), job, events)
                 return
             listed = client.jobs(status.value if status else None, queue)
     except DlschedError as exc:
@@ -257,7 +257,7 @@ def jobs(
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
                       str(job.gpus), str(job.attempts), escape(job.pending_reason))
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 @runtime_app.command()
@@ -298,7 +298,7 @@ def status_(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL, token: TokenOpt
         _print_json({"cluster": cluster.model_dump(),
                      "queues": [q.model_dump() for q in queues]})
         return
-    out = Console()
+    out = Console(emoji=False)
     out.print(escape(f"{cluster.name}: {cluster.gpus_allocated:g}/{cluster.gpus_total} GPUs "
                      f"allocated, policy {cluster.policy}"))
     for node in cluster.nodes:

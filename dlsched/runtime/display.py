@@ -10,6 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from dlsched.wording import count_of
+
 # The retry backoff's reason (runtime/backoff.py): the job failed and waits to be retried.
 # A cycle's reason comes tagged with the plugin that gave it (``Status.__str__``), so the
 # service stores ``[retry-backoff] backing off after ...``; older rows have no tag.
@@ -40,7 +42,8 @@ def progress_text(progress: dict[str, Any], now: float | None = None) -> str:
     speed = progress.get("samples_per_second")
     if speed is not None:
         workers = progress.get("world_size")
-        parts.append(f"{speed:.4g} samples/s" + (f" on {workers} workers" if workers else ""))
+        on = f" on {count_of(workers, 'worker')}" if workers else ""
+        parts.append(f"{speed:.4g} samples/s{on}")
     metrics = progress.get("metrics") or {}
     parts += [f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in
               sorted(metrics.items())]

@@ -20,6 +20,7 @@ from dlsched.errors import ConfigError
 from dlsched.runtime.confine import open_private
 from dlsched.runtime.datadir import check_free
 from dlsched.runtime.exposure import exposure_warnings, print_warnings
+from dlsched.wording import count_of
 
 if TYPE_CHECKING:
     from dlsched.tenancy.config import TenantConfig
@@ -227,8 +228,8 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
             with _signals_ignored():
                 service.shutdown()
     if announce and stopped_by is not None:
-        print(f"dlsched service stopped ({stopped_by}): {running} running jobs stopped and "
-              "requeued", flush=True)
+        print(f"dlsched service stopped ({stopped_by}): "
+              f"{count_of(running, 'running job')} stopped and requeued", flush=True)
 
 
 def service_url(host: str, port: int) -> str:

@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import replace
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.wording import count_of
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -93,7 +94,9 @@ def unknown_pins(trace: Trace, cluster: Cluster, cluster_name: str) -> list[str]
     if not stranded:
         return []
     have = ", ".join(sorted(names)) or "none"
-    types = ", ".join(f"{name!r} ({count} jobs)" for name, count in sorted(missing.items()))
-    return [f"{trace.name}: {stranded} jobs ask only for GPU types that no node of cluster "
-            f"{cluster_name} has: {types}; the cluster's types: {have}. They can never run "
-            f"(name the type in the cluster YAML as the trace does)"]
+    types = ", ".join(f"{name!r} ({count_of(count, 'job')})"
+                      for name, count in sorted(missing.items()))
+    verb = "asks" if stranded == 1 else "ask"
+    return [f"{trace.name}: {count_of(stranded, 'job')} {verb} only for GPU types that no node "
+            f"of cluster {cluster_name} has: {types}; the cluster's types: {have}. They can "
+            f"never run (name the type in the cluster YAML as the trace does)"]

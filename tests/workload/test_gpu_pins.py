@@ -50,7 +50,7 @@ def test_pins_no_node_has_are_warned_with_their_counts() -> None:
     trace = _trace(("h100",), ("h100", "A100"), ("H200",), ("h100",), ())
     [warning] = unknown_pins(trace, _cluster("A100"), "mine.yaml")
     assert warning.startswith("t: 3 jobs ask only for GPU types that no node of cluster "
-                              "mine.yaml has: 'H200' (1 jobs), 'h100' (2 jobs); the cluster's "
+                              "mine.yaml has: 'H200' (1 job), 'h100' (2 jobs); the cluster's "
                               "types: A100.")
     assert unknown_pins(_trace(("A100",), ()), _cluster("A100"), "mine.yaml") == []
 
@@ -64,8 +64,8 @@ def test_simulate_runs_slurm_jobs_pinned_in_lower_case(tmp_path: Path) -> None:
                                       "--cluster", str(tmp_path / "c.yaml"), "--policy", "fifo",
                                       "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    assert "1 jobs ask only for GPU types that no node" in result.output
-    assert "'h100' (1 jobs)" in result.output
+    assert "1 job asks only for GPU types that no node" in result.output
+    assert "'h100' (1 job)" in result.output
     with (tmp_path / "out/jobs.csv").open() as f:
         status = {row["job_id"]: row["status"] for row in csv.DictReader(f)}
     assert status == {"1": "finished", "2": "finished", "3": "failed"}
