@@ -21,7 +21,7 @@ from rich.table import Table
 
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
-from dlsched.runtime.display import print_job, shown_status
+from dlsched.runtime.display import gpus_shown, print_job, shown_status
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
@@ -256,7 +256,7 @@ def jobs(
     table = Table("id", "name", "status", "queue", "GPUs", "attempts", "pending reason")
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
-                      str(job.gpus), str(job.attempts), escape(job.pending_reason))
+                      gpus_shown(job), str(job.attempts), escape(job.pending_reason))
     Console(emoji=False).print(table)
 
 

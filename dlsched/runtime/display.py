@@ -28,6 +28,15 @@ def shown_status(job: Any) -> str:
     return job.status
 
 
+def gpus_shown(job: Any) -> str:
+    """The GPUs a job asks for, or, running at another size (an elastic job resized), the
+    GPUs it holds and what it asked: ``4 (asked 1)``."""
+    held = getattr(job, "gpus_held", None)
+    if held is None or held == job.gpus:
+        return str(job.gpus)
+    return f"{held} (asked {job.gpus})"
+
+
 def clock(timestamp: float) -> str:
     """Local date and time to the second, e.g. ``2026-12-03 09:41:07``."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))

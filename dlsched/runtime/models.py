@@ -131,6 +131,9 @@ class JobSummary(BaseModel):
     pending_reason: str
     submitted_by: str | None = Field(None, description="The tenant whose token submitted it "
                                                        "(admin: --token; anyone: no token).")
+    gpus_held: int | None = Field(None, description="GPUs (workers) it holds while running: "
+                                                    "an elastic job's current size may differ "
+                                                    "from gpus; None when not running.")
 
 
 class JobDetail(JobSummary):

@@ -43,25 +43,30 @@ def _row(service: Service, job_id: str) -> JobRow:
     return row
 
 
-def summary(service: Service, row: JobRow, reason: str | None = None) -> JobSummary:
-    """``reason``: the live "why pending" from the core (the stored one otherwise)."""
+def summary(service: Service, row: JobRow, live: tuple[str, int | None] | None = None
+            ) -> JobSummary:
+    """``live``: the core's "why pending" and the GPUs a running job holds (``_live``; the
+    stored reason otherwise)."""
     to_unix = service.clock.to_unix
+    reason, held = live if live is not None else (None, None)
     return JobSummary(id=row.id, name=row.name, status=row.status, queue=row.queue,
                       priority=row.priority, gpus=row.num_gpus, gpu_type=row.gpu_type,
                       submitted_at=to_unix(row.submit_time) or 0.0,
                       finished_at=to_unix(row.finish_time), attempts=row.attempts,
                       pending_reason=row.pending_reason if reason is None else reason,
-                      submitted_by=row.submitted_by)
+                      submitted_by=row.submitted_by, gpus_held=held)
 
 
-def _live_reasons(service: Service, rows: list[JobRow]) -> dict[str, str]:
+def _live(service: Service, rows: list[JobRow]) -> dict[str, tuple[str, int | None]]:
     """Why each waiting job waits, now (a job behind a strict-FIFO head shares its reason),
-    and why a started job has no workers yet (waiting for preempted jobs to exit)."""
+    and why a started job has no workers yet (waiting for preempted jobs to exit); with the
+    GPUs each running job holds (an elastic job's size changes)."""
     with service.locked():
         jobs = (service.core.jobs.get(row.id) for row in rows)
-        return {job.job_id: service.core.reason_for(job) for job in jobs
-                if job is not None and (job.status.is_waiting
-                                        or job.status is JobStatus.RUNNING)}
+        return {job.job_id: (service.core.reason_for(job),
+                             len(job.allocation) if job.status is JobStatus.RUNNING else None)
+                for job in jobs if job is not None and (job.status.is_waiting
+                                                        or job.status is JobStatus.RUNNING)}
 
 
 def job_list(service: Service, status: str | None, queue: str | None, limit: int,
@@ -71,8 +76,8 @@ def job_list(service: Service, status: str | None, queue: str | None, limit: int
     _flushed(service)
     rows = service.store.jobs(status, queue, limit, offset, queues=queues,
                               submitted_by=submitted_by)
-    reasons = _live_reasons(service, rows)
-    return [summary(service, row, reasons.get(row.id)) for row in rows]
+    live = _live(service, rows)
+    return [summary(service, row, live.get(row.id)) for row in rows]
 
 
 def job_detail(service: Service, job_id: str) -> JobDetail:
@@ -85,8 +90,8 @@ def job_detail(service: Service, job_id: str) -> JobDetail:
         job = service.core.jobs.get(job_id)
         allocation = _slots(service, job) if job and job.status.value == "running" else []
         position = _position(service, job) if job is not None else None
-    reason = _live_reasons(service, [row]).get(row.id)
-    return JobDetail(**summary(service, row, reason).model_dump(), command=row.command,
+    live = _live(service, [row]).get(row.id)
+    return JobDetail(**summary(service, row, live).model_dump(), command=row.command,
                      gpu_share=row.gpu_share, gpu_memory_gb=row.gpu_memory_gb,
                      mig_profile=row.mig_profile, cpus_per_gpu=row.cpus_per_gpu,
                      memory_gb_per_gpu=row.memory_gb_per_gpu,

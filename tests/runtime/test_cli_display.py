@@ -160,3 +160,13 @@ def test_the_job_list_has_every_job_past_one_page(live: Callable[..., Live]) -> 
         ids = [client.submit({"command": ["true"], "gpus": 1}).id for _ in range(5)]
         assert [job.id for job in client.jobs(page=2)] == ids
         assert [job.id for job in client.jobs(page=5)] == ids
+
+
+def test_gpus_shown_tells_a_resized_job_from_its_request() -> None:
+    from types import SimpleNamespace
+
+    from dlsched.runtime.display import gpus_shown
+
+    assert gpus_shown(SimpleNamespace(gpus=1, gpus_held=4)) == "4 (asked 1)"
+    assert gpus_shown(SimpleNamespace(gpus=2, gpus_held=2)) == "2"
+    assert gpus_shown(SimpleNamespace(gpus=2, gpus_held=None)) == "2"

@@ -25,8 +25,14 @@ def test_an_elastic_job_grows_from_1_to_4_gpus_and_resumes(live: Callable[..., L
     elastic = submit(handle, worker("elastic", out, TOTAL_STEPS), 1, min_gpus=1, max_gpus=4)
     step = Path(job(handle, elastic)["checkpoint_dir"]) / "step"
     wait_for(lambda: step.exists() and int(step.read_text() or 0) >= 2, 20, "2 steps on 1 GPU")
+    assert job(handle, elastic)["gpus_held"] == 1
     assert handle.http.delete(f"/v1/jobs/{blocker}").status_code == 200
+    # Grown, the listing shows the GPUs it holds beside those it asked for (it showed 1).
+    wait_for(lambda: job(handle, elastic)["gpus_held"] == 4, 20, "the job holds 4 GPUs")
+    listed = next(j for j in handle.http.get("/v1/jobs").json() if j["id"] == elastic)
+    assert (listed["gpus"], listed["gpus_held"]) in ((1, 4), (1, None))  # None: just finished
     wait_status(handle, elastic, "finished", timeout=30)
+    assert job(handle, elastic)["gpus_held"] is None
 
     detail = job(handle, elastic)
     attempts = detail["attempt_history"]

@@ -105,7 +105,7 @@ def test_a_second_ctrl_c_does_not_cut_the_shutdown_short(serve: Serve, out: Path
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=GRACE + 20) == 0, serve.output(proc)
     assert not alive(pid)
-    assert "stopped (SIGINT): 1 running jobs" in serve.output(proc)
+    assert "stopped (SIGINT): 1 running job stopped" in serve.output(proc)
     with sqlite3.connect(serve.db) as db:
         assert db.execute("select status from jobs").fetchall() == [("preempted",)]
 

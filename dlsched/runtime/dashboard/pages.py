@@ -102,11 +102,11 @@ def job_lines(service: Service, caller: Principal, wanted: JobFilter) -> list[Jo
     rows = service.store.jobs(queue=queue, statuses=wanted.statuses(), limit=JOBS_SHOWN,
                               queues=caller.queues, newest_first=True,
                               submitted_by=wanted.user or None)
-    reasons = views._live_reasons(service, rows)
+    live = views._live(service, rows)
     places = overview.positions(service, [row.id for row in rows])
     lines = []
     for row in rows:
-        job = views.summary(service, row, reasons.get(row.id))
+        job = views.summary(service, row, live.get(row.id))
         lines.append(JobLine(job, shown_status(job), places.get(row.id)))
     return lines
 
