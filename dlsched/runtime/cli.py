@@ -191,6 +191,11 @@ def submit(
         "--cpus-per-gpu", help="Host CPUs per worker.")] = None,
     memory_gb_per_gpu: Annotated[float | None, typer.Option(
         "--memory-gb-per-gpu", help="Host memory (GiB) per worker.")] = None,
+    job_dir: Annotated[bool, typer.Option(
+        "--job-dir", help="Send no working directory (default: the current one): the "
+                          "service chooses it, DATA_DIR/jobs/ID/work for a tenant's job (a "
+                          "tenant without paths in the tokens file may use no other).")
+    ] = False,
     url: UrlOpt = DEFAULT_URL, token: TokenOpt = None, wait: WaitOpt = 10.0,
 ) -> None:
     """Submit a job; prints its id."""
@@ -207,7 +212,10 @@ def submit(
             if key not in body:
                 raise DlschedError(f"give {flag}" + (" (or a --file that has it)"
                                                      if file is None else f" ({file} has none)"))
-        body.setdefault("working_dir", os.getcwd())
+        if job_dir:
+            body["working_dir"] = None  # the service chooses the job's own
+        else:
+            body.setdefault("working_dir", os.getcwd())
         with _client("submit", url, token, wait) as client:
             job = client.submit(body)
         print(job.id)

@@ -80,8 +80,12 @@ def confined(text: str, field: str, base: Path, data_dir: Path,
     if _within(resolved, data):
         raise PathRefused(f"{field} {text!r} is inside the service's data directory (the "
                           "service chooses each job's directory there)")
+    if allowed is not None and not allowed:
+        raise PathRefused(f"{field} {text!r}: tenant {tenant!r} has no paths in the tokens file, "
+                          f"so its jobs run in their own directories: leave {field} unset "
+                          f"(dlsched submit --job-dir; {field}: null in a --file)")
     if allowed is not None and not any(_within(resolved, root) for root in allowed):
-        roots = ", ".join(str(root) for root in allowed) or "none"
+        roots = ", ".join(str(root) for root in allowed)
         raise PathRefused(f"{field} {text!r} is outside the directories tenant {tenant!r} "
                           f"may use (its paths in the tokens file: {roots})")
     return resolved

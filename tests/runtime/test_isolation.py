@@ -66,9 +66,11 @@ def test_a_tenant_uses_only_its_paths(live: Callable[..., Live], tmp_path: Path,
         **job, "queue": "a", "checkpoint_dir": str(tmp_path / "elsewhere")})
     assert outside.status_code == 400 and "outside the directories tenant 'team-a'" in \
         outside.text
-    # No paths: only the per-job directory the service makes.
-    assert handle.http.post("/v1/jobs", headers=b, json={
-        **job, "queue": "b", "working_dir": str(allowed)}).status_code == 400
+    # No paths: only the per-job directory the service makes; the refusal says how.
+    refused = handle.http.post("/v1/jobs", headers=b, json={
+        **job, "queue": "b", "working_dir": str(allowed)})
+    assert refused.status_code == 400 and "tenant 'team-b' has no paths in the tokens file" \
+        in refused.text and "dlsched submit --job-dir" in refused.text, refused.text
     own = handle.http.post("/v1/jobs", headers=b, json={**job, "queue": "b"})
     assert own.status_code == 201
     finished = wait_status(handle, own.json()["id"], "finished")

@@ -3,6 +3,7 @@ logs, cancel; errors exit 1 with the service's message; registering on the main 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -93,3 +94,18 @@ def test_serve_with_ray_needs_an_address(tmp_path: Path,
                                          str(tmp_path)])
     assert result.exit_code == 1
     assert "--executor ray needs --ray-address" in " ".join(result.output.split())
+
+
+def test_job_dir_leaves_the_working_directory_to_the_service(live: Callable[..., Live],
+                                                             out: Path) -> None:
+    """``submit`` sends the current directory as the working directory, which a tenant without
+    paths may not use; ``--job-dir`` sends none (the service chooses)."""
+    handle = live()
+    ids = []
+    for flags in (["--job-dir"], []):
+        code, text = cli(handle.url, "submit", "--gpus", "1", *flags, "--",
+                         *worker("sleep", out, 0))
+        assert code == 0, text
+        ids.append(text.strip())
+    rows = [handle.service.store.job(job_id) for job_id in ids]
+    assert [row.working_dir for row in rows if row is not None] == [None, os.getcwd()]
