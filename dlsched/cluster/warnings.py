@@ -15,11 +15,16 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.gpu_types import GPU_TYPES
 from dlsched.errors import DlschedError, InputLocation
 
+# The service's GPUs when `dlsched serve` is not told their type: a cluster written by
+# `history cluster` has it, and its replay (durations measured on those GPUs) needs no speed.
+SERVICE_DEFAULT = "generic"
+
 
 def unknown_gpu_types(cluster: Cluster, source: str) -> list[str]:
     """One warning per GPU type of ``cluster`` that dlsched does not know; ``source`` is the
     cluster argument (a built-in name or a YAML file, whose lines the warnings then name)."""
-    unknown = sorted({n.gpu_type for n in cluster.nodes if n.num_gpus} - set(GPU_TYPES))
+    unknown = sorted({n.gpu_type for n in cluster.nodes if n.num_gpus} - set(GPU_TYPES)
+                     - {SERVICE_DEFAULT})
     lines = _type_lines(source) if unknown else {}
     warnings = []
     for name in unknown:

@@ -43,3 +43,11 @@ def test_simulate_warns_and_runs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "warning: " + f"{path}:5:nodes[0].gpu_type: unknown GPU type 'a100'" in " ".join(
         result.output.split())
+
+
+def test_the_services_default_type_is_not_warned_about(tmp_path: Path) -> None:
+    """`history cluster` writes the GPUs of a service started without --gpu-type as
+    'generic': its what-if replay warned on every run."""
+    path = tmp_path / "c.yaml"
+    path.write_text("name: svc\nnodes:\n  - {name: local, gpu_type: generic, gpus: 4}\n")
+    assert unknown_gpu_types(load_cluster_yaml(path), str(path)) == []
