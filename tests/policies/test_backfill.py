@@ -30,6 +30,10 @@ CASES = [
      [("A", 0, 100, 100), ("B", 100, 150, 149), ("C", 150, 350, 348)]),
     ("long-job-in-extra-gpus", (3, 1, 500),
      [("A", 0, 100, 100), ("B", 100, 150, 149), ("C", 2, 502, 500)]),
+    # C (2 GPUs, 98 s) ends at 100, exactly the shadow time: it frees its GPUs as B needs them,
+    # so it backfills 2->100 and B still starts at 100.
+    ("job-ending-at-the-shadow-time-backfills", (4, 2, 98),
+     [("A", 0, 100, 100), ("B", 100, 150, 149), ("C", 2, 100, 98)]),
 ]
 
 
