@@ -153,8 +153,8 @@ class EasyReservation:
         need = head.spec.num_gpus
         shadow = state.now
         for end, gpus in ends:
-            if free >= need:
-                break
+            if free >= need and end > shadow:
+                break  # jobs ending at the shadow time itself free their GPUs then too
             free += gpus
             shadow = end
         if free < need:

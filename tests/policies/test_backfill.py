@@ -30,6 +30,10 @@ CASES = [
      [("A", 0, 100, 100), ("B", 100, 150, 149), ("C", 150, 350, 348)]),
     ("long-job-in-extra-gpus", (3, 1, 500),
      [("A", 0, 100, 100), ("B", 100, 150, 149), ("C", 2, 502, 500)]),
+    # C (2 GPUs, 98 s) ends at 100, exactly the shadow time: it frees its GPUs as B needs them,
+    # so it backfills 2->100 and B still starts at 100.
+    ("job-ending-at-the-shadow-time-backfills", (4, 2, 98),
+     [("A", 0, 100, 100), ("B", 100, 150, 149), ("C", 2, 100, 98)]),
 ]
 
 
@@ -56,3 +60,19 @@ def test_greedy_fifo_delays_the_head_easy_does_not() -> None:
     assert_schedule(greedy, [("A", 0, 100, 100), ("B", 202, 252, 251), ("C", 2, 202, 200)])
     easy = run("backfill", cluster, _trace(4, 2, 200))
     assert easy["B"].first_start == 100.0
+
+
+# Six GPUs: X and Y (2 GPUs each) both end at 100; the head H (4 GPUs) is stuck at 1. Its shadow
+# time is 100, and at 100 both X and Y have ended: 6 GPUs free, so the extra GPUs are 6 - 4 = 2
+# (Mu'alem & Feitelson, TPDS 2001 §2: extra = nodes free at the shadow time less the head's).
+# C (2 GPUs, 500 s) runs past the shadow time but fits in those extra GPUs: it backfills 2->502,
+# and H still starts at 100 on X's and Y's GPUs. Counting only X's GPUs (enough for H) gave
+# extra 0 and held C back to 100.
+def test_jobs_ending_at_the_shadow_time_all_count_towards_the_extra_gpus() -> None:
+    jobs = [make_job("X").gpus(2).at(0).work(100).build(),
+            make_job("Y").gpus(2).at(0).work(100).build(),
+            make_job("H").gpus(4).at(1).work(50).build(),
+            make_job("C").gpus(2).at(2).work(500).build()]
+    records = run("backfill", make_cluster(nodes=1, gpus=6), jobs)
+    assert_schedule(records, [("X", 0, 100, 100), ("Y", 0, 100, 100), ("H", 100, 150, 149),
+                              ("C", 2, 502, 500)])

@@ -31,6 +31,21 @@ def test_time_slicing_when_oversubscribed(policy: str, a_end: float, b_end: floa
     assert records["B"].finish_time == pytest.approx(b_end)
 
 
+# One GPU, quantum 60: A (300 s), B (30 s), C (300 s) at 0. A [0,60); at 60 B and C have never
+# run, B first (arrival order): B [60,90) and ends mid-quantum; C fills the GPU at 90 (between
+# quanta waiting jobs fill free GPUs). At 120 the rotation goes by how long since a job last
+# ran: A (stopped at 60) before C (running now), although C has less service (30 s against
+# 60 s, where least attained service would keep C). Then A and C alternate: A [120,180),
+# C [180,240), A [240,300), C [300,360), A [360,420), C [420,480), A [480,540) ends at 540
+# (300 s), C runs its last 90 s alone to 630.
+def test_rotation_goes_to_the_job_idle_longest() -> None:
+    jobs = [make_job("A").at(0).work(300).build(), make_job("B").at(0).work(30).build(),
+            make_job("C").at(0).work(300).build()]
+    records = run("gandiva", make_cluster(nodes=1, gpus=1), jobs)
+    assert_schedule(records, [("A", 0, 540, 540), ("B", 60, 90, 90), ("C", 90, 630, 630)])
+    assert (records["A"].preemptions, records["C"].preemptions) == (4, 4)
+
+
 def test_no_rotation_when_everything_fits() -> None:
     jobs = [make_job(j).at(0).work(300).build() for j in ("A", "B")]
     records = run("gandiva", make_cluster(nodes=1, gpus=2), jobs)
