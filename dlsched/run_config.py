@@ -89,7 +89,7 @@ class RunConfig:
                                   "per-GPU-type fits); see docs/throughput-models.md.")
     failures: str | None = _opt(None, "Node failures from a failure model: llama3 (Llama 3 "
                                 "405B's rates by category), llama3xK (K times those rates) "
-                                "or a failure YAML file; see docs/failures.md.")
+                                "or a failure YAML file; see docs/llm.md.")
     checkpoint_interval: str = _opt("young", "Seconds of training between checkpoints, or a "
                                     "rule: young, daly, adaptive (from the failure rate).",
                                     flag="--checkpoint")

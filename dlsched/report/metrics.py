@@ -62,7 +62,7 @@ class Summary:
     deadline_jobs: int = 0
     deadline_satisfaction: float | None = None
     resizes: int = 0
-    # Failures and checkpoints (docs/failures.md); zero / None in a run without failures.
+    # Failures and checkpoints (docs/llm.md); zero / None in a run without failures.
     node_failures: int = 0
     job_interruptions: int = 0
     lost_gpu_hours: float = 0.0

@@ -29,7 +29,7 @@ FAIRNESS_KEYS = {"ftf_rho_max", "ftf_rho_mean", "ftf_rho_above_1", "jain_tenants
 
 # Added with the elastic and deadline metrics (metrics.py).
 ELASTIC_KEYS = {"deadline_jobs", "deadline_satisfaction", "resizes",
-                # failures and checkpoints (docs/failures.md)
+                # failures and checkpoints (docs/llm.md)
                 "node_failures", "job_interruptions", "lost_gpu_hours", "checkpoint_gpu_hours",
                 "restart_gpu_hours", "ettr"}
 

@@ -1,4 +1,4 @@
-"""Failures as events of the simulator; checkpoints; what a failure costs (docs/failures.md)."""
+"""Failures as events of the simulator; checkpoints; what a failure costs (docs/llm.md)."""
 
 from __future__ import annotations
 
