@@ -84,7 +84,8 @@ def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutc
 def _bar() -> Progress:
     columns = (TextColumn("{task.description:>10}"), BarColumn(), MofNCompleteColumn(),
                TextColumn("jobs finished, {task.fields[where]}"), TimeElapsedColumn())
-    return Progress(*columns, console=console, transient=True)
+    # Only on a terminal: piped or redirected, a transient bar leaves blank lines behind.
+    return Progress(*columns, console=console, transient=True, disable=not console.is_terminal)
 
 
 def _run_one(config: RunConfig, policy: str, trace: Any, cluster: Any, out: Path) -> RunOutcome:

@@ -298,3 +298,12 @@ def test_listings_print_text_as_given(tmp_path: Path) -> None:
         registry._LOADED.update(loaded)
     assert result.exit_code == 0, result.output
     assert "Runs jobs :x: :smile: in order." in result.output
+
+
+def test_no_bar_and_no_blank_lines_when_not_on_a_terminal(tmp_path: Path) -> None:
+    """Piped or redirected, the transient progress bar left two blank lines before the result
+    line; it is shown on a terminal only."""
+    output = invoke("simulate", "--trace", "pollux-1", "--cluster", "pollux-64", "--policy",
+                    "fifo", "--out", str(tmp_path))
+    lines = output.splitlines()
+    assert lines[0].startswith("trace pollux-1") and lines[1].startswith("fifo: 160/160")
