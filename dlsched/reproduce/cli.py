@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 
 from dlsched.errors import ConfigError, DlschedError
 
@@ -109,7 +109,10 @@ def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: s
 
 
 def _print_list(known: Mapping[str, Experiment]) -> None:
-    table = Table("name", "summary", "cases", "variants", "options", title="Experiments")
+    # Names and the cells' keys whole (no "elasticflow-…" at 80 columns): they are what
+    # one types next; the prose columns wrap instead.
+    table = Table(Column("name", no_wrap=True), "summary", "cases", "variants", "options",
+                  title="Experiments")
     for experiment in known.values():
         table.add_row(experiment.name, experiment.summary, _listed(experiment.cases,
                       experiment.default_cases), _listed(experiment.variants,
@@ -126,7 +129,8 @@ def _listed(known: tuple[str, ...], default: tuple[str, ...] | None) -> str:
 
 
 def _print_rows(name: str, rows: Sequence[ReproduceRow]) -> None:
-    table = Table("case", "policy", "metric", "dlsched", "reference", "diff", title=name)
+    table = Table(Column("case", no_wrap=True), "policy", Column("metric", no_wrap=True),
+                  "dlsched", "reference", "diff", title=name)
     for row in rows:
         diff = row.rel_diff
         table.add_row(row.case, row.policy, row.metric, _fmt(row.dlsched), _fmt(row.reference),

@@ -79,7 +79,8 @@ def test_cli_writes_the_contract_files(toy: str, tmp_path: Path) -> None:
 
 
 def test_cli_lists_and_rejects(toy: str) -> None:
-    listed = runner.invoke(app, ["reproduce", "--list"])
+    listed = runner.invoke(app, ["reproduce", "--list"], env={"COLUMNS": "80"})
     assert listed.exit_code == 0 and "pollux-osdi21" in listed.output and toy in listed.output
+    assert "elasticflow-asplos23" in listed.output  # whole at 80 columns, not "elasticflow-…"
     bad = runner.invoke(app, ["reproduce", toy, "--variants", "3"])
     assert bad.exit_code == 2 and "--variants 3" in bad.output
