@@ -82,10 +82,21 @@ FAIRNESS_AND_COST = (
     Column("deadlines met (%)", lambda s: _percent_of(s.deadline_satisfaction), "high"),
     Column("wall seconds", lambda s: s.wall_seconds, "low"),
 )
-COLUMNS = COMPLETION + FAIRNESS_AND_COST
-# The summary is two tables of at most 10 columns each, so that it fits a 1,280 px screen and
+ETTR = Column("ETTR (%)", lambda s: _percent_of(s.ettr), "high")
+# Node failures and checkpoints (--failures, docs/llm.md): shown when a run measured them.
+FAILURES = (
+    Column("node failures", lambda s: s.node_failures, "low", integer=True),
+    Column("jobs interrupted", lambda s: s.job_interruptions, "low", integer=True),
+    ETTR,
+    Column("lost GPU-hours", lambda s: s.lost_gpu_hours, "low"),
+    Column("checkpoint GPU-hours", lambda s: s.checkpoint_gpu_hours, "low"),
+    Column("restart GPU-hours", lambda s: s.restart_gpu_hours, "low"),
+)
+COLUMNS = COMPLETION + FAIRNESS_AND_COST + FAILURES
+# The summary is tables of at most 10 columns each, so that it fits a 1,280 px screen and
 # a printed page (18 columns in one table did not: issue 11 item 12).
-TABLES = (("Completion", COMPLETION), ("Fairness and cost", FAIRNESS_AND_COST))
+TABLES = (("Completion", COMPLETION), ("Fairness and cost", FAIRNESS_AND_COST),
+          ("Failures and checkpoints", FAILURES))
 
 HOW_TO_READ = (
     "How to read: times are hours of simulated time. JCT (job completion time) is finish minus "
@@ -97,14 +108,17 @@ HOW_TO_READ = (
     "× the mean number of active jobs during its life); ρ > 1 means worse than a dedicated "
     "1/N share. Jain's index is over tenants' GPU-seconds (1 = equal shares). GPU-hours are "
     "held by jobs (restarts included); resizes count elastic re-allocations; deadlines met is "
-    "the share of jobs with a deadline that finished by it (rejected ones miss it). '–' means "
-    "not measured."
+    "the share of jobs with a deadline that finished by it (rejected ones miss it). With node "
+    "failures: ETTR (effective training time ratio) is kept work over time since first start, "
+    "GPU-weighted; lost GPU-hours produced work lost to a failure, checkpoint GPU-hours "
+    "stalled writing checkpoints, restart GPU-hours reloaded them. '–' means not measured."
 )
 
 # The report's own rules, after dlsched's shared look (``theme.css``, the dashboard's too).
 STYLE = """
 main.report { max-width: 72em; }
 main.report > h2 { margin-top: 1.4em; }
+main.report h3 { font-size: 13.5px; margin: 0.8em 0 0.3em; }  /* below h2's 15px, not above */
 .table { max-width: 100%; overflow-x: auto; margin: 0.5em 0 1em; }
 .report table { width: auto; font-size: 13px; background: var(--card);
   border: 1px solid var(--line); }
@@ -202,6 +216,8 @@ def summary_table(results: Sequence[SimulationResult],
     summaries = runs.summaries
     tables = []
     for title, group in TABLES:
+        if group is FAILURES and not any(s.ettr is not None for s in summaries):
+            continue  # no failure model and no checkpoint: every column would be 0
         columns = shown_columns(results, summaries, group, runs.tables)
         best = best_texts(summaries, columns) if len(summaries) > 1 else [None] * len(columns)
         head = "".join(f"<th>{escape(c.header)}</th>" for c in columns)

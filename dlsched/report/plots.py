@@ -143,5 +143,9 @@ def queue_length_svg(results: Sequence[SimulationResult]) -> str:
         t, waiting = downsample_step(timeline.times, timeline.waiting, how="max")
         axes.step(t / HOUR, waiting, where="post", label=run_label(result))
         drawn += 1
-    axes.set_ylim(bottom=0)
+    from matplotlib.ticker import MaxNLocator
+
+    # A count of jobs: whole-number ticks, and 0..1 rather than 0..0.05 when no job waited.
+    axes.yaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylim(bottom=0, top=max(1.0, axes.get_ylim()[1]))
     return _to_svg(figure, axes, drawn)

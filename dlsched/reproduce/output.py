@@ -8,7 +8,7 @@ import html
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlsched import __version__
 from dlsched.reproduce.rows import COLUMNS, ReproduceRow
@@ -75,8 +75,31 @@ def _panel(ax: Axes, metric: str, rows: Sequence[ReproduceRow]) -> None:
                     color="grey", alpha=0.15, label="±10%")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):  # '7 × 10⁴8 × 10⁴9 × 10⁴' ran together: write 70k
+        axis.set_major_formatter(_short_labels(minor=False))
+        axis.set_minor_formatter(_short_labels(minor=True))
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best", fontsize="small")
+
+
+def compact(value: float) -> str:
+    """A tick label short enough not to run into its neighbours: 70k, 1.5M, 0.4."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def _short_labels(minor: bool) -> Any:
+    """Labels the ticks matplotlib's log formatter labels (a subset of the minor ones on a
+    wide axis), written with ``compact``."""
+    from matplotlib.ticker import LogFormatterSciNotation
+
+    class Short(LogFormatterSciNotation):
+        def __call__(self, x: float, pos: int | None = None) -> str:
+            return compact(x) if super().__call__(x, pos) else ""
+
+    return Short(labelOnlyBase=not minor)
 
 
 def _svg(figure: Figure) -> str:
@@ -112,4 +135,6 @@ def _html_row(row: ReproduceRow) -> str:
 
 _STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
           "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}.ok{background:#dfd}"
-          ".near{background:#ffd}.off{background:#fdd}")
+          ".near{background:#ffd}.off{background:#fdd}"
+          # the figure shrinks to a narrow window instead of running off it
+          "figure{margin:1em 0}figure svg{max-width:100%;height:auto}")

@@ -20,6 +20,7 @@ from dlsched.runtime.models import ProgressReport, SubmitRequest
 from dlsched.runtime.store import JobRow
 from dlsched.scheduling.placement import max_workers
 from dlsched.scheduling.state import CycleState
+from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
         row.submitted_by = tenant
         if key is not None:
             row.idempotency_key, row.request_digest = key.digest, digest
-        service.store.add_job(row, now, f"{spec.num_gpus} GPUs, queue {spec.queue}")
+        service.store.add_job(row, now, f"{count_of(spec.num_gpus, 'GPU')}, queue {spec.queue}")
         service.next_seq += 1
         service.active[job_id] = ActiveJob(tuple(request.command), checkpoint_dir,
                                            working_dir, dict(request.env))

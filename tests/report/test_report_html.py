@@ -87,3 +87,34 @@ def test_the_header_shows_the_settings() -> None:
 def test_the_page_prints_cleanly() -> None:
     page = render_report([run_tiny("fifo")], "t")
     assert "@media print" in page and "page-break-inside: avoid" in page
+
+
+def test_a_run_with_node_failures_shows_them() -> None:
+    """compare --failures wrote node failures, ETTR and the GPU-hours they cost to
+    summary.json, and the report showed none of them (seen in Chromium)."""
+    from dataclasses import replace
+
+    plain = hand_result([job("a", 0, 0, 3600), job("b", 0, 0, 7200)])
+    hit = replace(job("b", 0, 0, 7200), failures=1, lost_gpu_seconds=1800.0,
+                  checkpoint_gpu_seconds=360.0, restart_gpu_seconds=30.0,
+                  useful_seconds=5400.0)
+    kept = replace(job("a", 0, 0, 3600), useful_seconds=3600.0)
+    failed = replace(hand_result([kept, hit]),
+                     failures_by_category=(("gpu", 2), ("network", 1)))
+    assert "Failures and checkpoints" not in summary_table([plain])
+    table = summary_table([failed]).split("<h3>")[-1]
+    assert table.startswith("Failures and checkpoints")
+    assert _headers("<h3>" + table)[0] == [
+        "policy", "node failures", "jobs interrupted", "ETTR (%)", "lost GPU-hours",
+        "checkpoint GPU-hours", "restart GPU-hours"]
+    cells = re.findall(r"<td>([^<]*)</td>", table)
+    # ETTR: kept work (3600 + 5400 s) over time since first start (3600 + 7200 s), 1 GPU each.
+    assert cells == ["hand", "3", "1", "83.33", "0.5", "0.1", "0.00833"]
+
+
+def test_sub_headings_are_smaller_than_headings() -> None:
+    """'Completion' (h3, the browser's 1.17em = 16.4 px) looked bigger than 'Summary' (h2,
+    15 px)."""
+    page = render_report([run_tiny("fifo")], "t")
+    size = re.search(r"main\.report h3 \{ font-size: ([\d.]+)px", page)
+    assert size is not None and float(size.group(1)) < 15

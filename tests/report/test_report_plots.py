@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -68,3 +69,11 @@ def test_plot_is_inline_svg_and_deterministic(
 @pytest.mark.parametrize("plot", [p[1] for p in PLOTS], ids=[p[0] for p in PLOTS])
 def test_plot_without_data(plot: Callable[[Sequence[SimulationResult]], str]) -> None:
     assert "no data" in plot([hand_result([], end_time=0)])
+
+
+def test_queue_length_ticks_are_whole_jobs() -> None:
+    """With no job waiting, the axis ran 0 to 0.05 in steps of 0.01 jobs."""
+    svg = queue_length_svg([hand_result([], times=[0.0, 3600.0], used=[0.0, 0.0])])
+    y_axis = svg[svg.index('<g id="ytick_1">'):svg.index(">jobs waiting<")]
+    ticks = re.findall(r">([^<>]+)</text>", y_axis)
+    assert ticks == ["0", "1"]

@@ -150,3 +150,22 @@ def test_with_tenants_default_is_not_listed_as_a_queue(live: Callable[..., Live]
     assert handle.http.post("/v1/jobs", json={"command": ["true"], "gpus": 1}
                             ).status_code == 400
     assert handle.http.get("/v1/queues").json() == []
+
+
+def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., Live],
+                                                          out: Path) -> None:
+    # Seen in Chromium: every page logged a 404 for /favicon.ico as a console error; an empty
+    # overview said "The newest 0 jobs"; a failed job's reason was headed "why it waits", its
+    # attempts' GPU ids sat under "GPUs" (a 1-GPU job on GPU 2 read as 2 GPUs) and its
+    # submission event said "1 GPUs".
+    handle = live(max_attempts=1)
+    overview = page(handle, "/").text
+    assert '<link rel="icon" href="data:,">' in overview
+    assert "newest 0 jobs" not in overview and "no jobs" in overview
+    job_id = submit(handle, worker("fail", out), 1)
+    wait_status(handle, job_id, "failed")
+    html = page(handle, f"/jobs/{job_id}").text
+    assert "<dt>why it ended</dt>" in html and "why it waits" not in html
+    assert "<th>on GPUs</th>" in html and "<th>GPUs</th>" not in html
+    assert "1 GPU, queue default" in html
+    assert "The newest 1 job." in page(handle, "/").text
