@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from dlsched.run_config import RunConfig
 from dlsched.sweeps.execute import DoneStore
 from dlsched.sweeps.grid import LABELS, SweepRun
 
@@ -21,6 +23,8 @@ METRICS = ("jct_mean", "jct_p99", "queueing_delay_mean", "makespan", "utilizatio
            "preemptions", "ftf_rho_max")
 PLOTTED = ("jct_mean", "makespan", "utilization")
 UNITS = {"jct_mean": "s", "jct_p99": "s", "queueing_delay_mean": "s", "makespan": "s"}
+FRACTIONS = ("utilization",)  # in [0, 1]: an interval's bar stops at 1
+_RUN_FIELDS = frozenset(f.name for f in fields(RunConfig))  # varied options every run has
 # summary.json's own identity and host-timing fields: the labels and the machine say those
 _DROPPED = ("policy", "trace", "cluster", "seed", "version", "placement", "restart_overhead")
 
@@ -83,6 +87,22 @@ def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
     return written
 
 
+def _bar_name(row: dict[str, Any], varied: Sequence[str]) -> str:
+    """A bar's label: the policy and the varied options that apply to it, ``key=value``. A
+    policy option of another policy (``tiresias:thresholds`` on a fifo run) is left out: the
+    run is the same at each of its values (one key, run once), so it is one bar."""
+    from dlsched.experiment import options_for
+
+    policy = str(row.get("policy", ""))
+    parts = []
+    for column, value in row.items():
+        if column not in varied:
+            parts.append(str(value))
+        elif column in _RUN_FIELDS or options_for(policy, ((column, str(value)),)):
+            parts.append(f"{column}={value}")
+    return " ".join(parts)
+
+
 def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> list[Path]:
     """One PNG per metric: a panel per trace × cluster, a bar per policy (and varied option
     values, as ``key=value``) at the mean over seeds, with its 95% interval as an error bar;
@@ -104,12 +124,14 @@ def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> li
         fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4.2 if varied else 3.5),
                                  squeeze=False)
         for ax, ((trace, cluster), group) in zip(axes[0], panels, strict=True):
-            names = [" ".join(f"{c}={v}" if c in varied else str(v)
-                              for c, v in zip(labels, row, strict=True))
+            names = [_bar_name(dict(zip(labels, row, strict=True)), varied)
                      for row in group[labels].itertuples(index=False)]
+            group = group.assign(_name=names).drop_duplicates("_name")  # one fifo bar
             half = (group[f"{metric}_ci_high"] - group[metric]).fillna(0)
             low = half.where(half < group[metric], group[metric].clip(lower=0))
-            ax.bar(names, group[metric], yerr=[low, half], capsize=3)
+            if metric in FRACTIONS:  # nor above 1 for a fraction
+                half = half.clip(upper=(1.0 - group[metric]).clip(lower=0))
+            ax.bar(group["_name"], group[metric], yerr=[low, half], capsize=3)
             ax.set_title(f"{trace} / {cluster}", fontsize=9)
             ax.tick_params(axis="x", labelsize=8)
             plt.setp(ax.get_xticklabels(), rotation=40, ha="right", rotation_mode="anchor")

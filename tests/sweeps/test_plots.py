@@ -31,3 +31,27 @@ def test_bars_name_the_varied_option_and_stop_at_zero(tmp_path: Path,
     ci = sweep_table.confidence(pd.DataFrame(rows), ("jct_mean",)).iloc[0]
     assert ci["jct_mean_ci_low"] < 0  # the interval itself, as ci.csv keeps it
     assert low == [200.0] and high == pytest.approx([ci["jct_mean_ci_high"] - 200.0])
+
+
+def test_an_option_of_another_policy_makes_no_second_bar(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Varying ``tiresias:thresholds`` ran fifo once (one key) but drew it twice, labelled with
+    thresholds it does not have; a utilization bar's interval stops at 1."""
+    rows = [{"trace": "t", "cluster": "c", "policy": policy, "seed": seed,
+             "tiresias:thresholds": thresholds, "key": f"{policy}{thresholds}{seed}",
+             "utilization": 0.9 + 0.09 * seed}
+            for policy in ("fifo", "tiresias") for thresholds in ("600", "3600")
+            for seed in (0, 1)]
+    drawn: list[tuple[list[str], list[float]]] = []
+
+    def bar(self, names, heights, yerr=None, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append((list(names), list(yerr[1])))
+
+    import matplotlib.axes
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "bar", bar)
+    sweep_table.plot(pd.DataFrame(rows), tmp_path, metrics=("utilization",))
+    (names, high), = drawn
+    assert names == ["fifo", "tiresias tiresias:thresholds=600",
+                     "tiresias tiresias:thresholds=3600"]
+    assert all(0.945 + up <= 1.0 + 1e-12 for up in high)  # mean 0.945; t-interval ~ +0.57
