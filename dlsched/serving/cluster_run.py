@@ -23,6 +23,7 @@ from typing import Any
 from dlsched import __version__
 from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.loader import NodeGroup
+from dlsched.errors import ConfigError
 from dlsched.experiment import run_policy
 from dlsched.run_config import RunConfig
 from dlsched.serving.requests import RequestTrace
@@ -70,6 +71,11 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
         else:
             replicas += spec.replica_jobs(horizon)
     base = training or Trace("none", (), throughput="linear")
+    if base.throughput != "linear":
+        raise ConfigError(
+            f"--services beside trace {base.name}: its throughput model {base.throughput!r} "
+            f"rates training jobs only, and a service replica holds its GPUs for fixed "
+            f"seconds, which the linear model rates; --throughput linear rates every job so")
     combined = replace(base, name=f"{base.name}+services", jobs=base.jobs + tuple(replicas))
     outcome = run_policy(config, policy, combined, cluster, out)
     started = {r.job_id: r.first_start for r in outcome.result.jobs}

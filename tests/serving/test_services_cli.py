@@ -80,6 +80,19 @@ def test_training_jobs_share_the_cluster(tmp_path: Path) -> None:
     assert summary["jobs_submitted"] == 22  # 20 training jobs + 2 replicas
 
 
+def test_a_training_model_that_cannot_rate_replicas_is_named(tmp_path: Path) -> None:
+    """Beside pollux-1 (the pollux model) the run ended in "job service:chat/0: the pollux
+    model needs spec.model and batch_size"; it says why and what to pass."""
+    services = _services(tmp_path, CHAT)
+    args = ["simulate", "--services", str(services), "--trace", "pollux-1", "--limit", "10",
+            "--out", str(tmp_path / "out")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "its throughput model 'pollux' rates training jobs only" in result.output
+    assert "--throughput linear" in result.output
+    assert runner.invoke(app, [*args, "--throughput", "linear"]).exit_code == 0
+
+
 @pytest.mark.parametrize(("change", "where", "what"), [
     (("llama2-70b", "llama9-1t"), "services.yaml:3:services[0].model",
      "no measured step times for llama9-1t"),
