@@ -13,6 +13,7 @@ import pytest
 
 from dlsched.data_location import DataWarning, set_data_dir
 from dlsched.reproduce.output import write_csv
+from dlsched.reproduce.published import published
 from dlsched.reproduce.registry import ExperimentOptions, get_experiment
 from dlsched.reproduce.rows import COLUMNS
 from dlsched.reproduce.runner import run_experiment
@@ -32,12 +33,18 @@ def test_elasticflow_experiment_on_40_jobs(tmp_path: Path) -> None:
         "policies": "elasticflow,edf", "limit": "40"})
     rows = run_experiment(get_experiment("elasticflow-asplos23"), options)
     cells = {(r.policy, r.metric): r for r in rows}
+    references = published()
     for policy in ("elasticflow", "edf"):
         ratio = cells[(policy, "deadline_ratio")]
         assert ratio.dlsched is not None and 0.0 <= ratio.dlsched <= 1.0
-        assert ratio.reference is not None and "plot_fig6.py" in ratio.source
-    gain = cells[("elasticflow/edf", "deadline_ratio_gain")]
-    assert gain.reference == pytest.approx(0.6667 / 0.0872, rel=1e-4)
+        # A 40-job subset is not compared with the 195-job figure; the figure is there.
+        assert ratio.reference is None and ratio.source == "not compared: a subset (limit=40)"
+        key = ("elasticflow-asplos23", "testbed-195", policy, "deadline_ratio")
+        assert "plot_fig6.py" in references[key].source
+    gain = references[("elasticflow-asplos23", "testbed-195", "elasticflow/edf",
+                       "deadline_ratio_gain")]
+    assert gain.value == pytest.approx(0.6667 / 0.0872, rel=1e-4)
+    assert cells[("elasticflow/edf", "deadline_ratio_gain")].reference is None
     written = _written(rows, tmp_path / "reproduce.csv")
     assert {row["experiment"] for row in written} == {"elasticflow-asplos23"}
 
@@ -61,11 +68,14 @@ def test_sia_experiment_on_one_small_workload(tmp_path: Path) -> None:
     cells = {(r.case, r.policy, r.metric): r for r in rows}
     mean = cells[("philly", "sia", "jct_mean_s")]
     assert mean.dlsched == cells[("philly/workload-1", "sia", "jct_mean_s")].dlsched
-    assert mean.reference == 2160 and "Table 3" in mean.source
+    # Three jobs of one workload: not compared with Table 3 (which is there).
+    assert mean.reference is None and mean.source == "not compared: a subset (limit=3)"
+    assert "Table 3" in published()[("sia-sosp23", "philly", "sia", "jct_mean_s")].source
     ratio = cells[("philly", "sia/gavel-maxmin", "jct_mean_ratio")]
     assert ratio.dlsched == pytest.approx(
         mean.dlsched / cells[("philly", "gavel-maxmin", "jct_mean_s")].dlsched)
-    assert ratio.reference == pytest.approx(0.6 / 1.9, rel=1e-4)
+    reference = published()[("sia-sosp23", "philly", "sia/gavel-maxmin", "jct_mean_ratio")]
+    assert reference.value == pytest.approx(0.6 / 1.9, rel=1e-4)
     written = _written(rows, tmp_path / "reproduce.csv")
     assert len(written) == len(rows)
 
