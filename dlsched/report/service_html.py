@@ -25,6 +25,9 @@ COLUMNS = (("requests", "requests", "{:.0f}"), ("SLO attainment (%)", "slo_attai
            ("latency p50/p90/p99 (s)", "latency", "p"),
            ("queueing p50/p99 (s)", "queueing", "q"), ("GPU-hours", "gpu_hours", "{:.1f}"),
            ("peak batch", "peak_batch", "{:.0f}"), ("KV peak (%)", "kv_peak_fraction", "pct"))
+# Two tables of at most six columns: one of ten did not fit a 1,400-px page (GPU-hours, peak
+# batch and KV peak hid behind a scroll).
+TABLES = (("Service level", COLUMNS[:5]), ("Latency and resources", COLUMNS[5:]))
 
 
 def _cell(metrics: Mapping[str, Any], key: str, how: str) -> str:
@@ -43,11 +46,12 @@ def _cell(metrics: Mapping[str, Any], key: str, how: str) -> str:
     return "–" if v is None else how.format(v)
 
 
-def metrics_table(services: Mapping[str, Mapping[str, Any]]) -> str:
-    head = "".join(f"<th>{escape(title)}</th>" for title, _, _ in COLUMNS)
+def metrics_table(services: Mapping[str, Mapping[str, Any]],
+                  columns: Sequence[tuple[str, str, str]] = COLUMNS) -> str:
+    head = "".join(f"<th>{escape(title)}</th>" for title, _, _ in columns)
     rows = "\n".join(
         f"<tr><td>{escape(name)}</td>" + "".join(
-            f"<td>{escape(_cell(m, key, how))}</td>" for _, key, how in COLUMNS) + "</tr>"
+            f"<td>{escape(_cell(m, key, how))}</td>" for _, key, how in columns) + "</tr>"
         for name, m in services.items())
     return (f'<div class="table"><table>\n<thead><tr><th>service</th>{head}</tr></thead>\n'
             f"<tbody>\n{rows}\n</tbody>\n</table></div>")
@@ -57,7 +61,9 @@ def render_services_report(title: str, meta: str, services: Mapping[str, Mapping
                            series: Sequence[ServiceSeries],
                            shared: SharedCluster | None = None) -> str:
     body = [f"<h1>{escape(title)}</h1>", f'<p class="meta">{escape(meta)}</p>',
-            "<h2>Services</h2>", metrics_table(services)]
+            "<h2>Services</h2>"]
+    for heading, columns in TABLES:
+        body += [f"<h3>{escape(heading)}</h3>", metrics_table(services, columns)]
     figures = service_svgs(series)
     if shared is not None:
         figures.append(("Services and training on the cluster (GPUs held, preemptions)",

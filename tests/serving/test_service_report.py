@@ -81,3 +81,18 @@ def test_training_preemptions_and_gpus_held_come_from_the_segments(tmp_path: Pat
     assert step_sum([shared.training_gpus], grid).tolist() == [8, 10, 0, 8]
     (tmp_path / "only.csv").write_text(head + "service:chat/0,0,100,8,1\n")
     assert shared_cluster(tmp_path / "only.csv") is None
+
+
+def test_the_metrics_come_in_two_tables_of_at_most_six_columns() -> None:
+    """One table of ten columns did not fit a 1,400-px page: GPU-hours, peak batch and KV
+    peak were hidden behind a scroll."""
+    import re
+
+    from dlsched.report.service_html import COLUMNS, render_services_report
+
+    html = render_services_report("t", "m", {"chat": {"requests": 10, "gpu_hours": 1.5}}, [])
+    tables = re.findall(r"<table>.*?</table>", html, flags=re.S)
+    heads = [re.findall(r"<th>([^<]*)</th>", table) for table in tables]
+    assert len(tables) == 2 and all(len(head) <= 6 for head in heads)
+    assert sum(len(head) - 1 for head in heads) == len(COLUMNS)  # each has "service" first
+    assert "<td>1.5</td>" in html and "<h3>Latency and resources</h3>" in html
