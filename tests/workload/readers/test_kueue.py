@@ -37,6 +37,12 @@ def listing(*items: dict) -> str:
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": list(items)}, indent=2)
 
 
+def error_at(write: Writer, text: str, marker: str, fmt: str | None, field: str) -> None:
+    """Reading ``text`` fails at the first line holding ``marker``, naming ``field``."""
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if marker in t)
+    expect_error(write("bad.json", text), fmt, line, field)
+
+
 def test_jobs_and_workloads_become_jobs(write: Writer) -> None:
     trace = read_trace(write("jobs.json", listing(JOB, WORKLOAD, PENDING)))
     assert trace.format == "kubernetes-json"
@@ -51,8 +57,7 @@ def test_a_bad_time_names_file_line_and_field(write: Writer) -> None:
     bad = json.loads(json.dumps(JOB))
     bad["status"]["startTime"] = "yesterday"
     text = listing(WORKLOAD, bad)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if "yesterday" in t)
-    expect_error(write("bad.json", text), None, line, "items[1].status.startTime")
+    error_at(write, text, "yesterday", None, "items[1].status.startTime")
 
 
 def test_a_bad_gpu_count_names_the_container(write: Writer) -> None:
@@ -60,9 +65,8 @@ def test_a_bad_gpu_count_names_the_container(write: Writer) -> None:
     bad["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"] = {
         "requests": {"nvidia.com/gpu": "half"}}
     text = listing(bad)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if "half" in t)
-    expect_error(write("bad.json", text), "kubernetes-json", line, "items[0].spec.podSets[0]."
-                 "template.spec.containers[0].resources.requests.nvidia.com/gpu")
+    error_at(write, text, "half", "kubernetes-json", "items[0].spec.podSets[0]."
+             "template.spec.containers[0].resources.requests.nvidia.com/gpu")
 
 
 def test_a_job_that_completes_before_it_starts_is_an_error_not_left_out(write: Writer) -> None:
@@ -71,22 +75,18 @@ def test_a_job_that_completes_before_it_starts_is_an_error_not_left_out(write: W
     bad = json.loads(json.dumps(JOB))
     bad["status"]["completionTime"] = "2026-11-02T09:05:00Z"
     text = listing(WORKLOAD, bad)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if "09:05:00" in t)
-    expect_error(write("bad.json", text), None, line, "items[1].status.completionTime")
+    error_at(write, text, "09:05:00", None, "items[1].status.completionTime")
 
 
 def test_a_workload_that_finishes_before_its_admission_is_an_error(write: Writer) -> None:
     bad = json.loads(json.dumps(WORKLOAD))
     bad["status"]["conditions"][1]["lastTransitionTime"] = "2026-11-02T10:02:00Z"
     text = listing(bad)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if "10:02:00" in t)
-    expect_error(write("bad.json", text), None, line,
-                 "items[0].status.conditions[1].lastTransitionTime")
+    error_at(write, text, "10:02:00", None, "items[0].status.conditions[1].lastTransitionTime")
 
 
 def test_a_count_given_as_true_is_an_error(write: Writer) -> None:
     bad = json.loads(json.dumps(JOB))
     bad["spec"]["parallelism"] = True  # was read as 1 pod
     text = listing(bad)
-    line = next(i for i, t in enumerate(text.splitlines(), 1) if "true" in t)
-    expect_error(write("bad.json", text), None, line, "items[0].spec.parallelism")
+    error_at(write, text, "true", None, "items[0].spec.parallelism")
