@@ -884,7 +884,11 @@ class TenantAdmission:
             self._record(data, job, Reason.NO_NODE_FITS, str(status))
             if self.by_groups and status.plugin == "placement":
                 self._missed(state, data, job, str(status))
-        if cq is not None and cq.queueing_strategy is QueueingStrategy.STRICT_FIFO:
+        if cq is not None and cq.queueing_strategy is QueueingStrategy.STRICT_FIFO and (
+                self.pending[job.job_id].reason is not Reason.BACKOFF):
+            # A job backing off is not in its queue's heap (Kueue ``ClusterQueue.PushOrUpdate``
+            # parks it with the inadmissible ones until ``requeueAt``): it is no head to wait
+            # behind.
             head = data.blocked.setdefault(cq.name, job.job_id)
             self.pending.blocked.setdefault(cq.name, (Reason.STRICT_FIFO, head))
             for name in self.queue_names(cq.name):
