@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import make_cluster, records_of
+import pytest
+from builders import cluster_of, make_cluster, records_of
 from harness import config_yaml, cq
 
-from dlsched.cluster.cluster import Cluster
+from dlsched.cluster.cluster import Cluster, Node
 from dlsched.policies.fifo import fifo
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
@@ -20,7 +21,11 @@ from dlsched.tenancy.profile import with_tenants
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
+TWO_NODES = make_cluster(nodes=2, gpus=4)
 ONE_NODE = make_cluster(nodes=1, gpus=4)
+MIXED = cluster_of(Node("v0", "V100", 4), Node("x0", "A100", 4))
+FLAVORS = [{"name": "v", "gpu_types": ["V100"]}, {"name": "x", "gpu_types": ["A100"]}]
+RECLAIM_ANY = {"reclaim_within_cohort": "any"}
 LOWER = {"within_cluster_queue": "lower-priority"}
 
 
@@ -29,7 +34,7 @@ def job(job_id: str, queue: str, submit: float, gpus: int, work: float,
     return JobSpec(job_id, submit, gpus, work, queue=queue, priority=prio)
 
 
-def run(text: str, jobs: list[JobSpec], cluster: Cluster = ONE_NODE) -> tuple[dict, Any]:
+def run(text: str, jobs: list[JobSpec], cluster: Cluster = TWO_NODES) -> tuple[dict, Any]:
     """Each job's (first start, finish, preemptions), and the run's tenant audit."""
     sim = Simulator(cluster, Trace("t", tuple(jobs)),
                     with_tenants(fifo(strict=False), parse_tenants(text)),
@@ -39,6 +44,90 @@ def run(text: str, jobs: list[JobSpec], cluster: Cluster = ONE_NODE) -> tuple[di
     assert isinstance(plugin, TenantAdmission)
     return ({k: (r.first_start, r.finish_time, r.preemptions) for k, r in records.items()},
             plugin.audit)
+
+
+THREE_OF_TWO = [job("a1", "a", 0, 2, 100), job("a2", "a", 0, 2, 100), job("a3", "a", 0, 2, 100)]
+
+
+@pytest.mark.parametrize(("limit", "a3"), [(2, (100.0, 200.0, 0)), (4, (0.0, 100.0, 0))],
+                         ids=["limit-2-waits", "limit-4-borrows"])
+def test_borrowing_limit(limit: int, a3: tuple) -> None:
+    """concepts/cluster_queue#borrowingLimit: a queue uses at most nominal + borrowingLimit.
+    a (nominal 2) asks 3 x 2 GPUs, b (nominal 6) is idle: with limit 2, a3 (a at 6) waits for
+    a1 to end; with limit 4 it borrows."""
+    text = config_yaml([cq("a", {"nominal": 2, "borrowing_limit": limit}), cq("b", 6)])
+    got, _ = run(text, THREE_OF_TWO)
+    assert got == {"a1": (0.0, 100.0, 0), "a2": (0.0, 100.0, 0), "a3": a3}
+
+
+@pytest.mark.parametrize(("limit", "a3"), [(2, (100.0, 200.0, 0)), (4, (0.0, 100.0, 0))],
+                         ids=["lends-2", "lends-4"])
+def test_lending_limit(limit: int, a3: tuple) -> None:
+    """concepts/cluster_queue#lendingLimit: b (nominal 6) lends at most ``limit`` of it; a
+    (nominal 2, no borrowing limit) may reach 2 + limit."""
+    text = config_yaml([cq("a", 2), cq("b", {"nominal": 6, "lending_limit": limit})])
+    got, _ = run(text, THREE_OF_TWO)
+    assert got == {"a1": (0.0, 100.0, 0), "a2": (0.0, 100.0, 0), "a3": a3}
+
+
+def test_reclaim_lowest_priority_first() -> None:
+    """concepts/preemption (reclaimWithinCohort: Any; candidates lower priority first, then
+    the most recently admitted). b (nominal 4) uses 8. a1 (a nominal 4) at t=10 needs 2 back:
+    b2 (priority 0) goes, though b3 (priority 5) started later. b2 ran 9 s: it resumes when
+    b1 ends at 100 and finishes at 191."""
+    text = config_yaml([cq("a", 4, preemption=RECLAIM_ANY), cq("b", 4)])
+    got, audit = run(text, [job("b1", "b", 0, 4, 100, prio=5), job("b2", "b", 1, 2, 100),
+                            job("b3", "b", 2, 2, 100, prio=5), job("a1", "a", 10, 2, 100)])
+    assert got == {"b1": (0.0, 100.0, 0), "b2": (1.0, 191.0, 1), "b3": (2.0, 102.0, 0),
+                   "a1": (10.0, 110.0, 0)}
+    assert [(e.victim, e.reason) for e in audit.evictions] == [("b2", "InCohortReclamation")]
+
+
+def test_reclaim_only_from_borrowing_queues() -> None:
+    """concepts/preemption: reclaimWithinCohort takes from queues that borrow only. b (nominal
+    2) uses 4, c (nominal 2) uses its 2 with the lowest priority; a1 (4, a's nominal) at t=10
+    finds 2 free and evicts b's newest job, not c1."""
+    text = config_yaml([cq("a", 4, preemption=RECLAIM_ANY), cq("b", 2), cq("c", 2)])
+    got, _ = run(text, [job("b1", "b", 0, 2, 100), job("b2", "b", 1, 2, 100),
+                        job("c1", "c", 2, 2, 100, prio=-5), job("a1", "a", 10, 4, 100)])
+    assert got == {"b1": (0.0, 100.0, 0), "b2": (1.0, 191.0, 1), "c1": (2.0, 102.0, 0),
+                   "a1": (10.0, 110.0, 0)}
+
+
+def test_reclaim_lower_priority_spares_equal_priority() -> None:
+    """reclaimWithinCohort: LowerPriority: b's borrowed job has a1's priority: a1 waits for a
+    job of b to end (t=100)."""
+    text = config_yaml([cq("a", 4, preemption={"reclaim_within_cohort": "lower-priority"}),
+                        cq("b", 4)])
+    got, _ = run(text, [job("b1", "b", 0, 4, 100), job("b2", "b", 1, 4, 100),
+                        job("a1", "a", 10, 2, 100)])
+    assert got == {"b1": (0.0, 100.0, 0), "b2": (1.0, 101.0, 0), "a1": (100.0, 200.0, 0)}
+
+
+def test_within_cluster_queue_lower_priority() -> None:
+    """withinClusterQueue: LowerPriority, one node: hi (priority 5) evicts lo (0), not eq (5).
+    hi4 (priority 5, 4 GPUs) has no lower-priority victim while lo waits; BestEffortFIFO lets
+    lo back at 101 (eq ended), and at 110 (hi ended) hi4 evicts it again. lo ran 10 + 9 s."""
+    text = config_yaml([cq("a", 4, cohort=None, preemption=LOWER)])
+    got, _ = run(text, [job("lo", "a", 0, 2, 100), job("eq", "a", 1, 2, 100, prio=5),
+                        job("hi", "a", 10, 2, 100, prio=5),
+                        job("hi4", "a", 20, 4, 100, prio=5)], ONE_NODE)
+    assert got == {"lo": (0.0, 291.0, 2), "eq": (1.0, 101.0, 0), "hi": (10.0, 110.0, 0),
+                   "hi4": (110.0, 210.0, 0)}
+
+
+@pytest.mark.parametrize(("strategy", "a1", "a2"), [
+    ("StrictFIFO", (100.0, 200.0, 0), (200.0, 300.0, 0)),
+    ("BestEffortFIFO", (102.0, 202.0, 0), (2.0, 102.0, 0)),
+])
+def test_queueing_strategy(strategy: str, a1: tuple, a2: tuple) -> None:
+    """concepts/cluster_queue#queueing-strategy. a (nominal 4) runs a0 (2); b uses its 4.
+    a1 (4 GPUs) cannot be admitted until a0 ends; StrictFIFO keeps a2 (2) behind it,
+    BestEffortFIFO lets a2 take the 2 free GPUs at once."""
+    text = config_yaml([cq("a", 4, queueing_strategy=strategy), cq("b", 4)])
+    got, _ = run(text, [job("a0", "a", 0, 2, 100), job("a1", "a", 1, 4, 100),
+                        job("a2", "a", 2, 2, 100), job("b0", "b", 0, 4, 300)])
+    assert got == {"a0": (0.0, 100.0, 0), "a1": a1, "a2": a2, "b0": (0.0, 300.0, 0)}
 
 
 def test_strict_fifo_does_not_wait_behind_a_job_backing_off() -> None:
@@ -51,3 +140,36 @@ def test_strict_fifo_does_not_wait_behind_a_job_backing_off() -> None:
     got, _ = run(text, [job("lo", "a", 0, 2, 100), job("hi", "a", 10, 4, 20, prio=5),
                         job("late", "a", 20, 2, 30)], ONE_NODE)
     assert got == {"lo": (0.0, 160.0, 1), "hi": (10.0, 30.0, 0), "late": (30.0, 60.0, 0)}
+
+
+@pytest.mark.parametrize(("when", "a2_flavor", "b1"), [
+    ("Borrow", "v", (51.0, 151.0, 0)), ("TryNextFlavor", "x", (5.0, 105.0, 0))])
+def test_when_can_borrow(when: str, a2_flavor: str, b1: tuple) -> None:
+    """concepts/cluster_queue#flavorfungibility. a has v: 2, x: 4; b has v: 2 only. a2 fits
+    v only by borrowing b's 2: Borrow takes v (and b1 waits for a2 to end at 51);
+    TryNextFlavor takes x, which fits without borrowing, and b1 starts on v at once."""
+    queues = [{"name": "a", "cohort": "co", "quotas": {"v": {"gpu": 2}, "x": {"gpu": 4}},
+               "flavor_fungibility": {"when_can_borrow": when}},
+              {"name": "b", "cohort": "co", "quotas": {"v": {"gpu": 2}}}]
+    got, audit = run(config_yaml(queues, flavors=FLAVORS),
+                     [job("a1", "a", 0, 2, 100), job("a2", "a", 1, 2, 50),
+                      job("b1", "b", 5, 2, 100)], MIXED)
+    assert got == {"a1": (0.0, 100.0, 0), "a2": (1.0, 51.0, 0), "b1": b1}
+    assert audit.flavors[("a2", 1.0)] == ("a", a2_flavor)
+
+
+@pytest.mark.parametrize(("weight", "a2", "b1"), [
+    (1, (150.0, 250.0, 0), (50.0, 150.0, 0)), (3, (50.0, 150.0, 0), (150.0, 250.0, 0))])
+def test_fair_sharing_weight_orders_admission(weight: int, a2: tuple, b1: tuple) -> None:
+    """concepts/fair_sharing: among heads, the queue with the lowest share with its job
+    admitted goes first; the share is divided by the weight. a (nominal 2) borrows 2, b
+    (nominal 2) none; c1 frees 2 GPUs at t=50 for one of a2, b1 (both at t=10). With a2, a
+    borrows 4 of the cohort's 8: 500 / weight; with b1, b borrows 2: 250. Weight 1: b1 first;
+    weight 3 (167): a2 first."""
+    text = config_yaml([cq("a", 2, weight=weight), cq("b", 2), cq("c", 4)],
+                       fair_sharing={"enabled": True})
+    got, _ = run(text, [job("a0", "a", 0, 2, 1000), job("a1", "a", 0, 2, 1000),
+                        job("b0", "b", 0, 2, 1000), job("c1", "c", 0, 2, 50),
+                        job("a2", "a", 10, 2, 100), job("b1", "b", 10, 2, 100)])
+    assert got == {"a0": (0.0, 1000.0, 0), "a1": (0.0, 1000.0, 0), "b0": (0.0, 1000.0, 0),
+                   "c1": (0.0, 50.0, 0), "a2": a2, "b1": b1}
