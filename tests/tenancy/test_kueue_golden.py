@@ -173,3 +173,37 @@ def test_fair_sharing_weight_orders_admission(weight: int, a2: tuple, b1: tuple)
                         job("a2", "a", 10, 2, 100), job("b1", "b", 10, 2, 100)])
     assert got == {"a0": (0.0, 1000.0, 0), "a1": (0.0, 1000.0, 0), "b0": (0.0, 1000.0, 0),
                    "c1": (0.0, 50.0, 0), "a2": a2, "b1": b1}
+
+
+@pytest.mark.parametrize(("weight", "a1", "b1", "victim"), [
+    (0.5, (1.0, 193.0, 1), (2.0, 102.0, 0), "a1"), (2, (1.0, 101.0, 0), (2.0, 193.0, 1), "b1")])
+def test_fair_sharing_weight_picks_the_victim_queue(weight: float, a1: tuple, b1: tuple,
+                                                    victim: str) -> None:
+    """concepts/fair_sharing#preemption: c1 (within c's nominal) at t=10 takes 2 GPUs back
+    from the queue with the highest share. a and b (nominal 2 each) both borrow 2 of the
+    cohort's 8: 250 / weight. a at weight 0.5 (500) gives up its newest job a1, at weight 2
+    (125) b (250) gives up b1; the victim ran 9 s and resumes when the other's job ends at
+    101 or 102."""
+    text = config_yaml([cq("a", 2, weight=weight), cq("b", 2), cq("c", 4, preemption=RECLAIM_ANY)],
+                       fair_sharing={"enabled": True})
+    got, audit = run(text, [job("a0", "a", 0, 2, 1000), job("a1", "a", 1, 2, 100),
+                            job("b0", "b", 0, 2, 1000), job("b1", "b", 2, 2, 100),
+                            job("c1", "c", 10, 2, 100)])
+    assert got == {"a0": (0.0, 1000.0, 0), "a1": a1, "b0": (0.0, 1000.0, 0), "b1": b1,
+                   "c1": (10.0, 110.0, 0)}
+    assert [(e.victim, e.reason) for e in audit.evictions] == [(victim, "InCohortFairSharing")]
+
+
+@pytest.mark.parametrize(("when", "a1_flavor", "b1"), [
+    ("Preempt", "v", (0.0, 200.0, 1)), ("TryNextFlavor", "x", (0.0, 100.0, 0))])
+def test_when_can_preempt(when: str, a1_flavor: str, b1: tuple) -> None:
+    """concepts/cluster_queue#flavorfungibility. b (v: 0) borrows all of a's v; a1 (within
+    a's v: 4, reclaim any) needs preemption in v, while x is free. Preempt stops at v and
+    evicts b1 (it ran 10 s, resumes at 110); TryNextFlavor takes x."""
+    queues = [{"name": "a", "cohort": "co", "quotas": {"v": {"gpu": 4}, "x": {"gpu": 4}},
+               "preemption": RECLAIM_ANY, "flavor_fungibility": {"when_can_preempt": when}},
+              {"name": "b", "cohort": "co", "quotas": {"v": {"gpu": 0}}}]
+    got, audit = run(config_yaml(queues, flavors=FLAVORS),
+                     [job("b1", "b", 0, 4, 100), job("a1", "a", 10, 2, 100)], MIXED)
+    assert got == {"b1": b1, "a1": (10.0, 110.0, 0)}
+    assert audit.flavors[("a1", 10.0)] == ("a", a1_flavor)
