@@ -174,7 +174,9 @@ class FairSharing:
 @dataclass(frozen=True, slots=True)
 class Requeue:
     """Backoff after an eviction: base * 2^(n-1) seconds after the n-th, at most ``max_seconds``
-    (Kueue's requeuingStrategy with backoffBaseSeconds / backoffMaxSeconds). 0 disables it."""
+    (the formula of Kueue's requeuingStrategy, backoffBaseSeconds / backoffMaxSeconds, which
+    Kueue applies to waitForPodsReady evictions only; here to every eviction). 0 (the
+    default) disables it."""
 
     base_seconds: float = 0.0
     max_seconds: float = 3600.0
