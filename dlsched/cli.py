@@ -264,15 +264,16 @@ def clusters() -> None:
 
 @app.command()
 def policies(policy_file: Annotated[list[str] | None, typer.Option(
-        "--policy-file", help="Also a Python file (.py) or module defining policies "
-        "(@register_policy); repeatable.")] = None) -> None:
+        "--policy-file", help="Also Python files (.py) or modules defining policies "
+        "(@register_policy); comma-separated or repeated.")] = None) -> None:
     """List the scheduling policies and their options."""
     import inspect
 
+    from dlsched.run_config import normalized
     from dlsched.scheduling.registry import load_policy_files
     from dlsched.scheduling.registry import policies as registered
 
-    load_policy_files(policy_file or ())
+    load_policy_files(normalized("policy_files", policy_file or []))
 
     table = Table("name", "summary", "options", title="Policies")
     for name, info in registered().items():

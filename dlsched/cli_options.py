@@ -40,7 +40,7 @@ def _cli_type(name: str) -> Any:
     """What the command line gives for a field: text for the list of policies (comma
     separated), repeatable key=value text for policy options, the field's own scalar type
     otherwise."""
-    if name == "policy_options":
+    if name in ("policy_options", "policy_files"):  # repeatable
         return list[str] | None
     hint = field_types()[name]
     scalar = next((a for a in (str, int, float, bool) if a is hint or a in hint.__args__),
@@ -62,7 +62,7 @@ def _parameter(f: Field, policy_flag: str, policy_help: str | None) -> inspect.P
     default = _default_text(f)  # shown as text: the option's own default is None (not given)
     option = typer.Option(flag_of(f, policy_flag), help=escape(text + (
         f" [default: {default}]" if default else "")), show_default=False,
-        metavar="KEY=VALUE" if f.name == "policy_options" else None)
+        metavar={"policy_options": "KEY=VALUE", "policy_files": "FILE"}.get(f.name))
     return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=None,
                              annotation=Annotated[_cli_type(f.name), option])
 

@@ -38,7 +38,8 @@ class RunConfig:
                                      "fifo,sjf,tiresias (see `dlsched policies`).")
     policy_files: tuple[str, ...] = _opt(
         (), "Python files (.py) or module names that define more policies with "
-        "@register_policy (docs/scheduling.md); comma-separated.", flag="--policy-file")
+        "@register_policy (docs/scheduling.md); comma-separated or repeated.",
+        flag="--policy-file")
     out: str = _opt("runs/latest", "Output directory (simulate: summary.json, jobs.csv, "
                     "timeline.csv, run.json, config.yaml; compare: one such folder per policy "
                     "plus report.html).")
@@ -242,6 +243,8 @@ def normalized(key: str, value: Any) -> Any:
     """``value`` in its field's canonical shape: 'a,b' or [a, b] -> ('a', 'b') for policies;
     {k: v}, ['k=v'] or [[k, v]] -> (('k', 'v'),) for policy options; ints as floats where the
     field is a float. Anything else is left for ``check_type`` to judge."""
+    if key == "policy_files" and isinstance(value, list | tuple):  # repeated, each a,b
+        return tuple(p.strip() for item in value for p in str(item).split(",") if p.strip())
     if key in ("policies", "policy_files"):
         if isinstance(value, str):
             return tuple(p.strip() for p in value.split(",") if p.strip())

@@ -73,6 +73,22 @@ def test_a_file_registers_its_policies_once(tmp_path: Path) -> None:
     assert policies()["largest-first"].summary == "Largest job first (most GPUs), non-preemptive."
 
 
+def test_repeated_and_comma_separated_files_are_all_loaded(tmp_path: Path) -> None:
+    """A repeated ``--policy-file`` kept only the last (an option's last value wins)."""
+    policy, trace, cluster = _files(tmp_path)
+    (tmp_path / "second.py").write_text(LARGEST.replace("largest-first", "second-first")
+                                        .replace("def largest_first", "def second_first"))
+    for flags in (["--policy-file", str(policy), "--policy-file", str(tmp_path / "second.py")],
+                  ["--policy-file", f"{policy},{tmp_path / 'second.py'}"]):
+        result = CliRunner().invoke(app, [
+            "compare", "--trace", str(trace), "--format", "dlsched-history", "--cluster",
+            str(cluster), "--policies", "largest-first,second-first", *flags, "--workers", "1",
+            "--out", str(tmp_path / "out")])
+        assert result.exit_code == 0, result.output
+    listed = CliRunner().invoke(app, ["policies", *flags], env={"COLUMNS": "200"})
+    assert "largest-first" in listed.output and "second-first" in listed.output
+
+
 def test_simulate_runs_the_files_policy(tmp_path: Path) -> None:
     policy, trace, cluster = _files(tmp_path)
     for name in ("largest-first", "fifo"):
