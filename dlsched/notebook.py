@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from dlsched.experiment import RunOutcome
 
 _FIELDS = frozenset(f.name for f in fields(RunConfig))
+# the run files' text columns: read as text even when every value looks like a number (Slurm
+# job ids, a queue named 2024, a version 1.0) or every cell is empty (no job pending)
+TEXT_COLUMNS = ("job_id", "queue", "status", "pending_reason", "policy", "trace", "cluster",
+                "version")
 
 
 @dataclass(frozen=True)
@@ -190,10 +194,12 @@ def read_jobs(folder: Path) -> pd.DataFrame:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """A CSV the run wrote, as pandas reads it (an empty cell is NaN)."""
+    """A CSV the run wrote: an empty cell is NaN (only an empty one: a job id ``NA`` is
+    text), ``TEXT_COLUMNS`` are strings."""
     import pandas as pd
 
-    return pd.read_csv(path)
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str), keep_default_na=False,
+                       na_values=[""])
 
 
 def _hours(seconds: float | None) -> str:
