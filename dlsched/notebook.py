@@ -114,9 +114,12 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
         if out is not None:
             title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
             report = write_comparison(outcomes, folder, title, run)
-        runs = {o.summary.policy: _loaded(o, run, None if out is None else o.out_dir)
-                for o in outcomes}
-    table = pd.DataFrame([r.summary for r in runs.values()]).set_index("policy", drop=False)
+        # keyed by the names asked for (the CLI's folders): a run's own label can differ
+        # (``fifo+tenants`` with ``tenants=``)
+        runs = {name: _loaded(o, run, None if out is None else o.out_dir)
+                for name, o in zip(run.policies, outcomes, strict=True)}
+    table = pd.DataFrame([r.summary for r in runs.values()],
+                         index=pd.Index(list(runs), name="policy"))
     return Comparison(runs, table, report, run)
 
 

@@ -96,3 +96,13 @@ def test_jobs_ids_and_queues_that_look_like_numbers_stay_text(tmp_path: Path) ->
     text = ["job_id", "queue", "status", "pending_reason", "version"]
     assert all(pd.api.types.is_string_dtype(jobs[c]) for c in text), jobs.dtypes
     assert jobs["submit_time"].dtype == "float64" and jobs["pending_reason"].isna().all()
+
+
+
+def test_compare_with_tenants_is_indexed_by_the_policies_asked_for() -> None:
+    """With tenants= a run's label is 'fifo+tenants': cmp['fifo'] raised KeyError."""
+    tenants = Path(__file__).parents[1] / "examples" / "tenants" / "philly-vcs.yaml"
+    result = dlsched.compare("philly-sample", "philly", ["fifo", "srtf"], limit=20,
+                             tenants=str(tenants))
+    assert list(result.runs) == ["fifo", "srtf"] and list(result.summary.index) == ["fifo", "srtf"]
+    assert result["srtf"].summary["policy"] == "srtf+tenants"
