@@ -50,8 +50,12 @@ class SimulationRun:
 
     def _repr_html_(self) -> str:  # a notebook shows the summary, not the whole table
         return (f"<b>dlsched {self.policy}</b> on {self.config.trace} / {self.config.cluster}: "
-                f"{self.summary.get('jobs_finished')}/{self.summary.get('jobs_submitted')} "
-                f"jobs finished, mean JCT {_hours(self.summary.get('jct_mean'))}")
+                f"{_outcome(self.summary)}")
+
+    def __repr__(self) -> str:  # the dataclass's would print both tables and the config
+        where = "" if self.out_dir is None else f", files in {self.out_dir}"
+        return (f"<SimulationRun {self.policy} on {self.config.trace} / {self.config.cluster}: "
+                f"{_outcome(self.summary)}{where}>")
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,12 @@ class Comparison:
 
     def __getitem__(self, policy: str) -> SimulationRun:
         return self.runs[policy]
+
+    def __repr__(self) -> str:
+        report = "" if self.report is None else f", report {self.report}"
+        lines = [f"<Comparison on {self.config.trace} / {self.config.cluster}{report}:"]
+        lines += [f"  {name}: {_outcome(run.summary)}" for name, run in self.runs.items()]
+        return "\n".join(lines) + ">"
 
 
 def run_config(options: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
@@ -203,6 +213,11 @@ def read_table(path: Path) -> pd.DataFrame:
 
     return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str), keep_default_na=False,
                        na_values=[""])
+
+
+def _outcome(summary: Mapping[str, Any]) -> str:
+    return (f"{summary.get('jobs_finished')}/{summary.get('jobs_submitted')} jobs finished, "
+            f"mean JCT {_hours(summary.get('jct_mean'))}")
 
 
 def _hours(seconds: float | None) -> str:

@@ -106,3 +106,13 @@ def test_compare_with_tenants_is_indexed_by_the_policies_asked_for() -> None:
                              tenants=str(tenants))
     assert list(result.runs) == ["fifo", "srtf"] and list(result.summary.index) == ["fifo", "srtf"]
     assert result["srtf"].summary["policy"] == "srtf+tenants"
+
+
+
+def test_reprs_are_one_line_per_run_not_the_tables() -> None:
+    result = dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=10)
+    assert repr(result["fifo"]) == ("<SimulationRun fifo on pollux-1 / pollux-64: "
+                                    f"10/10 jobs finished, mean JCT "
+                                    f"{result['fifo'].summary['jct_mean'] / 3600:.2f} h>")
+    assert repr(result).splitlines()[1].startswith("  fifo: 10/10 jobs finished")
+    assert len(repr(result).splitlines()) == 3
