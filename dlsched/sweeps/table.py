@@ -39,7 +39,11 @@ def results(runs: Sequence[SweepRun], store: DoneStore) -> pd.DataFrame:
             continue
         metrics = {k: v for k, v in saved.items() if k not in _DROPPED and k != "key"}
         rows.append({**run.labels, "key": run.key, **metrics})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # a metric that is null in every run (ettr without failures) is a float column of NaN,
+    # as results.csv reads back, not an object column of None
+    empty = [c for c in table.columns[len(LABELS):] if table[c].isna().all()]
+    return table.astype(dict.fromkeys(empty, "float64"))
 
 
 def confidence(table: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
