@@ -29,6 +29,10 @@ if TYPE_CHECKING:
     from dlsched.experiment import RunOutcome
 
 _FIELDS = frozenset(f.name for f in fields(RunConfig))
+# the run files' text columns: read as text even when every value looks like a number (Slurm
+# job ids, a queue named 2024, a version 1.0) or every cell is empty (no job pending)
+TEXT_COLUMNS = ("job_id", "queue", "status", "pending_reason", "policy", "trace", "cluster",
+                "version")
 
 
 @dataclass(frozen=True)
@@ -46,8 +50,12 @@ class SimulationRun:
 
     def _repr_html_(self) -> str:  # a notebook shows the summary, not the whole table
         return (f"<b>dlsched {self.policy}</b> on {self.config.trace} / {self.config.cluster}: "
-                f"{self.summary.get('jobs_finished')}/{self.summary.get('jobs_submitted')} "
-                f"jobs finished, mean JCT {_hours(self.summary.get('jct_mean'))}")
+                f"{_outcome(self.summary)}")
+
+    def __repr__(self) -> str:  # the dataclass's would print both tables and the config
+        where = "" if self.out_dir is None else f", files in {self.out_dir}"
+        return (f"<SimulationRun {self.policy} on {self.config.trace} / {self.config.cluster}: "
+                f"{_outcome(self.summary)}{where}>")
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,12 @@ class Comparison:
 
     def __getitem__(self, policy: str) -> SimulationRun:
         return self.runs[policy]
+
+    def __repr__(self) -> str:
+        report = "" if self.report is None else f", report {self.report}"
+        lines = [f"<Comparison on {self.config.trace} / {self.config.cluster}{report}:"]
+        lines += [f"  {name}: {_outcome(run.summary)}" for name, run in self.runs.items()]
+        return "\n".join(lines) + ">"
 
 
 def run_config(options: Mapping[str, Any], base: RunConfig | None = None) -> RunConfig:
@@ -110,9 +124,12 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
         if out is not None:
             title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
             report = write_comparison(outcomes, folder, title, run)
-        runs = {o.summary.policy: _loaded(o, run, None if out is None else o.out_dir)
-                for o in outcomes}
-    table = pd.DataFrame([r.summary for r in runs.values()]).set_index("policy", drop=False)
+        # keyed by the names asked for (the CLI's folders): a run's own label can differ
+        # (``fifo+tenants`` with ``tenants=``)
+        runs = {name: _loaded(o, run, None if out is None else o.out_dir)
+                for name, o in zip(run.policies, outcomes, strict=True)}
+    table = pd.DataFrame([r.summary for r in runs.values()],
+                         index=pd.Index(list(runs), name="policy"))
     return Comparison(runs, table, report, run)
 
 
@@ -190,10 +207,17 @@ def read_jobs(folder: Path) -> pd.DataFrame:
 
 
 def read_table(path: Path) -> pd.DataFrame:
-    """A CSV the run wrote, as pandas reads it (an empty cell is NaN)."""
+    """A CSV the run wrote: an empty cell is NaN (only an empty one: a job id ``NA`` is
+    text), ``TEXT_COLUMNS`` are strings."""
     import pandas as pd
 
-    return pd.read_csv(path)
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT_COLUMNS, str), keep_default_na=False,
+                       na_values=[""])
+
+
+def _outcome(summary: Mapping[str, Any]) -> str:
+    return (f"{summary.get('jobs_finished')}/{summary.get('jobs_submitted')} jobs finished, "
+            f"mean JCT {_hours(summary.get('jct_mean'))}")
 
 
 def _hours(seconds: float | None) -> str:

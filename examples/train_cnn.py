@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import sys
 
-import torch
-from torch import nn
-from training_loop import Dataset, parse_args, run
+from dlsched.extras import message
 
-from dlsched.job import derive_seed
+try:  # one line naming the extra, not a traceback, when torch is not installed
+    import torch
+    from torch import nn
+except ModuleNotFoundError as exc:
+    raise SystemExit(message("torch", "examples/train_cnn.py", exc.name or "torch")) from None
+
+from training_loop import Dataset, parse_args, run  # noqa: E402
+
+from dlsched.job import derive_seed  # noqa: E402
 
 CLASSES = 10
 SAMPLES = 2048
@@ -38,7 +44,7 @@ def make_dataset(seed: int) -> Dataset:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(__doc__.splitlines()[0], argv)
+    args = parse_args(__doc__.split("\n\n")[0], argv)
     return run(args, build_model, make_dataset, nn.functional.cross_entropy)
 
 

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import sys
 
-import torch
-from torch import nn
-from training_loop import Dataset, parse_args, run
+from dlsched.extras import message
 
-from dlsched.job import derive_seed
+try:  # one line naming the extra, not a traceback, when torch is not installed
+    import torch
+    from torch import nn
+except ModuleNotFoundError as exc:
+    raise SystemExit(message("torch", "examples/train_transformer.py",
+                             exc.name or "torch")) from None
+
+from training_loop import Dataset, parse_args, run  # noqa: E402
+
+from dlsched.job import derive_seed  # noqa: E402
 
 VOCAB = 32
 LENGTH = 16
@@ -56,7 +63,7 @@ def next_token_loss(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(__doc__.splitlines()[0], argv)
+    args = parse_args(__doc__.split("\n\n")[0], argv)
     return run(args, TinyTransformer, make_dataset, next_token_loss)
 
 

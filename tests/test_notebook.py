@@ -16,6 +16,15 @@ import dlsched
 from dlsched.cli import app
 from dlsched.errors import ConfigError
 
+TEXT = ("job_id", "queue", "status", "pending_reason", "policy", "trace", "cluster", "version")
+
+
+def cli_table(path: Path) -> pd.DataFrame:
+    """A CSV the CLI wrote, its text columns as text (an empty cell is NaN)."""
+    return pd.read_csv(path, dtype=dict.fromkeys(TEXT, str), keep_default_na=False,
+                       na_values=[""])
+
+
 ARGS = {"trace": "pollux-1", "cluster": "pollux-64", "policy": "tiresias", "limit": 60,
         "seed": 3}
 
@@ -26,8 +35,8 @@ def test_simulate_returns_the_clis_jobs_csv(tmp_path: Path) -> None:
                                       "--seed", "3", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     run = dlsched.simulate(**ARGS)
-    pd.testing.assert_frame_equal(run.jobs, pd.read_csv(tmp_path / "jobs.csv"))
-    pd.testing.assert_frame_equal(run.timeline, pd.read_csv(tmp_path / "timeline.csv"))
+    pd.testing.assert_frame_equal(run.jobs, cli_table(tmp_path / "jobs.csv"))
+    pd.testing.assert_frame_equal(run.timeline, cli_table(tmp_path / "timeline.csv"))
     cli_summary = json.loads((tmp_path / "summary.json").read_text())
     assert run.summary["jct_mean"] == cli_summary["jct_mean"]
     assert run.out_dir is None and len(run.jobs) == 60
@@ -38,7 +47,7 @@ def test_compare_runs_each_policy_and_writes_the_report(tmp_path: Path) -> None:
                              out=tmp_path)
     assert list(result.summary.index) == ["fifo", "srtf"]
     assert result.report == tmp_path / "report.html" and result.report.exists()
-    assert result["srtf"].jobs.equals(pd.read_csv(tmp_path / "srtf" / "jobs.csv"))
+    assert result["srtf"].jobs.equals(cli_table(tmp_path / "srtf" / "jobs.csv"))
 
 
 @pytest.mark.parametrize(("options", "message"), [
@@ -68,3 +77,42 @@ def test_the_example_notebook_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     names = runpy.run_path(str(Path(__file__).parents[1] / "examples" / "notebook.py"))
     assert set(names["table"]["policy"]) == {"fifo", "tiresias"}
     assert len(names["run"].jobs) == 20
+
+
+SACCT = """JobID|Partition|Submit|Start|End|State|AllocTRES
+4101|2024|2026-11-02T09:00:00|2026-11-02T09:00:00|2026-11-02T10:00:00|COMPLETED|cpu=8,gres/gpu=1
+4102|2024|2026-11-02T09:30:00|2026-11-02T09:30:00|2026-11-02T10:30:00|FAILED|cpu=8,gres/gpu=2
+"""
+
+
+def test_jobs_ids_and_queues_that_look_like_numbers_stay_text(tmp_path: Path) -> None:
+    """Slurm job ids (4101) and a partition named 2024 were read back as int64, and an all-empty
+    pending_reason as float64: ids are text whatever they look like."""
+    trace = tmp_path / "week.sacct"
+    trace.write_text(SACCT)
+    jobs = dlsched.simulate(str(trace), "tiny-4", "fifo").jobs
+    assert jobs["job_id"].tolist() == ["4101", "4102"]
+    assert jobs["queue"].tolist() == ["2024", "2024"]
+    text = ["job_id", "queue", "status", "pending_reason", "version"]
+    assert all(pd.api.types.is_string_dtype(jobs[c]) for c in text), jobs.dtypes
+    assert jobs["submit_time"].dtype == "float64" and jobs["pending_reason"].isna().all()
+
+
+
+def test_compare_with_tenants_is_indexed_by_the_policies_asked_for() -> None:
+    """With tenants= a run's label is 'fifo+tenants': cmp['fifo'] raised KeyError."""
+    tenants = Path(__file__).parents[1] / "examples" / "tenants" / "philly-vcs.yaml"
+    result = dlsched.compare("philly-sample", "philly", ["fifo", "srtf"], limit=20,
+                             tenants=str(tenants))
+    assert list(result.runs) == ["fifo", "srtf"] and list(result.summary.index) == ["fifo", "srtf"]
+    assert result["srtf"].summary["policy"] == "srtf+tenants"
+
+
+
+def test_reprs_are_one_line_per_run_not_the_tables() -> None:
+    result = dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=10)
+    assert repr(result["fifo"]) == ("<SimulationRun fifo on pollux-1 / pollux-64: "
+                                    f"10/10 jobs finished, mean JCT "
+                                    f"{result['fifo'].summary['jct_mean'] / 3600:.2f} h>")
+    assert repr(result).splitlines()[1].startswith("  fifo: 10/10 jobs finished")
+    assert len(repr(result).splitlines()) == 3

@@ -39,7 +39,11 @@ def results(runs: Sequence[SweepRun], store: DoneStore) -> pd.DataFrame:
             continue
         metrics = {k: v for k, v in saved.items() if k not in _DROPPED and k != "key"}
         rows.append({**run.labels, "key": run.key, **metrics})
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    # a metric that is null in every run (ettr without failures) is a float column of NaN,
+    # as results.csv reads back, not an object column of None
+    empty = [c for c in table.columns[len(LABELS):] if table[c].isna().all()]
+    return table.astype(dict.fromkeys(empty, "float64"))
 
 
 def confidence(table: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
@@ -108,10 +112,11 @@ def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> li
     values, as ``key=value``) at the mean over seeds, with its 95% interval as an error bar;
     every plotted metric is >= 0, so the bar's lower end stops at 0 (with few seeds the
     interval is wide: two seeds multiply the standard error by 12.7)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # an Agg canvas per figure, not pyplot: matplotlib.use("Agg") switched a notebook's own
+    # (inline) backend off for the rest of the session
+    from matplotlib.artist import setp
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     ci = confidence(table, metrics)
     labels = [c for c in _label_columns(table) if c not in ("trace", "cluster", "seed")]
@@ -121,8 +126,9 @@ def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> li
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for metric in (m for m in metrics if m in ci.columns):
-        fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 4.2 if varied else 3.5),
-                                 squeeze=False)
+        fig = Figure(figsize=(4 * len(panels), 4.2 if varied else 3.5))
+        FigureCanvasAgg(fig)
+        axes = fig.subplots(1, len(panels), squeeze=False)
         for ax, ((trace, cluster), group) in zip(axes[0], panels, strict=True):
             names = [_bar_name(dict(zip(labels, row, strict=True)), varied)
                      for row in group[labels].itertuples(index=False)]
@@ -134,11 +140,10 @@ def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> li
             ax.bar(group["_name"], group[metric], yerr=[low, half], capsize=3)
             ax.set_title(f"{trace} / {cluster}", fontsize=9)
             ax.tick_params(axis="x", labelsize=8)
-            plt.setp(ax.get_xticklabels(), rotation=40, ha="right", rotation_mode="anchor")
+            setp(ax.get_xticklabels(), rotation=40, ha="right", rotation_mode="anchor")
         unit = f"{UNITS[metric]}; " if metric in UNITS else ""
         axes[0][0].set_ylabel(f"{metric} ({unit}mean, 95% CI over seeds)", fontsize=9)
         fig.tight_layout()
         paths.append(folder / f"{metric}.png")
         fig.savefig(paths[-1], dpi=100)
-        plt.close(fig)
     return paths

@@ -55,3 +55,20 @@ def test_an_option_of_another_policy_makes_no_second_bar(tmp_path: Path,
     assert names == ["fifo", "tiresias tiresias:thresholds=600",
                      "tiresias tiresias:thresholds=3600"]
     assert all(0.945 + up <= 1.0 + 1e-12 for up in high)  # mean 0.945; t-interval ~ +0.57
+
+
+def test_plotting_leaves_the_pyplot_backend_alone(tmp_path: Path) -> None:
+    """plot() called matplotlib.use("Agg"): a notebook's inline backend was switched off by
+    ``dlsched.sweep(..., out=...)`` and later figures were no longer shown."""
+    import matplotlib
+
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        rows = [{"trace": "t", "cluster": "c", "policy": "fifo", "seed": 0, "key": "k",
+                 "jct_mean": 100.0}]
+        paths = sweep_table.plot(pd.DataFrame(rows), tmp_path, metrics=("jct_mean",))
+        assert matplotlib.get_backend() == "svg"
+        assert paths[0].read_bytes().startswith(b"\x89PNG")
+    finally:
+        matplotlib.use(before)

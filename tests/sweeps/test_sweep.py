@@ -78,3 +78,14 @@ def test_an_empty_axis_is_an_error_not_the_default(tmp_path: Path, flag: str, va
     assert result.exit_code == 2
     assert message in result.output
     assert not (tmp_path / "results.csv").exists()
+
+
+def test_a_metric_null_in_every_run_is_a_float_column(tmp_path: Path) -> None:
+    """ettr and deadline_satisfaction are null without failures or deadlines: the table had
+    them as object columns of None, while results.csv reads back float NaN."""
+    grid = {**GRID, "policies": ["fifo"], "seeds": [0]}
+    table = dlsched.sweep(**grid, out=tmp_path, workers=1, plots=False)
+    assert table["ettr"].dtype == "float64" and table["ettr"].isna().all()
+    assert table["deadline_satisfaction"].dtype == "float64"
+    assert not [c for c in table.columns if table[c].dtype == object]
+    pd.testing.assert_frame_equal(table, pd.read_csv(tmp_path / "results.csv"))
