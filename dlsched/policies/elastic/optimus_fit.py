@@ -107,7 +107,18 @@ def stepwise_greedy(times: np.ndarray, base: np.ndarray, free: int) -> np.ndarra
 def fitted_curve(curves: SpeedCurves, state: CycleState, job: Job, lo: int,
                  hi: int) -> np.ndarray:
     """``f(0..hi)`` fitted to the model's rates at ``sample_sizes(lo, hi)``; 0 above the
-    largest sampled size the model can run and everywhere if it can run none."""
+    largest sampled size the model can run and everywhere if it can run none. Fitted once per
+    job and bounds (``curves.fits``); the array returned is read-only."""
+    key = (job.job_id, lo, hi)
+    curve = curves.fits.get(key)
+    if curve is None:
+        curve = curves.fits[key] = _fit_curve(curves, state, job, lo, hi)
+        curve.flags.writeable = False
+    return curve
+
+
+def _fit_curve(curves: SpeedCurves, state: CycleState, job: Job, lo: int,
+               hi: int) -> np.ndarray:
     sizes = np.array(sample_sizes(lo, hi))
     rates = curves.rates(state, job, sizes)
     if not (rates > 0).any():

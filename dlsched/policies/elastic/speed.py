@@ -100,6 +100,10 @@ class SpeedCurves:
     def __init__(self, method: str = "rate") -> None:
         self._rates: dict[tuple[str, int], float] = {}
         self.method = method  # the model's method giving a rate: rate, or step_rate
+        # curves fitted to these rates by (job, lo, hi) (optimus_fit.fitted_curve): the rates
+        # do not change, so neither does the fit, and refitting every job every round was
+        # most of an Optimus or AFS run
+        self.fits: dict[tuple[str, int, int], np.ndarray] = {}
 
     def rates(self, state: CycleState, job: Job, sizes: Iterable[int]) -> np.ndarray:
         """Rates at each of ``sizes`` (0 at size 0 or where the job cannot run)."""
@@ -126,6 +130,7 @@ class SpeedCurves:
     def forget(self, active: Sequence[Job]) -> None:
         keep = {j.job_id for j in active}
         self._rates = {k: v for k, v in self._rates.items() if k[0] in keep}
+        self.fits = {k: v for k, v in self.fits.items() if k[0] in keep}
 
 
 def remaining_times(remaining_work: float, rates: np.ndarray) -> np.ndarray:
