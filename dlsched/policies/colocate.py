@@ -38,6 +38,7 @@ from dlsched.perf.interference import InterferenceThroughputs, interference_of
 from dlsched.policies.gavel.assign import place_on_nodes
 from dlsched.policies.gavel.gpus import exact
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import EPS, CycleState
@@ -155,12 +156,7 @@ def _solo(running: Sequence[Job]) -> list[Job]:
 def _whole_gpus(state: CycleState, job: Job, free: np.ndarray) -> tuple[int, ...] | None:
     """Whole free GPUs for the job's gang on the nodes it may use (``free`` is consumed)."""
     cluster = state.cluster
-    allowed = np.ones(cluster.num_nodes, dtype=bool)
-    if job.spec.gpu_types:
-        names = np.array(cluster.type_names)[cluster.node_type]
-        allowed &= np.isin(names, job.spec.gpu_types)
-    if job.spec.pool is not None:
-        allowed &= np.array([n.pool == job.spec.pool for n in cluster.nodes])
+    allowed = allowed_nodes(state, job)
     room = np.bincount(cluster.gpu_node, weights=free, minlength=cluster.num_nodes
                        ).astype(np.int64)
     nodes = place_on_nodes(job.spec.num_gpus, np.flatnonzero(allowed), room)

@@ -42,6 +42,7 @@ import numpy as np
 from dlsched.errors import ConfigError
 from dlsched.perf.synergy import SynergyThroughputs
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
@@ -241,14 +242,7 @@ class SynergyAllocation:
 
 def _allowed(state: CycleState, job: Job) -> np.ndarray:
     """Node mask of the GPU types and pool the job may use."""
-    cluster = state.cluster
-    allowed = cluster.node_gpus > 0
-    if job.spec.gpu_types:
-        names = np.array(cluster.type_names)[cluster.node_type]
-        allowed &= np.isin(names, job.spec.gpu_types)
-    if job.spec.pool is not None:
-        allowed &= np.array([n.pool == job.spec.pool for n in cluster.nodes])
-    return allowed
+    return (state.cluster.node_gpus > 0) & allowed_nodes(state, job)
 
 
 def _nodes_for(ledger: Ledger, need: int, host: HostShare, allowed: np.ndarray

@@ -93,3 +93,16 @@ def test_packed_rates_follow_the_measured_table() -> None:
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError, match="min_speed"):
         build_policy("pack-limit", {"min_speed": "2"})
+
+
+@pytest.mark.parametrize("policy", ["pack-naive", "pack-limit", "pack-aware"])
+def test_a_pool_the_cluster_does_not_define_restricts_nothing(policy: str) -> None:
+    """A Philly job pins its VC as its pool; on a cluster without that pool the core's filter
+    lets it run anywhere, while these policies looked for nodes of that pool and started
+    nothing ("no GPUs in this round's allocation", 0 of 600 on small-16)."""
+    jobs = tuple(JobSpec(name, 0.0, 1, 100.0, queue="vc", pool="vc") for name in "AB")
+    sim = Simulator(make_cluster(nodes=1, gpus=2), Trace("t", jobs), build_policy(policy),
+                    SimConfig(restart_overhead=0.0))
+    records = records_of(sim)
+    assert {r.job_id: (r.first_start, r.finish_time) for r in records.values()} == {
+        "A": (0.0, 100.0), "B": (0.0, 100.0)}

@@ -60,3 +60,13 @@ def test_needs_the_synergy_model_and_host_resources() -> None:
     bare = Cluster("bare", (Node("n0", "V100", 2),))
     with pytest.raises(ConfigError, match="cpus and memory_gb"):
         records_of(run("synergy-greedy", cluster=bare))
+
+
+def test_a_pool_the_cluster_does_not_define_restricts_nothing() -> None:
+    """As the core's pool filter: a job pinned to a pool the cluster lacks (a Philly VC on
+    another cluster) may use any node; it used none."""
+    jobs = (JobSpec("A", 0.0, 1, 1000.0, model="alexnet", queue="vc", pool="vc"),)
+    sim = Simulator(NODE, Trace("t", jobs, throughput="synergy"),
+                    build_policy("synergy-proportional"), SimConfig(restart_overhead=0.0))
+    record = records_of(sim)["A"]
+    assert record.first_start == 0.0 and record.finish_time is not None

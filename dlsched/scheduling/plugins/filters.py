@@ -69,3 +69,13 @@ class RunnableFilter:
         if not bad:
             return mask
         return mask & ~np.isin(cluster.node_type, bad)
+
+
+_TYPES, _POOLS = GpuTypeFilter(), NodePoolFilter()
+
+
+def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
+    """The nodes the job's GPU types and pool allow, by the core's own filters' rules (a pool
+    the cluster does not define restricts nothing): for a policy that places jobs itself."""
+    mask = np.ones(state.cluster.num_nodes, dtype=bool)
+    return _POOLS.filter(state, job, _TYPES.filter(state, job, mask))
