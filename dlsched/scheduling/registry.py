@@ -66,6 +66,8 @@ def load_policy_files(sources: Iterable[str]) -> None:
         key = str(Path(source).expanduser().resolve()) if is_file else source
         if key in _LOADED:
             continue
+        if is_file and not Path(key).is_file():
+            raise ConfigError(f"policy file {source}: no such file")
         before = set(_POLICIES)
         try:
             _import_file(Path(key)) if is_file else importlib.import_module(source)
@@ -77,8 +79,6 @@ def load_policy_files(sources: Iterable[str]) -> None:
 
 
 def _import_file(path: Path) -> None:
-    if not path.is_file():
-        raise FileNotFoundError("no such file")
     name = "dlsched_policy_file_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -94,8 +94,6 @@ def _import_file(path: Path) -> None:
 def _where_failed(exc: Exception, key: str) -> str:
     """``line N: Type: message`` at the deepest line of the source that raised (its own
     lines, not dlsched's), or the message alone."""
-    if isinstance(exc, FileNotFoundError) and str(exc) == "no such file":
-        return "no such file"
     if isinstance(exc, SyntaxError) and exc.lineno is not None:
         return f"line {exc.lineno}: SyntaxError: {exc.msg}"
     lines = [frame.lineno for frame in traceback.extract_tb(exc.__traceback__)
