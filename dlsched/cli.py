@@ -21,6 +21,7 @@ from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
 from dlsched.run_config import RunConfig
+from dlsched.wording import count_of
 
 if TYPE_CHECKING:
     from dlsched.experiment import RunOutcome
@@ -153,13 +154,13 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
         waiting = s.jobs_submitted - s.jobs_finished
         console.print("[yellow]warning:[/] " + escape(
             f"{policy}: stopped at t={stalled:.0f} s: nothing ran and nothing could start "
-            f"({waiting} jobs not finished; see pending_reason in jobs.csv)"))
+            f"({count_of(waiting, 'job')} not finished; see pending_reason in jobs.csv)"))
     if outcome.never_admitted:
         named = ", ".join(f"{job} ({cq})" for job, cq, _ in outcome.never_admitted[:10])
         more = len(outcome.never_admitted) - 10
         console.print("[yellow]warning:[/] " + escape(
-            f"{policy}: {len(outcome.never_admitted)} jobs can never be admitted (they ask "
-            f"more than their queue may ever use): {named}"
+            f"{policy}: {count_of(len(outcome.never_admitted), 'job')} can never be admitted "
+            f"(they ask more than their queue may ever use): {named}"
             f"{f' and {more} more' if more > 0 else ''}; see never_admitted.csv"))
 
 

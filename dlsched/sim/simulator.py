@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dlsched.cluster.cluster import Cluster
 from dlsched.gcpause import gc_paused
 from dlsched.perf.model import ThroughputModel, get_throughput_model
+from dlsched.scheduling.allocation import worker_bounds
 from dlsched.scheduling.decisions import CycleResult
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.resilience import ResilienceBook
@@ -187,8 +188,29 @@ class Simulator:
         if arrivals_left or self.core.running or result.starts:
             self._idle_cycles = 0
             return False
+        if self._repair_pending_helps():
+            return False  # not stuck: capacity the waiting jobs need comes back
         self._idle_cycles += 1
         return self._idle_cycles >= self.config.stall_cycles
+
+    def _repair_pending_helps(self) -> bool:
+        """Whether nodes now in repair (not hot spares held back) would give room to a
+        waiting job the nodes up now cannot hold even empty: the smallest waiting job needs
+        more GPUs than are up and no more than are up once repairs end. Idle cycles until
+        then do not count toward a stall (two nodes both in repair for a day would otherwise
+        end a Gandiva run of 60 s rounds after 1,000 of them). A job too large even then
+        still stalls the run: this never waits for capacity that is not coming."""
+        failures, core = self.failures, self.core
+        if failures is None or not core.waiting:
+            return False
+        in_repair = core.down_nodes.difference(failures.spares)
+        if not in_repair:
+            return False
+        node_gpus = self.cluster.node_gpus
+        up = sum(int(node_gpus[node]) for node in range(self.cluster.num_nodes)
+                 if node not in core.down_nodes)
+        smallest = min(worker_bounds(job)[0] for job in core.waiting.values())
+        return up < smallest <= up + sum(int(node_gpus[node]) for node in in_repair)
 
     def _handle(self, event: Event) -> bool:
         kind = event.kind
