@@ -12,10 +12,12 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,13 +29,16 @@ from dlsched.errors import ConfigError
 from dlsched.experiment import run_policy
 from dlsched.run_config import RunConfig
 from dlsched.serving.requests import RequestTrace
+from dlsched.serving.routing import PlanEntry
 from dlsched.serving.run import ServiceOutcome, infeasible_slo, serve, service_trace
 from dlsched.serving.service import ServiceSpec
 from dlsched.serving.services_file import ServicesFile
-from dlsched.workload.job import JobKind, JobSpec
+from dlsched.sim.result import JobRecord
+from dlsched.workload.job import JobKind, JobSpec, JobStatus
 from dlsched.workload.trace import Trace
 
 NODE_GPUS = 8
+REPLICA_PREFIXES = ("service:",)  # ``ServiceSpec.replica_id`` and ``prefill_id``
 
 
 def with_service_nodes(cluster: Cluster | None, services: ServicesFile) -> Cluster:
@@ -79,17 +84,21 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
     combined = replace(base, name=f"{base.name}+services", jobs=base.jobs + tuple(replicas))
     outcome = run_policy(config, policy, combined, cluster, out)
     started = {r.job_id: r.first_start for r in outcome.result.jobs}
+    runs = replica_runs(out / "segments.csv", outcome.result.jobs)
     results = []
     for i, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
         if i in planned:
-            results.append(_placed(planned[i], _replayed(planned[i], trace, started),
-                                   started))
+            results.append(_placed(planned[i], _replayed(planned[i], trace, runs), started))
             continue
-        starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
-        prefill = None if spec.prefill is None else [
-            s for k in range(spec.prefill.replicas)
-            if (s := started.get(spec.prefill_id(k))) is not None]
-        results.append(serve(spec, trace, [s for s in starts if s is not None], prefill))
+        if spec.prefill is not None:  # disaggregated: served from first starts only
+            starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
+            prefill = [s for k in range(spec.prefill.replicas)
+                       if (s := started.get(spec.prefill_id(k))) is not None]
+            results.append(serve(spec, trace, [s for s in starts if s is not None], prefill))
+            continue
+        results.append(_served(spec, trace, [runs.get(spec.replica_id(k), [])
+                                             for k in range(spec.replicas)],
+                               config.restart_overhead))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -118,18 +127,66 @@ def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> 
                    tensor_parallel=spec.tp)
 
 
+def replica_runs(segments: Path, records: Sequence[JobRecord]
+                 ) -> dict[str, list[tuple[float, float | None]]]:
+    """Each service replica's runs from ``segments.csv``: (start, when the scheduler stopped
+    it) per run, None where it ran on to its end (the last run of a replica that finished).
+    The first run starts at the record's exact first start (the file rounds to 1 us)."""
+    by_id = {r.job_id: r for r in records if r.job_id.startswith(REPLICA_PREFIXES)}
+    runs: dict[str, list[tuple[float, float | None]]] = {}
+    with segments.open(newline="") as f:
+        for row in csv.DictReader(f):
+            if row["job_id"] in by_id:
+                end = row["end"]
+                runs.setdefault(row["job_id"], []).append(
+                    (float(row["start"]), float(end) if end else None))
+    for job_id, job_runs in runs.items():
+        job_runs.sort(key=lambda run: run[0])
+        record = by_id[job_id]
+        if record.first_start is not None:
+            job_runs[0] = (record.first_start, job_runs[0][1])
+        if record.status == JobStatus.FINISHED.value:  # its last run ended as planned
+            job_runs[-1] = (job_runs[-1][0], None)
+    return runs
+
+
+def _served(spec: ServiceSpec, trace: RequestTrace,
+            runs: list[list[tuple[float, float | None]]], restart: float) -> ServiceOutcome:
+    """A fixed-size service on the replicas the core placed: each serves from its first
+    start; one the core stopped (preempted, or its node failed) loses what it held then and
+    serves again ``restart`` seconds (the run's restart overhead) after each later start."""
+    first = [r[0] for r in runs if r]
+    resumed: list[PlanEntry] = [(at, at + restart, None, stopped)
+                                for r in runs for at, stopped in r[1:]]
+    outcome = serve(spec, trace, [at for at, _ in first], plan=resumed or None,
+                    stops=[stopped for _, stopped in first])
+    return _restarts_apart(outcome, [at for at, _ in first])
+
+
+def _restarts_apart(outcome: ServiceOutcome, starts: list[float]) -> ServiceOutcome:
+    """``replicas`` and ``replica_starts`` count each replica once (its first start), as
+    without restarts; ``replica_restarts`` the runs after a stop that began while requests
+    still arrived (later ones serve nothing)."""
+    outcome.starts = starts
+    outcome.metrics["replicas"] = len(starts)
+    outcome.metrics["replica_restarts"] = len(outcome.slots) - len(starts)
+    return outcome
+
+
 def _replayed(planned: ServiceOutcome, trace: RequestTrace,
-              started: dict[str, float | None]) -> ServiceOutcome:
+              runs: dict[str, list[tuple[float, float | None]]]) -> ServiceOutcome:
     """The autoscaler's schedule served again with the replicas the core actually started:
-    each becomes ready its cold start after it was placed; one never placed never serves."""
-    plan = []
+    each becomes ready its cold start after it was placed (again after each time the core
+    stopped it and started it again); one never placed never serves."""
+    plan: list[PlanEntry] = []
+    firsts: list[float] = []
     for k, slot in enumerate(planned.slots):
-        at = started.get(planned.spec.replica_id(k))
-        if at is None:
-            continue
-        retired = None if slot.retired is None else max(slot.retired, at)
-        plan.append((at, at + slot.ready - slot.requested, retired))
-    return serve(planned.spec, trace, [], plan=plan)
+        replica = runs.get(planned.spec.replica_id(k), [])
+        firsts += [replica[0][0]] if replica else []
+        for at, stopped in replica:
+            retired = None if slot.retired is None else max(slot.retired, at)
+            plan.append((at, at + slot.ready - slot.requested, retired, stopped))
+    return _restarts_apart(serve(planned.spec, trace, [], plan=plan), sorted(firsts))
 
 
 def _placed(planned: ServiceOutcome, outcome: ServiceOutcome,

@@ -24,6 +24,8 @@ class DnnReplica:
         self.peak_batch = 0
         self.series: list[tuple[float, int, int]] = []  # (time, batch, 0) per batch and after
         self.rejected: list[int] = []
+        self.lost: list[int] = []  # requests it held when it went away (``stop``)
+        self._batch: list[int] = []  # the requests of the batch that ends at ``time``
         self.now = start  # the latest time ``advance`` reached
         self.in_flight = 0  # requests of the batch that ends at ``time``
 
@@ -61,9 +63,25 @@ class DnnReplica:
             self.iterations += 1
             self.peak_batch = max(self.peak_batch, len(batch))
             self.in_flight = len(batch)
+            self._batch = batch
             self.series += [(at, len(batch), 0), (self.time, 0, 0)]
             for r in batch:
                 self.log.mark_started(r, at)
                 self.log.first_token[r] = self.time
                 self.log.finish[r] = self.time
 
+    def stop(self, at: float) -> None:
+        """The replica goes away at ``at`` (preempted, or its node failed): batches that
+        leave by then count; the batch still running at ``at`` and the queue are lost
+        (``lost``: unfinished, so they miss the SLO)."""
+        self.advance(at)
+        log = self.log
+        if self.time > at:  # the batch in flight never returns its results
+            for r in self._batch:
+                log.first_token[r] = log.finish[r] = float("nan")
+            self.lost += self._batch
+            self.busy_seconds -= self.time - at
+            self.time, self.in_flight = at, 0
+            self.series[-1] = (at, 0, 0)  # it ended here, not when the batch would have
+        self.lost += list(self.waiting)
+        self.waiting.clear()

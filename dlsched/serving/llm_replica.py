@@ -96,6 +96,7 @@ class LlmReplica:
         self.peak_blocks = 0
         self.series: list[tuple[float, int, int]] = []  # (time, batch, KV blocks) at changes
         self.rejected: list[int] = []
+        self.lost: list[int] = []  # requests it held when it went away (``stop``)
         self.pending: tuple[float, np.ndarray] | None = None  # a planned decode run
         self.partial = 0  # prompt tokens of the queue's head already prefilled (chunked)
         self._watermark = max(1, int(config.watermark * blocks))
@@ -153,6 +154,23 @@ class LlmReplica:
                 self._decode_run()
             else:
                 return
+
+    def stop(self, at: float) -> None:
+        """The replica goes away at ``at`` (the scheduler preempted it, or its node failed):
+        iterations that end by then count; the requests it still held, queued or running, are
+        lost (``lost``; unfinished, so they miss the SLO) and it serves nothing more."""
+        self.advance(at)
+        if self.pending is not None:  # the decode steps of the run in flight done by ``at``
+            start, cum = self.pending
+            self.pending = None
+            done = int(np.searchsorted(cum, at - start, side="right"))
+            if done:
+                self._commit(cum, done)
+        self.lost += [*self.ids, *self.waiting]
+        self.ids, self.waiting, self.redo, self.partial = [], deque(), {}, 0
+        self.ctx, self.left = self.ctx[:0], self.left[:0]
+        self.time = max(self.time, at)
+        self._note()
 
     # --- prefill-first (vLLM default) ---
 

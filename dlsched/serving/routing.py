@@ -26,6 +26,7 @@ class Replica(Protocol):
     iterations: int
     peak_batch: int
     rejected: list[int]
+    lost: list[int]
 
     @property
     def outstanding(self) -> int: ...
@@ -34,6 +35,8 @@ class Replica(Protocol):
 
     def advance(self, until: float) -> None: ...
 
+    def stop(self, at: float) -> None: ...
+
 
 ReplicaFactory = Callable[[RequestLog, float], Replica]
 
@@ -41,15 +44,23 @@ ReplicaFactory = Callable[[RequestLog, float], Replica]
 @dataclass
 class Slot:
     """A replica's life: GPUs held from ``requested``, serving from ``ready``, taking no new
-    requests after ``retired`` (None: never retired)."""
+    requests after ``retired`` (None: never retired), gone at ``stopped`` (the scheduler
+    preempted it or its node failed: what it still held is lost; None: never stopped)."""
 
     replica: Replica
     requested: float
     ready: float
     retired: float | None = None
+    stopped: float | None = None
+    gone: bool = False  # stopped already (``_stop``)
 
     def held_until(self, end: float) -> float:
-        """When its GPUs go back: the end of the run, or once retired and drained."""
+        """When its GPUs go back: the end of the run, or once retired and drained; at the
+        latest when it was stopped."""
+        drained = self._drained(end)
+        return drained if self.stopped is None else min(self.stopped, drained)
+
+    def _drained(self, end: float) -> float:
         if self.retired is None:
             return end
         if self.replica.iterations == 0:  # retired before it served: freed at once
@@ -64,25 +75,33 @@ def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
     return log, [s.replica for s in slots]
 
 
+PlanEntry = tuple[float, float, float | None, float | None]  # requested, ready, retired, stopped
+
+
 def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[float],
-                   scaler: Autoscaler | None = None,
-                   plan: Sequence[tuple[float, float, float | None]] = ()
-                   ) -> tuple[RequestLog, list[Slot]]:
-    """Serve ``trace``: replicas start at ``starts``; ``scaler`` adds and retires replicas;
-    ``plan`` gives more as (requested, ready, retired or None): a schedule replayed as is."""
+                   scaler: Autoscaler | None = None, plan: Sequence[PlanEntry] = (),
+                   stops: Sequence[float | None] = ()) -> tuple[RequestLog, list[Slot]]:
+    """Serve ``trace``: replicas start at ``starts`` (the ``k``-th stopped at ``stops[k]``
+    when given and not None); ``scaler`` adds and retires replicas; ``plan`` gives more as
+    (requested, ready, retired or None, stopped or None): a schedule replayed as is. A
+    stopped replica's requests still queued or running are lost (``Replica.stop``)."""
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
-    slots = [Slot(make(log, s), s, s) for s in starts]
+    slots = [Slot(make(log, s), s, s, None, stops[k] if k < len(stops) else None)
+             for k, s in enumerate(starts)]
     live = list(slots)
     planned = sorted(plan, key=lambda p: (p[0], p[1]))  # retired may be None
+    stopping = any(s is not None for s in stops) or any(p[3] is not None for p in plan)
     for request, t in enumerate(trace.arrival.tolist()):
         if scaler is not None:
             while scaler.next_tick <= t:
                 _tick(scaler, live, slots, make, log)
         while planned and planned[0][0] <= t:  # a planned replica asked for by now
-            requested, ready, retired = planned.pop(0)
-            slot = Slot(make(log, ready), requested, ready, retired)
+            requested, ready, retired, stopped = planned.pop(0)
+            slot = Slot(make(log, ready), requested, ready, retired, stopped)
             slots.append(slot)
             live.append(slot)
+        if stopping:
+            _stop(slots, live, t)
         for slot in [s for s in live if s.retired is not None and s.retired <= t]:
             live.remove(slot)
         best, best_load = None, math.inf
@@ -96,9 +115,20 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
             best = min(live, key=lambda s: s.ready).replica
         if best is not None:
             best.enqueue(request, t)
+    _stop(slots, live, math.inf)  # those stopped after the last arrival
     for slot in slots:
         slot.replica.advance(math.inf)
     return log, slots
+
+
+def _stop(slots: list[Slot], live: list[Slot], now: float) -> None:
+    """Replicas stopped by ``now`` go away (retired ones too: they may still be draining)."""
+    for slot in slots:
+        if slot.stopped is not None and slot.stopped <= now and not slot.gone:
+            slot.replica.stop(slot.stopped)
+            slot.gone = True
+            if slot in live:
+                live.remove(slot)
 
 
 PREFIX_SLACK = 4  # extra outstanding requests a prefix hit may justify

@@ -23,7 +23,7 @@ from dlsched.serving.dnn_replica import DnnReplica
 from dlsched.serving.llm_replica import LlmReplica, RequestLog
 from dlsched.serving.metrics import service_metrics
 from dlsched.serving.requests import RequestTrace, read_requests
-from dlsched.serving.routing import Replica, ReplicaFactory, Slot, simulate_slots
+from dlsched.serving.routing import PlanEntry, Replica, ReplicaFactory, Slot, simulate_slots
 from dlsched.serving.service import ServiceKind, ServiceSpec
 
 
@@ -101,18 +101,22 @@ def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
 
 def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
           prefill_starts: Sequence[float] | None = None,
-          plan: Sequence[tuple[float, float, float | None]] | None = None) -> ServiceOutcome:
+          plan: Sequence[PlanEntry] | None = None,
+          stops: Sequence[float | None] = ()) -> ServiceOutcome:
     """Serve ``trace`` on replicas started at ``starts`` (and those the service's autoscaling
     policy adds); metrics include GPU-hours (each replica from its request to the end of the
     run, or until it was retired and drained). A disaggregated service's ``starts`` are its
     decode replicas', ``prefill_starts`` its prefill replicas' (None: all at 0). ``plan``
-    replays a schedule of replicas (requested, ready, retired) instead of autoscaling; an
-    empty one (no replica placed) serves nothing."""
+    replays a schedule of replicas (requested, ready, retired, stopped) instead of
+    autoscaling; an empty one (no replica placed) serves nothing. ``stops``: when the
+    scheduler stopped the replica started at ``starts[k]`` (None: never), its requests then
+    lost (``lost``)."""
     if spec.prefill is not None:
         return _serve_disaggregated(spec, trace, starts, prefill_starts)
     began = time.process_time()
     scaler = None if spec.autoscale is None or plan is not None else Autoscaler(spec.autoscale)
-    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan or ())
+    log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan or (),
+                                stops)
     cpu = time.process_time() - began
     metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
     finished = log.finish[~np.isnan(log.finish)]
@@ -128,6 +132,8 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
         "replicas_peak": _peak(slots, end),
         "scale_events": len(slots) - len(starts) + sum(s.retired is not None for s in slots),
         "rejected": sum(len(r.rejected) for r in replicas),
+        "lost": sum(len(r.lost) for r in replicas),
+        "replica_stops": sum(s.stopped is not None for s in slots),
         "prefix_hit_rate": _prefix_hits(replicas, trace),
         "peak_batch": max((r.peak_batch for r in replicas), default=0),
         "kv_peak_fraction": max((getattr(r, "peak_blocks", 0) / r.blocks for r in replicas

@@ -12,6 +12,8 @@ from serving_helpers import azure_csv
 from typer.testing import CliRunner
 
 from dlsched.cli import app
+from dlsched.serving.cluster_run import replica_runs
+from dlsched.sim.result import JobRecord
 
 runner = CliRunner()
 
@@ -77,3 +79,56 @@ def test_a_replica_that_fits_one_node_is_placed_on_one(tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert [(row["job_id"], row["nodes"].count(";")) for row in rows] == [("service:chat/0", 0)]
     assert _strict_json(out / "services.json")["services"]["chat"]["completed"] == 20
+
+
+def _record(job_id: str, first_start: float | None, status: str) -> JobRecord:
+    return JobRecord(job_id, "default", 8, 0.0, first_start, None, status, 0, 0.0, 0.0, 1.0,
+                     "")
+
+
+def test_replica_runs_mark_the_runs_the_scheduler_stopped(tmp_path: Path) -> None:
+    # Replica 0 ran twice and finished (its last run ended as planned: not a stop); replica
+    # 1 ran once and was stopped for good; a training job's rows are not a replica's.
+    segments = tmp_path / "segments.csv"
+    segments.write_text("job_id,start,end\nservice:chat/0,0.000000,5.000000\n"
+                        "train-1,0.000000,9.000000\nservice:chat/1,0.000000,7.500000\n"
+                        "service:chat/0,37.000000,60.000000\n")
+    runs = replica_runs(segments, [_record("service:chat/0", 1e-7, "finished"),
+                                   _record("service:chat/1", 0.0, "failed"),
+                                   _record("train-1", 0.0, "finished")])
+    assert runs == {"service:chat/0": [(1e-7, 5.0), (37.0, None)],
+                    "service:chat/1": [(0.0, 7.5)]}
+
+
+FAILURES = ("name: often\ncategories:\n"
+            "  - {name: gpu, rate_per_gpu_day: 1000, repair_hours: 0.002}\n")
+
+
+@pytest.mark.parametrize("size", [STATIC, AUTOSCALED], ids=["static", "autoscaled"])
+def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
+        tmp_path: Path, size: str) -> None:
+    # Node failures every few seconds (8 GPUs at 1,000 per GPU-day), each node down 7.2 s:
+    # the requests a replica held when its node failed are lost, and it serves again only
+    # after the restart overhead once placed again. It served every request as if never
+    # stopped.
+    azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i * 0.5:09.6f},300,8"
+                                      for i in range(60)])
+    (tmp_path / "services.yaml").write_text(SERVICE.format(size=size))
+    (tmp_path / "cluster.yaml").write_text(
+        "name: two\nnode_groups:\n"
+        "  - {count: 2, gpu_type: A100-80G, gpus: 8, nvlink_domain: 8}\n")
+    (tmp_path / "often.yaml").write_text(FAILURES)
+    chat = {}
+    for name, extra in (("calm", []), ("failing", ["--failures", str(tmp_path / "often.yaml")])):
+        result = runner.invoke(app, ["simulate", "--services", str(tmp_path / "services.yaml"),
+                                     "--cluster", str(tmp_path / "cluster.yaml"),
+                                     "--out", str(tmp_path / name), *extra])
+        assert result.exit_code == 0, result.output
+        chat[name] = _strict_json(tmp_path / name / "services.json")["services"]["chat"]
+    calm, failing = chat["calm"], chat["failing"]
+    assert calm["lost"] == 0 and calm["replica_stops"] == 0 and calm["replica_restarts"] == 0
+    assert calm["completed"] == 60
+    assert failing["replica_stops"] >= 1 and failing["lost"] >= 1
+    assert failing["completed"] + failing["lost"] <= 60
+    assert failing["slo_attainment"] < calm["slo_attainment"]
+    assert failing["replicas"] == len(failing["replica_starts"]) <= 2

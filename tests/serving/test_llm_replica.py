@@ -13,7 +13,7 @@ from dlsched.perf.inference.profile import StepProfile
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog
 from dlsched.serving.metrics import Slo, meets, per_request, service_metrics
 from dlsched.serving.requests import RequestTrace
-from dlsched.serving.routing import simulate_requests
+from dlsched.serving.routing import simulate_requests, simulate_slots
 
 DEFAULT = LlmEngineConfig()
 
@@ -132,3 +132,20 @@ def test_queueing_delay_and_kv_peak_are_recorded() -> None:
     m = service_metrics(log, Slo(ttft=5.0), 1.0)
     assert m["queueing_p50"] == pytest.approx(0.25)
     assert replicas[0].peak_blocks == 2  # 12 tokens each: one 16-token block apiece
+
+
+def test_a_stopped_replica_loses_its_running_and_waiting_requests() -> None:
+    """Replica 0 prefills r0 over [0, 1] and decodes it in 0.1 s steps; it is stopped at 1.25
+    s, inside the third step: the two steps done by then count (r0 holds 3 tokens of 10), and
+    r0 is lost with its first token already sent. r2 (at 2 s) goes to replica 1, idle since
+    r1 (one token) finished at 1 s."""
+    p = flat_profile()
+    tr = trace([0.0, 0.0, 2.0], [10, 10, 10], [10, 1, 1])
+    log, slots = simulate_slots(tr, lambda log, s: LlmReplica(p, 10_000, log, DEFAULT, s),
+                                [0.0, 0.0], stops=[1.25, None])
+    assert math.isnan(log.finish[0]) and log.first_token[0] == pytest.approx(1.0)
+    assert log.finish[1] == pytest.approx(1.0) and log.finish[2] == pytest.approx(3.0)
+    stopped = slots[0].replica
+    assert stopped.lost == [0] and stopped.outstanding == 0
+    assert stopped.time == pytest.approx(1.25) and stopped.iterations == 3
+    assert not meets(log, Slo(ttft=5.0))[0]
