@@ -8,9 +8,11 @@ The rule (``docs/tenancy.md``):
 - nominal quota per queue and flavor: with ``sizes`` (queue -> GPUs: a VC table such as
   Philly's servers x 8 or a Helios VC's GPU count), the queue's size split over the flavors in
   proportion to their GPUs; a queue not in the table gets 0 (it runs on borrowed GPUs only);
-  without ``sizes``, each flavor's GPUs apportioned by the queues' demand (GPU-seconds of their
-  jobs run alone, ``report.fairness.isolated_seconds``), largest remainders first (Hamilton's
-  method), so the quotas add up to the cluster;
+  without ``sizes``, each flavor's GPUs apportioned by the queues' demand *on that GPU type*
+  (GPU-seconds of their jobs run alone, ``report.fairness.isolated_seconds``: a job pinned to
+  some types counts on those only, an unpinned one on every type, each in proportion to the
+  type's GPUs), largest remainders first (Hamilton's method), so the quotas add up to the
+  cluster;
 - ``borrowing``: all queues in one cohort, lending idle quota and reclaiming it
   (``reclaim_within_cohort: any``); otherwise strict quotas (no cohort).
 """
@@ -28,6 +30,7 @@ from dlsched.errors import InputError, InputLocation
 from dlsched.perf.model import get_throughput_model
 from dlsched.report.fairness import isolated_seconds
 from dlsched.textinput import TextLines
+from dlsched.workload.gpu_pins import with_cluster_spelling
 from dlsched.workload.trace import Trace
 
 COHORT = "all"
@@ -39,13 +42,14 @@ def tenants_for(trace: Trace, cluster: Cluster, sizes: Mapping[str, float] | Non
     queues = sorted({spec.queue for spec in trace.jobs})
     by_type = cluster.gpus_by_type()
     flavors = {kind: kind.casefold() for kind in by_type}
-    weight = dict(sizes) if sizes is not None else demand(trace)
+    on_type = demand_by_type(trace, cluster) if sizes is None else {}
     quotas: dict[str, dict[str, int]] = {q: {} for q in queues}
     for kind, gpus in by_type.items():
         if sizes is not None:
             share = gpus / cluster.num_gpus
             split = {q: round(float(sizes.get(q, 0.0)) * share) for q in queues}
         else:
+            weight = on_type.get(kind, {})
             split = apportion(gpus, {q: weight.get(q, 0.0) for q in queues})
         for queue, amount in split.items():
             quotas[queue][flavors[kind]] = amount
@@ -73,6 +77,28 @@ def demand(trace: Trace) -> dict[str, float]:
         seconds = alone.get(spec.job_id, 0.0)
         if math.isfinite(seconds):
             out[spec.queue] = out.get(spec.queue, 0.0) + spec.num_gpus * seconds
+    return out
+
+
+def demand_by_type(trace: Trace, cluster: Cluster) -> dict[str, dict[str, float]]:
+    """``demand`` per GPU type of ``cluster`` (type -> queue -> GPU-seconds): a job pinned to
+    some of its types (``JobSpec.gpu_types``, read as the cluster spells them) counts on those,
+    an unpinned one on every type, split in proportion to the types' GPUs; a job pinned only
+    to types the cluster lacks counts nowhere (it never runs)."""
+    by_type = cluster.gpus_by_type()
+    spelled = with_cluster_spelling(trace, cluster)
+    alone = isolated_seconds(spelled, get_throughput_model(trace.throughput))
+    out: dict[str, dict[str, float]] = {kind: {} for kind in by_type}
+    for spec in spelled.jobs:
+        seconds = alone.get(spec.job_id, 0.0)
+        if not math.isfinite(seconds):
+            continue
+        kinds = [t for t in spec.gpu_types if t in by_type] if spec.gpu_types else list(by_type)
+        gpus = sum(by_type[kind] for kind in kinds)
+        for kind in kinds:
+            queues = out[kind]
+            queues[spec.queue] = (queues.get(spec.queue, 0.0)
+                                  + spec.num_gpus * seconds * by_type[kind] / gpus)
     return out
 
 

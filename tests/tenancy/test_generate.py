@@ -44,6 +44,19 @@ def test_quotas_follow_demand_per_gpu_type_and_add_up_to_the_cluster() -> None:
     assert config.cluster_queues["a"].cohort == "all"
 
 
+def test_a_queue_pinned_to_one_type_gets_its_quota_on_that_type() -> None:
+    # Queue k's only job is pinned to K80 ("k80", as a Slurm gres names it): its 600 GPU-s
+    # count on the K80s only, so it gets no V100; a's 600 GPU-s (unpinned) count 8/12 on the
+    # V100s and 4/12 (200) on the K80s: V100 8 / 0, K80 200:600 -> 1 / 3. Before, each queue
+    # got the same share of every type (k: 4 V100s it can never use).
+    trace = Trace("t", (make_job("a1").gpus(2).work(300).queue("a").build(),
+                        make_job("k1").gpus(1).work(600).queue("k").types("k80").build()))
+    doc = tenants_for(trace, TWO_TYPES)
+    quotas = {q["name"]: q["quotas"] for q in doc["cluster_queues"]}
+    assert quotas == {"a": {"v100": {"gpu": 8}, "k80": {"gpu": 1}},
+                      "k": {"v100": {"gpu": 0}, "k80": {"gpu": 3}}}
+
+
 def test_sizes_split_over_types_and_strict_has_no_cohort() -> None:
     doc = tenants_for(TRACE, TWO_TYPES, {"a": 6, "c": 6}, borrowing=False)
     quotas = {q["name"]: q["quotas"] for q in doc["cluster_queues"]}
