@@ -62,6 +62,14 @@ TRACES = (
            "p0,8000,16384,2,1000,,BE,Succeeded,10,500,20\n"
            "p1,4000,8192,1,500,V100M16|V100M32,LS,Running,30,900,35\n"
            "p2,1000,1024,1,1000,P100,Burstable,Failed,40,100,41\n", id_column=0),
+    Target("alibaba-dlrm-2025", "trace",
+           "instance_sn,role,app_name,cpu_request,cpu_limit,gpu_request,gpu_limit,rdma_request,"
+           "rdma_limit,memory_request,memory_limit,disk_request,disk_limit,"
+           "max_instance_per_node,creation_time,scheduled_time,deletion_time\n"
+           "i0,HN,app_0,12,12,1,1,25,25,120.0,120.0,680.0,800.0,8,,,\n"
+           "i1,HN,app_0,12,12,1,1,25,25,120.0,120.0,680.0,800.0,8,100.0,160.0,1160.0\n"
+           "i2,CN,app_9,64,64,0,0,1,1,320.0,320.0,255.0,300.0,-1,1435.0,1435.0,1560.0\n",
+           id_column=0),
     Target("pollux", "trace", "name,time,application,num_replicas,batch_size\n"
            "cifar10-0,107,cifar10,6,2048\ndeepspeech2-1,110,deepspeech2,6,320\n"
            "ncf-2,300,ncf,1,256\n", id_column=0),

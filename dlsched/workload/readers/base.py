@@ -64,8 +64,8 @@ class TraceReader(Protocol):
 
 READERS: dict[str, TraceReader] = {}
 
-_READER_MODULES = ("philly", "itp", "alibaba", "pollux", "gavel", "chronus", "helios",
-                   "history", "slurm", "kueue", "mig")
+_READER_MODULES = ("philly", "itp", "alibaba", "alibaba_dlrm", "pollux", "gavel", "chronus",
+                   "helios", "history", "slurm", "kueue", "mig")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:
