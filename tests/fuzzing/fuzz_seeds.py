@@ -68,8 +68,12 @@ TRACES = (
            "max_instance_per_node,creation_time,scheduled_time,deletion_time\n"
            "i0,HN,app_0,12,12,1,1,25,25,120.0,120.0,680.0,800.0,8,,,\n"
            "i1,HN,app_0,12,12,1,1,25,25,120.0,120.0,680.0,800.0,8,100.0,160.0,1160.0\n"
-           "i2,CN,app_9,64,64,0,0,1,1,320.0,320.0,255.0,300.0,-1,1435.0,1435.0,1560.0\n",
+           "i2,HN,app_9,8,8,1,1,25,25,96.0,96.0,255.0,300.0,2,1435.0,1435.0,1560.0\n",
            id_column=0),
+    Target("alibaba-pai-2020", "trace",
+           "j1,tensorflow,1.0,Terminated,1000.0,1600.0,600.0,29.296875,50.0,MISC\n"
+           "j2,worker,2.0,Terminated,1200.0,4800.0,800.0,60.0,200.0,V100\n"
+           "j3,worker,1.0,Failed,1300.0,1900.0,400.0,20.0,100.0,T4\n", header=False),
     Target("pollux", "trace", "name,time,application,num_replicas,batch_size\n"
            "cifar10-0,107,cifar10,6,2048\ndeepspeech2-1,110,deepspeech2,6,320\n"
            "ncf-2,300,ncf,1,256\n", id_column=0),

@@ -64,8 +64,8 @@ class TraceReader(Protocol):
 
 READERS: dict[str, TraceReader] = {}
 
-_READER_MODULES = ("philly", "itp", "alibaba", "alibaba_dlrm", "pollux", "gavel", "chronus",
-                   "helios", "history", "slurm", "kueue", "mig")
+_READER_MODULES = ("philly", "itp", "alibaba", "alibaba_dlrm", "pai", "pollux", "gavel",
+                   "chronus", "helios", "history", "slurm", "kueue", "mig")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:
@@ -263,8 +263,10 @@ def _csv_problem(lines: TextLines, start: int, error: csv.Error) -> InputError:
 
 
 def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
-                  allow_extra: frozenset[str] = frozenset()) -> Iterator[RowContext]:
-    """Rows of a CSV file with a header, checking the header first.
+                  allow_extra: frozenset[str] = frozenset(),
+                  headerless: bool = False) -> Iterator[RowContext]:
+    """Rows of a CSV file with a header, checking the header first (``headerless``: a file
+    without one, whose columns are ``expected``; a row of another width fails on its line).
 
     A missing expected column or an unknown or repeated extra column fails on line 1. A row's
     ``line`` is the line it starts on (a quoted value may span lines: that is an error).
@@ -273,11 +275,14 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
     reader = csv.reader(lines, delimiter=delimiter, strict=True)
     start = 1
     try:
-        header = next(reader, None)
-        if header is None:
-            raise InputError(InputLocation(str(path), 1), "empty file (expected a header: "
-                             f"{delimiter.join(expected)})")
-        names = _header_row(path, header, expected, allow_extra)
+        if headerless:
+            names: Sequence[str] = tuple(expected)
+        else:
+            header = next(reader, None)
+            if header is None:
+                raise InputError(InputLocation(str(path), 1), "empty file (expected a header: "
+                                 f"{delimiter.join(expected)})")
+            names = _header_row(path, header, expected, allow_extra)
         lines.names = names
         start = lines.remember = reader.line_num + 1
         lines.suspect = False
