@@ -97,6 +97,21 @@ def _shape_group(row: dict[str, str]) -> NodeGroup:
     return NodeGroup(int(row["nodes"]), model, gpus, prefix, cpus, memory_gb)
 
 
+@builtin("alibaba-pai-2020")
+def alibaba_pai_2020() -> Cluster:
+    """Alibaba PAI 2020 (Weng et al., "MLaaS in the Wild", NSDI'22): 1,897 machines, 6,742
+    GPUs (MISC, P100, T4, V100, V100M32; 83 CPU-only machines), from the bundled per-shape
+    machine counts of its ``pai_machine_spec``; one rack, no NVLink (the trace has neither)."""
+    groups = []
+    for row in _bundled_rows("alibaba-pai-2020-node-shapes.csv"):
+        gpus, cpus, memory_gb = int(row["cap_gpu"]), int(row["cap_cpu"]), int(row["cap_mem"])
+        model = row["gpu_type"] if gpus else ""
+        kind = f"{model.lower()}x{gpus}" if gpus else "cpu"
+        groups.append(NodeGroup(int(row["nodes"]), model, gpus, f"{kind}-{cpus}c{memory_gb}g",
+                                cpus, memory_gb))
+    return _grouped("alibaba-pai-2020", groups)
+
+
 @builtin("gavel-108")
 def gavel_108() -> Cluster:
     """Gavel's simulated heterogeneous cluster (OSDI'20): 36 each of K80, P100, V100, 4 a node."""

@@ -33,6 +33,7 @@ GPU_TYPES: dict[str, GpuType] = {
         GpuType("A10", 24, 1.1),
         GpuType("G2", 32, 1.0),
         GpuType("G3", 48, 1.3),
+        GpuType("MISC", 12, 0.25),  # Alibaba PAI 2020's older generations (K40m, K80, M60)
         GpuType("A100", 40, 2.2),
         GpuType("A100-80G", 80, 2.3),
         GpuType("H100", 80, 3.5),

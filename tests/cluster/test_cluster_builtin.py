@@ -21,6 +21,8 @@ SIZES = [
     ("philly-shared-512", 64, {"P100": 512}),
     ("alibaba-2023", 1523, {"A10": 2, "G2": 4392, "G3": 312, "P100": 265, "T4": 842,
                             "V100M16": 195, "V100M32": 204}),
+    ("alibaba-pai-2020", 1897, {"MISC": 2240, "P100": 1596, "T4": 994, "V100": 832,
+                                "V100M32": 1080}),
     ("gavel-108", 27, {"K80": 36, "P100": 36, "V100": 36}),
     ("pollux-64", 16, {"T4": 64}),
     ("tiresias-128", 32, {"P100": 128}),
@@ -84,6 +86,28 @@ def test_alibaba_shapes_match_the_original_node_list() -> None:
     bundled = resources.files("dlsched.data").joinpath("clusters/alibaba-2023-node-shapes.csv")
     with bundled.open(newline="") as f:
         shapes = {(r["cpu_milli"], r["memory_mib"], r["gpu"], r["model"]): int(r["nodes"])
+                  for r in csv.DictReader(f)}
+    assert shapes == original
+
+
+PAI_MACHINES = "clusters/alibaba-pai-2020/pai_machine_spec.csv"
+
+
+def test_pai_has_cpu_only_machines_and_shape_names() -> None:
+    cluster = resolve_cluster("alibaba-pai-2020")
+    assert sum(1 for n in cluster.nodes if n.num_gpus == 0) == 83
+    p100 = [n for n in cluster.nodes if n.gpu_type == "P100"]
+    assert len(p100) == 798 and p100[0].name == "p100x2-64c512g-000"
+    assert (p100[0].cpus, p100[0].memory_gb, p100[0].num_gpus) == (64, 512, 2)
+
+
+@pytest.mark.data
+def test_pai_shapes_match_the_original_machine_list() -> None:
+    with open(shared(PAI_MACHINES), newline="") as f:  # no header: machine, type, cpu, mem, gpu
+        original = Counter(tuple(r[1:5]) for r in csv.reader(f))
+    bundled = resources.files("dlsched.data").joinpath("clusters/alibaba-pai-2020-node-shapes.csv")
+    with bundled.open(newline="") as f:
+        shapes = {(r["gpu_type"], r["cap_cpu"], r["cap_mem"], r["cap_gpu"]): int(r["nodes"])
                   for r in csv.DictReader(f)}
     assert shapes == original
 
