@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dlsched import __version__, quick_exit
+from dlsched.cli_help import HelpGroup
 from dlsched.cli_options import config_from, run_command, workers_parameter
 from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
@@ -46,7 +47,7 @@ class _App(typer.Typer):
 
 
 app = _App(help="dlsched: schedule deep-learning jobs on GPU clusters, or simulate it.",
-           no_args_is_help=True)
+           no_args_is_help=True, cls=HelpGroup)
 # Messages print as given: never wrapped, and ':x:' in a path or option is not an emoji.
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 
