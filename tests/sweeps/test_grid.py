@@ -39,12 +39,19 @@ def test_the_key_ignores_the_output_folder_only() -> None:
 @pytest.mark.parametrize(("spec", "message"), [
     (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"seed": 3}), "option 'seed'"),
     (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"limt": 3}), "option 'limt'"),
+    # The --vary errors named --policy-opt, a flag the user had not typed.
     (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,),
-               vary={"tiresias:thresholds": ("1",)}), "policy 'tiresias' is not being run"),
+               vary={"tiresias:thresholds": ("1",)}),
+     "^--vary tiresias:thresholds: policy 'tiresias' is not being run"),
     (SweepSpec(("pollux-1",), ("pollux-64",), ("tiresias",), (0,),
-               vary={"tiresias:queues": ("1",)}), "queues: no policy of tiresias has it"),
+               vary={"tiresias:queues": ("1",)}),
+     "^--vary tiresias:queues: policy tiresias has no option 'queues'"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), vary={"limt": (1, 2)}),
+     "^--vary limt: neither an option of `dlsched simulate` \\(by field name, e.g. limit\\) "
+     "nor an option of fifo"),
     (SweepSpec((), ("pollux-64",), ("fifo",), (0,)), "at least one of traces"),
-], ids=["own-axis", "unknown", "policy-not-run", "unknown-policy-option", "no-traces"])
+], ids=["own-axis", "unknown", "policy-not-run", "unknown-policy-option", "unknown-vary-key",
+        "no-traces"])
 def test_bad_grids_fail_before_any_run(spec: SweepSpec, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         expand(spec)
@@ -54,6 +61,20 @@ def test_bad_grids_fail_before_any_run(spec: SweepSpec, message: str) -> None:
                                              ("0-1,7,1", (0, 1, 7))])
 def test_parse_seeds(text: str, seeds: tuple[int, ...]) -> None:
     assert parse_seeds(text) == seeds
+
+
+def test_a_backward_seed_range_says_so() -> None:
+    """``--seeds 4-0`` said "give at least one seed"."""
+    with pytest.raises(ConfigError, match="^--seeds 4-0: the first seed is larger than the last"):
+        parse_seeds("0,4-0")
+
+
+def test_a_key_varied_twice_is_refused_not_half_dropped() -> None:
+    """``--vary limit=2,3 --vary limit=4`` ran limit=4 only, without a word."""
+    with pytest.raises(ConfigError, match="^--vary limit: given twice; list all its values in "
+                                          "one --vary limit=V1,V2,..."):
+        parse_assignments(["limit=2,3", "limit=4"], "--vary", many=True)
+    assert parse_assignments(["limit=2", "limit=4"], "--set", many=False) == {"limit": 4}
 
 
 def test_assignments_are_yaml_scalars_but_policy_options_stay_text() -> None:
