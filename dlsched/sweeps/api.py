@@ -19,6 +19,7 @@ import yaml
 
 from dlsched.sweeps.execute import DoneStore, OnDone, execute
 from dlsched.sweeps.grid import SweepRun, SweepSpec, expand
+from dlsched.sweeps.preflight import check_inputs
 from dlsched.sweeps.table import plot, results, write_tables
 
 
@@ -52,6 +53,7 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
                      {k: tuple(v) if not isinstance(v, str) else (v,)
                       for k, v in (vary or {}).items()})
     runs = expand(spec)
+    check_inputs(runs)
     if out is None:
         with tempfile.TemporaryDirectory(prefix="dlsched-sweep-") as folder:
             return _run(spec, runs, Path(folder), workers, ray_address, False, on_done)[0]

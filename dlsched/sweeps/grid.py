@@ -69,9 +69,12 @@ def expand(spec: SweepSpec) -> list[SweepRun]:
     """Every run of the grid, in a stable order (traces, clusters, policies, varied options,
     seeds); a config error in any run (an unknown policy option) is raised before any runs."""
     from dlsched.experiment import check_options
+    from dlsched.scheduling.registry import load_policy_files
 
     spec.check()
     base = RunConfig().with_values(dict(spec.options), lambda key: f"sweep option {key}")
+    if base.policy_files:  # their policies' options are checked next
+        load_policy_files(base.policy_files)
     check_options(spec.policies, base.policy_options)
     for key in spec.vary:
         _check_varied(key, spec.policies)
