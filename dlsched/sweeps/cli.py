@@ -122,15 +122,24 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
         console.print(escape(f"[{done[0]}] {labels}: mean JCT "
                              f"{'n/a' if jct is None else f'{jct / 3600:.2f} h'}"))
 
-    where = f"Ray at {ray_address}" if ray_address else \
-        f"{workers or default_workers()} local processes"
-    console.print(escape(f"sweep -> {out} on {where}"))
-    table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
-                  on_done=report)
+    console.print(escape(f"sweep -> {out} {_where(workers or default_workers(), ray_address)}"))
+    try:
+        table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
+                      on_done=report)
+    except KeyboardInterrupt:  # Ctrl-C: the finished runs are kept; say so, and how to resume
+        console.print(escape(f"interrupted: {done[0]} runs finished now are kept in "
+                             f"{out / 'done'}; the same command runs the rest"))
+        raise typer.Exit(130) from None
     executed, unique = table.attrs["executed"], table["key"].nunique()
     console.print(escape(f"{len(table)} runs ({executed} run now, {unique - executed} "
                          f"found done) in {time.perf_counter() - started:.1f} s -> "
                          f"{out / 'results.csv'}"))
+
+
+def _where(workers: int, ray_address: str | None) -> str:
+    if ray_address:
+        return f"on Ray at {ray_address}"
+    return "in this process" if workers <= 1 else f"on {workers} local processes"
 
 
 def register(app: typer.Typer) -> None:
