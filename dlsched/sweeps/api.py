@@ -54,6 +54,10 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
                       for k, v in (vary or {}).items()})
     runs = expand(spec)
     check_inputs(runs)
+    if out is not None:
+        from dlsched.experiment import check_out
+
+        check_out(Path(out))  # a file or an unwritable place: one line, before any run
     if out is None:
         with tempfile.TemporaryDirectory(prefix="dlsched-sweep-") as folder:
             return _run(spec, runs, Path(folder), workers, ray_address, False, on_done)[0]

@@ -51,3 +51,19 @@ def test_options_of_a_policy_from_a_policy_file(tmp_path: Path) -> None:
                              "vary": {"preflight-first:strict": ["true", "false"]}},
                           out=tmp_path / "out", workers=1, plots=False)
     assert len(table) == 2 and table["jobs_finished"].tolist() == [3, 3]
+
+
+def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path: Path) -> None:
+    """``--out FILE`` ended in a FileExistsError traceback."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    result = CliRunner().invoke(app, ["sweep", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                      "--policies", "fifo", "--set", "limit=3", "--workers",
+                                      "1", "--out", str(taken)])
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1].startswith(f"error: --out {taken}: cannot create "
+                                                     "the folder")
