@@ -104,6 +104,9 @@ def _from_file(path: Path) -> dict[str, Any]:
         from dlsched.sweeps.grid import parse_seeds
 
         data["seeds"] = parse_seeds(str(data["seeds"]))
+    for i, seed in enumerate(data.get("seeds", ())):
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise src.error(f"seeds[{i}]", f"expected a whole number, got {seed!r}")
     data["vary"] = {k: v if isinstance(v, list) else [v] for k, v in data.get("vary", {}).items()}
     return data
 

@@ -121,3 +121,32 @@ def test_ray_address_without_ray_is_one_line(monkeypatch, tmp_path) -> None:
     assert result.output.strip().splitlines()[-1] == (
         "error: dlsched sweep --ray-address needs the ray extra (no module named 'ray'): "
         "pip install 'dlsched[ray]'")
+
+
+@pytest.mark.parametrize(("seeds", "message"), [
+    ("[a]", "sweep.yaml:3:seeds[0]: expected a whole number, got 'a'"),
+    ("[0, 1.5]", "sweep.yaml:3:seeds[1]: expected a whole number, got 1.5"),
+], ids=["text", "fraction"])
+def test_a_sweep_file_seed_that_is_not_a_whole_number(tmp_path, seeds: str,
+                                                      message: str) -> None:
+    """``seeds: [a]`` ended in int()'s ValueError traceback."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    (tmp_path / "sweep.yaml").write_text(f"traces: [pollux-1]\npolicies: [fifo]\nseeds: {seeds}\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(tmp_path / "sweep.yaml"),
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].endswith(message)
+
+
+def test_a_seed_given_twice_is_one_run_and_one_row(tmp_path) -> None:
+    """``seeds: [0, 0]`` ran once but gave two rows, and ci.csv counted the run twice."""
+    import dlsched
+
+    table = dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=[0, 0],
+                          options={"limit": 3}, out=tmp_path, workers=1, plots=False)
+    assert table["seed"].tolist() == [0]
+    with pytest.raises(ConfigError, match="seeds: expected whole numbers, got 'a'"):
+        dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=["a"], workers=1)
