@@ -55,6 +55,22 @@ class SweepSpec:
         return self
 
 
+    def unique(self) -> SweepSpec:
+        """Each trace, cluster, policy, seed and varied value once: one given twice ran once
+        but gave two rows, and ``ci.csv`` counted that run twice."""
+        return replace(self, traces=_unique(self.traces), clusters=_unique(self.clusters),
+                       policies=_unique(self.policies), seeds=_unique(self.seeds),
+                       vary={key: _unique(values) for key, values in self.vary.items()})
+
+
+def _unique(values: Sequence[Any]) -> tuple[Any, ...]:
+    kept: list[Any] = []
+    for value in values:  # by ==, not hash: a YAML value may be a list
+        if value not in kept:
+            kept.append(value)
+    return tuple(kept)
+
+
 @dataclass(frozen=True)
 class SweepRun:
     """One run of the grid: its labels (trace, cluster, policy, seed and each varied option),
@@ -71,7 +87,7 @@ def expand(spec: SweepSpec) -> list[SweepRun]:
     from dlsched.experiment import check_options
     from dlsched.scheduling.registry import load_policy_files
 
-    spec.check()
+    spec = spec.check().unique()
     base = RunConfig().with_values(dict(spec.options), lambda key: f"sweep option {key}")
     if base.policy_files:  # their policies' options are checked next
         load_policy_files(base.policy_files)

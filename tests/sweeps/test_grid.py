@@ -150,3 +150,11 @@ def test_a_seed_given_twice_is_one_run_and_one_row(tmp_path) -> None:
     assert table["seed"].tolist() == [0]
     with pytest.raises(ConfigError, match="seeds: expected whole numbers, got 'a'"):
         dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=["a"], workers=1)
+
+
+def test_a_value_given_twice_is_one_run() -> None:
+    """``--policies fifo,fifo --trace pollux-1 --trace pollux-1`` gave four rows of one run,
+    and ci.csv an interval over four copies of it."""
+    runs = expand(SweepSpec(("pollux-1", "pollux-1"), ("pollux-64", "pollux-64"),
+                            ("fifo", "fifo"), (0, 0), vary={"limit": (3, 3, 4)}))
+    assert [(r.labels["seed"], r.labels["limit"]) for r in runs] == [(0, "3"), (0, "4")]
