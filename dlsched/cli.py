@@ -280,8 +280,8 @@ def clusters() -> None:
 
 @app.command()
 def policies(policy_file: Annotated[list[str] | None, typer.Option(
-        "--policy-file", help="Also Python files (.py) or modules defining policies "
-        "(@register_policy); comma-separated or repeated.")] = None) -> None:
+        "--policy-file", metavar="FILE", help="Also Python files (.py) or modules defining "
+        "policies (@register_policy); comma-separated or repeated.")] = None) -> None:
     """List the scheduling policies and their options."""
     import inspect
 

@@ -85,3 +85,16 @@ def test_docs_cli_md_names_every_command() -> None:
         elif len(words) == 2:  # a group's command: `dlsched GROUP NAME` or `NAME` in its row
             row = next(line for line in table.splitlines() if f"`dlsched {words[0]} " in line)
             assert f"`dlsched {words[0]} {words[1]}" in row or f"`{words[1]}`" in row, path
+
+
+def test_no_option_shows_a_python_type_as_its_metavar() -> None:
+    """Repeatable options read ``<list[str]>`` (sweep --trace, serve --policy-opt, reproduce
+    --opt, policies --policy-file, history export --status)."""
+    root = typer.main.get_command(app)
+    runner = CliRunner()
+    for path, command in _tree(root):
+        if getattr(command, "commands", None):
+            continue
+        result = runner.invoke(app, [*path.split()[1:], "--help"], env=WIDE)
+        options = [line for line in result.output.splitlines() if "│ --" in line]
+        assert not [line for line in options if "list[" in line], path

@@ -67,7 +67,8 @@ def reproduce(
             "--seeds", help="Comma-separated seeds to average over (randomized experiments).")]
         = None,
         opt: Annotated[list[str] | None, typer.Option(
-            "--opt", help="Experiment option key=value (see --list); repeatable.")] = None,
+            "--opt", metavar="KEY=VALUE",
+            help="Experiment option key=value (see --list); repeatable.")] = None,
         workers: Annotated[int | None, typer.Option(
             "--workers", min=1, help="Simulations run at the same time, each on its own "
             "process (default: one per CPU; 1: one after another in this process). The rows "

@@ -19,10 +19,11 @@ SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
 
 def sweep_command(
     trace: Annotated[list[str] | None, typer.Option(
-        "--trace", help="A trace (bundled name, file, or synthetic:NAME, a synthetic trace "
-                        "resampled from NAME whose jobs differ by seed); repeatable.")] = None,
+        "--trace", metavar="<str>", help="A trace (bundled name, file, or synthetic:NAME, a "
+        "synthetic trace resampled from NAME whose jobs differ by seed); repeatable.")] = None,
     cluster: Annotated[list[str] | None, typer.Option(
-        "--cluster", help="A built-in cluster or cluster YAML; repeatable.")] = None,
+        "--cluster", metavar="<str>",
+        help="A built-in cluster or cluster YAML; repeatable.")] = None,
     policies: Annotated[str | None, typer.Option(
         "--policies", help="Comma-separated policies.")] = None,
     seeds: Annotated[str | None, typer.Option(
