@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -16,7 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dlsched import __version__, quick_exit
+from dlsched.cli_help import HelpGroup
 from dlsched.cli_options import config_from, run_command, workers_parameter
+from dlsched.data_location import DataWarning
 from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
@@ -34,7 +37,9 @@ class _App(typer.Typer):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         quick_exit.enable()  # the console script: a finished run may skip the teardown
         try:
-            return super().__call__(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line_warning
+                return super().__call__(*args, **kwargs)
         except SystemExit as exc:
             quick_exit.leave(exc.code)
             raise
@@ -46,8 +51,19 @@ class _App(typer.Typer):
             sys.exit(2)
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
+                      lineno: int, file: Any = None, line: str | None = None) -> None:
+    """A ``DataWarning`` (data missing, a bundled fallback used) as one ``warning:`` line like
+    the CLI's own, not Python's "FILE:LINE: DataWarning: ..." and the source line below it."""
+    if issubclass(category, DataWarning):
+        console.print(f"[yellow]warning:[/] {escape(str(message))}")
+        return
+    _python_showwarning(message, category, filename, lineno, file, line)
+
+
+_python_showwarning = warnings.showwarning
 app = _App(help="dlsched: schedule deep-learning jobs on GPU clusters, or simulate it.",
-           no_args_is_help=True)
+           no_args_is_help=True, cls=HelpGroup)
 # Messages print as given: never wrapped, and ':x:' in a path or option is not an emoji.
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 
@@ -265,8 +281,8 @@ def clusters() -> None:
 
 @app.command()
 def policies(policy_file: Annotated[list[str] | None, typer.Option(
-        "--policy-file", help="Also Python files (.py) or modules defining policies "
-        "(@register_policy); comma-separated or repeated.")] = None) -> None:
+        "--policy-file", metavar="FILE", help="Also Python files (.py) or modules defining "
+        "policies (@register_policy); comma-separated or repeated.")] = None) -> None:
     """List the scheduling policies and their options."""
     import inspect
 

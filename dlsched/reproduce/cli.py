@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
+import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -65,7 +67,8 @@ def reproduce(
             "--seeds", help="Comma-separated seeds to average over (randomized experiments).")]
         = None,
         opt: Annotated[list[str] | None, typer.Option(
-            "--opt", help="Experiment option key=value (see --list); repeatable.")] = None,
+            "--opt", metavar="KEY=VALUE",
+            help="Experiment option key=value (see --list); repeatable.")] = None,
         workers: Annotated[int | None, typer.Option(
             "--workers", min=1, help="Simulations run at the same time, each on its own "
             "process (default: one per CPU; 1: one after another in this process). The rows "
@@ -109,16 +112,27 @@ def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: s
 
 
 def _print_list(known: Mapping[str, Experiment]) -> None:
-    # Names and the cells' keys whole (no "elasticflow-…" at 80 columns): they are what
-    # one types next; the prose columns wrap instead.
-    table = Table(Column("name", no_wrap=True), "summary", "cases", "variants", "options",
-                  title="Experiments")
+    """One block per experiment, its lines wrapped at spaces to the terminal: a five-column
+    table at 80 columns cut names, case and variant keys and option defaults to "comma-sepa…",
+    "gpushare10…", "(default 50,80,90,1…" (what one types next)."""
+    out = Console(emoji=False, highlight=False)
+    say = functools.partial(out.print, markup=False, soft_wrap=True)
+    say(_wrapped("Experiments (dlsched reproduce NAME [--cases A,B] [--variants X,Y] "
+                 "[--opt key=value]):", out.width, ""))
     for experiment in known.values():
-        table.add_row(experiment.name, experiment.summary, _listed(experiment.cases,
-                      experiment.default_cases), _listed(experiment.variants,
-                      experiment.default_variants),
-                      "; ".join(f"{k}: {v}" for k, v in experiment.options.items()))
-    Console(emoji=False).print(table)
+        lines = [experiment.summary,
+                 f"cases: {_listed(experiment.cases, experiment.default_cases)}",
+                 f"variants: {_listed(experiment.variants, experiment.default_variants)}"]
+        lines += [f"--opt {key}: {text}" for key, text in experiment.options.items()]
+        say(f"\n{experiment.name}")
+        for line in lines:
+            say(_wrapped(line, out.width, "  "))
+
+
+def _wrapped(text: str, width: int, indent: str) -> str:
+    return textwrap.fill(text, width=max(width, 40), initial_indent=indent,
+                         subsequent_indent=indent + "  ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def _listed(known: tuple[str, ...], default: tuple[str, ...] | None) -> str:

@@ -102,7 +102,7 @@ def serve(
     port: Annotated[int, typer.Option("--port", help="0 picks a free port.")] = 8765,
     policy: Annotated[str, typer.Option("--policy", help="See `dlsched policies`.")] = "fifo",
     policy_opt: Annotated[list[str] | None, typer.Option(
-        "--policy-opt", help="Policy option key=value; repeatable.")] = None,
+        "--policy-opt", metavar="KEY=VALUE", help="Policy option key=value; repeatable.")] = None,
     token: TokenOpt = None,
     token_file: Annotated[Path | None, typer.Option(
         "--token-file", help="Read --token from this file (keeps it out of `ps`).")] = None,

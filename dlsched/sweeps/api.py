@@ -11,14 +11,17 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import yaml
 
+from dlsched.errors import ConfigError
 from dlsched.sweeps.execute import DoneStore, OnDone, execute
 from dlsched.sweeps.grid import SweepRun, SweepSpec, expand
+from dlsched.sweeps.preflight import check_inputs
 from dlsched.sweeps.table import plot, results, write_tables
 
 
@@ -48,10 +51,15 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
     ``results.csv``, ``ci.csv`` and ``plots/``."""
     names = policies.split(",") if isinstance(policies, str) else policies
     spec = SweepSpec(_names(traces), _names(clusters), _names(names),
-                     tuple(int(s) for s in seeds), dict(options or {}),
+                     _seeds(seeds), dict(options or {}),
                      {k: tuple(v) if not isinstance(v, str) else (v,)
                       for k, v in (vary or {}).items()})
     runs = expand(spec)
+    check_inputs(runs)
+    if out is not None:
+        from dlsched.experiment import check_out
+
+        check_out(Path(out))  # a file or an unwritable place: one line, before any run
     if out is None:
         with tempfile.TemporaryDirectory(prefix="dlsched-sweep-") as folder:
             return _run(spec, runs, Path(folder), workers, ray_address, False, on_done)[0]
@@ -91,6 +99,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
+
+
+def _seeds(seeds: Iterable[int]) -> tuple[int, ...]:
+    """Whole numbers, each once: a seed given twice ran once but gave two rows, and its
+    point's interval counted it twice."""
+    for seed in seeds:
+        if not isinstance(seed, Integral) or isinstance(seed, bool):
+            raise ConfigError(f"seeds: expected whole numbers, got {seed!r}")
+    return tuple(dict.fromkeys(int(seed) for seed in seeds))
 
 
 def _names(value: Iterable[str] | str) -> tuple[str, ...]:

@@ -19,10 +19,11 @@ SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
 
 def sweep_command(
     trace: Annotated[list[str] | None, typer.Option(
-        "--trace", help="A trace (bundled name, file, or synthetic:NAME, a synthetic trace "
-                        "resampled from NAME whose jobs differ by seed); repeatable.")] = None,
+        "--trace", metavar="<str>", help="A trace (bundled name, file, or synthetic:NAME, a "
+        "synthetic trace resampled from NAME whose jobs differ by seed); repeatable.")] = None,
     cluster: Annotated[list[str] | None, typer.Option(
-        "--cluster", help="A built-in cluster or cluster YAML; repeatable.")] = None,
+        "--cluster", metavar="<str>",
+        help="A built-in cluster or cluster YAML; repeatable.")] = None,
     policies: Annotated[str | None, typer.Option(
         "--policies", help="Comma-separated policies.")] = None,
     seeds: Annotated[str | None, typer.Option(
@@ -104,6 +105,9 @@ def _from_file(path: Path) -> dict[str, Any]:
         from dlsched.sweeps.grid import parse_seeds
 
         data["seeds"] = parse_seeds(str(data["seeds"]))
+    for i, seed in enumerate(data.get("seeds", ())):
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise src.error(f"seeds[{i}]", f"expected a whole number, got {seed!r}")
     data["vary"] = {k: v if isinstance(v, list) else [v] for k, v in data.get("vary", {}).items()}
     return data
 
@@ -122,15 +126,24 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
         console.print(escape(f"[{done[0]}] {labels}: mean JCT "
                              f"{'n/a' if jct is None else f'{jct / 3600:.2f} h'}"))
 
-    where = f"Ray at {ray_address}" if ray_address else \
-        f"{workers or default_workers()} local processes"
-    console.print(escape(f"sweep -> {out} on {where}"))
-    table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
-                  on_done=report)
+    console.print(escape(f"sweep -> {out} {_where(workers or default_workers(), ray_address)}"))
+    try:
+        table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
+                      on_done=report)
+    except KeyboardInterrupt:  # Ctrl-C: the finished runs are kept; say so, and how to resume
+        console.print(escape(f"interrupted: {done[0]} runs finished now are kept in "
+                             f"{out / 'done'}; the same command runs the rest"))
+        raise typer.Exit(130) from None
     executed, unique = table.attrs["executed"], table["key"].nunique()
     console.print(escape(f"{len(table)} runs ({executed} run now, {unique - executed} "
                          f"found done) in {time.perf_counter() - started:.1f} s -> "
                          f"{out / 'results.csv'}"))
+
+
+def _where(workers: int, ray_address: str | None) -> str:
+    if ray_address:
+        return f"on Ray at {ray_address}"
+    return "in this process" if workers <= 1 else f"on {workers} local processes"
 
 
 def register(app: typer.Typer) -> None:

@@ -55,6 +55,22 @@ class SweepSpec:
         return self
 
 
+    def unique(self) -> SweepSpec:
+        """Each trace, cluster, policy, seed and varied value once: one given twice ran once
+        but gave two rows, and ``ci.csv`` counted that run twice."""
+        return replace(self, traces=_unique(self.traces), clusters=_unique(self.clusters),
+                       policies=_unique(self.policies), seeds=_unique(self.seeds),
+                       vary={key: _unique(values) for key, values in self.vary.items()})
+
+
+def _unique(values: Sequence[Any]) -> tuple[Any, ...]:
+    kept: list[Any] = []
+    for value in values:  # by ==, not hash: a YAML value may be a list
+        if value not in kept:
+            kept.append(value)
+    return tuple(kept)
+
+
 @dataclass(frozen=True)
 class SweepRun:
     """One run of the grid: its labels (trace, cluster, policy, seed and each varied option),
@@ -69,11 +85,15 @@ def expand(spec: SweepSpec) -> list[SweepRun]:
     """Every run of the grid, in a stable order (traces, clusters, policies, varied options,
     seeds); a config error in any run (an unknown policy option) is raised before any runs."""
     from dlsched.experiment import check_options
+    from dlsched.scheduling.registry import load_policy_files
 
-    spec.check()
+    spec = spec.check().unique()
     base = RunConfig().with_values(dict(spec.options), lambda key: f"sweep option {key}")
-    named = [*base.policy_options, *((k, "") for k in spec.vary if k not in _FIELDS)]
-    check_options(spec.policies, tuple(named))
+    if base.policy_files:  # their policies' options are checked next
+        load_policy_files(base.policy_files)
+    check_options(spec.policies, base.policy_options)
+    for key in spec.vary:
+        _check_varied(key, spec.policies)
     axes = list(spec.vary.items())
     runs = []
     for trace, cluster, policy in itertools.product(spec.traces, spec.clusters, spec.policies):
@@ -90,6 +110,26 @@ def expand(spec: SweepSpec) -> list[SweepRun]:
                           **{k: str(v) for k, v in varied.items()}}
                 runs.append(SweepRun(labels, config, run_key(config)))
     return runs
+
+
+def _check_varied(key: str, policies: tuple[str, ...]) -> None:
+    """A ``--vary`` key is a ``RunConfig`` field, ``policy:key`` of a policy being run that has
+    that option, or a plain key some policy being run has (the error names ``--vary``, which
+    the user typed, not ``--policy-opt``)."""
+    from dlsched.scheduling.registry import accepts
+
+    if key in _FIELDS:
+        return
+    target, sep, name = key.rpartition(":")
+    if sep and target not in policies:
+        raise ConfigError(f"--vary {key}: policy {target!r} is not being run (--policies "
+                          f"{','.join(policies)})")
+    if sep and not accepts(target, name):
+        raise ConfigError(f"--vary {key}: policy {target} has no option {name!r} (see "
+                          "`dlsched policies`)")
+    if not sep and not any(accepts(p, key) for p in policies):
+        raise ConfigError(f"--vary {key}: neither an option of `dlsched simulate` (by field "
+                          f"name, e.g. limit) nor an option of {', '.join(policies)}")
 
 
 def _config(base: RunConfig, trace: str, cluster: str, policy: str, seed: int,
@@ -131,10 +171,13 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     for part in (p.strip() for p in text.split(",") if p.strip()):
         low, dash, high = part.partition("-")
         try:
-            seeds.extend(range(int(low), int(high) + 1) if dash else [int(part)])
+            first, last = (int(low), int(high)) if dash else (int(part), int(part))
         except ValueError:
             raise ConfigError(f"--seeds: expected N, N-M or a comma list, got {part!r}") \
                 from None
+        if first > last:
+            raise ConfigError(f"--seeds {part}: the first seed is larger than the last")
+        seeds.extend(range(first, last + 1))
     if not seeds:
         raise ConfigError("--seeds: give at least one seed")
     return tuple(dict.fromkeys(seeds))
@@ -151,6 +194,9 @@ def parse_assignments(pairs: Sequence[str], flag: str, many: bool) -> dict[str, 
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"{flag}: expected key=value, got {pair!r}")
+        if many and key in parsed:  # the last would silently drop the values of the first
+            raise ConfigError(f"{flag} {key}: given twice; list all its values in one "
+                              f"{flag} {key}=V1,V2,...")
         texts = [t.strip() for t in raw.split(",")] if many else [raw.strip()]
         if "" in texts:  # YAML reads "" as null: say it rather than guess it
             raise ConfigError(f"{flag} {pair!r}: an empty value (write null for none)")

@@ -29,10 +29,10 @@ def export(
         "--db", help="Any SQLAlchemy database URL instead (default "
                      "sqlite:///DATA_DIR/dlsched.db).")] = None,
     status: Annotated[list[str] | None, typer.Option(
-        "--status", help="Job states to export (default finished; repeatable: finished, "
-                         "failed, cancelled).")] = None,
+        "--status", metavar="<str>", help="Job states to export (default finished; "
+        "repeatable: finished, failed, cancelled).")] = None,
     queue: Annotated[list[str] | None, typer.Option(
-        "--queue", help="Only these queues (repeatable).")] = None,
+        "--queue", metavar="<str>", help="Only these queues (repeatable).")] = None,
     duration: Annotated[str, typer.Option(
         "--duration", help="A job's duration: total (its attempts' run times summed: jobs "
                            "that resume from checkpoints) or last (its last attempt's).")

@@ -77,12 +77,17 @@ def resolve_trace(name_or_path: str, fmt: str | None = None,
                              f"bundled trace is in format {bundled.format!r}, not {fmt!r}")
         trace = read_trace(bundled.file(), bundled.format, options)
         return replace(trace, name=name_or_path)
-    path = Path(name_or_path)
-    if not path.exists():
-        known = ", ".join(sorted(BUNDLED_TRACES))
-        raise InputError(InputLocation(name_or_path),
-                         f"no such file, and not a bundled trace (bundled: {known})")
-    return read_trace(path, fmt, options)
+    check_trace_names(name_or_path)
+    return read_trace(Path(name_or_path), fmt, options)
+
+
+def check_trace_names(names_or_paths: str) -> None:
+    """Each comma-separated part a bundled trace or an existing file (nothing is read)."""
+    for part in (p.strip() for p in names_or_paths.split(",") if p.strip()):
+        if part not in BUNDLED_TRACES and not Path(part).exists():
+            known = ", ".join(sorted(BUNDLED_TRACES))
+            raise InputError(InputLocation(part),
+                             f"no such file, and not a bundled trace (bundled: {known})")
 
 
 def resolve_traces(names_or_paths: str, fmt: str | None = None,

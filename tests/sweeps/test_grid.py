@@ -39,12 +39,19 @@ def test_the_key_ignores_the_output_folder_only() -> None:
 @pytest.mark.parametrize(("spec", "message"), [
     (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"seed": 3}), "option 'seed'"),
     (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"limt": 3}), "option 'limt'"),
+    # The --vary errors named --policy-opt, a flag the user had not typed.
     (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,),
-               vary={"tiresias:thresholds": ("1",)}), "policy 'tiresias' is not being run"),
+               vary={"tiresias:thresholds": ("1",)}),
+     "^--vary tiresias:thresholds: policy 'tiresias' is not being run"),
     (SweepSpec(("pollux-1",), ("pollux-64",), ("tiresias",), (0,),
-               vary={"tiresias:queues": ("1",)}), "queues: no policy of tiresias has it"),
+               vary={"tiresias:queues": ("1",)}),
+     "^--vary tiresias:queues: policy tiresias has no option 'queues'"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), vary={"limt": (1, 2)}),
+     "^--vary limt: neither an option of `dlsched simulate` \\(by field name, e.g. limit\\) "
+     "nor an option of fifo"),
     (SweepSpec((), ("pollux-64",), ("fifo",), (0,)), "at least one of traces"),
-], ids=["own-axis", "unknown", "policy-not-run", "unknown-policy-option", "no-traces"])
+], ids=["own-axis", "unknown", "policy-not-run", "unknown-policy-option", "unknown-vary-key",
+        "no-traces"])
 def test_bad_grids_fail_before_any_run(spec: SweepSpec, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         expand(spec)
@@ -54,6 +61,20 @@ def test_bad_grids_fail_before_any_run(spec: SweepSpec, message: str) -> None:
                                              ("0-1,7,1", (0, 1, 7))])
 def test_parse_seeds(text: str, seeds: tuple[int, ...]) -> None:
     assert parse_seeds(text) == seeds
+
+
+def test_a_backward_seed_range_says_so() -> None:
+    """``--seeds 4-0`` said "give at least one seed"."""
+    with pytest.raises(ConfigError, match="^--seeds 4-0: the first seed is larger than the last"):
+        parse_seeds("0,4-0")
+
+
+def test_a_key_varied_twice_is_refused_not_half_dropped() -> None:
+    """``--vary limit=2,3 --vary limit=4`` ran limit=4 only, without a word."""
+    with pytest.raises(ConfigError, match="^--vary limit: given twice; list all its values in "
+                                          "one --vary limit=V1,V2,..."):
+        parse_assignments(["limit=2,3", "limit=4"], "--vary", many=True)
+    assert parse_assignments(["limit=2", "limit=4"], "--set", many=False) == {"limit": 4}
 
 
 def test_assignments_are_yaml_scalars_but_policy_options_stay_text() -> None:
@@ -100,3 +121,40 @@ def test_ray_address_without_ray_is_one_line(monkeypatch, tmp_path) -> None:
     assert result.output.strip().splitlines()[-1] == (
         "error: dlsched sweep --ray-address needs the ray extra (no module named 'ray'): "
         "pip install 'dlsched[ray]'")
+
+
+@pytest.mark.parametrize(("seeds", "message"), [
+    ("[a]", "sweep.yaml:3:seeds[0]: expected a whole number, got 'a'"),
+    ("[0, 1.5]", "sweep.yaml:3:seeds[1]: expected a whole number, got 1.5"),
+], ids=["text", "fraction"])
+def test_a_sweep_file_seed_that_is_not_a_whole_number(tmp_path, seeds: str,
+                                                      message: str) -> None:
+    """``seeds: [a]`` ended in int()'s ValueError traceback."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    (tmp_path / "sweep.yaml").write_text(f"traces: [pollux-1]\npolicies: [fifo]\nseeds: {seeds}\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(tmp_path / "sweep.yaml"),
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines()[-1].endswith(message)
+
+
+def test_a_seed_given_twice_is_one_run_and_one_row(tmp_path) -> None:
+    """``seeds: [0, 0]`` ran once but gave two rows, and ci.csv counted the run twice."""
+    import dlsched
+
+    table = dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=[0, 0],
+                          options={"limit": 3}, out=tmp_path, workers=1, plots=False)
+    assert table["seed"].tolist() == [0]
+    with pytest.raises(ConfigError, match="seeds: expected whole numbers, got 'a'"):
+        dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=["a"], workers=1)
+
+
+def test_a_value_given_twice_is_one_run() -> None:
+    """``--policies fifo,fifo --trace pollux-1 --trace pollux-1`` gave four rows of one run,
+    and ci.csv an interval over four copies of it."""
+    runs = expand(SweepSpec(("pollux-1", "pollux-1"), ("pollux-64", "pollux-64"),
+                            ("fifo", "fifo"), (0, 0), vary={"limit": (3, 3, 4)}))
+    assert [(r.labels["seed"], r.labels["limit"]) for r in runs] == [(0, "3"), (0, "4")]

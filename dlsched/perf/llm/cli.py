@@ -6,6 +6,7 @@ import json
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -55,11 +56,35 @@ def plan_command(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(*_HEADERS, title=f"{llm.name} ({llm.params / 1e9:.1f}B) on {gpus} "
-                  f"{fabric.gpu.name}: {len(found)} shown, fastest first")
-    for r in rows:
-        table.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()))
-    Console(emoji=False).print(table)
+    title = f"{llm.name} ({llm.params / 1e9:.1f}B) on {gpus} {fabric.gpu.name}: {len(found)} " \
+            "shown, fastest first"
+    print_uncropped(ranked_table(title, [[_cell(v) for v in r.values()] for r in rows]))
+
+
+def _cell(value: float | int) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def ranked_table(title: str, cells: list[list[str]]) -> Table:
+    """The plan's table, compact (no vertical rules), each column at least as wide as its
+    longest value and header word: a value is never cut to "17.…" to fit the terminal."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for i, header in enumerate(_HEADERS):
+        widest = max([len(word) for word in header.split()] + [len(row[i]) for row in cells])
+        table.add_column(header, justify="right", min_width=widest)
+    for row_cells in cells:
+        table.add_row(*row_cells)
+    return table
+
+
+def print_uncropped(table: Table) -> None:
+    """Print ``table`` on stdout at the terminal's width, or wider where its values need
+    more (piped output is 80 columns to rich): the lines then wrap, but nothing is cut."""
+    out = Console(emoji=False)
+    needed = out.measure(table, options=out.options.update_width(10_000)).minimum
+    if needed > out.width:
+        out = Console(emoji=False, width=needed)
+    out.print(table)
 
 
 _HEADERS = ("dp", "tp", "pp", "mb", "ZeRO", "v", "recomp", "iter s", "PFLOP/s", "MFU", "GB/GPU",

@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.errors import DlschedError
+from dlsched.extras import require
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 inference_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -32,8 +33,6 @@ Width = Annotated[int, typer.Option("--d-model", min=8, help="Model width.")]
 
 
 def _check_extras(what: str) -> None:
-    from dlsched.extras import require
-
     require("torch", what)
     require("runtime", what, ("fastapi", "uvicorn", "httpx", "pydantic"))
 
@@ -140,7 +139,8 @@ def loadgen_command(
         seed: Annotated[int, typer.Option("--seed")] = 0) -> None:
     """Replay a request trace against a service; per-request times to --out."""
     try:
-        _check_extras("dlsched inference loadgen")
+        # an HTTP client only: the service it measures may run anywhere, without torch here
+        require("runtime", "dlsched inference loadgen", ("httpx",))
         import asyncio  # here, not at the top: `dlsched simulate` need not load asyncio
 
         from dlsched.serving.metrics import Slo, service_metrics

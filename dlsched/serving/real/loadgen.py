@@ -19,8 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from dlsched.errors import DlschedError
 from dlsched.serving.llm_replica import RequestLog
 from dlsched.serving.requests import RequestTrace
+
+
+class ReplayFailed(DlschedError):
+    """The service could not be reached during a replay."""
 
 
 def shrink(trace: RequestTrace, prompt_scale: float, output_scale: float, max_context: int,
@@ -57,15 +62,21 @@ def prompt_tokens(request: int, length: int, seed: int) -> list[int]:
 
 async def replay(url: str, trace: RequestTrace, seed: int = 0, lead: float = 0.5
                  ) -> list[Measured]:
+    """Each request of ``trace`` sent at its time; a service that cannot be reached (or drops
+    a connection) is a ``ReplayFailed``, one line, not httpx's traceback."""
     import httpx
 
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-    async with httpx.AsyncClient(base_url=url, timeout=600.0, limits=limits) as client:
-        t0 = time.time() + lead
-        tasks = [asyncio.create_task(_one(client, t0, i, float(at), int(p), int(o), seed))
-                 for i, (at, p, o) in enumerate(zip(trace.arrival, trace.prompt, trace.output,
-                                                    strict=True))]
-        return list(await asyncio.gather(*tasks))
+    try:
+        async with httpx.AsyncClient(base_url=url, timeout=600.0, limits=limits) as client:
+            t0 = time.time() + lead
+            tasks = [asyncio.create_task(_one(client, t0, i, float(at), int(p), int(o), seed))
+                     for i, (at, p, o) in enumerate(zip(trace.arrival, trace.prompt,
+                                                        trace.output, strict=True))]
+            return list(await asyncio.gather(*tasks))
+    except httpx.TransportError as exc:
+        raise ReplayFailed(f"--url {url}: {exc or type(exc).__name__} (is a service such as "
+                           "`dlsched inference serve` listening there?)") from None
 
 
 async def _one(client: object, t0: float, request: int, at: float, prompt: int,

@@ -1,0 +1,43 @@
+"""A sweep's inputs checked before its first run: a typo in the last trace, cluster or policy
+of a grid must not end the sweep after the runs before it (as ``dlsched compare`` checks every
+policy before its first simulation)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlsched.run_config import RunConfig
+from dlsched.sweeps.grid import SweepRun
+
+SYNTHETIC = "synthetic"
+
+
+def check_inputs(runs: Sequence[SweepRun]) -> None:
+    """Every cluster resolves, every trace is bundled or a file, and every run's policies,
+    policy options, placement, tenant file, throughput model and output format are valid
+    (``experiment.check_run``, once per distinct combination)."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.workload.bundled import check_trace_names
+
+    configs = [run.config for run in runs]
+    for cluster in dict.fromkeys(c.cluster for c in configs):
+        resolve_cluster(cluster)
+    for trace in dict.fromkeys(_trace_source(c) for c in configs):
+        check_trace_names(trace)
+    _check_policies(configs)
+
+
+def _trace_source(config: RunConfig) -> str:
+    return config.synthetic_from if config.trace == SYNTHETIC else config.trace
+
+
+def _check_policies(configs: Sequence[RunConfig]) -> None:
+    from dlsched.experiment import check_run
+
+    checked: set[tuple[object, ...]] = set()
+    for c in configs:
+        what = (c.policies, c.policy_options, c.placement, c.tenants, c.throughput,
+                c.jobs_format, c.policy_files)
+        if what not in checked:
+            checked.add(what)
+            check_run(c)
