@@ -74,6 +74,14 @@ TRACES = (
            "j1,tensorflow,1.0,Terminated,1000.0,1600.0,600.0,29.296875,50.0,MISC\n"
            "j2,worker,2.0,Terminated,1200.0,4800.0,800.0,60.0,200.0,V100\n"
            "j3,worker,1.0,Failed,1300.0,1900.0,400.0,20.0,100.0,T4\n", header=False),
+    Target("acme", "trace",
+           "job_id,user,node_num,gpu_num,cpu_num,type,state,submit_time,start_time,end_time,"
+           "duration,queue,gpu_time\n"
+           "5778432,u5907,1,8,128,Pretrain,FAILED,2023-03-01 00:18:22+08:00,"
+           "2023-03-01 00:18:54+08:00,2023-03-01 00:20:51+08:00,117,32,936.0\n"
+           "5778469,u5907,1,8,128,Other,COMPLETED,2023-03-01 00:23:58+08:00,"
+           "2023-03-01 00:24:11+08:00,2023-03-01 01:09:04+08:00,2693,13,21544.0\n",
+           id_column=0, time_column=7),
     Target("pollux", "trace", "name,time,application,num_replicas,batch_size\n"
            "cifar10-0,107,cifar10,6,2048\ndeepspeech2-1,110,deepspeech2,6,320\n"
            "ncf-2,300,ncf,1,256\n", id_column=0),

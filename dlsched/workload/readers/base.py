@@ -65,7 +65,7 @@ class TraceReader(Protocol):
 READERS: dict[str, TraceReader] = {}
 
 _READER_MODULES = ("philly", "itp", "alibaba", "alibaba_dlrm", "pai", "pollux", "gavel",
-                   "chronus", "helios", "history", "slurm", "kueue", "mig")
+                   "chronus", "helios", "acme", "history", "slurm", "kueue", "mig")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:
