@@ -64,8 +64,10 @@ class TraceReader(Protocol):
 
 READERS: dict[str, TraceReader] = {}
 
-_READER_MODULES = ("philly", "itp", "alibaba", "alibaba_dlrm", "pai", "pollux", "gavel",
-                   "chronus", "helios", "acme", "history", "slurm", "kueue", "mig")
+# Header-less formats are sniffed in this order: the Philly log (a JSON array) before the
+# Kubernetes reader, which takes any JSON.
+_READER_MODULES = ("philly", "philly_raw", "itp", "alibaba", "alibaba_dlrm", "pai", "pollux",
+                   "gavel", "chronus", "helios", "acme", "history", "slurm", "kueue", "mig")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:
@@ -93,19 +95,31 @@ def _header(path: Path) -> list[str]:
 def detect_format(path: Path) -> str:
     """The reader whose required columns match this file's header (most specific wins)."""
     _load_all()
-    header = set(_header(path))
+    try:
+        header = set(_header(path))
+    except InputError:  # not a header line (e.g. a one-line JSON log): a sniffer may know it
+        if (found := _sniffed(path)) is not None:
+            return found
+        raise
     matches = [r for r in READERS.values() if r.columns and r.columns <= header]
     if not matches:
-        for r in READERS.values():  # header-less formats decide for themselves
-            sniff = getattr(r, "sniff", None)
-            if sniff is not None and sniff(path):
-                return r.name
+        if (found := _sniffed(path)) is not None:  # header-less formats decide for themselves
+            return found
         if not header - {""}:  # nothing on the first line
             raise InputError(InputLocation(str(path), 1), "empty file: no header, no jobs")
         known = ", ".join(sorted(READERS))
         raise InputError(InputLocation(str(path), 1), f"unknown trace format (known: {known}); "
                          f"columns were {sorted(header)}")
     return max(matches, key=lambda r: len(r.columns)).name
+
+
+def _sniffed(path: Path) -> str | None:
+    """The first header-less format (``sniff``) that recognises the file."""
+    for r in READERS.values():
+        sniff = getattr(r, "sniff", None)
+        if sniff is not None and sniff(path):
+            return r.name
+    return None
 
 
 def read_trace(path: str | Path, fmt: str | None = None,
