@@ -32,16 +32,21 @@ def builtin(name: str) -> Callable[[Callable[[], Cluster]], Callable[[], Cluster
 
 
 def resolve_cluster(name_or_path: str | Path) -> Cluster:
-    """A built-in cluster by name, or a cluster from a YAML file."""
+    """A built-in cluster by name, or a cluster from a YAML file or a node-list CSV
+    (``node_list.py``: the node lists of the Alibaba traces)."""
     build = BUILTIN_CLUSTERS.get(str(name_or_path))
     if build is not None:
         return build()
     path = Path(name_or_path)
+    if path.suffix.lower() == ".csv" and path.exists():
+        from dlsched.cluster.node_list import load_node_list
+
+        return load_node_list(path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return load_cluster_yaml(path)
     known = ", ".join(sorted(BUILTIN_CLUSTERS))
-    raise ConfigError(f"unknown cluster '{name_or_path}': not a built-in ({known}) "
-                      "and not a YAML file")
+    raise ConfigError(f"unknown cluster '{name_or_path}': not a built-in ({known}), "
+                      "a YAML file or a node-list CSV")
 
 
 def _grouped(name: str, groups: list[NodeGroup], topology: Topology | None = None) -> Cluster:
