@@ -102,6 +102,8 @@ def detect_format(path: Path) -> str:
             return found
         raise
     matches = [r for r in READERS.values() if r.columns and r.columns <= header]
+    if not matches and _is_request_trace(path, header):
+        raise InputError(InputLocation(str(path), 1), REQUEST_TRACE)
     if not matches:
         if (found := _sniffed(path)) is not None:  # header-less formats decide for themselves
             return found
@@ -111,6 +113,19 @@ def detect_format(path: Path) -> str:
         raise InputError(InputLocation(str(path), 1), f"unknown trace format (known: {known}); "
                          f"columns were {sorted(header)}")
     return max(matches, key=lambda r: len(r.columns)).name
+
+
+REQUEST_TRACE = ("an inference service's request trace (Azure LLM or Mooncake), not a job "
+                 "trace: give it to a service in a services file (dlsched simulate --services "
+                 "FILE) or to dlsched replicas (docs/inference.md)")
+
+
+def _is_request_trace(path: Path, header: set[str]) -> bool:
+    """The Azure LLM CSV header, or a Mooncake JSON line (``timestamp``, ``input_length``)."""
+    if {"TIMESTAMP", "ContextTokens", "GeneratedTokens"} <= header:
+        return True
+    first = text_first_line(path).lstrip()
+    return first.startswith("{") and '"input_length"' in first and '"timestamp"' in first
 
 
 def _sniffed(path: Path) -> str | None:
