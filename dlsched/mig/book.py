@@ -135,6 +135,9 @@ class MigBook:
         profile = self.profile_on(gpu, name)
         if profile is None:
             raise MigOverbooked(f"GPU {gpu} cannot hold MIG profile {name!r}")
+        if job_id in self.where:  # a second worker would orphan the first one's instance
+            raise MigOverbooked(f"job {job_id}: a MIG job runs one instance, and it already "
+                                f"holds one on GPU {self.where[job_id][0]}")
         start = self._start_for(gpu, job_id, profile, start)
         entering = gpu not in self.gpus
         mig_gpu = self.gpus.setdefault(gpu, MigGpu(gpu))

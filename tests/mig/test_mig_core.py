@@ -79,3 +79,28 @@ def test_the_mig_format_and_summary(tmp_path: Path) -> None:
     trace.write_text("job_id,submit_time,duration,mig_profile\na,0,50,4g\nb,0,100,5g\n")
     with pytest.raises(InputError, match=r"jobs.csv:3:mig_profile: unknown MIG profile '5g'"):
         read_trace(trace, None, ReaderOptions())
+
+
+# Every job of the mig2 list on one A100 node of 2 GPUs under the elastic policies, which scale
+# a job without declared bounds to any size ("elastic=all"): a MIG job keeps its one instance.
+ELASTIC_JOBS = [mig("a", 0, 100, "1g"), mig("b", 0, 200, "3g"), mig("c", 10, 50, "7g"),
+                mig("d", 20, 300, "2g"), mig("e", 30, 100, "4g")]
+
+
+@pytest.mark.parametrize("policy", ["optimus", "elasticflow", "afs", "chronus"])
+def test_elastic_policies_run_mig_jobs_on_one_instance(policy: str) -> None:
+    sim = simulator(policy, make_cluster(nodes=1, gpus=2, gpu_type="A100"), ELASTIC_JOBS)
+    records = records_of(sim)
+    assert {r.status for r in records.values()} == {"finished"}
+    report = sim.core.mig.report(sim.clock.time)  # type: ignore[union-attr]
+    assert report["compute_slice_seconds"] == 1 * 100 + 3 * 200 + 7 * 50 + 2 * 300 + 4 * 100
+
+
+def test_the_mig_book_refuses_a_second_instance_for_one_job() -> None:
+    from dlsched.mig.book import MigBook, MigOverbooked
+
+    book = MigBook(make_cluster(nodes=1, gpus=2, gpu_type="A100"))
+    book.take(0, "a", "1g")
+    with pytest.raises(MigOverbooked, match="a MIG job runs one instance"):
+        book.take(1, "a", "1g")
+    assert book.give("a") == (0, 1.0)
