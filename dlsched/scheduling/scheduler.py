@@ -147,6 +147,10 @@ class Scheduler:
     def submit(self, spec: JobSpec) -> Job:
         if spec.job_id in self.jobs:
             raise ValueError(f"job {spec.job_id} already submitted")
+        if spec.mig_profile is not None:  # only GPU types that offer its instance
+            from dlsched.mig.core import pin_mig_types
+
+            spec = pin_mig_types(self.cluster, spec)
         job = Job(spec)
         job.seq = self.submitted
         self.submitted += 1

@@ -5,11 +5,13 @@ the ``mig`` section of summary.json, and the ``mig`` trace format's errors. Hand
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from builders import make_cluster, records_of, simulator
+from builders import cluster_of, make_cluster, records_of, simulator
 
+from dlsched.cluster.cluster import Node
 from dlsched.errors import InputError
 from dlsched.mig.profiles import profile_share
 from dlsched.workload.job import JobSpec
@@ -104,3 +106,30 @@ def test_the_mig_book_refuses_a_second_instance_for_one_job() -> None:
     with pytest.raises(MigOverbooked, match="a MIG job runs one instance"):
         book.take(1, "a", "1g")
     assert book.give("a") == (0, 1.0)
+
+
+# A V100 node listed before an A100 node: policies that pick nodes by the job's GPU types (the
+# elastic ones, Sia, Themis) put MIG jobs on the V100s ("GPU 0 cannot hold MIG profile '1g'").
+MIXED = cluster_of(Node("v", "V100", 2), Node("a", "A100", 2))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "optimus", "afs", "elasticflow", "sia", "themis"])
+def test_mig_jobs_on_a_mixed_cluster_use_only_mig_gpus(policy: str) -> None:
+    sim = simulator(policy, MIXED, ELASTIC_JOBS)
+    records = records_of(sim)
+    assert {r.status for r in records.values()} == {"finished"}
+    assert {g for s in sim.core.segments.all() for g in s.gpus} == {2, 3}
+
+
+def test_a_mig_job_is_pinned_to_the_types_that_offer_its_profile() -> None:
+    from dlsched.mig.core import pin_mig_types
+
+    cluster = cluster_of(Node("v", "V100", 2), Node("a", "A100", 2), Node("b", "A100-80G", 2),
+                         Node("h", "H100", 2))
+    assert pin_mig_types(cluster, mig("j", 0, 1, "3g")).gpu_types == ("A100", "A100-80G",
+                                                                      "H100")
+    assert pin_mig_types(cluster, mig("j", 0, 1, "3g.40gb")).gpu_types == ("A100-80G", "H100")
+    pinned = replace(mig("j", 0, 1, "3g"), gpu_types=("H100", "V100"))
+    assert pin_mig_types(cluster, pinned).gpu_types == ("H100",)
+    never = replace(mig("j", 0, 1, "3g"), gpu_types=("V100",))
+    assert pin_mig_types(cluster, never) is never  # it fails at submission, as before
