@@ -212,11 +212,14 @@ class MigBook:
                        if self.profile_on(g, name) is not None)
         return out
 
-    def report(self, end: float) -> dict[str, object]:
-        """summary.json's ``mig`` section."""
+    def report(self, end: float, window: tuple[float, float] | None = None
+               ) -> dict[str, object]:
+        """summary.json's ``mig`` section: slices held up to ``end``; their utilization over
+        ``window`` (default: 0 to ``end``)."""
         self.advance(end)
+        start, stop = window if window is not None else (0.0, end)
         capable = sum(family is not None for family in self.family)
-        total = capable * COMPUTE_SLICES * end
+        total = capable * COMPUTE_SLICES * (stop - start)
         return {"placement": self.placement, "mig_gpus": capable,
                 "placed_by_profile": dict(sorted(self.stats.placed.items())),
                 "compute_slice_seconds": round(self.stats.slice_seconds, 3),

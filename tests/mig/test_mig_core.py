@@ -133,3 +133,19 @@ def test_a_mig_job_is_pinned_to_the_types_that_offer_its_profile() -> None:
     assert pin_mig_types(cluster, pinned).gpu_types == ("H100",)
     never = replace(mig("j", 0, 1, "3g"), gpu_types=("V100",))
     assert pin_mig_types(cluster, never) is never  # it fails at submission, as before
+
+
+@pytest.mark.parametrize("policy", ["fifo", "gavel-fifo", "pollux"])
+def test_slice_utilization_is_over_the_runs_window(policy: str) -> None:
+    # Round-based policies leave the clock past the last finish (gavel-fifo's 360 s rounds:
+    # 720 s for a last finish at 450 s); the slices' utilization, like the GPUs', is over first
+    # submit to last finish. It was 0.203 here under gavel-fifo instead of 0.325.
+    from dlsched.report.metrics import makespan, utilization_window
+
+    result = simulator(policy, make_cluster(nodes=1, gpus=2, gpu_type="A100"),
+                       ELASTIC_JOBS).run()
+    assert result.mig is not None
+    start, end = utilization_window(result)  # type: ignore[misc]
+    assert (start, end) == (0.0, makespan(result))
+    held = 1 * 100 + 3 * 200 + 7 * 50 + 2 * 300 + 4 * 100
+    assert result.mig["slice_utilization"] == pytest.approx(held / (2 * 7 * end), abs=1e-6)
