@@ -66,6 +66,21 @@ def job_bounds(job: Job, mode: str, max_workers: int, capacity: int) -> tuple[in
     return lo, min(hi, capacity)
 
 
+def usable_gpus(state: CycleState, job: Job, capacity: np.ndarray,
+                cache: dict[tuple[str, ...], int]) -> int:
+    """GPUs of ``capacity`` on the nodes the job may be placed on (its GPU-type pins, the
+    placement's ``fewest_nodes.allowed_nodes``): an elastic job grown past them would never
+    be placed, and wait for good. ``cache``: one round's, by pinned types."""
+    types = job.spec.gpu_types
+    if not types:
+        return int(capacity.sum())
+    if types not in cache:
+        from dlsched.scheduling.fewest_nodes import allowed_nodes
+
+        cache[types] = int(capacity[allowed_nodes(state, job)].sum())
+    return cache[types]
+
+
 def reference_type(state: CycleState, job: Job) -> tuple[str, int]:
     """The GPU type a job's speed is estimated on: of the types it may use, the one with the
     most GPUs (ties by name); and the most GPUs a node of that type has."""
