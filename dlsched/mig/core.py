@@ -34,7 +34,7 @@ def place_mig(state: CycleState, job: Job, mask: np.ndarray) -> tuple[tuple[int,
                   if g in book.gpus or state.free[g] >= 1.0 - EPS]
     choice = book.choose(candidates, name)
     if choice is None:
-        drained = book.request_drain(candidates, name)
+        drained = book.request_drain(candidates, name, job.job_id)
         why = f"no MIG-capable GPU has room for a {name} instance"
         return (), unschedulable("mig", why if drained is None
                                  else f"{why}; draining GPU {drained} for it")

@@ -149,3 +149,54 @@ def test_slice_utilization_is_over_the_runs_window(policy: str) -> None:
     assert (start, end) == (0.0, makespan(result))
     held = 1 * 100 + 3 * 200 + 7 * 50 + 2 * 300 + 4 * 100
     assert result.mig["slice_utilization"] == pytest.approx(held / (2 * 7 * end), abs=1e-6)
+
+
+# Preemptive policies try placements with victims evicted and give back what they do not
+# need. Each list stopped SRTF's run with "job ...: MIG 1g.5gb does not fit on GPU 0": a
+# victim's instance could not come back to a draining GPU; a job tried and taken back kept
+# its old slices over its new plan; a drain asked for while a job was only tried closed a GPU
+# for the rest of the cycle, so the job's victims stayed evicted without being preempted.
+RESTORE_WHILE_DRAINING = [("m7", 101, 358, "3g"), ("m10", 138, 1260, "1g"),
+                          ("m18", 222, 840, "7g"), ("m20", 257, 525, "7g"),
+                          ("m21", 257, 622, "2g"), ("m22", 267, 1159, "1g"),
+                          ("m23", 287, 482, "4g"), ("m26", 313, 754, "1g"),
+                          ("m27", 326, 358, "1g"), ("m29", 338, 140, "1g"),
+                          ("m33", 374, 207, "1g")]
+PLAN_OVER_EVICTED = [("m42", 465, 933, "3g"), ("m49", 545, 772, "7g"), ("m52", 579, 806, "4g"),
+                     ("m55", 622, 795, "2g"), ("m56", 632, 806, "4g"),
+                     ("m58", 641, 1215, "2g"), ("m59", 650, 1074, "3g"),
+                     ("m60", 670, 601, "3g")]
+DRAIN_IN_A_TRIAL = [("m2", 31, 1239, "1g"), ("m4", 58, 1178, "3g"), ("m7", 101, 358, "3g"),
+                    ("m9", 133, 81, "1g"), ("m10", 138, 1260, "1g"), ("m11", 147, 113, "4g"),
+                    ("m14", 179, 798, "1g"), ("m18", 222, 840, "7g"), ("m20", 257, 525, "7g"),
+                    ("m21", 257, 622, "2g"), ("m23", 287, 482, "4g"), ("m27", 326, 358, "1g"),
+                    ("m29", 338, 140, "1g"), ("m32", 374, 123, "4g"),
+                    ("m33", 374, 207, "1g")]
+
+
+@pytest.mark.parametrize(("rows", "gpus"), [(RESTORE_WHILE_DRAINING, 1),
+                                            (PLAN_OVER_EVICTED, 2), (DRAIN_IN_A_TRIAL, 4)],
+                         ids=["restore-while-draining", "plan-over-evicted",
+                              "drain-in-a-trial"])
+@pytest.mark.parametrize("policy", ["srtf", "themis", "tiresias"])
+def test_preemptive_policies_keep_the_mig_book_and_the_core_in_step(
+        policy: str, rows: list[tuple[str, int, int, str]], gpus: int) -> None:
+    jobs = [mig(j, at, seconds, p) for j, at, seconds, p in rows]
+    sim = simulator(policy, make_cluster(nodes=1, gpus=gpus, gpu_type="A100"), jobs)
+    assert {r.status for r in records_of(sim).values()} == {"finished"}
+
+
+def test_a_drain_waits_for_the_core_and_not_for_a_job_that_started() -> None:
+    from dlsched.mig.book import MigBook
+
+    book = MigBook(make_cluster(nodes=1, gpus=1, gpu_type="A100"))
+    book.take(0, "small", "1g")
+    trial = book.copy()
+    assert trial.request_drain([0], "7g", "big") == 0
+    # Asked while "big" is only tried: the cycle's own placements still see an open GPU.
+    assert trial.choose([0], "1g") is not None and not book.gpus[0].draining
+    book.commit_drains(book.drain_requests, started={"big"})  # a preemption made room
+    assert not book.gpus[0].draining and not book.drain_requests
+    book.copy().request_drain([0], "7g", "big")
+    book.commit_drains(book.drain_requests)
+    assert book.gpus[0].draining and book.stats.drains == 1
