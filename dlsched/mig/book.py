@@ -23,7 +23,7 @@ compute-slice-seconds held, the peak of slices in use, and MIG jobs placed per p
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -71,7 +71,9 @@ class MigBook:
         self.where: dict[str, tuple[int, Instance]] = {}
         self.evicted: dict[str, tuple[int, Instance]] = {}  # given back in a cycle copy
         self.planned: dict[str, tuple[int, int]] = {}  # job -> (GPU, start) from place_mig
-        self.drain_requests: list[int] = []
+        # This cycle's drain: (GPU, the job it is for), committed by the core after the cycle
+        # unless that job started (a trial placement, or a preemption, found it room).
+        self.drain_requests: list[tuple[int, str]] = []
         self.stats = MigStats()
         self.slices_used = 0
         self._since = 0.0
@@ -106,19 +108,25 @@ class MigBook:
         choice = self.placer.choose(gpus, profile)
         return None if choice is None else (choice[0].index, choice[1])
 
-    def request_drain(self, candidates: Sequence[int], name: str) -> int | None:
-        """For a large profile that fits nowhere: drain a busy GPU (MigAware only; one at a
-        time); the GPU, or None."""
+    def request_drain(self, candidates: Sequence[int], name: str, job_id: str = ""
+                      ) -> int | None:
+        """For a large profile that fits nowhere: ask to drain a busy GPU (MigAware only; one
+        at a time, one a cycle); the GPU, or None. The drain takes effect when the core
+        commits it after the cycle: a request made while a job is only tried (a victim
+        search places and takes back) must not change the cycle's own placements."""
         profile = self.profile_on(candidates[0], name) if candidates else None
         if (profile is None or profile.compute < LARGE
                 or not isinstance(self.placer, MigAware)):
             return None
+        if self.drain_requests:  # this cycle's drain is chosen: it serves this job too
+            gpu_index = self.drain_requests[0][0]
+            self.drain_requests.append((gpu_index, job_id))
+            return gpu_index
         busy = [self.gpus[g] for g in candidates if g in self.gpus]
         gpu = self.placer.to_drain(busy, lambda _gpu: True)
         if gpu is None:
             return None
-        gpu.drain()
-        self.drain_requests.append(gpu.index)
+        self.drain_requests.append((gpu.index, job_id))
         return gpu.index
 
     def has_room(self) -> bool:
@@ -127,7 +135,8 @@ class MigBook:
                    for g in self.gpus.values())
 
     # -- booking (cycle copies and the core alike) ----------------------------------------
-    def take(self, gpu: int, job_id: str, name: str, start: int | None = None) -> float:
+    def take(self, gpu: int, job_id: str, name: str, start: int | None = None,
+             launch: bool = False) -> float:
         """Create the job's instance on ``gpu`` (at ``start``, else where it was before an
         eviction in this cycle, else where ``place_mig`` planned it, else the placement's
         choice on that GPU); the share of the GPU that changes hands: 1 if it enters MIG mode,
@@ -135,32 +144,44 @@ class MigBook:
         profile = self.profile_on(gpu, name)
         if profile is None:
             raise MigOverbooked(f"GPU {gpu} cannot hold MIG profile {name!r}")
-        start = self._start_for(gpu, job_id, profile, start)
+        if job_id in self.where:  # a second worker would orphan the first one's instance
+            raise MigOverbooked(f"job {job_id}: a MIG job runs one instance, and it already "
+                                f"holds one on GPU {self.where[job_id][0]}")
+        start, restore = self._start_for(gpu, job_id, profile, start, launch)
         entering = gpu not in self.gpus
         mig_gpu = self.gpus.setdefault(gpu, MigGpu(gpu))
-        if start is None or not mig_gpu.fits(profile, start):
+        if start is None or not mig_gpu.fits(profile, start, restore or launch):
             if entering:
                 del self.gpus[gpu]
             raise MigOverbooked(f"job {job_id}: MIG {profile.name} does not fit on GPU {gpu}")
-        self.where[job_id] = (gpu, mig_gpu.create(profile, start, job_id))
+        self.where[job_id] = (gpu, mig_gpu.create(profile, start, job_id, restore or launch))
         self.stats.reconfigurations += 1
         self.stats.placed[profile.name] += 1
         self.slices_used += profile.compute
         self.stats.peak_slices = max(self.stats.peak_slices, self.slices_used)
         return 1.0 if entering else 0.0
 
-    def _start_for(self, gpu: int, job_id: str, profile: MigProfile,
-                   start: int | None) -> int | None:
-        if start is not None:
-            return start
+    def _start_for(self, gpu: int, job_id: str, profile: MigProfile, start: int | None,
+                   launch: bool = False) -> tuple[int | None, bool]:
+        """The start slice, and whether it undoes this cycle's eviction of a running job's
+        instance (which comes back to its slices, drain or not). ``place_mig``'s fresh plan
+        comes first: an evicted record may be a placement this cycle took back (a waiting
+        job tried, then undone), whose slices another instance may hold now."""
         record = self.evicted.pop(job_id, None)
-        if record is not None and record[0] == gpu:
-            return record[1].start
+        if start is not None:
+            return start, False
         planned = self.planned.pop(job_id, None)
         if planned is not None and planned[0] == gpu:
-            return planned[1]
-        choice = self.placer.choose([self.gpus.get(gpu) or MigGpu(gpu)], profile)
-        return None if choice is None else choice[1]
+            return planned[1], False
+        if record is not None and record[0] == gpu:
+            return record[1].start, True
+        found = self.gpus.get(gpu)
+        # The core launches what the cycle placed: a drain set since stops new placements,
+        # not this one (``launch``).
+        view = (MigGpu(gpu) if found is None
+                else MigGpu(gpu, list(found.instances), found.draining and not launch))
+        choice = self.placer.choose([view], profile)
+        return (None if choice is None else choice[1]), False
 
     def give(self, job_id: str, remember: bool = False) -> tuple[int, float]:
         """Destroy the job's instance; its GPU and the share that comes back (1 when the GPU
@@ -179,13 +200,18 @@ class MigBook:
         return gpu, 0.0
 
     # -- the core's book ------------------------------------------------------------------
-    def commit_drains(self, requests: list[int]) -> None:
-        """Mark the GPUs a cycle asked to drain (those still busy)."""
-        for gpu in requests:
+    def commit_drains(self, requests: list[tuple[int, str]],
+                      started: Container[str] = frozenset()) -> None:
+        """Drain the GPU a cycle asked for (if still busy), unless every job it was for
+        started in that cycle."""
+        for gpu, job_id in requests:
+            if job_id in started:
+                continue
             mig_gpu = self.gpus.get(gpu)
             if mig_gpu is not None and not mig_gpu.draining:
                 mig_gpu.drain()
                 self.stats.drains += 1
+            break
         requests.clear()
 
     def advance(self, now: float) -> None:
@@ -209,11 +235,14 @@ class MigBook:
                        if self.profile_on(g, name) is not None)
         return out
 
-    def report(self, end: float) -> dict[str, object]:
-        """summary.json's ``mig`` section."""
+    def report(self, end: float, window: tuple[float, float] | None = None
+               ) -> dict[str, object]:
+        """summary.json's ``mig`` section: slices held up to ``end``; their utilization over
+        ``window`` (default: 0 to ``end``)."""
         self.advance(end)
+        start, stop = window if window is not None else (0.0, end)
         capable = sum(family is not None for family in self.family)
-        total = capable * COMPUTE_SLICES * end
+        total = capable * COMPUTE_SLICES * (stop - start)
         return {"placement": self.placement, "mig_gpus": capable,
                 "placed_by_profile": dict(sorted(self.stats.placed.items())),
                 "compute_slice_seconds": round(self.stats.slice_seconds, 3),

@@ -5,6 +5,7 @@ for a drain (MIG-aware placement)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -13,8 +14,9 @@ from dlsched.mig.book import EPS, MigBook
 from dlsched.scheduling.framework import SUCCESS, Status, unschedulable
 
 if TYPE_CHECKING:
+    from dlsched.cluster.cluster import Cluster
     from dlsched.scheduling.state import CycleState
-    from dlsched.workload.job import Job
+    from dlsched.workload.job import Job, JobSpec
 
 
 def place_mig(state: CycleState, job: Job, mask: np.ndarray) -> tuple[tuple[int, ...], Status]:
@@ -32,7 +34,7 @@ def place_mig(state: CycleState, job: Job, mask: np.ndarray) -> tuple[tuple[int,
                   if g in book.gpus or state.free[g] >= 1.0 - EPS]
     choice = book.choose(candidates, name)
     if choice is None:
-        drained = book.request_drain(candidates, name)
+        drained = book.request_drain(candidates, name, job.job_id)
         why = f"no MIG-capable GPU has room for a {name} instance"
         return (), unschedulable("mig", why if drained is None
                                  else f"{why}; draining GPU {drained} for it")
@@ -40,6 +42,28 @@ def place_mig(state: CycleState, job: Job, mask: np.ndarray) -> tuple[tuple[int,
     book.planned[job.job_id] = (gpu, start)
     state.take((gpu,), job.spec.gpu_share, job.spec)
     return (gpu,), SUCCESS
+
+
+def pin_mig_types(cluster: Cluster, spec: JobSpec) -> JobSpec:
+    """A MIG job's spec allowed only the cluster's GPU types that offer its profile (among
+    those it names), so that every policy, whatever way it picks nodes, leaves the other
+    types alone; unchanged when no such type is left (the job can never run, and fails)."""
+    from dlsched.mig.profiles import UnknownMigProfile, mig_gpu_type, mig_profile
+
+    assert spec.mig_profile is not None
+    offering = []
+    for name in cluster.type_names:
+        family = mig_gpu_type(name)
+        if family is None or (spec.gpu_types and name not in spec.gpu_types):
+            continue
+        try:
+            mig_profile(spec.mig_profile, family)
+        except UnknownMigProfile:
+            continue
+        offering.append(name)
+    if not offering or tuple(offering) == spec.gpu_types:
+        return spec
+    return replace(spec, gpu_types=tuple(offering))
 
 
 def mig_workers(book_or_cluster: object, job: Job, mask: np.ndarray) -> int:

@@ -48,9 +48,10 @@ class MigGpu:
     def idle(self) -> bool:
         return not self.instances
 
-    def fits(self, profile: MigProfile, start: int) -> bool:
-        """Whether an instance of ``profile`` can be created at ``start`` now."""
-        if start not in profile.starts or self.draining:
+    def fits(self, profile: MigProfile, start: int, restore: bool = False) -> bool:
+        """Whether an instance of ``profile`` can be created at ``start`` now (``restore``:
+        an instance a cycle took away for a moment comes back, which a drain allows)."""
+        if start not in profile.starts or (self.draining and not restore):
             return False
         if self.compute_used + profile.compute > COMPUTE_SLICES:
             return False
@@ -63,8 +64,9 @@ class MigGpu:
         """The allowed starts where ``profile`` fits now."""
         return [s for s in profile.starts if self.fits(profile, s)]
 
-    def create(self, profile: MigProfile, start: int, job_id: str) -> Instance:
-        if not self.fits(profile, start):
+    def create(self, profile: MigProfile, start: int, job_id: str,
+               restore: bool = False) -> Instance:
+        if not self.fits(profile, start, restore):
             raise ValueError(f"GPU {self.index}: {profile.name} does not fit at slice {start}")
         instance = Instance(profile, start, job_id)
         self.instances.append(instance)

@@ -9,7 +9,6 @@ naming the file, line and field.
 
 from __future__ import annotations
 
-import csv
 import heapq
 import math
 from collections import Counter
@@ -21,10 +20,11 @@ from dlsched.errors import InputError, InputLocation
 from dlsched.mig.gpu import MigGpu
 from dlsched.mig.placement import MigAware, MigPlacer
 from dlsched.mig.profiles import COMPUTE_SLICES, MigProfile, UnknownMigProfile, mig_profile
-from dlsched.textinput import TextLines
+from dlsched.workload.readers.base import RowContext, iter_csv_rows
 
 LARGE = 3  # 3g and above count as large profiles
 COLUMNS = ("job_id", "submit_time", "duration", "mig_profile")
+INFINITE = ("inf", "+inf", "infinity", "+infinity")  # a job that never leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,49 +61,37 @@ class MigReport:
 
 
 def read_mig_jobs(path: str | Path, gpu_type: str = "a100") -> list[MigJob]:
-    """The jobs of a MIG job CSV; ``file:line:field`` errors for bad rows."""
-    lines = TextLines(Path(path), delimiter=",")
-    reader = csv.DictReader(iter(lines))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
-    if missing:
-        raise InputError(InputLocation(str(path), 1, missing[0]), "missing column")
+    """The jobs of a MIG job CSV; ``file:line:field`` errors for bad rows, read by the trace
+    readers' rules (an empty file, a row with too few or too many fields, an empty value)."""
     jobs = []
     first: dict[str, int] = {}  # job id -> its line
-    for row in reader:
-        where = InputLocation(str(path), lines.line)
-        jobs.append(_job(row, where, gpu_type))
-        _check_id(jobs[-1].job_id, where, first)
+    for ctx in iter_csv_rows(Path(path), COLUMNS):
+        if ctx.problem is not None:
+            raise ctx.fail(ctx.problem_field, ctx.problem)
+        jobs.append(_job(ctx, gpu_type))
+        _check_id(jobs[-1].job_id, ctx.where(), first)
     return jobs
 
 
 def _check_id(job_id: str, where: InputLocation, first: dict[str, int]) -> None:
     """A job id must be given, and once: the run keys its jobs by id."""
     at = InputLocation(where.path, where.line, "job_id")
-    if not job_id:
-        raise InputError(at, "missing value")
     if job_id in first:
         raise InputError(at, f"job id {job_id!r} is used twice: on line {first[job_id]} and "
                              f"on line {where.line}")
     first[job_id] = where.line or 0
 
 
-def _job(row: dict[str, str], where: InputLocation, gpu_type: str) -> MigJob:
-    def at(name: str) -> InputLocation:
-        return InputLocation(where.path, where.line, name)
-
-    numbers = {}
-    for name in ("submit_time", "duration"):
-        try:
-            numbers[name] = float(row[name])
-        except (TypeError, ValueError):
-            raise InputError(at(name), f"not a number: {row[name]!r}") from None
-        if not numbers[name] >= 0 or (name == "submit_time" and math.isinf(numbers[name])):
-            raise InputError(at(name), f"must be >= 0, got {row[name]!r}")
+def _job(ctx: RowContext, gpu_type: str) -> MigJob:
+    job_id = ctx.text("job_id") or ""
+    submit = ctx.number("submit_time", minimum=0) or 0.0
+    raw = ctx.text("duration") or ""
+    duration = math.inf if raw.casefold() in INFINITE else ctx.number("duration", minimum=0)
     try:
-        profile = mig_profile(row["mig_profile"] or "", gpu_type)
+        profile = mig_profile(ctx.text("mig_profile") or "", gpu_type)
     except UnknownMigProfile as exc:
-        raise InputError(at("mig_profile"), str(exc)) from None
-    return MigJob(row["job_id"], numbers["submit_time"], numbers["duration"], profile)
+        raise ctx.fail("mig_profile", str(exc)) from None
+    return MigJob(job_id, submit, duration or 0.0, profile)
 
 
 def run_mig(jobs: Sequence[MigJob], num_gpus: int, placer: MigPlacer,

@@ -23,6 +23,7 @@ from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
     job_bounds,
+    usable_gpus,
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
@@ -51,7 +52,9 @@ class AfsAllocator(ElasticAllocator):
         jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
-        bounds = np.array([job_bounds(j, self.elastic, self.max_workers, total) for j in jobs])
+        usable: dict[tuple[str, ...], int] = {}
+        bounds = np.array([job_bounds(j, self.elastic, self.max_workers,
+                                      usable_gpus(state, j, capacity, usable)) for j in jobs])
         curves = np.zeros((len(jobs), total + 1))
         for row, job in enumerate(jobs):
             lo, hi = int(bounds[row, 0]), int(bounds[row, 1])

@@ -24,7 +24,8 @@ baseline):
   efficiency; taking pairs greedily by weight, as here, is its 1/2-approximation).
 
 Pairs stay together until one finishes; its partner then runs alone at its half share, and may
-host another job.
+host another job. A job that asks for a fraction of a GPU or a MIG instance already shares by
+its own request: it takes whole free GPUs at the share it asked for and is never paired.
 """
 
 from __future__ import annotations
@@ -93,10 +94,12 @@ class CoLocation:
         for job in sorted(snapshot.waiting, key=lambda j: self.sort_key(state, j)):
             gpus = _whole_gpus(state, job, free)
             if gpus is None:
-                left_out.append(job)
+                if pairable(job):
+                    left_out.append(job)
                 continue
-            targets[job.job_id] = exact(gpus, gpu_node, 1.0)
-            hosts[job.job_id] = (job, gpus)
+            targets[job.job_id] = exact(gpus, gpu_node, job.spec.gpu_share)
+            if pairable(job):
+                hosts[job.job_id] = (job, gpus)
         for pair in self._pairs(state, left_out, hosts):
             shared = exact(pair.gpus, gpu_node, PAIR_SHARE)
             targets[pair.host.job_id] = targets[pair.guest.job_id] = shared
@@ -143,14 +146,21 @@ class CoLocation:
         return Candidate(guest, host, gpus, speeds)
 
 
+def pairable(job: Job) -> bool:
+    """Whether a job may be paired: it asks for whole GPUs (a fraction or a MIG instance is
+    the share the job asked for, which pairing at half a GPU would change)."""
+    return job.spec.gpu_share >= 1.0 - EPS and job.spec.mig_profile is None
+
+
 def _solo(running: Sequence[Job]) -> list[Job]:
-    """Running jobs that hold their GPUs alone (a job at half a share whose partner left
-    counts: its GPUs have room for one more)."""
+    """Running pairable jobs that hold their GPUs alone (a job at half a share whose partner
+    left counts: its GPUs have room for one more)."""
     holders: dict[int, int] = {}
     for job in running:
         for gpu in job.allocation:
             holders[gpu] = holders.get(gpu, 0) + 1
-    return [j for j in running if j.allocation and all(holders[g] == 1 for g in j.allocation)]
+    return [j for j in running if j.allocation and pairable(j)
+            and all(holders[g] == 1 for g in j.allocation)]
 
 
 def _whole_gpus(state: CycleState, job: Job, free: np.ndarray) -> tuple[int, ...] | None:

@@ -32,6 +32,7 @@ from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
     job_bounds,
+    usable_gpus,
 )
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
@@ -64,7 +65,9 @@ class ElasticFlowAllocator(ElasticAllocator):
         jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
-        plans = {j.job_id: self._job_plan(state, j, total) for j in jobs}
+        usable: dict[tuple[str, ...], int] = {}
+        plans = {j.job_id: self._job_plan(state, j, usable_gpus(state, j, capacity, usable))
+                 for j in jobs}
         self._admit(state, jobs, plans, total)
         counts = self._minimum_shares(state, jobs, plans, total)
         counts = self._best_effort(jobs, plans, counts, total)

@@ -36,13 +36,15 @@ import numpy as np
 
 from dlsched.perf.gavel_table import GavelThroughputs
 from dlsched.perf.model import Placement
+from dlsched.policies.colocate import pairable
 from dlsched.policies.gavel.assign import place_on_nodes
 from dlsched.policies.gavel.gpus import exact, name_gpus
 from dlsched.policies.gavel.packed_round import PAIR_SHARE, pair_key, running_pairs
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
-from dlsched.scheduling.state import CycleState
+from dlsched.scheduling.state import EPS, CycleState
 from dlsched.workload.job import Job
 
 QUANTUM_SECONDS = 60.0
@@ -144,13 +146,13 @@ class GandivaSlices:
         free[[g for target in pinned.values() for g in target.gpus or ()]] = False
         gpus = {**fixed, **name_gpus(placed, {}, free, cluster.node_first_gpu,
                                      cluster.node_gpus)}
-        targets = {j: exact(g, cluster.gpu_node, 1.0) for j, g in gpus.items()}
+        targets = {j: exact(g, cluster.gpu_node, jobs[j].spec.gpu_share) for j, g in gpus.items()}
         self._host_gpus, self._jobs = gpus, jobs
         hosts: dict[tuple, list[str]] = {}  # (job type, GPU type, size) -> free hosts
-        for job_id in sorted(gpus):
+        for job_id in sorted(j for j in gpus if pairable(jobs[j])):
             hosts.setdefault(self._host_class(state, jobs[job_id], gpus[job_id]), []
                              ).append(job_id)
-        for guest in left_out:
+        for guest in filter(pairable, left_out):
             host = self._best_host(state, guest, hosts)
             if host is not None:
                 shared = exact(gpus[host], cluster.gpu_node, PAIR_SHARE)
@@ -224,7 +226,7 @@ class GandivaSlices:
         kept = {}
         for job in sorted(running, key=lambda j: (-j.spec.num_gpus, j.job_id)):
             nodes = current[job.job_id]
-            if max(job.shares) < 1.0:  # packed: re-decided each quantum (§3.2)
+            if max(job.shares) < job.spec.gpu_share - EPS:  # packed: re-decided (§3.2)
                 np.add.at(room, list(nodes), 1)
                 continue
             if self.migrate and len(set(nodes)) > 1:
@@ -258,11 +260,12 @@ class GandivaSlices:
 
 
 def _runnable(state: CycleState, job: Job) -> np.ndarray:
-    """Node mask: the job runs faster than 0 on that node's GPU type at its size."""
+    """Node mask: the job's GPU types and pool allow the node (the core's filters' rules) and
+    it runs faster than 0 on that node's GPU type at its size."""
     cluster, model = state.cluster, state.snapshot.throughput
     ok = [model.rate(job.spec, Placement.single_node(name, job.spec.num_gpus)) > 0
           for name in cluster.type_names]
-    return np.array(ok, dtype=bool)[cluster.node_type]
+    return np.array(ok, dtype=bool)[cluster.node_type] & allowed_nodes(state, job)
 
 
 def _placement(state: CycleState, gpus: tuple[int, ...]) -> Placement:

@@ -178,7 +178,7 @@ class GavelRounds:
                                           ) from None
                     if by_kind is not None:
                         by_kind[kind] = known
-                rates[job.job_id] = known
+                rates[job.job_id] = known * _pinned_to(cluster, spec.gpu_types)
         return np.array([rates[j.job_id] for j in jobs]).reshape(len(jobs),
                                                                  len(cluster.type_names))
 
@@ -241,13 +241,19 @@ class GavelRounds:
         try:
             for name in cluster.type_names:
                 worker_type(name)
-            return from_gavel(
+            problem = from_gavel(
                 [j.spec for j in jobs], counts, model=model, remaining=remaining,
                 elapsed=elapsed, attained=attained, colocation=self.colocation)
         except KeyError as exc:
             raise ConfigError(f"policy {self.policy}: {_unknown(jobs, model)}"
                               f"{exc.args[0] if exc.args else exc}; Gavel policies need the "
                               f"'gavel' throughput model's job types") from None
+        if any(j.spec.gpu_types for j in jobs):
+            import dataclasses
+
+            pins = np.array([_pinned_to(cluster, j.spec.gpu_types) for j in jobs])
+            problem = dataclasses.replace(problem, throughput=problem.throughput * pins)
+        return problem
 
     # -- QueueSort (unused by the allocation cycle; a profile needs one) -----------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[float, str]:
@@ -313,6 +319,13 @@ class GavelRounds:
     def seconds_on(self, job_id: str) -> np.ndarray:
         """Seconds the job has run on each GPU type (cluster type order) so far."""
         return self.time_on.get(job_id, np.zeros(0))
+
+
+def _pinned_to(cluster: Cluster, gpu_types: tuple[str, ...]) -> np.ndarray:
+    """Per cluster type: 1 where the job's GPU-type pins allow it (no pins: every type), else
+    0 (its throughput there counts as 0: Gavel never gives it that type)."""
+    return np.array([1.0 if not gpu_types or name in gpu_types else 0.0
+                     for name in cluster.type_names])
 
 
 def _unknown(jobs: Sequence[Job], model: GavelThroughputs | None) -> str:

@@ -41,7 +41,9 @@ from dlsched.policies.elastic.speed import (
     ElasticAllocator,
     SpeedCurves,
     job_bounds,
+    node_capacity,
     remaining_times,
+    usable_gpus,
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
@@ -89,8 +91,10 @@ class OptimusAllocator(ElasticAllocator):
         times = np.full((len(jobs), total + 1), np.inf)
         base = np.zeros(len(jobs), dtype=np.int64)
         free = total
+        capacity, usable = node_capacity(state), {}
         for row, job in enumerate(jobs):
-            lo, hi = job_bounds(job, self.elastic, self.max_workers, total)
+            lo, hi = job_bounds(job, self.elastic, self.max_workers,
+                                usable_gpus(state, job, capacity, usable))
             if lo > hi:
                 continue
             rates = (fitted_curve(self.curves, state, job, lo, hi) if self.speed == "fitted"

@@ -70,6 +70,7 @@ from dlsched.policies.elastic.speed import (
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
@@ -116,8 +117,8 @@ class PolluxAllocator:
         held = [Assignment.of(job, state.cluster).per_node() for job in jobs]
         utility, low = self.utilities(state, jobs, held, int(capacity.sum()))
         counts = greedy_counts(utility, int(capacity.sum()))
-        requests = [Request(int(k), int(lo), h) for k, lo, h in zip(counts, low, held,
-                                                                     strict=True)]
+        requests = [Request(int(k), int(lo), h, _allowed(state, job))
+                    for k, lo, h, job in zip(counts, low, held, jobs, strict=True)]
         nodes = place(requests, capacity, self.interference)
         result = {job.job_id: Assignment(n) for job, n in zip(jobs, nodes, strict=True) if n}
         self.restarts.record(jobs, held, nodes)
@@ -183,6 +184,13 @@ class PolluxAllocator:
         return np.where(base > 0, base, 1.0)
 
 
+
+
+def _allowed(state: CycleState, job: Job) -> NDArray[np.bool_] | None:
+    """The nodes the job's GPU-type pins and pool allow (None: every node)."""
+    if not job.spec.gpu_types and job.spec.pool not in state.cluster.pools:
+        return None
+    return allowed_nodes(state, job)
 
 
 @register_policy("pollux")

@@ -11,6 +11,11 @@
    ``reason_for(job_id)``: the tenant layer's quota reasons); those the policy refuses for good
    (its optional ``rejections(state)``: job id -> reason) fail with that reason.
 
+A policy that counts GPUs alone (Gavel, Gandiva, ...) may pick GPUs whose node lacks the CPUs,
+host memory or GPU memory a job asks for: such a start is left out this round (the job waits,
+with the reason) and such a resize becomes a preemption, where the core would refuse the whole
+cycle (``Overbooked``).
+
 Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleResult``.
 """
 
@@ -55,8 +60,14 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         elif not target.keeps(job, state.cluster):
             moving.append((job, target))
             state.evict(job)
-    resizes = tuple(Resize(job.job_id, *_take(allocator.name, state, job, target, job.allocation),
-                           target.host) for job, target in moving)
+    resizes: list[Resize] = []
+    for job, target in moving:
+        taken = _take(allocator.name, state, job, target, job.allocation)
+        short = _short(state, job, target, taken)
+        if short is None:
+            resizes.append(Resize(job.job_id, *taken, target.host))
+        else:
+            preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {short}"))
     starts: list[Start] = []
     reasons: dict[str, str] = {}
     rejecting = optional(allocator, RejectingAllocator)
@@ -71,12 +82,35 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             reasons[job.job_id] = (_reason(why, job.job_id)
                                    or f"[{allocator.name}] no GPUs in this round's allocation")
             continue
-        starts.append(Start(job.job_id, *_take(allocator.name, state, job, target, ()),
-                            target.host))
+        taken = _take(allocator.name, state, job, target, ())
+        short = _short(state, job, target, taken)
+        if short is None:
+            starts.append(Start(job.job_id, *taken, target.host))
+        else:
+            reasons[job.job_id] = f"[{allocator.name}] {short}"
     asked = [w for p in wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
-                       min(asked) if asked else None, resizes=resizes,
+                       min(asked) if asked else None, resizes=tuple(resizes),
                        rejections=tuple(rejections))
+
+
+def _short(state: CycleState, job: Job, target: Assignment,
+           taken: tuple[tuple[int, ...], tuple[float, ...]]) -> str | None:
+    """Why the GPUs just taken for the job overbook its nodes' CPUs, host memory or GPU
+    memory (they are given back then), or None. A policy that decides host shares itself
+    (``target.host``, Synergy) keeps its own books."""
+    book = state.resources
+    if book is None or target.host is not None or not job.spec.asks_beyond_gpus:
+        return None
+    gpus = list(taken[0])
+    nodes = book.gpu_node[gpus]
+    if (book.cpus[nodes] >= -EPS).all() and (book.memory_gb[nodes] >= -EPS).all() and (
+            book.gpu_memory_gb[gpus] >= -EPS).all():
+        return None
+    state.give_back(*taken, job.spec)
+    state.started.pop(job.job_id, None)
+    return ("the GPUs it was given lack the CPUs, host memory or GPU memory it asks for on "
+            f"node {int(nodes[0])}; it waits")
 
 
 def _reason(why: Callable[[str], str | None] | None, job_id: str) -> str | None:

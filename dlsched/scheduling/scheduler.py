@@ -147,6 +147,10 @@ class Scheduler:
     def submit(self, spec: JobSpec) -> Job:
         if spec.job_id in self.jobs:
             raise ValueError(f"job {spec.job_id} already submitted")
+        if spec.mig_profile is not None:  # only GPU types that offer its instance
+            from dlsched.mig.core import pin_mig_types
+
+            spec = pin_mig_types(self.cluster, spec)
         job = Job(spec)
         job.seq = self.submitted
         self.submitted += 1
@@ -432,7 +436,7 @@ class Scheduler:
         else:
             self.queue_reasons = result.blocked
         if self.mig is not None and self.mig.drain_requests:
-            self.mig.commit_drains(self.mig.drain_requests)
+            self.mig.commit_drains(self.mig.drain_requests, {s.job_id for s in result.starts})
         if self.rerater is not None:
             self._rerate()
         self.cycles += 1
@@ -644,7 +648,7 @@ class Scheduler:
         the share of each GPU that changes hands."""
         assert self.mig is not None and job.spec.mig_profile is not None
         self.mig.advance(now)
-        return tuple(self.mig.take(gpu, job.job_id, job.spec.mig_profile)
+        return tuple(self.mig.take(gpu, job.job_id, job.spec.mig_profile, launch=True)
                      for gpu in job.allocation)
 
     def _mig_give(self, job: Job) -> tuple[float, ...]:

@@ -147,10 +147,17 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
     else:
         jobs = tuple(final_record(core, job, now) for job in core.jobs.values())
     series = tuple(sim.core.goodput_series)
-    return SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
-                            sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
-                            series, tuple(sim.core.gpu_seconds_by_type(now).items()),
-                            sim.stalled_at,
-                            tuple(sorted(book.by_category.items())) if book else (),
-                            tuple(sorted(book.lost_by_category.items())) if book else (),
-                            sim.core.mig.report(now) if sim.core.mig is not None else None)
+    result = SimulationResult(info, jobs, sim.core.timeline, sim.cluster.num_gpus,
+                              sim.core.cycles, sim.core.cycle_seconds, wall_seconds, now,
+                              series, tuple(sim.core.gpu_seconds_by_type(now).items()),
+                              sim.stalled_at,
+                              tuple(sorted(book.by_category.items())) if book else (),
+                              tuple(sorted(book.lost_by_category.items())) if book else ())
+    if sim.core.mig is None:
+        return result
+    from dlsched.report.metrics import utilization_window
+
+    # Slices over the window GPU utilization uses (first submit to last finish), not up to
+    # the clock's end, which a round-based policy leaves past the last finish.
+    window = utilization_window(result) or (0.0, now)
+    return replace(result, mig=sim.core.mig.report(now, window))

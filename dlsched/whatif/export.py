@@ -1,10 +1,11 @@
 """``dlsched history export``: the finished jobs of a service's database as a
 ``dlsched-history`` trace (``workload/readers/history.py``).
 
-Per job: its submission, GPUs, queue, requested GPU type and priority, and what the service
-measured: its run time (``duration``: the sum of its attempts' run times by default, the work
-of a job that resumes from its checkpoints; ``last``: its last attempt's, for jobs that restart
-from scratch), its attempts and preemptions, first start, finish and JCT. Times are UNIX
+Per job: its submission, GPUs, queue, requested GPU type and priority, what each worker asked
+for beyond a whole GPU (a share, GPU memory, a MIG profile, CPUs and host memory), and what the
+service measured: its run time (``duration``: the sum of its attempts' run times by default,
+the work of a job that resumes from its checkpoints; ``last``: its last attempt's, for jobs that
+restart from scratch), its attempts and preemptions, first start, finish and JCT. Times are UNIX
 seconds (the store keeps seconds since the service's epoch).
 """
 
@@ -43,6 +44,11 @@ class HistoryRow:
     measured_jct: float | None
     status: str
     name: str
+    gpu_share: float = 1.0  # what each worker asked for beyond a whole GPU (docs/sharing.md)
+    gpu_memory_gb: float = 0.0
+    mig_profile: str | None = None
+    cpus_per_gpu: float = 0.0
+    memory_gb_per_gpu: float = 0.0
 
 
 def run_time(spans: Sequence[tuple[float, float | None]], how: str) -> float:
@@ -121,7 +127,8 @@ def _row(job: Any, spans: list[tuple[float, float | None]], how: str,
     return HistoryRow(job.id, epoch + job.submit_time, job.num_gpus, run_time(spans, how),
                       job.queue, job.gpu_type or "", job.priority, job.preemptions,
                       job.attempts, _at(epoch, first), _at(epoch, job.finish_time), jct,
-                      job.status, job.name or "")
+                      job.status, job.name or "", job.gpu_share, job.gpu_memory_gb,
+                      job.mig_profile, job.cpus_per_gpu, job.memory_gb_per_gpu)
 
 
 def _at(epoch: float, seconds: float | None) -> float | None:

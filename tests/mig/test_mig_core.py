@@ -5,11 +5,13 @@ the ``mig`` section of summary.json, and the ``mig`` trace format's errors. Hand
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from builders import make_cluster, records_of, simulator
+from builders import cluster_of, make_cluster, records_of, simulator
 
+from dlsched.cluster.cluster import Node
 from dlsched.errors import InputError
 from dlsched.mig.profiles import profile_share
 from dlsched.workload.job import JobSpec
@@ -79,3 +81,122 @@ def test_the_mig_format_and_summary(tmp_path: Path) -> None:
     trace.write_text("job_id,submit_time,duration,mig_profile\na,0,50,4g\nb,0,100,5g\n")
     with pytest.raises(InputError, match=r"jobs.csv:3:mig_profile: unknown MIG profile '5g'"):
         read_trace(trace, None, ReaderOptions())
+
+
+# Every job of the mig2 list on one A100 node of 2 GPUs under the elastic policies, which scale
+# a job without declared bounds to any size ("elastic=all"): a MIG job keeps its one instance.
+ELASTIC_JOBS = [mig("a", 0, 100, "1g"), mig("b", 0, 200, "3g"), mig("c", 10, 50, "7g"),
+                mig("d", 20, 300, "2g"), mig("e", 30, 100, "4g")]
+
+
+@pytest.mark.parametrize("policy", ["optimus", "elasticflow", "afs", "chronus"])
+def test_elastic_policies_run_mig_jobs_on_one_instance(policy: str) -> None:
+    sim = simulator(policy, make_cluster(nodes=1, gpus=2, gpu_type="A100"), ELASTIC_JOBS)
+    records = records_of(sim)
+    assert {r.status for r in records.values()} == {"finished"}
+    report = sim.core.mig.report(sim.clock.time)  # type: ignore[union-attr]
+    assert report["compute_slice_seconds"] == 1 * 100 + 3 * 200 + 7 * 50 + 2 * 300 + 4 * 100
+
+
+def test_the_mig_book_refuses_a_second_instance_for_one_job() -> None:
+    from dlsched.mig.book import MigBook, MigOverbooked
+
+    book = MigBook(make_cluster(nodes=1, gpus=2, gpu_type="A100"))
+    book.take(0, "a", "1g")
+    with pytest.raises(MigOverbooked, match="a MIG job runs one instance"):
+        book.take(1, "a", "1g")
+    assert book.give("a") == (0, 1.0)
+
+
+# A V100 node listed before an A100 node: policies that pick nodes by the job's GPU types (the
+# elastic ones, Sia, Themis) put MIG jobs on the V100s ("GPU 0 cannot hold MIG profile '1g'").
+MIXED = cluster_of(Node("v", "V100", 2), Node("a", "A100", 2))
+
+
+@pytest.mark.parametrize("policy", ["fifo", "optimus", "afs", "elasticflow", "sia", "themis"])
+def test_mig_jobs_on_a_mixed_cluster_use_only_mig_gpus(policy: str) -> None:
+    sim = simulator(policy, MIXED, ELASTIC_JOBS)
+    records = records_of(sim)
+    assert {r.status for r in records.values()} == {"finished"}
+    assert {g for s in sim.core.segments.all() for g in s.gpus} == {2, 3}
+
+
+def test_a_mig_job_is_pinned_to_the_types_that_offer_its_profile() -> None:
+    from dlsched.mig.core import pin_mig_types
+
+    cluster = cluster_of(Node("v", "V100", 2), Node("a", "A100", 2), Node("b", "A100-80G", 2),
+                         Node("h", "H100", 2))
+    assert pin_mig_types(cluster, mig("j", 0, 1, "3g")).gpu_types == ("A100", "A100-80G",
+                                                                      "H100")
+    assert pin_mig_types(cluster, mig("j", 0, 1, "3g.40gb")).gpu_types == ("A100-80G", "H100")
+    pinned = replace(mig("j", 0, 1, "3g"), gpu_types=("H100", "V100"))
+    assert pin_mig_types(cluster, pinned).gpu_types == ("H100",)
+    never = replace(mig("j", 0, 1, "3g"), gpu_types=("V100",))
+    assert pin_mig_types(cluster, never) is never  # it fails at submission, as before
+
+
+@pytest.mark.parametrize("policy", ["fifo", "gavel-fifo", "pollux"])
+def test_slice_utilization_is_over_the_runs_window(policy: str) -> None:
+    # Round-based policies leave the clock past the last finish (gavel-fifo's 360 s rounds:
+    # 720 s for a last finish at 450 s); the slices' utilization, like the GPUs', is over first
+    # submit to last finish. It was 0.203 here under gavel-fifo instead of 0.325.
+    from dlsched.report.metrics import makespan, utilization_window
+
+    result = simulator(policy, make_cluster(nodes=1, gpus=2, gpu_type="A100"),
+                       ELASTIC_JOBS).run()
+    assert result.mig is not None
+    start, end = utilization_window(result)  # type: ignore[misc]
+    assert (start, end) == (0.0, makespan(result))
+    held = 1 * 100 + 3 * 200 + 7 * 50 + 2 * 300 + 4 * 100
+    assert result.mig["slice_utilization"] == pytest.approx(held / (2 * 7 * end), abs=1e-6)
+
+
+# Preemptive policies try placements with victims evicted and give back what they do not
+# need. Each list stopped SRTF's run with "job ...: MIG 1g.5gb does not fit on GPU 0": a
+# victim's instance could not come back to a draining GPU; a job tried and taken back kept
+# its old slices over its new plan; a drain asked for while a job was only tried closed a GPU
+# for the rest of the cycle, so the job's victims stayed evicted without being preempted.
+RESTORE_WHILE_DRAINING = [("m7", 101, 358, "3g"), ("m10", 138, 1260, "1g"),
+                          ("m18", 222, 840, "7g"), ("m20", 257, 525, "7g"),
+                          ("m21", 257, 622, "2g"), ("m22", 267, 1159, "1g"),
+                          ("m23", 287, 482, "4g"), ("m26", 313, 754, "1g"),
+                          ("m27", 326, 358, "1g"), ("m29", 338, 140, "1g"),
+                          ("m33", 374, 207, "1g")]
+PLAN_OVER_EVICTED = [("m42", 465, 933, "3g"), ("m49", 545, 772, "7g"), ("m52", 579, 806, "4g"),
+                     ("m55", 622, 795, "2g"), ("m56", 632, 806, "4g"),
+                     ("m58", 641, 1215, "2g"), ("m59", 650, 1074, "3g"),
+                     ("m60", 670, 601, "3g")]
+DRAIN_IN_A_TRIAL = [("m2", 31, 1239, "1g"), ("m4", 58, 1178, "3g"), ("m7", 101, 358, "3g"),
+                    ("m9", 133, 81, "1g"), ("m10", 138, 1260, "1g"), ("m11", 147, 113, "4g"),
+                    ("m14", 179, 798, "1g"), ("m18", 222, 840, "7g"), ("m20", 257, 525, "7g"),
+                    ("m21", 257, 622, "2g"), ("m23", 287, 482, "4g"), ("m27", 326, 358, "1g"),
+                    ("m29", 338, 140, "1g"), ("m32", 374, 123, "4g"),
+                    ("m33", 374, 207, "1g")]
+
+
+@pytest.mark.parametrize(("rows", "gpus"), [(RESTORE_WHILE_DRAINING, 1),
+                                            (PLAN_OVER_EVICTED, 2), (DRAIN_IN_A_TRIAL, 4)],
+                         ids=["restore-while-draining", "plan-over-evicted",
+                              "drain-in-a-trial"])
+@pytest.mark.parametrize("policy", ["srtf", "themis", "tiresias"])
+def test_preemptive_policies_keep_the_mig_book_and_the_core_in_step(
+        policy: str, rows: list[tuple[str, int, int, str]], gpus: int) -> None:
+    jobs = [mig(j, at, seconds, p) for j, at, seconds, p in rows]
+    sim = simulator(policy, make_cluster(nodes=1, gpus=gpus, gpu_type="A100"), jobs)
+    assert {r.status for r in records_of(sim).values()} == {"finished"}
+
+
+def test_a_drain_waits_for_the_core_and_not_for_a_job_that_started() -> None:
+    from dlsched.mig.book import MigBook
+
+    book = MigBook(make_cluster(nodes=1, gpus=1, gpu_type="A100"))
+    book.take(0, "small", "1g")
+    trial = book.copy()
+    assert trial.request_drain([0], "7g", "big") == 0
+    # Asked while "big" is only tried: the cycle's own placements still see an open GPU.
+    assert trial.choose([0], "1g") is not None and not book.gpus[0].draining
+    book.commit_drains(book.drain_requests, started={"big"})  # a preemption made room
+    assert not book.gpus[0].draining and not book.drain_requests
+    book.copy().request_drain([0], "7g", "big")
+    book.commit_drains(book.drain_requests)
+    assert book.gpus[0].draining and book.stats.drains == 1

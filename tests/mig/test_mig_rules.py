@@ -91,11 +91,24 @@ def test_arrival_only_jobs_never_drain_a_gpu() -> None:
     pytest.param("j0,0,10,1g", "jobs.csv:3:job_id: job id 'j0' is used twice: on line 2",
                  id="repeated-id"),
     pytest.param(",0,10,1g", "jobs.csv:3:job_id: missing value", id="missing-id"),
+    # These three were read silently, or blamed on an unknown profile '':
+    pytest.param("j1,0,10,3g,20gb", "jobs.csv:3:mig_profile: expected 4 fields, found 5",
+                 id="values-after-the-last-column"),
+    pytest.param("j1,0,10", "jobs.csv:3:mig_profile: missing: the row has 3 fields",
+                 id="short-row"),
+    pytest.param("j1,0,10,", "jobs.csv:3:mig_profile: missing value", id="empty-profile"),
 ])
 def test_bad_rows_name_file_line_and_field(tmp_path, row: str, where: str) -> None:  # noqa: ANN001
     path = tmp_path / "jobs.csv"
     path.write_text(f"job_id,submit_time,duration,mig_profile\nj0,0,5,1g\n{row}\n")
     with pytest.raises(InputError, match=where.replace(".", r"\.")):
+        read_mig_jobs(path)
+
+
+def test_an_empty_file_says_so(tmp_path) -> None:  # noqa: ANN001
+    path = tmp_path / "jobs.csv"
+    path.write_text("")
+    with pytest.raises(InputError, match=r"jobs\.csv:1: empty file \(expected a header"):
         read_mig_jobs(path)
 
 

@@ -14,6 +14,7 @@ from dlsched.perf.model import Placement
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace
+from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
 ELASTIC = ("optimus", "afs", "elasticflow", "pollux", "sia")
@@ -97,3 +98,18 @@ def test_rerated_pollux_workload_finishes(policy: str) -> None:
     assert all(j.status == "finished" for j in result.jobs)
     assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)
     assert sim.core.rerater is not None and sim.core.rerater.rerated > 0
+
+
+@pytest.mark.parametrize("policy", ["optimus", "elasticflow", "afs"])
+def test_a_job_pinned_to_a_smaller_gpu_type_runs(policy: str) -> None:
+    # elastic=all let the job grow to the whole cluster's 12 GPUs; placed only on its 4 T4s,
+    # it never fitted and waited for good (the run stopped: "nothing could start").
+    from builders import cluster_of, records_of, simulator
+
+    from dlsched.cluster.cluster import Node
+
+    cluster = cluster_of(Node("v", "V100", 8), Node("t", "T4", 4))
+    jobs = [JobSpec("p", 0, 1, 1000.0, gpu_types=("T4",))]
+    sim = simulator(policy, cluster, jobs)
+    assert records_of(sim)["p"].status == "finished"
+    assert {g for s in sim.core.segments.all() for g in s.gpus} <= {8, 9, 10, 11}

@@ -151,3 +151,32 @@ def test_introspection_unpacks_a_pair_that_turns_out_worse() -> None:
     assert plugin.unpacked == {("A", "B")} and plugin.packings == 1
     assert shared_at == [60.0]  # seen sharing only by the cycle that unpacked them
     assert all(r.status == "finished" for r in records.values())
+
+
+def test_a_job_pinned_to_a_gpu_type_runs_only_there() -> None:
+    from builders import cluster_of
+
+    from dlsched.cluster.cluster import Node
+
+    # V100 node first: Gandiva used to put two of the three A100-pinned jobs on it.
+    cluster = cluster_of(Node("v", "V100", 2), Node("a", "A100", 2))
+    jobs = [JobSpec(j, 0, 1, 100.0, gpu_types=("A100",)) for j in ("j1", "j2", "j3")]
+    sim = simulator("gandiva", cluster, jobs)
+    assert_schedule(records_of(sim), [("j1", 0, 100, 100), ("j2", 0, 100, 100),
+                                      ("j3", 100, 200, 200)])
+    assert {g for s in sim.core.segments.all() for g in s.gpus} == {2, 3}
+
+
+def test_jobs_asking_a_fraction_run_at_their_share() -> None:
+    # p1 (0.5) and p2 (0.3) share GPU 0 by their own request; they used to be taken for a
+    # packed pair and pinned at half a GPU each (p2 at 0.5), and p3 (0.7) could run at 0.5.
+    jobs = [JobSpec("p1", 0, 1, 1000.0, gpu_share=0.5), JobSpec("p2", 10, 1, 590.0,
+                                                                 gpu_share=0.3),
+            JobSpec("p3", 20, 1, 500.0, gpu_share=0.7), JobSpec("p4", 30, 2, 800.0),
+            JobSpec("p5", 40, 1, 400.0, gpu_share=0.25)]
+    sim = simulator("gandiva", make_cluster(nodes=1, gpus=2), jobs)
+    records = records_of(sim)
+    assert {r.status for r in records.values()} == {"finished"}
+    asked = {j.job_id: j.gpu_share for j in jobs}
+    assert all(s == pytest.approx(asked[seg.job_id]) for seg in sim.core.segments.all()
+               for s in seg.shares)

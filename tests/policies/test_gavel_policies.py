@@ -248,3 +248,18 @@ def test_a_node_without_gpus_is_no_room(mechanism: str) -> None:
     jobs = [gavel_job(f"j{i}", FAST if i % 2 else SLOW, 2000.0, at=10.0 * i) for i in range(8)]
     _, records = simulate("gavel-fifo", cluster, jobs, mechanism=mechanism)
     assert all(r.status == "finished" for r in records.values())
+
+
+@pytest.mark.parametrize("policy", ["gavel-fifo", "gavel-maxmin", "gavel-las",
+                                    "gavel-maxmin-agnostic"])
+@pytest.mark.parametrize("throughput", ["gavel", "linear"])
+def test_a_job_pinned_to_a_gpu_type_runs_only_there(policy: str, throughput: str) -> None:
+    # ResNet-18 gains 11.6x on V100: pinned to K80 (a trace's gres type, a MIG job's types),
+    # Gavel used to move it to the V100s anyway.
+    jobs = [JobSpec(f"j{i}", 0, 1, 3_000, WorkUnit.ITERATIONS, model=FAST[0],
+                    batch_size=FAST[1], gpu_types=("K80",)) for i in range(2)]
+    sim = Simulator(TWO_TYPES, Trace("test", tuple(jobs), throughput=throughput),
+                    build_policy(policy), SimConfig(restart_overhead=0.0))
+    records = records_of(sim)
+    assert {r.status for r in records.values()} == {"finished"}
+    assert {g for s in sim.core.segments.all() for g in s.gpus} <= {0, 1, 2, 3}

@@ -273,3 +273,22 @@ def test_rigid_apps_keep_their_requested_size() -> None:
     assert sizes(PolluxAllocator().allocate(state_of(cluster, jobs)))["ncf"] > 1
     assert sizes(PolluxAllocator(rigid_apps="ncf").allocate(state_of(cluster, jobs))) == {
         "ncf": 1}
+
+
+@pytest.mark.parametrize("trace", ["pinned", "mig"])
+def test_a_job_pinned_to_a_gpu_type_runs_only_there(trace: str) -> None:
+    # A V100 node listed first: Pollux put A100-pinned jobs there, and MIG jobs too (the run
+    # stopped: "GPU 0 cannot hold MIG profile '1g'").
+    from builders import cluster_of, records_of, simulator
+
+    from dlsched.cluster.cluster import Node
+    from dlsched.mig.profiles import profile_share
+
+    cluster = cluster_of(Node("v", "V100", 2), Node("a", "A100", 2))
+    jobs = ([JobSpec(j, 0, 1, 100.0, gpu_types=("A100",)) for j in ("j1", "j2", "j3")]
+            if trace == "pinned" else
+            [JobSpec(j, 0, 1, 100.0, gpu_share=profile_share(p), mig_profile=p)
+             for j, p in (("a", "1g"), ("b", "3g"), ("c", "7g"))])
+    sim = simulator("pollux", cluster, jobs)
+    assert {r.status for r in records_of(sim).values()} == {"finished"}
+    assert {g for s in sim.core.segments.all() for g in s.gpus} == {2, 3}

@@ -107,3 +107,20 @@ def test_named_gpu_without_room_fails() -> None:
     allocator.targets["B"] = Assignment((0,), share=0.5, gpus=(0,))
     with pytest.raises(AllocationError, match="GPU 0"):
         run_allocation_cycle(allocator, _snapshot(cluster, [a], [Job(make_job("B").build())]))
+
+
+@pytest.mark.parametrize("policy", ["gavel-fifo", "gavel-las", "gandiva"])
+def test_a_policy_that_counts_gpus_alone_never_overbooks_cpus(policy: str) -> None:
+    # One node: 2 GPUs, 8 CPUs; each job asks 6 CPUs per GPU. The policy gave both GPUs at
+    # once and the run stopped ("node 0 has 2 free CPUs, the job's 1 worker(s) there need
+    # 6"); now the second job waits for the first's CPUs.
+    from builders import records_of, simulator
+
+    from dlsched.cluster.cluster import Node
+    from dlsched.workload.job import JobSpec
+
+    cluster = Cluster("c", (Node("n", "V100", 2, cpus=8),))
+    jobs = [JobSpec(j, 0, 1, 100.0, cpus_per_gpu=6) for j in ("a", "b")]
+    records = records_of(simulator(policy, cluster, jobs))
+    assert {r.status for r in records.values()} == {"finished"}
+    assert sorted(r.first_start for r in records.values()) == [0.0, 100.0]

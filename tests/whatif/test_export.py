@@ -120,3 +120,54 @@ def test_a_time_window_selects_by_submission(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
                                    "--until", "last tuesday"])
     assert bad.exit_code == 1 and "--until: not an ISO date" in bad.output
+
+
+def test_what_a_worker_asked_beyond_a_whole_gpu_is_replayed(tmp_path: Path) -> None:
+    # Two half-GPU jobs and a MIG job ran side by side on the service; the export used to drop
+    # the sharing fields, so the replay ran each on a whole GPU (and queued them).
+    from builders import make_cluster, records_of, simulator
+
+    url = f"sqlite:///{tmp_path / 'dlsched.db'}"
+    store = Store(url)
+    store.create()
+    asked = {"h1": {"gpu_share": 0.5, "gpu_memory_gb": 8.0, "cpus_per_gpu": 2.0},
+             "h2": {"gpu_share": 0.5, "memory_gb_per_gpu": 4.0},
+             "m": {"gpu_share": 3 / 7, "mig_profile": "3g.20gb"}}
+    for seq, (job_id, fields) in enumerate(asked.items(), 1):
+        store.add_job(JobRow(id=job_id, seq=seq, name=None, command=["sleep", "1"], env={},
+                             working_dir=None, num_gpus=1, gpu_type=None, queue="q",
+                             priority=0, min_gpus=None, max_gpus=None, checkpoint_dir="/c",
+                             work_seconds=None, status="pending", submit_time=0.0, **fields),
+                      0.0, "submitted")
+        batch = Batch()
+        batch.attempt_started(job_id, 1, 0.0, range(1), (), "/log")
+        batch.attempt_ended(job_id, 1, 100.0, "succeeded", "")
+        batch.job(job_id, status="finished", finish_time=100.0, attempts=1, preemptions=0)
+        store.commit(batch)
+    store.close()
+    out = tmp_path / "history.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    jobs = read_trace(out).jobs
+    assert [(j.gpu_share, j.gpu_memory_gb, j.mig_profile, j.cpus_per_gpu, j.memory_gb_per_gpu)
+            for j in jobs] == [(0.5, 8.0, None, 2.0, 0.0), (0.5, 0.0, None, 0.0, 4.0),
+                               (pytest.approx(3 / 7), 0.0, "3g.20gb", 0.0, 0.0)]
+    cluster = make_cluster(nodes=1, gpus=2, gpu_type="A100")
+    replay = records_of(simulator("fifo", cluster, jobs))
+    assert {r.finish_time for r in replay.values()} == {100.0}  # side by side, as measured
+
+
+@pytest.mark.parametrize(("cells", "where"), [
+    ("1.5,,", "gpu_share: must be in (0, 1], got 1.5"),
+    (",,5g", "mig_profile: unknown MIG profile '5g'"),
+    ("0,,", "gpu_share: must be > 0"),
+])
+def test_bad_sharing_cells_name_the_field(tmp_path: Path, cells: str, where: str) -> None:
+    from dlsched.errors import InputError
+
+    path = tmp_path / "history.csv"
+    path.write_text("job_id,submit_time,num_gpus,duration,queue,gpu_share,gpu_memory_gb,"
+                    f"mig_profile\na,0,1,10,q,{cells}\n")
+    with pytest.raises(InputError, match=r"history\.csv:2:" + where.replace("(", r"\(")
+                       .replace(")", r"\)").replace(".", r"\.")):
+        read_trace(path)

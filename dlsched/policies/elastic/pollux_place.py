@@ -10,6 +10,9 @@ Rules, in order:
    distributed job is skipped;
 4. an elastic job that does not fit at its count shrinks to what fits if that is within its
    bounds; a rigid one gets nothing.
+
+A job goes only to the nodes its request allows (``Request.allowed``: its GPU-type pins and
+pool, by the core's filters' rules; None: every node).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class Request:
     count: int
     low: int
     current: Counter[int]
+    allowed: NDArray[np.bool_] | None = None
 
 
 def place(requests: Sequence[Request], capacity: NDArray[np.int64],
@@ -62,12 +66,13 @@ def _keep(req: Request, free: NDArray[np.int64], distributed: NDArray[np.bool_])
 
 def _place_one(req: Request, free: NDArray[np.int64], distributed: NDArray[np.bool_],
                interference: bool) -> tuple[int, ...]:
-    fits = np.flatnonzero(free >= req.count)
+    room = free if req.allowed is None else np.where(req.allowed, free, 0)
+    fits = np.flatnonzero(room >= req.count)
     if fits.size:
         node = int(fits[np.argmin(free[fits])])
         free[node] -= req.count
         return (node,) * req.count
-    usable = free > 0
+    usable = room > 0
     if interference:
         usable &= ~distributed
     nodes = np.flatnonzero(usable)

@@ -11,9 +11,10 @@ declare rigid sizes) is the ``elastic`` option:
 
 - ``"declared"``: ``allocation.worker_bounds`` (a rigid job gets exactly its requested size);
 - ``"all"``: a job without declared bounds may use ``1..max_workers`` workers (a declared
-  job keeps its bounds). ``max_workers`` (default 64, the Pollux testbed) stands in for the
-  application's own limit; with the ``goodput`` model the rate is 0 beyond the batch-size limit
-  (``max_batch / min_local_bsz`` replicas), so no policy grows a job past it.
+  job keeps its bounds, a MIG job its one instance). ``max_workers`` (default 64, the Pollux
+  testbed) stands in for the application's own limit; with the ``goodput`` model the rate is
+  0 beyond the batch-size limit (``max_batch / min_local_bsz`` replicas), so no policy grows a
+  job past it.
 """
 
 from __future__ import annotations
@@ -56,12 +57,28 @@ def node_capacity(state: CycleState) -> np.ndarray:
 
 def job_bounds(job: Job, mode: str, max_workers: int, capacity: int) -> tuple[int, int]:
     """``(lo, hi)`` workers for ``job`` under the ``elastic`` mode (see the module docstring);
-    ``hi`` never exceeds the cluster's ``capacity``."""
-    if mode == "all" and not job.spec.is_elastic:
+    ``hi`` never exceeds the cluster's ``capacity``. A MIG job stays at its one worker: it
+    asks for one instance of its profile, which the core books on one GPU."""
+    if mode == "all" and not job.spec.is_elastic and job.spec.mig_profile is None:
         lo, hi = 1, max_workers
     else:
         lo, hi = worker_bounds(job)
     return lo, min(hi, capacity)
+
+
+def usable_gpus(state: CycleState, job: Job, capacity: np.ndarray,
+                cache: dict[tuple[str, ...], int]) -> int:
+    """GPUs of ``capacity`` on the nodes the job may be placed on (its GPU-type pins, the
+    placement's ``fewest_nodes.allowed_nodes``): an elastic job grown past them would never
+    be placed, and wait for good. ``cache``: one round's, by pinned types."""
+    types = job.spec.gpu_types
+    if not types:
+        return int(capacity.sum())
+    if types not in cache:
+        from dlsched.scheduling.fewest_nodes import allowed_nodes
+
+        cache[types] = int(capacity[allowed_nodes(state, job)].sum())
+    return cache[types]
 
 
 def reference_type(state: CycleState, job: Job) -> tuple[str, int]:

@@ -155,10 +155,12 @@ def _nodes(gpus: tuple[int, ...], gpu_node: np.ndarray) -> tuple[int, ...]:
 
 
 def running_pairs(running: Sequence[Job]) -> dict[Pair, tuple[int, ...]]:
-    """Running jobs sharing the same GPUs, two by two: pair -> their GPUs."""
+    """Running jobs packed on the same GPUs, two by two: pair -> their GPUs. Jobs that asked
+    for a fraction of a GPU or a MIG instance share by their own request, not as a pair."""
     holders: dict[tuple[int, ...], list[str]] = {}
     for job in running:
-        if job.allocation and max(job.shares) < 1.0:
+        if (job.allocation and max(job.shares) < 1.0 and job.spec.gpu_share >= 1.0 - EPS
+                and job.spec.mig_profile is None):
             holders.setdefault(tuple(sorted(job.allocation)), []).append(job.job_id)
     return {pair_key(*ids): gpus for gpus, ids in holders.items() if len(ids) == 2}
 

@@ -6,13 +6,18 @@ origin: the trace is rebased to its first job), ``num_gpus`` (a gang of that man
 ``duration`` (seconds the job ran: its work in reference seconds) and ``queue``. Optional:
 ``gpu_type`` (the type it asked for; empty: any), ``priority``, and what the service measured,
 kept for comparison but not simulated: ``preemptions``, ``attempts``, ``first_start``,
-``finish_time``, ``measured_jct``, ``status``, ``name``.
+``finish_time``, ``measured_jct``, ``status``, ``name``; then what each worker asked for beyond
+a whole GPU (docs/sharing.md), simulated: ``gpu_share`` (in (0, 1]; empty: 1),
+``gpu_memory_gb``, ``mig_profile`` (one worker on a MIG instance; its share is the profile's),
+``cpus_per_gpu`` and ``memory_gb_per_gpu`` (empty: 0, not asked).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from dlsched.mig.profiles import UnknownMigProfile, profile_share
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
     ReaderOptions,
@@ -26,7 +31,8 @@ from dlsched.workload.trace import Trace
 REQUIRED = ("job_id", "submit_time", "num_gpus", "duration", "queue")
 MEASURED = ("preemptions", "attempts", "first_start", "finish_time", "measured_jct", "status",
             "name")
-OPTIONAL = ("gpu_type", "priority", *MEASURED)
+SHARING = ("gpu_share", "gpu_memory_gb", "mig_profile", "cpus_per_gpu", "memory_gb_per_gpu")
+OPTIONAL = ("gpu_type", "priority", *MEASURED, *SHARING)
 COLUMNS = (*REQUIRED, *OPTIONAL)  # the order ``history export`` writes
 
 
@@ -40,7 +46,25 @@ def _job(ctx: RowContext) -> JobSpec:
                    num_gpus=ctx.integer("num_gpus", minimum=1),
                    work=ctx.number("duration", positive=True), queue=ctx.text("queue"),
                    gpu_types=(gpu_type,) if gpu_type else (),
-                   priority=ctx.integer("priority", optional=True) or 0)
+                   priority=ctx.integer("priority", optional=True) or 0, **_sharing(ctx))
+
+
+def _sharing(ctx: RowContext) -> dict[str, Any]:
+    """The sharing fields of a row (the defaults where a column is absent or empty)."""
+    asked: dict[str, Any] = {name: ctx.number(name, optional=True, minimum=0) or 0.0
+                             for name in ("gpu_memory_gb", "cpus_per_gpu", "memory_gb_per_gpu")}
+    share = ctx.number("gpu_share", optional=True, positive=True)
+    if share is not None and share > 1:
+        raise ctx.fail("gpu_share", f"must be in (0, 1], got {ctx.text('gpu_share')}")
+    profile = ctx.text("mig_profile", optional=True)
+    if profile is not None:
+        try:
+            share = profile_share(profile)
+        except UnknownMigProfile as exc:
+            raise ctx.fail("mig_profile", str(exc)) from None
+        if ctx.integer("num_gpus", minimum=1) != 1:
+            raise ctx.fail("mig_profile", "a MIG job runs one worker (num_gpus 1)")
+    return {**asked, "gpu_share": 1.0 if share is None else share, "mig_profile": profile}
 
 
 class HistoryReader:
