@@ -253,7 +253,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
                            round_seconds=config.round_seconds, seed=config.seed,
                            start_overhead=config.start_overhead,
                            rounds_only=config.rounds_only, keep_finished=False,
-                           **failure_options(config))
+                           mig_placement=config.mig_placement, **failure_options(config))
     with gc_paused():  # the simulation and its reports (gcpause.py)
         started = time.perf_counter()
         sim = Simulator(cluster, trace, profile, sim_config, progress=progress)

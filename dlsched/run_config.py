@@ -22,6 +22,7 @@ import yaml
 from dlsched.errors import ConfigError, InputLocation
 
 WORK_DEFINITIONS = ("steps", "progress")
+MIG_PLACEMENTS = ("mig-aware", "first-fit")  # mig/placement.py's placers
 
 
 def _opt(default: Any, help: str, **meta: Any) -> Any:
@@ -103,6 +104,9 @@ class RunConfig:
                            "restart (requeue at its size), elastic (continue on fewer "
                            "data-parallel replicas, grow back after repair) or oobleck "
                            "(re-plan pipelines on the surviving nodes); see docs/llm.md.")
+    mig_placement: str = _opt("mig-aware", "Where MIG jobs' instances go: mig-aware (the "
+                              "placement that keeps the most room for large profiles) or "
+                              "first-fit (the lowest-index GPU where it fits); docs/mig.md.")
     services: str | None = _opt(None, "A services YAML file (model, GPU type, tensor-parallel "
                                 "degree, replicas, SLO, request trace; see "
                                 "docs/inference.md): simulates their requests, their replicas "
@@ -175,7 +179,8 @@ class RunConfig:
                                     ("placement", self.placement,
                                      (*PLACEMENTS, *SHARING_PLACEMENTS)),
                                     ("work_definition", self.work_definition,
-                                     WORK_DEFINITIONS)):
+                                     WORK_DEFINITIONS),
+                                    ("mig_placement", self.mig_placement, MIG_PLACEMENTS)):
             if value is not None and value not in allowed:
                 raise ConfigError(f"{where(key)}: {value!r} is not one of "
                                   f"{', '.join(allowed)}")

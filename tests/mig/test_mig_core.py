@@ -200,3 +200,31 @@ def test_a_drain_waits_for_the_core_and_not_for_a_job_that_started() -> None:
     book.copy().request_drain([0], "7g", "big")
     book.commit_drains(book.drain_requests)
     assert book.gpus[0].draining and book.stats.drains == 1
+
+
+@pytest.mark.parametrize(("placement", "starts"), [
+    ("mig-aware", {"d": 100.0, "e": 150.0}),
+    ("first-fit", {"d": 160.0, "e": 60.0}),
+])
+def test_a_run_config_chooses_the_mig_placement(tmp_path: Path, placement: str,
+                                                starts: dict[str, float]) -> None:
+    # `dlsched simulate --mig-placement` (RunConfig.mig_placement) reaches the core: the run
+    # above through run_policy, as the CLI runs it (before, simulate always used mig-aware).
+    from dlsched.experiment import run_policy
+    from dlsched.run_config import RunConfig
+    from dlsched.workload.trace import Trace
+
+    config = RunConfig(mig_placement=placement, policy_options=(("strict", "false"),))
+    outcome = run_policy(config, "fifo", Trace("t", tuple(JOBS)),
+                         make_cluster(nodes=1, gpus=2, gpu_type="A100"), tmp_path)
+    records = {r.job_id: r for r in outcome.result.jobs}
+    assert {j: records[j].first_start for j in "de"} == starts
+
+
+def test_an_unknown_mig_placement_is_refused_by_name() -> None:
+    from dlsched.errors import ConfigError
+    from dlsched.run_config import RunConfig
+
+    with pytest.raises(ConfigError, match="mig_placement: 'best' is not one of mig-aware, "
+                                          "first-fit"):
+        RunConfig(mig_placement="best").checked()
