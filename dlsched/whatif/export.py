@@ -49,6 +49,8 @@ class HistoryRow:
     mig_profile: str | None = None
     cpus_per_gpu: float = 0.0
     memory_gb_per_gpu: float = 0.0
+    min_gpus: int | None = None  # an elastic job's bounds (None: rigid)
+    max_gpus: int | None = None
 
 
 def run_time(spans: Sequence[tuple[float, float | None]], how: str) -> float:
@@ -128,7 +130,8 @@ def _row(job: Any, spans: list[tuple[float, float | None]], how: str,
                       job.queue, job.gpu_type or "", job.priority, job.preemptions,
                       job.attempts, _at(epoch, first), _at(epoch, job.finish_time), jct,
                       job.status, job.name or "", job.gpu_share, job.gpu_memory_gb,
-                      job.mig_profile, job.cpus_per_gpu, job.memory_gb_per_gpu)
+                      job.mig_profile, job.cpus_per_gpu, job.memory_gb_per_gpu,
+                      job.min_gpus, job.max_gpus)
 
 
 def _at(epoch: float, seconds: float | None) -> float | None:

@@ -171,3 +171,44 @@ def test_bad_sharing_cells_name_the_field(tmp_path: Path, cells: str, where: str
     with pytest.raises(InputError, match=r"history\.csv:2:" + where.replace("(", r"\(")
                        .replace(")", r"\)").replace(".", r"\.")):
         read_trace(path)
+
+
+def test_an_elastic_jobs_bounds_are_exported_and_replayed(tmp_path: Path) -> None:
+    # An elastic job (2..8 GPUs around 4) was exported as a rigid 4-GPU job: a what-if of an
+    # elastic policy could never resize it.
+    url = f"sqlite:///{tmp_path / 'dlsched.db'}"
+    store = Store(url)
+    store.create()
+    for seq, (job_id, low, high) in enumerate((("e", 2, 8), ("r", None, None)), 1):
+        store.add_job(JobRow(id=job_id, seq=seq, name=None, command=["sleep", "1"], env={},
+                             working_dir=None, num_gpus=4, gpu_type=None, queue="q",
+                             priority=0, min_gpus=low, max_gpus=high, checkpoint_dir="/c",
+                             work_seconds=None, status="pending", submit_time=0.0), 0.0,
+                      "submitted")
+        batch = Batch()
+        batch.attempt_started(job_id, 1, 0.0, range(4), (), "/log")
+        batch.attempt_ended(job_id, 1, 100.0, "succeeded", "")
+        batch.job(job_id, status="finished", finish_time=100.0, attempts=1, preemptions=0)
+        store.commit(batch)
+    store.close()
+    out = tmp_path / "history.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    jobs = {j.job_id: j for j in read_trace(out).jobs}
+    assert (jobs["e"].min_gpus, jobs["e"].max_gpus, jobs["e"].is_elastic) == (2, 8, True)
+    assert (jobs["r"].min_gpus, jobs["r"].max_gpus, jobs["r"].is_elastic) == (None, None, False)
+
+
+@pytest.mark.parametrize(("cells", "where"), [
+    ("5,", "min_gpus: 5 is more than num_gpus 4"),
+    (",3", "max_gpus: 3 is less than num_gpus 4"),
+    ("0,", "min_gpus: must be >= 1"),
+])
+def test_bad_elastic_bounds_name_the_field(tmp_path: Path, cells: str, where: str) -> None:
+    from dlsched.errors import InputError
+
+    path = tmp_path / "history.csv"
+    path.write_text(f"job_id,submit_time,num_gpus,duration,queue,min_gpus,max_gpus\n"
+                    f"a,0,4,10,q,{cells}\n")
+    with pytest.raises(InputError, match=r"history\.csv:2:" + where):
+        read_trace(path)

@@ -9,7 +9,8 @@ kept for comparison but not simulated: ``preemptions``, ``attempts``, ``first_st
 ``finish_time``, ``measured_jct``, ``status``, ``name``; then what each worker asked for beyond
 a whole GPU (docs/sharing.md), simulated: ``gpu_share`` (in (0, 1]; empty: 1),
 ``gpu_memory_gb``, ``mig_profile`` (one worker on a MIG instance; its share is the profile's),
-``cpus_per_gpu`` and ``memory_gb_per_gpu`` (empty: 0, not asked).
+``cpus_per_gpu`` and ``memory_gb_per_gpu`` (empty: 0, not asked); then an elastic job's
+bounds, simulated: ``min_gpus`` and ``max_gpus`` (empty: a rigid job of ``num_gpus``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ REQUIRED = ("job_id", "submit_time", "num_gpus", "duration", "queue")
 MEASURED = ("preemptions", "attempts", "first_start", "finish_time", "measured_jct", "status",
             "name")
 SHARING = ("gpu_share", "gpu_memory_gb", "mig_profile", "cpus_per_gpu", "memory_gb_per_gpu")
-OPTIONAL = ("gpu_type", "priority", *MEASURED, *SHARING)
+ELASTIC = ("min_gpus", "max_gpus")
+OPTIONAL = ("gpu_type", "priority", *MEASURED, *SHARING, *ELASTIC)
 COLUMNS = (*REQUIRED, *OPTIONAL)  # the order ``history export`` writes
 
 
@@ -46,7 +48,21 @@ def _job(ctx: RowContext) -> JobSpec:
                    num_gpus=ctx.integer("num_gpus", minimum=1),
                    work=ctx.number("duration", positive=True), queue=ctx.text("queue"),
                    gpu_types=(gpu_type,) if gpu_type else (),
-                   priority=ctx.integer("priority", optional=True) or 0, **_sharing(ctx))
+                   priority=ctx.integer("priority", optional=True) or 0, **_sharing(ctx),
+                   **_bounds(ctx))
+
+
+def _bounds(ctx: RowContext) -> dict[str, int | None]:
+    """An elastic job's ``min_gpus`` / ``max_gpus`` (None where absent), around its size."""
+    low = ctx.integer("min_gpus", optional=True, minimum=1)
+    high = ctx.integer("max_gpus", optional=True, minimum=1)
+    size = ctx.integer("num_gpus", minimum=1)
+    assert size is not None
+    if low is not None and low > size:
+        raise ctx.fail("min_gpus", f"{low} is more than num_gpus {size}")
+    if high is not None and high < size:
+        raise ctx.fail("max_gpus", f"{high} is less than num_gpus {size}")
+    return {"min_gpus": low, "max_gpus": high}
 
 
 def _sharing(ctx: RowContext) -> dict[str, Any]:
