@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 from dlsched.run_config import RunConfig
+from dlsched.wording import count_of
 
 if TYPE_CHECKING:  # the CLI imports the simulator lazily
     from dlsched.cluster.cluster import Cluster
@@ -59,11 +60,20 @@ def _ms(value: Any) -> str:
     return "-" if value is None else f"{value * 1e3:.0f}"
 
 
+def _stopped(m: dict[str, Any]) -> str:
+    """``, 3 replica stops (12 requests lost)`` when the core stopped replicas, else ''."""
+    stops = m.get("replica_stops") or 0
+    if not stops:
+        return ""
+    return (f", {count_of(stops, 'replica stop')} ({count_of(m.get('lost') or 0, 'request')} "
+            f"lost)")
+
+
 def _print(report: dict[str, Any], out: Path) -> None:
     for name, m in report["services"].items():
         latency = "-" if m["latency_p99"] is None else f"{m['latency_p99']:.1f} s"
         if "replicas_placed_late" in m:  # autoscaled: replicas came and went
-            placed = (f"{m['replicas']} replicas over the run (autoscaled from "
+            placed = (f"{count_of(m['replicas'], 'replica')} over the run (autoscaled from "
                       f"{m['replicas_requested']}, peak {m.get('replicas_peak', m['replicas'])}, "
                       f"{m['replicas_placed_late']} placed late)")
         else:
@@ -74,7 +84,7 @@ def _print(report: dict[str, Any], out: Path) -> None:
             f"{(m['slo_attainment'] or 0) * 100:.2f}%, TTFT p50/p99 {_ms(m['ttft_p50'])}/"
             f"{_ms(m['ttft_p99'])} ms, TPOT p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} "
             f"ms, latency p99 {latency}, goodput {m['goodput_rps'] or 0:.2f} req/s, "
-            f"{m['gpu_hours']:.1f} GPU-h"))
+            f"{m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
     console.print(escape(f"cluster {report['cluster']}, policy {report['policy']}, "
                          f"{report['wall_seconds']:.2f} s wall, {report['cpu_seconds']:.2f} s "
                          f"CPU -> {out / 'services.json'}"))
@@ -119,9 +129,10 @@ def replicas_command(
     for name, a in answers.items():
         tried_text = ", ".join(f"{t['replicas']}: {t['slo_attainment'] * 100:.2f}%"
                                for t in a["tried"])
-        verdict = (f"{a['replicas']} replicas" if a["replicas"] is not None
-                   else f"more than {most} replicas")
-        print(f"{name}: {verdict} reach {target * 100:g}% SLO attainment (tried {tried_text})")
+        verdict = (count_of(a["replicas"], "replica") if a["replicas"] is not None
+                   else f"more than {count_of(most, 'replica')}")
+        verb = "reaches" if a["replicas"] == 1 else "reach"
+        print(f"{name}: {verdict} {verb} {target * 100:g}% SLO attainment (tried {tried_text})")
 
 
 def register(app: typer.Typer) -> None:

@@ -125,6 +125,8 @@ def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
                                      "--out", str(tmp_path / name), *extra])
         assert result.exit_code == 0, result.output
         chat[name] = _strict_json(tmp_path / name / "services.json")["services"]["chat"]
+        said = " ".join(result.output.split())
+        assert (f"{chat[name]['replica_stops']} replica stop" in said) == (name == "failing")
     calm, failing = chat["calm"], chat["failing"]
     assert calm["lost"] == 0 and calm["replica_stops"] == 0 and calm["replica_restarts"] == 0
     assert calm["completed"] == 60

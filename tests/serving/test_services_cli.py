@@ -165,6 +165,8 @@ def test_replicas_command_finds_the_fewest_meeting_the_target(tmp_path: Path) ->
     result = runner.invoke(app, ["replicas", str(services), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["vision"]["replicas"] == 1
+    text = runner.invoke(app, ["replicas", str(services)]).output
+    assert "vision: 1 replica reaches " in text  # not "1 replicas reach"
     azure_csv(tmp_path / "reqs.csv", ["2023-11-16 18:00:00,1,1"] * 8)
     # 8 requests at once: a batch of 4 takes 130 ms, so one replica's second batch ends at
     # 0.26 s, past 150 ms; two replicas serve both batches at once
