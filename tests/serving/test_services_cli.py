@@ -62,7 +62,8 @@ def test_the_line_of_an_autoscaled_service_says_so(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     chat = json.loads((out / "services.json").read_text())["services"]["chat"]
     line = " ".join(result.output.split())
-    assert (f"chat: {chat['replicas']} replicas over the run (autoscaled from "
+    replicas = "1 replica" if chat["replicas"] == 1 else f"{chat['replicas']} replicas"
+    assert (f"chat: {replicas} over the run (autoscaled from "
             f"{chat['replicas_requested']}, peak {chat['replicas_peak']}, ") in line
     assert "replicas placed," not in line
 
