@@ -127,28 +127,10 @@ def test_what_a_worker_asked_beyond_a_whole_gpu_is_replayed(tmp_path: Path) -> N
     # the sharing fields, so the replay ran each on a whole GPU (and queued them).
     from builders import make_cluster, records_of, simulator
 
-    url = f"sqlite:///{tmp_path / 'dlsched.db'}"
-    store = Store(url)
-    store.create()
-    asked = {"h1": {"gpu_share": 0.5, "gpu_memory_gb": 8.0, "cpus_per_gpu": 2.0},
-             "h2": {"gpu_share": 0.5, "memory_gb_per_gpu": 4.0},
-             "m": {"gpu_share": 3 / 7, "mig_profile": "3g.20gb"}}
-    for seq, (job_id, fields) in enumerate(asked.items(), 1):
-        store.add_job(JobRow(id=job_id, seq=seq, name=None, command=["sleep", "1"], env={},
-                             working_dir=None, num_gpus=1, gpu_type=None, queue="q",
-                             priority=0, min_gpus=None, max_gpus=None, checkpoint_dir="/c",
-                             work_seconds=None, status="pending", submit_time=0.0, **fields),
-                      0.0, "submitted")
-        batch = Batch()
-        batch.attempt_started(job_id, 1, 0.0, range(1), (), "/log")
-        batch.attempt_ended(job_id, 1, 100.0, "succeeded", "")
-        batch.job(job_id, status="finished", finish_time=100.0, attempts=1, preemptions=0)
-        store.commit(batch)
-    store.close()
-    out = tmp_path / "history.csv"
-    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    jobs = read_trace(out).jobs
+    jobs = _exported(tmp_path, 1, {
+        "h1": {"gpu_share": 0.5, "gpu_memory_gb": 8.0, "cpus_per_gpu": 2.0},
+        "h2": {"gpu_share": 0.5, "memory_gb_per_gpu": 4.0},
+        "m": {"gpu_share": 3 / 7, "mig_profile": "3g.20gb"}})
     assert [(j.gpu_share, j.gpu_memory_gb, j.mig_profile, j.cpus_per_gpu, j.memory_gb_per_gpu)
             for j in jobs] == [(0.5, 8.0, None, 2.0, 0.0), (0.5, 0.0, None, 0.0, 4.0),
                                (pytest.approx(3 / 7), 0.0, "3g.20gb", 0.0, 0.0)]
@@ -176,25 +158,8 @@ def test_bad_sharing_cells_name_the_field(tmp_path: Path, cells: str, where: str
 def test_an_elastic_jobs_bounds_are_exported_and_replayed(tmp_path: Path) -> None:
     # An elastic job (2..8 GPUs around 4) was exported as a rigid 4-GPU job: a what-if of an
     # elastic policy could never resize it.
-    url = f"sqlite:///{tmp_path / 'dlsched.db'}"
-    store = Store(url)
-    store.create()
-    for seq, (job_id, low, high) in enumerate((("e", 2, 8), ("r", None, None)), 1):
-        store.add_job(JobRow(id=job_id, seq=seq, name=None, command=["sleep", "1"], env={},
-                             working_dir=None, num_gpus=4, gpu_type=None, queue="q",
-                             priority=0, min_gpus=low, max_gpus=high, checkpoint_dir="/c",
-                             work_seconds=None, status="pending", submit_time=0.0), 0.0,
-                      "submitted")
-        batch = Batch()
-        batch.attempt_started(job_id, 1, 0.0, range(4), (), "/log")
-        batch.attempt_ended(job_id, 1, 100.0, "succeeded", "")
-        batch.job(job_id, status="finished", finish_time=100.0, attempts=1, preemptions=0)
-        store.commit(batch)
-    store.close()
-    out = tmp_path / "history.csv"
-    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
-    assert result.exit_code == 0, result.output
-    jobs = {j.job_id: j for j in read_trace(out).jobs}
+    exported = _exported(tmp_path, 4, {"e": {"min_gpus": 2, "max_gpus": 8}, "r": {}})
+    jobs = {j.job_id: j for j in exported}
     assert (jobs["e"].min_gpus, jobs["e"].max_gpus, jobs["e"].is_elastic) == (2, 8, True)
     assert (jobs["r"].min_gpus, jobs["r"].max_gpus, jobs["r"].is_elastic) == (None, None, False)
 
@@ -212,3 +177,27 @@ def test_bad_elastic_bounds_name_the_field(tmp_path: Path, cells: str, where: st
                     f"a,0,4,10,q,{cells}\n")
     with pytest.raises(InputError, match=r"history\.csv:2:" + where):
         read_trace(path)
+
+
+def _exported(tmp_path: Path, gpus: int, jobs: dict[str, dict]) -> tuple:
+    """The jobs read back from ``history export`` of a service database where each of
+    ``jobs`` (id -> JobRow fields beyond the defaults) ran once on ``gpus`` GPUs, 0-100 s."""
+    url = f"sqlite:///{tmp_path / 'dlsched.db'}"
+    store = Store(url)
+    store.create()
+    for seq, (job_id, fields) in enumerate(jobs.items(), 1):
+        row = {"min_gpus": None, "max_gpus": None, **fields}
+        store.add_job(JobRow(id=job_id, seq=seq, name=None, command=["sleep", "1"], env={},
+                             working_dir=None, num_gpus=gpus, gpu_type=None, queue="q",
+                             priority=0, checkpoint_dir="/c", work_seconds=None,
+                             status="pending", submit_time=0.0, **row), 0.0, "submitted")
+        batch = Batch()
+        batch.attempt_started(job_id, 1, 0.0, range(gpus), (), "/log")
+        batch.attempt_ended(job_id, 1, 100.0, "succeeded", "")
+        batch.job(job_id, status="finished", finish_time=100.0, attempts=1, preemptions=0)
+        store.commit(batch)
+    store.close()
+    out = tmp_path / "history.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return read_trace(out).jobs

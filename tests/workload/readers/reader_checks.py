@@ -35,3 +35,11 @@ def skip_counts(path: Path, fmt: str | None, good_rows: int,
     assert len(trace) == good_rows
     assert str(path) in trace.warnings[0]
     return trace
+
+
+def bad_third_line(path: Path, fmt: str | None, field: str | None,
+                   options: ReaderOptions | None = None) -> None:
+    """A file of a header, one good row and a bad one: reading fails at ``path:3:field``, and
+    with ``skip_invalid`` the bad row is one counted warning beside the good one."""
+    expect_error(path, fmt, 3, field, options)
+    skip_counts(path, fmt, 1, options)
