@@ -19,6 +19,7 @@ file, the line and the field.
 from __future__ import annotations
 
 import csv
+import functools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -87,6 +88,7 @@ FORMATS: dict[tuple[str, ...], tuple[str, Callable[[_Row], Node]]] = {
 PAI_COLUMNS = ("machine", "gpu_type", "cap_cpu", "cap_mem", "cap_gpu")
 
 
+@functools.cache
 def known_type(model: str) -> str:
     """The known GPU type a product name means (``A100-SXM4-80GB`` -> ``A100-80G``), else the
     name as given."""
