@@ -23,6 +23,7 @@ from dlsched.sim.failures import (
     FailureProcess,
     llama3_model,
     load_failure_yaml,
+    resolve_failure_model,
 )
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.job import JobSpec, JobStatus
@@ -79,6 +80,39 @@ def test_run_file_errors_name_file_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"f.yaml:3:categories\[0\].rate_per_gpu_day: must "
                                          r"be a number >= 0"):
         load_failure_yaml(model)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 0.01\n    repair_hour: 24\n",
+                 r"f.yaml:4:categories\[0\].repair_hour: unknown key 'repair_hour' \(did you "
+                 r"mean 'repair_hours'\?\)", id="typo-in-a-category"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 0.01\nseed: 3\n",
+                 r"f.yaml:4:seed: unknown key 'seed'; known keys: categories", id="top-level"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 0.01\n"
+                 "  - name: gpu\n    rate_per_gpu_day: 0.02\n",
+                 r"f.yaml:4:categories\[1\].name: 'gpu' is named twice", id="same-name"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: .inf\n",
+                 r"f.yaml:3:categories\[0\].rate_per_gpu_day: must be finite", id="inf-rate"),
+])
+def test_failure_yaml_refuses_what_it_would_ignore(tmp_path: Path, text: str,
+                                                   message: str) -> None:
+    """A misspelt ``repair_hour`` was ignored (repairs of 0 h, silently); two causes of one
+    name merged their rows; an infinite rate was a numpy 'Probabilities contain NaN'."""
+    model = tmp_path / "f.yaml"
+    model.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_failure_yaml(model)
+
+
+def test_failure_yaml_may_lose_a_node_for_good(tmp_path: Path) -> None:
+    model = tmp_path / "f.yaml"
+    model.write_text("categories:\n  - {name: gpu, rate_per_gpu_day: 0.01, repair_hours: .inf}\n")
+    assert load_failure_yaml(model).categories[0].repair_hours == math.inf
+
+
+def test_llama3_times_infinity_is_refused() -> None:
+    with pytest.raises(ConfigError, match="llama3xK needs a finite number K >= 0"):
+        resolve_failure_model("llama3xinf")
 
 
 def _record_segments(sim: Simulator) -> dict[str, float]:
