@@ -371,6 +371,9 @@ class Scheduler:
         for node in changed:
             self.node_version[node] += 1
         self.down_nodes = nodes
+        if changed and self.resilience is not None:
+            down = sum(int(self.cluster.node_gpus[node]) for node in nodes)
+            self.resilience.gpus_up(self.clock.now(), self.cluster.num_gpus - down)
         return bool(changed)
 
     def fail(self, job_id: str, reason: str) -> None:
