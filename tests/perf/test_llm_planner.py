@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -75,3 +76,28 @@ def test_sync_stale_sync_async_trade_throughput_for_staleness() -> None:
     assert sync.steps_per_second < ssp.steps_per_second < asyn.steps_per_second
     assert sync.statistical_efficiency == 1 > ssp.statistical_efficiency > \
         asyn.statistical_efficiency
+
+
+@pytest.mark.parametrize("gpu_type", ["A100", "A100-80G", "H100"])
+def test_llm_rates_fit_the_memory_of_the_gpu_type_they_name(gpu_type: str) -> None:
+    """The ``llm`` throughput model, ``llm-size``'s sizes and the resilience layouts plan on
+    ``FABRICS[type]``: "A100" (40 GB, elasticflow-128, sia-64) was Selene's 80 GB, so
+    llama2-70b on 16 A100 ran dp=1 tp=2 pp=8 at 79.8 GB a GPU where `dlsched plan
+    --cluster elasticflow-128` finds nothing that fits."""
+    from dlsched.perf.llm.hardware import GPU_SPECS
+    from dlsched.perf.llm.sizes import feasible_sizes
+
+    memory = GPU_SPECS[gpu_type].memory_gb
+    for model in ("llama2-70b", "megatron-1.7b"):
+        for option in feasible_sizes(model, gpu_type, 1, 64):
+            assert option.estimate.memory_gb_per_gpu <= memory
+
+
+def test_llm_job_on_16_a100_40gb_agrees_with_plan() -> None:
+    from dlsched.perf.llm.throughput import best_estimate
+
+    cluster = fabric_of(resolve_cluster("elasticflow-128"))
+    assert cluster.gpu.name == "A100"
+    assert plan(BUILTIN_MODELS["llama2-70b"], 16, cluster, MODERN) == []
+    assert best_estimate("llama2-70b", 16, "A100") is None
+    assert best_estimate("llama2-70b", 16, "A100-80G") is not None
