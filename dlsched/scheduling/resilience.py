@@ -99,7 +99,7 @@ class ResilienceBook:
     def settled(self, job: Job, start: float, now: float, gpus: float) -> None:
         """Charge the checkpoint stalls of a run segment that ran from ``start`` to ``now``."""
         losses = self.jobs.get(job.job_id)
-        if losses is None or math.isinf(losses.interval) or now <= start:
+        if losses is None or math.isinf(losses.interval) or losses.delta <= 0 or now <= start:
             return
         stalled = (now - start) * losses.delta / (losses.interval + losses.delta)
         losses.checkpoint_gpu_seconds += stalled * gpus
@@ -109,6 +109,8 @@ class ResilienceBook:
         losses = self.of(job.job_id)
         if math.isinf(losses.interval):
             return losses.segment_work
+        if losses.interval == 0:  # free checkpoints, taken continuously
+            return job.work_done(now)
         period = losses.interval + losses.delta
         done = math.floor(max(0.0, now - job.productive_from) / period)
         saved = losses.segment_work + done * losses.interval * losses.raw_rate
@@ -138,4 +140,4 @@ class ResilienceBook:
 
 def _efficiency(interval: float, delta: float) -> float:
     """Share of running time that trains (``sim.checkpoint.efficiency``)."""
-    return 1.0 if math.isinf(interval) else interval / (interval + delta)
+    return 1.0 if math.isinf(interval) or delta <= 0 else interval / (interval + delta)

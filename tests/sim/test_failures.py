@@ -211,6 +211,27 @@ def test_adaptive_rate_divides_by_the_gpus_that_were_up() -> None:
     assert book.rate_per_gpu_second(3000.0) == pytest.approx((2 + 1) / (exposure + 1 / prior))
 
 
+@pytest.mark.parametrize("rule", ["young", "daly", "adaptive"])
+def test_free_checkpoints_lose_no_work(rule: str) -> None:
+    """``--checkpoint-cost 0``: Young's interval sqrt(2 delta M) tends to 0, so nothing is
+    lost. The rules returned an infinite interval for delta = 0 (never checkpoint), so every
+    failure threw away all work since the start: a 3-day 64-GPU job under llama3x100 took
+    16,472 h (ETTR 0.4%) at cost 0 against 72 h at cost 0.001 s."""
+    from dlsched.sim.failures import Failure
+
+    model = FailureModel("m", (FailureCategory("gpu", 1.0, 1.0),))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 0.0, 4, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(restart_overhead=0.0, failures=model,
+                              checkpoint=CheckpointPlan(rule, 0.0)))
+    assert sim.failures is not None
+    sim.failures.process.rate = 0.0  # only the injected failure
+    sim.failures.inject(Failure(500.0, 0, "gpu", 3600.0))
+    record = sim.run().jobs[0]
+    assert record.failures == 1 and record.lost_work == 0
+    assert record.finish_time == pytest.approx(1000.0)  # resumed on n1 at once, at 500 done
+
+
 def _node_1_down_from_10_to_410_s(policy: str, specs: tuple[JobSpec, ...]) -> dict:
     """The records of ``specs`` on two nodes of 4 GPUs whose node 1 fails at 10 s for 400 s
     (the only failure: injected)."""
