@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.errors import ConfigError
 from dlsched.gcpause import gc_paused
 from dlsched.perf.model import ThroughputModel, get_throughput_model
 from dlsched.scheduling.decisions import CycleResult
@@ -275,6 +276,10 @@ class _FailureEvents:
         self.sim = sim
         self.process = FailureProcess(config.failures, sim.cluster, config.seed)
         nodes = sim.cluster.num_nodes
+        if not 0 <= config.hot_spares < nodes:
+            raise ConfigError(f"--hot-spares {config.hot_spares}: the cluster "
+                              f"{sim.cluster.name} has {nodes} nodes; at most {nodes - 1} "
+                              "can be held back as spares")
         self.spares = list(range(nodes - config.hot_spares, nodes))
         self.wanted_spares = config.hot_spares
         self.pending = 0

@@ -232,6 +232,16 @@ def test_free_checkpoints_lose_no_work(rule: str) -> None:
     assert record.finish_time == pytest.approx(1000.0)  # resumed on n1 at once, at 500 done
 
 
+@pytest.mark.parametrize("spares", [2, 3, 100])
+def test_more_hot_spares_than_the_cluster_can_spare_is_a_config_error(spares: int) -> None:
+    """``--hot-spares 100`` on a 16-node cluster was an IndexError traceback."""
+    with pytest.raises(ConfigError, match=rf"--hot-spares {spares}: the cluster test has 2 "
+                                          r"nodes; at most 1 can be held back as spares"):
+        Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                  Trace("t", (JobSpec("j", 0.0, 4, work=10.0),)), build_policy("fifo"),
+                  SimConfig(failures=llama3_model(), hot_spares=spares))
+
+
 def _node_1_down_from_10_to_410_s(policy: str, specs: tuple[JobSpec, ...]) -> dict:
     """The records of ``specs`` on two nodes of 4 GPUs whose node 1 fails at 10 s for 400 s
     (the only failure: injected)."""
