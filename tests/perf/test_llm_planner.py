@@ -70,6 +70,13 @@ def test_plan_bad_input_exits_2_naming_the_problem(tmp_path) -> None:  # noqa: A
     assert result.exit_code == 2 and "--gpus must be >= 1" in result.output
 
 
+def test_plan_negative_top_is_refused_not_one_row_short() -> None:
+    """``--top -1`` listed every configuration but the slowest (found[:-1]), silently."""
+    result = runner.invoke(app, ["plan", "megatron-1.7b", "--gpus", "4", "--cluster",
+                                 "megatron-selene", "--json", "--top", "-1"])
+    assert result.exit_code == 2 and "--top must be >= 0 (0: all), got -1" in result.output
+
+
 def test_sync_stale_sync_async_trade_throughput_for_staleness() -> None:
     sync, ssp, asyn = compare_sync_modes(64, 1.0, 0.2, 0.1, staleness_bound=3,
                                          staleness_cost=0.01)

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dlsched.errors import DlschedError
+from dlsched.errors import ConfigError, DlschedError
 
 plan_app = typer.Typer(add_completion=False)
 console = Console(stderr=True, soft_wrap=True, emoji=False)
@@ -40,6 +40,8 @@ def plan_command(
     from dlsched.perf.llm.planner import plan
 
     try:
+        if top < 0:  # found[:-1] would silently drop the slowest
+            raise ConfigError(f"--top must be >= 0 (0: all), got {top}")
         llm = resolve_model(model)
         fabric = fabric_of(resolve_cluster(cluster))
         found = plan(llm, gpus, fabric, MEGATRON_2021 if megatron_2021 else MODERN,
