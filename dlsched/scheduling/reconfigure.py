@@ -100,8 +100,13 @@ class Reconfigurer:
         the others restart on it from the checkpoint (None: the core's restart path)."""
         return Reshape(moved, False, self.overhead) if self.policy == "oobleck" else None
 
-    def shrink(self, job: Job, down: frozenset[int]) -> Reshape | None:
-        """The job's GPUs left after a failure of the ``down`` nodes, or None (restart)."""
+    def shrink(self, job: Job, down: frozenset[int],
+               free: list[list[int]] | None = None) -> Reshape | None:
+        """The job's GPUs after a failure of the ``down`` nodes: its surviving GPUs (whole
+        replicas for ``elastic``) plus whole groups or replicas of the ``free`` GPUs of up
+        nodes (one list per node) up to its size, or None (restart). Free GPUs are taken at
+        once: a job left below its size beside idle GPUs waited for a repair or for some
+        other job to finish before it grew back."""
         gpu_node = self.gpu_node
         layout = job_layout(job.spec, self.type_of(job), self.policy == "oobleck")
         alive = [g for g in job.allocation if gpu_node[g] not in down]
@@ -112,22 +117,29 @@ class Reconfigurer:
             rollback = layout.sharded_states
         else:
             rollback = False
-        if len(alive) < layout.min_gpus or len(alive) % layout.group_gpus:
+        gpus = self._extend(job, layout, tuple(alive), free or [])
+        if len(gpus) < layout.min_gpus or len(gpus) % layout.group_gpus:
             return None
-        return Reshape(tuple(alive), rollback, self.overhead)
+        return Reshape(gpus, rollback, self.overhead)
 
     def grow(self, job: Job, free: list[list[int]]) -> Reshape | None:
         """Add whole groups (``oobleck``) or whole replicas (``elastic``) from ``free`` (free
         GPUs of usable nodes, one list per node) up to the job's requested size."""
         layout = job_layout(job.spec, self.type_of(job), self.policy == "oobleck")
+        gpus = self._extend(job, layout, job.allocation, free)
+        return None if len(gpus) == len(job.allocation) else Reshape(gpus, False,
+                                                                    self.overhead)
+
+    def _extend(self, job: Job, layout: Layout, gpus: tuple[int, ...],
+                free: list[list[int]]) -> tuple[int, ...]:
+        """``gpus`` and as many whole groups (replicas for ``elastic``) of ``free`` as the
+        job's size has room for."""
         group = layout.group_gpus
-        missing = job.spec.num_gpus - len(job.allocation)
+        missing = job.spec.num_gpus - len(gpus)
         step = layout.replica_gpus if self.policy == "elastic" else group
-        pool = [g for gpus in free for g in gpus[:len(gpus) // group * group]]
+        pool = [g for node in free for g in node[:len(node) // group * group]]
         take = min(missing, len(pool)) // step * step
-        if take <= 0:
-            return None
-        return Reshape(job.allocation + tuple(pool[:take]), False, self.overhead)
+        return gpus + tuple(pool[:take]) if take > 0 else gpus
 
     @property
     def rates_every_launch(self) -> bool:

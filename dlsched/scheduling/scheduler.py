@@ -235,8 +235,9 @@ class Scheduler:
             moved = self._spare_gpus(job, node, spare) if spare is not None else None
             reshape = None
             if self.reconfigurer is not None:
-                reshape = (self.reconfigurer.shrink(job, self.down_nodes) if moved is None
-                           else self.reconfigurer.on_spare(moved))
+                reshape = (self.reconfigurer.shrink(job, self.down_nodes,
+                                                    self._free_gpus_for(job))
+                           if moved is None else self.reconfigurer.on_spare(moved))
             if reshape is not None:
                 self._reshape_after_failure(job, reshape, now, category)
                 continue
