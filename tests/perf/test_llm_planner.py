@@ -108,3 +108,23 @@ def test_llm_job_on_16_a100_40gb_agrees_with_plan() -> None:
     assert plan(BUILTIN_MODELS["llama2-70b"], 16, cluster, MODERN) == []
     assert best_estimate("llama2-70b", 16, "A100") is None
     assert best_estimate("llama2-70b", 16, "A100-80G") is not None
+
+
+def test_a_single_stage_of_an_untied_model_holds_both_embedding_tables() -> None:
+    """With pp = 1 one stage holds Llama's input embedding and its (untied) output layer;
+    the memory counted one table, so `plan llama2-70b --gpus 32` called dp=8 tp=4 pp=1 mb=2
+    ZeRO-2 feasible at 79.93 GB on 80 GB GPUs where it needs 80.18."""
+    from dlsched.perf.llm.memory import memory_use, model_state_bytes
+    from dlsched.perf.llm.parallel import ParallelConfig
+
+    llama = BUILTIN_MODELS["llama2-70b"]
+    config = ParallelConfig(8, 4, 1, 2, 2, 1, 1.0)
+    gathered = 4.0 * llama.layer_params / 4  # ZeRO-2's one layer of weights and gradients
+    assert memory_use(llama, config, MODERN).model_states == pytest.approx(
+        model_state_bytes(llama.params / 4, 2, 8) + gathered)
+    for e in plan(llama, 32, SELENE, MODERN):
+        assert e.memory_gb_per_gpu <= SELENE.gpu.memory_gb
+        if e.config.pp == 1:
+            assert e.memory.model_states >= model_state_bytes(
+                llama.params / e.config.tp, e.config.zero_stage, e.config.dp)
+    assert not any(e.config == config for e in plan(llama, 32, SELENE, MODERN))
