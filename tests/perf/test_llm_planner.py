@@ -128,3 +128,16 @@ def test_a_single_stage_of_an_untied_model_holds_both_embedding_tables() -> None
             assert e.memory.model_states >= model_state_bytes(
                 llama.params / e.config.tp, e.config.zero_stage, e.config.dp)
     assert not any(e.config == config for e in plan(llama, 32, SELENE, MODERN))
+
+
+def test_plan_on_a_mixed_cluster_uses_its_largest_known_gpu_type() -> None:
+    """sia-64 (16 A100, 24 RTX 2080 Ti, 24 T4) was refused: 'GPU type RTX2080Ti: no peak
+    FLOP/s known', its most common type, though its A100s are known."""
+    fabric = fabric_of(resolve_cluster("sia-64"))
+    assert (fabric.gpu.name, fabric.num_gpus) == ("A100", 16)
+    result = runner.invoke(app, ["plan", "megatron-1.7b", "--gpus", "32", "--cluster",
+                                 "sia-64"])
+    assert result.exit_code == 2 and "--gpus 32: the cluster has 16 A100 GPUs" in result.output
+    result = runner.invoke(app, ["plan", "megatron-1.7b", "--gpus", "8", "--cluster", "philly"])
+    assert result.exit_code == 2
+    assert "cluster philly: none of its GPU types (P100) has peak FLOP/s known" in result.output
