@@ -48,6 +48,21 @@ def test_llama2_70b_on_64_a100() -> None:
     assert 0.4 < best.mfu < 0.72
 
 
+def test_llama2_70b_example_of_docs_llm_md_is_what_plan_prints() -> None:
+    """docs/llm.md said 150.6 s and MFU 62.0%; plan printed 150.82 s, 61.9%."""
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[2] / "docs" / "llm.md").read_text().split())
+    found = re.search(r"no recomputation, ([\d.]+) s per 4M-token iteration, MFU ([\d.]+)%, "
+                      r"([\d.]+) GB per GPU", text)
+    assert found is not None
+    best = plan(BUILTIN_MODELS["llama2-70b"], 64, SELENE, MODERN)[0]
+    assert f"{best.iteration_seconds:.1f}" == found[1]
+    assert f"{100 * best.mfu:.1f}" == found[2]
+    assert f"{best.memory_gb_per_gpu:.1f}" == found[3]
+
+
 def test_plan_json_lists_configurations_best_first() -> None:
     result = runner.invoke(app, ["plan", "llama2-70b", "--gpus", "64", "--cluster",
                                  "megatron-selene", "--json", "--top", "3"])
