@@ -242,6 +242,41 @@ def test_more_hot_spares_than_the_cluster_can_spare_is_a_config_error(spares: in
                   SimConfig(failures=llama3_model(), hot_spares=spares))
 
 
+def test_a_job_waiting_for_a_repair_is_not_stopped_as_stalled() -> None:
+    """An 8-GPU job on two 4-GPU nodes, one of them down for 24 h (a GPU failure's repair):
+    with 60 s rounds the stall check (1,000 idle cycles) ended the run after 16.7 h with the
+    job unfinished, 'nothing could start', as if it never could."""
+    from dlsched.sim.failures import Failure
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))  # injected only
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 100.0, 8, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(restart_overhead=0.0, round_seconds=60.0, failures=quiet))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", 24 * 3600.0))
+    result = sim.run()
+    assert sim.stalled_at is None
+    record = result.jobs[0]
+    assert record.status == JobStatus.FINISHED.value
+    assert record.first_start == pytest.approx(10.0 + 24 * 3600)  # at the repair
+
+
+def test_a_job_that_no_repair_helps_still_stops_the_run() -> None:
+    """The wait is bounded: the repairs pending when the run first looks stalled; a node lost
+    for good (an infinite repair) is not waited for."""
+    from dlsched.sim.failures import Failure
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 100.0, 8, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(restart_overhead=0.0, round_seconds=60.0, failures=quiet,
+                              stall_cycles=5))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", float("inf")))  # lost for good
+    sim.run()
+    assert sim.stalled_at is not None and sim.stalled_at < 1000
+
+
 def _node_1_down_from_10_to_410_s(policy: str, specs: tuple[JobSpec, ...]) -> dict:
     """The records of ``specs`` on two nodes of 4 GPUs whose node 1 fails at 10 s for 400 s
     (the only failure: injected)."""
