@@ -202,3 +202,22 @@ def test_a_shrunk_job_takes_free_gpus_at_once(policy: str) -> None:
     segments = [(s.start, sorted({g // 4 for g in s.gpus})) for s in sim.core.segments.all()]
     assert segments == [(0.0, [0, 1]), (100.0, [1, 2])]
     assert record.lost_work == 0 and record.finish_time == pytest.approx(1000.0)
+
+
+@pytest.mark.parametrize("policy", ["llm-size", "gavel-maxmin", "gavel-las", "pack-aware",
+                                    "fifo", "tiresias", "gandiva"])
+@pytest.mark.parametrize("resilience", ["elastic", "oobleck"])
+def test_a_policy_that_keeps_running_jobs_may_keep_a_shrunk_one(policy: str,
+                                                                resilience: str) -> None:
+    """A policy that re-decides running jobs and keeps them as they run (llm-size, Gavel's
+    rounds, pack-aware) ended the run with 'AllocationError: llm-size: gave j 4 workers, it
+    may run with 8..8' once a failure had shrunk a rigid 8-GPU job to 4."""
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 0.0, 8, work=1000.0),
+                                JobSpec("k", 50.0, 4, work=100.0))), build_policy(policy),
+                    SimConfig(restart_overhead=0.0, failures=QUIET, resilience=resilience))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(100.0, 0, "gpu", 500.0))
+    result = sim.run()
+    assert all(j.status == JobStatus.FINISHED.value for j in result.jobs)
+    assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)
