@@ -69,6 +69,8 @@ def research_jobs(days: float, rate: float, seed: int) -> tuple[JobSpec, ...]:
     from dlsched.workload.synthetic import generate
 
     jobs = int(days * 24 * rate)
+    if jobs == 0:  # research_rate=0: the pre-training job alone beside an idle tenant
+        return ()
     trace = generate(jobs, rate, seed, resolve_trace("philly-sample"))
     return tuple(replace(s, job_id=f"research-{i:05d}", queue="research", pool=None,
                          gpu_types=()) for i, s in enumerate(trace.jobs))
