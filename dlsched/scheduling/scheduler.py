@@ -192,6 +192,8 @@ class Scheduler:
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
         self._release(job)
+        if self.reconfigurer is not None:
+            self.reconfigurer.sizes.pop(job_id, None)
         if self.reshaped:
             self.reshaped.discard(job_id)
             self._grow_back()
@@ -323,7 +325,8 @@ class Scheduler:
         if kept is not None:
             job.done_work = kept
         job.resizes += 1
-        full = len(reshape.gpus) == job.spec.num_gpus
+        assert self.reconfigurer is not None
+        full = len(reshape.gpus) == self.reconfigurer.size_of(job)
         (self.reshaped.discard if full else self.reshaped.add)(job.job_id)
         self._launch(job, reshape.gpus, (1.0,) * len(reshape.gpus), now, reshape.overhead)
 
@@ -471,6 +474,7 @@ class Scheduler:
             self._halt(job, now)
         for job, resize in moving:
             job.resizes += 1
+            self._sized_by_policy(job, len(resize.gpus))
             job.host = resize.host
             self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
         for start in result.starts:
@@ -526,9 +530,17 @@ class Scheduler:
         own free arrays (the fast lane's placement, fast_start.py)."""
         self._start(job, start, self.clock.now(), booked=True)
 
+    def _sized_by_policy(self, job: Job, size: int) -> None:
+        """A policy started or resized a job it sizes itself: that is the size a failure
+        shrinks it from and it grows back to (``Reconfigurer.sizes``)."""
+        if self.reconfigurer is not None and job.spec.is_elastic:
+            self.reconfigurer.sizes[job.job_id] = size
+            self.reshaped.discard(job.job_id)
+
     def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
         job.set_status(JobStatus.RUNNING)
         self.reshaped.discard(job.job_id)
+        self._sized_by_policy(job, len(start.gpus))
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
@@ -556,7 +568,8 @@ class Scheduler:
         reconfigurer = self.reconfigurer
         if reconfigurer is not None and (reconfigurer.rates_every_launch
                                          or job.job_id in self.reshaped):
-            job.rate = reconfigurer.rate(spec, self.placement_of(job))
+            job.rate = reconfigurer.rate(spec, self.placement_of(job),
+                                         reconfigurer.size_of(job))
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
             # scaling on one type) is asked without a Placement, for an unshared job.

@@ -221,3 +221,37 @@ def test_a_policy_that_keeps_running_jobs_may_keep_a_shrunk_one(policy: str,
     result = sim.run()
     assert all(j.status == JobStatus.FINISHED.value for j in result.jobs)
     assert all(j.work_done == pytest.approx(j.work) for j in result.jobs)
+
+
+@pytest.mark.parametrize("resilience", ["elastic", "oobleck"])
+def test_a_job_the_policy_sized_shrinks_from_and_grows_back_to_that_size(
+        resilience: str) -> None:
+    """llm-size gives a ``model_job`` (llama2-70b, 16..64 GPUs) 64 GPUs. The resilience
+    layouts planned its requested minimum (16) instead: elastic dropped 16-GPU "replicas"
+    (64 -> 48), rated 48 GPUs from the 16-GPU configuration, and never grew back (16 - 48
+    GPUs missing): it finished at 1,247,773 s against 723,305 s now."""
+    from dlsched.perf.llm.sizes import model_job
+
+    job = model_job("m", "llama2-70b", 2e10, gpu_type="A100-80G", max_gpus=64)
+    assert (job.num_gpus, job.max_gpus) == (16, 64)
+    sim = Simulator(cluster_of(*(Node(f"n{i}", "A100-80G", 8, rack=f"r{i // 4}")
+                                 for i in range(8))),
+                    Trace("t", (job,), throughput="llm"), build_policy("llm-size"),
+                    SimConfig(restart_overhead=60.0, failures=QUIET, resilience=resilience),
+                    throughput=LlmThroughput())
+    assert sim.failures is not None
+    sim.failures.inject(Failure(FAIL_AT, 0, "gpu", REPAIR))
+    rates: list[tuple[float, int, float]] = []
+    start = sim.core.executor.start
+
+    def on_start(j, now):  # noqa: ANN001, ANN202
+        rates.append((now, len(j.allocation), sim.core.resilience.of(j.job_id).raw_rate))
+        start(j, now)
+
+    sim.core.executor.start = on_start
+    record = sim.run().jobs[0]
+    assert [(t, n) for t, n, _ in rates] == [(0.0, 64), (FAIL_AT, 56), (FAIL_AT + REPAIR, 64)]
+    full = rates[0][2]
+    assert rates[2][2] == pytest.approx(full)
+    assert 0.8 * full < rates[1][2] < full  # 7 of 8 replicas (nodes), not 3 of 4
+    assert record.status == JobStatus.FINISHED.value
