@@ -156,3 +156,16 @@ def test_plan_on_a_mixed_cluster_uses_its_largest_known_gpu_type() -> None:
     result = runner.invoke(app, ["plan", "megatron-1.7b", "--gpus", "8", "--cluster", "philly"])
     assert result.exit_code == 2
     assert "cluster philly: none of its GPU types (P100) has peak FLOP/s known" in result.output
+
+
+def test_plan_says_when_no_split_of_the_gpus_exists() -> None:
+    """1,000 GPUs for gpt3-175b: no dp x tp x pp divides its batch and layers; the error said
+    'no configuration fits on 1000 GPUs (A100-80G, 80 GB)', as if memory were the limit."""
+    result = runner.invoke(app, ["plan", "gpt3-175b", "--gpus", "1000", "--cluster",
+                                 "megatron-selene"])
+    assert result.exit_code == 1
+    assert "no way to split 1000 GPUs for gpt3-175b" in " ".join(result.output.split())
+    result = runner.invoke(app, ["plan", "megatron-1t", "--gpus", "8", "--cluster",
+                                 "megatron-selene"])
+    assert result.exit_code == 1 and "no configuration of megatron-1t fits on 8 GPUs" in \
+        " ".join(result.output.split())
