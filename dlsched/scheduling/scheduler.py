@@ -24,9 +24,10 @@ from dlsched.scheduling.bucket_scan import bucket_of, scans_by_bucket
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.fast_start import FastLane, lane_applies
+from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.journal import RunningJournal
-from dlsched.scheduling.placement import max_workers, static_shape
+from dlsched.scheduling.placement import first_refusal, max_workers, static_shape
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
@@ -171,13 +172,19 @@ class Scheduler:
             job.finish_time = job.queued_since
             counted = (" (counting the CPUs, host and GPU memory each worker asks for)"
                        if spec.asks_beyond_gpus else "")
+            why = f" ({self._refusal(job)})" if most == 0 else ""
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
-                                  f"may use have {most}{counted}")
+                                  f"may use have {most}{counted}{why}")
             if self.on_terminal is not None:
                 self.on_terminal(job)
             return job
         self._enqueue(job)
         return job
+
+    def _refusal(self, job: Job) -> Status:
+        """Which filter leaves a job no node at all (``runnable``: rated 0 everywhere)."""
+        return first_refusal(CycleState.begin(self.snapshot(running=False)), job,
+                             self.profile.filters)
 
     def _enqueue(self, job: Job) -> None:
         for hook in self._waiting_hooks:
