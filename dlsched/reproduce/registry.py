@@ -9,6 +9,7 @@ framework joins each measured value with its reference number (``published.csv``
 from __future__ import annotations
 
 import importlib
+import math
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,6 +59,50 @@ def chosen_policies(text: str | None, known: tuple[str, ...]) -> tuple[str, ...]
         raise ConfigError(f"--opt policies: {unknown[0] if unknown else text!r} is not one of "
                           f"{', '.join(known)}")
     return chosen
+
+
+def whole_option(options: Mapping[str, str], key: str, default: int | None,
+                 minimum: int = 1) -> int | None:
+    """``--opt key=N`` as a whole number >= ``minimum`` (``default`` when absent); anything
+    else is a ConfigError naming the option, not a traceback."""
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise ConfigError(f"--opt {key}: {text!r} is not a whole number >= {minimum}")
+    return value
+
+
+def number_option(options: Mapping[str, str], key: str, default: float,
+                  minimum: float = 0.0, above: bool = False) -> float:
+    """``--opt key=X`` as a finite number >= ``minimum`` (> with ``above``)."""
+    text = options.get(key)
+    if text is None:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and (value > minimum if above else value >= minimum)):
+        bound = f"> {minimum:g}" if above else f">= {minimum:g}"
+        raise ConfigError(f"--opt {key}: {text!r} is not a number {bound}")
+    return value
+
+
+def whole_list_option(options: Mapping[str, str], key: str,
+                      default: tuple[int, ...]) -> tuple[int, ...]:
+    """``--opt key=1,2,3``: comma-separated whole numbers >= 0."""
+    text = options.get(key)
+    if text is None:
+        return default
+    items = [item.strip() for item in text.split(",")]
+    if not items or not all(item.isdigit() for item in items):
+        raise ConfigError(f"--opt {key}: {text!r} is not comma-separated whole numbers")
+    return tuple(int(item) for item in items)
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,9 @@ def _check(allocator: AllocatePlugin, state: CycleState,
         if not target.nodes:
             continue
         low, high = bounds(job)
-        if not low <= target.num_workers <= high:
+        # a running job may keep the size it runs at: one shrunk by a node failure under
+        # ``--resilience elastic/oobleck`` runs below a rigid size (scheduling/reconfigure.py)
+        if not low <= target.num_workers <= high and target.num_workers != len(job.allocation):
             raise AllocationError(f"{name}: gave {job_id} {target.num_workers} workers, it may "
                                   f"run with {low}..{high}")
         nodes = target.nodes  # sorted (``Assignment``): the first and last bound them all

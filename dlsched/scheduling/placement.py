@@ -135,8 +135,14 @@ def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin])
     for plugin in filters:
         mask = plugin.filter(state, job, mask)
         if not mask.any():
-            return unschedulable(plugin.name, "no node passes this filter")
+            return unschedulable(plugin.name, getattr(plugin, "refusal",
+                                                      "no node passes this filter"))
     return unschedulable("filter", "no node passes the filters")
+
+
+def first_refusal(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> Status:
+    """The first filter that leaves the job no node at all (every GPU free)."""
+    return _first_failure(state, job, filters)
 
 
 def gpu_nodes(cluster: Cluster) -> list[int]:

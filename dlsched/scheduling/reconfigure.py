@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlsched.errors import ConfigError
@@ -90,6 +90,17 @@ class Reconfigurer:
         self.throughput = throughput
         self.restart_overhead = restart_overhead
         self.reconfigure_seconds = reconfigure_seconds
+        # The size a policy last gave a job it sizes itself (``JobSpec.is_elastic``: llm-size,
+        # Pollux...): the size a failure shrinks it from and it grows back to. A rigid job's
+        # is its ``num_gpus``.
+        self.sizes: dict[str, int] = {}
+
+    def size_of(self, job: Job) -> int:
+        return self.sizes.get(job.job_id, job.spec.num_gpus)
+
+    def sized(self, spec: JobSpec, size: int) -> JobSpec:
+        """``spec`` at ``size`` GPUs: the planner's layout of the size the job runs at."""
+        return spec if size == spec.num_gpus else replace(spec, num_gpus=size)
 
     @property
     def overhead(self) -> float:
@@ -100,10 +111,16 @@ class Reconfigurer:
         the others restart on it from the checkpoint (None: the core's restart path)."""
         return Reshape(moved, False, self.overhead) if self.policy == "oobleck" else None
 
-    def shrink(self, job: Job, down: frozenset[int]) -> Reshape | None:
-        """The job's GPUs left after a failure of the ``down`` nodes, or None (restart)."""
+    def shrink(self, job: Job, down: frozenset[int],
+               free: list[list[int]] | None = None) -> Reshape | None:
+        """The job's GPUs after a failure of the ``down`` nodes: its surviving GPUs (whole
+        replicas for ``elastic``) plus whole groups or replicas of the ``free`` GPUs of up
+        nodes (one list per node) up to its size, or None (restart). Free GPUs are taken at
+        once: a job left below its size beside idle GPUs waited for a repair or for some
+        other job to finish before it grew back."""
         gpu_node = self.gpu_node
-        layout = job_layout(job.spec, self.type_of(job), self.policy == "oobleck")
+        layout = job_layout(self.sized(job.spec, self.size_of(job)), self.type_of(job),
+                            self.policy == "oobleck")
         alive = [g for g in job.allocation if gpu_node[g] not in down]
         if self.policy == "elastic":
             size = layout.replica_gpus
@@ -112,38 +129,48 @@ class Reconfigurer:
             rollback = layout.sharded_states
         else:
             rollback = False
-        if len(alive) < layout.min_gpus or len(alive) % layout.group_gpus:
+        gpus = self._extend(job, layout, tuple(alive), free or [])
+        if len(gpus) < layout.min_gpus or len(gpus) % layout.group_gpus:
             return None
-        return Reshape(tuple(alive), rollback, self.overhead)
+        return Reshape(gpus, rollback, self.overhead)
 
     def grow(self, job: Job, free: list[list[int]]) -> Reshape | None:
         """Add whole groups (``oobleck``) or whole replicas (``elastic``) from ``free`` (free
         GPUs of usable nodes, one list per node) up to the job's requested size."""
-        layout = job_layout(job.spec, self.type_of(job), self.policy == "oobleck")
+        layout = job_layout(self.sized(job.spec, self.size_of(job)), self.type_of(job),
+                            self.policy == "oobleck")
+        gpus = self._extend(job, layout, job.allocation, free)
+        return None if len(gpus) == len(job.allocation) else Reshape(gpus, False,
+                                                                    self.overhead)
+
+    def _extend(self, job: Job, layout: Layout, gpus: tuple[int, ...],
+                free: list[list[int]]) -> tuple[int, ...]:
+        """``gpus`` and as many whole groups (replicas for ``elastic``) of ``free`` as the
+        job's size has room for."""
         group = layout.group_gpus
-        missing = job.spec.num_gpus - len(job.allocation)
+        missing = self.size_of(job) - len(gpus)
         step = layout.replica_gpus if self.policy == "elastic" else group
-        pool = [g for gpus in free for g in gpus[:len(gpus) // group * group]]
+        pool = [g for node in free for g in node[:len(node) // group * group]]
         take = min(missing, len(pool)) // step * step
-        if take <= 0:
-            return None
-        return Reshape(job.allocation + tuple(pool[:take]), False, self.overhead)
+        return gpus + tuple(pool[:take]) if take > 0 else gpus
 
     @property
     def rates_every_launch(self) -> bool:
         """Oobleck's jobs run its replicated-state configuration at every size."""
         return self.policy == "oobleck"
 
-    def rate(self, spec: JobSpec, placement: Placement) -> float:
-        """Work units per second on a reshaped allocation (see the module's rules)."""
+    def rate(self, spec: JobSpec, placement: Placement, size: int | None = None) -> float:
+        """Work units per second on a reshaped allocation of a job whose size is ``size``
+        (default: its ``num_gpus``; see the module's rules)."""
         n = placement.num_workers
+        size = spec.num_gpus if size is None else size
         oobleck = self.policy == "oobleck"
-        layout = job_layout(spec, placement.gpu_types[0], oobleck) if n else None
-        if layout is None or layout.iteration_seconds == 0 or (n == spec.num_gpus
-                                                                and not oobleck):
+        layout = (job_layout(self.sized(spec, size), placement.gpu_types[0], oobleck) if n
+                  else None)
+        if layout is None or layout.iteration_seconds == 0 or (n == size and not oobleck):
             return self.throughput.rate(spec, placement)
         if oobleck:
-            return n / spec.num_gpus / layout.iteration_seconds
+            return n / size / layout.iteration_seconds
         dp = n // layout.replica_gpus
         extra = math.ceil(layout.microbatches / dp) - layout.microbatches / layout.dp
         return 1.0 / (layout.iteration_seconds + extra * layout.stage_seconds)

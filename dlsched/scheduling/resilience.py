@@ -49,6 +49,11 @@ class ResilienceBook:
         self.failures = 0
         self.by_category: dict[str, int] = {}
         self.lost_by_category: dict[str, float] = {}  # GPU-seconds
+        # GPU-seconds of up GPUs so far (only an up node can fail: failures drawn on a node
+        # in repair or on a held spare are dropped), integrated at each change of ``up_gpus``
+        self.exposure = 0.0
+        self.up_gpus = float(cluster_gpus)
+        self.exposed_until = 0.0
 
     def of(self, job_id: str) -> JobLosses:
         losses = self.jobs.get(job_id)
@@ -63,8 +68,14 @@ class ResilienceBook:
         prior = self.model.rate_per_gpu_day / DAY if self.model is not None else 0.0
         if self.plan.interval != "adaptive" or prior == 0:
             return prior
-        exposure = self.cluster_gpus * now
+        exposure = self.exposure + self.up_gpus * max(0.0, now - self.exposed_until)
         return (self.failures + 1) / (exposure + 1 / prior)
+
+    def gpus_up(self, now: float, gpus: float) -> None:
+        """From ``now`` on, ``gpus`` GPUs are up (nodes went down, were repaired, or are held
+        as spares): the exposure the ``adaptive`` rule divides its failures by."""
+        self.exposure += self.up_gpus * max(0.0, now - self.exposed_until)
+        self.exposed_until, self.up_gpus = max(now, self.exposed_until), float(gpus)
 
     def checkpoint_delta(self, spec: JobSpec) -> float:
         from dlsched.perf.llm.models import BUILTIN_MODELS
@@ -88,7 +99,7 @@ class ResilienceBook:
     def settled(self, job: Job, start: float, now: float, gpus: float) -> None:
         """Charge the checkpoint stalls of a run segment that ran from ``start`` to ``now``."""
         losses = self.jobs.get(job.job_id)
-        if losses is None or math.isinf(losses.interval) or now <= start:
+        if losses is None or math.isinf(losses.interval) or losses.delta <= 0 or now <= start:
             return
         stalled = (now - start) * losses.delta / (losses.interval + losses.delta)
         losses.checkpoint_gpu_seconds += stalled * gpus
@@ -98,6 +109,8 @@ class ResilienceBook:
         losses = self.of(job.job_id)
         if math.isinf(losses.interval):
             return losses.segment_work
+        if losses.interval == 0:  # free checkpoints, taken continuously
+            return job.work_done(now)
         period = losses.interval + losses.delta
         done = math.floor(max(0.0, now - job.productive_from) / period)
         saved = losses.segment_work + done * losses.interval * losses.raw_rate
@@ -127,4 +140,4 @@ class ResilienceBook:
 
 def _efficiency(interval: float, delta: float) -> float:
     """Share of running time that trains (``sim.checkpoint.efficiency``)."""
-    return 1.0 if math.isinf(interval) else interval / (interval + delta)
+    return 1.0 if math.isinf(interval) or delta <= 0 else interval / (interval + delta)

@@ -24,9 +24,10 @@ from dlsched.scheduling.bucket_scan import bucket_of, scans_by_bucket
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.decisions import CycleResult, Start
 from dlsched.scheduling.fast_start import FastLane, lane_applies
+from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.journal import RunningJournal
-from dlsched.scheduling.placement import max_workers, static_shape
+from dlsched.scheduling.placement import first_refusal, max_workers, static_shape
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
@@ -175,13 +176,19 @@ class Scheduler:
             job.finish_time = job.queued_since
             counted = (" (counting the CPUs, host and GPU memory each worker asks for)"
                        if spec.asks_beyond_gpus else "")
+            why = f" ({self._refusal(job)})" if most == 0 else ""
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
-                                  f"may use have {most}{counted}")
+                                  f"may use have {most}{counted}{why}")
             if self.on_terminal is not None:
                 self.on_terminal(job)
             return job
         self._enqueue(job)
         return job
+
+    def _refusal(self, job: Job) -> Status:
+        """Which filter leaves a job no node at all (``runnable``: rated 0 everywhere)."""
+        return first_refusal(CycleState.begin(self.snapshot(running=False)), job,
+                             self.profile.filters)
 
     def _enqueue(self, job: Job) -> None:
         for hook in self._waiting_hooks:
@@ -196,6 +203,8 @@ class Scheduler:
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
         self._release(job)
+        if self.reconfigurer is not None:
+            self.reconfigurer.sizes.pop(job_id, None)
         if self.reshaped:
             self.reshaped.discard(job_id)
             self._grow_back()
@@ -239,8 +248,9 @@ class Scheduler:
             moved = self._spare_gpus(job, node, spare) if spare is not None else None
             reshape = None
             if self.reconfigurer is not None:
-                reshape = (self.reconfigurer.shrink(job, self.down_nodes) if moved is None
-                           else self.reconfigurer.on_spare(moved))
+                reshape = (self.reconfigurer.shrink(job, self.down_nodes,
+                                                    self._free_gpus_for(job))
+                           if moved is None else self.reconfigurer.on_spare(moved))
             if reshape is not None:
                 self._reshape_after_failure(job, reshape, now, category)
                 continue
@@ -326,7 +336,8 @@ class Scheduler:
         if kept is not None:
             job.done_work = kept
         job.resizes += 1
-        full = len(reshape.gpus) == job.spec.num_gpus
+        assert self.reconfigurer is not None
+        full = len(reshape.gpus) == self.reconfigurer.size_of(job)
         (self.reshaped.discard if full else self.reshaped.add)(job.job_id)
         self._launch(job, reshape.gpus, (1.0,) * len(reshape.gpus), now, reshape.overhead)
 
@@ -375,6 +386,9 @@ class Scheduler:
         for node in changed:
             self.node_version[node] += 1
         self.down_nodes = nodes
+        if changed and self.resilience is not None:
+            down = sum(int(self.cluster.node_gpus[node]) for node in nodes)
+            self.resilience.gpus_up(self.clock.now(), self.cluster.num_gpus - down)
         return bool(changed)
 
     def fail(self, job_id: str, reason: str) -> None:
@@ -471,6 +485,7 @@ class Scheduler:
             self._halt(job, now)
         for job, resize in moving:
             job.resizes += 1
+            self._sized_by_policy(job, len(resize.gpus))
             job.host = resize.host
             self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
         for start in result.starts:
@@ -526,9 +541,17 @@ class Scheduler:
         own free arrays (the fast lane's placement, fast_start.py)."""
         self._start(job, start, self.clock.now(), booked=True)
 
+    def _sized_by_policy(self, job: Job, size: int) -> None:
+        """A policy started or resized a job it sizes itself: that is the size a failure
+        shrinks it from and it grows back to (``Reconfigurer.sizes``)."""
+        if self.reconfigurer is not None and job.spec.is_elastic:
+            self.reconfigurer.sizes[job.job_id] = size
+            self.reshaped.discard(job.job_id)
+
     def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
         job.set_status(JobStatus.RUNNING)
         self.reshaped.discard(job.job_id)
+        self._sized_by_policy(job, len(start.gpus))
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
@@ -556,7 +579,8 @@ class Scheduler:
         reconfigurer = self.reconfigurer
         if reconfigurer is not None and (reconfigurer.rates_every_launch
                                          or job.job_id in self.reshaped):
-            job.rate = reconfigurer.rate(spec, self.placement_of(job))
+            job.rate = reconfigurer.rate(spec, self.placement_of(job),
+                                         reconfigurer.size_of(job))
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
             # scaling on one type) is asked without a Placement, for an unshared job.

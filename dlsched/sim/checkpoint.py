@@ -12,6 +12,9 @@ seconds. With mean time between failures ``M``:
   running jobs), starting from the model's rate; the interval follows the cluster as it is.
 - A fixed interval.
 
+A rule's interval for checkpoints that cost nothing (``delta`` = 0, ``--checkpoint-cost 0``)
+is 0: the job checkpoints continuously and a failure loses no work.
+
 Between failures a job spends ``delta`` of every ``tau + delta`` seconds checkpointing; a
 failure loses the work since the last completed checkpoint, and the restart costs the core's
 restart overhead.
@@ -61,7 +64,9 @@ class CheckpointPlan:
         """Seconds of training between two checkpoints."""
         if not isinstance(self.interval, str):
             return float(self.interval)
-        if math.isinf(mtbf) or delta <= 0:
+        if delta <= 0:
+            return 0.0  # free checkpoints: Young's interval tends to 0, nothing is ever lost
+        if math.isinf(mtbf):
             return math.inf
         return daly(delta, mtbf) if self.interval == "daly" else young(delta, mtbf)
 

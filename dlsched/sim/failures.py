@@ -16,13 +16,18 @@ failures, whatever the policy does.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError, InputError, InputLocation
+
+if TYPE_CHECKING:
+    from dlsched.yamlinput import YamlSource
 
 DAY = 86400.0
 LLAMA3_INTERRUPTIONS, LLAMA3_GPUS, LLAMA3_DAYS = 419, 16384, 54
@@ -77,8 +82,9 @@ def resolve_failure_model(name_or_path: str) -> FailureModel:
             scale = float(name_or_path[len("llama3x"):])
         except ValueError:
             scale = -1.0
-        if not scale >= 0:
-            raise ConfigError(f"failure model {name_or_path!r}: llama3xK needs a number K >= 0")
+        if not (scale >= 0 and math.isfinite(scale)):
+            raise ConfigError(f"failure model {name_or_path!r}: llama3xK needs a finite number "
+                              "K >= 0")
         return llama3_model(scale)
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
@@ -86,8 +92,12 @@ def resolve_failure_model(name_or_path: str) -> FailureModel:
     raise ConfigError(f"unknown failure model {name_or_path!r}: llama3, llama3xK or a YAML file")
 
 
+_CATEGORY_KEYS = {"name": "a cause's name", "rate_per_gpu_day": "failures per GPU-day",
+                  "repair_hours": "hours the node is down"}
+
+
 def load_failure_yaml(path: Path) -> FailureModel:
-    from dlsched.cluster.loader import parse_yaml
+    from dlsched.cluster.loader import parse_yaml, unknown_key_message
 
     try:
         text = path.read_text()
@@ -97,21 +107,42 @@ def load_failure_yaml(path: Path) -> FailureModel:
     if not isinstance(doc, dict) or not isinstance(doc.get("categories"), list):
         raise InputError(InputLocation(str(path), 1, "categories"), "a list of categories is "
                          "required")
-    categories = []
+    for key in doc:
+        if key != "categories":
+            raise src.error(str(key), unknown_key_message(key, {"categories": None}))
+    categories: list[FailureCategory] = []
     for i, raw in enumerate(doc["categories"]):
-        key = f"categories[{i}]"
-        if not isinstance(raw, dict):
-            raise src.error(key, "must be a mapping")
-        values = {"name": str(raw.get("name", f"category-{i}"))}
-        for field, default in (("rate_per_gpu_day", None), ("repair_hours", 0.0)):
-            value = raw.get(field, default)
-            if value is None:
-                raise src.error(key, f"{field} is required")
-            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-                raise src.error(f"{key}.{field}", f"must be a number >= 0, got {value!r}")
-            values[field] = float(value)
-        categories.append(FailureCategory(**values))
+        category = _category(raw, i, src)
+        if any(c.name == category.name for c in categories):
+            raise src.error(f"categories[{i}].name", f"'{category.name}' is named twice (each "
+                            "cause has its own failures_<name> row)")
+        categories.append(category)
     return FailureModel(path.stem, tuple(categories))
+
+
+def _category(raw: object, index: int, src: YamlSource) -> FailureCategory:
+    """``categories[index]``; an unknown key (``repair_hour``) is an error, not a silent
+    default."""
+    from dlsched.cluster.loader import unknown_key_message
+
+    key = f"categories[{index}]"
+    if not isinstance(raw, dict):
+        raise src.error(key, "must be a mapping")
+    for name in raw:
+        if name not in _CATEGORY_KEYS:
+            raise src.error(f"{key}.{name}", unknown_key_message(name, _CATEGORY_KEYS))
+    values: dict[str, object] = {"name": str(raw.get("name", f"category-{index}"))}
+    for field, default in (("rate_per_gpu_day", None), ("repair_hours", 0.0)):
+        value = raw.get(field, default)
+        if value is None:
+            raise src.error(key, f"{field} is required")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise src.error(f"{key}.{field}", f"must be a number >= 0, got {value!r}")
+        # an infinite rate has no next failure; a repair may take forever (the node is lost)
+        if field == "rate_per_gpu_day" and math.isinf(value):
+            raise src.error(f"{key}.{field}", f"must be finite, got {value!r}")
+        values[field] = float(value)
+    return FailureCategory(**values)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.errors import ConfigError
 from dlsched.gcpause import gc_paused
 from dlsched.perf.model import ThroughputModel, get_throughput_model
 from dlsched.scheduling.allocation import worker_bounds
@@ -98,6 +99,7 @@ class Simulator:
         for fault in self.config.client_faults:
             self.events.schedule(fault.time, Event(Priority.FAILURE, fault))
         self.stalled_at: float | None = None  # when the run ended with jobs that never start
+        self._stall_wait: float | None = None  # a stalled run waits for its repairs till then
         self._next_arrival = 0
         self._wakeup_token = 0
         self._wakeup_at: float | None = None
@@ -172,6 +174,7 @@ class Simulator:
                 self._arm_round()
             if spec is not None or running or result.starts:
                 self._idle_cycles = 0  # ``_stalled``'s first test, inlined
+                self._stall_wait = None
             elif self._stalled(result, False):
                 self.stalled_at = now
                 break
@@ -184,14 +187,22 @@ class Simulator:
         arrive, and ``stall_cycles`` cycles in a row started nothing. One such cycle is not
         enough (a timer may still start a job: a requeue backoff ends, a deadline passes),
         but a policy with rounds or timers would otherwise cycle forever over jobs that no
-        quota or node admits (a rigid 8-GPU job in a queue of 4)."""
+        quota or node admits (a rigid 8-GPU job in a queue of 4). Nodes in repair will come
+        back: a run with failures waits for the repairs pending when it first looks stalled
+        (each failure and the policy's rounds are cycles too: a 32-GPU job waiting for nodes
+        to be repaired was stopped as one that can never start)."""
         if arrivals_left or self.core.running or result.starts:
             self._idle_cycles = 0
+            self._stall_wait = None
             return False
         if self._repair_pending_helps():
             return False  # not stuck: capacity the waiting jobs need comes back
         self._idle_cycles += 1
-        return self._idle_cycles >= self.config.stall_cycles
+        if self._idle_cycles < self.config.stall_cycles:
+            return False
+        if self.failures is not None and self._stall_wait is None:
+            self._stall_wait = self.failures.last_repair()
+        return self._stall_wait is None or self.clock.time >= self._stall_wait
 
     def _repair_pending_helps(self) -> bool:
         """Whether nodes now in repair (not hot spares held back) would give room to a
@@ -297,15 +308,25 @@ class _FailureEvents:
         self.sim = sim
         self.process = FailureProcess(config.failures, sim.cluster, config.seed)
         nodes = sim.cluster.num_nodes
+        if not 0 <= config.hot_spares < nodes:
+            raise ConfigError(f"--hot-spares {config.hot_spares}: the cluster "
+                              f"{sim.cluster.name} has {nodes} nodes; at most {nodes - 1} "
+                              "can be held back as spares")
         self.spares = list(range(nodes - config.hot_spares, nodes))
         self.wanted_spares = config.hot_spares
         self.pending = 0
+        self.repairs: dict[int, float] = {}  # node -> when its pending repair ends
         if self.spares:
             sim.core.set_down_nodes(frozenset(self.spares))
         self._next()
 
     def only_failures_left(self) -> bool:
         return self.pending == len(self.sim.events) and self.sim.core.idle
+
+    def last_repair(self) -> float | None:
+        """When the last pending repair ends (None: no node will come back)."""
+        finite = [t for t in self.repairs.values() if math.isfinite(t)]
+        return max(finite) if finite else None
 
     def _schedule(self, time: float, payload: object) -> None:
         self.pending += 1
@@ -333,9 +354,12 @@ class _FailureEvents:
             core.fail_node(payload.node, payload.category,
                            f"node failure ({payload.category}) on "
                            f"{self.sim.cluster.nodes[payload.node].name}", spare)
-            self._schedule(self.sim.clock.time + payload.repair_seconds, ("repair", payload.node))
+            repaired = self.sim.clock.time + payload.repair_seconds
+            self._schedule(repaired, ("repair", payload.node))
+            self.repairs[payload.node] = repaired
             return True
         node = payload[1]  # type: ignore[index]
+        self.repairs.pop(node, None)
         if len(self.spares) < self.wanted_spares:
             self.spares.append(node)  # repaired into the spare pool: stays out of the cycle
             return False

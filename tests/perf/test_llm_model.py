@@ -115,6 +115,27 @@ def test_model_yaml_errors_name_file_line_and_field() -> None:
         resolve_model("no-such-model")
 
 
+@pytest.mark.parametrize("hidden, heads, message", [
+    ("", "4", r"m.yaml:2:hidden: must be an integer >= 1, got None"),
+    ("{}", "4", r"m.yaml:2:hidden: must be an integer >= 1, got \{\}"),
+    ("[64]", "4", r"m.yaml:2:hidden: must be an integer >= 1"),
+    ("64", "", r"m.yaml:3:heads: must be an integer >= 1, got None"),
+], ids=["empty-hidden", "mapping-hidden", "list-hidden", "empty-heads"])
+def test_model_yaml_empty_or_odd_shape_is_a_field_error(hidden: str, heads: str,
+                                                        message: str) -> None:
+    """``hidden:`` left empty was a TypeError traceback (None * 4 for ffn_hidden's default)."""
+    text = (f"layers: 2\nhidden: {hidden}\nheads: {heads}\nvocab: 100\nseq_len: 16\n"
+            "global_batch: 8\n")
+    with pytest.raises(InputError, match=message):
+        parse_model_yaml(text, "m.yaml")
+
+
+def test_model_yaml_name_must_be_a_string() -> None:
+    with pytest.raises(InputError, match=r"m.yaml:7:name: must be a string"):
+        parse_model_yaml("layers: 2\nhidden: 64\nheads: 4\nvocab: 100\nseq_len: 16\n"
+                         "global_batch: 8\nname: [1]\n", "m.yaml")
+
+
 @pytest.mark.data
 def test_gpu_constants_are_vidurs_fit() -> None:
     vidur = shared(VIDUR)

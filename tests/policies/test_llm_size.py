@@ -54,6 +54,14 @@ def test_model_job_declares_tokens_not_gpus() -> None:
         model_job("j", "llama2-70b", tokens=0.0, gpu_type=TYPE)
 
 
+def test_model_job_on_a_gpu_type_the_model_has_no_fabric_for() -> None:
+    """megatron-1.7b on V100 said 'fits on no size up to 1024 V100' (it fits in 32 GB: the
+    llm throughput model has no V100 fabric)."""
+    with pytest.raises(ConfigError, match=r"job j: the llm throughput model knows no V100 "
+                                          r"nodes \(known: A100, A100-80G, H100\)"):
+        model_job("j", "megatron-1.7b", tokens=1e9, gpu_type="V100")
+
+
 def _run(jobs: tuple[JobSpec, ...], racks: int = 2, per_rack: int = 4) -> Simulator:
     sim = Simulator(_cluster(racks, per_rack), Trace("t", jobs, throughput="llm"),
                     build_policy("llm-size"), SimConfig(restart_overhead=0.0),

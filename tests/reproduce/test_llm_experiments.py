@@ -41,3 +41,14 @@ def test_llama3_tenants_reports_both_sides() -> None:
     assert 0 < rows["research_jobs"] <= 24 and rows["research_finished"] is not None  # arrived
     llm = {m.metric: m.value for m in measured("elastic-s0", result, "elastic")}
     assert llm["ettr"] is not None and 0 < llm["ettr"] <= 1
+
+
+def test_llama3_tenants_without_research_jobs() -> None:
+    """``--opt research_rate=0`` (the pre-training job beside an idle tenant) was a
+    'ValueError: rate_per_hour must be > 0' traceback."""
+    experiment = get_experiment("llama3-405b-tenants")
+    rows = run_experiment(experiment, ExperimentOptions(
+        ("restart",), (), options={"days": "0.25", "research_rate": "0"}))
+    by_metric = {r.metric: r.dlsched for r in rows}
+    assert by_metric["research_jobs"] == 0 and by_metric["research_jct_mean_h"] is None
+    assert by_metric["ettr"] is not None and by_metric["ettr"] > 0

@@ -84,3 +84,37 @@ def test_cli_lists_and_rejects(toy: str) -> None:
     assert "elasticflow-asplos23" in listed.output  # whole at 80 columns, not "elasticflow-…"
     bad = runner.invoke(app, ["reproduce", toy, "--variants", "3"])
     assert bad.exit_code == 2 and "--variants 3" in bad.output
+
+
+@pytest.mark.parametrize(("experiment", "option", "message"), [
+    pytest.param("llama3-405b", "restart_minutes=abc", "--opt restart_minutes: 'abc' is not a "
+                 "number >= 0", id="llama3-restart-text"),
+    pytest.param("llama3-405b", "restart_minutes=-5", "'-5' is not a number >= 0",
+                 id="llama3-restart-negative"),
+    pytest.param("llama3-405b", "spares=1.5", "--opt spares: '1.5' is not a whole number >= 0",
+                 id="llama3-spares-fraction"),
+    pytest.param("llama3-405b", "spares=-1", "'-1' is not a whole number >= 0",
+                 id="llama3-spares-negative"),
+    pytest.param("llama3-405b-tenants", "days=-1", "--opt days: '-1' is not a number > 0",
+                 id="tenants-days"),
+    pytest.param("llama3-405b-tenants", "research_rate=x", "--opt research_rate: 'x'",
+                 id="tenants-rate"),
+    pytest.param("tiresias-nsdi19", "limit=ten", "--opt limit: 'ten' is not a whole number",
+                 id="tiresias-limit"),
+    pytest.param("elasticflow-asplos23", "limit=x", "--opt limit: 'x' is not a whole number",
+                 id="elasticflow-limit"),
+    pytest.param("sia-sosp23", "limit=1e3", "--opt limit: '1e3' is not a whole number",
+                 id="sia-limit"),
+    pytest.param("fgd-atc23", "arrived=50,a", "--opt arrived: '50,a' is not comma-separated",
+                 id="fgd-arrived"),
+    pytest.param("fgd-atc23", "repeats=x", "--opt repeats: 'x' is not a whole number",
+                 id="fgd-repeats"),
+])
+def test_bad_numeric_option_is_a_one_line_error(experiment: str, option: str,
+                                                message: str, tmp_path: Path) -> None:
+    """Each was a ValueError traceback (int('x')), or, for a negative restart or spare count,
+    a run with negative restart GPU-hours or a cluster holding back -1 nodes."""
+    result = runner.invoke(app, ["reproduce", experiment, "--opt", option, "--workers", "1",
+                                 "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and message in " ".join(result.output.split())

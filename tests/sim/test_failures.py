@@ -23,6 +23,7 @@ from dlsched.sim.failures import (
     FailureProcess,
     llama3_model,
     load_failure_yaml,
+    resolve_failure_model,
 )
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.job import JobSpec, JobStatus
@@ -79,6 +80,39 @@ def test_run_file_errors_name_file_line_and_field(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"f.yaml:3:categories\[0\].rate_per_gpu_day: must "
                                          r"be a number >= 0"):
         load_failure_yaml(model)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 0.01\n    repair_hour: 24\n",
+                 r"f.yaml:4:categories\[0\].repair_hour: unknown key 'repair_hour' \(did you "
+                 r"mean 'repair_hours'\?\)", id="typo-in-a-category"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 0.01\nseed: 3\n",
+                 r"f.yaml:4:seed: unknown key 'seed'; known keys: categories", id="top-level"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 0.01\n"
+                 "  - name: gpu\n    rate_per_gpu_day: 0.02\n",
+                 r"f.yaml:4:categories\[1\].name: 'gpu' is named twice", id="same-name"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: .inf\n",
+                 r"f.yaml:3:categories\[0\].rate_per_gpu_day: must be finite", id="inf-rate"),
+])
+def test_failure_yaml_refuses_what_it_would_ignore(tmp_path: Path, text: str,
+                                                   message: str) -> None:
+    """A misspelt ``repair_hour`` was ignored (repairs of 0 h, silently); two causes of one
+    name merged their rows; an infinite rate was a numpy 'Probabilities contain NaN'."""
+    model = tmp_path / "f.yaml"
+    model.write_text(text)
+    with pytest.raises(InputError, match=message):
+        load_failure_yaml(model)
+
+
+def test_failure_yaml_may_lose_a_node_for_good(tmp_path: Path) -> None:
+    model = tmp_path / "f.yaml"
+    model.write_text("categories:\n  - {name: gpu, rate_per_gpu_day: 0.01, repair_hours: .inf}\n")
+    assert load_failure_yaml(model).categories[0].repair_hours == math.inf
+
+
+def test_llama3_times_infinity_is_refused() -> None:
+    with pytest.raises(ConfigError, match="llama3xK needs a finite number K >= 0"):
+        resolve_failure_model("llama3xinf")
 
 
 def _record_segments(sim: Simulator) -> dict[str, float]:
@@ -149,6 +183,98 @@ def test_philly_with_failures_restarts_jobs_and_reports_lost_gpu_hours() -> None
     clean = summarize(Simulator(cluster, trace, build_policy("tiresias"),
                                 SimConfig(seed=3)).run())
     assert clean.lost_gpu_hours == 0 and clean.ettr is None
+
+
+def test_adaptive_rate_divides_by_the_gpus_that_were_up() -> None:
+    """Only an up node can fail (a failure drawn on a node in repair or a held spare is
+    dropped), so the observed rate is failures per up-GPU-second. The exposure counted every
+    GPU of the cluster: with a quarter of the nodes spares or in repair, ``adaptive`` saw
+    0.67-0.75 of the true rate (3 seeds, 64 GPUs of elasticflow-128, 4 spares, llama3x100)
+    and checkpointed too rarely."""
+    from dlsched.sim.failures import Failure
+
+    model = FailureModel("m", (FailureCategory("gpu", 0.5, 1.0),))
+    sim = Simulator(cluster_of(*(Node(f"n{i}", "V100", 8) for i in range(4))),
+                    Trace("t", (JobSpec("j", 0.0, 8, work=1e9),)), build_policy("fifo"),
+                    SimConfig(failures=model, checkpoint=CheckpointPlan("adaptive", 10.0),
+                              hot_spares=1, max_time=3000.0))
+    assert sim.failures is not None
+    sim.failures.process.rate = 0.0  # only the injected failure
+    sim.failures.inject(Failure(1000.0, 0, "gpu", 1000.0))  # the spare takes its place
+    sim.failures.inject(Failure(1500.0, 1, "gpu", 10_000.0))  # no spare left: 16 GPUs up
+    sim.run()
+    book = sim.core.resilience
+    assert book is not None
+    # 0-1500 s: 24 GPUs up (the spare held back), then 16 until 3000 s
+    exposure = 24 * 1500 + 16 * 1500
+    prior = model.rate_per_gpu_day / 86400
+    assert book.rate_per_gpu_second(3000.0) == pytest.approx((2 + 1) / (exposure + 1 / prior))
+
+
+@pytest.mark.parametrize("rule", ["young", "daly", "adaptive"])
+def test_free_checkpoints_lose_no_work(rule: str) -> None:
+    """``--checkpoint-cost 0``: Young's interval sqrt(2 delta M) tends to 0, so nothing is
+    lost. The rules returned an infinite interval for delta = 0 (never checkpoint), so every
+    failure threw away all work since the start: a 3-day 64-GPU job under llama3x100 took
+    16,472 h (ETTR 0.4%) at cost 0 against 72 h at cost 0.001 s."""
+    from dlsched.sim.failures import Failure
+
+    model = FailureModel("m", (FailureCategory("gpu", 1.0, 1.0),))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 0.0, 4, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(restart_overhead=0.0, failures=model,
+                              checkpoint=CheckpointPlan(rule, 0.0)))
+    assert sim.failures is not None
+    sim.failures.process.rate = 0.0  # only the injected failure
+    sim.failures.inject(Failure(500.0, 0, "gpu", 3600.0))
+    record = sim.run().jobs[0]
+    assert record.failures == 1 and record.lost_work == 0
+    assert record.finish_time == pytest.approx(1000.0)  # resumed on n1 at once, at 500 done
+
+
+@pytest.mark.parametrize("spares", [2, 3, 100])
+def test_more_hot_spares_than_the_cluster_can_spare_is_a_config_error(spares: int) -> None:
+    """``--hot-spares 100`` on a 16-node cluster was an IndexError traceback."""
+    with pytest.raises(ConfigError, match=rf"--hot-spares {spares}: the cluster test has 2 "
+                                          r"nodes; at most 1 can be held back as spares"):
+        Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                  Trace("t", (JobSpec("j", 0.0, 4, work=10.0),)), build_policy("fifo"),
+                  SimConfig(failures=llama3_model(), hot_spares=spares))
+
+
+def test_a_job_waiting_for_a_repair_is_not_stopped_as_stalled() -> None:
+    """An 8-GPU job on two 4-GPU nodes, one of them down for 24 h (a GPU failure's repair):
+    with 60 s rounds the stall check (1,000 idle cycles) ended the run after 16.7 h with the
+    job unfinished, 'nothing could start', as if it never could."""
+    from dlsched.sim.failures import Failure
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))  # injected only
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 100.0, 8, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(restart_overhead=0.0, round_seconds=60.0, failures=quiet))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", 24 * 3600.0))
+    result = sim.run()
+    assert sim.stalled_at is None
+    record = result.jobs[0]
+    assert record.status == JobStatus.FINISHED.value
+    assert record.first_start == pytest.approx(10.0 + 24 * 3600)  # at the repair
+
+
+def test_a_job_that_no_repair_helps_still_stops_the_run() -> None:
+    """The wait is bounded: the repairs pending when the run first looks stalled; a node lost
+    for good (an infinite repair) is not waited for."""
+    from dlsched.sim.failures import Failure
+
+    quiet = FailureModel("none", (FailureCategory("gpu", 0.0, 0.0),))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 100.0, 8, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(restart_overhead=0.0, round_seconds=60.0, failures=quiet,
+                              stall_cycles=5))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(10.0, 1, "gpu", float("inf")))  # lost for good
+    sim.run()
+    assert sim.stalled_at is not None and sim.stalled_at < 1000
 
 
 def _node_1_down_from_10_to_410_s(policy: str, specs: tuple[JobSpec, ...]) -> dict:

@@ -24,7 +24,27 @@ def test_jobs_that_never_fit_fail_at_submission_with_a_reason(policy: str) -> No
     assert records["huge"].status == records["wrong-type"].status == "failed"
     assert "needs 16 GPUs, the nodes it may use have 8" in records["huge"].pending_reason
     assert "needs 1 GPUs, the nodes it may use have 0" in records["wrong-type"].pending_reason
+    assert "([gpu-type] no node passes this filter)" in records["wrong-type"].pending_reason
     assert (records["small"].first_start, records["small"].finish_time) == (1.0, 11.0)
+
+
+def test_an_llm_job_no_configuration_of_which_fits_says_so() -> None:
+    """llama2-70b on 8 A100-80G: no configuration fits, the llm model rates it 0 on every
+    type; the reason said only 'the nodes it may use have 0' on a cluster of 3,072 GPUs."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.perf.llm.throughput import LlmThroughput
+    from dlsched.scheduling.registry import build_policy
+    from dlsched.sim.simulator import SimConfig, Simulator
+    from dlsched.workload.job import JobSpec, WorkUnit
+    from dlsched.workload.trace import Trace
+
+    spec = JobSpec("j", 0.0, 8, work=10.0, work_unit=WorkUnit.ITERATIONS, model="llama2-70b",
+                   gpu_types=("A100-80G",))
+    result = Simulator(resolve_cluster("megatron-selene"), Trace("t", (spec,), throughput="llm"),
+                       build_policy("fifo"), SimConfig(), throughput=LlmThroughput()).run()
+    reason = result.jobs[0].pending_reason
+    assert reason.startswith("can never run: needs 8 GPUs, the nodes it may use have 0 ")
+    assert "[runnable] the throughput model rates it 0 on every GPU type left" in reason
 
 
 def test_job_that_never_fits_does_not_block_strict_fifo_forever() -> None:

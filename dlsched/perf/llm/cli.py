@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
@@ -11,7 +11,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from dlsched.errors import DlschedError
+from dlsched.errors import ConfigError, DlschedError
+
+if TYPE_CHECKING:  # the CLI imports the planner only when it runs
+    from dlsched.perf.llm.hardware import Fabric
+    from dlsched.perf.llm.models import LlmModel
 
 plan_app = typer.Typer(add_completion=False)
 console = Console(stderr=True, soft_wrap=True, emoji=False)
@@ -41,6 +45,8 @@ def plan_command(
     from dlsched.perf.llm.planner import plan
 
     try:
+        if top < 0:  # found[:-1] would silently drop the slowest
+            raise ConfigError(f"--top must be >= 0 (0: all), got {top}")
         llm = resolve_model(model)
         fabric = fabric_of(resolve_cluster(cluster))
         found = plan(llm, gpus, fabric, MEGATRON_2021 if megatron_2021 else MODERN,
@@ -49,8 +55,7 @@ def plan_command(
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
     if not found:
-        console.print(f"[red]error:[/] no configuration of {llm.name} fits on {gpus} GPUs "
-                      f"({fabric.gpu.name}, {fabric.gpu.memory_gb:g} GB)")
+        console.print(f"[red]error:[/] {escape(no_plan_reason(llm, gpus, fabric))}")
         raise typer.Exit(1)
     rows = [row(e) for e in found]
     if as_json:
@@ -100,6 +105,19 @@ def row(estimate) -> dict[str, float | int]:  # noqa: ANN001 (an iteration.Estim
             "memory_gb_per_gpu": round(estimate.memory_gb_per_gpu, 2),
             "bubble_seconds": round(estimate.bubble_seconds, 4),
             "dp_seconds": round(estimate.dp_seconds, 4)}
+
+
+def no_plan_reason(llm: LlmModel, gpus: int, fabric: Fabric) -> str:
+    """Why the planner found nothing: no split of the GPUs at all, or none fits in memory."""
+    from dlsched.perf.llm.planner import candidates
+
+    if next(candidates(llm, gpus, fabric), None) is None:
+        return (f"no way to split {gpus} GPUs for {llm.name}: dp x tp x pp = {gpus} with tp "
+                f"<= {fabric.gpus_per_node} (a node) dividing its {llm.heads} heads, pp <= its "
+                f"{llm.layers} layers and dp x micro-batch dividing its global batch of "
+                f"{llm.global_batch} sequences")
+    return (f"no configuration of {llm.name} fits on {gpus} GPUs ({fabric.gpu.name}, "
+            f"{fabric.gpu.memory_gb:g} GB)")
 
 
 def register(app: typer.Typer) -> None:

@@ -68,13 +68,17 @@ class Fabric:
 
 
 def fabric_of(cluster: Cluster) -> Fabric:
-    """The training view of a dlsched cluster (its largest GPU type's nodes): NVLink bandwidth
-    from ``topology.nvlink_gbps`` when nodes have an NVLink domain (else PCIe), the per-GPU
-    network share from ``topology.rack_gbps``."""
+    """The training view of a dlsched cluster (the nodes of its largest GPU type the model
+    knows: sia-64's 16 A100, not its 24 RTX 2080 Ti): NVLink bandwidth from
+    ``topology.nvlink_gbps`` when nodes have an NVLink domain (else PCIe), the per-GPU network
+    share from ``topology.rack_gbps``."""
     if not cluster.type_names:
         raise ConfigError(f"cluster {cluster.name} has no GPUs")
     by_type = cluster.gpus_by_type()
-    gpu_name = max(by_type, key=lambda t: by_type[t])
+    known = [t for t in by_type if t in GPU_SPECS and by_type[t] > 0]
+    if not known:
+        return _no_known_type(cluster.name, by_type)
+    gpu_name = max(known, key=lambda t: by_type[t])
     nodes = [n for n in cluster.nodes if n.gpu_type == gpu_name and n.num_gpus > 0]
     per_node = max(n.num_gpus for n in nodes)
     top = cluster.topology
@@ -84,3 +88,9 @@ def fabric_of(cluster: Cluster) -> Fabric:
         racks[n.rack] = racks.get(n.rack, 0) + 1
     return Fabric(gpu_spec(gpu_name), per_node, len(nodes), nvlink, top.rack_gbps,
                   max(racks.values()))
+
+
+def _no_known_type(cluster: str, by_type: dict[str, int]) -> Fabric:
+    types = ", ".join(sorted(t for t in by_type if by_type[t] > 0))
+    raise ConfigError(f"cluster {cluster}: none of its GPU types ({types}) has peak FLOP/s known "
+                      f"to the training model (known: {', '.join(sorted(GPU_SPECS))})")

@@ -34,9 +34,12 @@ class MemoryUse:
 
 
 def stage_params(model: LlmModel, config: ParallelConfig) -> float:
-    """Parameters one rank of the heaviest stage holds: its layers and an embedding table."""
+    """Parameters one rank of the heaviest stage holds: its layers and an embedding table
+    (the first stage's input embedding or the last's output layer), both tables on a single
+    stage of a model whose output layer is not tied to its embedding (Llama)."""
     layers = math.ceil(model.layers / config.pp)
-    return (layers * model.layer_params + model.vocab * model.hidden) / config.tp
+    tables = 2 if config.pp == 1 and not model.tied_embeddings else 1
+    return (layers * model.layer_params + tables * model.vocab * model.hidden) / config.tp
 
 
 def model_state_bytes(params: float, zero_stage: int, dp: int) -> float:

@@ -145,13 +145,17 @@ def parse_model_yaml(text: str, source: str = "<string>") -> LlmModel:
     for key in ("gated_mlp", "tied_embeddings"):
         if key in doc and not isinstance(doc[key], bool):
             raise src.error(key, f"must be true or false, got {doc[key]!r}")
+    if not isinstance(values["name"], str):
+        raise src.error("name", f"must be a string, got {values['name']!r}")
     probe = object.__new__(LlmModel)
     for f in fields(LlmModel):
         object.__setattr__(probe, f.name, values.get(f.name, f.default))
-    for key in ("ffn_hidden", "kv_heads"):
+    # an omitted ffn_hidden / kv_heads defaults from hidden / heads; 1 while those are not
+    # numbers yet (``hidden:`` left empty), whose own check comes first in ``problem``
+    for key, base, factor in (("ffn_hidden", "hidden", 4), ("kv_heads", "heads", 1)):
         if values.get(key, 0) == 0:
-            object.__setattr__(probe, key, probe.hidden * 4 if key == "ffn_hidden"
-                               else probe.heads)
+            given = getattr(probe, base)
+            object.__setattr__(probe, key, given * factor if type(given) is int else 1)
     problem = probe.problem()
     if problem is not None:
         raise src.error(problem[0], problem[1])

@@ -31,7 +31,8 @@ def plan(model: LlmModel, gpus: int, fabric: Fabric, software: Software,
     if gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {gpus}")
     if gpus > fabric.num_gpus:
-        raise ConfigError(f"--gpus {gpus}: the cluster has {fabric.num_gpus} GPUs")
+        raise ConfigError(f"--gpus {gpus}: the cluster has {fabric.num_gpus} "
+                          f"{fabric.gpu.name} GPUs")
     found = []
     for config in candidates(model, gpus, fabric):
         best = fitting(model, config, fabric, software)

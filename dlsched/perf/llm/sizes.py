@@ -77,6 +77,9 @@ def model_job(job_id: str, model: str, tokens: float, submit_time: float = 0.0,
                           f"{', '.join(sorted(BUILTIN_MODELS))})")
     if not tokens > 0:
         raise ConfigError(f"job {job_id}: tokens must be > 0, got {tokens}")
+    if gpu_type not in FABRICS:
+        raise ConfigError(f"job {job_id}: the llm throughput model knows no {gpu_type} nodes "
+                          f"(known: {', '.join(sorted(FABRICS))})")
     options = feasible_sizes(model, gpu_type, 1, max_gpus)
     if not options:
         raise ConfigError(f"job {job_id}: {model} fits on no size up to {max_gpus} {gpu_type}")

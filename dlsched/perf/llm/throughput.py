@@ -3,15 +3,17 @@ of ``perf/llm/models.py``) and its work in iterations; its rate on ``n`` GPUs is
 iteration time of the planner's best configuration for ``n`` GPUs of its type (0 when no
 configuration fits). Other jobs scale linearly, as duration traces do.
 
-Fabrics by GPU type (the placement names the type, not the cluster): A100 as Selene, H100 as
-Llama 3's cluster (``reference.py``); nodes of 8.
+Fabrics by GPU type (the placement names the type, not the cluster): A100 (80 GB, and 40 GB with
+its own memory and HBM bandwidth) as Selene, H100 as Llama 3's cluster (``reference.py``);
+nodes of 8.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
-from dlsched.perf.llm.hardware import Fabric
+from dlsched.perf.llm.hardware import GPU_SPECS, Fabric
 from dlsched.perf.llm.iteration import Estimate
 from dlsched.perf.llm.models import BUILTIN_MODELS
 from dlsched.perf.llm.parallel import MODERN
@@ -20,7 +22,10 @@ from dlsched.perf.llm.reference import LLAMA3_H100, SELENE
 from dlsched.perf.model import LinearScaling, Placement
 from dlsched.workload.job import JobSpec
 
-FABRICS: dict[str, Fabric] = {"A100-80G": SELENE, "A100": SELENE, "H100": LLAMA3_H100}
+# A100 (40 GB) nodes are DGX A100s like Selene's with half the memory: planned on Selene's
+# 80 GB, an LLM job on them ran configurations that need up to 80 GB a GPU.
+FABRICS: dict[str, Fabric] = {"A100-80G": SELENE, "A100": replace(SELENE, gpu=GPU_SPECS["A100"]),
+                              "H100": LLAMA3_H100}
 
 
 @functools.cache

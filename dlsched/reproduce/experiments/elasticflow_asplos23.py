@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
+from dlsched.reproduce.registry import (
+    ExperimentOptions,
+    chosen_policies,
+    register_experiment,
+    whole_option,
+)
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -33,7 +38,7 @@ CASES = {"testbed-195": "elasticflow-195"}
 def elasticflow_asplos23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
     policies = chosen_policies(opts.get("policies"), POLICIES)
-    limit = int(opts["limit"]) if "limit" in opts else None
+    limit = whole_option(opts, "limit", None)
     for case in options.cases:
         ratios: dict[str, float | None] = {}
         for policy in policies:

@@ -32,7 +32,13 @@ from dlsched.fragmentation import SHARING_PLACEMENTS, TaskMix
 from dlsched.fragmentation.base import SharingScore
 from dlsched.fragmentation.openb import PodList, read_nodes, read_pods
 from dlsched.fragmentation.replay import Replay, replay, tie_order, tuned_workload
-from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
+from dlsched.reproduce.registry import (
+    ExperimentOptions,
+    chosen_policies,
+    register_experiment,
+    whole_list_option,
+    whole_option,
+)
 from dlsched.reproduce.rows import Measured
 
 VARIANTS = ("default", "cpu0", "cpu037", "cpu050", "cpu072", "cpu100", "cpu200", "cpu235",
@@ -61,9 +67,9 @@ DATA = "traces/alibaba-gpu-2023"  # under the data directory ($DLSCHED_DATA; not
 def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
     policies = chosen_policies(opts.get("policies"), POLICIES)
-    seeds = options.seeds or tuple(range(FIRST_SEED, FIRST_SEED + int(opts.get("repeats",
-                                                                              SEEDS))))
-    arrived = tuple(int(a) for a in opts.get("arrived", ",".join(map(str, ARRIVED))).split(","))
+    repeats = whole_option(opts, "repeats", SEEDS)
+    seeds = options.seeds or tuple(range(FIRST_SEED, FIRST_SEED + (repeats or SEEDS)))
+    arrived = whole_list_option(opts, "arrived", ARRIVED)
     data = (Path(opts["data"]) if "data" in opts
             else require_data(f"{DATA}/{NODES}", "fgd-atc23").parent)
     if not (data / NODES).is_file():

@@ -24,7 +24,12 @@ from collections.abc import Iterator
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.perf.llm.models import BUILTIN_MODELS
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import (
+    ExperimentOptions,
+    number_option,
+    register_experiment,
+    whole_option,
+)
 from dlsched.reproduce.rows import Measured
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.checkpoint import CheckpointPlan, young
@@ -94,8 +99,8 @@ def simulate_case(case: str, seed: int, restart_minutes: float = 10.0,
     options={"restart_minutes": "minutes a restart takes (default 10)",
              "spares": f"hot-spare nodes (default {SPARES})"})
 def llama3_405b(options: ExperimentOptions) -> Iterator[Measured]:
-    restart = float(options.options.get("restart_minutes", 10))
-    spares = int(options.options.get("spares", SPARES))
+    restart = number_option(options.options, "restart_minutes", 10.0)
+    spares = whole_option(options.options, "spares", SPARES, minimum=0)
     for case in options.cases:
         for seed in options.seeds or (0,):
             result = simulate_case(case, seed, restart, spares)

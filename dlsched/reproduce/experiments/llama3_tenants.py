@@ -30,7 +30,7 @@ from dlsched.reproduce.experiments.llama3_405b import (
     measured,
     policy_of,
 )
-from dlsched.reproduce.registry import ExperimentOptions, register_experiment
+from dlsched.reproduce.registry import ExperimentOptions, number_option, register_experiment
 from dlsched.reproduce.rows import Measured
 from dlsched.sim.result import SimulationResult
 from dlsched.workload.job import JobSpec
@@ -69,6 +69,8 @@ def research_jobs(days: float, rate: float, seed: int) -> tuple[JobSpec, ...]:
     from dlsched.workload.synthetic import generate
 
     jobs = int(days * 24 * rate)
+    if jobs == 0:  # research_rate=0: the pre-training job alone beside an idle tenant
+        return ()
     trace = generate(jobs, rate, seed, resolve_trace("philly-sample"))
     return tuple(replace(s, job_id=f"research-{i:05d}", queue="research", pool=None,
                          gpu_types=()) for i, s in enumerate(trace.jobs))
@@ -105,8 +107,8 @@ def simulate_tenants(case: str, seed: int, days: float = DAYS, rate: float = RES
     options={"days": f"simulated days (default {DAYS})",
              "research_rate": f"research jobs an hour (default {RESEARCH_RATE:g})"})
 def llama3_tenants(options: ExperimentOptions) -> Iterator[Measured]:
-    days = float(options.options.get("days", DAYS))
-    rate = float(options.options.get("research_rate", RESEARCH_RATE))
+    days = number_option(options.options, "days", DAYS, above=True)
+    rate = number_option(options.options, "research_rate", RESEARCH_RATE)
     for case in options.cases:
         for seed in options.seeds or (0,):
             result = simulate_tenants(case, seed, days, rate)

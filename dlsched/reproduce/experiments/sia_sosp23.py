@@ -24,7 +24,13 @@ from pathlib import Path
 
 from dlsched.data_location import require_data
 from dlsched.errors import ConfigError
-from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
+from dlsched.reproduce.registry import (
+    ExperimentOptions,
+    chosen_policies,
+    register_experiment,
+    whole_list_option,
+    whole_option,
+)
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -47,13 +53,12 @@ METRICS = (("jct_mean_s", "jct_mean"), ("jct_p99_s", "jct_p99"), ("makespan_s", 
 def sia_sosp23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
     policies = chosen_policies(opts.get("policies"), POLICIES)
-    limit = int(opts["limit"]) if "limit" in opts else None
+    limit = whole_option(opts, "limit", None)
     data = Path(opts["data"]) if "data" in opts else require_data(
         f"{DATA}/philly/workload-1.csv", "sia-sosp23").parents[1]
     for case in options.cases:
         folder, count = FOLDERS[case]
-        numbers = ([int(n) for n in opts["workloads"].split(",")] if "workloads" in opts
-                   else list(range(1, count + 1)))
+        numbers = whole_list_option(opts, "workloads", tuple(range(1, count + 1)))
         values: dict[str, dict[str, list[float]]] = {p: {m: [] for m, _ in METRICS}
                                                      for p in policies}
         for number in numbers:

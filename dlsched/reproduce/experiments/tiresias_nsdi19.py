@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from dlsched.reproduce.registry import ExperimentOptions, chosen_policies, register_experiment
+from dlsched.reproduce.registry import (
+    ExperimentOptions,
+    chosen_policies,
+    register_experiment,
+    whole_option,
+)
 from dlsched.reproduce.rows import Measured
 from dlsched.reproduce.simulate import run_setting
 
@@ -26,10 +31,10 @@ TRACE = "philly-tiresias-2000"
     pooled=True)
 def tiresias_nsdi19(options: ExperimentOptions) -> Iterator[Measured]:
     policies = chosen_policies(options.options.get("policies"), POLICIES)
-    limit = options.options.get("limit")
+    limit = whole_option(options.options, "limit", None)
     for case in options.cases:
         for policy in policies:
             summary = run_setting("tiresias-nsdi19", policy, case, options, case,
-                                  limit=None if limit is None else int(limit))
+                                  limit=limit)
             yield Measured(case, policy, "jct_mean_s", summary.jct_mean)
             yield Measured(case, policy, "makespan_s", summary.makespan)

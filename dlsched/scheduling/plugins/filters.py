@@ -58,6 +58,8 @@ class RunnableFilter:
 
     name = "runnable"
     static = True
+    refusal = ("the throughput model rates it 0 on every GPU type left (an LLM job: no "
+               "configuration of its model fits that many of these GPUs)")
 
     def filter(self, state: CycleState, job: Job, mask: np.ndarray) -> np.ndarray:
         from dlsched.perf.model import Placement
