@@ -205,17 +205,19 @@ class Simulator:
         return self._stall_wait is None or self.clock.time >= self._stall_wait
 
     def _repair_pending_helps(self) -> bool:
-        """Whether nodes now in repair (not hot spares held back) would give room to a
-        waiting job the nodes up now cannot hold even empty: the smallest waiting job needs
-        more GPUs than are up and no more than are up once repairs end. Idle cycles until
+        """Whether nodes now in repair (not hot spares held back, nor nodes lost for good)
+        would give room to a waiting job the nodes up now cannot hold even empty: the
+        smallest waiting job needs more GPUs than are up and no more than are up once repairs
+        end. Idle cycles until
         then do not count toward a stall (two nodes both in repair for a day would otherwise
         end a Gandiva run of 60 s rounds after 1,000 of them). A job too large even then
         still stalls the run: this never waits for capacity that is not coming."""
         failures, core = self.failures, self.core
         if failures is None or not core.waiting:
             return False
-        in_repair = core.down_nodes.difference(failures.spares)
-        if not in_repair:
+        in_repair = [node for node, back in failures.repairs.items()
+                     if math.isfinite(back) and node in core.down_nodes]
+        if not in_repair:  # none, or only nodes lost for good
             return False
         node_gpus = self.cluster.node_gpus
         up = sum(int(node_gpus[node]) for node in range(self.cluster.num_nodes)
