@@ -161,16 +161,34 @@ def _known_model(name: str) -> str:
     return name
 
 
+FAILURE_ONLY = ("checkpoint_interval", "checkpoint_seconds", "hot_spares", "resilience")
+
+
 def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[str]:
     """What in the run's inputs loads but leaves jobs unable to ever run: GPU types the trace
-    pins that no node has, tenant flavors that no node belongs to."""
+    pins that no node has, tenant flavors that no node belongs to; and options that shape the
+    response to node failures given without ``--failures`` (they would do nothing)."""
     found = unknown_pins(trace, cluster, config.cluster)
     if config.tenants is not None:
         from dlsched.tenancy.assignment import empty_flavors
         from dlsched.tenancy.loader import load_tenants
 
         found += empty_flavors(load_tenants(config.tenants), cluster, config.cluster)
-    return found
+    return found + _idle_failure_options(config)
+
+
+def _idle_failure_options(config: RunConfig) -> list[str]:
+    if config.failures is not None:
+        return []
+    from dlsched.cli_options import flags
+
+    defaults = RunConfig()
+    given = [flags()[key] for key in FAILURE_ONLY
+             if getattr(config, key) != getattr(defaults, key)]
+    if not given:
+        return []
+    return [f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect without "
+            f"--failures (they shape the response to node failures; docs/llm.md)"]
 
 
 def check_queues(trace: Trace, tenants: TenantConfig) -> None:

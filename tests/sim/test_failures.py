@@ -325,3 +325,22 @@ def test_fifo_under_heavy_failures_finishes_every_job() -> None:
     result = sim.run()
     assert sim.stalled_at is None
     assert all(r.status == JobStatus.FINISHED.value for r in result.jobs)
+
+
+def test_failure_options_without_failures_are_named_as_doing_nothing(tmp_path: Path) -> None:
+    # --hot-spares and --checkpoint shape the response to node failures; without --failures
+    # they were ignored in silence (a user thought the run checkpointed).
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    base = ["simulate", "--trace", "philly-sample", "--limit", "5", "--cluster", "small-16"]
+    idle = CliRunner().invoke(app, [*base, "--hot-spares", "1", "--checkpoint", "600",
+                                    "--out", str(tmp_path / "a")])
+    assert idle.exit_code == 0, idle.output
+    assert ("warning: --checkpoint, --hot-spares have no effect without --failures"
+            in " ".join(idle.output.split()))
+    used = CliRunner().invoke(app, [*base, "--hot-spares", "1", "--failures", "llama3",
+                                    "--out", str(tmp_path / "b")])
+    assert used.exit_code == 0, used.output
+    assert "no effect without" not in used.output
