@@ -100,8 +100,7 @@ def test_replica_runs_mark_the_runs_the_scheduler_stopped(tmp_path: Path) -> Non
                     "service:chat/1": [(0.0, 7.5)]}
 
 
-FAILURES = ("name: often\ncategories:\n"
-            "  - {name: gpu, rate_per_gpu_day: 1000, repair_hours: 0.002}\n")
+FAILURES = "categories:\n  - {name: gpu, rate_per_gpu_day: 1000, repair_hours: 0.002}\n"
 
 
 @pytest.mark.parametrize("size", [STATIC, AUTOSCALED], ids=["static", "autoscaled"])
