@@ -115,9 +115,10 @@ class Reconfigurer:
                free: list[list[int]] | None = None) -> Reshape | None:
         """The job's GPUs after a failure of the ``down`` nodes: its surviving GPUs (whole
         replicas for ``elastic``) plus whole groups or replicas of the ``free`` GPUs of up
-        nodes (one list per node) up to its size, or None (restart). Free GPUs are taken at
-        once: a job left below its size beside idle GPUs waited for a repair or for some
-        other job to finish before it grew back."""
+        nodes (one list per node) up to its size, or None (restart: no whole replica or group
+        survives, so nothing holds its state). Free GPUs are taken at once: a job left below
+        its size beside idle GPUs waited for a repair or for some other job to finish before
+        it grew back."""
         gpu_node = self.gpu_node
         layout = job_layout(self.sized(job.spec, self.size_of(job)), self.type_of(job),
                             self.policy == "oobleck")
@@ -129,6 +130,8 @@ class Reconfigurer:
             rollback = layout.sharded_states
         else:
             rollback = False
+        if not alive or len(alive) % layout.group_gpus:
+            return None  # no whole replica (group) survives to hold its state: it restarts
         gpus = self._extend(job, layout, tuple(alive), free or [])
         if len(gpus) < layout.min_gpus or len(gpus) % layout.group_gpus:
             return None
