@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from dlsched.reproduce.experiments.llama3_405b import measured, simulate_case
 from dlsched.reproduce.registry import ExperimentOptions, get_experiment
 from dlsched.reproduce.runner import run_experiment
@@ -52,3 +54,5 @@ def test_llama3_tenants_without_research_jobs() -> None:
     by_metric = {r.metric: r.dlsched for r in rows}
     assert by_metric["research_jobs"] == 0 and by_metric["research_jct_mean_h"] is None
     assert by_metric["ettr"] is not None and by_metric["ettr"] > 0
+    # the quarter day's wall time at that ETTR (it read 54 / ETTR whatever --opt days said)
+    assert by_metric["wall_days"] == pytest.approx(0.25 / by_metric["ettr"])

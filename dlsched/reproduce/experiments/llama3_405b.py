@@ -13,7 +13,8 @@ interval times 4 (too long), ``young-x0.25`` a quarter.
 Resilience cases (Young's interval; ``scheduling/reconfigure.py`` has the rules):
 ``restart-s0``, ``elastic-s0``, ``oobleck-s0`` without hot spares (restart then waits for the
 repair), ``elastic`` and ``oobleck`` with the spares (a spare first, the policy when none is
-left). ``wall_days`` is the wall time the 54 failure-free days of training take (54 / ETTR).
+left). ``wall_days`` is the wall time the simulated failure-free days of training take (54, or
+``--opt days`` in the tenants experiment, over ETTR).
 """
 
 from __future__ import annotations
@@ -108,13 +109,16 @@ def llama3_405b(options: ExperimentOptions) -> Iterator[Measured]:
                                 policy_of(case)[1])
 
 
-def measured(case: str, result: SimulationResult, policy: str = POLICY) -> Iterator[Measured]:
+def measured(case: str, result: SimulationResult, policy: str = POLICY,
+             days: float = DAYS) -> Iterator[Measured]:
+    """The Llama job's rows; ``wall_days``: the ``days`` of training it had at the run's
+    ETTR (54 days in the paper's setting)."""
     job = next(j for j in result.jobs if j.job_id == "llama3-405b")
     elapsed = result.end_time - (job.first_start or 0.0)
     ettr = job.useful_seconds / elapsed if elapsed else None
     yield Measured(case, policy, "unexpected_interruptions", float(job.failures))
     yield Measured(case, policy, "ettr", ettr)
-    yield Measured(case, policy, "wall_days", DAYS / ettr if ettr else None)
+    yield Measured(case, policy, "wall_days", days / ettr if ettr else None)
     yield Measured(case, policy, "mean_gpus", job.gpu_seconds / elapsed if elapsed else None)
     yield Measured(case, policy, "lost_gpu_hours", job.lost_gpu_seconds / 3600)
     yield Measured(case, policy, "checkpoint_gpu_hours", job.checkpoint_gpu_seconds / 3600)

@@ -114,7 +114,7 @@ def llama3_tenants(options: ExperimentOptions) -> Iterator[Measured]:
             result = simulate_tenants(case, seed, days, rate)
             name = f"{case}@seed{seed}" if options.seeds else case
             policy = case_policy(case)[1]
-            yield from measured(name, result, policy)
+            yield from measured(name, result, policy, days)
             yield from research_side(name, result, policy)
 
 
