@@ -174,7 +174,29 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
         from dlsched.tenancy.loader import load_tenants
 
         found += empty_flavors(load_tenants(config.tenants), cluster, config.cluster)
-    return found + _idle_failure_options(config)
+    return found + _uncapped_placement(config, trace) + _idle_failure_options(config)
+
+
+def _uncapped_placement(config: RunConfig, trace: Trace) -> list[str]:
+    """Policies that place jobs by their own allocation (Gavel, Pollux, Gandiva, ...): they do
+    not choose nodes by ``max_per_node``, so a capped job whose layout breaks its cap waits
+    (the cap itself always holds)."""
+    capped = sum(1 for spec in trace.jobs if spec.max_per_node)
+    if not capped:
+        return []
+    import warnings
+
+    found = []
+    for policy in config.policies:
+        with warnings.catch_warnings():  # its own data warnings come when it runs
+            warnings.simplefilter("ignore")
+            allocates = bool(build_profile(config, policy).allocators)
+        if allocates:
+            found.append(f"{policy} places jobs by its own allocation, not by max_per_node: "
+                         f"a job of the {capped} capped ones that it lays out against its cap "
+                         f"waits, maybe for ever (FIFO, SJF, SRTF, backfill, EDF, Tiresias "
+                         f"and Themis place by the cap; docs/scheduling.md)")
+    return found
 
 
 def _idle_failure_options(config: RunConfig) -> list[str]:

@@ -104,11 +104,18 @@ def _short(state: CycleState, job: Job, target: Assignment,
         return None
     gpus = list(taken[0])
     nodes = book.gpu_node[gpus]
-    if (book.cpus[nodes] >= -EPS).all() and (book.memory_gb[nodes] >= -EPS).all() and (
-            book.gpu_memory_gb[gpus] >= -EPS).all():
+    spec = job.spec
+    crowded = spec.max_per_node > 0 and bool(
+        (book.groups[spec.density_group][nodes] > spec.max_per_node).any())
+    if (not crowded and (book.cpus[nodes] >= -EPS).all()
+            and (book.memory_gb[nodes] >= -EPS).all()
+            and (book.gpu_memory_gb[gpus] >= -EPS).all()):
         return None
-    state.give_back(*taken, job.spec)
+    state.give_back(*taken, spec)
     state.started.pop(job.job_id, None)
+    if crowded:
+        return (f"the GPUs it was given put more than {spec.max_per_node} workers of "
+                f"{spec.density_group} on a node; it waits")
     return ("the GPUs it was given lack the CPUs, host memory or GPU memory it asks for on "
             f"node {int(nodes[0])}; it waits")
 

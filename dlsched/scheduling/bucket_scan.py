@@ -42,7 +42,8 @@ def bucket_of(job: Job) -> Hashable:
     spec = job.spec
     if spec.asks_beyond_gpus:
         return (spec.num_gpus, spec.gpu_share, spec.gpu_types, spec.pool, spec.model,
-                spec.batch_size, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
+                spec.batch_size, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb,
+                spec.max_per_node, spec.density_group if spec.max_per_node else None)
     return (spec.num_gpus, spec.gpu_share, spec.gpu_types, spec.pool, spec.model,
             spec.batch_size)
 

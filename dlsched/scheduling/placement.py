@@ -68,6 +68,8 @@ def _spec_record(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -
         shape += ("tp", spec.tensor_parallel)
     if spec.asks_beyond_gpus:  # jobs alike on GPUs may differ in what else they need
         shape += (spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb)
+        if spec.max_per_node:  # a capped group's workers compete for its slots per node
+            shape += ("per-node", spec.max_per_node, spec.density_group)
     if spec.mig_profile is not None:  # slices, not shares: a MIG job fits by its profile
         shape += ("mig", spec.mig_profile)
     hit = _BY_SPEC[id(spec)] = (spec, snapshot.cluster, snapshot.throughput, filters, entry,

@@ -6,6 +6,10 @@ per worker, for ``gpu_memory_gb`` of its GPU's memory and ``cpus_per_gpu`` CPUs 
 holds what is still free of those three; a capacity the cluster leaves at 0 (not modelled) is
 free without limit, so clusters and traces that do not describe a resource run as before.
 
+The book also counts, per node, the workers of each group a job caps (``JobSpec.max_per_node``:
+at most that many workers of its ``group`` on one node); a cap works like a resource of
+``max_per_node`` slots per node that only the group's workers use.
+
 The scheduler core keeps one book and the placement a copy per cycle; both only move through
 ``take``/``give``, and the core's ``take`` refuses to book more than is free (``Overbooked``),
 so no resource is ever given twice whatever a policy decides.
@@ -14,7 +18,7 @@ so no resource is ever given twice whatever a policy decides.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +42,9 @@ class ResourceBook:
     memory_gb: np.ndarray
     gpu_memory_gb: np.ndarray
     gpu_node: np.ndarray
+    # Workers per node of each capped group now placed (``JobSpec.density_group``); a group
+    # leaves when it has none.
+    groups: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def of(cls, cluster: Cluster) -> ResourceBook:
@@ -47,12 +54,21 @@ class ResourceBook:
 
     def copy(self) -> ResourceBook:
         return ResourceBook(self.cpus.copy(), self.memory_gb.copy(), self.gpu_memory_gb.copy(),
-                            self.gpu_node)
+                            self.gpu_node, {k: v.copy() for k, v in self.groups.items()})
 
     def read_only(self) -> ResourceBook:
-        """A view that sees this book's changes and cannot make any."""
+        """A view that sees this book's changes and cannot make any (the groups' counts are
+        this book's own: a view does not change them)."""
         return ResourceBook(_view(self.cpus), _view(self.memory_gb), _view(self.gpu_memory_gb),
-                            self.gpu_node)
+                            self.gpu_node, self.groups)
+
+    def group_room(self, spec: JobSpec) -> np.ndarray | None:
+        """Per node, how many more workers the job's group may have there (None: no cap)."""
+        if spec.max_per_node <= 0:
+            return None
+        held = self.groups.get(spec.density_group)
+        room = np.full(len(self.cpus), spec.max_per_node, dtype=np.int64)
+        return room if held is None else room - held
 
     def workers_per_node(self, spec: JobSpec) -> np.ndarray:
         """Per node, how many of the job's workers its free CPUs and host memory allow
@@ -62,6 +78,9 @@ class ResourceBook:
                                                            spec.memory_gb_per_gpu)):
             if need > 0:
                 np.minimum(room, np.floor((free + EPS) / need), out=room)
+        group = self.group_room(spec)
+        if group is not None:
+            np.minimum(room, group, out=room)
         return room
 
     def gpu_memory_fits(self, gpus: slice | np.ndarray, spec: JobSpec) -> np.ndarray:
@@ -80,6 +99,14 @@ class ResourceBook:
                     node = int(short[0])
                     return (f"node {node} has {free[node]:g} free {label}, the job's "
                             f"{per_node[node]} worker(s) there need {per_node[node] * need:g}")
+        group = self.group_room(spec)
+        if group is not None:
+            short = np.flatnonzero((per_node > 0) & (per_node > group))
+            if len(short):
+                node = int(short[0])
+                return (f"node {node} already runs {spec.max_per_node - group[node]} worker(s) "
+                        f"of {spec.density_group}, which may have {spec.max_per_node} per "
+                        f"node; the job's {per_node[node]} there would pass that")
         if spec.gpu_memory_gb > 0:
             per_gpu = np.bincount(np.asarray(gpus, dtype=np.int64),
                                   minlength=len(self.gpu_memory_gb))
@@ -109,6 +136,17 @@ class ResourceBook:
             self.cpus[node] += sign * spec.cpus_per_gpu
             self.memory_gb[node] += sign * spec.memory_gb_per_gpu
             self.gpu_memory_gb[gpu] += sign * spec.gpu_memory_gb
+        if spec.max_per_node > 0 and len(gpus):
+            self._count(gpus, spec.density_group, 1 if sign < 0 else -1)
+
+    def _count(self, gpus: Sequence[int], group: str, sign: int) -> None:
+        """A group's workers on ``gpus``' nodes placed (+1) or gone (-1)."""
+        held = self.groups.get(group)
+        if held is None:
+            held = self.groups[group] = np.zeros(len(self.cpus), dtype=np.int64)
+        np.add.at(held, self.gpu_node[np.asarray(gpus, dtype=np.int64)], sign)
+        if sign < 0 and not held.any():
+            del self.groups[group]
 
 
 def node_room(book: ResourceBook, free: np.ndarray, cluster: Cluster, spec: JobSpec,
@@ -118,7 +156,7 @@ def node_room(book: ResourceBook, free: np.ndarray, cluster: Cluster, spec: JobS
         fits = (free >= share - EPS) & book.gpu_memory_fits(slice(None), spec)
         capacity = np.bincount(cluster.gpu_node, weights=fits.astype(np.int64),
                                minlength=cluster.num_nodes).astype(np.int64)
-    if spec.cpus_per_gpu > 0 or spec.memory_gb_per_gpu > 0:
+    if spec.cpus_per_gpu > 0 or spec.memory_gb_per_gpu > 0 or spec.max_per_node > 0:
         limit = book.workers_per_node(spec)
         capacity = np.where(limit < capacity, limit, capacity).astype(np.int64)
     return capacity
@@ -133,6 +171,7 @@ def most_workers_per_node(cluster: Cluster, spec: JobSpec) -> np.ndarray:
         np.minimum(per_gpu, np.floor((book.gpu_memory_gb + EPS) / spec.gpu_memory_gb),
                    out=per_gpu)
     per_node = np.bincount(cluster.gpu_node, weights=per_gpu, minlength=cluster.num_nodes)
+    # ``workers_per_node`` of an empty book: no group has a worker yet (its cap whole)
     return np.minimum(per_node, book.workers_per_node(spec)).astype(np.int64)
 
 

@@ -174,7 +174,9 @@ class Scheduler:
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
             job.finish_time = job.queued_since
-            counted = (" (counting the CPUs, host and GPU memory each worker asks for)"
+            counted = (f" (at most {spec.max_per_node} workers of {spec.density_group} per "
+                       f"node)" if spec.max_per_node else
+                       " (counting the CPUs, host and GPU memory each worker asks for)"
                        if spec.asks_beyond_gpus else "")
             why = f" ({self._refusal(job)})" if most == 0 else ""
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
@@ -216,7 +218,7 @@ class Scheduler:
         spec = job.spec
         shape = (spec.gpu_types, spec.pool, spec.model, spec.batch_size, spec.num_gpus,
                  spec.gpu_share, spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.gpu_memory_gb,
-                 spec.mig_profile)
+                 spec.mig_profile, spec.max_per_node)
         most = self._max_workers_cache.get(shape)
         if most is None:
             state = CycleState.begin(self.snapshot(running=False))

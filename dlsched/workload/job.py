@@ -103,6 +103,12 @@ class JobSpec:
 
     ``mig_profile`` (e.g. ``3g.20gb``) asks for a MIG instance per worker instead of a share of
     a GPU; ``gpu_share`` is then the instance's compute slices / 7 (``dlsched/mig``).
+
+    ``max_per_node`` > 0 caps how many workers of the job's ``group`` (the jobs sharing that
+    name: an app's instances; without a group, the job's own workers) run on one node: an
+    anti-affinity that spreads replicas so one node's failure takes few of them (the
+    ``max_instance_per_node`` of Alibaba's DLRM serving trace, Yang et al. NSDI'25; Kubernetes'
+    pod anti-affinity and topology spread serve the same end). 0: no cap.
     """
 
     job_id: str
@@ -126,6 +132,8 @@ class JobSpec:
     gpu_memory_gb: float = 0.0
     tensor_parallel: int = 1
     mig_profile: str | None = None  # a MIG instance per worker (dlsched/mig; see below)
+    group: str | None = None  # the jobs whose workers ``max_per_node`` counts together
+    max_per_node: int = 0  # the most workers of the group on one node (0: no cap)
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -137,7 +145,8 @@ class JobSpec:
         if (self.num_gpus >= 1 and self.work > 0 and self.submit_time >= 0
                 and 0 < self.gpu_share <= 1 and self.min_gpus is None and self.max_gpus is None
                 and self.tensor_parallel == 1 and self.cpus_per_gpu == 0
-                and self.memory_gb_per_gpu == 0 and self.gpu_memory_gb == 0):
+                and self.memory_gb_per_gpu == 0 and self.gpu_memory_gb == 0
+                and self.max_per_node == 0):
             return None  # the common spec, which every test below passes: told at once
         if self.num_gpus < 1:
             return f"num_gpus must be >= 1, got {self.num_gpus}"
@@ -160,12 +169,20 @@ class JobSpec:
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):
                 return f"{name} must be a finite number >= 0, got {value}"
+        if not (self.max_per_node >= 0 and self.max_per_node == int(self.max_per_node)):
+            return f"max_per_node must be an integer >= 0, got {self.max_per_node!r}"
         return None
 
     @property
     def asks_beyond_gpus(self) -> bool:
         """Whether the job asks for CPUs, host memory or GPU memory besides GPU compute."""
-        return bool(self.cpus_per_gpu or self.memory_gb_per_gpu or self.gpu_memory_gb)
+        return bool(self.cpus_per_gpu or self.memory_gb_per_gpu or self.gpu_memory_gb
+                    or self.max_per_node)
+
+    @property
+    def density_group(self) -> str:
+        """The name ``max_per_node`` counts workers under: the group, else the job itself."""
+        return self.group if self.group is not None else f"job:{self.job_id}"
 
     @property
     def is_elastic(self) -> bool:

@@ -17,10 +17,11 @@ with GPUs (role ``HN``, a heterogeneous GPU node's instance) becomes one job:
   ``memory_gb_per_gpu`` = ``memory_request / gpus`` (GiB); priority 2 (latency-sensitive, as
   ``alibaba-2023``'s ``LS`` class); kind ``service``; the app group (``app_name``) as its
   model name, so reports group an app's instances.
+- ``max_instance_per_node`` (an app's anti-affinity: how many of its instances one node may
+  hold; 2 or 4 for most GPU instances, -1 for none) becomes ``max_per_node`` of the job's
+  ``group`` (its app): the scheduler never puts more of the app's instances on one node.
 - Not modelled (read and checked, not kept): the limits (equal to the requests in this trace),
-  ``rdma_request`` (a share of a node's RDMA NIC), ``disk_request`` and
-  ``max_instance_per_node`` (an app's anti-affinity: how many of its instances one node may
-  hold).
+  ``rdma_request`` (a share of a node's RDMA NIC) and ``disk_request``.
 
 Two kinds of rows are dropped on purpose and counted in the trace's warnings: CPU-node
 instances (role ``CN``, no GPU: 16,485 of the 23,871), which a GPU scheduler does not place, and
@@ -94,7 +95,7 @@ def _job(ctx: RowContext, end: float) -> JobSpec:
     for field in ("cpu_limit", "gpu_limit", "rdma_request", "rdma_limit", "memory_limit",
                   "disk_request", "disk_limit"):
         ctx.number(field, minimum=0)
-    ctx.integer("max_instance_per_node", minimum=-1)
+    per_node = ctx.integer("max_instance_per_node", minimum=-1)
     gpus = ctx.integer("gpu_request", minimum=0)
     cpus = ctx.number("cpu_request", minimum=0)
     memory = ctx.number("memory_request", minimum=0)
@@ -107,10 +108,11 @@ def _job(ctx: RowContext, end: float) -> JobSpec:
         raise ctx.fail("deletion_time", f"{stop:g} is before scheduled_time {scheduled:g}")
     if stop == scheduled:
         raise DropRow(NO_RUN_TIME)
+    app = ctx.text("app_name")
     return JobSpec(job_id=ctx.text("instance_sn"), submit_time=created, num_gpus=gpus,
                    work=stop - scheduled, priority=LATENCY_SENSITIVE, kind=JobKind.SERVICE,
-                   model=ctx.text("app_name"), cpus_per_gpu=cpus / gpus,
-                   memory_gb_per_gpu=memory / gpus)
+                   model=app, cpus_per_gpu=cpus / gpus, memory_gb_per_gpu=memory / gpus,
+                   group=app, max_per_node=max(per_node, 0))
 
 
 def _start(ctx: RowContext) -> tuple[float, float]:

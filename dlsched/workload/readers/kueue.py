@@ -14,6 +14,12 @@ a ``List`` (``{"items": [...]}``) or a JSON array of such objects, mixed kinds a
   to its ``Finished`` condition (``lastTransitionTime``).
 - queue: the Job's ``kueue.x-k8s.io/queue-name`` label (else its namespace); a Workload's
   ``spec.queueName``.
+- anti-affinity: a Job whose pod template requires (``podAntiAffinity.
+  requiredDuringSchedulingIgnoredDuringExecution``) no two pods of its own labels on one node
+  (``topologyKey: kubernetes.io/hostname``, a ``labelSelector`` of ``matchLabels`` its pods
+  carry) gets ``max_per_node`` = its GPUs per pod (one pod per node) in the group named by that
+  selector (``k8s:app=x``), shared with every Job selecting the same labels. Other terms
+  (expressions, other topology keys, preferences, spread constraints) are not modelled.
 
 Unfinished, never started and GPU-less objects are left out and counted. A bad value is an
 error naming the file, the line and the field (``items[3].status.startTime``).
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,6 +49,7 @@ from dlsched.workload.trace import Trace
 GPU = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRODUCT = "nvidia.com/gpu.product"
+HOSTNAME = "kubernetes.io/hostname"  # the topology key of "one per node"
 KINDS = ("Job", "Workload")
 
 
@@ -94,6 +101,30 @@ def _gpus_per_pod(ctx: ItemContext, pod_spec: Any, where: str) -> int:
         amount = (limits if which == "limits" else requests).get(GPU, 0)
         total += _count(ctx, f"{where}.containers[{index}].resources.{which}.{GPU}", amount)
     return total
+
+
+def _anti_affinity(template: Any, gpus_per_pod: int) -> tuple[str | None, int]:
+    """(group, max_per_node) for a pod template that keeps its own pods one per node (the
+    module's docstring); (None, 0) otherwise."""
+    pod = template.get("spec") if isinstance(template, Mapping) else None
+    affinity = pod.get("affinity") if isinstance(pod, Mapping) else None
+    anti = affinity.get("podAntiAffinity") if isinstance(affinity, Mapping) else None
+    terms = (anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+             if isinstance(anti, Mapping) else None)
+    metadata = template.get("metadata") if isinstance(template, Mapping) else None
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    if not isinstance(terms, list) or not isinstance(labels, Mapping) or gpus_per_pod < 1:
+        return None, 0
+    for term in terms:
+        if not isinstance(term, Mapping) or term.get("topologyKey") != HOSTNAME:
+            continue
+        selector = term.get("labelSelector")
+        match = selector.get("matchLabels") if isinstance(selector, Mapping) else None
+        if (isinstance(match, Mapping) and match and not selector.get("matchExpressions")
+                and all(labels.get(key) == value for key, value in match.items())):
+            pairs = ",".join(f"{key}={value}" for key, value in sorted(match.items()))
+            return f"k8s:{pairs}", gpus_per_pod
+    return None, 0
 
 
 def _product(pod_spec: Any) -> Any:
@@ -152,8 +183,10 @@ def _job(ctx: ItemContext) -> JobSpec:
     labels = ctx.get("metadata.labels") or {}
     queue = labels.get(QUEUE_LABEL) or ctx.get("metadata.namespace") or "default"
     pod = ctx.get(spec)
-    return _spec(ctx, pods * _gpus_per_pod(ctx, pod, spec), started[0], ended[0],
-                 str(queue), _product(pod))
+    per_pod = _gpus_per_pod(ctx, pod, spec)
+    job = _spec(ctx, pods * per_pod, started[0], ended[0], str(queue), _product(pod))
+    group, per_node = _anti_affinity(ctx.get("spec.template"), per_pod)
+    return replace(job, group=group, max_per_node=per_node) if per_node else job
 
 
 def _workload(ctx: ItemContext) -> JobSpec:

@@ -37,6 +37,9 @@ def test_rows_by_hand(write: Writer) -> None:
     assert (jobs["i1"].cpus_per_gpu, jobs["i1"].memory_gb_per_gpu) == (12.0, 120.0)
     assert jobs["i1"].kind is JobKind.SERVICE and jobs["i1"].priority == 2
     assert jobs["i1"].model == "app_0"
+    # the app's anti-affinity: at most 8 (app_0) or 2 (app_1) instances of it on a node
+    assert (jobs["i1"].group, jobs["i1"].max_per_node) == ("app_0", 8)
+    assert (jobs["i3"].group, jobs["i3"].max_per_node) == ("app_1", 2)
     # no times at all: there for the whole trace, which ends at the file's latest time (1,560:
     # the CPU-node instance's deletion; dropped rows count too)
     assert (jobs["i0"].submit_time, jobs["i0"].work) == (0.0, 1560.0)

@@ -90,3 +90,26 @@ def test_a_count_given_as_true_is_an_error(write: Writer) -> None:
     bad["spec"]["parallelism"] = True  # was read as 1 pod
     text = listing(bad)
     error_at(write, text, "true", None, "items[0].spec.parallelism")
+
+
+def _spread(labels: dict, match: dict, key: str = "kubernetes.io/hostname") -> dict:
+    """JOB with pod labels and a required anti-affinity to pods matching ``match``."""
+    job = json.loads(json.dumps(JOB))
+    template = job["spec"]["template"]
+    template["metadata"] = {"labels": labels}
+    template["spec"]["affinity"] = {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": key, "labelSelector": {"matchLabels": match}}]}}
+    return job
+
+
+def test_self_anti_affinity_caps_pods_per_node(write: Writer) -> None:
+    """Two pods of 4 GPUs kept one per node: at most 4 of the group's GPUs on a node."""
+    one = read_trace(write("a.json", listing(_spread({"app": "x", "tier": "1"}, {"app": "x"}))))
+    (spec,) = one.jobs
+    assert (spec.num_gpus, spec.group, spec.max_per_node) == (8, "k8s:app=x", 4)
+    # a selector its own pods do not match, or another topology key: not modelled
+    for job in (_spread({"app": "y"}, {"app": "x"}),
+                _spread({"app": "x"}, {"app": "x"}, "topology.kubernetes.io/zone")):
+        (plain,) = read_trace(write("b.json", listing(job))).jobs
+        assert (plain.group, plain.max_per_node) == (None, 0)
