@@ -230,9 +230,21 @@ def resource_scenarios(draw: st.DrawFn) -> tuple[Cluster, list[JobSpec], float]:
                     gpu_share=draw(st.sampled_from([1.0, 0.5, 0.25])) if gpus == 1 else 1.0,
                     cpus_per_gpu=draw(st.sampled_from([0, 2, 6, 20])),
                     memory_gb_per_gpu=draw(st.sampled_from([0, 8, 24])),
-                    gpu_memory_gb=draw(st.sampled_from([0, 4, 12, 40])))
+                    gpu_memory_gb=draw(st.sampled_from([0, 4, 12, 40])),
+                    **_cap(draw))
             for i in range(draw(st.integers(1, 20)))]
     return cluster, jobs, draw(st.sampled_from([0.0, 7.0]))
+
+
+GROUP_CAPS = {"a": 1, "b": 2}  # max_per_node of each group's jobs
+
+
+def _cap(draw: st.DrawFn) -> dict:
+    """A job's per-node cap: of a group (its fixed cap), of its own workers, or none."""
+    group = draw(st.sampled_from(["a", "b", None, None]))
+    if group is not None:
+        return {"group": group, "max_per_node": GROUP_CAPS[group]}
+    return {"max_per_node": draw(st.sampled_from([0, 0, 1, 2]))}
 
 
 def _check_resources(core: Scheduler) -> None:
@@ -247,6 +259,15 @@ def _check_resources(core: Scheduler) -> None:
             cpus[node] += job.spec.cpus_per_gpu
             memory[node] += job.spec.memory_gb_per_gpu
             gpu_memory[gpu] += job.spec.gpu_memory_gb
+    per_group: dict[str, np.ndarray] = {}
+    for job in core.running.values():
+        spec = job.spec
+        if spec.max_per_node:
+            held = per_group.setdefault(spec.density_group, np.zeros(cluster.num_nodes, int))
+            np.add.at(held, cluster.gpu_node[list(job.allocation)], 1)
+            assert held.max() <= spec.max_per_node, f"{spec.density_group} over its cap"
+    assert {k: v.tolist() for k, v in per_group.items() if v.any()} == {
+        k: v.tolist() for k, v in core.resources.groups.items()}
     for held, capacity, free in ((cpus, cluster.node_cpus, core.resources.cpus),
                                  (memory, cluster.node_memory_gb, core.resources.memory_gb),
                                  (gpu_memory, cluster.gpu_memory_gb,
@@ -269,6 +290,8 @@ def _fits_alone(cluster: Cluster, spec: JobSpec) -> bool:
                            (node.memory_gb, spec.memory_gb_per_gpu)):
             if have and need:
                 room = min(room, int(have // need))
+        if spec.max_per_node:
+            room = min(room, spec.max_per_node)
         total += room
     return total >= spec.num_gpus
 
