@@ -79,8 +79,8 @@ def cluster(
                    ] = "http://127.0.0.1:8765",
     token: Annotated[str | None, typer.Option("--token", help="API token, if any.")] = None,
 ) -> None:
-    """Write the running service's cluster (nodes, GPU types and counts) as a cluster YAML for
-    `dlsched simulate --cluster FILE`."""
+    """Write the running service's cluster (nodes, GPUs, CPUs, memory, topology) as a cluster
+    YAML for `dlsched simulate --cluster FILE`."""
     from dlsched.extras import CLIENT, MissingExtra, require
 
     try:

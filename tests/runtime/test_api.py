@@ -89,3 +89,27 @@ def test_metrics_are_prometheus_text(live: Callable[..., Live]) -> None:
                  "dlsched_cycle_seconds_bucket", "dlsched_preemptions_total",
                  'dlsched_gpus{gpu_type="T4"} 4.0'):
         assert name in text, name
+
+
+def test_cluster_view_carries_what_the_scheduler_accounts(live: Callable[..., Live]) -> None:
+    """``/v1/cluster`` gives each node's CPUs, memory, rack, NVLink domain and pool, and the
+    link bandwidths: ``dlsched history cluster`` writes a cluster the simulator schedules as
+    the service does (it wrote GPU types and counts only: a replay left CPUs and memory
+    unaccounted)."""
+    from dlsched.cluster.loader import parse_cluster_yaml
+    from dlsched.runtime.models import ClusterView
+    from dlsched.whatif.cluster import cluster_yaml
+
+    text = ("name: lab\ntopology: {rack_gbps: 25}\nnodes:\n"
+            "  - {name: a, gpu_type: A100, gpus: 4, cpus: 32, memory_gb: 256, rack: r1,"
+            " nvlink_domain: 4, pool: big}\n"
+            "  - {name: b, gpu_type: T4, gpus: 2, cpus: 8, memory_gb: 64, gpu_memory_gb: 15}\n")
+    served = parse_cluster_yaml(text, "lab.yaml")
+    body = live(cluster=served).http.get("/v1/cluster").json()
+    assert [(n["cpus"], n["memory_gb"], n["gpu_memory_gb"], n["rack"], n["pool"])
+            for n in body["nodes"]] == [(32, 256, 40, "r1", "big"), (8, 64, 15, "rack-0", None)]
+    replayed = parse_cluster_yaml(cluster_yaml(ClusterView.model_validate(body)), "out.yaml")
+    assert replayed.topology == served.topology
+    for name in ("node_cpus", "node_memory_gb", "gpu_memory_gb", "node_rack", "gpu_node"):
+        assert getattr(replayed, name).tolist() == getattr(served, name).tolist(), name
+    assert [(n.nvlink_domain, n.pool) for n in replayed.nodes] == [(4, "big"), (0, None)]
