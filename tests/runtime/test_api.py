@@ -18,9 +18,12 @@ BAD_SUBMISSIONS = [
     pytest.param({"gpus": 5, "command": ["true"]}, 400, "at most 4 GPUs", id="too-many-gpus"),
     pytest.param({"gpus": 0, "command": ["true"]}, 400, "at least 1", id="zero-gpus"),
     pytest.param({"gpus": 1, "command": ["true"], "gpu_type": "H100"}, 400,
-                 "no GPU of type 'H100'", id="unknown-gpu-type"),
-    pytest.param({"gpus": 2, "command": ["true"], "min_gpus": 3}, 400, "min_gpus 3 > num_gpus",
-                 id="min-above-gpus"),
+                 "gpu_type='H100': this cluster has no GPU of type 'H100'",
+                 id="unknown-gpu-type"),
+    pytest.param({"gpus": 2, "command": ["true"], "min_gpus": 3}, 400,
+                 "min_gpus=3: more than gpus=2", id="min-above-gpus"),
+    pytest.param({"gpus": 2, "command": ["true"], "max_gpus": 1}, 400,
+                 "max_gpus=1: fewer than gpus=2", id="max-below-gpus"),
     pytest.param({"gpus": 1, "command": ["true"], "queue": "bad queue!"}, 422, "queue",
                  id="queue-name"),
 ]
@@ -34,6 +37,21 @@ def test_bad_submissions_are_refused_and_nothing_is_stored(
     assert response.status_code == status
     assert message in response.text
     assert client.get("/v1/jobs").json() == []
+
+
+def test_a_gang_too_big_for_its_shape_names_gpus_and_the_shape(
+        live: Callable[..., Live]) -> None:
+    """Two 4-GPU nodes of 32 CPUs: 16 CPUs per worker leave room for 4 workers in all."""
+    from dlsched.cluster.loader import parse_cluster_yaml
+
+    cluster = parse_cluster_yaml("name: lab\nnode_groups:\n  - {count: 2, gpu_type: A100, "
+                                 "gpus: 4, cpus: 32}\n", "lab.yaml")
+    client = live(cluster=cluster).http
+    response = client.post("/v1/jobs", json={"gpus": 5, "cpus_per_gpu": 16,
+                                             "command": ["true"]})
+    assert (response.status_code, response.json()["detail"]) == (
+        400, "gpus=5: this cluster can give one job at most 4 GPUs with cpus_per_gpu=16 per "
+             "worker")
 
 
 def test_any_queue_name_is_accepted_for_now(live: Callable[..., Live], out: Path) -> None:
