@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -22,6 +21,7 @@ from rich.table import Table
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
 from dlsched.runtime.display import gpus_shown, print_job, shown_status
+from dlsched.yamlinput import load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
@@ -165,6 +165,11 @@ def submit(
                        "--file gives gpus).")] = None,
     gpu_type: Annotated[str | None, typer.Option(
         "--gpu-type", help="Only GPUs of this type (default: any).")] = None,
+    min_gpus: Annotated[int | None, typer.Option(
+        "--min-gpus", help="An elastic job's fewest GPUs: an allocation policy (optimus, "
+                           "pollux, ...) may resize it within --min-gpus..--max-gpus.")] = None,
+    max_gpus: Annotated[int | None, typer.Option(
+        "--max-gpus", help="An elastic job's most GPUs.")] = None,
     queue: Annotated[str | None, typer.Option(
         "--queue", help="The job's queue (tenant; default: default).")] = None,
     priority: Annotated[int | None, typer.Option(
@@ -202,6 +207,7 @@ def submit(
     try:
         body: dict[str, Any] = _load_job_file(file) if file is not None else {}
         flags = {"command": command or None, "gpus": gpus, "gpu_type": gpu_type,
+                 "min_gpus": min_gpus, "max_gpus": max_gpus,
                  "queue": queue, "priority": priority, "name": name,
                  "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds,
                  "gpu_share": gpu_share, "gpu_memory_gb": gpu_memory_gb,
@@ -224,10 +230,9 @@ def submit(
 
 
 def _load_job_file(path: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise DlschedError(f"{path}: {exc}") from None
+    """The job file's fields; a file that cannot be read or parsed is one located line
+    (``job.yaml:2: not valid YAML: ...``), as every YAML input's errors are."""
+    doc, _source = load_yaml_file(path)
     if not isinstance(doc, dict):
         raise DlschedError(f"{path}: expected a mapping of job fields")
     return doc
