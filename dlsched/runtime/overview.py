@@ -33,8 +33,10 @@ MAX_POINTS = 1000
 def tenant_views(service: Service, queues: frozenset[str] | None = None
                  ) -> list[TenantQueueView]:
     """Every cluster queue of ``--tenants`` (none without): nominal quota, use, borrowing and
-    Kueue's fair share, from the tenant layer's ledger of the last cycle. ``queues``: a
-    tenant's view, only the cluster queues it may submit to."""
+    Kueue's fair share of the jobs running now, each charged to the flavor the tenant layer
+    gave it (its ledger is as of the last cycle's start: the jobs that cycle started were
+    missing until another cycle ran). ``queues``: a tenant's view, only the cluster queues it
+    may submit to."""
     config = service.tenants
     admission = service.profile.queue_sort
     if config is None or not hasattr(admission, "ledger"):
@@ -42,7 +44,7 @@ def tenant_views(service: Service, queues: frozenset[str] | None = None
     from dlsched.tenancy.fairshare import share_value
 
     with service.locked():
-        usage = admission.ledger.usage.copy()
+        usage = admission.ledger.usage_of(service.core.running.values(), service.cluster)
         pending = _by_cluster_queue(service, service.core.waiting.values())
         running = _by_cluster_queue(service, service.core.running.values())
     views = []

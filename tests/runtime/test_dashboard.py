@@ -65,6 +65,21 @@ def test_the_overview_says_why_jobs_wait_and_shows_tenant_quotas(
     assert "resnet-big" in detail and "Attempts" in detail and "local:0" in detail
 
 
+def test_quota_use_counts_the_jobs_the_last_cycle_started(live: Callable[..., Live],
+                                                          out: Path) -> None:
+    """The tenant layer's ledger is as of a cycle's start: a job that cycle started showed
+    ``0 / 2`` in the dashboard and ``gpus_used`` 0 until another cycle ran (a quiet service,
+    or one just restarted, stays so)."""
+    handle = live(tenants=tenants())
+    running = submit(handle, worker("sleep", out, 600), 1, queue="vision", name="one")
+    wait_status(handle, running, "running")
+    quotas = {t["name"]: t for t in handle.http.get("/v1/tenants").json()}
+    assert (quotas["team-a"]["running"], quotas["team-a"]["gpus_used"]) == (1, 1.0)
+    assert quotas["team-a"]["quotas"][0]["used"] == 1.0 and quotas["team-b"]["gpus_used"] == 0
+    row = page(handle, "/?fragment=1").text.split('class="tenant"')[1].split("</tr>")[0]
+    assert "1 / 2" in row, row
+
+
 def test_a_tenant_sees_and_cancels_only_its_own_jobs(live: Callable[..., Live],
                                                      out: Path) -> None:
     a, b = "a" * 20, "b" * 20
