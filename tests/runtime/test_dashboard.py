@@ -184,3 +184,15 @@ def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., L
     assert "<th>on GPUs</th>" in html and "<th>GPUs</th>" not in html
     assert "1 GPU, queue default" in html
     assert "The newest 1 job." in page(handle, "/").text
+
+
+def test_jobs_submitted_one_after_another_get_hues_far_apart() -> None:
+    """GPUs are coloured by job: neighbours in submission order, which run side by side,
+    must not look alike (a hash of the id gave job-000001 and job-000004 hues 32 apart)."""
+    from dlsched.runtime.dashboard.routes import _hue
+
+    hues = [_hue(f"job-{n:06d}") for n in range(1, 41)]
+    for gap in range(1, 5):
+        for a, b in zip(hues, hues[gap:], strict=False):
+            assert min(abs(a - b), 360 - abs(a - b)) >= 50, (gap, a, b)
+    assert _hue("job-000007") == _hue("job-000007") and 0 <= _hue("custom id") < 360
