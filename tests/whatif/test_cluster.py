@@ -56,3 +56,4 @@ def test_a_replay_on_the_written_cluster_schedules_cpus_as_the_service_did(
     run = dlsched.simulate(trace=tmp_path / "history.csv", cluster=tmp_path / "lab.yaml",
                            policy="fifo")
     assert run.summary["jct_mean"] == pytest.approx(150.0)
+    assert "mean JCT 150.0 s" in repr(run)  # not "0.04 h"
