@@ -133,6 +133,22 @@ def test_utilization_adds_up_the_attempts_gpu_seconds(live: Callable[..., Live],
     assert handle.http.get("/v1/utilization", params={"hours": "nan"}).status_code == 422
 
 
+def test_utilization_counts_a_fraction_of_a_gpu_as_its_share(live: Callable[..., Live],
+                                                             out: Path) -> None:
+    """Two half-GPU jobs on one GPU are one GPU busy (each counted a whole GPU, the chart
+    rose above the cluster's GPUs while the header said fewer were allocated)."""
+    handle = live(gpus=1)
+    halves = [submit(handle, worker("sleep", out, 0.3), 1, gpu_share=0.5) for _ in range(2)]
+    for job_id in halves:
+        wait_status(handle, job_id, "finished")
+    held = sum(0.5 * (a["ended_at"] - a["started_at"]) for job_id in halves
+               for a in handle.http.get(f"/v1/jobs/{job_id}").json()["attempt_history"])
+    view = handle.http.get("/v1/utilization", params={"hours": 1, "points": 50}).json()
+    assert sum(p["gpus_busy"] for p in view["points"]) * view["step_seconds"] == \
+        pytest.approx(held, rel=1e-3)
+    assert max(p["gpus_busy"] for p in view["points"]) <= 1.0 + 1e-9
+
+
 def test_progress_reports_are_kept_and_plotted(live: Callable[..., Live], out: Path) -> None:
     handle = live()
     job_id = submit(handle, worker("sleep", out, 600), 1)
