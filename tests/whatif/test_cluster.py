@@ -57,3 +57,25 @@ def test_a_replay_on_the_written_cluster_schedules_cpus_as_the_service_did(
                            policy="fifo")
     assert run.summary["jct_mean"] == pytest.approx(150.0)
     assert "mean JCT 150.0 s" in repr(run)  # not "0.04 h"
+
+
+def test_history_cluster_writes_the_file_or_says_in_one_line_why_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unwritable --out was a FileNotFoundError traceback; "1 nodes" read "1 node"."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+    from dlsched.runtime.client import Client
+
+    view = ClusterView(name="lab", policy="fifo", gpus_total=4, gpus_allocated=0.0,
+                       nodes=[node("a", "A100", 4, 0, cpus=32)])
+    monkeypatch.setattr(Client, "cluster", lambda _self: view)
+    out = tmp_path / "lab.yaml"
+    result = CliRunner().invoke(app, ["history", "cluster", "--out", str(out)])
+    assert result.exit_code == 0 and "lab: 1 node, 4 GPUs ->" in result.output
+    assert parse_cluster_yaml(out.read_text(), "lab.yaml").nodes[0].cpus == 32
+    (tmp_path / "plain").write_text("")
+    bad = tmp_path / "plain" / "lab.yaml"
+    result = CliRunner().invoke(app, ["history", "cluster", "--out", str(bad)])
+    assert result.exit_code == 1 and not isinstance(result.exception, OSError)
+    assert " ".join(result.output.split()).startswith(f"error: {bad}: cannot write")
