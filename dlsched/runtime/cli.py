@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
@@ -266,11 +266,23 @@ def jobs(
     if as_json:
         _print_json([job.model_dump() for job in listed])
         return
-    table = Table("id", "name", "status", "queue", "GPUs", "attempts", "pending reason")
+    Console(emoji=False).print(jobs_table(listed))
+
+
+def jobs_table(listed: list[Any]) -> Table:
+    """The job listing. Ids and states never wrap nor shrink (an 80-column terminal showed
+    ``job-0000…`` beside a long pending reason: an id no one could copy); the reason wraps."""
+    def fixed(title: str, values: list[str]) -> Column:
+        width = max([len(title), *map(len, values)])
+        return Column(title, no_wrap=True, min_width=width)
+
+    table = Table(fixed("id", [job.id for job in listed]), "name",
+                  fixed("status", [shown_status(job) for job in listed]), "queue", "GPUs",
+                  "attempts", "pending reason")
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
                       gpus_shown(job), str(job.attempts), escape(job.pending_reason))
-    Console(emoji=False).print(table)
+    return table
 
 
 @runtime_app.command()

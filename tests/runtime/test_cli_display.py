@@ -197,3 +197,22 @@ def test_a_jobs_detail_shows_what_it_holds_and_asks(fields: dict, text: str) -> 
     console = Console(record=True, width=200)
     print_job(console, job, [])
     assert f"GPUs {text}  attempts 1" in console.export_text()
+
+
+def test_job_ids_are_whole_in_an_80_column_listing() -> None:
+    """A long pending reason shrank the id column to ``job-0000…`` (three tenant jobs, one
+    preempted: what `dlsched jobs` printed to a pipe)."""
+    from rich.console import Console
+
+    from dlsched.runtime.cli import jobs_table
+
+    reason = "[tenants] insufficient unused quota and no job may be preempted for it"
+    rows = (("v1", "running", "team-vision", ""), ("v2-borrow", "preempted", "vision", reason),
+            ("n1", "running", "nlp", ""))
+    listed = [SimpleNamespace(id=f"job-{n:06d}", name=name, status=status, queue=queue,
+                              gpus=4, gpus_held=None, attempts=1, pending_reason=why)
+              for n, (name, status, queue, why) in enumerate(rows, 1)]
+    console = Console(record=True, width=80)
+    console.print(jobs_table(listed))
+    text = console.export_text()
+    assert all(f"job-00000{n}" in text for n in (1, 2, 3)) and "preempted" in text, text
