@@ -199,6 +199,11 @@ def _directories(service: Service, request: SubmitRequest, job_id: str,
                                   working or Path.cwd(), data, allowed, tenant)
     except PathRefused as exc:
         raise RequestError(400, str(exc)) from None
+    if working is not None and service.config.ray_cluster is None and not working.is_dir():
+        # Local workers start in it: a job that could never start was retried
+        # --max-attempts times with backoff, then failed (Ray's nodes have their own disks).
+        raise RequestError(400, f"working_dir {request.working_dir!r}: no such directory on "
+                                f"the service's machine")
     return (None if working is None else str(working)), str(checkpoint)
 
 

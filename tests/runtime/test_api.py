@@ -54,6 +54,18 @@ def test_a_gang_too_big_for_its_shape_names_gpus_and_the_shape(
              "worker")
 
 
+def test_a_working_dir_that_does_not_exist_is_refused(live: Callable[..., Live],
+                                                      tmp_path: Path) -> None:
+    """It was accepted, and the job failed to start three times over 30 s of backoff."""
+    client = live().http
+    missing = str(tmp_path / "no-such-dir")
+    response = client.post("/v1/jobs", json={"gpus": 1, "command": ["true"],
+                                             "working_dir": missing})
+    assert (response.status_code, response.json()["detail"]) == (
+        400, f"working_dir {missing!r}: no such directory on the service's machine")
+    assert client.get("/v1/jobs").json() == []
+
+
 def test_any_queue_name_is_accepted_for_now(live: Callable[..., Live], out: Path) -> None:
     client = live().http
     response = client.post("/v1/jobs", json={"gpus": 1, "queue": "team-a",
