@@ -202,6 +202,35 @@ def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., L
     assert "The newest 1 job." in page(handle, "/").text
 
 
+PRIORITY_TENANTS = """flavors:
+  - {name: t4, gpu_types: [T4]}
+cluster_queues:
+  - name: research
+    quotas: {t4: {gpu: 4}}
+    preemption: {within_cluster_queue: lower-priority}
+"""
+
+
+def test_a_higher_priority_job_preempts_and_the_victims_page_says_so(
+        live: Callable[..., Live], out: Path) -> None:
+    """Kueue's within-cluster-queue preemption on real processes: the urgent job takes the
+    GPUs of the lower-priority one, which waits and shows "preempted 1 time" (it read
+    "1 times")."""
+    from dlsched.tenancy.loader import parse_tenants
+
+    handle = live(tenants=parse_tenants(PRIORITY_TENANTS, "tenants.yaml"))
+    low = submit(handle, worker("sleep", out, 600), 4, queue="research", name="sweep")
+    wait_status(handle, low, "running")
+    urgent = submit(handle, worker("sleep", out, 600), 4, queue="research", priority=10,
+                    name="urgent")
+    wait_status(handle, urgent, "running")
+    victim = wait_status(handle, low, "preempted")
+    assert "preempted by " + urgent in [e["message"] for e in
+                                        handle.http.get(f"/v1/jobs/{low}/events").json()]
+    assert victim["attempts"] == 1
+    assert "<dd>1 time; resized 0 times</dd>" in page(handle, f"/jobs/{low}").text
+
+
 def test_jobs_submitted_one_after_another_get_hues_far_apart() -> None:
     """GPUs are coloured by job: neighbours in submission order, which run side by side,
     must not look alike (a hash of the id gave job-000001 and job-000004 hues 32 apart)."""

@@ -30,6 +30,7 @@ from dlsched.runtime.dashboard import pages
 from dlsched.runtime.display import clock
 from dlsched.runtime.limits import MAX_BODY_BYTES
 from dlsched.runtime.service import Service
+from dlsched.wording import count_of
 
 HERE = Path(__file__).parent
 COOKIE = "dlsched_token"
@@ -44,7 +45,8 @@ def environment() -> Environment:
                       autoescape=select_autoescape(default=True), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
-                       number=lambda v: f"{v:g}", hue=_hue)
+                       number=lambda v: f"{v:g}", hue=_hue,
+                       times=lambda n: count_of(n, "time"))
     env.globals.update(bar=_bar, quota_bar=_quota_bar)
     return env
 
