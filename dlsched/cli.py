@@ -24,7 +24,7 @@ from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
 from dlsched.run_config import RunConfig
-from dlsched.wording import count_of
+from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:
     from dlsched.experiment import RunOutcome
@@ -163,8 +163,9 @@ def _run_parallel(config: RunConfig, trace: Any, cluster: Any,
 def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
-                         f"{_hours(s.jct_mean)}, makespan {_hours(s.makespan)}, utilization "
-                         f"{(s.utilization or 0) * 100:.1f}%, {s.wall_seconds:.2f} s -> {out}"))
+                         f"{duration_text(s.jct_mean)}, makespan {duration_text(s.makespan)}, "
+                         f"utilization {(s.utilization or 0) * 100:.1f}%, "
+                         f"{s.wall_seconds:.2f} s -> {out}"))
     stalled = outcome.result.stalled_at
     if stalled is not None:
         waiting = s.jobs_submitted - s.jobs_finished
@@ -178,10 +179,6 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
             f"{policy}: {count_of(len(outcome.never_admitted), 'job')} can never be admitted "
             f"(they ask more than their queue may ever use): {named}"
             f"{f' and {more} more' if more > 0 else ''}; see never_admitted.csv"))
-
-
-def _hours(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds / 3600:.2f} h"
 
 
 def fail(exc: Exception) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlsched.run_config import RunConfig
+from dlsched.wording import duration_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -217,8 +218,4 @@ def read_table(path: Path) -> pd.DataFrame:
 
 def _outcome(summary: Mapping[str, Any]) -> str:
     return (f"{summary.get('jobs_finished')}/{summary.get('jobs_submitted')} jobs finished, "
-            f"mean JCT {_hours(summary.get('jct_mean'))}")
-
-
-def _hours(seconds: float | None) -> str:
-    return "n/a" if seconds is None else f"{seconds / 3600:.2f} h"
+            f"mean JCT {duration_text(summary.get('jct_mean'))}")

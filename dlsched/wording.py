@@ -1,4 +1,5 @@
-"""Counts in messages read as English: "1 node", "2 nodes" (not "1 nodes")."""
+"""Counts in messages read as English: "1 node", "2 nodes" (not "1 nodes"); durations in
+the unit that shows them: "1.6 s", "2.35 h"."""
 
 from __future__ import annotations
 
@@ -8,3 +9,16 @@ def count_of(count: float, noun: str, plural: str | None = None) -> str:
     is exactly 1; a float count is written as ``%g`` does."""
     number = f"{count:g}" if isinstance(count, float) else str(count)
     return f"{number} {noun if count == 1 else (plural or noun + 's')}"
+
+
+SHORT_SECONDS = 360.0  # below 0.1 h, hours with two decimals read 0.00 h or 0.05 h
+
+
+def duration_text(seconds: float | None) -> str:
+    """Hours with two decimals (``12.40 h``), or seconds below 0.1 h (``1.6 s``): a replay of
+    a service's history of seconds-long jobs printed "mean JCT 0.00 h"."""
+    if seconds is None:
+        return "n/a"
+    if abs(seconds) < SHORT_SECONDS:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 3600:.2f} h"

@@ -307,3 +307,13 @@ def test_no_bar_and_no_blank_lines_when_not_on_a_terminal(tmp_path: Path) -> Non
                     "fifo", "--out", str(tmp_path))
     lines = output.splitlines()
     assert lines[0].startswith("trace pollux-1") and lines[1].startswith("fifo: 160/160")
+
+
+def test_a_replay_of_seconds_long_jobs_prints_seconds(tmp_path: Path) -> None:
+    """A service's own history (jobs of seconds) printed "mean JCT 0.00 h, makespan 0.00 h"."""
+    trace = tmp_path / "history.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration,queue\n"
+                     "j1,1000,1,2,default\nj2,1001,1,4,default\n")
+    output = invoke("simulate", "--trace", str(trace), "--cluster", "philly", "--policy",
+                    "fifo", "--out", str(tmp_path / "out"))
+    assert "mean JCT 3.0 s, makespan 5.0 s" in " ".join(output.split()), output

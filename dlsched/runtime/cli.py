@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
+from rich.table import Column, Table
 
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
 from dlsched.runtime.display import gpus_shown, print_job, shown_status
+from dlsched.yamlinput import load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
@@ -165,6 +165,11 @@ def submit(
                        "--file gives gpus).")] = None,
     gpu_type: Annotated[str | None, typer.Option(
         "--gpu-type", help="Only GPUs of this type (default: any).")] = None,
+    min_gpus: Annotated[int | None, typer.Option(
+        "--min-gpus", help="An elastic job's fewest GPUs: an allocation policy (optimus, "
+                           "pollux, ...) may resize it within --min-gpus..--max-gpus.")] = None,
+    max_gpus: Annotated[int | None, typer.Option(
+        "--max-gpus", help="An elastic job's most GPUs.")] = None,
     queue: Annotated[str | None, typer.Option(
         "--queue", help="The job's queue (tenant; default: default).")] = None,
     priority: Annotated[int | None, typer.Option(
@@ -202,6 +207,7 @@ def submit(
     try:
         body: dict[str, Any] = _load_job_file(file) if file is not None else {}
         flags = {"command": command or None, "gpus": gpus, "gpu_type": gpu_type,
+                 "min_gpus": min_gpus, "max_gpus": max_gpus,
                  "queue": queue, "priority": priority, "name": name,
                  "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds,
                  "gpu_share": gpu_share, "gpu_memory_gb": gpu_memory_gb,
@@ -224,10 +230,9 @@ def submit(
 
 
 def _load_job_file(path: Path) -> dict[str, Any]:
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise DlschedError(f"{path}: {exc}") from None
+    """The job file's fields; a file that cannot be read or parsed is one located line
+    (``job.yaml:2: not valid YAML: ...``), as every YAML input's errors are."""
+    doc, _source = load_yaml_file(path)
     if not isinstance(doc, dict):
         raise DlschedError(f"{path}: expected a mapping of job fields")
     return doc
@@ -261,11 +266,23 @@ def jobs(
     if as_json:
         _print_json([job.model_dump() for job in listed])
         return
-    table = Table("id", "name", "status", "queue", "GPUs", "attempts", "pending reason")
+    Console(emoji=False).print(jobs_table(listed))
+
+
+def jobs_table(listed: list[Any]) -> Table:
+    """The job listing. Ids and states never wrap nor shrink (an 80-column terminal showed
+    ``job-0000…`` beside a long pending reason: an id no one could copy); the reason wraps."""
+    def fixed(title: str, values: list[str]) -> Column:
+        width = max([len(title), *map(len, values)])
+        return Column(title, no_wrap=True, min_width=width)
+
+    table = Table(fixed("id", [job.id for job in listed]), "name",
+                  fixed("status", [shown_status(job) for job in listed]), "queue", "GPUs",
+                  "attempts", "pending reason")
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
                       gpus_shown(job), str(job.attempts), escape(job.pending_reason))
-    Console(emoji=False).print(table)
+    return table
 
 
 @runtime_app.command()

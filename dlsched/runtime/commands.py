@@ -115,12 +115,11 @@ def _request_digest(request: SubmitRequest) -> str:
 def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> JobSpec:
     if request.gpus < 1:
         raise RequestError(400, f"gpus must be at least 1, got {request.gpus}")
-    if request.min_gpus is not None and request.min_gpus < 1:
-        raise RequestError(400, f"min_gpus must be at least 1, got {request.min_gpus}")
+    _elastic_range(request)
     types = service.cluster.gpus_by_type()
     if request.gpu_type is not None and request.gpu_type not in types:
-        raise RequestError(400, f"this cluster has no GPU of type {request.gpu_type!r} "
-                                f"(it has: {', '.join(types)})")
+        raise RequestError(400, f"gpu_type={request.gpu_type!r}: this cluster has no GPU of "
+                                f"type {request.gpu_type!r} (it has: {', '.join(types)})")
     _within_cluster(service, request, types)
     problem = sharing.problem(service.cluster, request)
     if problem is not None:
@@ -141,9 +140,30 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
     most = _most_gpus(service, spec)
     if spec.num_gpus > most:
         kind = f" of type {request.gpu_type}" if request.gpu_type else ""
-        raise RequestError(400, f"asks for {spec.num_gpus} GPUs but this cluster can give one "
-                                f"job at most {most} GPUs{kind}")
+        raise RequestError(400, f"gpus={spec.num_gpus}: this cluster can give one job "
+                                f"at most {most} GPUs{kind}{_per_worker(request)}")
     return spec
+
+
+def _elastic_range(request: SubmitRequest) -> None:
+    """An elastic range that holds ``gpus``, in the request's own field names."""
+    low, high = request.min_gpus, request.max_gpus
+    if low is not None and low < 1:
+        raise RequestError(400, f"min_gpus must be at least 1, got {low}")
+    if low is not None and low > request.gpus:
+        raise RequestError(400, f"min_gpus={low}: more than gpus={request.gpus} (the range "
+                                f"min_gpus..max_gpus must hold gpus)")
+    if high is not None and high < request.gpus:
+        raise RequestError(400, f"max_gpus={high}: fewer than gpus={request.gpus} (the range "
+                                f"min_gpus..max_gpus must hold gpus)")
+
+
+def _per_worker(request: SubmitRequest) -> str:
+    """What each worker asks besides its GPU, which may leave fewer GPUs to one job."""
+    asked = [f"{name}={getattr(request, name):g}" for name in
+             ("gpu_share", "gpu_memory_gb", "cpus_per_gpu", "memory_gb_per_gpu")
+             if getattr(request, name) != SubmitRequest.model_fields[name].default]
+    return f" with {', '.join(asked)} per worker" if asked else ""
 
 
 def _within_cluster(service: Service, request: SubmitRequest, types: dict[str, int]) -> None:
@@ -179,6 +199,11 @@ def _directories(service: Service, request: SubmitRequest, job_id: str,
                                   working or Path.cwd(), data, allowed, tenant)
     except PathRefused as exc:
         raise RequestError(400, str(exc)) from None
+    if working is not None and service.config.ray_cluster is None and not working.is_dir():
+        # Local workers start in it: a job that could never start was retried
+        # --max-attempts times with backoff, then failed (Ray's nodes have their own disks).
+        raise RequestError(400, f"working_dir {request.working_dir!r}: no such directory on "
+                                f"the service's machine")
     return (None if working is None else str(working)), str(checkpoint)
 
 

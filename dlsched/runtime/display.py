@@ -37,6 +37,29 @@ def gpus_shown(job: Any) -> str:
     return f"{held} (asked {job.gpus})"
 
 
+_PER_WORKER = (("gpu_share", "share", 1.0), ("gpu_memory_gb", "GiB GPU memory", 0.0),
+               ("cpus_per_gpu", "CPUs", 0.0), ("memory_gb_per_gpu", "GiB memory", 0.0))
+
+
+def asked_text(job: Any) -> str:
+    """``gpus_shown``, an elastic job's range and what each worker asks beyond a whole GPU:
+    ``2 (asked 1), elastic 1..4`` or ``1, MIG 3g.20gb`` or ``2, per worker: share 0.5, 8 CPUs``
+    (a resized job read "GPUs 1" while it ran on 2)."""
+    parts = [gpus_shown(job)]
+    low, high = getattr(job, "min_gpus", None), getattr(job, "max_gpus", None)
+    if low is not None or high is not None:
+        parts.append(f"elastic {low or 1}..{high if high is not None else job.gpus}")
+    if getattr(job, "mig_profile", None):
+        parts.append(f"MIG {job.mig_profile}")
+    asks = [f"{value:g} {what}" if what != "share" else f"share {value:g}"
+            for name, what, default in _PER_WORKER
+            if (value := getattr(job, name, default)) != default
+            and not (name == "gpu_share" and getattr(job, "mig_profile", None))]
+    if asks:
+        parts.append("per worker: " + ", ".join(asks))
+    return ", ".join(parts)
+
+
 def clock(timestamp: float) -> str:
     """Local date and time to the second, e.g. ``2026-12-03 09:41:07``."""
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
@@ -66,8 +89,8 @@ def progress_text(progress: dict[str, Any], now: float | None = None) -> str:
 
 def print_job(out: Console, job: Any, events: list[Any], last: int = 10) -> None:
     out.print(f"[bold]{escape(job.id)}[/] {escape(job.name or '')}  status "
-              f"[bold]{shown_status(job)}[/]  queue {escape(job.queue)}  GPUs {job.gpus}  "
-              f"attempts {job.attempts}")
+              f"[bold]{shown_status(job)}[/]  queue {escape(job.queue)}  GPUs "
+              f"{escape(asked_text(job))}  attempts {job.attempts}")
     out.print(escape(f"submitted: {clock(job.submitted_at)}"
                      + (f", finished: {clock(job.finished_at)}" if job.finished_at else "")))
     out.print(escape(f"command: {' '.join(job.command)}"))

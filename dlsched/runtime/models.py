@@ -169,11 +169,29 @@ class GpuView(BaseModel):
 
 
 class NodeView(BaseModel):
+    """A node and what the scheduler accounts on it (the cluster YAML's node fields; a server
+    older than these fields leaves them at their defaults)."""
+
     name: str
     gpu_type: str
     gpus: list[GpuView]
     down: bool = Field(False, description="The executor lost this node (e.g. a dead Ray "
                                           "node): nothing is placed there until it is back.")
+    cpus: float = Field(0.0, description="CPUs jobs' workers may ask for (0: not accounted).")
+    memory_gb: float = Field(0.0, description="Host memory in GiB (0: not accounted).")
+    gpu_memory_gb: float = Field(0.0, description="Each GPU's memory in GiB (0: unknown).")
+    rack: str = Field("rack-0", description="Its rack (placement packs racks).")
+    nvlink_domain: int = Field(0, description="GPUs per NVLink island (0: PCIe only).")
+    pool: str | None = Field(None, description="Its node group, if any (a Kueue flavor).")
+
+
+class TopologyView(BaseModel):
+    """Link bandwidths in GB/s (``dlsched/cluster/topology.py``)."""
+
+    nvlink_gbps: float
+    pcie_gbps: float
+    rack_gbps: float
+    network_gbps: float
 
 
 class ClusterView(BaseModel):
@@ -182,6 +200,8 @@ class ClusterView(BaseModel):
     gpus_total: int
     gpus_allocated: float
     nodes: list[NodeView]
+    topology: TopologyView | None = Field(None, description="None from a server older than "
+                                                            "this field.")
 
 
 class QueueView(BaseModel):

@@ -33,8 +33,10 @@ MAX_POINTS = 1000
 def tenant_views(service: Service, queues: frozenset[str] | None = None
                  ) -> list[TenantQueueView]:
     """Every cluster queue of ``--tenants`` (none without): nominal quota, use, borrowing and
-    Kueue's fair share, from the tenant layer's ledger of the last cycle. ``queues``: a
-    tenant's view, only the cluster queues it may submit to."""
+    Kueue's fair share of the jobs running now, each charged to the flavor the tenant layer
+    gave it (its ledger is as of the last cycle's start: the jobs that cycle started were
+    missing until another cycle ran). ``queues``: a tenant's view, only the cluster queues it
+    may submit to."""
     config = service.tenants
     admission = service.profile.queue_sort
     if config is None or not hasattr(admission, "ledger"):
@@ -42,7 +44,7 @@ def tenant_views(service: Service, queues: frozenset[str] | None = None
     from dlsched.tenancy.fairshare import share_value
 
     with service.locked():
-        usage = admission.ledger.usage.copy()
+        usage = admission.ledger.usage_of(service.core.running.values(), service.cluster)
         pending = _by_cluster_queue(service, service.core.waiting.values())
         running = _by_cluster_queue(service, service.core.running.values())
     views = []
@@ -84,9 +86,24 @@ def _quotas(cq: ClusterQueue, usage: Any) -> list[FlavorQuotaView]:
     return out
 
 
+def _worker_shares(service: Service, attempts: list[Any]) -> dict[str, float]:
+    from dlsched.mig.profiles import UnknownMigProfile, profile_share
+
+    shares = {}
+    for job_id, (share, mig) in service.store.worker_shares(a.job_id for a in attempts).items():
+        try:
+            shares[job_id] = profile_share(mig) if mig else share
+        except UnknownMigProfile:  # the service checked it at submission
+            shares[job_id] = 1.0
+    return shares
+
+
 def utilization(service: Service, hours: float, points: int = 120) -> UtilizationView:
     """GPUs held by attempts (from their start to their end, or now) over the last ``hours``,
-    averaged over ``points`` equal intervals: the store's attempts, so it spans restarts."""
+    averaged over ``points`` equal intervals: the store's attempts, so it spans restarts. A
+    worker counts its share of its GPU (a MIG instance its slices / 7), as the GPUs allocated
+    do: two half-GPU jobs on one GPU are one GPU busy, not two (the chart rose above the
+    cluster's GPUs)."""
     points = max(1, min(points, MAX_POINTS))
     end = service.clock.now()
     start = max(0.0, end - hours * 3600.0)
@@ -97,7 +114,8 @@ def utilization(service: Service, hours: float, points: int = 120) -> Utilizatio
     if attempts:
         begin = np.array([a.start_time for a in attempts])
         until = np.array([end if a.end_time is None else a.end_time for a in attempts])
-        width = np.array([len(a.gpus) for a in attempts], dtype=float)
+        shares = _worker_shares(service, attempts)
+        width = np.array([len(a.gpus) * shares.get(a.job_id, 1.0) for a in attempts])
         overlap = (np.minimum(until[:, None], edges[None, 1:])
                    - np.maximum(begin[:, None], edges[None, :-1])).clip(min=0.0)
         busy = (overlap * width[:, None]).sum(axis=0) / step

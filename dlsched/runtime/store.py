@@ -311,6 +311,14 @@ class Store:
         with self.session() as session:
             return list(session.scalars(query))
 
+    def worker_shares(self, job_ids: Iterable[str]) -> dict[str, tuple[float, str | None]]:
+        """Each job's ``gpu_share`` and ``mig_profile`` (what one worker holds of its GPU)."""
+        ids = list(dict.fromkeys(job_ids))
+        query = select(JobRow.id, JobRow.gpu_share, JobRow.mig_profile).where(
+            JobRow.id.in_(ids))
+        with self.session() as session:
+            return {job_id: (share, mig) for job_id, share, mig in session.execute(query)}
+
     def open_attempts(self) -> list[AttemptRow]:
         """Attempts with no end: their processes may still run (after a crash)."""
         with self.session() as session:

@@ -6,6 +6,7 @@ Every view first commits the loop's pending changes, so what it reads is current
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from dlsched.runtime.models import (
     JobSummary,
     NodeView,
     QueueView,
+    TopologyView,
 )
 from dlsched.runtime.store import JobRow
 from dlsched.scheduling.cycle import ordered_waiting
@@ -168,9 +170,13 @@ def cluster_view(service: Service, queues: frozenset[str] | None = None) -> Clus
         gpus = [GpuView(index=i, gpu=first + i, job_id=jobs[0] if jobs else None, job_ids=jobs)
                 for i, jobs in enumerate(held)]
         nodes.append(NodeView(name=node.name, gpu_type=node.gpu_type, gpus=gpus,
-                              down=n in service.core.down_nodes))
+                              down=n in service.core.down_nodes, cpus=node.cpus,
+                              memory_gb=node.memory_gb, gpu_memory_gb=node.memory_per_gpu,
+                              rack=node.rack, nvlink_domain=node.nvlink_domain,
+                              pool=node.pool))
     return ClusterView(name=cluster.name, policy=service.profile.name,
-                       gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes)
+                       gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes,
+                       topology=TopologyView(**asdict(cluster.topology)))
 
 
 def _holders(service: Service, queues: frozenset[str] | None) -> dict[int, list[str]]:

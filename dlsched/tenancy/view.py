@@ -9,7 +9,7 @@ because the cycle evicts and restores victims while it searches)."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
 
@@ -181,6 +181,20 @@ class Ledger:
                 self.rates[a.cq] -= a.request.get("gpu", 0.0)
             else:
                 del self._counts[a.cq], self.rates[a.cq]
+
+    def usage_of(self, running: Iterable[Job], cluster: Cluster) -> Usage:
+        """A fresh usage of ``running`` (the core's running jobs now), each charged to the
+        flavor this ledger gave it, without changing the ledger: ``usage`` is as of the last
+        cycle's start, before that cycle's starts, which a service that stays idle after them
+        would show until the next cycle (the API's ``/v1/tenants``)."""
+        usage = Usage(self.usage.tree)
+        masks, gpu_node = self.flavors.masks(cluster), cluster.gpu_node
+        for job in running:
+            admitted = self._admitted(job, self.config.cluster_queue_of(job.spec.queue),
+                                      masks, gpu_node)
+            if admitted is not None:
+                usage.add(admitted.cq, admitted.flavor, admitted.request)
+        return usage
 
     def protection_ends(self, now: float, min_runtime: float) -> float | None:
         """The earliest ``run_started + min_runtime`` after ``now`` among the running jobs

@@ -4,6 +4,8 @@ and ``compare`` (what-if replay, docs/what-if.md). Loads SQLAlchemy only when it
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.errors import DlschedError
+from dlsched.wording import count_of
 
 history_app = typer.Typer(help="The service's own history: export it as a trace to replay.",
                           no_args_is_help=True)
@@ -59,7 +62,8 @@ def export(
         if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
             raise DlschedError(f"no database at {url[len('sqlite:///'):]} (--data-dir or --db)")
         rows = history_rows(url, tuple(status or ("finished",)), duration, queue, *window)
-        write_history(rows, out)
+        with writing(out):
+            write_history(rows, out)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1) from None
@@ -79,8 +83,8 @@ def cluster(
                    ] = "http://127.0.0.1:8765",
     token: Annotated[str | None, typer.Option("--token", help="API token, if any.")] = None,
 ) -> None:
-    """Write the running service's cluster (nodes, GPU types and counts) as a cluster YAML for
-    `dlsched simulate --cluster FILE`."""
+    """Write the running service's cluster (nodes, GPUs, CPUs, memory, topology) as a cluster
+    YAML for `dlsched simulate --cluster FILE`."""
     from dlsched.extras import CLIENT, MissingExtra, require
 
     try:
@@ -90,13 +94,23 @@ def cluster(
 
         with Client(url, token) as client:
             view = client.cluster()
+        with writing(out):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(cluster_yaml(view))
     except (DlschedError, OSError) as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1) from None
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(cluster_yaml(view))
-    console.print(escape(f"{view.name}: {len(view.nodes)} nodes, {view.gpus_total} GPUs -> "
-                         f"{out}"))
+    console.print(escape(f"{view.name}: {count_of(len(view.nodes), 'node')}, "
+                         f"{count_of(view.gpus_total, 'GPU')} -> {out}"))
+
+
+@contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """An output file that cannot be written is one line naming it (it was a traceback)."""
+    try:
+        yield
+    except OSError as exc:
+        raise DlschedError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ pytest.importorskip("fastapi")
 import httpx  # noqa: E402
 from runtime_helpers import Live, kill_strays, wait_for  # noqa: E402
 
+from dlsched.cluster.cluster import Cluster  # noqa: E402
 from dlsched.runtime.api import create_app  # noqa: E402
 from dlsched.runtime.server import bind, local_cluster  # noqa: E402
 from dlsched.runtime.service import Service, ServiceConfig  # noqa: E402
@@ -37,8 +38,10 @@ def make_service(tmp_path: Path) -> Iterator[MakeService]:
              token: str | None = None, grace: float = 2.0, max_attempts: int = 3,
              service_url: str = "", ray_cluster: Any = None,
              retry_backoff: float = 0.0, tokens: Any = None, tenants: Any = None,
-             gpu_type: str = "T4") -> Service:
-        cluster = local_cluster(gpus, gpu_type) if ray_cluster is None else ray_cluster.cluster
+             gpu_type: str = "T4", cluster: Cluster | None = None) -> Service:
+        if cluster is None:
+            cluster = (local_cluster(gpus, gpu_type) if ray_cluster is None
+                       else ray_cluster.cluster)
         config = ServiceConfig(cluster, tmp_path / f"data{len(services)}",
                                policy=policy, policy_options=options or {},
                                service_url=service_url, token=token, grace_seconds=grace,

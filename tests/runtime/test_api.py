@@ -18,9 +18,12 @@ BAD_SUBMISSIONS = [
     pytest.param({"gpus": 5, "command": ["true"]}, 400, "at most 4 GPUs", id="too-many-gpus"),
     pytest.param({"gpus": 0, "command": ["true"]}, 400, "at least 1", id="zero-gpus"),
     pytest.param({"gpus": 1, "command": ["true"], "gpu_type": "H100"}, 400,
-                 "no GPU of type 'H100'", id="unknown-gpu-type"),
-    pytest.param({"gpus": 2, "command": ["true"], "min_gpus": 3}, 400, "min_gpus 3 > num_gpus",
-                 id="min-above-gpus"),
+                 "gpu_type='H100': this cluster has no GPU of type 'H100'",
+                 id="unknown-gpu-type"),
+    pytest.param({"gpus": 2, "command": ["true"], "min_gpus": 3}, 400,
+                 "min_gpus=3: more than gpus=2", id="min-above-gpus"),
+    pytest.param({"gpus": 2, "command": ["true"], "max_gpus": 1}, 400,
+                 "max_gpus=1: fewer than gpus=2", id="max-below-gpus"),
     pytest.param({"gpus": 1, "command": ["true"], "queue": "bad queue!"}, 422, "queue",
                  id="queue-name"),
 ]
@@ -33,6 +36,33 @@ def test_bad_submissions_are_refused_and_nothing_is_stored(
     response = client.post("/v1/jobs", json=body)
     assert response.status_code == status
     assert message in response.text
+    assert client.get("/v1/jobs").json() == []
+
+
+def test_a_gang_too_big_for_its_shape_names_gpus_and_the_shape(
+        live: Callable[..., Live]) -> None:
+    """Two 4-GPU nodes of 32 CPUs: 16 CPUs per worker leave room for 4 workers in all."""
+    from dlsched.cluster.loader import parse_cluster_yaml
+
+    cluster = parse_cluster_yaml("name: lab\nnode_groups:\n  - {count: 2, gpu_type: A100, "
+                                 "gpus: 4, cpus: 32}\n", "lab.yaml")
+    client = live(cluster=cluster).http
+    response = client.post("/v1/jobs", json={"gpus": 5, "cpus_per_gpu": 16,
+                                             "command": ["true"]})
+    assert (response.status_code, response.json()["detail"]) == (
+        400, "gpus=5: this cluster can give one job at most 4 GPUs with cpus_per_gpu=16 per "
+             "worker")
+
+
+def test_a_working_dir_that_does_not_exist_is_refused(live: Callable[..., Live],
+                                                      tmp_path: Path) -> None:
+    """It was accepted, and the job failed to start three times over 30 s of backoff."""
+    client = live().http
+    missing = str(tmp_path / "no-such-dir")
+    response = client.post("/v1/jobs", json={"gpus": 1, "command": ["true"],
+                                             "working_dir": missing})
+    assert (response.status_code, response.json()["detail"]) == (
+        400, f"working_dir {missing!r}: no such directory on the service's machine")
     assert client.get("/v1/jobs").json() == []
 
 
@@ -89,3 +119,27 @@ def test_metrics_are_prometheus_text(live: Callable[..., Live]) -> None:
                  "dlsched_cycle_seconds_bucket", "dlsched_preemptions_total",
                  'dlsched_gpus{gpu_type="T4"} 4.0'):
         assert name in text, name
+
+
+def test_cluster_view_carries_what_the_scheduler_accounts(live: Callable[..., Live]) -> None:
+    """``/v1/cluster`` gives each node's CPUs, memory, rack, NVLink domain and pool, and the
+    link bandwidths: ``dlsched history cluster`` writes a cluster the simulator schedules as
+    the service does (it wrote GPU types and counts only: a replay left CPUs and memory
+    unaccounted)."""
+    from dlsched.cluster.loader import parse_cluster_yaml
+    from dlsched.runtime.models import ClusterView
+    from dlsched.whatif.cluster import cluster_yaml
+
+    text = ("name: lab\ntopology: {rack_gbps: 25}\nnodes:\n"
+            "  - {name: a, gpu_type: A100, gpus: 4, cpus: 32, memory_gb: 256, rack: r1,"
+            " nvlink_domain: 4, pool: big}\n"
+            "  - {name: b, gpu_type: T4, gpus: 2, cpus: 8, memory_gb: 64, gpu_memory_gb: 15}\n")
+    served = parse_cluster_yaml(text, "lab.yaml")
+    body = live(cluster=served).http.get("/v1/cluster").json()
+    assert [(n["cpus"], n["memory_gb"], n["gpu_memory_gb"], n["rack"], n["pool"])
+            for n in body["nodes"]] == [(32, 256, 40, "r1", "big"), (8, 64, 15, "rack-0", None)]
+    replayed = parse_cluster_yaml(cluster_yaml(ClusterView.model_validate(body)), "out.yaml")
+    assert replayed.topology == served.topology
+    for name in ("node_cpus", "node_memory_gb", "gpu_memory_gb", "node_rack", "gpu_node"):
+        assert getattr(replayed, name).tolist() == getattr(served, name).tolist(), name
+    assert [(n.nvlink_domain, n.pool) for n in replayed.nodes] == [(4, "big"), (0, None)]

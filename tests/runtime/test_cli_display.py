@@ -170,3 +170,49 @@ def test_gpus_shown_tells_a_resized_job_from_its_request() -> None:
     assert gpus_shown(SimpleNamespace(gpus=1, gpus_held=4)) == "4 (asked 1)"
     assert gpus_shown(SimpleNamespace(gpus=2, gpus_held=2)) == "2"
     assert gpus_shown(SimpleNamespace(gpus=2, gpus_held=None)) == "2"
+
+
+@pytest.mark.parametrize(("fields", "text"), [
+    ({}, "2"),
+    ({"gpus_held": 4, "min_gpus": 1, "max_gpus": 4}, "4 (asked 2), elastic 1..4"),
+    ({"min_gpus": 1}, "2, elastic 1..2"),
+    ({"gpu_share": 0.5, "cpus_per_gpu": 8.0}, "2, per worker: share 0.5, 8 CPUs"),
+    ({"mig_profile": "3g.20gb", "gpu_share": 3 / 7}, "2, MIG 3g.20gb"),
+], ids=["whole", "resized", "min-only", "shared", "mig"])
+def test_a_jobs_detail_shows_what_it_holds_and_asks(fields: dict, text: str) -> None:
+    """`dlsched jobs ID` read "GPUs 1" for an elastic job running on 4, and nothing of its
+    range, share or CPUs (the listing said "4 (asked 1)")."""
+    from rich.console import Console
+
+    from dlsched.runtime.display import print_job
+
+    job = SimpleNamespace(id="job-1", name="", status="running", queue="q", gpus=2,
+                          attempts=1, submitted_at=0.0, finished_at=None, command=["true"],
+                          queue_position=None, pending_reason="", allocation=[],
+                          last_progress=None, gpus_held=None, min_gpus=None, max_gpus=None,
+                          gpu_share=1.0, gpu_memory_gb=0.0, mig_profile=None,
+                          cpus_per_gpu=0.0, memory_gb_per_gpu=0.0)
+    for name, value in fields.items():
+        setattr(job, name, value)
+    console = Console(record=True, width=200)
+    print_job(console, job, [])
+    assert f"GPUs {text}  attempts 1" in console.export_text()
+
+
+def test_job_ids_are_whole_in_an_80_column_listing() -> None:
+    """A long pending reason shrank the id column to ``job-0000…`` (three tenant jobs, one
+    preempted: what `dlsched jobs` printed to a pipe)."""
+    from rich.console import Console
+
+    from dlsched.runtime.cli import jobs_table
+
+    reason = "[tenants] insufficient unused quota and no job may be preempted for it"
+    rows = (("v1", "running", "team-vision", ""), ("v2-borrow", "preempted", "vision", reason),
+            ("n1", "running", "nlp", ""))
+    listed = [SimpleNamespace(id=f"job-{n:06d}", name=name, status=status, queue=queue,
+                              gpus=4, gpus_held=None, attempts=1, pending_reason=why)
+              for n, (name, status, queue, why) in enumerate(rows, 1)]
+    console = Console(record=True, width=80)
+    console.print(jobs_table(listed))
+    text = console.export_text()
+    assert all(f"job-00000{n}" in text for n in (1, 2, 3)) and "preempted" in text, text

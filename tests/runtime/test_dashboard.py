@@ -65,6 +65,21 @@ def test_the_overview_says_why_jobs_wait_and_shows_tenant_quotas(
     assert "resnet-big" in detail and "Attempts" in detail and "local:0" in detail
 
 
+def test_quota_use_counts_the_jobs_the_last_cycle_started(live: Callable[..., Live],
+                                                          out: Path) -> None:
+    """The tenant layer's ledger is as of a cycle's start: a job that cycle started showed
+    ``0 / 2`` in the dashboard and ``gpus_used`` 0 until another cycle ran (a quiet service,
+    or one just restarted, stays so)."""
+    handle = live(tenants=tenants())
+    running = submit(handle, worker("sleep", out, 600), 1, queue="vision", name="one")
+    wait_status(handle, running, "running")
+    quotas = {t["name"]: t for t in handle.http.get("/v1/tenants").json()}
+    assert (quotas["team-a"]["running"], quotas["team-a"]["gpus_used"]) == (1, 1.0)
+    assert quotas["team-a"]["quotas"][0]["used"] == 1.0 and quotas["team-b"]["gpus_used"] == 0
+    row = page(handle, "/?fragment=1").text.split('class="tenant"')[1].split("</tr>")[0]
+    assert "1 / 2" in row, row
+
+
 def test_a_tenant_sees_and_cancels_only_its_own_jobs(live: Callable[..., Live],
                                                      out: Path) -> None:
     a, b = "a" * 20, "b" * 20
@@ -118,6 +133,22 @@ def test_utilization_adds_up_the_attempts_gpu_seconds(live: Callable[..., Live],
     assert handle.http.get("/v1/utilization", params={"hours": "nan"}).status_code == 422
 
 
+def test_utilization_counts_a_fraction_of_a_gpu_as_its_share(live: Callable[..., Live],
+                                                             out: Path) -> None:
+    """Two half-GPU jobs on one GPU are one GPU busy (each counted a whole GPU, the chart
+    rose above the cluster's GPUs while the header said fewer were allocated)."""
+    handle = live(gpus=1)
+    halves = [submit(handle, worker("sleep", out, 0.3), 1, gpu_share=0.5) for _ in range(2)]
+    for job_id in halves:
+        wait_status(handle, job_id, "finished")
+    held = sum(0.5 * (a["ended_at"] - a["started_at"]) for job_id in halves
+               for a in handle.http.get(f"/v1/jobs/{job_id}").json()["attempt_history"])
+    view = handle.http.get("/v1/utilization", params={"hours": 1, "points": 50}).json()
+    assert sum(p["gpus_busy"] for p in view["points"]) * view["step_seconds"] == \
+        pytest.approx(held, rel=1e-3)
+    assert max(p["gpus_busy"] for p in view["points"]) <= 1.0 + 1e-9
+
+
 def test_progress_reports_are_kept_and_plotted(live: Callable[..., Live], out: Path) -> None:
     handle = live()
     job_id = submit(handle, worker("sleep", out, 600), 1)
@@ -169,3 +200,44 @@ def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., L
     assert "<th>on GPUs</th>" in html and "<th>GPUs</th>" not in html
     assert "1 GPU, queue default" in html
     assert "The newest 1 job." in page(handle, "/").text
+
+
+PRIORITY_TENANTS = """flavors:
+  - {name: t4, gpu_types: [T4]}
+cluster_queues:
+  - name: research
+    quotas: {t4: {gpu: 4}}
+    preemption: {within_cluster_queue: lower-priority}
+"""
+
+
+def test_a_higher_priority_job_preempts_and_the_victims_page_says_so(
+        live: Callable[..., Live], out: Path) -> None:
+    """Kueue's within-cluster-queue preemption on real processes: the urgent job takes the
+    GPUs of the lower-priority one, which waits and shows "preempted 1 time" (it read
+    "1 times")."""
+    from dlsched.tenancy.loader import parse_tenants
+
+    handle = live(tenants=parse_tenants(PRIORITY_TENANTS, "tenants.yaml"))
+    low = submit(handle, worker("sleep", out, 600), 4, queue="research", name="sweep")
+    wait_status(handle, low, "running")
+    urgent = submit(handle, worker("sleep", out, 600), 4, queue="research", priority=10,
+                    name="urgent")
+    wait_status(handle, urgent, "running")
+    victim = wait_status(handle, low, "preempted")
+    assert "preempted by " + urgent in [e["message"] for e in
+                                        handle.http.get(f"/v1/jobs/{low}/events").json()]
+    assert victim["attempts"] == 1
+    assert "<dd>1 time; resized 0 times</dd>" in page(handle, f"/jobs/{low}").text
+
+
+def test_jobs_submitted_one_after_another_get_hues_far_apart() -> None:
+    """GPUs are coloured by job: neighbours in submission order, which run side by side,
+    must not look alike (a hash of the id gave job-000001 and job-000004 hues 32 apart)."""
+    from dlsched.runtime.dashboard.routes import _hue
+
+    hues = [_hue(f"job-{n:06d}") for n in range(1, 41)]
+    for gap in range(1, 5):
+        for a, b in zip(hues, hues[gap:], strict=False):
+            assert min(abs(a - b), 360 - abs(a - b)) >= 50, (gap, a, b)
+    assert _hue("job-000007") == _hue("job-000007") and 0 <= _hue("custom id") < 360

@@ -65,6 +65,26 @@ def test_errors_exit_1_with_the_services_message(live: Callable[..., Live], out:
     assert code == 1 and "cannot reach" in text
 
 
+def test_elastic_bounds_are_flags(live: Callable[..., Live]) -> None:
+    """``--min-gpus``/``--max-gpus`` (a YAML file was the only way to submit an elastic job)."""
+    handle = live()
+    code, text = cli(handle.url, "submit", "--gpus", "2", "--min-gpus", "1", "--max-gpus",
+                     "4", "--", "sleep", "30")
+    assert code == 0, text
+    detail = handle.http.get(f"/v1/jobs/{text.strip()}").json()
+    assert (detail["min_gpus"], detail["max_gpus"]) == (1, 4)
+
+
+def test_a_bad_job_file_is_one_located_line(tmp_path: Path) -> None:
+    """It printed PyYAML's five-line message (``in "<unicode string>", line 2``)."""
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text("gpus: 1\ncommand: [python, train.py\n")
+    code, text = cli("http://127.0.0.1:9", "submit", "--file", str(job_file))
+    assert code == 1
+    assert text.startswith(f"error: {job_file}:3:command: not valid YAML") and text.count(
+        "\n") == 1, text
+
+
 def test_the_main_app_has_the_verbs_without_importing_fastapi() -> None:
     probe = ("import sys, dlsched.cli as c; "
              "names = {i.callback.__name__ for i in c.app.registered_commands}; "

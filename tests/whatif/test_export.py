@@ -89,6 +89,17 @@ def test_no_database_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no database at" in result.output
 
 
+def test_an_out_file_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
+    """It was a FileNotFoundError traceback."""
+    url, _epoch = database(tmp_path / "dlsched.db")
+    (tmp_path / "plain").write_text("")
+    out = tmp_path / "plain" / "h.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
+    assert result.exit_code == 1 and not isinstance(result.exception, OSError)
+    assert " ".join(result.output.split()).startswith(f"error: {out}: cannot write"), \
+        result.output
+
+
 @pytest.mark.parametrize(("how", "seconds"), [("total", 27.0), ("last", 20.0)])
 def test_run_time(how: str, seconds: float) -> None:
     assert run_time([(13.0, 20.0), (50.0, 70.0), (80.0, None)], how) == seconds

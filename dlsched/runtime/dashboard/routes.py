@@ -30,6 +30,7 @@ from dlsched.runtime.dashboard import pages
 from dlsched.runtime.display import clock
 from dlsched.runtime.limits import MAX_BODY_BYTES
 from dlsched.runtime.service import Service
+from dlsched.wording import count_of
 
 HERE = Path(__file__).parent
 COOKIE = "dlsched_token"
@@ -44,14 +45,24 @@ def environment() -> Environment:
                       autoescape=select_autoescape(default=True), trim_blocks=True,
                       lstrip_blocks=True)
     env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
-                       number=lambda v: f"{v:g}", hue=_hue)
+                       number=lambda v: f"{v:g}", hue=_hue,
+                       times=lambda n: count_of(n, "time"))
     env.globals.update(bar=_bar, quota_bar=_quota_bar)
     return env
 
 
+GOLDEN_ANGLE = 137.50776  # degrees: successive multiples stay far apart on the wheel
+
+
 def _hue(job_id: str) -> int:
-    """A stable colour per job, so that a gang's GPUs read as one."""
-    return int(hashlib.sha1(job_id.encode()).hexdigest()[:6], 16) % 360
+    """A stable colour per job, so that a gang's GPUs read as one. The service numbers its
+    jobs (``job-000042``): the n-th job's hue is n golden angles, so jobs submitted close
+    together, which run side by side, are at least 50 degrees apart (a hash of the id put
+    ``job-000001`` and ``job-000004`` 32 degrees apart, both purple). Other ids: a hash."""
+    digits = job_id.rpartition("-")[2]
+    number = int(digits) if digits.isdigit() and len(digits) < 16 else int(
+        hashlib.sha1(job_id.encode()).hexdigest()[:6], 16)
+    return round(number * GOLDEN_ANGLE) % 360
 
 
 def _bar(used: float, total: float) -> Markup:
