@@ -196,6 +196,11 @@ def submit(
         "--cpus-per-gpu", help="Host CPUs per worker.")] = None,
     memory_gb_per_gpu: Annotated[float | None, typer.Option(
         "--memory-gb-per-gpu", help="Host memory (GiB) per worker.")] = None,
+    max_per_node: Annotated[int | None, typer.Option(
+        "--max-per-node", help="At most this many workers of --group (of this job, without "
+                               "one) on one node: spread replicas (docs/sharing.md).")] = None,
+    group: Annotated[str | None, typer.Option(
+        "--group", help="The jobs whose workers --max-per-node counts together.")] = None,
     job_dir: Annotated[bool, typer.Option(
         "--job-dir", help="Send no working directory (default: the current one): the "
                           "service chooses it, DATA_DIR/jobs/ID/work for a tenant's job (a "
@@ -212,7 +217,8 @@ def submit(
                  "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds,
                  "gpu_share": gpu_share, "gpu_memory_gb": gpu_memory_gb,
                  "mig_profile": mig_profile, "cpus_per_gpu": cpus_per_gpu,
-                 "memory_gb_per_gpu": memory_gb_per_gpu}
+                 "memory_gb_per_gpu": memory_gb_per_gpu, "max_per_node": max_per_node,
+                 "group": group}
         body.update({k: v for k, v in flags.items() if v is not None})
         for key, flag in (("gpus", "--gpus N"), ("command", "the command after --")):
             if key not in body:

@@ -82,8 +82,9 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
         row = _row(request, job_id, service.next_seq, now, checkpoint_dir)
         row.working_dir = working_dir
         for name in ("gpu_share", "gpu_memory_gb", "mig_profile", "cpus_per_gpu",
-                     "memory_gb_per_gpu"):  # the spec's: a MIG profile's full name and share
-            setattr(row, name, getattr(spec, name))
+                     "memory_gb_per_gpu", "max_per_node"):  # the spec's: a MIG profile's
+            setattr(row, name, getattr(spec, name))  # full name and share
+        row.density_group = spec.group
         row.submitted_by = tenant
         if key is not None:
             row.idempotency_key, row.request_digest = key.digest, digest
@@ -102,7 +103,8 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
 # Fields added after the first release: left out of a request's digest while at their
 # defaults, so a retry across an upgrade still matches its first try.
 _NEWER_FIELDS = {"gpu_share": 1.0, "gpu_memory_gb": 0.0, "mig_profile": None,
-                 "cpus_per_gpu": 0.0, "memory_gb_per_gpu": 0.0}
+                 "cpus_per_gpu": 0.0, "memory_gb_per_gpu": 0.0, "max_per_node": 0,
+                 "group": None}
 
 
 def _request_digest(request: SubmitRequest) -> str:
@@ -129,8 +131,9 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
         spec = JobSpec(job_id, now, request.gpus, work, queue=request.queue,
                        gpu_types=(request.gpu_type,) if request.gpu_type else (),
                        priority=request.priority, min_gpus=request.min_gpus,
-                       max_gpus=request.max_gpus, **sharing.spec_fields(service.cluster,
-                                                                          request))
+                       max_gpus=request.max_gpus, group=request.group,
+                       max_per_node=request.max_per_node,
+                       **sharing.spec_fields(service.cluster, request))
     except ValueError as exc:
         raise RequestError(400, str(exc).removeprefix(f"job {job_id}: ")) from None
     tenants = service.tenants
@@ -163,7 +166,10 @@ def _per_worker(request: SubmitRequest) -> str:
     asked = [f"{name}={getattr(request, name):g}" for name in
              ("gpu_share", "gpu_memory_gb", "cpus_per_gpu", "memory_gb_per_gpu")
              if getattr(request, name) != SubmitRequest.model_fields[name].default]
-    return f" with {', '.join(asked)} per worker" if asked else ""
+    cap = f"max_per_node={request.max_per_node}" if request.max_per_node else ""
+    if not asked:
+        return f" with {cap}" if cap else ""
+    return f" with {', '.join(asked)} per worker" + (f" and {cap}" if cap else "")
 
 
 def _within_cluster(service: Service, request: SubmitRequest, types: dict[str, int]) -> None:
@@ -210,7 +216,7 @@ def _directories(service: Service, request: SubmitRequest, job_id: str,
 def _most_gpus(service: Service, spec: JobSpec) -> int:
     """The core's own rule (``max_workers`` over its filters), cached per job shape."""
     shape = (spec.gpu_types, spec.num_gpus, spec.gpu_share, spec.gpu_memory_gb,
-             spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.mig_profile)
+             spec.cpus_per_gpu, spec.memory_gb_per_gpu, spec.mig_profile, spec.max_per_node)
     cache = service.max_workers_cache
     if shape not in cache:
         state = CycleState.begin(service.core.snapshot(running=False))

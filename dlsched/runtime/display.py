@@ -57,6 +57,10 @@ def asked_text(job: Any) -> str:
             and not (name == "gpu_share" and getattr(job, "mig_profile", None))]
     if asks:
         parts.append("per worker: " + ", ".join(asks))
+    cap = getattr(job, "max_per_node", 0)
+    if cap:
+        group = getattr(job, "group", None)
+        parts.append(f"at most {cap} per node" + (f" of group {group}" if group else ""))
     return ", ".join(parts)
 
 

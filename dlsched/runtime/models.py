@@ -66,6 +66,14 @@ class SubmitRequest(BaseModel):
     cpus_per_gpu: float = Field(0.0, ge=0, le=1e6, description="Host CPUs per worker.")
     memory_gb_per_gpu: float = Field(0.0, ge=0, le=1e9,
                                      description="Host memory (GiB) per worker.")
+    max_per_node: int = Field(
+        0, ge=0, le=1_000_000, description="At most this many workers of the job's group (its "
+                                           "own, without one) on one node: an anti-affinity; "
+                                           "0: no cap (docs/sharing.md).")
+    group: str | None = Field(
+        None, min_length=1, max_length=128,
+        description="The jobs whose workers max_per_node counts together (e.g. a service's "
+                    "replicas).")
     idempotency_key: str | None = Field(
         None, pattern=IDEMPOTENCY_KEY_PATTERN,
         description="Or the Idempotency-Key header: a retried submission with the same key "
@@ -143,6 +151,8 @@ class JobDetail(JobSummary):
     mig_profile: str | None = None
     cpus_per_gpu: float = 0.0
     memory_gb_per_gpu: float = 0.0
+    max_per_node: int = 0
+    group: str | None = None
     min_gpus: int | None
     max_gpus: int | None
     work_seconds: float | None

@@ -180,7 +180,8 @@ def _spec(row: JobRow) -> JobSpec:
                    priority=row.priority, min_gpus=row.min_gpus, max_gpus=row.max_gpus,
                    gpu_share=row.gpu_share, gpu_memory_gb=row.gpu_memory_gb,
                    cpus_per_gpu=row.cpus_per_gpu, memory_gb_per_gpu=row.memory_gb_per_gpu,
-                   mig_profile=row.mig_profile)
+                   mig_profile=row.mig_profile, group=row.density_group,
+                   max_per_node=row.max_per_node or 0)
 
 
 def _restored(row: JobRow) -> Restored:

@@ -41,7 +41,9 @@ NEWER_COLUMNS = (("jobs", "done_work", "FLOAT", "0"), ("jobs", "preemptions", "I
                  ("jobs", "gpu_share", "FLOAT", "1"), ("jobs", "gpu_memory_gb", "FLOAT", "0"),
                  ("jobs", "mig_profile", "VARCHAR(32)", None),
                  ("jobs", "cpus_per_gpu", "FLOAT", "0"),
-                 ("jobs", "memory_gb_per_gpu", "FLOAT", "0"))
+                 ("jobs", "memory_gb_per_gpu", "FLOAT", "0"),
+                 ("jobs", "max_per_node", "INTEGER", "0"),
+                 ("jobs", "density_group", "VARCHAR(128)", None))
 
 
 class Base(DeclarativeBase):
@@ -93,6 +95,9 @@ class JobRow(Base):
     mig_profile: Mapped[str | None] = mapped_column(String(32))
     cpus_per_gpu: Mapped[float] = mapped_column(default=0.0)
     memory_gb_per_gpu: Mapped[float] = mapped_column(default=0.0)
+    # An anti-affinity: at most max_per_node workers of the group on one node.
+    max_per_node: Mapped[int] = mapped_column(default=0)
+    density_group: Mapped[str | None] = mapped_column(String(128))
 
 
 class AttemptRow(Base):

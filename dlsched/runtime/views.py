@@ -97,6 +97,7 @@ def job_detail(service: Service, job_id: str) -> JobDetail:
                      gpu_share=row.gpu_share, gpu_memory_gb=row.gpu_memory_gb,
                      mig_profile=row.mig_profile, cpus_per_gpu=row.cpus_per_gpu,
                      memory_gb_per_gpu=row.memory_gb_per_gpu,
+                     max_per_node=row.max_per_node or 0, group=row.density_group,
                      min_gpus=row.min_gpus, max_gpus=row.max_gpus,
                      work_seconds=row.work_seconds, checkpoint_dir=row.checkpoint_dir,
                      allocation=allocation, queue_position=position,

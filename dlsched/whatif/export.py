@@ -51,6 +51,8 @@ class HistoryRow:
     memory_gb_per_gpu: float = 0.0
     min_gpus: int | None = None  # an elastic job's bounds (None: rigid)
     max_gpus: int | None = None
+    max_per_node: int = 0  # its anti-affinity (0: none; docs/sharing.md)
+    group: str | None = None
 
 
 def run_time(spans: Sequence[tuple[float, float | None]], how: str) -> float:
@@ -131,7 +133,7 @@ def _row(job: Any, spans: list[tuple[float, float | None]], how: str,
                       job.attempts, _at(epoch, first), _at(epoch, job.finish_time), jct,
                       job.status, job.name or "", job.gpu_share, job.gpu_memory_gb,
                       job.mig_profile, job.cpus_per_gpu, job.memory_gb_per_gpu,
-                      job.min_gpus, job.max_gpus)
+                      job.min_gpus, job.max_gpus, job.max_per_node or 0, job.density_group)
 
 
 def _at(epoch: float, seconds: float | None) -> float | None:

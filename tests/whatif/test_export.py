@@ -175,6 +175,24 @@ def test_an_elastic_jobs_bounds_are_exported_and_replayed(tmp_path: Path) -> Non
     assert (jobs["r"].min_gpus, jobs["r"].max_gpus, jobs["r"].is_elastic) == (None, None, False)
 
 
+def test_a_jobs_anti_affinity_is_exported_and_replayed(tmp_path: Path) -> None:
+    exported = _exported(tmp_path, 2, {"s": {"max_per_node": 1, "density_group": "svc"},
+                                       "p": {}})
+    jobs = {j.job_id: j for j in exported}
+    assert (jobs["s"].max_per_node, jobs["s"].group) == (1, "svc")
+    assert (jobs["p"].max_per_node, jobs["p"].group) == (0, None)
+
+
+def test_a_negative_cap_in_a_history_names_the_field(tmp_path: Path) -> None:
+    from dlsched.errors import InputError
+
+    path = tmp_path / "history.csv"
+    path.write_text("job_id,submit_time,num_gpus,duration,queue,max_per_node,group\n"
+                    "a,0,4,10,q,-1,svc\n")
+    with pytest.raises(InputError, match=r"history\.csv:2:max_per_node: must be >= 0"):
+        read_trace(path)
+
+
 @pytest.mark.parametrize(("cells", "where"), [
     ("5,", "min_gpus: 5 is more than num_gpus 4"),
     (",3", "max_gpus: 3 is less than num_gpus 4"),

@@ -10,7 +10,8 @@ kept for comparison but not simulated: ``preemptions``, ``attempts``, ``first_st
 a whole GPU (docs/sharing.md), simulated: ``gpu_share`` (in (0, 1]; empty: 1),
 ``gpu_memory_gb``, ``mig_profile`` (one worker on a MIG instance; its share is the profile's),
 ``cpus_per_gpu`` and ``memory_gb_per_gpu`` (empty: 0, not asked); then an elastic job's
-bounds, simulated: ``min_gpus`` and ``max_gpus`` (empty: a rigid job of ``num_gpus``).
+bounds, simulated: ``min_gpus`` and ``max_gpus`` (empty: a rigid job of ``num_gpus``); then
+its anti-affinity, simulated: ``max_per_node`` (empty: 0, no cap) and ``group``.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ MEASURED = ("preemptions", "attempts", "first_start", "finish_time", "measured_j
             "name")
 SHARING = ("gpu_share", "gpu_memory_gb", "mig_profile", "cpus_per_gpu", "memory_gb_per_gpu")
 ELASTIC = ("min_gpus", "max_gpus")
-OPTIONAL = ("gpu_type", "priority", *MEASURED, *SHARING, *ELASTIC)
+SPREAD = ("max_per_node", "group")
+OPTIONAL = ("gpu_type", "priority", *MEASURED, *SHARING, *ELASTIC, *SPREAD)
 COLUMNS = (*REQUIRED, *OPTIONAL)  # the order ``history export`` writes
 
 
@@ -49,7 +51,9 @@ def _job(ctx: RowContext) -> JobSpec:
                    work=ctx.number("duration", positive=True), queue=ctx.text("queue"),
                    gpu_types=(gpu_type,) if gpu_type else (),
                    priority=ctx.integer("priority", optional=True) or 0, **_sharing(ctx),
-                   **_bounds(ctx))
+                   **_bounds(ctx),
+                   max_per_node=ctx.integer("max_per_node", optional=True, minimum=0) or 0,
+                   group=ctx.text("group", optional=True))
 
 
 def _bounds(ctx: RowContext) -> dict[str, int | None]:
