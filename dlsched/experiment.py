@@ -179,8 +179,8 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
 
 def _uncapped_placement(config: RunConfig, trace: Trace) -> list[str]:
     """Policies that place jobs by their own allocation (Gavel, Pollux, Gandiva, ...): they do
-    not choose nodes by ``max_per_node``, so a capped job whose layout breaks its cap waits
-    (the cap itself always holds)."""
+    not choose nodes by ``max_per_node``; a layout that breaks a cap is spread over nodes of
+    the GPU types they chose (``allocation_cycle._spread``), and a job no spread fits waits."""
     capped = sum(1 for spec in trace.jobs if spec.max_per_node)
     if not capped:
         return []
@@ -193,9 +193,9 @@ def _uncapped_placement(config: RunConfig, trace: Trace) -> list[str]:
             allocates = bool(build_profile(config, policy).allocators)
         if allocates:
             found.append(f"{policy} places jobs by its own allocation, not by max_per_node: "
-                         f"a job of the {capped} capped ones that it lays out against its cap "
-                         f"waits, maybe for ever (FIFO, SJF, SRTF, backfill, EDF, Tiresias "
-                         f"and Themis place by the cap; docs/scheduling.md)")
+                         f"a layout that breaks the cap of one of the {capped} capped jobs is "
+                         f"spread over nodes of the GPU types it chose, and a job no spread "
+                         f"fits waits, maybe for ever (docs/sharing.md)")
     return found
 
 

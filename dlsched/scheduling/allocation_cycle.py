@@ -14,7 +14,9 @@
 A policy that counts GPUs alone (Gavel, Gandiva, ...) may pick GPUs whose node lacks the CPUs,
 host memory or GPU memory a job asks for: such a start is left out this round (the job waits,
 with the reason) and such a resize becomes a preemption, where the core would refuse the whole
-cycle (``Overbooked``).
+cycle (``Overbooked``). A layout that puts more workers of a capped group on a node than its
+``max_per_node`` is spread instead (``_spread``: the same number of workers on the same GPU
+types, the policy's nodes first), and left out only when no spread fits.
 
 Like ``cycle.run_cycle`` it reads a ``ClusterSnapshot`` and returns a ``CycleResult``.
 """
@@ -34,6 +36,8 @@ from dlsched.scheduling.hooks import (
     RejectingAllocator,
     optional,
 )
+from dlsched.scheduling.placement import pick_gpus
+from dlsched.scheduling.resources import node_room
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
 
@@ -61,11 +65,14 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             moving.append((job, target))
             state.evict(job)
     resizes: list[Resize] = []
+    spreading: list[tuple[Job, Assignment, str, bool]] = []  # (job, target, why, a resize)
     for job, target in moving:
         taken = _take(allocator.name, state, job, target, job.allocation)
         short = _short(state, job, target, taken)
         if short is None:
             resizes.append(Resize(job.job_id, *taken, target.host))
+        elif job.spec.max_per_node:  # spread once every other target has its GPUs
+            spreading.append((job, target, short, True))
         else:
             preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {short}"))
     starts: list[Start] = []
@@ -86,6 +93,17 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         short = _short(state, job, target, taken)
         if short is None:
             starts.append(Start(job.job_id, *taken, target.host))
+        elif job.spec.max_per_node:
+            spreading.append((job, target, short, False))
+        else:
+            reasons[job.job_id] = f"[{allocator.name}] {short}"
+    for job, target, short, resized in spreading:
+        spread = _spread(state, job, target)
+        if spread is not None:
+            (resizes if resized else starts).append(
+                (Resize if resized else Start)(job.job_id, *spread, target.host))
+        elif resized:
+            preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {short}"))
         else:
             reasons[job.job_id] = f"[{allocator.name}] {short}"
     asked = [w for p in wakeups if (w := p.next_wakeup(state)) is not None]
@@ -118,6 +136,56 @@ def _short(state: CycleState, job: Job, target: Assignment,
                 f"{spec.density_group} on a node; it waits")
     return ("the GPUs it was given lack the CPUs, host memory or GPU memory it asks for on "
             f"node {int(nodes[0])}; it waits")
+
+
+def _spread(state: CycleState, job: Job, target: Assignment
+            ) -> tuple[tuple[int, ...], tuple[float, ...]] | None:
+    """For a job with a per-node cap (``JobSpec.max_per_node``) whose target broke it (its
+    GPUs already given back by ``_short``), once every other target has its GPUs: as many
+    workers as the target on nodes of the target's GPU types, as many on each node as its
+    free GPUs and every per-node limit allow (``node_room``: the cap, CPUs, memory, GPU
+    memory), the target's nodes first, then the others with the most room (ties: the lowest
+    index); None (nothing taken) when they do not fit. The policy chose the size and the
+    types; only the nodes move, onto GPUs no other job of the round was given."""
+    spec, book = job.spec, state.resources
+    if spec.max_per_node <= 0 or book is None or target.host is not None:
+        return None
+    share = target.share if target.share is not None else spec.gpu_share
+    cluster = state.cluster
+    room = node_room(book, state.free, cluster, spec, share, state.capacity(share))
+    kinds = {int(cluster.node_type[node]) for node in target.nodes}
+    mine = set(target.nodes)
+    order = sorted((node for node in range(cluster.num_nodes)
+                    if int(cluster.node_type[node]) in kinds and room[node] > 0),
+                   key=lambda node: (node not in mine, -int(room[node]), node))
+    # the policy's size, else the job's own (a policy that widens rigid jobs, as Optimus
+    # does, may ask more workers than the cap lets these nodes hold)
+    plan = _spread_plan(order, room, target.num_workers)
+    if plan is None and spec.num_gpus < target.num_workers:
+        plan = _spread_plan(order, room, spec.num_gpus)
+    if plan is None:
+        return None
+    gpus: list[int] = []
+    for node, count in plan:
+        chosen = pick_gpus(state, node, count, share, spec.gpu_memory_gb)
+        state.take(chosen, share, spec)
+        gpus.extend(chosen)
+    taken = tuple(sorted(gpus))
+    state.started[job.job_id] = taken
+    return taken, (share,) * len(taken)
+
+
+def _spread_plan(order: Sequence[int], room: Sequence[int], workers: int
+                 ) -> list[tuple[int, int]] | None:
+    """(node, workers) filling ``order``'s nodes up to their room, or None if short."""
+    plan, left = [], workers
+    for node in order:
+        count = min(int(room[node]), left)
+        plan.append((node, count))
+        left -= count
+        if not left:
+            return plan
+    return None
 
 
 def _reason(why: Callable[[str], str | None] | None, job_id: str) -> str | None:

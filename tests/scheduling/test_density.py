@@ -88,6 +88,20 @@ def test_no_policy_breaks_a_cap(policy: str) -> None:
     assert events and worst["a"] <= 2 and worst["b"] <= 1
 
 
+@pytest.mark.parametrize("policy", ["gavel-fifo", "optimus", "pollux", "gandiva"])
+def test_an_allocation_policys_layout_is_spread_to_keep_the_cap(policy: str) -> None:
+    # Each policy puts a 2-GPU job on one node; capped at one worker per node it runs on both
+    # (Optimus asks 3 workers of each: the job's own 2 are spread instead).
+    jobs = [JobSpec("s", 0.0, 2, 100.0, max_per_node=1),
+            JobSpec("t", 0.0, 2, 100.0, group="g", max_per_node=1),
+            JobSpec("u", 0.0, 2, 100.0, group="g", max_per_node=1)]
+    sim = _run(jobs, policy)
+    assert all(job.status == "finished" for job in sim.run().jobs)
+    assert {s.job_id for s in sim.core.segments.all()} == {"s", "t", "u"}
+    assert all(sorted(int(CLUSTER.gpu_node[g]) for g in s.gpus) == [0, 1]
+               for s in sim.core.segments.all())
+
+
 def test_the_book_counts_each_group_per_node() -> None:
     book = ResourceBook.of(CLUSTER)
     spec = JobSpec("x", 0.0, 3, 1.0, group="app", max_per_node=2)
@@ -114,5 +128,6 @@ def test_allocation_policies_are_named_as_not_placing_by_the_cap() -> None:
     config = RunConfig(policies=("fifo", "gavel-las"))
     warned = [w for w in input_warnings(config, trace, CLUSTER) if "max_per_node" in w]
     assert len(warned) == 1 and warned[0].startswith("gavel-las places jobs by its own")
+    assert "spread over nodes of the GPU types it chose" in warned[0]
     plain = Trace("t", (JobSpec("a", 0.0, 1, 1.0),))
     assert not [w for w in input_warnings(config, plain, CLUSTER) if "max_per_node" in w]
