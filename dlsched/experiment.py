@@ -82,6 +82,8 @@ def check_run(config: RunConfig) -> None:
     once, not after the others ran. (The trace and cluster are loaded before it too.)"""
     from dlsched.extras import MissingExtra, require
 
+    if config.policy_files:  # their policies' options are known only once they are loaded
+        load_policy_files(config.policy_files)
     check_options(config.policies, config.policy_options)
     for policy in config.policies:
         build_profile(config, policy)  # unknown names and bad option values raise here

@@ -37,6 +37,7 @@ import numpy as np
 from dlsched.perf.gavel_table import GavelThroughputs
 from dlsched.perf.model import Placement
 from dlsched.policies.colocate import pairable
+from dlsched.policies.gandiva_room import GandivaRoom
 from dlsched.policies.gavel.assign import place_on_nodes
 from dlsched.policies.gavel.gpus import exact, name_gpus
 from dlsched.policies.gavel.packed_round import PAIR_SHARE, pair_key, running_pairs
@@ -44,7 +45,7 @@ from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
-from dlsched.scheduling.state import EPS, CycleState
+from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.workload.job import Job
 
 QUANTUM_SECONDS = 60.0
@@ -71,6 +72,9 @@ class GandivaSlices:
         self._host_gpus: dict[str, tuple[int, ...]] = {}  # this quantum's scheduled jobs
         self._jobs: dict[str, Job] = {}
         self.last_ran: dict[str, float] = {}  # job id -> last cycle time it held GPUs
+        # This round's GPUs per placed job; None when every job asks for whole GPUs (the
+        # core then picks them on the planned nodes, as it always has).
+        self._named: dict[str, tuple[int, ...]] | None = None
         self._quantum_start: float | None = None
         self.migrations = 0
 
@@ -91,34 +95,52 @@ class GandivaSlices:
         for job in snapshot.running:
             self.last_ran[job.job_id] = now
         current = {j.job_id: Assignment.of(j, cluster).nodes for j in snapshot.running}
+        # Fractional jobs name their GPUs (the room's choice): the core's own choice, in its
+        # order, could give a GPU planned for one to another.
+        self._named = None if _whole_only(snapshot) else {}
         if not boundary:
-            room = state.node_free.astype(np.int64).copy()
+            room = GandivaRoom(cluster, state.free, state.node_free)
             placed = self._place(state, self.turn_order(snapshot.waiting), room, {})
             return {**{j.job_id: exact(j.allocation, cluster.gpu_node, j.shares[0])
-                       for j in snapshot.running},
-                    **{j: Assignment(n) for j, n in placed.items()}}
+                       for j in snapshot.running}, **self._targets(state, placed)}
         self._introspect(state)
-        room = cluster.node_gpus.astype(np.int64).copy()
-        room[list(snapshot.down_nodes)] = 0
+        room = GandivaRoom.empty(cluster, snapshot.down_nodes)
         pinned = self._pinned(state, room)
-        chosen, left = [], int(room.sum())
+        chosen, left = [], room.total
         for job in self.turn_order([j for j in (*snapshot.waiting, *snapshot.running)
                                     if j.job_id not in pinned]):
-            if job.spec.num_gpus <= left:
+            asked = job.spec.num_gpus * _room_share(job)  # in GPUs, fractions summed
+            if asked <= left + EPS:
                 chosen.append(job)
-                left -= job.spec.num_gpus
+                left -= asked
         kept = self._keep([j for j in chosen if j.job_id in current], current, room)
         rest = [j for j in chosen if j.job_id not in kept]
         placed = self._place(state, rest, room, _sizes(kept, snapshot.running))
         self.migrations += sum(1 for j in placed if j in current)
-        targets = {**{j: Assignment(n) for j, n in {**kept, **placed}.items()}, **pinned}
+        jobs = {j.job_id: j for j in snapshot.running}
+        targets = {**{j: self._kept_target(state, jobs[j], n) for j, n in kept.items()},
+                   **self._targets(state, placed), **pinned}
         left_out = [j for j in self.turn_order([*snapshot.waiting, *snapshot.running])
                     if j.job_id not in targets]
         if not (self.pack and left_out and isinstance(snapshot.throughput, GavelThroughputs)):
             return targets
         return {**self._packed(state, kept, placed, left_out, pinned), **pinned}
 
-    def _pinned(self, state: CycleState, room: np.ndarray) -> dict[str, Assignment]:
+    def _targets(self, state: CycleState, placed: dict[str, tuple[int, ...]]
+                 ) -> dict[str, Assignment]:
+        """Placed jobs' targets: their nodes, or the GPUs the room named for them."""
+        if self._named is None:
+            return {j: Assignment(n) for j, n in placed.items()}
+        jobs = {j.job_id: j for j in (*state.snapshot.running, *state.snapshot.waiting)}
+        return {j: exact(self._named[j], state.cluster.gpu_node, jobs[j].spec.gpu_share)
+                for j in placed}
+
+    def _kept_target(self, state: CycleState, job: Job, nodes: tuple[int, ...]) -> Assignment:
+        if self._named is None:
+            return Assignment(nodes)
+        return exact(job.allocation, state.cluster.gpu_node, job.spec.gpu_share)
+
+    def _pinned(self, state: CycleState, room: GandivaRoom) -> dict[str, Assignment]:
         """Running pairs stay packed on their GPUs until introspection unpacks them (§3.2);
         their GPUs leave ``room``."""
         pinned: dict[str, Assignment] = {}
@@ -128,7 +150,7 @@ class GandivaSlices:
             if pair not in self.unpacked:
                 target = exact(gpus, state.cluster.gpu_node, PAIR_SHARE)
                 pinned.update(dict.fromkeys(pair, target))
-                np.subtract.at(room, list(target.nodes), 1)
+                room.take(gpus, [1.0] * len(gpus))
         return pinned
 
     # -- packing (§3.2) -------------------------------------------------------------------
@@ -144,8 +166,9 @@ class GandivaSlices:
         free = np.repeat(up, cluster.node_gpus)
         free[[g for held in fixed.values() for g in held]] = False
         free[[g for target in pinned.values() for g in target.gpus or ()]] = False
-        gpus = {**fixed, **name_gpus(placed, {}, free, cluster.node_first_gpu,
-                                     cluster.node_gpus)}
+        named = ({j: self._named[j] for j in placed} if self._named is not None else
+                 name_gpus(placed, {}, free, cluster.node_first_gpu, cluster.node_gpus))
+        gpus = {**fixed, **named}
         targets = {j: exact(g, cluster.gpu_node, jobs[j].spec.gpu_share) for j, g in gpus.items()}
         self._host_gpus, self._jobs = gpus, jobs
         hosts: dict[tuple, list[str]] = {}  # (job type, GPU type, size) -> free hosts
@@ -218,45 +241,66 @@ class GandivaSlices:
                 self.unpacked.add(pair)
 
     def _keep(self, running: list[Job], current: dict[str, tuple[int, ...]],
-              room: np.ndarray) -> dict[str, tuple[int, ...]]:
+              room: GandivaRoom) -> dict[str, tuple[int, ...]]:
         """Running jobs that stay where they are: all of them, except (with ``migrate``) a
         spread job that one node now has room for (§3.3), which is left to be placed."""
         for job in running:
-            np.subtract.at(room, list(current[job.job_id]), 1)
+            room.take(job.allocation, _held(job))
         kept = {}
         for job in sorted(running, key=lambda j: (-j.spec.num_gpus, j.job_id)):
             nodes = current[job.job_id]
             if max(job.shares) < job.spec.gpu_share - EPS:  # packed: re-decided (§3.2)
-                np.add.at(room, list(nodes), 1)
+                room.give(job.allocation, _held(job))
                 continue
             if self.migrate and len(set(nodes)) > 1:
-                np.add.at(room, list(nodes), 1)
-                if int(room.max(initial=0)) >= len(nodes):
+                room.give(job.allocation, _held(job))
+                if int(room.capacity(_room_share(job)).max(initial=0)) >= len(nodes):
                     continue  # moves: placed with the others, on one node
-                np.subtract.at(room, list(nodes), 1)
+                room.take(job.allocation, _held(job))
             kept[job.job_id] = nodes
         return kept
 
-    def _place(self, state: CycleState, jobs: Sequence[Job], room: np.ndarray,
+    def _place(self, state: CycleState, jobs: Sequence[Job], room: GandivaRoom,
                sizes: dict[int, set[int]]) -> dict[str, tuple[int, ...]]:
         """Each job's gang: a node hosting its size first, else the tightest or roomiest;
-        only nodes of a GPU type the job can run on (rate above 0)."""
+        only nodes of a GPU type the job can run on (rate above 0). Room is counted in
+        workers of the job's share (a quarter-GPU worker fits a GPU with a quarter free)."""
         placed: dict[str, tuple[int, ...]] = {}
         for job in jobs:
-            need = job.spec.num_gpus
+            need, share = job.spec.num_gpus, _room_share(job)
+            fits = room.capacity(share)
             everywhere = np.flatnonzero(_runnable(state, job))
             same = np.intersect1d(np.array(sorted(sizes.get(need, ())), dtype=np.int64),
                                   everywhere)
             nodes = None
-            if len(same) and int(room[same].max()) >= need:
-                nodes = place_on_nodes(need, same, room)
+            if len(same) and int(fits[same].max()) >= need:
+                nodes = place_on_nodes(need, same, fits)
             if nodes is None:
-                nodes = place_on_nodes(need, everywhere, room)
+                nodes = place_on_nodes(need, everywhere, fits)
             if nodes is not None:
                 placed[job.job_id] = nodes
+                gpus = room.take_on(nodes, share)
+                if self._named is not None:
+                    self._named[job.job_id] = gpus
                 for node in set(nodes):
                     sizes.setdefault(need, set()).add(node)
         return placed
+
+
+def _whole_only(snapshot: ClusterSnapshot) -> bool:
+    """Whether every active job asks for whole GPUs (the room then needs no GPU names)."""
+    return all(j.spec.gpu_share >= 1.0 - EPS for j in (*snapshot.running, *snapshot.waiting))
+
+
+def _room_share(job: Job) -> float:
+    """What a worker takes of its GPU in the room: its share; a MIG worker the whole GPU (the
+    core books a GPU in MIG mode whole; allocation policies do not choose instances)."""
+    return 1.0 if job.spec.mig_profile is not None else job.spec.gpu_share
+
+
+def _held(job: Job) -> list[float]:
+    """What a running job holds of each of its GPUs in the room (a packed pair: half each)."""
+    return [1.0] * len(job.shares) if job.spec.mig_profile is not None else list(job.shares)
 
 
 def _runnable(state: CycleState, job: Job) -> np.ndarray:

@@ -123,19 +123,38 @@ class Reconfigurer:
         layout = job_layout(self.sized(job.spec, self.size_of(job)), self.type_of(job),
                             self.policy == "oobleck")
         alive = [g for g in job.allocation if gpu_node[g] not in down]
+        free = free or []
         if self.policy == "elastic":
             size = layout.replica_gpus
             chunks = [job.allocation[i:i + size] for i in range(0, len(job.allocation), size)]
-            alive = [g for c in chunks if all(gpu_node[g] not in down for g in c) for g in c]
+            survivors = [g for c in chunks if all(gpu_node[g] not in down for g in c) for g in c]
+            free = self._with_orphans(alive, set(survivors), free)
+            alive = survivors
             rollback = layout.sharded_states
         else:
             rollback = False
         if not alive or len(alive) % layout.group_gpus:
             return None  # no whole replica (group) survives to hold its state: it restarts
-        gpus = self._extend(job, layout, tuple(alive), free or [])
+        gpus = self._extend(job, layout, tuple(alive), free)
         if len(gpus) < layout.min_gpus or len(gpus) % layout.group_gpus:
             return None
         return Reshape(gpus, rollback, self.overhead)
+
+    def _with_orphans(self, up: list[int], kept: set[int], free: list[list[int]]
+                      ) -> list[list[int]]:
+        """``free`` (one list per node) with the job's GPUs on up nodes that a broken replica
+        leaves (``up`` minus ``kept``) first, each beside its node's free GPUs: they are free
+        once the job reshapes, so the same reconfiguration may rebuild a replica from them
+        (they were regained only at the next grow-back: a repair or a job's end)."""
+        orphans: dict[int, list[int]] = {}
+        for gpu in up:
+            if gpu not in kept:
+                orphans.setdefault(self.gpu_node[gpu], []).append(gpu)
+        if not orphans:
+            return free
+        rest = [node for node in free if node and self.gpu_node[node[0]] not in orphans]
+        beside = {self.gpu_node[node[0]]: node for node in free if node}
+        return [[*gpus, *beside.get(n, [])] for n, gpus in orphans.items()] + rest
 
     def grow(self, job: Job, free: list[list[int]]) -> Reshape | None:
         """Add whole groups (``oobleck``) or whole replicas (``elastic``) from ``free`` (free

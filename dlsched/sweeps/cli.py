@@ -35,6 +35,10 @@ def sweep_command(
     policy_opt: Annotated[list[str] | None, typer.Option(
         "--policy-opt", metavar="KEY=VALUE", help="A policy option for every run (key=value "
         "or policy:key=value); repeatable.")] = None,
+    policy_file: Annotated[list[str] | None, typer.Option(
+        "--policy-file", metavar="FILE", help="Python files (.py) or module names that define "
+        "more policies with @register_policy (docs/scheduling.md); comma-separated or "
+        "repeated.")] = None,
     vary: Annotated[list[str] | None, typer.Option(
         "--vary", metavar="KEY=V1,V2", help="One more axis: an option (field name) or a policy "
         "option (policy:key) and its values; repeatable.")] = None,
@@ -55,7 +59,8 @@ def sweep_command(
     """Run policies × traces × clusters × seeds × options in parallel (local processes, or a
     Ray cluster); write one row per run to --out/results.csv, with 95% intervals over seeds."""
     try:
-        kwargs = _arguments(config, trace, cluster, policies, seeds, set_, policy_opt, vary)
+        kwargs = _arguments(config, trace, cluster, policies, seeds, set_, policy_opt, vary,
+                            policy_file)
         _run(kwargs, out, workers, ray_address, plots)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
@@ -64,7 +69,9 @@ def sweep_command(
 
 def _arguments(config: Path | None, trace: list[str] | None, cluster: list[str] | None,
                policies: str | None, seeds: str | None, set_: list[str] | None,
-               policy_opt: list[str] | None, vary: list[str] | None) -> dict[str, Any]:
+               policy_opt: list[str] | None, vary: list[str] | None,
+               policy_file: list[str] | None = None) -> dict[str, Any]:
+    from dlsched.run_config import normalized
     from dlsched.sweeps.grid import parse_assignments, parse_seeds
 
     given = _from_file(config) if config is not None else {}
@@ -80,6 +87,9 @@ def _arguments(config: Path | None, trace: list[str] | None, cluster: list[str] 
     options.update(parse_assignments(set_ or [], "--set", many=False))
     if policy_opt:
         options["policy_options"] = [*options.get("policy_options", []), *policy_opt]
+    if policy_file:  # beside any of the sweep file's options.policy_files
+        options["policy_files"] = [*normalized("policy_files", options.get("policy_files", ())),
+                                   *normalized("policy_files", policy_file)]
     given["options"] = options
     given["vary"] = {**given.get("vary", {}),
                      **parse_assignments(vary or [], "--vary", many=True)}

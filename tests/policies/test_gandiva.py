@@ -6,9 +6,19 @@ model: work = seconds on one GPU, so no packing), and packing with introspective
 from __future__ import annotations
 
 import pytest
-from builders import assert_schedule, make_cluster, make_job, records_of, run, simulator
+from builders import (
+    assert_schedule,
+    cluster_of,
+    make_cluster,
+    make_job,
+    records_of,
+    run,
+    simulator,
+)
 
+from dlsched.cluster.cluster import Node
 from dlsched.errors import ConfigError
+from dlsched.mig.profiles import profile_share
 from dlsched.perf.gavel_table import GavelThroughputs
 from dlsched.perf.model import Placement
 from dlsched.scheduling.registry import build_policy
@@ -180,3 +190,45 @@ def test_jobs_asking_a_fraction_run_at_their_share() -> None:
     asked = {j.job_id: j.gpu_share for j in jobs}
     assert all(s == pytest.approx(asked[seg.job_id]) for seg in sim.core.segments.all()
                for s in seg.shares)
+
+
+def quarter(job_id: str, share: float, at: float = 0.0) -> JobSpec:
+    return JobSpec(job_id, at, 1, 300.0, gpu_share=share)
+
+
+@pytest.mark.parametrize(("jobs", "gpus", "expected", "preemptions"), [
+    # One GPU, four quarter-GPU jobs of 300 s: a GPU's worth in all, so nothing rotates (they
+    # used to count a whole GPU each and take turns, ending at 1020, 1080, 1140 and 1200 s).
+    pytest.param([quarter(j, 0.25) for j in "ABCD"], 1,
+                 [(j, 0, 300, 300) for j in "ABCD"], 0, id="four-quarters-fit-one-gpu"),
+    # One GPU, three halves: two at a time. At 60 C (never run) and A (ran until now; A before
+    # B by id) go; B [120,180), C [180,240), B [240,300); A ends at 300, then B (120 s left)
+    # and C (180 s left) run together to 420 and 480.
+    pytest.param([quarter(j, 0.5) for j in "ABC"], 1,
+                 [("A", 0, 300, 300), ("B", 0, 420, 420), ("C", 60, 480, 480)], 2,
+                 id="three-halves-two-at-a-time"),
+    # Two GPUs: a whole-GPU job and two halves ask for 2 GPUs in all: no rotation.
+    pytest.param([quarter("W", 1.0), quarter("H1", 0.5), quarter("H2", 0.5)], 2,
+                 [("H1", 0, 300, 300), ("H2", 0, 300, 300), ("W", 0, 300, 300)], 0,
+                 id="whole-and-halves-fit"),
+])
+def test_rotation_counts_gpu_fractions(jobs: list[JobSpec], gpus: int,
+                                       expected: list[tuple], preemptions: int) -> None:
+    records = run("gandiva", make_cluster(nodes=1, gpus=gpus), jobs)
+    assert_schedule(records, expected)
+    assert max(r.preemptions for r in records.values()) == preemptions
+
+
+def test_mig_workers_still_take_whole_gpus_beside_fractions() -> None:
+    # A100s in MIG mode are booked whole by the core; the rotation counts a MIG worker as a
+    # whole GPU, so a fraction is never named onto a GPU in MIG mode (an AllocationError).
+    def mig(job_id: str, at: float, seconds: float, profile: str) -> JobSpec:
+        return JobSpec(job_id, at, 1, seconds, gpu_share=profile_share(profile),
+                       mig_profile=profile)
+
+    jobs = [mig("a", 0, 50, "4g"), mig("b", 0, 100, "3g"), JobSpec("c", 0, 1, 300.0),
+            mig("d", 1, 50, "7g"), mig("e", 60, 100, "1g"), mig("f", 0, 100, "1g"),
+            JobSpec("g", 0, 1, 300.0, gpu_share=0.5)]
+    records = run("gandiva", cluster_of(Node("n0", "A100", 2)), jobs)
+    assert {r.status for r in records.values()} == {"finished"}
+    assert (records["b"].finish_time, records["g"].finish_time) == (270.0, 500.0)

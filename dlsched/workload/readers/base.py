@@ -408,8 +408,17 @@ class RowCollector:
 
     def add(self, ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> bool:
         """Build one job; False once ``limit`` jobs are collected."""
+        self.count_row(ctx)
+        return self.accept(ctx, build)
+
+    def count_row(self, ctx: RowContext) -> None:
+        """Count a row read (for the message of a file that gives no job)."""
         self.rows += 1
         self.first_row = self.first_row or ctx.line
+
+    def accept(self, ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> bool:
+        """``add`` without counting a row: a reader that builds a job from several rows
+        (``pai``) counts each row, then accepts each job on its first row."""
         try:
             if ctx.problem is not None:
                 raise ctx.fail(ctx.problem_field, ctx.problem)
