@@ -29,8 +29,14 @@ from dlsched.errors import ConfigError
 from dlsched.experiment import run_policy
 from dlsched.run_config import RunConfig
 from dlsched.serving.requests import RequestTrace
-from dlsched.serving.routing import PlanEntry
-from dlsched.serving.run import ServiceOutcome, infeasible_slo, serve, service_trace
+from dlsched.serving.routing import PlanEntry, Schedule
+from dlsched.serving.run import (
+    ServiceOutcome,
+    infeasible_slo,
+    serve,
+    serve_split,
+    service_trace,
+)
 from dlsched.serving.service import ServiceSpec
 from dlsched.serving.services_file import ServicesFile
 from dlsched.sim.result import JobRecord
@@ -90,15 +96,16 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
         if i in planned:
             results.append(_placed(planned[i], _replayed(planned[i], trace, runs), started))
             continue
-        if spec.prefill is not None:  # disaggregated: served from first starts only
-            starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
-            prefill = [s for k in range(spec.prefill.replicas)
-                       if (s := started.get(spec.prefill_id(k))) is not None]
-            results.append(serve(spec, trace, [s for s in starts if s is not None], prefill))
+        decode = Schedule.of_runs([runs.get(spec.replica_id(k), [])
+                                   for k in range(spec.replicas)], config.restart_overhead)
+        if spec.prefill is not None:
+            prefill = Schedule.of_runs([runs.get(spec.prefill_id(k), [])
+                                        for k in range(spec.prefill.replicas)],
+                                       config.restart_overhead)
+            results.append(serve_split(spec, trace, decode, prefill))
             continue
-        results.append(_served(spec, trace, [runs.get(spec.replica_id(k), [])
-                                             for k in range(spec.replicas)],
-                               config.restart_overhead))
+        outcome = serve(spec, trace, decode.starts, plan=decode.plan or None, stops=decode.stops)
+        results.append(_restarts_apart(outcome, list(decode.starts)))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
@@ -148,19 +155,6 @@ def replica_runs(segments: Path, records: Sequence[JobRecord]
         if record.status == JobStatus.FINISHED.value:  # its last run ended as planned
             job_runs[-1] = (job_runs[-1][0], None)
     return runs
-
-
-def _served(spec: ServiceSpec, trace: RequestTrace,
-            runs: list[list[tuple[float, float | None]]], restart: float) -> ServiceOutcome:
-    """A fixed-size service on the replicas the core placed: each serves from its first
-    start; one the core stopped (preempted, or its node failed) loses what it held then and
-    serves again ``restart`` seconds (the run's restart overhead) after each later start."""
-    first = [r[0] for r in runs if r]
-    resumed: list[PlanEntry] = [(at, at + restart, None, stopped)
-                                for r in runs for at, stopped in r[1:]]
-    outcome = serve(spec, trace, [at for at, _ in first], plan=resumed or None,
-                    stops=[stopped for _, stopped in first])
-    return _restarts_apart(outcome, [at for at, _ in first])
 
 
 def _restarts_apart(outcome: ServiceOutcome, starts: list[float]) -> ServiceOutcome:
