@@ -2,7 +2,8 @@
 
 1. Each service's request trace is read and its SLO checked against an idle replica.
 2. Its replicas become jobs of kind SERVICE (priority 100, the service's tenant queue, pinned to
-   its GPU type, asking for their GPUs until the last request arrives) and join the training
+   its GPU type, asking for their GPUs until the last request arrives, and ending then
+   however long the core stopped them: ``JobSpec.ends_at``) and join the training
    trace, if any; the chosen policy's scheduler core places them all (``run_policy``: the
    usual summary.json, jobs.csv, timeline.csv).
 3. Each placed replica serves requests from its first start (``serve``); a replica never placed
@@ -128,10 +129,13 @@ def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Pa
 
 
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:
-    return JobSpec(spec.replica_id(index), requested, spec.tp, max(until - requested, 1.0),
-                   queue=spec.queue, gpu_types=(spec.gpu,), model=spec.model,
-                   priority=spec.priority, kind=JobKind.SERVICE,
-                   tensor_parallel=spec.tp)
+    """The autoscaler's replica ``index``: asked for at ``requested``, ending at ``until``
+    however long the core stopped it."""
+    seconds = max(until - requested, 1.0)
+    return JobSpec(spec.replica_id(index), requested, spec.tp, seconds, queue=spec.queue,
+                   gpu_types=(spec.gpu,), model=spec.model, priority=spec.priority,
+                   kind=JobKind.SERVICE, tensor_parallel=spec.tp,
+                   ends_at=requested + seconds)
 
 
 def replica_runs(segments: Path, records: Sequence[JobRecord]

@@ -136,3 +136,9 @@ def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
     assert failing["completed"] + failing["lost"] <= 60
     assert failing["slo_attainment"] < calm["slo_attainment"]
     assert failing["replicas"] == len(failing["replica_starts"]) <= 2
+    # A replica ends with its service (the last request, at 29.5 s), however long it was
+    # down: it made up its downtime as a training job makes up lost work, and held its
+    # GPUs up to twice as long.
+    with (tmp_path / "failing" / "segments.csv").open() as f:
+        ends = [float(row["end"]) for row in csv.DictReader(f)]
+    assert max(ends) <= 29.5 + 1e-6
