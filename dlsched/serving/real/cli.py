@@ -144,15 +144,21 @@ def loadgen_command(
         import asyncio  # here, not at the top: `dlsched simulate` need not load asyncio
 
         from dlsched.serving.metrics import Slo, service_metrics
-        from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
+        from dlsched.serving.real.loadgen import measured_log, replay_all, shrink, write_measured
 
         base = shrink(_trace(trace), prompt_scale, output_scale, 512, requests)  # type: ignore[arg-type]
-        rows = asyncio.run(replay(url, base.scaled(rate), seed))
+        done = asyncio.run(replay_all(url, base.scaled(rate), seed))
     except DlschedError as exc:
         _fail(exc)
-    write_measured(rows, out)
-    metrics = service_metrics(measured_log(rows), Slo(), max(base.duration / rate, 1e-9))
+    write_measured(done.rows, out)
+    metrics = service_metrics(measured_log(done.rows), Slo(), max(base.duration / rate, 1e-9))
+    metrics["lost"] = done.lost
     print(json.dumps(metrics, indent=2))
+    if done.lost:  # what was measured is kept; the exit status says it is not the whole run
+        console.print(f"[yellow]warning:[/] {done.lost} of {len(done.rows)} requests lost "
+                      f"(no answer: {escape(done.first_loss or '')}); {out} keeps every "
+                      "request, the lost ones with status 0")
+        raise typer.Exit(1)
 
 
 @inference_app.command("validate")
