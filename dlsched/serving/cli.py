@@ -18,15 +18,54 @@ from dlsched.wording import count_of
 if TYPE_CHECKING:  # the CLI imports the simulator lazily
     from dlsched.cluster.cluster import Cluster
     from dlsched.serving.services_file import ServicesFile
+    from dlsched.workload.trace import Trace
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 replicas_app = typer.Typer(add_completion=False)
 
 
 def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
+    from dlsched.serving.cluster_run import run_services
+
+    services, cluster, training = _inputs(run, trace_given, cluster_given)
+    out = Path(run.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = run_services(services, cluster, run, run.policies[0], training, out)
+    _print(report, out)
+
+
+def compare_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
+    """``dlsched compare --services``: each policy's run of the services (and training jobs)
+    in ``--out/POLICY``; ``--out/services.json`` holds every policy's services report,
+    ``--out/report.html`` compares the policies' core runs (replicas as jobs)."""
+    from dlsched.experiment import write_comparison
+    from dlsched.serving.cluster_run import services_outcome
+
+    services, cluster, training = _inputs(run, trace_given, cluster_given)
+    out = Path(run.out)
+    reports, outcomes = {}, []
+    for policy in run.policies:
+        (out / policy).mkdir(parents=True, exist_ok=True)
+        report, outcome = services_outcome(services, cluster, run, policy, training,
+                                           out / policy)
+        _print(report, out / policy, f"{policy}: ")
+        reports[policy] = report
+        outcomes.append(outcome)
+    (out / "services.json").write_text(json.dumps(reports, indent=2, sort_keys=True) + "\n")
+    (out / "summary.json").write_text(json.dumps(
+        {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
+        sort_keys=True) + "\n")
+    title = f"dlsched: {', '.join(run.policies)} on services {run.services} / {cluster.name}"
+    console.print(f"report: {escape(str(write_comparison(outcomes, out, title, run)))}")
+
+
+def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
+            ) -> tuple[ServicesFile, Cluster, Trace | None]:
+    """The services file, the cluster (the services' own nodes unless one is given) and the
+    training trace, if any."""
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.experiment import load_trace
-    from dlsched.serving.cluster_run import run_services, with_service_nodes
+    from dlsched.serving.cluster_run import with_service_nodes
     from dlsched.serving.services_file import load_services
 
     assert run.services is not None
@@ -37,11 +76,7 @@ def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) ->
     else:
         base = resolve_cluster(run.cluster) if trace_given else None
         cluster = with_service_nodes(base, services)
-    training = load_trace(run, cluster) if trace_given else None
-    out = Path(run.out)
-    out.mkdir(parents=True, exist_ok=True)
-    report = run_services(services, cluster, run, run.policies[0], training, out)
-    _print(report, out)
+    return services, cluster, load_trace(run, cluster) if trace_given else None
 
 
 def _check_gpu_types(services: ServicesFile, cluster: Cluster) -> None:
@@ -69,7 +104,7 @@ def _stopped(m: dict[str, Any]) -> str:
             f"lost)")
 
 
-def _print(report: dict[str, Any], out: Path) -> None:
+def _print(report: dict[str, Any], out: Path, prefix: str = "") -> None:
     for name, m in report["services"].items():
         latency = "-" if m["latency_p99"] is None else f"{m['latency_p99']:.1f} s"
         if "replicas_placed_late" in m:  # autoscaled: replicas came and went
@@ -79,13 +114,13 @@ def _print(report: dict[str, Any], out: Path) -> None:
         else:
             placed = f"{m['replicas']}/{m['replicas_requested']} replicas placed"
         console.print(escape(
-            f"{name}: {placed}, "
+            f"{prefix}{name}: {placed}, "
             f"{m['requests']} requests, SLO ({m['slo']}) met by "
             f"{(m['slo_attainment'] or 0) * 100:.2f}%, TTFT p50/p99 {_ms(m['ttft_p50'])}/"
             f"{_ms(m['ttft_p99'])} ms, TPOT p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} "
             f"ms, latency p99 {latency}, goodput {m['goodput_rps'] or 0:.2f} req/s, "
             f"{m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
-    console.print(escape(f"cluster {report['cluster']}, policy {report['policy']}, "
+    console.print(escape(f"{prefix}cluster {report['cluster']}, policy {report['policy']}, "
                          f"{report['wall_seconds']:.2f} s wall, {report['cpu_seconds']:.2f} s "
                          f"CPU -> {out / 'services.json'}"))
 

@@ -27,7 +27,7 @@ from dlsched import __version__
 from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.loader import NodeGroup
 from dlsched.errors import ConfigError
-from dlsched.experiment import run_policy
+from dlsched.experiment import RunOutcome, run_policy
 from dlsched.run_config import RunConfig
 from dlsched.serving.requests import RequestTrace
 from dlsched.serving.routing import PlanEntry, Schedule
@@ -66,6 +66,14 @@ def with_service_nodes(cluster: Cluster | None, services: ServicesFile) -> Clust
 
 def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, policy: str,
                  training: Trace | None, out: Path) -> dict[str, Any]:
+    """``DIR/services.json``'s content (``services_outcome``, its report only)."""
+    return services_outcome(services, cluster, config, policy, training, out)[0]
+
+
+def services_outcome(services: ServicesFile, cluster: Cluster, config: RunConfig, policy: str,
+                     training: Trace | None, out: Path) -> tuple[dict[str, Any], RunOutcome]:
+    """Services (and training jobs) under ``policy``: the services' report, written to
+    ``out/services.json`` and ``out/report.html``, and the core's run."""
     began, cpu_began = time.perf_counter(), time.process_time()
     traces = [service_trace(s) for s in services.services]
     for index, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
@@ -105,13 +113,13 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
                                        config.restart_overhead)
             results.append(serve_split(spec, trace, decode, prefill))
             continue
-        outcome = serve(spec, trace, decode.starts, plan=decode.plan or None, stops=decode.stops)
-        results.append(_restarts_apart(outcome, list(decode.starts)))
+        served = serve(spec, trace, decode.starts, plan=decode.plan or None, stops=decode.stops)
+        results.append(_restarts_apart(served, list(decode.starts)))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     write_report(results, report, out / "report.html")
-    return report
+    return report, outcome
 
 
 def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Path) -> None:

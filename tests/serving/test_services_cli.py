@@ -227,3 +227,25 @@ def test_servegen_rates_need_lengths_and_then_run(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     chat = json.loads((out / "services.json").read_text())["services"]["chat"]
     assert 10 < chat["requests"] < 60  # about 1 request a second for 30 s
+
+
+def test_compare_runs_the_services_under_each_policy(tmp_path: Path) -> None:
+    # `compare --services` ignored the services file: it ran the policies on the default
+    # training trace (philly-sample, 2,000 jobs) and wrote no services.json.
+    services = _services(tmp_path, CHAT)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["compare", "--services", str(services), "--policies",
+                                 "fifo,tiresias", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "fifo: chat: 2/2 replicas placed, 40 requests" in said
+    assert "tiresias: chat: 2/2 replicas placed, 40 requests" in said
+    reports = json.loads((out / "services.json").read_text())
+    assert sorted(reports) == ["fifo", "tiresias"]
+    for policy in reports:
+        assert reports[policy]["policy"] == policy
+        assert reports[policy]["services"]["chat"]["requests"] == 40
+        assert (out / policy / "services.json").exists()
+        assert "service:chat/1" in (out / policy / "jobs.csv").read_text()
+    assert (out / "report.html").exists()
+    assert sorted(json.loads((out / "summary.json").read_text())) == ["fifo", "tiresias"]
