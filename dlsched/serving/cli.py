@@ -113,13 +113,16 @@ def _print(report: dict[str, Any], out: Path, prefix: str = "") -> None:
                       f"{m['replicas_placed_late']} placed late)")
         else:
             placed = f"{m['replicas']}/{m['replicas_requested']} replicas placed"
+        if m.get("kind") == "dnn":  # one answer per request: no first token, no TPOT
+            times = f"latency p50/p99 {_ms(m['latency_p50'])}/{_ms(m['latency_p99'])} ms"
+        else:
+            times = (f"TTFT p50/p99 {_ms(m['ttft_p50'])}/{_ms(m['ttft_p99'])} ms, TPOT "
+                     f"p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} ms, latency p99 "
+                     f"{latency}")
         console.print(escape(
-            f"{prefix}{name}: {placed}, "
-            f"{m['requests']} requests, SLO ({m['slo']}) met by "
-            f"{(m['slo_attainment'] or 0) * 100:.2f}%, TTFT p50/p99 {_ms(m['ttft_p50'])}/"
-            f"{_ms(m['ttft_p99'])} ms, TPOT p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} "
-            f"ms, latency p99 {latency}, goodput {m['goodput_rps'] or 0:.2f} req/s, "
-            f"{m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
+            f"{prefix}{name}: {placed}, {m['requests']} requests, SLO ({m['slo']}) met by "
+            f"{(m['slo_attainment'] or 0) * 100:.2f}%, {times}, goodput "
+            f"{m['goodput_rps'] or 0:.2f} req/s, {m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
     console.print(escape(f"{prefix}cluster {report['cluster']}, policy {report['policy']}, "
                          f"{report['wall_seconds']:.2f} s wall, {report['cpu_seconds']:.2f} s "
                          f"CPU -> {out / 'services.json'}"))

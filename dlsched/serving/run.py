@@ -134,7 +134,7 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
     busy = sum(r.busy_seconds for r in replicas)
     metrics.update({
         "replicas": len(slots), "tensor_parallel": spec.tp, "gpu": spec.gpu,
-        "model": spec.model, "slo": spec.slo.describe(),
+        "model": spec.model, "kind": spec.kind.value, "slo": spec.slo.describe(),
         "gpu_hours": held * spec.tp / 3600, "busy_fraction": busy / held if held else None,
         "replicas_mean": held / end if end else None,
         "replicas_peak": _peak(slots, end),

@@ -249,3 +249,24 @@ def test_compare_runs_the_services_under_each_policy(tmp_path: Path) -> None:
         assert "service:chat/1" in (out / policy / "jobs.csv").read_text()
     assert (out / "report.html").exists()
     assert sorted(json.loads((out / "summary.json").read_text())) == ["fifo", "tiresias"]
+
+
+def test_a_dnn_service_line_gives_its_latencies_in_ms(tmp_path: Path) -> None:
+    # It read "TTFT p50/p99 100/100 ms, TPOT p50/p99 0/0 ms, latency p99 0.1 s": a DNN
+    # model answers once, its TPOT is no measure, and 100 ms printed as 0.1 s.
+    services = _services(tmp_path, """  - name: vision
+    kind: dnn
+    model: resnet50
+    gpu: V100
+    slo: {latency_ms: 150}
+    batching: {latency_ms: {1: 100, 4: 130}, max_batch: 4, timeout_ms: 0}
+    trace: reqs.csv
+""")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "met by 100.00%, latency p50/p99 100/100 ms, goodput 2.05 req/s" in said, said
+    assert "TPOT" not in said
+    assert json.loads((out / "services.json").read_text())["services"]["vision"]["kind"] == \
+        "dnn"
