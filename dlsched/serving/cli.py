@@ -158,6 +158,8 @@ def replicas_command(
             answers[spec.name] = {"replicas": needed, "target": target,
                                   "tried": [{"replicas": n, "slo_attainment": a}
                                             for n, a in tried]}
+            if spec.prefill is not None:  # the decode pool is searched; the prefill pool kept
+                answers[spec.name]["prefill_replicas"] = spec.prefill.replicas
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
@@ -167,8 +169,11 @@ def replicas_command(
     for name, a in answers.items():
         tried_text = ", ".join(f"{t['replicas']}: {t['slo_attainment'] * 100:.2f}%"
                                for t in a["tried"])
-        verdict = (count_of(a["replicas"], "replica") if a["replicas"] is not None
-                   else f"more than {count_of(most, 'replica')}")
+        kind = "replica" if "prefill_replicas" not in a else "decode replica"
+        verdict = (count_of(a["replicas"], kind) if a["replicas"] is not None
+                   else f"more than {count_of(most, kind)}")
+        if "prefill_replicas" in a:
+            verdict += f" (beside its {count_of(a['prefill_replicas'], 'prefill replica')})"
         verb = "reaches" if a["replicas"] == 1 else "reach"
         print(f"{name}: {verdict} {verb} {target * 100:g}% SLO attainment (tried {tried_text})")
 

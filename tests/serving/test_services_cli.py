@@ -270,3 +270,13 @@ def test_a_dnn_service_line_gives_its_latencies_in_ms(tmp_path: Path) -> None:
     assert "TPOT" not in said
     assert json.loads((out / "services.json").read_text())["services"]["vision"]["kind"] == \
         "dnn"
+
+
+def test_replicas_of_a_disaggregated_service_are_its_decode_pool(tmp_path: Path) -> None:
+    # It said "chat: 1 replica reaches 99% SLO attainment": the count searched is the
+    # decode pool's, its prefill pool staying as the file gives it.
+    services = _services(tmp_path, CHAT + "    disaggregation: {prefill_replicas: 3}\n")
+    text = " ".join(runner.invoke(app, ["replicas", str(services)]).output.split())
+    assert "chat: 1 decode replica (beside its 3 prefill replicas) reaches 99% SLO" in text
+    result = runner.invoke(app, ["replicas", str(services), "--json"])
+    assert json.loads(result.stdout)["chat"]["prefill_replicas"] == 3
