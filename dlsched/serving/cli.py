@@ -64,11 +64,12 @@ def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
     """The services file, the cluster (the services' own nodes unless one is given) and the
     training trace, if any."""
     from dlsched.cluster.builtin import resolve_cluster
-    from dlsched.experiment import load_trace
+    from dlsched.experiment import check_out, check_run, input_warnings, load_trace
     from dlsched.serving.cluster_run import with_service_nodes
     from dlsched.serving.services_file import load_services
 
     assert run.services is not None
+    check_out(Path(run.out))
     services = load_services(run.services)
     if cluster_given:
         cluster = resolve_cluster(run.cluster)
@@ -76,7 +77,12 @@ def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
     else:
         base = resolve_cluster(run.cluster) if trace_given else None
         cluster = with_service_nodes(base, services)
-    return services, cluster, load_trace(run, cluster) if trace_given else None
+    training = load_trace(run, cluster) if trace_given else None
+    if training is not None:
+        for warning in input_warnings(run, training, cluster):
+            console.print(f"[yellow]warning:[/] {escape(warning)}")
+    check_run(run)  # every policy name and option before the first run
+    return services, cluster, training
 
 
 def _check_gpu_types(services: ServicesFile, cluster: Cluster) -> None:

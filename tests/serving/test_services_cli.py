@@ -280,3 +280,14 @@ def test_replicas_of_a_disaggregated_service_are_its_decode_pool(tmp_path: Path)
     assert "chat: 1 decode replica (beside its 3 prefill replicas) reaches 99% SLO" in text
     result = runner.invoke(app, ["replicas", str(services), "--json"])
     assert json.loads(result.stdout)["chat"]["prefill_replicas"] == 3
+
+
+def test_compare_checks_every_policy_before_the_first_run(tmp_path: Path) -> None:
+    # A typo in the last policy failed only after the first policy's whole run.
+    services = _services(tmp_path, CHAT)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["compare", "--services", str(services), "--policies",
+                                 "fifo,tiresas", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "error: unknown policy 'tiresas'" in " ".join(result.output.split())
+    assert not (out / "fifo").exists()
