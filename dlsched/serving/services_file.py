@@ -149,10 +149,13 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         lengths = Path(r.text("lengths"))
         spec = replace(spec, lengths=str(lengths if lengths.is_absolute() else base / lengths))
     spec = replace(spec, seed=int(r.number("seed", 0, low=0, integer=True) or 0))
-    if spec.lengths is None and Path(spec.trace).exists() and \
-            looks_like_servegen(Path(spec.trace)):
+    rates = Path(spec.trace).exists() and looks_like_servegen(Path(spec.trace))
+    if spec.lengths is None and rates:
         raise r.fail("trace", "a ServeGen rate trace carries no token counts: add 'lengths: "
                      "TRACE' (an Azure or Mooncake trace to draw them from)")
+    if spec.lengths is not None and Path(spec.trace).exists() and not rates:
+        raise r.fail("lengths", f"{r.text('trace')} is a request trace with its own token "
+                     "counts: lengths is for a ServeGen rate trace (remove it)")
     if "disaggregation" in r.data:
         spec = replace(spec, prefill=_prefill_pool(r.sub("disaggregation", _DISAGG_KEYS), spec))
         if spec.autoscale is not None or kind is ServiceKind.DNN:

@@ -291,3 +291,15 @@ def test_compare_checks_every_policy_before_the_first_run(tmp_path: Path) -> Non
     assert result.exit_code == 2
     assert "error: unknown policy 'tiresas'" in " ".join(result.output.split())
     assert not (out / "fifo").exists()
+
+
+def test_lengths_beside_a_request_trace_is_refused(tmp_path: Path) -> None:
+    # It was ignored without a word: the requests kept their own token counts.
+    azure_csv(tmp_path / "other.csv", ["2023-11-16 18:00:00,4000,900"])
+    services = _services(tmp_path, CHAT + "    lengths: other.csv\n")
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out",
+                                 str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert ("services.yaml:9:services[0].lengths: reqs.csv is a request trace with its own "
+            "token counts: lengths is for a ServeGen rate trace (remove it)") in \
+        " ".join(result.output.split())
