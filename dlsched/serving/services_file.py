@@ -84,7 +84,7 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"expected a number, got {value!r}")
+            raise self.fail(key, f"expected a number, got {value!r}{_exponent_hint(value)}")
         if integer and value != int(value):
             raise self.fail(key, f"expected an integer, got {value!r}")
         if not low <= value <= 1e12:
@@ -98,6 +98,23 @@ class _Reader:
         reader = _Reader(value, self.src, f"{self.at}.{key}")
         reader.check_keys(known)
         return reader
+
+
+def _exponent_hint(value: object) -> str:
+    """PyYAML (YAML 1.1) reads ``1e9`` or ``1.0e9`` as text: a float needs a dot and a signed
+    exponent (``1.0e+9``). Say how to write it."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    mantissa, _, exponent = value.lower().partition("e")
+    if not exponent or number != number:
+        return ""
+    dotted = mantissa if "." in mantissa else f"{mantissa}.0"
+    signed = exponent if exponent[0] in "+-" else f"+{exponent}"
+    return f" (YAML reads it as text: write {dotted}e{signed})"
 
 
 def load_services(path: str | Path) -> ServicesFile:

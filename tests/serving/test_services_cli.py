@@ -303,3 +303,20 @@ def test_lengths_beside_a_request_trace_is_refused(tmp_path: Path) -> None:
     assert ("services.yaml:9:services[0].lengths: reqs.csv is a request trace with its own "
             "token counts: lengths is for a ServeGen rate trace (remove it)") in \
         " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("1e9", "expected a number, got '1e9' (YAML reads it as text: write 1.0e+9)"),
+    ("1.5e9", "expected a number, got '1.5e9' (YAML reads it as text: write 1.5e+9)"),
+    ("2e-3", "expected a number, got '2e-3' (YAML reads it as text: write 2.0e-3)"),
+    ("fast", "expected a number, got 'fast'"),
+], ids=["exponent", "unsigned-exponent", "no-dot", "word"])
+def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path: Path, value: str,
+                                                         said: str) -> None:
+    # "expected a number, got '1e9'" left the user to find YAML 1.1's rule (a dot needed).
+    services = _services(tmp_path, CHAT + f"    rate_scale: {value}\n")
+    result = runner.invoke(app, ["replicas", str(services)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert f"services[0].rate_scale: {said}" in text
+    assert text.endswith(said)
