@@ -115,3 +115,15 @@ def test_a_connection_dropped_midway_keeps_what_was_measured(tmp_path: Path,
     assert rows[1]["received"] == "nan" and float(rows[0]["received"]) > 0
     metrics = json.loads(result.stdout[:result.stdout.rindex("}") + 1])
     assert (metrics["requests"], metrics["completed"], metrics["lost"]) == (2, 1, 1)
+
+
+@pytest.mark.parametrize(("url", "said"), [
+    ("http://[::1", "not a URL: Invalid port: ':1'"),
+    ("localhost:8100", "expected http://HOST:PORT (or https://)"),
+    ("ftp://example.org", "expected http://HOST:PORT (or https://)"),
+], ids=["unclosed-bracket", "no-scheme", "ftp"])
+def test_a_url_that_is_no_http_url_is_one_line(tmp_path: Path, url: str, said: str) -> None:
+    # "http://[::1" ended in httpx's InvalidURL traceback; "localhost:8100" was sent as a
+    # request and reported as "unsupported protocol 'localhost://' (is a service ...
+    # listening there?)".
+    assert _loadgen(tmp_path, url) == [f"error: --url {url}: {said}"]

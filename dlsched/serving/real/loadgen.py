@@ -84,10 +84,23 @@ async def replay(url: str, trace: RequestTrace, seed: int = 0, lead: float = 0.5
     return (await replay_all(url, trace, seed, lead)).rows
 
 
+def check_url(url: str) -> None:
+    """A ``ReplayFailed`` naming ``--url`` unless it is an http(s) URL with a host."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ReplayFailed(f"--url {url}: not a URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ReplayFailed(f"--url {url}: expected http://HOST:PORT (or https://)")
+
+
 async def replay_all(url: str, trace: RequestTrace, seed: int = 0, lead: float = 0.5) -> Replay:
     """``replay`` with why requests were lost."""
     import httpx
 
+    check_url(url)
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     losses: list[str] = []
     async with httpx.AsyncClient(base_url=url, timeout=600.0, limits=limits) as client:
