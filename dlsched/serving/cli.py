@@ -71,6 +71,8 @@ def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
     assert run.services is not None
     check_out(Path(run.out))
     services = load_services(run.services)
+    if run.tenants is not None:
+        _check_queues(services, run.tenants)
     if cluster_given:
         cluster = resolve_cluster(run.cluster)
         _check_gpu_types(services, cluster)
@@ -83,6 +85,18 @@ def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
             console.print(f"[yellow]warning:[/] {escape(warning)}")
     check_run(run)  # every policy name and option before the first run
     return services, cluster, training
+
+
+def _check_queues(services: ServicesFile, tenants_file: str) -> None:
+    """Each service's queue is one the tenant file knows: a replica of an unknown queue is
+    never admitted (it served nothing, 0/N replicas placed, without a word)."""
+    from dlsched.tenancy.loader import load_tenants
+
+    tenants = load_tenants(tenants_file)
+    for i, s in enumerate(services.services):
+        if tenants.cluster_queue_of(s.queue) is None:
+            raise services.error(i, "queue", f"{s.queue!r} is no local or cluster queue of "
+                                 f"the tenant file {tenants.source} (set queue: to one)")
 
 
 def _check_gpu_types(services: ServicesFile, cluster: Cluster) -> None:

@@ -320,3 +320,27 @@ def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path: Path, value:
     text = " ".join(result.output.split())
     assert f"services[0].rate_scale: {said}" in text
     assert text.endswith(said)
+
+
+TENANTS = """flavors:
+  - {name: a100, gpu_types: [A100-80G]}
+cluster_queues:
+  - {name: serving, quotas: {a100: {gpu: 16}}}
+"""
+
+
+def test_a_service_queue_the_tenant_file_lacks_is_named(tmp_path: Path) -> None:
+    # Its replicas were never admitted: "chat: 0/2 replicas placed ... met by 0.00%", the
+    # reason only in jobs.csv's pending_reason.
+    (tmp_path / "tenants.yaml").write_text(TENANTS)
+    out = tmp_path / "out"
+    args = ["simulate", "--tenants", str(tmp_path / "tenants.yaml"), "--out", str(out)]
+    result = runner.invoke(app, [*args, "--services", str(_services(tmp_path, CHAT))])
+    assert result.exit_code == 2
+    assert ("services.yaml:2:services[0].queue: 'default' is no local or cluster queue of the "
+            "tenant file") in " ".join(result.output.split())
+    assert not (out / "services.json").exists()
+    served = _services(tmp_path, CHAT + "    queue: serving\n")
+    result = runner.invoke(app, [*args, "--services", str(served)])
+    assert result.exit_code == 0, result.output
+    assert "chat: 2/2 replicas placed" in " ".join(result.output.split())
