@@ -139,10 +139,12 @@ def _print(report: dict[str, Any], out: Path, prefix: str = "") -> None:
             times = (f"TTFT p50/p99 {_ms(m['ttft_p50'])}/{_ms(m['ttft_p99'])} ms, TPOT "
                      f"p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} ms, latency p99 "
                      f"{latency}")
+        # a trace of one instant (one request) has no rate: goodput is None
+        goodput = "-" if m["goodput_rps"] is None else f"{m['goodput_rps']:.2f}"
         console.print(escape(
-            f"{prefix}{name}: {placed}, {m['requests']} requests, SLO ({m['slo']}) met by "
-            f"{(m['slo_attainment'] or 0) * 100:.2f}%, {times}, goodput "
-            f"{m['goodput_rps'] or 0:.2f} req/s, {m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
+            f"{prefix}{name}: {placed}, {count_of(m['requests'], 'request')}, SLO ({m['slo']}) "
+            f"met by {(m['slo_attainment'] or 0) * 100:.2f}%, {times}, goodput {goodput} "
+            f"req/s, {m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
     console.print(escape(f"{prefix}cluster {report['cluster']}, policy {report['policy']}, "
                          f"{report['wall_seconds']:.2f} s wall, {report['cpu_seconds']:.2f} s "
                          f"CPU -> {out / 'services.json'}"))

@@ -81,7 +81,7 @@ def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: 
         trace, lambda lg, s: LlmReplica(p_profile, p_blocks, lg, config, s), prefill.serving(),
         lambda lg, s: DecodeReplica(d_profile, d_blocks, lg, config, s), decode.serving(),
         transfer)
-    metrics = service_metrics(log, slo, max(trace.duration, 1e-9))
+    metrics = service_metrics(log, slo, trace.duration)  # no rate over 0 s: None
     done = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(done.max()) if len(done) else 0.0)
     pools = ((prefill, p_slots), (decode, d_slots))

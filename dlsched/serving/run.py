@@ -126,7 +126,7 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
     log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan or (),
                                 stops)
     cpu = time.process_time() - began
-    metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
+    metrics = service_metrics(log, spec.slo, trace.duration)  # no rate over 0 s: None
     finished = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(finished.max()) if len(finished) else 0.0)
     held = sum(max(0.0, s.held_until(end) - s.requested) for s in slots)

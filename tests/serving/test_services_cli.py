@@ -344,3 +344,17 @@ def test_a_service_queue_the_tenant_file_lacks_is_named(tmp_path: Path) -> None:
     result = runner.invoke(app, [*args, "--services", str(served)])
     assert result.exit_code == 0, result.output
     assert "chat: 2/2 replicas placed" in " ".join(result.output.split())
+
+
+def test_a_trace_of_one_request_has_no_goodput_rate(tmp_path: Path) -> None:
+    # One request spans 0 s: its goodput was 1 / 1e-9 s, "goodput 1000000000.00 req/s",
+    # beside "1 requests".
+    services = _services(tmp_path, CHAT)
+    azure_csv(tmp_path / "reqs.csv", ["2023-11-16 18:00:00,10,3"])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "2/2 replicas placed, 1 request, SLO" in said and "goodput - req/s" in said
+    chat = json.loads((out / "services.json").read_text())["services"]["chat"]
+    assert chat["goodput_rps"] is None and chat["slo_attainment"] == 1.0

@@ -151,7 +151,7 @@ def loadgen_command(
     except DlschedError as exc:
         _fail(exc)
     write_measured(done.rows, out)
-    metrics = service_metrics(measured_log(done.rows), Slo(), max(base.duration / rate, 1e-9))
+    metrics = service_metrics(measured_log(done.rows), Slo(), base.duration / rate)
     metrics["lost"] = done.lost
     print(json.dumps(metrics, indent=2))
     if done.lost:  # what was measured is kept; the exit status says it is not the whole run
