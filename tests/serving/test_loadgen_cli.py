@@ -127,3 +127,4 @@ def test_a_url_that_is_no_http_url_is_one_line(tmp_path: Path, url: str, said: s
     # request and reported as "unsupported protocol 'localhost://' (is a service ...
     # listening there?)".
     assert _loadgen(tmp_path, url) == [f"error: --url {url}: {said}"]
+

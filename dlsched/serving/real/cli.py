@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 from dlsched.extras import require
+from dlsched.wording import count_of
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 inference_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -76,7 +77,9 @@ def serve_command(
         options = replace(options, settings=_settings(layers, d_model))
     except (DlschedError, ValueError) as exc:
         _fail(exc)
-    console.print(f"serving tiny-lm on http://{host}:{port} ({replicas} replicas)")
+    scaling = "" if autoscale_max is None else f", autoscaled up to {autoscale_max}"
+    console.print(f"serving tiny-lm on http://{host}:{port} "
+                  f"({count_of(replicas, 'replica')}{scaling})")
     run(options, host, port)
 
 
