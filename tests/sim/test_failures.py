@@ -364,6 +364,10 @@ def test_a_job_with_a_fixed_end_does_not_make_up_its_downtime(
     else:
         assert hit.finish_time == pytest.approx(finish)
         assert hit.gpu_seconds == pytest.approx(4 * (9.0 + 590.0))
+        # what it served counts, nothing is rolled back to a checkpoint, the 400 s down
+        # are not counted as done (its record said 999 s done, 9 s lost)
+        assert hit.work_done == pytest.approx(599.0) and hit.lost_work == 0.0
+        assert hit.useful_seconds == pytest.approx(599.0)
 
 
 def test_a_fixed_end_must_follow_the_submission() -> None:
