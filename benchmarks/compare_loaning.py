@@ -23,13 +23,27 @@ from pathlib import Path
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.loader import NodeGroup
+from dlsched.data_location import find_data
 from dlsched.experiment import load_trace
 from dlsched.run_config import RunConfig
 from dlsched.serving.cluster_run import run_services
 from dlsched.serving.services_file import load_services
 
-CONV = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "traces" / \
-    "inference" / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv"
+CONV = "traces/inference/azure-llm-2023/AzureLLMInferenceTrace_conv.csv"
+# the whole hour; without the data directory, the checkout's sibling shared/data (this
+# workstation's layout), else the five minutes beside the services example
+FALLBACKS = (Path(__file__).resolve().parents[2] / "shared" / "data" / CONV,
+             Path(__file__).resolve().parents[1] / "examples" / "services" /
+             "azure-conv-5min.csv")
+
+
+def default_trace() -> Path:
+    """The Azure conversation trace: from the data directory ($DLSCHED_DATA), else the
+    first of ``FALLBACKS`` that exists."""
+    found = find_data(CONV)
+    if found is not None:
+        return found
+    return next(path for path in FALLBACKS if path.exists())
 
 SERVICE = """services:
   - name: chat
@@ -92,7 +106,8 @@ def run(name: str, scaling: str, borrow: int, args: argparse.Namespace, tmp: Pat
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--trace", default=str(CONV.resolve()))
+    parser.add_argument("--trace", default=None, help="the Azure conversation trace "
+                        "(default: the data directory's, else a 5-minute sample)")
     parser.add_argument("--jobs", type=int, default=150)
     parser.add_argument("--rate", type=float, default=150.0)
     parser.add_argument("--seed", type=int, default=0)
@@ -101,6 +116,8 @@ def main() -> None:
                         help="keep each design's outputs (report.html: replicas, training "
                         "GPUs and preemptions over time) under this folder")
     args = parser.parse_args()
+    args.trace = str(Path(args.trace) if args.trace else default_trace())
+    print(f"trace: {args.trace}")
     print("| design | SLO attainment | TTFT p99 s | TPOT p99 ms | service GPU-h | training "
           "jobs finished | training mean JCT h | training GPU-h | replicas placed late | "
           "preemptions | CPU s |")

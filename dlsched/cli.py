@@ -228,6 +228,14 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
         if workers is not None and workers < 1:  # checked here: a typer range widens --help
             raise DlschedError(f"--workers: at least 1, got {workers}")
         run = config_from(config_file, given, "--policies")
+        if run.services is not None:
+            from dlsched.serving.cli import compare_services
+
+            compare_services(run, trace_given=given.get("trace") is not None or _in_file(
+                config_file, "trace"), cluster_given=given.get("cluster") is not None
+                or _in_file(config_file, "cluster"))
+            quick_exit.arm()
+            return
         outcomes = _run_all(run, compare=True, workers=workers or default_workers(
             len(run.policies)))
         out_dir = Path(run.out)

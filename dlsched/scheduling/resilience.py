@@ -88,10 +88,15 @@ class ResilienceBook:
     def launched(self, job: Job, now: float, raw_rate: float) -> float:
         """A job starts a run segment: its checkpoint interval; returns its effective rate."""
         losses = self.of(job.job_id)
+        losses.segment_work, losses.raw_rate = job.done_work, raw_rate
+        if job.spec.ends_at is not None:
+            # a service replica: no training state to checkpoint, nothing a failure rolls
+            # back (what it served stays served); interval 0 keeps all work done
+            losses.interval, losses.delta = 0.0, 0.0
+            return raw_rate
         delta = self.checkpoint_delta(job.spec)
         rate = self.rate_per_gpu_second(now) * len(job.allocation)
         mtbf = math.inf if rate == 0 else 1.0 / rate
-        losses.segment_work, losses.raw_rate = job.done_work, raw_rate
         losses.interval, losses.delta = self.plan.interval_for(delta, mtbf), delta
         return raw_rate * _efficiency(losses.interval, delta)
 

@@ -200,8 +200,11 @@ class Scheduler:
     def finish(self, job_id: str) -> None:
         job = self.running.pop(job_id)
         now = self.clock.now()
-        self._settle(job, now, done=True)
-        job.done_work = job.spec.work
+        if job.spec.ends_at is None:
+            self._settle(job, now, done=True)
+            job.done_work = job.spec.work
+        else:  # it ends at a fixed time: it did the work it ran, no more (time down is not)
+            self._settle(job, now)
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
         self._release(job)

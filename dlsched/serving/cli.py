@@ -18,19 +18,61 @@ from dlsched.wording import count_of
 if TYPE_CHECKING:  # the CLI imports the simulator lazily
     from dlsched.cluster.cluster import Cluster
     from dlsched.serving.services_file import ServicesFile
+    from dlsched.workload.trace import Trace
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 replicas_app = typer.Typer(add_completion=False)
 
 
 def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
+    from dlsched.serving.cluster_run import run_services
+
+    services, cluster, training = _inputs(run, trace_given, cluster_given)
+    out = Path(run.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report = run_services(services, cluster, run, run.policies[0], training, out)
+    _print(report, out)
+
+
+def compare_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
+    """``dlsched compare --services``: each policy's run of the services (and training jobs)
+    in ``--out/POLICY``; ``--out/services.json`` holds every policy's services report,
+    ``--out/report.html`` compares the policies' core runs (replicas as jobs)."""
+    from dlsched.experiment import write_comparison
+    from dlsched.serving.cluster_run import services_outcome
+
+    services, cluster, training = _inputs(run, trace_given, cluster_given)
+    out = Path(run.out)
+    reports, outcomes = {}, []
+    for policy in run.policies:
+        (out / policy).mkdir(parents=True, exist_ok=True)
+        report, outcome = services_outcome(services, cluster, run, policy, training,
+                                           out / policy)
+        _print(report, out / policy, f"{policy}: ")
+        reports[policy] = report
+        outcomes.append(outcome)
+    (out / "services.json").write_text(json.dumps(reports, indent=2, sort_keys=True) + "\n")
+    (out / "summary.json").write_text(json.dumps(
+        {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
+        sort_keys=True) + "\n")
+    title = f"dlsched: {', '.join(run.policies)} on services {run.services} / {cluster.name}"
+    console.print(f"report: {escape(str(write_comparison(outcomes, out, title, run)))}")
+
+
+def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
+            ) -> tuple[ServicesFile, Cluster, Trace | None]:
+    """The services file, the cluster (the services' own nodes unless one is given) and the
+    training trace, if any."""
     from dlsched.cluster.builtin import resolve_cluster
-    from dlsched.experiment import load_trace
-    from dlsched.serving.cluster_run import run_services, with_service_nodes
+    from dlsched.experiment import check_out, check_run, input_warnings, load_trace
+    from dlsched.serving.cluster_run import with_service_nodes
     from dlsched.serving.services_file import load_services
 
     assert run.services is not None
+    check_out(Path(run.out))
     services = load_services(run.services)
+    if run.tenants is not None:
+        _check_queues(services, run.tenants)
     if cluster_given:
         cluster = resolve_cluster(run.cluster)
         _check_gpu_types(services, cluster)
@@ -38,10 +80,23 @@ def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) ->
         base = resolve_cluster(run.cluster) if trace_given else None
         cluster = with_service_nodes(base, services)
     training = load_trace(run, cluster) if trace_given else None
-    out = Path(run.out)
-    out.mkdir(parents=True, exist_ok=True)
-    report = run_services(services, cluster, run, run.policies[0], training, out)
-    _print(report, out)
+    if training is not None:
+        for warning in input_warnings(run, training, cluster):
+            console.print(f"[yellow]warning:[/] {escape(warning)}")
+    check_run(run)  # every policy name and option before the first run
+    return services, cluster, training
+
+
+def _check_queues(services: ServicesFile, tenants_file: str) -> None:
+    """Each service's queue is one the tenant file knows: a replica of an unknown queue is
+    never admitted (it served nothing, 0/N replicas placed, without a word)."""
+    from dlsched.tenancy.loader import load_tenants
+
+    tenants = load_tenants(tenants_file)
+    for i, s in enumerate(services.services):
+        if tenants.cluster_queue_of(s.queue) is None:
+            raise services.error(i, "queue", f"{s.queue!r} is no local or cluster queue of "
+                                 f"the tenant file {tenants.source} (set queue: to one)")
 
 
 def _check_gpu_types(services: ServicesFile, cluster: Cluster) -> None:
@@ -69,7 +124,7 @@ def _stopped(m: dict[str, Any]) -> str:
             f"lost)")
 
 
-def _print(report: dict[str, Any], out: Path) -> None:
+def _print(report: dict[str, Any], out: Path, prefix: str = "") -> None:
     for name, m in report["services"].items():
         latency = "-" if m["latency_p99"] is None else f"{m['latency_p99']:.1f} s"
         if "replicas_placed_late" in m:  # autoscaled: replicas came and went
@@ -78,14 +133,19 @@ def _print(report: dict[str, Any], out: Path) -> None:
                       f"{m['replicas_placed_late']} placed late)")
         else:
             placed = f"{m['replicas']}/{m['replicas_requested']} replicas placed"
+        if m.get("kind") == "dnn":  # one answer per request: no first token, no TPOT
+            times = f"latency p50/p99 {_ms(m['latency_p50'])}/{_ms(m['latency_p99'])} ms"
+        else:
+            times = (f"TTFT p50/p99 {_ms(m['ttft_p50'])}/{_ms(m['ttft_p99'])} ms, TPOT "
+                     f"p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} ms, latency p99 "
+                     f"{latency}")
+        # a trace of one instant (one request) has no rate: goodput is None
+        goodput = "-" if m["goodput_rps"] is None else f"{m['goodput_rps']:.2f}"
         console.print(escape(
-            f"{name}: {placed}, "
-            f"{m['requests']} requests, SLO ({m['slo']}) met by "
-            f"{(m['slo_attainment'] or 0) * 100:.2f}%, TTFT p50/p99 {_ms(m['ttft_p50'])}/"
-            f"{_ms(m['ttft_p99'])} ms, TPOT p50/p99 {_ms(m['tpot_p50'])}/{_ms(m['tpot_p99'])} "
-            f"ms, latency p99 {latency}, goodput {m['goodput_rps'] or 0:.2f} req/s, "
-            f"{m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
-    console.print(escape(f"cluster {report['cluster']}, policy {report['policy']}, "
+            f"{prefix}{name}: {placed}, {count_of(m['requests'], 'request')}, SLO ({m['slo']}) "
+            f"met by {(m['slo_attainment'] or 0) * 100:.2f}%, {times}, goodput {goodput} "
+            f"req/s, {m['gpu_hours']:.1f} GPU-h" + _stopped(m)))
+    console.print(escape(f"{prefix}cluster {report['cluster']}, policy {report['policy']}, "
                          f"{report['wall_seconds']:.2f} s wall, {report['cpu_seconds']:.2f} s "
                          f"CPU -> {out / 'services.json'}"))
 
@@ -120,6 +180,8 @@ def replicas_command(
             answers[spec.name] = {"replicas": needed, "target": target,
                                   "tried": [{"replicas": n, "slo_attainment": a}
                                             for n, a in tried]}
+            if spec.prefill is not None:  # the decode pool is searched; the prefill pool kept
+                answers[spec.name]["prefill_replicas"] = spec.prefill.replicas
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
@@ -129,8 +191,11 @@ def replicas_command(
     for name, a in answers.items():
         tried_text = ", ".join(f"{t['replicas']}: {t['slo_attainment'] * 100:.2f}%"
                                for t in a["tried"])
-        verdict = (count_of(a["replicas"], "replica") if a["replicas"] is not None
-                   else f"more than {count_of(most, 'replica')}")
+        kind = "replica" if "prefill_replicas" not in a else "decode replica"
+        verdict = (count_of(a["replicas"], kind) if a["replicas"] is not None
+                   else f"more than {count_of(most, kind)}")
+        if "prefill_replicas" in a:
+            verdict += f" (beside its {count_of(a['prefill_replicas'], 'prefill replica')})"
         verb = "reaches" if a["replicas"] == 1 else "reach"
         print(f"{name}: {verdict} {verb} {target * 100:g}% SLO attainment (tried {tried_text})")
 

@@ -2,7 +2,8 @@
 
 1. Each service's request trace is read and its SLO checked against an idle replica.
 2. Its replicas become jobs of kind SERVICE (priority 100, the service's tenant queue, pinned to
-   its GPU type, asking for their GPUs until the last request arrives) and join the training
+   its GPU type, asking for their GPUs until the last request arrives, and ending then
+   however long the core stopped them: ``JobSpec.ends_at``) and join the training
    trace, if any; the chosen policy's scheduler core places them all (``run_policy``: the
    usual summary.json, jobs.csv, timeline.csv).
 3. Each placed replica serves requests from its first start (``serve``); a replica never placed
@@ -26,11 +27,17 @@ from dlsched import __version__
 from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.loader import NodeGroup
 from dlsched.errors import ConfigError
-from dlsched.experiment import run_policy
+from dlsched.experiment import RunOutcome, run_policy
 from dlsched.run_config import RunConfig
 from dlsched.serving.requests import RequestTrace
-from dlsched.serving.routing import PlanEntry
-from dlsched.serving.run import ServiceOutcome, infeasible_slo, serve, service_trace
+from dlsched.serving.routing import PlanEntry, Schedule
+from dlsched.serving.run import (
+    ServiceOutcome,
+    infeasible_slo,
+    serve,
+    serve_split,
+    service_trace,
+)
 from dlsched.serving.service import ServiceSpec
 from dlsched.serving.services_file import ServicesFile
 from dlsched.sim.result import JobRecord
@@ -59,6 +66,14 @@ def with_service_nodes(cluster: Cluster | None, services: ServicesFile) -> Clust
 
 def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, policy: str,
                  training: Trace | None, out: Path) -> dict[str, Any]:
+    """``DIR/services.json``'s content (``services_outcome``, its report only)."""
+    return services_outcome(services, cluster, config, policy, training, out)[0]
+
+
+def services_outcome(services: ServicesFile, cluster: Cluster, config: RunConfig, policy: str,
+                     training: Trace | None, out: Path) -> tuple[dict[str, Any], RunOutcome]:
+    """Services (and training jobs) under ``policy``: the services' report, written to
+    ``out/services.json`` and ``out/report.html``, and the core's run."""
     began, cpu_began = time.perf_counter(), time.process_time()
     traces = [service_trace(s) for s in services.services]
     for index, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
@@ -90,20 +105,21 @@ def run_services(services: ServicesFile, cluster: Cluster, config: RunConfig, po
         if i in planned:
             results.append(_placed(planned[i], _replayed(planned[i], trace, runs), started))
             continue
-        if spec.prefill is not None:  # disaggregated: served from first starts only
-            starts = [started.get(spec.replica_id(k)) for k in range(spec.replicas)]
-            prefill = [s for k in range(spec.prefill.replicas)
-                       if (s := started.get(spec.prefill_id(k))) is not None]
-            results.append(serve(spec, trace, [s for s in starts if s is not None], prefill))
+        decode = Schedule.of_runs([runs.get(spec.replica_id(k), [])
+                                   for k in range(spec.replicas)], config.restart_overhead)
+        if spec.prefill is not None:
+            prefill = Schedule.of_runs([runs.get(spec.prefill_id(k), [])
+                                        for k in range(spec.prefill.replicas)],
+                                       config.restart_overhead)
+            results.append(serve_split(spec, trace, decode, prefill))
             continue
-        results.append(_served(spec, trace, [runs.get(spec.replica_id(k), [])
-                                             for k in range(spec.replicas)],
-                               config.restart_overhead))
+        served = serve(spec, trace, decode.starts, plan=decode.plan or None, stops=decode.stops)
+        results.append(_restarts_apart(served, list(decode.starts)))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
     (out / "services.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     write_report(results, report, out / "report.html")
-    return report
+    return report, outcome
 
 
 def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Path) -> None:
@@ -121,10 +137,13 @@ def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Pa
 
 
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:
-    return JobSpec(spec.replica_id(index), requested, spec.tp, max(until - requested, 1.0),
-                   queue=spec.queue, gpu_types=(spec.gpu,), model=spec.model,
-                   priority=spec.priority, kind=JobKind.SERVICE,
-                   tensor_parallel=spec.tp)
+    """The autoscaler's replica ``index``: asked for at ``requested``, ending at ``until``
+    however long the core stopped it."""
+    seconds = max(until - requested, 1.0)
+    return JobSpec(spec.replica_id(index), requested, spec.tp, seconds, queue=spec.queue,
+                   gpu_types=(spec.gpu,), model=spec.model, priority=spec.priority,
+                   kind=JobKind.SERVICE, tensor_parallel=spec.tp,
+                   ends_at=requested + seconds)
 
 
 def replica_runs(segments: Path, records: Sequence[JobRecord]
@@ -148,19 +167,6 @@ def replica_runs(segments: Path, records: Sequence[JobRecord]
         if record.status == JobStatus.FINISHED.value:  # its last run ended as planned
             job_runs[-1] = (job_runs[-1][0], None)
     return runs
-
-
-def _served(spec: ServiceSpec, trace: RequestTrace,
-            runs: list[list[tuple[float, float | None]]], restart: float) -> ServiceOutcome:
-    """A fixed-size service on the replicas the core placed: each serves from its first
-    start; one the core stopped (preempted, or its node failed) loses what it held then and
-    serves again ``restart`` seconds (the run's restart overhead) after each later start."""
-    first = [r[0] for r in runs if r]
-    resumed: list[PlanEntry] = [(at, at + restart, None, stopped)
-                                for r in runs for at, stopped in r[1:]]
-    outcome = serve(spec, trace, [at for at, _ in first], plan=resumed or None,
-                    stops=[stopped for _, stopped in first])
-    return _restarts_apart(outcome, [at for at, _ in first])
 
 
 def _restarts_apart(outcome: ServiceOutcome, starts: list[float]) -> ServiceOutcome:

@@ -28,7 +28,7 @@ from dlsched.perf.inference.profile import step_profile
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog
 from dlsched.serving.metrics import Slo, service_metrics
 from dlsched.serving.requests import RequestTrace
-from dlsched.serving.routing import ReplicaFactory, simulate_slots
+from dlsched.serving.routing import ReplicaFactory, Schedule, Slot
 
 LINK_GBPS_PER_GPU = 25.0
 
@@ -60,10 +60,10 @@ class Pool:
     gpu: str
     tp: int
     replicas: int
-    starts: tuple[float, ...] | None = None  # when each replica became available (None: 0)
+    schedule: Schedule | None = None  # when its replicas serve (None: all from 0, never stopped)
 
-    def start_times(self) -> list[float]:
-        return list(self.starts) if self.starts is not None else [0.0] * self.replicas
+    def serving(self) -> Schedule:
+        return self.schedule or Schedule((0.0,) * self.replicas)
 
 
 def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: Pool,
@@ -77,26 +77,43 @@ def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: 
     d_blocks = kv_cache(model, decode.gpu, decode.tp).blocks
     per_token = kv_bytes_per_token(SERVING_MODELS[model.lower()])
     transfer = trace.prompt * per_token / (link_gbps * 1e9 * prefill.tp)
-    log = run_pools(trace, lambda lg, s: LlmReplica(p_profile, p_blocks, lg, config, s),
-                    prefill.start_times(),
-                    lambda lg, s: DecodeReplica(d_profile, d_blocks, lg, config, s),
-                    decode.start_times(), transfer)
-    metrics = service_metrics(log, slo, max(trace.duration, 1e-9))
+    log, p_slots, d_slots = serve_pools(
+        trace, lambda lg, s: LlmReplica(p_profile, p_blocks, lg, config, s), prefill.serving(),
+        lambda lg, s: DecodeReplica(d_profile, d_blocks, lg, config, s), decode.serving(),
+        transfer)
+    metrics = service_metrics(log, slo, trace.duration)  # no rate over 0 s: None
     done = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(done.max()) if len(done) else 0.0)
-    metrics["gpu_hours"] = sum(max(0.0, end - s) * pool.tp for pool in (prefill, decode)
-                               for s in pool.start_times()) / 3600
+    pools = ((prefill, p_slots), (decode, d_slots))
+    metrics["gpu_hours"] = sum(max(0.0, s.held_until(end) - s.requested) * pool.tp
+                               for pool, slots in pools for s in slots) / 3600
+    every = p_slots + d_slots
+    metrics["lost"] = sum(len(s.replica.lost) for s in every)
+    metrics["replica_stops"] = sum(s.stopped is not None for s in every)
+    # the runs after a stop that began while requests still arrived (later ones serve nothing)
+    metrics["replica_restarts"] = sum(len(slots) - len(pool.serving().starts)
+                                      for pool, slots in pools)
     return metrics
 
 
 def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_starts: list[float],
               decode_make: ReplicaFactory, decode_starts: list[float],
               transfer: np.ndarray) -> RequestLog:
-    """The requests' log: first tokens from the prefill pool, the rest from the decode pool
-    once each request's KV cache has arrived (``transfer`` seconds after its prefill)."""
+    """The requests' log on pools whose replicas start at the given times, never stopped."""
+    return serve_pools(trace, prefill_make, Schedule(tuple(prefill_starts)), decode_make,
+                       Schedule(tuple(decode_starts)), transfer)[0]
+
+
+def serve_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill: Schedule,
+                decode_make: ReplicaFactory, decode: Schedule, transfer: np.ndarray
+                ) -> tuple[RequestLog, list[Slot], list[Slot]]:
+    """The requests' log and each pool's replicas: first tokens from the prefill pool, the
+    rest from the decode pool once each request's KV cache has arrived (``transfer`` seconds
+    after its prefill). A request a stopped prefill replica held never reaches the decode
+    pool; one a stopped decode replica held never finishes (both ``lost``)."""
     first = RequestTrace(trace.name, trace.arrival, trace.prompt, np.ones_like(trace.output),
                          trace.prefix)
-    p_log, _ = simulate_slots(first, prefill_make, prefill_starts)
+    p_log, p_slots = prefill.serve(first, prefill_make)
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
     log.first_token[:] = p_log.first_token
     log.started = p_log.started
@@ -106,7 +123,7 @@ def run_pools(trace: RequestTrace, prefill_make: ReplicaFactory, prefill_starts:
     order = np.flatnonzero(many & ~np.isnan(ready))
     order = order[np.argsort(ready[order], kind="stable")]
     second = RequestTrace(trace.name, ready[order], trace.prompt[order], trace.output[order])
-    d_log, _ = simulate_slots(second, decode_make, decode_starts)
+    d_log, d_slots = decode.serve(second, decode_make)
     log.finish[order] = d_log.finish
     log.preemptions[order] = d_log.preemptions
-    return log
+    return log, p_slots, d_slots

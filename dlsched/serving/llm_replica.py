@@ -97,6 +97,10 @@ class LlmReplica:
         self.series: list[tuple[float, int, int]] = []  # (time, batch, KV blocks) at changes
         self.rejected: list[int] = []
         self.lost: list[int] = []  # requests it held when it went away (``stop``)
+        # requests the last iteration (or decode run) gave a first token / finished, at its
+        # end: undone when the replica stops before that end (``stop``)
+        self._first_last: list[int] = []
+        self._finished_last: list[int] = []
         self.pending: tuple[float, np.ndarray] | None = None  # a planned decode run
         self.partial = 0  # prompt tokens of the queue's head already prefilled (chunked)
         self._watermark = max(1, int(config.watermark * blocks))
@@ -166,11 +170,29 @@ class LlmReplica:
             done = int(np.searchsorted(cum, at - start, side="right"))
             if done:
                 self._commit(cum, done)
+        if self.time > at:
+            self._abort_last(at)
         self.lost += [*self.ids, *self.waiting]
         self.ids, self.waiting, self.redo, self.partial = [], deque(), {}, 0
         self.ctx, self.left = self.ctx[:0], self.left[:0]
         self.time = max(self.time, at)
         self._note()
+
+    def _abort_last(self, at: float) -> None:
+        """The last iteration (a prefill, a hybrid one, or decode steps committed when a
+        request was queued) ends after the stop at ``at``: its tokens never come. Requests it
+        finished are lost; those it gave a first token hold none (they are lost as running)."""
+        log = self.log
+        for r in self._first_last:
+            log.first_token[r] = math.nan
+        for r in self._finished_last:
+            log.finish[r] = math.nan
+        self.lost += self._finished_last
+        self._first_last, self._finished_last = [], []
+        self.busy_seconds -= self.time - at
+        self.time = at
+        while self.series and self.series[-1][0] > at:
+            self.series.pop()
 
     # --- prefill-first (vLLM default) ---
 
@@ -231,6 +253,7 @@ class LlmReplica:
             done = self.redo.pop(r, 0)
             if np.isnan(log.first_token[r]):
                 log.first_token[r] = now
+                self._first_last.append(r)
             ctx.append(int(log.prompt[r]) + done + 1)
             left.append(int(log.output[r]) - done - 1)
         self.ids.extend(admitted)
@@ -242,6 +265,7 @@ class LlmReplica:
         self._note()
 
     def _run(self, seconds: float, iterations: int = 1) -> None:
+        self._first_last, self._finished_last = [], []
         self.time += seconds
         self.busy_seconds += seconds
         self.iterations += iterations
@@ -252,6 +276,7 @@ class LlmReplica:
             return
         for i in np.flatnonzero(done):
             self.log.finish[self.ids[i]] = self.time
+            self._finished_last.append(self.ids[i])
         keep = ~done
         self.ids = [r for r, k in zip(self.ids, keep, strict=True) if k]
         self.ctx, self.left = self.ctx[keep], self.left[keep]

@@ -76,6 +76,31 @@ def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
 
 
 PlanEntry = tuple[float, float, float | None, float | None]  # requested, ready, retired, stopped
+Run = tuple[float, float | None]  # a replica job's run: start, when the scheduler stopped it
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When a pool's replicas serve: the ``k``-th from ``starts[k]`` (stopped at ``stops[k]``
+    when given and not None), and ``plan``'s replicas (requested, ready, retired, stopped)."""
+
+    starts: tuple[float, ...]
+    stops: tuple[float | None, ...] = ()
+    plan: tuple[PlanEntry, ...] = ()
+
+    @classmethod
+    def of_runs(cls, runs: Sequence[Sequence[Run]], restart: float) -> Schedule:
+        """Replica jobs' runs as the scheduler core ran them: each serves from its first
+        start; one the core stopped loses what it held then and serves again ``restart``
+        seconds (the run's restart overhead) after each later start. A replica never
+        placed (no runs) serves nothing."""
+        first = [r[0] for r in runs if r]
+        return cls(tuple(at for at, _ in first), tuple(stop for _, stop in first),
+                   tuple((at, at + restart, None, stop) for r in runs for at, stop in r[1:]))
+
+    def serve(self, trace: RequestTrace, make: ReplicaFactory,
+              scaler: Autoscaler | None = None) -> tuple[RequestLog, list[Slot]]:
+        return simulate_slots(trace, make, self.starts, scaler, self.plan, self.stops)
 
 
 def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[float],

@@ -23,7 +23,14 @@ from dlsched.serving.dnn_replica import DnnReplica
 from dlsched.serving.llm_replica import LlmReplica, RequestLog
 from dlsched.serving.metrics import service_metrics
 from dlsched.serving.requests import RequestTrace, read_requests
-from dlsched.serving.routing import PlanEntry, Replica, ReplicaFactory, Slot, simulate_slots
+from dlsched.serving.routing import (
+    PlanEntry,
+    Replica,
+    ReplicaFactory,
+    Schedule,
+    Slot,
+    simulate_slots,
+)
 from dlsched.serving.service import ServiceKind, ServiceSpec
 
 
@@ -112,13 +119,14 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
     scheduler stopped the replica started at ``starts[k]`` (None: never), its requests then
     lost (``lost``)."""
     if spec.prefill is not None:
-        return _serve_disaggregated(spec, trace, starts, prefill_starts)
+        return serve_split(spec, trace, Schedule(tuple(starts), tuple(stops), tuple(plan or ())),
+                           None if prefill_starts is None else Schedule(tuple(prefill_starts)))
     began = time.process_time()
     scaler = None if spec.autoscale is None or plan is not None else Autoscaler(spec.autoscale)
     log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan or (),
                                 stops)
     cpu = time.process_time() - began
-    metrics = service_metrics(log, spec.slo, max(trace.duration, 1e-9))
+    metrics = service_metrics(log, spec.slo, trace.duration)  # no rate over 0 s: None
     finished = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(finished.max()) if len(finished) else 0.0)
     held = sum(max(0.0, s.held_until(end) - s.requested) for s in slots)
@@ -126,7 +134,7 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
     busy = sum(r.busy_seconds for r in replicas)
     metrics.update({
         "replicas": len(slots), "tensor_parallel": spec.tp, "gpu": spec.gpu,
-        "model": spec.model, "slo": spec.slo.describe(),
+        "model": spec.model, "kind": spec.kind.value, "slo": spec.slo.describe(),
         "gpu_hours": held * spec.tp / 3600, "busy_fraction": busy / held if held else None,
         "replicas_mean": held / end if end else None,
         "replicas_peak": _peak(slots, end),
@@ -144,26 +152,27 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
                           slots)
 
 
-def _serve_disaggregated(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
-                         prefill_starts: Sequence[float] | None) -> ServiceOutcome:
+def serve_split(spec: ServiceSpec, trace: RequestTrace, decode: Schedule,
+                prefill: Schedule | None) -> ServiceOutcome:
+    """A disaggregated service: its decode pool's replicas serve on ``decode``, its prefill
+    pool's on ``prefill`` (None: all of them from 0, never stopped)."""
     from dlsched.serving.disaggregated import Pool, serve_disaggregated
 
     assert spec.prefill is not None
     p = spec.prefill
     began = time.process_time()
     metrics = serve_disaggregated(
-        spec.model, trace,
-        Pool(p.gpu, p.tp, p.replicas, None if prefill_starts is None else tuple(prefill_starts)),
-        Pool(spec.gpu, spec.tp, len(starts), tuple(starts)), spec.slo, spec.engine)
+        spec.model, trace, Pool(p.gpu, p.tp, p.replicas, prefill),
+        Pool(spec.gpu, spec.tp, len(decode.starts), decode), spec.slo, spec.engine)
     cpu = time.process_time() - began
-    metrics.update({"replicas": len(starts), "prefill_replicas":
-                    p.replicas if prefill_starts is None else len(prefill_starts),
+    metrics.update({"replicas": len(decode.starts), "prefill_replicas":
+                    p.replicas if prefill is None else len(prefill.starts),
                     "prefill_gpu": p.gpu, "prefill_tensor_parallel": p.tp,
                     "tensor_parallel": spec.tp, "gpu": spec.gpu, "model": spec.model,
                     "slo": spec.slo.describe(), "trace": trace.name,
                     "trace_seconds": trace.duration, "cpu_seconds": cpu})
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output)
-    return ServiceOutcome(spec, log, [], list(starts), metrics, cpu, [])
+    return ServiceOutcome(spec, log, [], list(decode.starts), metrics, cpu, [])
 
 
 def _prefix_hits(replicas: list[Replica], trace: RequestTrace) -> float | None:

@@ -69,16 +69,16 @@ class ServiceSpec:
 
     def replica_jobs(self, horizon: float, submit: float = 0.0) -> list[JobSpec]:
         """The replicas (and prefill replicas) as jobs asking for their GPUs until
-        ``horizon`` (seconds)."""
+        ``horizon`` (seconds): each ends then, however long the core stopped it."""
         work = max(horizon - submit, 1.0)
         jobs = [JobSpec(self.replica_id(i), submit, self.tp, work, queue=self.queue,
                         gpu_types=(self.gpu,), model=self.model, priority=self.priority,
-                        kind=JobKind.SERVICE, tensor_parallel=self.tp)
+                        kind=JobKind.SERVICE, tensor_parallel=self.tp, ends_at=submit + work)
                 for i in range(self.replicas)]
         if self.prefill is not None:
             p = self.prefill
             jobs += [JobSpec(self.prefill_id(i), submit, p.tp, work, queue=self.queue,
                              gpu_types=(p.gpu,), model=self.model, priority=self.priority,
-                             kind=JobKind.SERVICE, tensor_parallel=p.tp)
+                             kind=JobKind.SERVICE, tensor_parallel=p.tp, ends_at=submit + work)
                      for i in range(p.replicas)]
         return jobs

@@ -84,7 +84,7 @@ class _Reader:
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.fail(key, f"expected a number, got {value!r}")
+            raise self.fail(key, f"expected a number, got {value!r}{_exponent_hint(value)}")
         if integer and value != int(value):
             raise self.fail(key, f"expected an integer, got {value!r}")
         if not low <= value <= 1e12:
@@ -98,6 +98,23 @@ class _Reader:
         reader = _Reader(value, self.src, f"{self.at}.{key}")
         reader.check_keys(known)
         return reader
+
+
+def _exponent_hint(value: object) -> str:
+    """PyYAML (YAML 1.1) reads ``1e9`` or ``1.0e9`` as text: a float needs a dot and a signed
+    exponent (``1.0e+9``). Say how to write it."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        number = float(value)
+    except ValueError:
+        return ""
+    mantissa, _, exponent = value.lower().partition("e")
+    if not exponent or number != number:
+        return ""
+    dotted = mantissa if "." in mantissa else f"{mantissa}.0"
+    signed = exponent if exponent[0] in "+-" else f"+{exponent}"
+    return f" (YAML reads it as text: write {dotted}e{signed})"
 
 
 def load_services(path: str | Path) -> ServicesFile:
@@ -149,10 +166,13 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         lengths = Path(r.text("lengths"))
         spec = replace(spec, lengths=str(lengths if lengths.is_absolute() else base / lengths))
     spec = replace(spec, seed=int(r.number("seed", 0, low=0, integer=True) or 0))
-    if spec.lengths is None and Path(spec.trace).exists() and \
-            looks_like_servegen(Path(spec.trace)):
+    rates = Path(spec.trace).exists() and looks_like_servegen(Path(spec.trace))
+    if spec.lengths is None and rates:
         raise r.fail("trace", "a ServeGen rate trace carries no token counts: add 'lengths: "
                      "TRACE' (an Azure or Mooncake trace to draw them from)")
+    if spec.lengths is not None and Path(spec.trace).exists() and not rates:
+        raise r.fail("lengths", f"{r.text('trace')} is a request trace with its own token "
+                     "counts: lengths is for a ServeGen rate trace (remove it)")
     if "disaggregation" in r.data:
         spec = replace(spec, prefill=_prefill_pool(r.sub("disaggregation", _DISAGG_KEYS), spec))
         if spec.autoscale is not None or kind is ServiceKind.DNN:

@@ -1,8 +1,10 @@
 """The simulator's executor: a started job's completion becomes a future event.
 
-Completion time = start + pause (restart overhead) + remaining work / rate. A preempted job's
-pending completion is made stale by the job's ``epoch`` (lazy deletion from the heap); so is that
-of a job whose rate changed while running (``rerate``: space sharing).
+Completion time = start + pause (restart overhead) + remaining work / rate, or the job's
+fixed end (``JobSpec.ends_at``: a service replica serves until its service ends, and a restart
+does not make up the time it was down; one started after that end finishes at once). A
+preempted job's pending completion is made stale by the job's ``epoch`` (lazy deletion from
+the heap); so is that of a job whose rate changed while running (``rerate``: space sharing).
 """
 
 from __future__ import annotations
@@ -18,7 +20,11 @@ class SimExecutor:
     def start(self, job: Job, now: float) -> None:
         if job.rate <= 0:
             return  # cannot progress here; a policy that allows this will preempt it later
-        finish = max(now, job.productive_from) + job.remaining_work(now) / job.rate
+        ends_at = job.spec.ends_at
+        if ends_at is not None:
+            finish = max(now, ends_at)
+        else:
+            finish = max(now, job.productive_from) + job.remaining_work(now) / job.rate
         self.events.schedule(finish, Event(Priority.FINISH, job.job_id, job.epoch))
 
     def rerate(self, job: Job, now: float) -> None:

@@ -134,6 +134,9 @@ class JobSpec:
     mig_profile: str | None = None  # a MIG instance per worker (dlsched/mig; see below)
     group: str | None = None  # the jobs whose workers ``max_per_node`` counts together
     max_per_node: int = 0  # the most workers of the group on one node (0: no cap)
+    # when the job ends whatever work it did (a service replica: its service's end); a job
+    # the core stopped and restarted then does not make up the time it was down
+    ends_at: float | None = None
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -146,7 +149,7 @@ class JobSpec:
                 and 0 < self.gpu_share <= 1 and self.min_gpus is None and self.max_gpus is None
                 and self.tensor_parallel == 1 and self.cpus_per_gpu == 0
                 and self.memory_gb_per_gpu == 0 and self.gpu_memory_gb == 0
-                and self.max_per_node == 0):
+                and self.max_per_node == 0 and self.ends_at is None):
             return None  # the common spec, which every test below passes: told at once
         if self.num_gpus < 1:
             return f"num_gpus must be >= 1, got {self.num_gpus}"
@@ -165,6 +168,8 @@ class JobSpec:
                     f"got {self.tensor_parallel}")
         if self.tensor_parallel > 1 and self.gpu_share < 1:
             return "tensor_parallel > 1 needs whole GPUs (gpu_share 1)"
+        if self.ends_at is not None and not self.ends_at > self.submit_time:
+            return f"ends_at must be after submit_time {self.submit_time}, got {self.ends_at}"
         for name in ("cpus_per_gpu", "memory_gb_per_gpu", "gpu_memory_gb"):
             value = getattr(self, name)
             if not value >= 0 or value == float("inf"):

@@ -28,6 +28,8 @@ SERVICE = """services:
 """
 STATIC = "replicas: 1"
 AUTOSCALED = "autoscaling: {min: 1, max: 2, interval_s: 2, target_outstanding: 1}"
+DISAGGREGATED = ("replicas: 1\n    disaggregation: {prefill_replicas: 1, "
+                 "prefill_gpu: A100-80G}")
 
 
 def _run(tmp_path: Path, size: str, gpus_per_node: int) -> Path:
@@ -103,13 +105,14 @@ def test_replica_runs_mark_the_runs_the_scheduler_stopped(tmp_path: Path) -> Non
 FAILURES = "categories:\n  - {name: gpu, rate_per_gpu_day: 1000, repair_hours: 0.002}\n"
 
 
-@pytest.mark.parametrize("size", [STATIC, AUTOSCALED], ids=["static", "autoscaled"])
+@pytest.mark.parametrize("size", [STATIC, AUTOSCALED, DISAGGREGATED],
+                         ids=["static", "autoscaled", "disaggregated"])
 def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
         tmp_path: Path, size: str) -> None:
     # Node failures every few seconds (8 GPUs at 1,000 per GPU-day), each node down 7.2 s:
     # the requests a replica held when its node failed are lost, and it serves again only
     # after the restart overhead once placed again. It served every request as if never
-    # stopped.
+    # stopped (a disaggregated service's pools until this session).
     azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i * 0.5:09.6f},300,8"
                                       for i in range(60)])
     (tmp_path / "services.yaml").write_text(SERVICE.format(size=size))
@@ -133,3 +136,9 @@ def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
     assert failing["completed"] + failing["lost"] <= 60
     assert failing["slo_attainment"] < calm["slo_attainment"]
     assert failing["replicas"] == len(failing["replica_starts"]) <= 2
+    # A replica ends with its service (the last request, at 29.5 s), however long it was
+    # down: it made up its downtime as a training job makes up lost work, and held its
+    # GPUs up to twice as long.
+    with (tmp_path / "failing" / "segments.csv").open() as f:
+        ends = [float(row["end"]) for row in csv.DictReader(f)]
+    assert max(ends) <= 29.5 + 1e-6

@@ -134,6 +134,24 @@ def test_queueing_delay_and_kv_peak_are_recorded() -> None:
     assert replicas[0].peak_blocks == 2  # 12 tokens each: one 16-token block apiece
 
 
+@pytest.mark.parametrize("chunk", [None, 64], ids=["prefill-first", "chunked"])
+def test_a_replica_stopped_amid_a_prefill_gives_no_token(chunk: int | None) -> None:
+    """r0 (one token) and r1 prefill together over [0, 1]; the replica stops at 0.5 s: the
+    iteration never ends, so neither has a first token and r0 did not finish; both are lost
+    and the replica was busy 0.5 s. It finished r0 at 1 s and sent r1's first token then,
+    after it was gone."""
+    p = flat_profile()
+    tr = trace([0.0, 0.0], [10, 10], [1, 5])
+    config = LlmEngineConfig(chunk_tokens=chunk)
+    log, slots = simulate_slots(tr, lambda log, s: LlmReplica(p, 10_000, log, config, s),
+                                [0.0], stops=[0.5])
+    assert np.isnan(log.first_token).all() and np.isnan(log.finish).all()
+    stopped = slots[0].replica
+    assert sorted(stopped.lost) == [0, 1] and stopped.outstanding == 0
+    assert stopped.time == pytest.approx(0.5) and stopped.busy_seconds == pytest.approx(0.5)
+    assert max(t for t, _, _ in stopped.series) == pytest.approx(0.5)
+
+
 def test_a_stopped_replica_loses_its_running_and_waiting_requests() -> None:
     """Replica 0 prefills r0 over [0, 1] and decodes it in 0.1 s steps; it is stopped at 1.25
     s, inside the third step: the two steps done by then count (r0 holds 3 tokens of 10), and

@@ -227,3 +227,134 @@ def test_servegen_rates_need_lengths_and_then_run(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     chat = json.loads((out / "services.json").read_text())["services"]["chat"]
     assert 10 < chat["requests"] < 60  # about 1 request a second for 30 s
+
+
+def test_compare_runs_the_services_under_each_policy(tmp_path: Path) -> None:
+    # `compare --services` ignored the services file: it ran the policies on the default
+    # training trace (philly-sample, 2,000 jobs) and wrote no services.json.
+    services = _services(tmp_path, CHAT)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["compare", "--services", str(services), "--policies",
+                                 "fifo,tiresias", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "fifo: chat: 2/2 replicas placed, 40 requests" in said
+    assert "tiresias: chat: 2/2 replicas placed, 40 requests" in said
+    reports = json.loads((out / "services.json").read_text())
+    assert sorted(reports) == ["fifo", "tiresias"]
+    for policy in reports:
+        assert reports[policy]["policy"] == policy
+        assert reports[policy]["services"]["chat"]["requests"] == 40
+        assert (out / policy / "services.json").exists()
+        assert "service:chat/1" in (out / policy / "jobs.csv").read_text()
+    assert (out / "report.html").exists()
+    assert sorted(json.loads((out / "summary.json").read_text())) == ["fifo", "tiresias"]
+
+
+def test_a_dnn_service_line_gives_its_latencies_in_ms(tmp_path: Path) -> None:
+    # It read "TTFT p50/p99 100/100 ms, TPOT p50/p99 0/0 ms, latency p99 0.1 s": a DNN
+    # model answers once, its TPOT is no measure, and 100 ms printed as 0.1 s.
+    services = _services(tmp_path, """  - name: vision
+    kind: dnn
+    model: resnet50
+    gpu: V100
+    slo: {latency_ms: 150}
+    batching: {latency_ms: {1: 100, 4: 130}, max_batch: 4, timeout_ms: 0}
+    trace: reqs.csv
+""")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "met by 100.00%, latency p50/p99 100/100 ms, goodput 2.05 req/s" in said, said
+    assert "TPOT" not in said
+    assert json.loads((out / "services.json").read_text())["services"]["vision"]["kind"] == \
+        "dnn"
+
+
+def test_replicas_of_a_disaggregated_service_are_its_decode_pool(tmp_path: Path) -> None:
+    # It said "chat: 1 replica reaches 99% SLO attainment": the count searched is the
+    # decode pool's, its prefill pool staying as the file gives it.
+    services = _services(tmp_path, CHAT + "    disaggregation: {prefill_replicas: 3}\n")
+    text = " ".join(runner.invoke(app, ["replicas", str(services)]).output.split())
+    assert "chat: 1 decode replica (beside its 3 prefill replicas) reaches 99% SLO" in text
+    result = runner.invoke(app, ["replicas", str(services), "--json"])
+    assert json.loads(result.stdout)["chat"]["prefill_replicas"] == 3
+
+
+def test_compare_checks_every_policy_before_the_first_run(tmp_path: Path) -> None:
+    # A typo in the last policy failed only after the first policy's whole run.
+    services = _services(tmp_path, CHAT)
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["compare", "--services", str(services), "--policies",
+                                 "fifo,tiresas", "--out", str(out)])
+    assert result.exit_code == 2
+    assert "error: unknown policy 'tiresas'" in " ".join(result.output.split())
+    assert not (out / "fifo").exists()
+
+
+def test_lengths_beside_a_request_trace_is_refused(tmp_path: Path) -> None:
+    # It was ignored without a word: the requests kept their own token counts.
+    azure_csv(tmp_path / "other.csv", ["2023-11-16 18:00:00,4000,900"])
+    services = _services(tmp_path, CHAT + "    lengths: other.csv\n")
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out",
+                                 str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert ("services.yaml:9:services[0].lengths: reqs.csv is a request trace with its own "
+            "token counts: lengths is for a ServeGen rate trace (remove it)") in \
+        " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("1e9", "expected a number, got '1e9' (YAML reads it as text: write 1.0e+9)"),
+    ("1.5e9", "expected a number, got '1.5e9' (YAML reads it as text: write 1.5e+9)"),
+    ("2e-3", "expected a number, got '2e-3' (YAML reads it as text: write 2.0e-3)"),
+    ("fast", "expected a number, got 'fast'"),
+], ids=["exponent", "unsigned-exponent", "no-dot", "word"])
+def test_a_number_yaml_reads_as_text_says_how_to_write_it(tmp_path: Path, value: str,
+                                                         said: str) -> None:
+    # "expected a number, got '1e9'" left the user to find YAML 1.1's rule (a dot needed).
+    services = _services(tmp_path, CHAT + f"    rate_scale: {value}\n")
+    result = runner.invoke(app, ["replicas", str(services)])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert f"services[0].rate_scale: {said}" in text
+    assert text.endswith(said)
+
+
+TENANTS = """flavors:
+  - {name: a100, gpu_types: [A100-80G]}
+cluster_queues:
+  - {name: serving, quotas: {a100: {gpu: 16}}}
+"""
+
+
+def test_a_service_queue_the_tenant_file_lacks_is_named(tmp_path: Path) -> None:
+    # Its replicas were never admitted: "chat: 0/2 replicas placed ... met by 0.00%", the
+    # reason only in jobs.csv's pending_reason.
+    (tmp_path / "tenants.yaml").write_text(TENANTS)
+    out = tmp_path / "out"
+    args = ["simulate", "--tenants", str(tmp_path / "tenants.yaml"), "--out", str(out)]
+    result = runner.invoke(app, [*args, "--services", str(_services(tmp_path, CHAT))])
+    assert result.exit_code == 2
+    assert ("services.yaml:2:services[0].queue: 'default' is no local or cluster queue of the "
+            "tenant file") in " ".join(result.output.split())
+    assert not (out / "services.json").exists()
+    served = _services(tmp_path, CHAT + "    queue: serving\n")
+    result = runner.invoke(app, [*args, "--services", str(served)])
+    assert result.exit_code == 0, result.output
+    assert "chat: 2/2 replicas placed" in " ".join(result.output.split())
+
+
+def test_a_trace_of_one_request_has_no_goodput_rate(tmp_path: Path) -> None:
+    # One request spans 0 s: its goodput was 1 / 1e-9 s, "goodput 1000000000.00 req/s",
+    # beside "1 requests".
+    services = _services(tmp_path, CHAT)
+    azure_csv(tmp_path / "reqs.csv", ["2023-11-16 18:00:00,10,3"])
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "2/2 replicas placed, 1 request, SLO" in said and "goodput - req/s" in said
+    chat = json.loads((out / "services.json").read_text())["services"]["chat"]
+    assert chat["goodput_rps"] is None and chat["slo_attainment"] == 1.0

@@ -26,7 +26,7 @@ from dlsched.sim.failures import (
     resolve_failure_model,
 )
 from dlsched.sim.simulator import SimConfig, Simulator
-from dlsched.workload.job import JobSpec, JobStatus
+from dlsched.workload.job import JobKind, JobSpec, JobStatus
 from dlsched.workload.trace import Trace
 
 TOL = 1e-6
@@ -344,3 +344,32 @@ def test_failure_options_without_failures_are_named_as_doing_nothing(tmp_path: P
                                     "--out", str(tmp_path / "b")])
     assert used.exit_code == 0, used.output
     assert "no effect without" not in used.output
+
+
+@pytest.mark.parametrize(("ends_at", "finish"), [(None, None), (1000.0, 1000.0)],
+                         ids=["training", "service-replica"])
+def test_a_job_with_a_fixed_end_does_not_make_up_its_downtime(
+        ends_at: float | None, finish: float | None) -> None:
+    # "hit" holds node 1 from 1 s, is stopped by the failure at 10 s and restarts at 410 s
+    # on the repaired node. A training job makes up the 400 s it was down (and its lost
+    # work): it ends after 1,400 s. A service replica serves until its service ends (1,000
+    # s) whatever the core did: it held its GPUs 400 s past its last request.
+    records = _node_1_down_from_10_to_410_s("fifo", (
+        JobSpec("long", 0.0, 4, work=1e5),
+        JobSpec("hit", 1.0, 4, work=999.0, kind=JobKind.SERVICE, ends_at=ends_at)))
+    hit = records["hit"]
+    assert hit.status == JobStatus.FINISHED.value and hit.failures == 1
+    if finish is None:
+        assert hit.finish_time > 1400.0
+    else:
+        assert hit.finish_time == pytest.approx(finish)
+        assert hit.gpu_seconds == pytest.approx(4 * (9.0 + 590.0))
+        # what it served counts, nothing is rolled back to a checkpoint, the 400 s down
+        # are not counted as done (its record said 999 s done, 9 s lost)
+        assert hit.work_done == pytest.approx(599.0) and hit.lost_work == 0.0
+        assert hit.useful_seconds == pytest.approx(599.0)
+
+
+def test_a_fixed_end_must_follow_the_submission() -> None:
+    with pytest.raises(ValueError, match="ends_at must be after submit_time 5.0, got 5.0"):
+        JobSpec("svc", 5.0, 1, work=10.0, ends_at=5.0)

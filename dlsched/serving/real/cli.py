@@ -22,6 +22,7 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 from dlsched.extras import require
+from dlsched.wording import count_of
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 inference_app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -76,7 +77,9 @@ def serve_command(
         options = replace(options, settings=_settings(layers, d_model))
     except (DlschedError, ValueError) as exc:
         _fail(exc)
-    console.print(f"serving tiny-lm on http://{host}:{port} ({replicas} replicas)")
+    scaling = "" if autoscale_max is None else f", autoscaled up to {autoscale_max}"
+    console.print(f"serving tiny-lm on http://{host}:{port} "
+                  f"({count_of(replicas, 'replica')}{scaling})")
     run(options, host, port)
 
 
@@ -144,15 +147,21 @@ def loadgen_command(
         import asyncio  # here, not at the top: `dlsched simulate` need not load asyncio
 
         from dlsched.serving.metrics import Slo, service_metrics
-        from dlsched.serving.real.loadgen import measured_log, replay, shrink, write_measured
+        from dlsched.serving.real.loadgen import measured_log, replay_all, shrink, write_measured
 
         base = shrink(_trace(trace), prompt_scale, output_scale, 512, requests)  # type: ignore[arg-type]
-        rows = asyncio.run(replay(url, base.scaled(rate), seed))
+        done = asyncio.run(replay_all(url, base.scaled(rate), seed))
     except DlschedError as exc:
         _fail(exc)
-    write_measured(rows, out)
-    metrics = service_metrics(measured_log(rows), Slo(), max(base.duration / rate, 1e-9))
+    write_measured(done.rows, out)
+    metrics = service_metrics(measured_log(done.rows), Slo(), base.duration / rate)
+    metrics["lost"] = done.lost
     print(json.dumps(metrics, indent=2))
+    if done.lost:  # what was measured is kept; the exit status says it is not the whole run
+        console.print(f"[yellow]warning:[/] {done.lost} of {len(done.rows)} requests lost "
+                      f"(no answer: {escape(done.first_loss or '')}); {out} keeps every "
+                      "request, the lost ones with status 0")
+        raise typer.Exit(1)
 
 
 @inference_app.command("validate")

@@ -28,6 +28,9 @@ class ReplayFailed(DlschedError):
     """The service could not be reached during a replay."""
 
 
+LOST = 0  # a request's status when no HTTP answer came (connection refused, dropped, timed out)
+
+
 def shrink(trace: RequestTrace, prompt_scale: float, output_scale: float, max_context: int,
            most_requests: int | None = None) -> RequestTrace:
     """The first ``most_requests`` requests with token counts scaled (ceil, >= 1 prompt and
@@ -52,7 +55,7 @@ class Measured:
     output: int
     replica: int
     preemptions: int
-    status: int
+    status: int  # the HTTP status, or LOST
 
 
 def prompt_tokens(request: int, length: int, seed: int) -> list[int]:
@@ -60,34 +63,74 @@ def prompt_tokens(request: int, length: int, seed: int) -> list[int]:
     return [rng.randrange(256) for _ in range(length)]
 
 
+@dataclass(frozen=True)
+class Replay:
+    """A replay's rows (one per request, in trace order) and why the first request lost
+    (status ``LOST``: no HTTP answer) got none; None when none was lost."""
+
+    rows: list[Measured]
+    first_loss: str | None = None
+
+    @property
+    def lost(self) -> int:
+        return sum(r.status == LOST for r in self.rows)
+
+
 async def replay(url: str, trace: RequestTrace, seed: int = 0, lead: float = 0.5
                  ) -> list[Measured]:
-    """Each request of ``trace`` sent at its time; a service that cannot be reached (or drops
-    a connection) is a ``ReplayFailed``, one line, not httpx's traceback."""
+    """Each request of ``trace`` sent at its time; a service that answers none (it cannot be
+    reached) is a ``ReplayFailed``, one line, not httpx's traceback; requests that got no
+    answer otherwise (a connection dropped midway) are rows of status ``LOST``."""
+    return (await replay_all(url, trace, seed, lead)).rows
+
+
+def check_url(url: str) -> None:
+    """A ``ReplayFailed`` naming ``--url`` unless it is an http(s) URL with a host."""
     import httpx
 
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
     try:
-        async with httpx.AsyncClient(base_url=url, timeout=600.0, limits=limits) as client:
-            t0 = time.time() + lead
-            tasks = [asyncio.create_task(_one(client, t0, i, float(at), int(p), int(o), seed))
-                     for i, (at, p, o) in enumerate(zip(trace.arrival, trace.prompt,
-                                                        trace.output, strict=True))]
-            return list(await asyncio.gather(*tasks))
-    except httpx.TransportError as exc:
-        raise ReplayFailed(f"--url {url}: {exc or type(exc).__name__} (is a service such as "
-                           "`dlsched inference serve` listening there?)") from None
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ReplayFailed(f"--url {url}: not a URL: {exc}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ReplayFailed(f"--url {url}: expected http://HOST:PORT (or https://)")
+
+
+async def replay_all(url: str, trace: RequestTrace, seed: int = 0, lead: float = 0.5) -> Replay:
+    """``replay`` with why requests were lost."""
+    import httpx
+
+    check_url(url)
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+    losses: list[str] = []
+    async with httpx.AsyncClient(base_url=url, timeout=600.0, limits=limits) as client:
+        t0 = time.time() + lead
+        tasks = [asyncio.create_task(_one(client, t0, i, float(at), int(p), int(o), seed,
+                                          losses))
+                 for i, (at, p, o) in enumerate(zip(trace.arrival, trace.prompt,
+                                                    trace.output, strict=True))]
+        rows = list(await asyncio.gather(*tasks))
+    if rows and all(r.status == LOST for r in rows):
+        raise ReplayFailed(f"--url {url}: {losses[0]} (is a service such as "
+                           "`dlsched inference serve` listening there?)")
+    return Replay(rows, losses[0] if losses else None)
 
 
 async def _one(client: object, t0: float, request: int, at: float, prompt: int,
-               output: int, seed: int) -> Measured:
+               output: int, seed: int, losses: list[str]) -> Measured:
+    import httpx
+
     body = {"prompt_tokens": prompt_tokens(request, prompt, seed), "max_tokens": output}
     await asyncio.sleep(max(0.0, t0 + at - time.time()))
     sent = time.time()
-    response = await client.post("/v1/completions", json=body)  # type: ignore[attr-defined]
+    nan = float("nan")
+    try:
+        response = await client.post("/v1/completions", json=body)  # type: ignore[attr-defined]
+    except httpx.TransportError as exc:  # refused, dropped or timed out: no answer
+        losses.append(str(exc) or type(exc).__name__)
+        return Measured(request, at, sent - t0, nan, nan, nan, prompt, output, -1, 0, LOST)
     received = time.time()
     if response.status_code != 200:
-        nan = float("nan")
         return Measured(request, at, sent - t0, nan, nan, received - t0, prompt, output, -1,
                         0, response.status_code)
     out = response.json()

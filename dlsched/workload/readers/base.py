@@ -347,10 +347,12 @@ def first_line(path: Path) -> str:
 _SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JobSpec))
 _SUBMIT = _SPEC_FIELDS.index("submit_time")
 _DEADLINE = _SPEC_FIELDS.index("deadline")
+_ENDS_AT = _SPEC_FIELDS.index("ends_at")
 
 
 def rebase(jobs: Sequence[JobSpec]) -> list[JobSpec]:
-    """Jobs shifted so the earliest submission is at 0; deadlines move with them."""
+    """Jobs shifted so the earliest submission is at 0; deadlines and fixed ends move with
+    them."""
     if not jobs:
         return list(jobs)
     t0 = min(j.submit_time for j in jobs)
@@ -363,8 +365,9 @@ def _shifted(job: JobSpec, t0: float) -> JobSpec:
     # positional construction: about twice as fast as dataclasses.replace on 10^5 jobs
     values = [getattr(job, name) for name in _SPEC_FIELDS]
     values[_SUBMIT] -= t0
-    if values[_DEADLINE] is not None:
-        values[_DEADLINE] -= t0
+    for index in (_DEADLINE, _ENDS_AT):
+        if values[index] is not None:
+            values[index] -= t0
     return JobSpec(*values)
 
 
