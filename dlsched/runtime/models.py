@@ -94,7 +94,7 @@ class ProgressReport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    step: Int64 | None = None
+    step: Int64 | None = Field(None, ge=0, description="Training steps done (from 0).")
     samples_per_second: float | None = Field(None, ge=0)
     world_size: int | None = Field(None, ge=1, le=INT64_MAX, description=(
         "Workers the speed was measured with; a report from another size than the job's now "

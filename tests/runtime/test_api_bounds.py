@@ -61,6 +61,11 @@ def test_nan_and_infinity_are_422(live: Callable[..., Live], number: str) -> Non
     assert progress.status_code == 422
 
 
+def test_a_negative_step_is_422(live: Callable[..., Live]) -> None:
+    response = live().http.post("/v1/jobs/job-000001/progress", json={"step": -1})
+    assert response.status_code == 422 and "step" in response.text
+
+
 @pytest.mark.parametrize(("path", "raw", "field"), [
     ("/v1/jobs", '{"command": ["true"], "gpus": 1, "name": "\\ud800"}', "name"),
     ("/v1/jobs", '{"command": ["\\udc80"], "gpus": 1}', "command"),
