@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import os
+import re
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -21,7 +22,7 @@ from rich.table import Column, Table
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
 from dlsched.runtime.display import gpus_shown, print_job, shown_status
-from dlsched.yamlinput import load_yaml_file
+from dlsched.yamlinput import YamlSource, load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
                           no_args_is_help=True, add_completion=False)
@@ -210,7 +211,7 @@ def submit(
 ) -> None:
     """Submit a job; prints its id."""
     try:
-        body: dict[str, Any] = _load_job_file(file) if file is not None else {}
+        body, source = _load_job_file(file) if file is not None else ({}, None)
         flags = {"command": command or None, "gpus": gpus, "gpu_type": gpu_type,
                  "min_gpus": min_gpus, "max_gpus": max_gpus,
                  "queue": queue, "priority": priority, "name": name,
@@ -229,19 +230,35 @@ def submit(
         else:
             body.setdefault("working_dir", os.getcwd())
         with _client("submit", url, token, wait) as client:
-            job = client.submit(body)
+            try:
+                job = client.submit(body)
+            except DlschedError as exc:  # the client's ``ClientError`` (httpx: imported late)
+                raise _in_file(exc, source, flags) from None
         print(job.id)
     except DlschedError as exc:
         _fail(exc)
 
 
-def _load_job_file(path: Path) -> dict[str, Any]:
-    """The job file's fields; a file that cannot be read or parsed is one located line
-    (``job.yaml:2: not valid YAML: ...``), as every YAML input's errors are."""
-    doc, _source = load_yaml_file(path)
+def _load_job_file(path: Path) -> tuple[dict[str, Any], YamlSource]:
+    """The job file's fields and where each is; a file that cannot be read or parsed is one
+    located line (``job.yaml:2: not valid YAML: ...``), as every YAML input's errors are."""
+    doc, source = load_yaml_file(path)
     if not isinstance(doc, dict):
         raise DlschedError(f"{path}: expected a mapping of job fields")
-    return doc
+    return doc, source
+
+
+def _in_file(exc: DlschedError, source: YamlSource | None,
+             flags: dict[str, Any]) -> DlschedError:
+    """The service's refusal, located in the job file when the field it names came from
+    there (``job.yaml:4:command[0]: 422: ...``); as it was otherwise (a flag gave it)."""
+    field = getattr(exc, "field", None)
+    if source is None or field is None or getattr(exc, "status", 0) not in (400, 422):
+        return exc
+    top = re.split(r"[.\[]", field, maxsplit=1)[0]
+    if flags.get(top) is not None or top not in source.lines:
+        return exc
+    return source.error(field, str(exc))
 
 
 @runtime_app.command()

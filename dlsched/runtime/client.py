@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -26,10 +27,13 @@ DEFAULT_URL = "http://127.0.0.1:8765"
 class ClientError(DlschedError):
     """The service refused a request (``status``: its HTTP status; 0: it could not be reached)."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
         super().__init__(f"{status}: {message}" if status else message)
         self.status = status
         self.message = message
+        # The request field refused first, as a key path (``command[0]``, ``gpus``), when
+        # the service names one: a validation error's location, or the field a 400 starts with
+        self.field = field
 
 
 class Client:
@@ -116,7 +120,8 @@ class Client:
             raise ClientError(0, f"cannot reach the dlsched service at {self.url}: {exc}") \
                 from None
         if response.status_code >= 400:
-            raise ClientError(response.status_code, _detail(response))
+            detail = _detail(response)
+            raise ClientError(response.status_code, detail, _refused_field(response, detail))
         return response
 
 
@@ -140,6 +145,22 @@ def _job_path(job_id: str, tail: str = "") -> str:
     if job_id in ("", ".", "..") or "/" in job_id:
         raise ClientError(404, f"no job {job_id!r}")
     return f"/v1/jobs/{quote(job_id, safe='')}{tail}"
+
+
+def _refused_field(response: httpx.Response, detail: str) -> str | None:
+    """The body field a refusal names first: a validation error's ``loc`` (``["body",
+    "command", 0]`` -> ``command[0]``), or the name a 400's message starts with (``gpus=5:
+    ...``, ``working_dir '/x': ...``)."""
+    try:
+        errors = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return None
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        loc = [p for p in errors[0].get("loc", ()) if p != "body"]
+        path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        return path or None
+    match = re.match(r"([a-z_]+)(?:[=: ]|$)", detail)
+    return match.group(1) if match else None
 
 
 def _detail(response: httpx.Response) -> str:

@@ -85,6 +85,22 @@ def test_a_bad_job_file_is_one_located_line(tmp_path: Path) -> None:
         "\n") == 1, text
 
 
+def test_a_refused_field_from_the_job_file_names_its_line(live: Callable[..., Live],
+                                                          tmp_path: Path) -> None:
+    """A 422 or 400 on a field the file gave says where in the file (it said only
+    ``command.0``); a field a flag gave is not blamed on the file."""
+    url = live().url
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text("gpus: 1\nqueue: q\ncommand:\n  - python\n  - [nested]\n")
+    code, text = cli(url, "submit", "--file", str(job_file))
+    assert code == 1 and text.startswith(f"error: {job_file}:5:command[1]: 422:"), text
+    job_file.write_text("command: [sleep, '1']\ngpus: 9\n")
+    code, text = cli(url, "submit", "--file", str(job_file))
+    assert code == 1 and text.startswith(f"error: {job_file}:2:gpus: 400: gpus=9:"), text
+    code, text = cli(url, "submit", "--file", str(job_file), "--gpus", "8")
+    assert code == 1 and text.startswith("error: 400: gpus=8:"), text
+
+
 def test_the_main_app_has_the_verbs_without_importing_fastapi() -> None:
     probe = ("import sys, dlsched.cli as c; "
              "names = {i.callback.__name__ for i in c.app.registered_commands}; "
