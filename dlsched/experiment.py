@@ -78,10 +78,15 @@ def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...
 
 def check_run(config: RunConfig) -> None:
     """Every policy name, policy option, placement, tenant file and output format of the run
-    checked before its first simulation: a typo in the last policy of a comparison fails at
+    checked, and a services file refused (the CLI's ``simulate`` runs those on its own path),
+    before its first simulation: a typo in the last policy of a comparison fails at
     once, not after the others ran. (The trace and cluster are loaded before it too.)"""
     from dlsched.extras import MissingExtra, require
 
+    if config.services is not None:  # compare, sweep and the notebook ran without them
+        raise ConfigError(f"--services {config.services}: only `dlsched simulate` runs "
+                          "inference services (one policy a run); simulate each policy with "
+                          "--services instead")
     check_options(config.policies, config.policy_options)
     for policy in config.policies:
         build_profile(config, policy)  # unknown names and bad option values raise here
