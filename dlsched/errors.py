@@ -34,6 +34,12 @@ class InputError(DlschedError):
         self.message = message
         super().__init__(f"{location}: {message}")
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[InputLocation, str]]:
+        # Rebuilt from its own arguments: a sweep's or compare's worker process sends it back
+        # pickled, and the default (the formatted text as the only argument) could not be
+        # unpickled, which broke the whole process pool with a traceback.
+        return type(self), (self.location, self.message)
+
 
 class ConfigError(DlschedError):
     """An inconsistent configuration (cluster, run or tenant file)."""

@@ -76,6 +76,15 @@ def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...
             raise ConfigError(f"--policy-opt {key}: no policy of {', '.join(policies)} has it")
 
 
+def refuse_services(config: RunConfig) -> None:
+    """A services file where it would not be run (a sweep, the notebook): an error, not a
+    run of the training jobs alone (``simulate`` and ``compare`` run services on their own
+    path, ``serving/cli.py``)."""
+    if config.services is not None:
+        raise ConfigError(f"--services {config.services}: only `dlsched simulate` and "
+                          "`dlsched compare` run inference services; run them there")
+
+
 def check_run(config: RunConfig) -> None:
     """Every policy name, policy option, placement, tenant file and output format of the run
     checked before its first simulation: a typo in the last policy of a comparison fails at

@@ -159,8 +159,15 @@ def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | Non
     as for ``compare``."""
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
-    from dlsched.experiment import check_run, input_warnings, load_trace, run_policy
+    from dlsched.experiment import (
+        check_run,
+        input_warnings,
+        load_trace,
+        refuse_services,
+        run_policy,
+    )
 
+    refuse_services(config)
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         warnings.warn(warning, stacklevel=3)

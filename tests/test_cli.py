@@ -317,3 +317,18 @@ def test_a_replay_of_seconds_long_jobs_prints_seconds(tmp_path: Path) -> None:
     output = invoke("simulate", "--trace", str(trace), "--cluster", "philly", "--policy",
                     "fifo", "--out", str(tmp_path / "out"))
     assert "mean JCT 3.0 s, makespan 5.0 s" in " ".join(output.split()), output
+
+
+@pytest.mark.parametrize("command", [
+    ["sweep", "--policies", "fifo", "--seeds", "0", "--cluster", "philly", "--workers", "1",
+     "--set", "limit=20", "--set", "services=svc.yaml"],
+], ids=["sweep"])
+def test_services_are_refused_where_they_are_not_run(tmp_path: Path, command: list[str]) -> None:
+    """A sweep's `--set services=FILE` ran the training trace alone and wrote no
+    services.json, without a word (`compare` runs them: serving/cli.py)."""
+    args = [*command, "--trace", "philly-sample", "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert ("--services svc.yaml: only `dlsched simulate` and `dlsched compare` run inference "
+            "services") in " ".join(result.output.split())
+    assert "Traceback" not in result.output

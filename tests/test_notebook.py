@@ -116,3 +116,14 @@ def test_reprs_are_one_line_per_run_not_the_tables() -> None:
                                     f"{result['fifo'].summary['jct_mean'] / 3600:.2f} h>")
     assert repr(result).splitlines()[1].startswith("  fifo: 10/10 jobs finished")
     assert len(repr(result).splitlines()) == 3
+
+
+def test_the_notebook_refuses_services_rather_than_drop_them() -> None:
+    import pytest as _pytest
+
+    from dlsched.errors import ConfigError
+    from dlsched.notebook import simulate
+
+    with _pytest.raises(ConfigError, match="only `dlsched simulate` and `dlsched compare`"):
+        simulate(trace="philly-sample", cluster="philly", policy="fifo", limit=10,
+                 services="svc.yaml")

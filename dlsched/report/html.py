@@ -15,6 +15,7 @@ from typing import Literal
 from dlsched.report.fairness import FairnessInputs
 from dlsched.report.job_table import JobTable, job_table
 from dlsched.report.metrics import Summary, summarize
+from dlsched.report.numbers import display
 from dlsched.report.plots import jct_cdf_svg, queue_length_svg, run_label, utilization_svg
 from dlsched.report.tenants_table import tenant_table
 from dlsched.report.theme import theme_css
@@ -33,11 +34,7 @@ class Column:
     integer: bool = False
 
     def format(self, value: float) -> str:
-        if self.integer:
-            return f"{int(value):d}"
-        # Two decimals for hours and percentages; three significant digits for small values,
-        # so a short trace does not show every JCT as 0.00.
-        return f"{value:.2f}" if abs(value) >= 1 else f"{value:.3g}"
+        return f"{int(value):d}" if self.integer else display(value)
 
     def text(self, summary: Summary) -> str:
         value = self.value(summary)
@@ -309,7 +306,7 @@ def type_utilization_table(results: Sequence[SimulationResult],
     head = "".join(f"<th>{escape(n)} (%)</th>" for n in names)
     body = "\n".join(
         f"<tr><td>{escape(label)}</td>" + "".join(
-            f"<td>{100 * by_type[n]:.2f}</td>" if n in by_type else "<td>–</td>"
+            f"<td>{display(100 * by_type[n])}</td>" if n in by_type else "<td>–</td>"
             for n in names) + "</tr>" for label, by_type in rows)
     return ("<h2>Utilization by GPU type</h2>\n<table>\n<thead><tr><th>policy</th>" + head
             + "</tr></thead>\n<tbody>\n" + body + "\n</tbody>\n</table>")

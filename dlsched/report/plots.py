@@ -28,6 +28,11 @@ HOUR = 3600.0
 FIGSIZE = (7.0, 3.6)
 # A fixed salt makes the SVG element ids, hence the whole file, the same on every run.
 SVG_RC = {"svg.hashsalt": "dlsched", "svg.fonttype": "none"}
+# Runs that behave alike draw the same curve, and the last one drawn hid the others: each run
+# gets a line style with its colour, so every run the legend names stays visible.
+LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+               "#7f7f7f", "#bcbd22", "#17becf")
+LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)))
 
 
 def run_label(result: SimulationResult) -> str:
@@ -69,6 +74,7 @@ def _new_axes(xlabel: str, ylabel: str) -> tuple[Figure, Axes]:
     figure = Figure(figsize=FIGSIZE)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot()
+    axes.set_prop_cycle(color=LINE_COLORS, linestyle=LINE_STYLES * 2)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.grid(True, alpha=0.3)
@@ -106,10 +112,16 @@ def jct_cdf_svg(results: Sequence[SimulationResult],
     figure, axes = _new_axes("job completion time (hours, log scale)", "fraction of jobs")
     drawn = 0
     for at, result in enumerate(results):
-        x, y = cdf_points(finished_jcts(result, tables[at] if tables is not None else None))
+        jcts = finished_jcts(result, tables[at] if tables is not None else None)
+        x, y = cdf_points(jcts)
         positive = x > 0  # a log axis cannot show a zero JCT
         if positive.any():
-            axes.step(x[positive] / HOUR, y[positive], where="post", label=run_label(result))
+            x, y = x[positive], y[positive]
+            # the curve rises at the shortest JCT shown from the share below it (0 but for
+            # zero JCTs), as a CDF does, rather than starting in mid-air at 1/n
+            below = np.count_nonzero(np.asarray(jcts) < x[0]) / len(jcts)
+            axes.step(np.append(x[0], x) / HOUR, np.append(below, y), where="post",
+                      label=run_label(result))
             drawn += 1
     if drawn:
         axes.set_xscale("log")

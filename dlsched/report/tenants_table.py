@@ -10,6 +10,7 @@ from html import escape
 
 from dlsched.report.job_table import JobTable, job_table
 from dlsched.report.metrics import jct_by_queue, wait_by_queue
+from dlsched.report.numbers import display
 from dlsched.report.plots import run_label
 from dlsched.sim.result import SimulationResult
 
@@ -39,4 +40,4 @@ def tenant_table(results: Sequence[SimulationResult],
 
 
 def _hours(seconds: float | None) -> str:
-    return "<td>–</td>" if seconds is None else f"<td>{seconds / 3600:.2f}</td>"
+    return "<td>–</td>" if seconds is None else f"<td>{display(seconds / 3600)}</td>"

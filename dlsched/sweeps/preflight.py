@@ -32,10 +32,11 @@ def _trace_source(config: RunConfig) -> str:
 
 
 def _check_policies(configs: Sequence[RunConfig]) -> None:
-    from dlsched.experiment import check_run
+    from dlsched.experiment import check_run, refuse_services
 
     checked: set[tuple[object, ...]] = set()
     for c in configs:
+        refuse_services(c)
         what = (c.policies, c.policy_options, c.placement, c.tenants, c.throughput,
                 c.jobs_format, c.policy_files)
         if what not in checked:

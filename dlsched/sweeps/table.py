@@ -92,7 +92,8 @@ def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
 
 
 def _bar_name(row: dict[str, Any], varied: Sequence[str]) -> str:
-    """A bar's label: the policy and the varied options that apply to it, ``key=value``. A
+    """A bar's label: the policy and the varied options that apply to it, ``key=value``
+    (an option of that policy without its ``policy:`` prefix). A
     policy option of another policy (``tiresias:thresholds`` on a fifo run) is left out: the
     run is the same at each of its values (one key, run once), so it is one bar."""
     from dlsched.experiment import options_for
@@ -103,7 +104,9 @@ def _bar_name(row: dict[str, Any], varied: Sequence[str]) -> str:
         if column not in varied:
             parts.append(str(value))
         elif column in _RUN_FIELDS or options_for(policy, ((column, str(value)),)):
-            parts.append(f"{column}={value}")
+            # the bar already names its policy: 'tiresias thresholds=600', not 'tiresias
+            # tiresias:thresholds=600'
+            parts.append(f"{column.removeprefix(policy + ':')}={value}")
     return " ".join(parts)
 
 

@@ -228,3 +228,20 @@ def test_an_unknown_mig_placement_is_refused_by_name() -> None:
     with pytest.raises(ConfigError, match="mig_placement: 'best' is not one of mig-aware, "
                                           "first-fit"):
         RunConfig(mig_placement="best").checked()
+
+
+def test_utilization_counts_mig_gpus_taken_and_per_type_the_slices_used() -> None:
+    """docs/report.md, "With MIG jobs": one 1g job (100 s) on one A100. The GPU is booked
+    whole while it holds the instance, so ``utilization`` is 1; ``gpu_hours`` and
+    ``utilization_by_type`` count 1 of 7 compute slices. The page showed 'utilization 9.48%'
+    beside 'A100 7.26%' on a one-type cluster, which only this reading explains."""
+    from dlsched.report.fairness import FairnessInputs
+    from dlsched.report.metrics import summarize
+
+    cluster = make_cluster(nodes=1, gpus=1, gpu_type="A100")
+    sim = simulator("fifo", cluster, [mig("m", 0, 100, "1g")])
+    result = sim.run()
+    summary = summarize(result, FairnessInputs.of_run(result, {}, cluster))
+    assert summary.utilization == 1.0
+    assert summary.gpu_hours == pytest.approx(100 / 7 / 3600)
+    assert dict(summary.utilization_by_type) == {"A100": pytest.approx(1 / 7)}

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
-from report_builders import hand_result, run_tiny
+from report_builders import hand_result, job, run_tiny
 
 from dlsched.report.metrics import timeline_integral
 from dlsched.report.plots import (
@@ -77,3 +77,34 @@ def test_queue_length_ticks_are_whole_jobs() -> None:
     y_axis = svg[svg.index('<g id="ytick_1">'):svg.index(">jobs waiting<")]
     ticks = re.findall(r">([^<>]+)</text>", y_axis)
     assert ticks == ["0", "1"]
+
+
+@pytest.mark.parametrize("plot", [p[1] for p in PLOTS], ids=[p[0] for p in PLOTS])
+def test_runs_that_draw_the_same_curve_stay_visible(
+        plot: Callable[[Sequence[SimulationResult]], str]) -> None:
+    """Three policies that schedule alike drew three solid lines on top of each other: the
+    legend named three runs and the page showed the last one only. The second run is dashed."""
+    alone = plot([run_tiny("fifo")])
+    both = plot([run_tiny("fifo"), run_tiny("fifo")])
+    assert "stroke-dasharray" not in alone and "stroke-dasharray" in both
+
+
+def test_jct_cdf_rises_from_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CDF started in mid-air at 1/n (0.2 with five jobs); it now rises from 0 at the
+    shortest JCT and ends at 1."""
+    import matplotlib.axes
+
+    drawn: list[tuple[list[float], list[float]]] = []
+    real_step = matplotlib.axes.Axes.step
+
+    def step(self, x, y, *args, **kwargs):  # type: ignore[no-untyped-def]
+        drawn.append((list(x), list(y)))
+        return real_step(self, x, y, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "step", step)
+    jcts = [3600.0, 7200.0, 7200.0, 10800.0, 36000.0]
+    records = [job(f"j{i}", 0.0, 0.0, jct) for i, jct in enumerate(jcts)]
+    jct_cdf_svg([hand_result(records, times=[0.0, 36000.0], used=[1.0, 0.0])])
+    ((x, y),) = drawn
+    assert x[:2] == [1.0, 1.0] and y[:2] == [0.0, 0.2]
+    assert x[-1] == 10.0 and y[-1] == 1.0
