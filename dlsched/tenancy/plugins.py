@@ -705,8 +705,10 @@ class TenantAdmission:
             reason = self.pending[job.job_id].reason
             if memo is not None:
                 data.failed[memo] = (data.view.version, request, job.spec.submit_time, reason)
-            if closes_queue(cq, job, request, reason, data.least.get(cq.name), usage,
-                            bool(self.evicted_by.get(job.job_id)), self._submission_order):
+            if cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO and closes_queue(
+                    cq, job, request, reason, data.least.get(cq.name), usage,
+                    bool(self.evicted_by.get(job.job_id)), self._submission_order):
+                # (a StrictFIFO queue is closed behind its head in ``on_unschedulable``)
                 self._close(state, cq.name, reason, job.job_id)
         return status
 
@@ -940,7 +942,9 @@ class TenantAdmission:
             # parks it with the inadmissible ones until ``requeueAt``): it is no head to wait
             # behind.
             head = data.blocked.setdefault(cq.name, job.job_id)
-            self.pending.blocked.setdefault(cq.name, (Reason.STRICT_FIFO, head))
+            if cq.name not in self.pending.blocked:  # the rest of the queue waits behind it
+                self.pending.blocked[cq.name] = (Reason.STRICT_FIFO, head)
+                self.audit.behind(state.now, cq.name, head)
             for name in self.queue_names(cq.name):
                 skip_queue(state, name, f"[{NAME}] {Reason.STRICT_FIFO.value} ({head})")
 

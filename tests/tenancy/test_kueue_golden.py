@@ -18,6 +18,7 @@ from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.profile import with_tenants
+from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -128,6 +129,22 @@ def test_queueing_strategy(strategy: str, a1: tuple, a2: tuple) -> None:
     got, _ = run(text, [job("a0", "a", 0, 2, 100), job("a1", "a", 1, 4, 100),
                         job("a2", "a", 2, 2, 100), job("b0", "b", 0, 4, 300)])
     assert got == {"a0": (0.0, 100.0, 0), "a1": a1, "a2": a2, "b0": (0.0, 300.0, 0)}
+
+
+def test_strict_fifo_logs_why_the_rest_of_its_queue_waits() -> None:
+    """pending_reasons.csv (docs/tenancy.md, the audit files): the jobs behind a StrictFIFO
+    head that cannot be admitted get a row for the queue (empty job id), naming the head,
+    when the head changes. Before, the queue was logged as closed for a1's quota reason ("as
+    a1, which asks no more"), and nothing said that a2 (from t=2 until a1 started at 100)
+    waited behind a1."""
+    text = config_yaml([cq("a", 4, queueing_strategy="StrictFIFO"), cq("b", 4)])
+    _, audit = run(text, [job("a0", "a", 0, 2, 100), job("a1", "a", 1, 4, 100),
+                          job("a2", "a", 2, 2, 100), job("b0", "b", 0, 4, 300)])
+    rows = [(p.time, p.reason, p.detail) for p in audit.pending
+            if p.cluster_queue == "a" and not p.job_id]
+    assert rows[0] == (1.0, Reason.STRICT_FIFO, "a1")  # from t=1 on: a2 arrives behind a1
+    assert {reason for _, reason, _ in rows} == {Reason.STRICT_FIFO}
+    assert [t for t, _, head in rows if head == "a1"] == [1.0]  # logged when the head changes
 
 
 def test_strict_fifo_does_not_wait_behind_a_job_backing_off() -> None:
