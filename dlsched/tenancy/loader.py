@@ -260,3 +260,8 @@ def _check_references(config: c.TenantConfig, src: YamlSource) -> None:
         if lq.cluster_queue not in config.cluster_queues:
             raise src.error(f"local_queues[{i}].cluster_queue",
                             f"unknown cluster queue '{lq.cluster_queue}'")
+        if lq.name in config.cluster_queues and lq.name != lq.cluster_queue:
+            raise src.error(f"local_queues[{i}].name",
+                            f"'{lq.name}' is also a cluster queue: jobs naming it would go to "
+                            f"'{lq.cluster_queue}', not to cluster queue '{lq.name}' (rename "
+                            "the local queue)")
