@@ -224,9 +224,7 @@ def _fair_sharing(raw: Any, src: YamlSource) -> c.FairSharing:
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         raise src.error(_join(at, "enabled"), f"must be true or false, got {enabled!r}")
-    strategies = _value(raw, "strategies", at, src,
-                        lambda v: tuple(_enum(c.ShareStrategy)(s) for s in _names(v)),
-                        c.FairSharing().strategies)
+    strategies = _value(raw, "strategies", at, src, _strategies, c.FairSharing().strategies)
     order = _value(raw, "admission_order", at, src, _enum(c.AdmissionOrder),
                    c.AdmissionOrder.KUEUE)
     half_life = _value(raw, "usage_half_life", at, src, _NONNEG, 0.0)
@@ -234,6 +232,21 @@ def _fair_sharing(raw: Any, src: YamlSource) -> c.FairSharing:
             not half_life):
         half_life = SLURM_HALF_LIFE
     return c.FairSharing(enabled, strategies, half_life, order)
+
+
+_FINAL, _INITIAL = (c.ShareStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+                    c.ShareStrategy.LESS_THAN_INITIAL_SHARE)
+# Kueue's configuration validation accepts these preemption strategy lists only
+_STRATEGY_LISTS = ((_FINAL,), (_INITIAL,), (_FINAL, _INITIAL))
+
+
+def _strategies(value: Any) -> tuple[c.ShareStrategy, ...]:
+    found = tuple(_enum(c.ShareStrategy)(s) for s in _names(value))
+    if found not in _STRATEGY_LISTS:
+        allowed = "; ".join(f"[{', '.join(s.value for s in one)}]" for one in _STRATEGY_LISTS)
+        raise ValueError(f"must be one of {allowed} (as Kueue's validation), got "
+                         f"[{', '.join(s.value for s in found)}]")
+    return found
 
 
 def _requeue(raw: Any, src: YamlSource) -> c.Requeue:

@@ -90,6 +90,13 @@ BAD = [
      "cluster_queues:\n  - {name: a, quotas: {f: {gpu: 2}}}\n"
      "  - {name: b, quotas: {f: {gpu: 6}}}\nlocal_queues:\n  - {name: b, cluster_queue: a}\n",
      "t.yaml:6:local_queues[0].name: 'b' is also a cluster queue: jobs naming it would go to 'a'"),
+    # An empty list crashed the first fair-sharing preemption with an IndexError.
+    ("no-strategies", "cluster_queues: []\nfair_sharing: {enabled: true, strategies: []}\n",
+     "t.yaml:3:fair_sharing.strategies: must be one of [LessThanOrEqualToFinalShare]; "
+     "[LessThanInitialShare]; [LessThanOrEqualToFinalShare, LessThanInitialShare]"),
+    ("strategy-twice", "cluster_queues: []\nfair_sharing:\n  enabled: true\n"
+     "  strategies: [LessThanInitialShare, LessThanInitialShare]\n",
+     "t.yaml:5:fair_sharing.strategies: must be one of"),
     ("cohort-cycle", "cohorts:\n  - {name: x, parent: y}\n  - {name: y, parent: x}\n",
      "t.yaml:3:cohorts[0].parent: cohort cycle through 'x'"),
     ("unknown-parent", "cohorts:\n  - {name: x, parent: nope}\n",
