@@ -146,8 +146,10 @@ def _quota(raw: Any, at: str, src: YamlSource, in_cohort: bool) -> c.Quota:
                     _value(raw, "lending_limit", at, src, _NONNEG))
     for key in ("borrowing_limit", "lending_limit"):
         if key in raw and not in_cohort:
-            raise src.error(_join(at, key), f"a {key.replace('_', ' ')} needs a cohort: the "
-                            "queue is in none (Kueue rejects it)")
+            needs = ("a parent: the cohort has none" if at.startswith("cohorts")
+                     else "a cohort: the queue is in none")
+            raise src.error(_join(at, key), f"a {key.replace('_', ' ')} needs {needs} "
+                            "(Kueue rejects it)")
     if quota.lending_limit is not None and quota.lending_limit > quota.nominal:
         raise src.error(_join(at, "lending_limit"), f"{quota.lending_limit} is above the "
                         f"nominal quota {quota.nominal}")

@@ -97,6 +97,10 @@ BAD = [
     ("strategy-twice", "cluster_queues: []\nfair_sharing:\n  enabled: true\n"
      "  strategies: [LessThanInitialShare, LessThanInitialShare]\n",
      "t.yaml:5:fair_sharing.strategies: must be one of"),
+    ("root-cohort-lends", "cohorts:\n  - {name: r, quotas: {f: {gpu: {nominal: 2, "
+     "lending_limit: 1}}}}\n",
+     "t.yaml:3:cohorts[0].quotas.f.gpu.lending_limit: a lending limit needs a parent: the "
+     "cohort has none"),
     ("cohort-cycle", "cohorts:\n  - {name: x, parent: y}\n  - {name: y, parent: x}\n",
      "t.yaml:3:cohorts[0].parent: cohort cycle through 'x'"),
     ("unknown-parent", "cohorts:\n  - {name: x, parent: nope}\n",
