@@ -233,10 +233,12 @@ def check_queues(trace: Trace, tenants: TenantConfig) -> None:
             unknown[spec.queue] = unknown.get(spec.queue, 0) + 1
     if unknown:
         name, count = next(iter(unknown.items()))
+        more = len(unknown) - 1
         raise ConfigError(f"{tenants.source}: trace {trace.name}'s jobs use queue {name!r} "
-                          f"({count} jobs), which is no local or cluster queue of it"
-                          + (f" ({len(unknown) - 1} more unknown queues)"
-                             if len(unknown) > 1 else ""))
+                          f"({count} job{'s' if count > 1 else ''}), which is no local or "
+                          "cluster queue of it"
+                          + (f" ({more} more unknown queue{'s' if more > 1 else ''})"
+                             if more else ""))
 
 
 def build_profile(config: RunConfig, policy: str) -> Profile:

@@ -5,15 +5,21 @@ A gang gets one flavor for all its workers. Flavors are tried in the queue's ord
 the mode is FIT (fits in what is available now), PREEMPT (fits in what the queue could use if
 jobs were evicted: ``potential``) or NO_FIT. ``whenCanBorrow: Borrow`` takes the first flavor
 that fits by borrowing, ``TryNextFlavor`` looks on for one that fits without; ``whenCanPreempt:
-Preempt`` stops at the first flavor that needs preemption, ``TryNextFlavor`` looks on for one
-that fits. Otherwise the best seen wins: FIT over PREEMPT, not borrowing over borrowing.
+Preempt`` stops at the first flavor that needs preemption and has victims (without borrowing,
+or borrowing under ``whenCanBorrow: Borrow``), ``TryNextFlavor`` looks on for one that fits.
+Otherwise the best seen wins: FIT over PREEMPT, and among PREEMPT flavors one whose victims
+include other queues' jobs over one with only the queue's own, over one with none; then not
+borrowing over borrowing. Whether a flavor has victims is Kueue's preemption oracle
+(``SimulatePreemption``, modes ``noPreemptionCandidates`` < ``preempt`` < ``reclaim``): the
+caller's ``oracle`` runs the victim search; without one every PREEMPT flavor counts as having
+victims (one flavor: its outcome cannot change the choice).
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -39,17 +45,35 @@ class Mode(enum.IntEnum):
     FIT = 2
 
 
+class Victims(enum.IntEnum):
+    """What a PREEMPT flavor's victim search found (Kueue ``PreemptionPossibility``), ordered
+    like Kueue's modes: a larger one is better."""
+
+    NONE = 0  # noPreemptionCandidates
+    OWN_QUEUE = 1  # preempt: victims of the job's own cluster queue only
+    RECLAIM = 2  # reclaim: victims in other cluster queues too
+
+
+Oracle = Callable[["Assignment"], Victims]
+"""The victim search of a PREEMPT option, in its flavor (Kueue ``preemptionOracle``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Assignment:
     flavor: str | None
     mode: Mode
     borrows: bool
     reason: Reason | None = None  # why not FIT (for NO_FIT: why nothing fits)
+    victims: Victims | None = None  # PREEMPT: what the oracle found (None: not asked)
+
+    def _rank(self) -> tuple[Mode, int, bool]:
+        found = Victims.OWN_QUEUE if self.victims is None else self.victims
+        return self.mode, found if self.mode is Mode.PREEMPT else 0, not self.borrows
 
     def better_than(self, other: Assignment | None) -> bool:
         if other is None:
             return True
-        return (self.mode, not self.borrows) > (other.mode, not other.borrows)
+        return self._rank() > other._rank()
 
 
 def flavor_mask(cluster: Cluster, flavor: ResourceFlavor) -> np.ndarray:
@@ -70,27 +94,57 @@ def flavor_serves(flavor: ResourceFlavor, spec: JobSpec) -> bool:
 
 def assign(cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor], spec: JobSpec,
            request: Mapping[str, float], usage: Usage,
-           seen: list[Assignment] | None = None) -> Assignment:
+           seen: list[Assignment] | None = None, oracle: Oracle | None = None) -> Assignment:
     """The flavor for a job; ``seen`` (if given) collects the option of every flavor looked
-    at, in order (for the per-flavor pending reasons)."""
+    at, in order (for the per-flavor pending reasons); ``oracle`` (if given) tells whether a
+    PREEMPT option has victims (module docstring), asked only where the choice depends on it."""
     best: Assignment | None = None
+    preempting: list[int] = []  # indexes in ``options`` of the PREEMPT ones
+    options: list[Assignment] = []
+    borrow_ok = cq.fungibility.when_can_borrow is WhenCanBorrow.BORROW
     for name in cq.flavors:
         if not flavor_serves(flavors[name], spec):
             if seen is not None:
                 seen.append(Assignment(name, Mode.NO_FIT, False, Reason.NO_FLAVOR))
             continue
         option = _mode(cq, name, request, usage)
+        if option.mode is Mode.PREEMPT and oracle is not None and (
+                cq.fungibility.when_can_preempt is WhenCanPreempt.PREEMPT):
+            option = replace(option, victims=oracle(option))
         if seen is not None:
             seen.append(option)
-        if option.mode is Mode.FIT and (not option.borrows or cq.fungibility.when_can_borrow
-                                        is WhenCanBorrow.BORROW):
+        if option.mode is Mode.FIT and (not option.borrows or borrow_ok):
             return option
-        if option.mode is Mode.PREEMPT and (cq.fungibility.when_can_preempt
-                                            is WhenCanPreempt.PREEMPT):
+        if option.mode is Mode.PREEMPT and (
+                cq.fungibility.when_can_preempt is WhenCanPreempt.PREEMPT
+                and option.victims is not Victims.NONE and (not option.borrows or borrow_ok)):
             return option
+        if option.mode is Mode.PREEMPT:
+            preempting.append(len(options))
+        options.append(option)
         if option.better_than(best):
             best = option
+    if best is not None and best.mode is Mode.PREEMPT and len(preempting) > 1 and (
+            oracle is not None):
+        best = _best_preempting(options, preempting, oracle, seen)
     return best or Assignment(None, Mode.NO_FIT, False, Reason.NO_FLAVOR)
+
+
+def _best_preempting(options: list[Assignment], preempting: list[int], oracle: Oracle,
+                     seen: list[Assignment] | None) -> Assignment:
+    """Among several PREEMPT flavors (none fits), the best once the oracle has told each one's
+    victims: Kueue ranks ``reclaim`` over ``preempt`` over ``noPreemptionCandidates``."""
+    best: Assignment | None = None
+    for i in preempting:
+        option = options[i]
+        if option.victims is None:
+            option = replace(option, victims=oracle(option))
+            if seen is not None:
+                seen[seen.index(options[i])] = option
+        if option.better_than(best):
+            best = option
+    assert best is not None
+    return best
 
 
 def _mode(cq: ClusterQueue, flavor: str, request: Mapping[str, float],

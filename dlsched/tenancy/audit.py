@@ -49,10 +49,13 @@ class TenantAudit:
         self.pending: list[PendingChange] = []
         self._last: dict[str, tuple[tuple[str, Reason], ...]] = {}
         self.never: dict[str, tuple[str, Reason]] = {}  # job -> (cluster queue, reason)
+        self._behind: dict[str, str] = {}  # StrictFIFO queue -> the head last logged
 
     def started(self, job_id: str, now: float, cq: str, flavor: str) -> None:
         self.flavors[(job_id, now)] = (cq, flavor)
         self._last.pop(job_id, None)
+        if self._behind.get(cq) == job_id:
+            del self._behind[cq]
 
     def evicted(self, now: float, victim: str, victim_queue: str, victim_flavor: str,
                 preemptor: str, preemptor_queue: str, reason: str) -> None:
@@ -76,6 +79,13 @@ class TenantAudit:
 
     def closed(self, now: float, cq: str, reason: Reason, detail: str) -> None:
         self.pending.append(PendingChange(now, "", cq, "", reason, detail))
+
+    def behind(self, now: float, cq: str, head: str) -> None:
+        """The rest of StrictFIFO queue ``cq`` waits behind ``head``: logged when the head
+        changes (or blocks again after a start), as a job's reasons are."""
+        if self._behind.get(cq) != head:
+            self._behind[cq] = head
+            self.closed(now, cq, Reason.STRICT_FIFO, head)
 
 
 def never_admitted(never: Mapping[str, tuple[str, Reason]],

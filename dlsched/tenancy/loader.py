@@ -146,8 +146,10 @@ def _quota(raw: Any, at: str, src: YamlSource, in_cohort: bool) -> c.Quota:
                     _value(raw, "lending_limit", at, src, _NONNEG))
     for key in ("borrowing_limit", "lending_limit"):
         if key in raw and not in_cohort:
-            raise src.error(_join(at, key), f"a {key.replace('_', ' ')} needs a cohort: the "
-                            "queue is in none (Kueue rejects it)")
+            needs = ("a parent: the cohort has none" if at.startswith("cohorts")
+                     else "a cohort: the queue is in none")
+            raise src.error(_join(at, key), f"a {key.replace('_', ' ')} needs {needs} "
+                            "(Kueue rejects it)")
     if quota.lending_limit is not None and quota.lending_limit > quota.nominal:
         raise src.error(_join(at, "lending_limit"), f"{quota.lending_limit} is above the "
                         f"nominal quota {quota.nominal}")
@@ -224,9 +226,7 @@ def _fair_sharing(raw: Any, src: YamlSource) -> c.FairSharing:
     enabled = raw.get("enabled", False)
     if not isinstance(enabled, bool):
         raise src.error(_join(at, "enabled"), f"must be true or false, got {enabled!r}")
-    strategies = _value(raw, "strategies", at, src,
-                        lambda v: tuple(_enum(c.ShareStrategy)(s) for s in _names(v)),
-                        c.FairSharing().strategies)
+    strategies = _value(raw, "strategies", at, src, _strategies, c.FairSharing().strategies)
     order = _value(raw, "admission_order", at, src, _enum(c.AdmissionOrder),
                    c.AdmissionOrder.KUEUE)
     half_life = _value(raw, "usage_half_life", at, src, _NONNEG, 0.0)
@@ -234,6 +234,21 @@ def _fair_sharing(raw: Any, src: YamlSource) -> c.FairSharing:
             not half_life):
         half_life = SLURM_HALF_LIFE
     return c.FairSharing(enabled, strategies, half_life, order)
+
+
+_FINAL, _INITIAL = (c.ShareStrategy.LESS_THAN_OR_EQUAL_TO_FINAL_SHARE,
+                    c.ShareStrategy.LESS_THAN_INITIAL_SHARE)
+# Kueue's configuration validation accepts these preemption strategy lists only
+_STRATEGY_LISTS = ((_FINAL,), (_INITIAL,), (_FINAL, _INITIAL))
+
+
+def _strategies(value: Any) -> tuple[c.ShareStrategy, ...]:
+    found = tuple(_enum(c.ShareStrategy)(s) for s in _names(value))
+    if found not in _STRATEGY_LISTS:
+        allowed = "; ".join(f"[{', '.join(s.value for s in one)}]" for one in _STRATEGY_LISTS)
+        raise ValueError(f"must be one of {allowed} (as Kueue's validation), got "
+                         f"[{', '.join(s.value for s in found)}]")
+    return found
 
 
 def _requeue(raw: Any, src: YamlSource) -> c.Requeue:
@@ -260,3 +275,8 @@ def _check_references(config: c.TenantConfig, src: YamlSource) -> None:
         if lq.cluster_queue not in config.cluster_queues:
             raise src.error(f"local_queues[{i}].cluster_queue",
                             f"unknown cluster queue '{lq.cluster_queue}'")
+        if lq.name in config.cluster_queues and lq.name != lq.cluster_queue:
+            raise src.error(f"local_queues[{i}].name",
+                            f"'{lq.name}' is also a cluster queue: jobs naming it would go to "
+                            f"'{lq.cluster_queue}', not to cluster queue '{lq.name}' (rename "
+                            "the local queue)")

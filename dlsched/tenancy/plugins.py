@@ -29,7 +29,7 @@ from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
 from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.state import CycleState
 from dlsched.tenancy import orders
-from dlsched.tenancy.assignment import Assignment, Mode, assign
+from dlsched.tenancy.assignment import Assignment, Mode, Victims, assign
 from dlsched.tenancy.audit import TenantAudit
 from dlsched.tenancy.config import (
     AdmissionOrder,
@@ -54,6 +54,7 @@ from dlsched.tenancy.lines import WaitingLines
 from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
 from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
+from dlsched.tenancy.preemption import Victims as Found
 from dlsched.tenancy.quota import EPS, QuotaTree, Usage, request_of
 from dlsched.tenancy.reasons import Pending, PendingBook, Reason
 from dlsched.tenancy.skip import closes_queue
@@ -684,7 +685,10 @@ class TenantAdmission:
                 assignment = data.assignments[same] = assign(
                     cq, self.config.flavors, job.spec, request, usage)
         else:
-            assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen)
+            searched: dict[str, Found | None] = {}
+            assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen,
+                                functools.partial(self._oracle, state, data, job, cq.name,
+                                                  searched))
         data.options[job.job_id] = seen or [assignment]
         status = SUCCESS
         if assignment.mode is Mode.NO_FIT:
@@ -693,15 +697,18 @@ class TenantAdmission:
             data.assigned[job.job_id] = assignment
             if assignment.mode is Mode.PREEMPT:
                 data.preempting = True
-                status = self._nominate_victims(state, data, job, cq.name, assignment)
+                status = self._nominate_victims(state, data, job, cq.name, assignment,
+                                                searched if seen is not None else {})
                 if status.ok:  # victims chosen: the cycle's PostFilter step evicts them
                     return _NEEDS_VICTIMS
         if not status.ok:
             reason = self.pending[job.job_id].reason
             if memo is not None:
                 data.failed[memo] = (data.view.version, request, job.spec.submit_time, reason)
-            if closes_queue(cq, job, request, reason, data.least.get(cq.name), usage,
-                            bool(self.evicted_by.get(job.job_id)), self._submission_order):
+            if cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO and closes_queue(
+                    cq, job, request, reason, data.least.get(cq.name), usage,
+                    bool(self.evicted_by.get(job.job_id)), self._submission_order):
+                # (a StrictFIFO queue is closed behind its head in ``on_unschedulable``)
                 self._close(state, cq.name, reason, job.job_id)
         return status
 
@@ -732,14 +739,44 @@ class TenantAdmission:
                                                                    request)
         return (cq.name, job.spec.gpu_types, job.spec.priority, borrows)
 
-    def _nominate_victims(self, state: CycleState, data: _Cycle, job: Job, cq: str,
-                          assignment: Assignment) -> Status:
-        incoming = Admitted(job.job_id, cq, assignment.flavor or "", self.request(job),
-                            job.spec.priority, state.now, job.spec.submit_time)
-        usage, running = data.view.sync(), data.view.running()
-        # dlsched's rule beyond Kueue: a job never evicts a job that evicted it. Kueue's rules
-        # (reclaim "any", fair sharing) allow it once shares have moved; this makes every
-        # pair of jobs preempt in one direction at most (tests/tenancy/test_no_loops.py).
+    def _oracle(self, state: CycleState, data: _Cycle, job: Job, cq: str,
+                searched: dict[str, Found | None], option: Assignment) -> Victims:
+        """Kueue's preemption oracle in flavor assignment (``assignment.py``): whether the
+        victim search finds anyone in ``option``'s flavor, and whether in other queues. The
+        search is kept in ``searched`` for the flavor the job is then assigned."""
+        found = searched[option.flavor or ""] = self._search(state, data, job, cq, option)
+        if found is not None and not found.targets and not found.protected:
+            self._remember_failure(data, job, cq, option)
+        if found is None or not found.targets:
+            return Victims.NONE
+        return (Victims.RECLAIM if any(t.victim.cq != cq for t in found.targets)
+                else Victims.OWN_QUEUE)
+
+    def _search(self, state: CycleState, data: _Cycle, job: Job, cq: str,
+                assignment: Assignment) -> Found | None:
+        """The victim search for ``job`` in ``assignment``'s flavor (None: the per-flavor memo
+        knows it fails)."""
+        incoming = self._incoming(state, job, cq, assignment)
+        usage, running = data.view.sync(), self._running_for(data, job)
+        if not self.evicted_by.get(job.job_id) and len(
+                self.config.cluster_queues[cq].flavors) > 1:  # memo.py
+            key = flavor_key(usage, cq, job, incoming.request, assignment)
+            if still_fails(data.searches, key, data.view.version, incoming.request,
+                           job.spec.submit_time):
+                return None
+        return select_targets(self.config, usage, incoming, running, state.now)
+
+    def _incoming(self, state: CycleState, job: Job, cq: str,
+                  assignment: Assignment) -> Admitted:
+        return Admitted(job.job_id, cq, assignment.flavor or "", self.request(job),
+                        job.spec.priority, state.now, job.spec.submit_time)
+
+    def _running_for(self, data: _Cycle, job: Job) -> Mapping[str, list[Admitted]]:
+        """The running jobs by queue, less those that evicted ``job``: dlsched's rule beyond
+        Kueue, a job never evicts a job that evicted it. Kueue's rules (reclaim "any", fair
+        sharing) allow it once shares have moved; this makes every pair of jobs preempt in
+        one direction at most (tests/tenancy/test_no_loops.py)."""
+        running = data.view.running()
         evictors = self.evicted_by.get(job.job_id)
         if evictors:  # rebuild only the queues an evictor runs in
             admitted = data.view.admitted
@@ -747,27 +784,42 @@ class TenantAdmission:
             if touched:
                 running = {q: [a for a in jobs if a.job_id not in evictors] if q in touched
                            else jobs for q, jobs in running.items()}
-        key, version = None, data.view.version
-        if not evictors and len(self.config.cluster_queues[cq].flavors) > 1:  # memo.py
-            key = flavor_key(usage, cq, job, incoming.request, assignment)
-            if still_fails(data.searches, key, version, incoming.request,
-                           job.spec.submit_time):
-                self._hold(data, cq, assignment, incoming.request)
-                return self._fail(data, job, assignment.reason or Reason.NEEDS_PREEMPTION)
-        victims = select_targets(self.config, usage, incoming, running, state.now)
+        return running
+
+    def _nominate_victims(self, state: CycleState, data: _Cycle, job: Job, cq: str,
+                          assignment: Assignment,
+                          searched: Mapping[str, Found | None]) -> Status:
+        flavor = assignment.flavor or ""
+        victims = (searched[flavor] if flavor in searched
+                   else self._search(state, data, job, cq, assignment))
+        if victims is None:  # the per-flavor memo's hit
+            self._hold(data, cq, assignment, self.request(job))
+            return self._fail(data, job, assignment.reason or Reason.NEEDS_PREEMPTION)
         if victims.targets:
             data.targets[job.job_id] = victims.targets
             if not victims.may_borrow:
                 data.no_borrow.add(job.job_id)
             return SUCCESS
+        incoming = self._incoming(state, job, cq, assignment)
+        usage, running = data.view.sync(), self._running_for(data, job)
         # Minimum runtime is the reason only when the search would succeed without it.
         protected = victims.protected and bool(select_targets(
             self.config, usage, incoming, running, state.now, protect=False).targets)
-        if key is not None and not protected:
-            data.searches[key] = FailedSearch(version, incoming.request, job.spec.submit_time)
+        if not protected:
+            self._remember_failure(data, job, cq, assignment)
         self._hold(data, cq, assignment, incoming.request)
         return self._fail(data, job, Reason.MIN_RUNTIME if protected
                           else assignment.reason or Reason.NEEDS_PREEMPTION)
+
+    def _remember_failure(self, data: _Cycle, job: Job, cq: str,
+                          assignment: Assignment) -> None:
+        """A victim search in ``assignment``'s flavor failed, not for minimum runtimes only:
+        the per-flavor memo of a queue of several flavors (``memo.py``)."""
+        if self.evicted_by.get(job.job_id) or len(self.config.cluster_queues[cq].flavors) < 2:
+            return
+        request = self.request(job)
+        key = flavor_key(data.view.sync(), cq, job, request, assignment)
+        data.searches[key] = FailedSearch(data.view.version, request, job.spec.submit_time)
 
     def _hold(self, data: _Cycle, cq: str, assignment: Assignment,
               request: Mapping[str, float]) -> None:
@@ -890,7 +942,9 @@ class TenantAdmission:
             # parks it with the inadmissible ones until ``requeueAt``): it is no head to wait
             # behind.
             head = data.blocked.setdefault(cq.name, job.job_id)
-            self.pending.blocked.setdefault(cq.name, (Reason.STRICT_FIFO, head))
+            if cq.name not in self.pending.blocked:  # the rest of the queue waits behind it
+                self.pending.blocked[cq.name] = (Reason.STRICT_FIFO, head)
+                self.audit.behind(state.now, cq.name, head)
             for name in self.queue_names(cq.name):
                 skip_queue(state, name, f"[{NAME}] {Reason.STRICT_FIFO.value} ({head})")
 

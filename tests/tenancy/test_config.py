@@ -59,6 +59,14 @@ def test_full_example_loads() -> None:
     assert config.requeue.ready_at(100.0, 9) == 100.0 + 1800.0
 
 
+def test_local_queue_named_as_its_own_cluster_queue() -> None:
+    """Kueue's common layout: a LocalQueue named as the ClusterQueue it points at."""
+    config = parse_tenants("flavors: [{name: f}]\ncluster_queues:\n"
+                           "  - {name: a, quotas: {f: {gpu: 1}}}\n"
+                           "local_queues:\n  - {name: a, cluster_queue: a}\n")
+    assert config.cluster_queue_of("a") is config.cluster_queues["a"]
+
+
 def test_implicit_cohort() -> None:
     config = parse_tenants("flavors: [{name: f}]\ncluster_queues:\n"
                            "  - {name: a, cohort: x, quotas: {f: {gpu: 1}}}\n")
@@ -77,6 +85,22 @@ BAD = [
     ("local-queue-nowhere", "cluster_queues: []\nlocal_queues:\n"
      "  - {name: l, cluster_queue: zz}\n",
      "t.yaml:4:local_queues[0].cluster_queue: unknown cluster queue 'zz'"),
+    # A job naming 'b' would silently go to cluster queue a, while cluster queue b is idle.
+    ("local-queue-shadows-a-cluster-queue",
+     "cluster_queues:\n  - {name: a, quotas: {f: {gpu: 2}}}\n"
+     "  - {name: b, quotas: {f: {gpu: 6}}}\nlocal_queues:\n  - {name: b, cluster_queue: a}\n",
+     "t.yaml:6:local_queues[0].name: 'b' is also a cluster queue: jobs naming it would go to 'a'"),
+    # An empty list crashed the first fair-sharing preemption with an IndexError.
+    ("no-strategies", "cluster_queues: []\nfair_sharing: {enabled: true, strategies: []}\n",
+     "t.yaml:3:fair_sharing.strategies: must be one of [LessThanOrEqualToFinalShare]; "
+     "[LessThanInitialShare]; [LessThanOrEqualToFinalShare, LessThanInitialShare]"),
+    ("strategy-twice", "cluster_queues: []\nfair_sharing:\n  enabled: true\n"
+     "  strategies: [LessThanInitialShare, LessThanInitialShare]\n",
+     "t.yaml:5:fair_sharing.strategies: must be one of"),
+    ("root-cohort-lends", "cohorts:\n  - {name: r, quotas: {f: {gpu: {nominal: 2, "
+     "lending_limit: 1}}}}\n",
+     "t.yaml:3:cohorts[0].quotas.f.gpu.lending_limit: a lending limit needs a parent: the "
+     "cohort has none"),
     ("cohort-cycle", "cohorts:\n  - {name: x, parent: y}\n  - {name: y, parent: x}\n",
      "t.yaml:3:cohorts[0].parent: cohort cycle through 'x'"),
     ("unknown-parent", "cohorts:\n  - {name: x, parent: nope}\n",

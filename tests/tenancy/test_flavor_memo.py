@@ -53,10 +53,12 @@ NEED, MIN = Reason.NEEDS_PREEMPTION, Reason.MIN_RUNTIME
 
 # With PROTECTED, w1 and w2 wait for minimum runtimes (two searches each), but the larger w3
 # would borrow with the victims gone, so no search helps it: a memo of w1's MIN_RUNTIME
-# would have given w3 the wrong reason.
+# would have given w3 the wrong reason. Each job's flavor assignment asks the victim search of
+# both flavors (Kueue's preemption oracle: a flavor without victims is passed over), and each
+# failure not for minimum runtimes is remembered: A100 holds no candidate in either case.
 @pytest.mark.parametrize(("running", "reasons", "searches"),
-                         [(NO_VICTIM, (NEED, NEED, NEED), (3, 1)),
-                          (PROTECTED, (MIN, MIN, NEED), (6, 6))])
+                         [(NO_VICTIM, (NEED, NEED, NEED), (6, 2)),
+                          (PROTECTED, (MIN, MIN, NEED), (9, 7))])
 def test_failed_search_is_remembered_per_flavor(monkeypatch: pytest.MonkeyPatch,
                                                 running: list[R], reasons: tuple,
                                                 searches: tuple[int, int]) -> None:

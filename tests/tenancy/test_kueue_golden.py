@@ -18,6 +18,7 @@ from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.tenancy.loader import parse_tenants
 from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.profile import with_tenants
+from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -130,6 +131,22 @@ def test_queueing_strategy(strategy: str, a1: tuple, a2: tuple) -> None:
     assert got == {"a0": (0.0, 100.0, 0), "a1": a1, "a2": a2, "b0": (0.0, 300.0, 0)}
 
 
+def test_strict_fifo_logs_why_the_rest_of_its_queue_waits() -> None:
+    """pending_reasons.csv (docs/tenancy.md, the audit files): the jobs behind a StrictFIFO
+    head that cannot be admitted get a row for the queue (empty job id), naming the head,
+    when the head changes. Before, the queue was logged as closed for a1's quota reason ("as
+    a1, which asks no more"), and nothing said that a2 (from t=2 until a1 started at 100)
+    waited behind a1."""
+    text = config_yaml([cq("a", 4, queueing_strategy="StrictFIFO"), cq("b", 4)])
+    _, audit = run(text, [job("a0", "a", 0, 2, 100), job("a1", "a", 1, 4, 100),
+                          job("a2", "a", 2, 2, 100), job("b0", "b", 0, 4, 300)])
+    rows = [(p.time, p.reason, p.detail) for p in audit.pending
+            if p.cluster_queue == "a" and not p.job_id]
+    assert rows[0] == (1.0, Reason.STRICT_FIFO, "a1")  # from t=1 on: a2 arrives behind a1
+    assert {reason for _, reason, _ in rows} == {Reason.STRICT_FIFO}
+    assert [t for t, _, head in rows if head == "a1"] == [1.0]  # logged when the head changes
+
+
 def test_strict_fifo_does_not_wait_behind_a_job_backing_off() -> None:
     """Kueue ``pkg/queue/cluster_queue.go`` ``PushOrUpdate``: a workload whose requeue
     backoff has not expired is kept with the inadmissible workloads, out of the heap, so it
@@ -207,3 +224,63 @@ def test_when_can_preempt(when: str, a1_flavor: str, b1: tuple) -> None:
                      [job("b1", "b", 0, 4, 100), job("a1", "a", 10, 2, 100)], MIXED)
     assert got == {"b1": b1, "a1": (10.0, 110.0, 0)}
     assert audit.flavors[("a1", 10.0)] == ("a", a1_flavor)
+
+
+@pytest.mark.parametrize("when", ["Preempt", "TryNextFlavor"])
+def test_flavor_without_victims_is_passed_over(when: str) -> None:
+    """pkg/scheduler/flavorassigner (the preemption oracle): a flavor that needs preemption
+    but whose victim search finds no one (``noPreemptionCandidates``) ranks below one with
+    victims, and ``whenCanPreempt: Preempt`` stops only at a flavor with victims. a (v: 4,
+    x: 4, within lower-priority) runs hv (priority 10) on v and lx (0) on x; h (5) finds no
+    victim on v and evicts lx on x at once, under both policies. Before, h took v, the first
+    flavor needing preemption, found no victim and waited for hv to end at 100."""
+    queues = [{"name": "a", "quotas": {"v": {"gpu": 4}, "x": {"gpu": 4}}, "preemption": LOWER,
+               "flavor_fungibility": {"when_can_preempt": when}}]
+    got, audit = run(config_yaml(queues, flavors=FLAVORS),
+                     [job("hv", "a", 0, 4, 100, prio=10), job("lx", "a", 0, 4, 100),
+                      job("h", "a", 5, 4, 100, prio=5)], MIXED)
+    assert got["h"] == (5.0, 105.0, 0)
+    assert audit.flavors[("h", 5.0)] == ("a", "x")
+    assert [(e.victim, e.preemptor, e.reason) for e in audit.evictions] == [
+        ("lx", "h", "InClusterQueue")]
+
+
+def test_reclaim_flavor_preferred_over_own_queue_preemption() -> None:
+    """flavorassigner's modes: ``reclaim`` (victims in other queues) is preferred over
+    ``preempt`` (only the queue's own lower-priority jobs). a (v: 4, x: 4, within
+    lower-priority, reclaim any) runs lo (0) on v; b (x: 0) borrows a's x with b1. h (5)
+    needs preemption in both flavors and takes x back from b (InCohortReclamation) instead of
+    evicting its own lo on v."""
+    queues = [{"name": "a", "cohort": "co", "quotas": {"v": {"gpu": 4}, "x": {"gpu": 4}},
+               "preemption": {**LOWER, **RECLAIM_ANY}},
+              {"name": "b", "cohort": "co", "quotas": {"x": {"gpu": 0}}}]
+    got, audit = run(config_yaml(queues, flavors=FLAVORS),
+                     [job("lo", "a", 0, 4, 100), job("b1", "b", 0, 4, 100),
+                      job("h", "a", 5, 4, 100, prio=5)], MIXED)
+    assert audit.flavors[("h", 5.0)] == ("a", "x")
+    assert [(e.victim, e.reason) for e in audit.evictions] == [("b1", "InCohortReclamation")]
+    assert got["lo"] == (0.0, 100.0, 0)
+
+
+def test_preempt_while_borrowing_goes_on_under_try_next_flavor_borrow() -> None:
+    """flavorassigner ``shouldTryNextFlavor``: ``whenCanPreempt: Preempt`` stops at a
+    flavor with victims only if the job would not borrow there, or ``whenCanBorrow`` is
+    Borrow. a (v: 2, x: 2, within lower-priority, borrowWithinCohort) with b (v: 2, x: 2)
+    in a cohort (b's flavors x first); b1 takes 4 of x and a's lo 4 of v, both by borrowing.
+    h (5, 4 GPUs) needs preemption and borrowing in both flavors; with TryNextFlavor for
+    borrowing it looks on past v (its own lo) to x, where it takes b1's GPUs
+    (InCohortReclaimWhileBorrowing). Before, it stopped at v and evicted lo."""
+    queues = [{"name": "a", "cohort": "co", "quotas": {"v": {"gpu": 2}, "x": {"gpu": 2}},
+               "preemption": {**LOWER, "reclaim_within_cohort": "any",
+                              "borrow_within_cohort": {"policy": "lower-priority"}},
+               "flavor_fungibility": {"when_can_preempt": "Preempt",
+                                      "when_can_borrow": "TryNextFlavor"}},
+              {"name": "b", "cohort": "co", "quotas": {"x": {"gpu": 2}, "v": {"gpu": 2}}}]
+    got, audit = run(config_yaml(queues, flavors=FLAVORS),
+                     [job("b1", "b", 0, 4, 100), job("lo", "a", 0, 4, 100),
+                      job("h", "a", 5, 4, 100, prio=5)], MIXED)
+    assert (audit.flavors[("b1", 0.0)], audit.flavors[("lo", 0.0)]) == (("b", "x"), ("a", "v"))
+    assert audit.flavors[("h", 5.0)] == ("a", "x")
+    assert [(e.victim, e.reason) for e in audit.evictions] == [
+        ("b1", "InCohortReclaimWhileBorrowing")]
+    assert got["lo"] == (0.0, 100.0, 0)

@@ -231,9 +231,10 @@ def _two_flavor(cohort: str | None, fungibility: dict, b: bool = False) -> str:
 @pytest.mark.parametrize(("text", "admitted", "gpu_type"), [
     # v needs preemption (a uses its 4 there); TryNextFlavor -> x fits.
     pytest.param(_two_flavor(None, {}), {"a1"}, "A100", id="preempt-try-next"),
-    # whenCanPreempt Preempt stops at v; nothing may be preempted.
-    pytest.param(_two_flavor(None, {"when_can_preempt": "Preempt"}), set(), None,
-                 id="preempt-stops"),
+    # whenCanPreempt Preempt stops only at a flavor with victims (Kueue's preemption
+    # oracle): nothing may be preempted in v, so it goes on to x, which fits.
+    pytest.param(_two_flavor(None, {"when_can_preempt": "Preempt"}), {"a1"}, "A100",
+                 id="preempt-no-victims-goes-on"),
     # v fits by borrowing b's 4: Borrow takes it.
     pytest.param(_two_flavor("co", {}, b=True), {"a1"}, "V100", id="borrow-takes"),
     # TryNextFlavor prefers x, which fits without borrowing.

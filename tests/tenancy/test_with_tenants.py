@@ -7,6 +7,8 @@ import pytest
 from builders import make_cluster, records_of
 from harness import config_yaml, cq
 
+from dlsched.errors import ConfigError
+from dlsched.experiment import check_queues
 from dlsched.policies.fifo import fifo
 from dlsched.policies.sjf import srtf
 from dlsched.policies.tiresias import tiresias
@@ -94,3 +96,19 @@ def test_a_repaired_node_is_room_inside_the_tenant_model(build) -> None:  # type
     assert sim.failures is not None
     sim.failures.inject(Failure(10.0, 1, "gpu", 400.0))
     assert records_of(sim)["late"].first_start == 410.0
+
+
+@pytest.mark.parametrize(("queues", "message"), [
+    (["zz"], "queue 'zz' (1 job), which is no local or cluster queue of it"),
+    (["zz", "zz", "yy"], "queue 'zz' (2 jobs), which is no local or cluster queue of it "
+                         "(1 more unknown queue)")])
+def test_unknown_queue_message(queues: list[str], message: str) -> None:
+    """dlsched simulate --tenants: before, 'queue 'zz' (1 jobs)' and '(1 more unknown
+    queues)'."""
+    tenants = parse_tenants("flavors: [{name: f}]\ncluster_queues:\n"
+                            "  - {name: a, quotas: {f: {gpu: 1}}}\n", "t.yaml")
+    trace = Trace("t", tuple(JobSpec(f"j{i}", 0.0, 1, 10.0, queue=q)
+                             for i, q in enumerate(queues)))
+    with pytest.raises(ConfigError) as info:
+        check_queues(trace, tenants)
+    assert str(info.value) == f"t.yaml: trace t's jobs use {message}"
