@@ -6,9 +6,10 @@ Every round each active job's throughput curve comes from the trace's throughput
 model's rates at 1, 2, 4, … workers fitted to Optimus's form (``elastic/optimus_fit.py``,
 standing in for AFS's online measurements and about ten times cheaper with the ``goodput``
 model), with ``speed="exact"`` at every size. Its remaining length is its remaining
-work over its throughput on its smallest size. GPUs are then handed out one at a time with the
-AFS-L pairwise rule (``elastic/afs_rule.py``, which states the rule), and placed on the fewest
-nodes (``scheduling/fewest_nodes.py``; AFS's prototype packs a job's workers too, §4).
+work over its throughput at the GPUs handed out so far (on its smallest size while it has
+none). GPUs are then handed out one at a time with the AFS-L pairwise rule
+(``elastic/afs_rule.py``, which states the rule), and placed on the fewest nodes
+(``scheduling/fewest_nodes.py``; AFS's prototype packs a job's workers too, §4).
 """
 
 from __future__ import annotations

@@ -54,6 +54,23 @@ def test_pairwise_rule_two_jobs(a_rates: list[float], gpus: int, expected: list[
     assert got.tolist() == expected
 
 
+# "Shorter" is by remaining time at the GPUs handed out so far (§3.3), not by length on one
+# GPU. a: length 10, gains 22 % from a 2nd GPU; b: length 30, linear. GPU 1 -> a (neither has
+# any: the shorter on one GPU); GPUs 2-5 -> b (as the longer job, gains 1, 1/2, 1/3, 1/4 >
+# 0.22). GPU 6: b on 4 GPUs has 7.5 left, a 10: b is now the shorter job and a the longer; a
+# wins only if 0.22/1.22 = 0.18 > b's 1/4: no, b (and GPU 7 too: 0.18 < 1/5). GPU 8: 0.18 >
+# 1/6: a. Ordered once by length on one GPU, a stayed "shorter" and its 0.22 beat b's 1/5 as
+# the longer job, so a got GPU 6 ([2, 4] and [2, 5] on 6 and 7 GPUs).
+@pytest.mark.parametrize(("gpus", "expected"), [(5, [1, 4]), (6, [1, 5]), (7, [1, 6]),
+                                                (8, [2, 6])])
+def test_shorter_is_by_remaining_time_at_the_gpus_given(gpus: int,
+                                                        expected: list[int]) -> None:
+    curves = np.array([[0, 1, 1.22, 1.3, 1.35, 1.4, 1.45, 1.5], [0, 1, 2, 3, 4, 5, 6, 7]])
+    got = afs_allocate(curves, np.array([1, 1]), np.array([7, 7]), np.array([10.0, 30.0]),
+                       gpus)
+    assert got.tolist() == expected
+
+
 def test_stops_when_no_job_gains_and_respects_bounds() -> None:
     curves = np.array([[0, 1, 1, 1], [0, 1, 2, 2]], dtype=float)
     got = afs_allocate(curves, np.array([1, 1]), np.array([3, 3]), np.array([1.0, 2.0]), 10)
@@ -101,10 +118,14 @@ def _one_gpu_at_a_time(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     from dlsched.policies.elastic.afs_rule import _tournament
 
     jobs = curves.shape[0]
-    order = np.lexsort((np.arange(jobs), lengths))
     alloc = np.zeros(jobs, dtype=np.int64)
     rows = np.arange(jobs)
+    work = lengths * curves[rows, np.minimum(lo, curves.shape[1] - 1)]
     while free > 0:
+        held = curves[rows, alloc]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            remaining = np.where(alloc > 0, work / np.where(held > 0, held, 1.0), np.inf)
+        order = np.lexsort((rows, lengths, remaining))
         nxt = np.where(alloc == 0, lo, alloc + 1)
         step = nxt - alloc
         capped = np.minimum(nxt, curves.shape[1] - 1)

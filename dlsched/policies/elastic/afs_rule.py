@@ -15,8 +15,14 @@ ties and linear scaling favour the shorter job, as SRTF would). A job with no GP
 ``t_a = 0``: an infinite relative gain, so a waiting short job is served first.
 
 With many jobs (§3.3, AFS-L), the candidate is found by a pass over the jobs in order of
-remaining length: the current candidate plays ``a`` against each longer job ``b``, and ``b``
-becomes the candidate when the rule prefers it. The winner gets one GPU (a job with a declared
+remaining time *at the GPUs the loop has given them so far* (infinite with none; jobs with none
+by their length on their smallest size): the current candidate plays ``a`` against each longer
+job ``b``, and ``b`` becomes the candidate when the rule prefers it. Which job of a pair is
+"shorter" thus changes as the loop hands out GPUs: a long job that has received many GPUs
+finishes before a short one held at one GPU, and then plays ``a`` (as in the AFS-L loops of
+Voda's ``afsl.go`` and of other public re-implementations; ordering once by length on one GPU
+gave the short job the GPU where the paper's rule gives it to the long one, see
+tests/policies/test_afs.py). The winner gets one GPU (a job with a declared
 minimum gets that many at once); the loop stops when GPUs run out or no job's throughput grows
 with one more GPU (AFS is work-conserving otherwise).
 """
@@ -29,12 +35,14 @@ import numpy as np
 def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np.ndarray,
                  free: int) -> np.ndarray:
     """Workers per job. ``curves[j, n]``: job j's throughput on n workers (relative units
-    are fine: the rule compares ratios); ``lengths[j]``: its remaining length (the order of
-    the pass; ties by row); ``lo``, ``hi``: its fewest and most workers, ``hi[j] <
+    are fine: the rule compares ratios); ``lengths[j]``: its remaining length on its smallest
+    size ``lo[j]``; ``lo``, ``hi``: its fewest and most workers, ``hi[j] <
     curves.shape[1]`` (a job with ``lo > hi`` gets none). Each pass changes only the winner,
     so only its entries are recomputed."""
     jobs, width = curves.shape[0], curves.shape[1] - 1
-    order = np.lexsort((np.arange(jobs), lengths))
+    rows = np.arange(jobs)
+    smallest = curves[rows, np.minimum(lo, width)].astype(float)
+    remaining = np.full(jobs, np.inf)  # remaining time at the workers given so far
     alloc = np.zeros(jobs, dtype=np.int64)
     nxt = np.asarray(lo, dtype=np.int64).copy()
     step = nxt.copy()
@@ -45,6 +53,7 @@ def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np
         gain_a = np.where(now > 0, (new - now) / np.where(now > 0, now, 1.0), np.inf)
         gain_b = (new - now) / np.where(new > 0, new, 1.0)
     while free > 0:
+        order = np.lexsort((rows, lengths, remaining))
         candidates = order[(valid & (step <= free))[order]]
         if not len(candidates):
             break
@@ -57,6 +66,7 @@ def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np
         nxt[winner], step[winner] = alloc[winner] + 1, 1
         before, after = curves[winner, alloc[winner]], curves[winner, min(nxt[winner], width)]
         now[winner], new[winner] = before, after
+        remaining[winner] = lengths[winner] * smallest[winner] / before
         valid[winner] = nxt[winner] <= hi[winner] and after > before
         gain_a[winner] = (after - before) / before if before > 0 else np.inf
         gain_b[winner] = (after - before) / (after if after > 0 else 1.0)
@@ -64,8 +74,8 @@ def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np
 
 
 def _tournament(candidates: np.ndarray, gain_a: np.ndarray, gain_b: np.ndarray) -> int:
-    """The AFS-L pass over ``candidates`` (shortest first): the candidate is replaced by the
-    first longer job that the pairwise rule prefers to it."""
+    """The AFS-L pass over ``candidates`` (shortest remaining time first): the candidate is
+    replaced by the first longer job that the pairwise rule prefers to it."""
     position = 0
     while True:
         best = candidates[position]
