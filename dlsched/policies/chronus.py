@@ -13,8 +13,13 @@ At a lease boundary:
    The lease-slot MILP (``elastic/chronus_milp.py``, HiGHS) admits a new SLO job only if every
    admitted one still meets its deadline (§4.2); a job it cannot admit runs best effort (its
    deadline counts as missed). The admitted jobs the MILP places in the first slot run now.
-2. **Best-effort jobs** (no deadline, or not admitted) fill the GPUs left, least attained
-   service first (§4.3, LAS as in Tiresias), each only if its whole gang fits.
+2. **Best-effort jobs** (no deadline, or not admitted) fill the GPUs left, the least remaining
+   GPU time first (remaining seconds at the requested size x GPUs; ties by arrival), each only
+   if its whole gang fits: Chronus's artifact ranks best-effort and unadmitted SLO jobs by
+   their ``emergence``, ``-(estimated remaining time) x GPUs``
+   (S-Lab-System-Group/ChronusArtifact, ``code/alg/scheduler/time_aware_with_lease.py``,
+   ``flush_pending_jobs`` and ``best_func``), shortest remaining service first, as durations
+   are known from profiling (§4.1).
 3. Admitted SLO jobs not in the first slot take what is still free (earliest deadline first),
    which only moves their work earlier.
 
@@ -55,7 +60,8 @@ def is_running(job: Job) -> bool:
 
 
 class ChronusAllocator:
-    """AllocatePlugin: lease-slot MILP admission for SLO jobs, LAS for best effort."""
+    """AllocatePlugin: lease-slot MILP admission for SLO jobs, least remaining GPU time first
+    for best effort."""
 
     name = "chronus-allocate"
 
@@ -132,14 +138,22 @@ class ChronusAllocator:
         slack = deadline - state.now - last
         return need, (math.floor(slack / self.lease + EPS) + 1 if slack >= -EPS else 0)
 
+    def _remaining_gpu_seconds(self, state: CycleState, job: Job) -> float:
+        """Seconds left at the requested size times its GPUs (``inf`` if it cannot run)."""
+        rate = float(self.curves.rates(state, job, [job.spec.num_gpus])[0])
+        if rate <= 0:
+            return math.inf
+        return job.remaining_work(state.now) / rate * job.spec.num_gpus
+
     def _fill(self, state: CycleState, jobs: list[Job], first: list[Job],
               total: int) -> dict[str, int]:
-        """Rigid counts: ``first`` jobs, then best effort by LAS, then admitted SLO by EDF."""
+        """Rigid counts: ``first`` jobs, then best effort by least remaining GPU time, then
+        admitted SLO by EDF."""
         slo_rest = sorted((j for j in jobs if j.job_id in self.admitted and j not in first),
                           key=lambda j: DeadlineOrder().sort_key(None, j))
         best_effort = sorted((j for j in jobs if j.job_id not in self.admitted),
-                             key=lambda j: (j.attained_service(state.now), j.spec.submit_time,
-                                            j.job_id))
+                             key=lambda j: (self._remaining_gpu_seconds(state, j),
+                                            j.spec.submit_time, j.job_id))
         counts: dict[str, int] = {}
         free = total
         for job in [*first, *best_effort, *slo_rest]:
@@ -152,7 +166,8 @@ class ChronusAllocator:
 @register_policy("chronus")
 def chronus(lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
             restart_seconds: float = RESTART_SECONDS, placement: str = "consolidated") -> Profile:
-    """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS), best effort by LAS."""
+    """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS), best effort by least
+    remaining GPU time."""
     at_least(0, restart_seconds=restart_seconds)
     allocator = ChronusAllocator(lease_seconds, max_slots, restart_seconds)
     return Profile("chronus", DeadlineOrder(), plugins=(allocator,), placement=placement,

@@ -52,14 +52,25 @@ def test_chronus_rejects_hopeless_and_runs_feasible_job_first() -> None:
     assert {k: v.num_workers for k, v in got.items()} == {"y": 4}
 
 
-def test_best_effort_fill_by_least_attained_service() -> None:
-    old = Job(make_job("old").gpus(2).build())
-    old.attained = 500.0
-    new = Job(make_job("new").at(5).gpus(2).build())
-    slo = Job(make_job("slo").at(1).gpus(2).work(100).deadline(100).build())
-    state = cycle_state(make_cluster(nodes=1, gpus=4), waiting=[old, new, slo], now=5.0)
-    got = chronus().allocate(state)
-    assert sorted(got) == ["new", "slo"]  # SLO job first, then the least-served best effort
+# Best effort goes by least remaining GPU time (Chronus's artifact: emergence = -remaining time
+# x GPUs), not by attained service. 2 GPUs; (name, GPUs, submit, work, done): "served" (2 GPUs,
+# ran 500 of 600 s: 1000 GPU-s attained, 200 GPU-s left) beats "fresh" (2 GPUs, 1000 s left:
+# 2000 GPU-s), which LAS ran; "narrow" (1 GPU, 300 s: 300 GPU-s) beats "wide" (2 GPUs, 200 s:
+# 400 GPU-s, arrived first: LAS's tie-break ran it) although it has longer to run.
+@pytest.mark.parametrize(("a", "b", "winner"), [
+    (("served", 2, 0.0, 600.0, 500.0), ("fresh", 2, 1.0, 1000.0, 0.0), "served"),
+    (("wide", 2, 0.0, 200.0, 0.0), ("narrow", 1, 1.0, 300.0, 0.0), "narrow"),
+], ids=["remaining-not-attained", "gpu-seconds"])
+def test_best_effort_fill_by_least_remaining_gpu_time(
+        a: tuple[str, int, float, float, float], b: tuple[str, int, float, float, float],
+        winner: str) -> None:
+    jobs = []
+    for name, gpus, submit, work, done in (a, b):
+        job = Job(make_job(name).at(submit).gpus(gpus).work(work).build())
+        job.done_work, job.attained = done, done * gpus
+        jobs.append(job)
+    state = cycle_state(make_cluster(nodes=1, gpus=2), waiting=jobs, now=5.0)
+    assert list(chronus().allocate(state)) == [winner]  # the other does not fit beside it
 
 
 def test_running_jobs_keep_their_lease_between_boundaries() -> None:
