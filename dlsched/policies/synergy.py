@@ -10,7 +10,8 @@ to its GPUs. Three policies, FIFO as the base policy that picks which jobs get G
 - ``synergy-tune`` (Synergy-TUNE): best-case demand when it fits; otherwise the job's
   GPU-proportional share (its best case if that is smaller in every resource); when GPUs are
   free but their nodes' CPUs or memory are not, the jobs there that hold more than their
-  proportional share are brought down to it (most CPUs per GPU first) until the new job fits.
+  proportional share are brought down to it (jobs on the fewest nodes first, then most CPUs
+  per GPU) until the new job fits.
   No job ever gets less than GPU-proportional, so a job is never kept from free GPUs by CPUs
   or memory.
 
@@ -168,11 +169,14 @@ class SynergyAllocation:
     def _tune_down(self, state: CycleState, ledger: Ledger, nodes: Counter[int],
                    share: HostShare) -> None:
         """Bring jobs on ``nodes`` that hold more than their proportional share down to it,
-        most CPUs per GPU first, until ``share`` fits there (Synergy-TUNE)."""
+        until ``share`` fits there (Synergy-TUNE): jobs on the fewest nodes first, then most
+        CPUs, then most memory per GPU (the artifact's ``_reallocate_peer`` order: a job's
+        share is the same on all its nodes, so tuning down one that spans other nodes slows
+        all its workers and frees resources where none are needed)."""
         peers = sorted((job_id for job_id, (held, _) in ledger.placed.items()
                         if set(held) & set(nodes)),
-                       key=lambda j: (-ledger.placed[j][1].cpus, -ledger.placed[j][1].memory_gb,
-                                      j))
+                       key=lambda j: (len(ledger.placed[j][0]), -ledger.placed[j][1].cpus,
+                                      -ledger.placed[j][1].memory_gb, j))
         for job_id in peers:
             if ledger.fits_host(nodes, share):
                 return

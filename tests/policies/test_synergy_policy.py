@@ -13,14 +13,17 @@ proportional share) and B (bert, 200 s) both arrive at 0. Restart overhead 0.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
-from builders import records_of
+from builders import cycle_state, records_of
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import ConfigError
+from dlsched.policies.synergy import SynergyAllocation
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
-from dlsched.workload.job import JobSpec
+from dlsched.workload.job import HostShare, JobSpec
 from dlsched.workload.trace import Trace
 
 NODE = Cluster("one", (Node("n0", "V100", 2, cpus=6, memory_gb=125),))
@@ -70,3 +73,22 @@ def test_a_pool_the_cluster_does_not_define_restricts_nothing() -> None:
                     build_policy("synergy-proportional"), SimConfig(restart_overhead=0.0))
     record = records_of(sim)["A"]
     assert record.first_start == 0.0 and record.finish_time is not None
+
+
+def test_tune_takes_back_from_single_node_jobs_first() -> None:
+    """Synergy-TUNE brings peers down to their proportional share, jobs on the fewest nodes
+    first (the artifact's ``_reallocate_peer`` order), then most CPUs per GPU. Two nodes of 4
+    GPUs, 12 CPUs (3 per GPU). On n0: "multi" (one worker on each node, 6 CPUs each) and
+    "single" (one worker, 5 CPUs); 1 CPU free. A new one-GPU job needs its 3 CPUs on n0:
+    bringing "single" down (5 -> 3) frees enough, so "multi" keeps 6 on both nodes. Ordered
+    by CPUs alone, "multi" was tuned down and slowed on both its nodes."""
+    node = {"cpus": 12, "memory_gb": 500}
+    cluster = Cluster("two", (Node("n0", "V100", 4, **node), Node("n1", "V100", 4, **node)))
+    plugin = SynergyAllocation("tune")
+    ledger = plugin._ledger(cycle_state(cluster))
+    ledger.book("multi", Counter({0: 1, 1: 1}), HostShare(6.0, 100.0), True)
+    ledger.book("single", Counter({0: 1}), HostShare(5.0, 100.0), True)
+    plugin._tune_down(cycle_state(cluster), ledger, Counter({0: 1}), HostShare(3.0, 125.0))
+    assert ledger.placed["multi"][1] == HostShare(6.0, 100.0)
+    assert ledger.placed["single"][1] == HostShare(3.0, 100.0)
+    assert plugin.tuned_down == 1 and ledger.fits_host(Counter({0: 1}), HostShare(3.0, 125.0))
