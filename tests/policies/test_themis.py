@@ -128,3 +128,15 @@ def test_themis_improves_the_worst_rho_over_las() -> None:
 def test_bad_options_are_refused(options: dict[str, str]) -> None:
     with pytest.raises(ConfigError, match="themis"):
         build_policy("themis", options)
+
+
+def test_leftover_gpus_go_to_jobs_outside_the_auction() -> None:
+    """§4.1 leftover allocation: A, B, C (one GPU, 100 s each) arrive at 0 on 2 GPUs; with
+    f = 0.8 only ceil(0.2 x 3) = 1 job (A: equal ρ, first by arrival) is offered and wins a
+    GPU. The GPU the auction leaves goes to the worst-off job outside it (B), not idle: B
+    starts at 0 too; C takes the first GPU freed (at 100)."""
+    jobs = [make_job(name).at(0).work(100).build() for name in ("A", "B", "C")]
+    records = run("themis", make_cluster(nodes=1, gpus=2), jobs,
+                  options={"lease_seconds": 600, "fairness_knob": 0.8})
+    starts = {name: records[name].first_start for name in ("A", "B", "C")}
+    assert starts == {"A": 0, "B": 0, "C": 100}
