@@ -81,15 +81,20 @@ def services_outcome(services: ServicesFile, cluster: Cluster, config: RunConfig
         if problem is not None:
             raise services.error(index, f"slo.{problem[0]}", problem[1])
     horizon = max(t.duration for t in traces)
-    planned = {i: serve(s, t, [0.0] * s.replicas) for i, (s, t) in
-               enumerate(zip(services.services, traces, strict=True)) if s.autoscale is not None}
+    # Each service served first on replicas up from 0 (the autoscaler's own schedule too):
+    # its replicas then ask for their GPUs until its last request is done, not only until
+    # the last one arrives (the scheduler gave them to other jobs while they still served).
+    idle = [serve(s, t, [0.0] * s.replicas)
+            for s, t in zip(services.services, traces, strict=True)]
+    planned = {i: run for i, run in enumerate(idle) if run.spec.autoscale is not None}
     replicas = []
     for i, spec in enumerate(services.services):
+        until = max(horizon, _drained(idle[i]))
         if i in planned:  # one job per replica the autoscaler asked for, when it asked
-            replicas += [_slot_job(spec, k, slot.requested, slot.held_until(horizon))
+            replicas += [_slot_job(spec, k, slot.requested, slot.held_until(until))
                          for k, slot in enumerate(planned[i].slots)]
         else:
-            replicas += spec.replica_jobs(horizon)
+            replicas += spec.replica_jobs(until)
     base = training or Trace("none", (), throughput="linear")
     if base.throughput != "linear":
         raise ConfigError(
@@ -134,6 +139,11 @@ def write_report(results: list[ServiceOutcome], report: dict[str, Any], path: Pa
             f"{report['version']}")
     write_services_report(path, "Inference services", meta, report["services"], series,
                           shared_cluster(path.parent / "segments.csv"))
+
+
+def _drained(run: ServiceOutcome) -> float:
+    """When the last request of a run was done (at the earliest the trace's end)."""
+    return float(run.metrics["served_until_s"])
 
 
 def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> JobSpec:

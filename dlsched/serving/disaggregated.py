@@ -87,6 +87,7 @@ def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: 
     pools = ((prefill, p_slots), (decode, d_slots))
     metrics["gpu_hours"] = sum(max(0.0, s.held_until(end) - s.requested) * pool.tp
                                for pool, slots in pools for s in slots) / 3600
+    metrics["served_until_s"] = end
     every = p_slots + d_slots
     metrics["lost"] = sum(len(s.replica.lost) for s in every)
     metrics["replica_stops"] = sum(s.stopped is not None for s in every)

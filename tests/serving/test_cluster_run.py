@@ -136,9 +136,15 @@ def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
     assert failing["completed"] + failing["lost"] <= 60
     assert failing["slo_attainment"] < calm["slo_attainment"]
     assert failing["replicas"] == len(failing["replica_starts"]) <= 2
-    # A replica ends with its service (the last request, at 29.5 s), however long it was
-    # down: it made up its downtime as a training job makes up lost work, and held its
-    # GPUs up to twice as long.
+    # A replica ends with its service (the last request, which arrives at 29.5 s, done on
+    # replicas up from 0), however long it was down: it made up its downtime as a training
+    # job makes up lost work, and held its GPUs up to twice as long.
     with (tmp_path / "failing" / "segments.csv").open() as f:
         ends = [float(row["end"]) for row in csv.DictReader(f)]
-    assert max(ends) <= 29.5 + 1e-6
+    assert 29.5 < calm["served_until_s"] and max(ends) <= calm["served_until_s"] + 1e-6
+    # Undisturbed, its GPUs are held until that last request is done, as the service counts
+    # them (they went back when the last one arrived, while it still served).
+    with (tmp_path / "calm" / "segments.csv").open() as f:
+        calm_ends = [float(row["end"]) for row in csv.DictReader(f)]
+    assert calm_ends and all(end == pytest.approx(calm["served_until_s"], abs=1e-6)
+                             for end in calm_ends)
