@@ -133,7 +133,9 @@ def assign(cq: ClusterQueue, flavors: Mapping[str, ResourceFlavor], spec: JobSpe
 def _best_preempting(options: list[Assignment], preempting: list[int], oracle: Oracle,
                      seen: list[Assignment] | None) -> Assignment:
     """Among several PREEMPT flavors (none fits), the best once the oracle has told each one's
-    victims: Kueue ranks ``reclaim`` over ``preempt`` over ``noPreemptionCandidates``."""
+    victims: Kueue ranks ``reclaim`` over ``preempt`` over ``noPreemptionCandidates``. A
+    flavor with victims in other queues and no borrowing ranks above any later one (ties go to
+    the earlier flavor): the later ones are not searched."""
     best: Assignment | None = None
     for i in preempting:
         option = options[i]
@@ -143,6 +145,8 @@ def _best_preempting(options: list[Assignment], preempting: list[int], oracle: O
                 seen[seen.index(options[i])] = option
         if option.better_than(best):
             best = option
+            if option.victims is Victims.RECLAIM and not option.borrows:
+                break
     assert best is not None
     return best
 
