@@ -55,3 +55,21 @@ def test_nodes_are_ordered_by_address_then_id_with_global_gpu_numbers() -> None:
 def test_a_cluster_without_gpus_is_refused() -> None:
     with pytest.raises(ConfigError, match="no live node with GPUs"):
         cluster_from_ray_nodes([ray_node("aa" * 28, 0)])
+
+
+def test_cpus_and_memory_come_from_rays_resources_and_bound_a_request() -> None:
+    """A worker's bundle asks Ray for ``CPU`` and ``memory``: the core books the same
+    amounts, and a request no node can ever hold is refused (it used to be placed, then wait
+    in Ray for good, shown as running with no attempt)."""
+    from dlsched.runtime.models import SubmitRequest
+    from dlsched.runtime.sharing import problem
+
+    built = cluster_from_ray_nodes([ray_node("aa" * 28, 4, memory=6 * 2**30)])
+    node = built.cluster.nodes[0]
+    assert (node.cpus, node.memory_gb) == (8.0, 6.0)
+    assert built.nodes[0].cpus == 8.0
+    request = SubmitRequest(command=["true"], gpus=1, cpus_per_gpu=9)
+    assert problem(built.cluster, request) == (
+        "cpus_per_gpu=9: more CPUs than any node of this cluster has (the most: 8)")
+    request = SubmitRequest(command=["true"], gpus=1, memory_gb_per_gpu=7)
+    assert problem(built.cluster, request) is not None

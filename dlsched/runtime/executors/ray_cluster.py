@@ -2,7 +2,9 @@
 
 A node's GPU count is its ``GPU`` resource; its GPU type is the name in a ``gpu_type:<T>``
 custom resource (start nodes with ``ray start --num-gpus 4 --resources '{"gpu_type:V100": 4}'``),
-``generic`` when there is none. Nodes are named ``node-<first 8 hex digits of the Ray node
+``generic`` when there is none. Its CPUs and host memory are Ray's ``CPU`` and ``memory``
+resources (what a worker's bundle asks for ``cpus_per_gpu`` and ``memory_gb_per_gpu``), so the
+core books them as Ray will. Nodes are named ``node-<first 8 hex digits of the Ray node
 id>`` and ordered by address, then id. The Ray node id of each node is kept: the executor pins
 placement-group bundles to it (``ray.io/node-id`` label selector).
 """
@@ -27,6 +29,8 @@ class RayNode:
     address: str
     gpu_type: str
     num_gpus: int
+    cpus: float = 0.0
+    memory_gb: float = 0.0  # Ray's ``memory`` resource (bytes) in GiB
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,8 @@ def node_from_ray(info: Mapping[str, Any]) -> RayNode | None:
     if types and not types[0]:
         raise ConfigError(f"{where}: resource gpu_type: the type name after ':' is empty")
     return RayNode(f"node-{node_id[:8]}", node_id, str(info.get("NodeManagerAddress", "")),
-                   types[0] if types else DEFAULT_GPU_TYPE, int(gpus))
+                   types[0] if types else DEFAULT_GPU_TYPE, int(gpus),
+                   float(resources.get("CPU", 0.0)), float(resources.get("memory", 0.0)) / 2**30)
 
 
 def cluster_from_ray_nodes(infos: Iterable[Mapping[str, Any]],
@@ -67,7 +72,8 @@ def cluster_from_ray_nodes(infos: Iterable[Mapping[str, Any]],
     if not nodes:
         raise ConfigError("the Ray cluster has no live node with GPUs (start nodes with "
                           "--num-gpus and a gpu_type:<T> resource)")
-    cluster = Cluster(name, tuple(Node(n.name, n.gpu_type, n.num_gpus) for n in nodes))
+    cluster = Cluster(name, tuple(Node(n.name, n.gpu_type, n.num_gpus, n.cpus, n.memory_gb)
+                                  for n in nodes))
     return RayCluster(cluster, tuple(nodes))
 
 
