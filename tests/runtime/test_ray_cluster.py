@@ -73,3 +73,25 @@ def test_cpus_and_memory_come_from_rays_resources_and_bound_a_request() -> None:
         "cpus_per_gpu=9: more CPUs than any node of this cluster has (the most: 8)")
     request = SubmitRequest(command=["true"], gpus=1, memory_gb_per_gpu=7)
     assert problem(built.cluster, request) is not None
+
+
+def test_a_mig_job_needs_a_ray_node_that_offers_its_instance() -> None:
+    """A MIG worker's bundle asks ``mig-<profile>``: a profile no node offers is a 400 naming
+    the field and the resource (it used to wait in Ray for good, shown as running)."""
+    from types import SimpleNamespace
+
+    from dlsched.runtime.commands import RequestError, _ray_problem
+    from dlsched.runtime.models import SubmitRequest
+
+    built = cluster_from_ray_nodes([
+        ray_node("aa" * 28, 4, "10.0.0.1", **{"gpu_type:A100": 4, "mig-3g.20gb": 2}),
+        ray_node("bb" * 28, 4, "10.0.0.2", **{"gpu_type:A100": 4})])
+    assert [n.mig_profiles for n in built.nodes] == [frozenset({"3g.20gb"}), frozenset()]
+    service = SimpleNamespace(cluster=built.cluster, config=SimpleNamespace(ray_cluster=built))
+    _ray_problem(service, SubmitRequest(command=["true"], gpus=1, mig_profile="3g"))  # offered
+    with pytest.raises(RequestError) as error:
+        _ray_problem(service, SubmitRequest(command=["true"], gpus=1, mig_profile="1g.5gb"))
+    assert error.value.status == 400
+    assert error.value.message == (
+        "mig_profile=1g.5gb: no node of the Ray cluster offers the resource mig-1g.5gb (start "
+        "MIG nodes with ray start --resources '{\"mig-1g.5gb\": N}')")

@@ -19,6 +19,7 @@ from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import ConfigError
 
 GPU_TYPE_PREFIX = "gpu_type:"
+MIG_PREFIX = "mig-"  # a node's MIG instances: ``mig-3g.20gb: 2`` (executors/sharing.py)
 DEFAULT_GPU_TYPE = "generic"
 
 
@@ -31,6 +32,7 @@ class RayNode:
     num_gpus: int
     cpus: float = 0.0
     memory_gb: float = 0.0  # Ray's ``memory`` resource (bytes) in GiB
+    mig_profiles: frozenset[str] = frozenset()  # from its ``mig-<profile>`` resources
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,17 @@ class RayCluster:
 
     def node_of_gpu(self, gpu: int) -> RayNode:
         return self.nodes[int(self.cluster.gpu_node[gpu])]
+
+    def mig_problem(self, profile: str, gpu_type: str | None) -> str | None:
+        """Why no worker of a ``profile`` MIG job could ever be reserved (its bundle asks
+        ``mig-<profile>``, which only nodes started with that resource offer), or None."""
+        if any(profile in node.mig_profiles for node in self.nodes
+               if gpu_type is None or node.gpu_type == gpu_type):
+            return None
+        kind = f" of type {gpu_type}" if gpu_type else ""
+        return (f"mig_profile={profile}: no node{kind} of the Ray cluster offers the resource "
+                f"{MIG_PREFIX}{profile} (start MIG nodes with ray start --resources "
+                f"'{{\"{MIG_PREFIX}{profile}\": N}}')")
 
 
 def node_from_ray(info: Mapping[str, Any]) -> RayNode | None:
@@ -62,7 +75,9 @@ def node_from_ray(info: Mapping[str, Any]) -> RayNode | None:
         raise ConfigError(f"{where}: resource gpu_type: the type name after ':' is empty")
     return RayNode(f"node-{node_id[:8]}", node_id, str(info.get("NodeManagerAddress", "")),
                    types[0] if types else DEFAULT_GPU_TYPE, int(gpus),
-                   float(resources.get("CPU", 0.0)), float(resources.get("memory", 0.0)) / 2**30)
+                   float(resources.get("CPU", 0.0)), float(resources.get("memory", 0.0)) / 2**30,
+                   frozenset(key[len(MIG_PREFIX):] for key, count in resources.items()
+                             if key.startswith(MIG_PREFIX) and count > 0))
 
 
 def cluster_from_ray_nodes(infos: Iterable[Mapping[str, Any]],
