@@ -16,6 +16,7 @@ settings of RAY_NOTES.md):
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -88,6 +89,10 @@ def test_a_gang_runs_on_the_nodes_and_gpus_the_policy_chose(
         assert [r["LOCAL_RANK"] for r in here] == [str(i) for i in range(len(here))]
         assert {r["LOCAL_WORLD_SIZE"] for r in here} == {str(len(here))}
     assert len({r["DLSCHED_NODE"] for r in ranks}) == 2
+    # Ray forces OMP_NUM_THREADS=1 in an actor that asks no CPU; the workers get the node's
+    # environment (the raylets inherited this process's), as the local executor's get the
+    # service's: one thread each was a silent slow-down of every CPU-side op.
+    assert {r["OMP_NUM_THREADS"] for r in ranks} == {os.environ.get("OMP_NUM_THREADS")}
     latencies = []
     for job_id in (first, wide):
         submitted = job(handle, job_id)["submitted_at"]
