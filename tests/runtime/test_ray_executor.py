@@ -124,6 +124,8 @@ def test_a_gang_waits_whole_while_another_ray_user_holds_its_gpus(
     wait_status(handle, job_id, "running")  # dlsched placed it; Ray holds the reservation
     time.sleep(1.0)
     assert records(out, job_id) == []  # no worker started: all or nothing
+    # It says why it has no attempt (it used to show running with no reason at all).
+    assert job(handle, job_id)["pending_reason"].startswith("waiting for Ray to reserve")
     wait_for(lambda: ray.available_resources().get("GPU", 0) == 3, 30,
              "Ray to show the 3 GPUs the reservation left free")  # it took none of them
     released = time.time()
