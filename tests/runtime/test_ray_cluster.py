@@ -95,3 +95,24 @@ def test_a_mig_job_needs_a_ray_node_that_offers_its_instance() -> None:
     assert error.value.message == (
         "mig_profile=1g.5gb: no node of the Ray cluster offers the resource mig-1g.5gb (start "
         "MIG nodes with ray start --resources '{\"mig-1g.5gb\": N}')")
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once() -> None:
+    """``dlsched serve --executor ray --ray-address HOST:PORT`` with no Ray head there: one
+    line within seconds (``ray.init`` retried for over two minutes, printing Ray's warnings)."""
+    import socket
+    import time
+
+    ray = pytest.importorskip("ray")
+    from dlsched.runtime.executors.ray_cluster import connect
+
+    if ray.is_initialized():
+        pytest.skip("this process is already a Ray driver")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=f"--ray-address 127.0.0.1:{port}: cannot connect: "
+                                          "Connection refused"):
+        connect(f"127.0.0.1:{port}")
+    assert time.monotonic() - started < 10 and not ray.is_initialized()

@@ -11,6 +11,7 @@ placement-group bundles to it (``ray.io/node-id`` label selector).
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from dlsched.errors import ConfigError
 GPU_TYPE_PREFIX = "gpu_type:"
 MIG_PREFIX = "mig-"  # a node's MIG instances: ``mig-3g.20gb: 2`` (executors/sharing.py)
 DEFAULT_GPU_TYPE = "generic"
+CONNECT_TIMEOUT = 5.0  # seconds to reach the Ray head's GCS port before ray.init
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,23 @@ def connect(address: str | None) -> RayCluster:
     if not ray.is_initialized():
         if not address:
             raise ConfigError("--executor ray needs --ray-address (e.g. 10.0.0.1:6379 or auto)")
+        _check_reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, namespace="dlsched")
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"--ray-address {address}: cannot connect: {exc}") from None
     return cluster_from_ray_nodes(ray.nodes())
+
+
+def _check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+    """Fail at once, in one line, when nothing listens at ``HOST:PORT``: ``ray.init`` would
+    retry for minutes, printing Ray's own warnings. ``auto`` and ``ray://`` are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"--ray-address {address}: cannot connect: {reason} (is the Ray "
+                          f"head running there? ray start --head)") from None
