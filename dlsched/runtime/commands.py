@@ -114,6 +114,18 @@ def _request_digest(request: SubmitRequest) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def _ray_problem(service: Service, request: SubmitRequest) -> None:
+    """A MIG job on Ray needs a node that offers its instance as a resource: otherwise its
+    reservation would wait for good while the job shows as running (400 instead)."""
+    ray_cluster = service.config.ray_cluster
+    if ray_cluster is None or request.mig_profile is None:
+        return
+    profile = sharing.spec_fields(service.cluster, request)["mig_profile"]
+    problem = ray_cluster.mig_problem(profile, request.gpu_type)
+    if problem is not None:
+        raise RequestError(400, problem)
+
+
 def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> JobSpec:
     if request.gpus < 1:
         raise RequestError(400, f"gpus must be at least 1, got {request.gpus}")
@@ -126,6 +138,7 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
     problem = sharing.problem(service.cluster, request)
     if problem is not None:
         raise RequestError(400, problem)
+    _ray_problem(service, request)
     work = request.work_seconds or PLACEHOLDER_WORK
     try:
         spec = JobSpec(job_id, now, request.gpus, work, queue=request.queue,

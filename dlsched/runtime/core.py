@@ -13,7 +13,8 @@ back.
   still checkpointing and exiting waits for them (the executor holds its start until their
   GPUs are free, ``AttemptBook.waiting_for``); its reason then names them (Kueue's
   "waiting for preempted workloads to exit", ``Reason.WAITING_FOR_EVICTION``), with or
-  without tenants.
+  without tenants; a Ray job whose GPUs Ray has not reserved yet says so
+  (``RayExecutor.unlaunched_reason``), and accrues nothing meanwhile either.
 - ``complete``: a job whose workers all exited 0 finishes, even if it was being stopped (its
   work ended just before the stop reached it): a completed job never starts again.
 - ``adopt``: after a restart, a job whose workers outlived the old service runs on, on the
@@ -54,7 +55,14 @@ class RuntimeScheduler(Scheduler):
         waiting_for = getattr(self.executor, "waiting_for", None)
         if waiting_for is None:
             return []
-        return [job_id for job_id in self.running if waiting_for(job_id)]
+        return [job_id for job_id in self.running
+                if waiting_for(job_id) or self._unlaunched_reason(job_id)]
+
+    def _unlaunched_reason(self, job_id: str) -> str:
+        """The executor's own reason why a started job has no workers yet (the Ray executor:
+        its GPUs are not reserved in Ray yet), or ""."""
+        reason = getattr(self.executor, "unlaunched_reason", None)
+        return reason(job_id) if reason is not None else ""
 
     def launched(self, job_id: str, now: float) -> None:
         """A started job's workers run from ``now``: the time it waited for the jobs it
@@ -79,6 +87,9 @@ class RuntimeScheduler(Scheduler):
             victims = waiting_for(job.job_id) if waiting_for is not None else ()
             if victims:
                 return f"{Reason.WAITING_FOR_EVICTION.value} ({', '.join(victims)})"
+            reason = self._unlaunched_reason(job.job_id)
+            if reason:
+                return reason
         return super().reason_for(job)
 
     def refresh_rate(self, job_id: str) -> None:

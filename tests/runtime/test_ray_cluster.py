@@ -55,3 +55,64 @@ def test_nodes_are_ordered_by_address_then_id_with_global_gpu_numbers() -> None:
 def test_a_cluster_without_gpus_is_refused() -> None:
     with pytest.raises(ConfigError, match="no live node with GPUs"):
         cluster_from_ray_nodes([ray_node("aa" * 28, 0)])
+
+
+def test_cpus_and_memory_come_from_rays_resources_and_bound_a_request() -> None:
+    """A worker's bundle asks Ray for ``CPU`` and ``memory``: the core books the same
+    amounts, and a request no node can ever hold is refused (it used to be placed, then wait
+    in Ray for good, shown as running with no attempt)."""
+    from dlsched.runtime.models import SubmitRequest
+    from dlsched.runtime.sharing import problem
+
+    built = cluster_from_ray_nodes([ray_node("aa" * 28, 4, memory=6 * 2**30)])
+    node = built.cluster.nodes[0]
+    assert (node.cpus, node.memory_gb) == (8.0, 6.0)
+    assert built.nodes[0].cpus == 8.0
+    request = SubmitRequest(command=["true"], gpus=1, cpus_per_gpu=9)
+    assert problem(built.cluster, request) == (
+        "cpus_per_gpu=9: more CPUs than any node of this cluster has (the most: 8)")
+    request = SubmitRequest(command=["true"], gpus=1, memory_gb_per_gpu=7)
+    assert problem(built.cluster, request) is not None
+
+
+def test_a_mig_job_needs_a_ray_node_that_offers_its_instance() -> None:
+    """A MIG worker's bundle asks ``mig-<profile>``: a profile no node offers is a 400 naming
+    the field and the resource (it used to wait in Ray for good, shown as running)."""
+    from types import SimpleNamespace
+
+    from dlsched.runtime.commands import RequestError, _ray_problem
+    from dlsched.runtime.models import SubmitRequest
+
+    built = cluster_from_ray_nodes([
+        ray_node("aa" * 28, 4, "10.0.0.1", **{"gpu_type:A100": 4, "mig-3g.20gb": 2}),
+        ray_node("bb" * 28, 4, "10.0.0.2", **{"gpu_type:A100": 4})])
+    assert [n.mig_profiles for n in built.nodes] == [frozenset({"3g.20gb"}), frozenset()]
+    service = SimpleNamespace(cluster=built.cluster, config=SimpleNamespace(ray_cluster=built))
+    _ray_problem(service, SubmitRequest(command=["true"], gpus=1, mig_profile="3g"))  # offered
+    with pytest.raises(RequestError) as error:
+        _ray_problem(service, SubmitRequest(command=["true"], gpus=1, mig_profile="1g.5gb"))
+    assert error.value.status == 400
+    assert error.value.message == (
+        "mig_profile=1g.5gb: no node of the Ray cluster offers the resource mig-1g.5gb (start "
+        "MIG nodes with ray start --resources '{\"mig-1g.5gb\": N}')")
+
+
+def test_an_address_where_nothing_listens_is_refused_at_once() -> None:
+    """``dlsched serve --executor ray --ray-address HOST:PORT`` with no Ray head there: one
+    line within seconds (``ray.init`` retried for over two minutes, printing Ray's warnings)."""
+    import socket
+    import time
+
+    ray = pytest.importorskip("ray")
+    from dlsched.runtime.executors.ray_cluster import connect
+
+    if ray.is_initialized():
+        pytest.skip("this process is already a Ray driver")
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match=f"--ray-address 127.0.0.1:{port}: cannot connect: "
+                                          "Connection refused"):
+        connect(f"127.0.0.1:{port}")
+    assert time.monotonic() - started < 10 and not ray.is_initialized()

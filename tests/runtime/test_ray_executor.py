@@ -16,6 +16,7 @@ settings of RAY_NOTES.md):
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -88,6 +89,10 @@ def test_a_gang_runs_on_the_nodes_and_gpus_the_policy_chose(
         assert [r["LOCAL_RANK"] for r in here] == [str(i) for i in range(len(here))]
         assert {r["LOCAL_WORLD_SIZE"] for r in here} == {str(len(here))}
     assert len({r["DLSCHED_NODE"] for r in ranks}) == 2
+    # Ray forces OMP_NUM_THREADS=1 in an actor that asks no CPU; the workers get the node's
+    # environment (the raylets inherited this process's), as the local executor's get the
+    # service's: one thread each was a silent slow-down of every CPU-side op.
+    assert {r["OMP_NUM_THREADS"] for r in ranks} == {os.environ.get("OMP_NUM_THREADS")}
     latencies = []
     for job_id in (first, wide):
         submitted = job(handle, job_id)["submitted_at"]
@@ -119,6 +124,8 @@ def test_a_gang_waits_whole_while_another_ray_user_holds_its_gpus(
     wait_status(handle, job_id, "running")  # dlsched placed it; Ray holds the reservation
     time.sleep(1.0)
     assert records(out, job_id) == []  # no worker started: all or nothing
+    # It says why it has no attempt (it used to show running with no reason at all).
+    assert job(handle, job_id)["pending_reason"].startswith("waiting for Ray to reserve")
     wait_for(lambda: ray.available_resources().get("GPU", 0) == 3, 30,
              "Ray to show the 3 GPUs the reservation left free")  # it took none of them
     released = time.time()

@@ -40,3 +40,14 @@ def test_a_resized_job_starts_again_only_after_its_old_attempt_exited() -> None:
     assert [(e.attempt, e.outcome) for e in ended] == [(1, Outcome.STOPPED)]
     assert reserved == [(0,), (0, 1, 2, 3)]
     assert list(executor._active) == ["j"] and not executor._stopping
+
+
+def test_a_job_whose_gpus_ray_has_not_reserved_says_so() -> None:
+    executor = bare_executor([])
+    job = Job(JobSpec("j", 0.0, 1, 10.0))
+    job.allocation = (0,)
+    executor.start(job, 0.0)
+    assert executor.unlaunched_reason("j").startswith("waiting for Ray to reserve its GPUs")
+    executor._active["j"].phase = Phase.RUNNING
+    assert executor.unlaunched_reason("j") == ""
+    assert executor.unlaunched_reason("other") == ""

@@ -135,3 +135,32 @@ def test_a_job_waiting_for_its_victims_accrues_nothing_until_it_launches() -> No
     core.launched("B", 15.0)
     assert core.jobs["B"].attained_service(16.0) == pytest.approx(2.0)
     assert core.jobs["B"].work_done(16.0) == pytest.approx(1.0)  # 1 s at the linear rate
+
+
+class _Reserving(_HeldStarts):
+    """The Ray executor's other wait: nothing to exit, but Ray has not reserved the GPUs."""
+
+    def waiting_for(self, job_id: str) -> tuple[str, ...]:
+        return ()
+
+    def unlaunched_reason(self, job_id: str) -> str:
+        return "waiting for Ray to reserve its GPUs" if job_id in self.holding else ""
+
+
+def test_a_job_whose_gpus_are_not_reserved_yet_accrues_nothing_and_says_why() -> None:
+    clock, executor = FixedClock(), _Reserving()
+    cluster = Cluster("one", (Node("n0", "T4", 4),))
+    core = RuntimeScheduler(cluster, build_policy("tiresias", {"thresholds": "1"}),
+                            LinearScaling(), clock, executor, CoreConfig(restart_overhead=0.0))
+    executor.holding.add("B")
+    core.submit(JobSpec("B", 0.0, 2, 1e6))
+    core.cycle()
+    for t in (1.0, 2.0, 3.0):
+        clock.time = t
+        core.cycle()
+        assert core.jobs["B"].attained_service(t) == 0.0
+    assert core.reason_for(core.jobs["B"]) == "waiting for Ray to reserve its GPUs"
+    executor.holding.clear()
+    core.launched("B", 3.0)
+    assert core.reason_for(core.jobs["B"]) == ""
+    assert core.jobs["B"].attained_service(4.0) == pytest.approx(2.0)

@@ -63,6 +63,8 @@ from dlsched.runtime.executors.sharing import Sharing, add_sharing_env
 NODE_LABEL = "ray.io/node-id"
 RPC_TIMEOUT = 5.0
 NODE_CHECK_SECONDS = 1.0
+RESERVING = ("waiting for Ray to reserve its GPUs (another Ray user holds them, or their node "
+             "lacks a resource its workers ask for)")
 
 
 class Phase(enum.Enum):
@@ -140,6 +142,14 @@ class RayExecutor(AttemptBook):
 
     def down_nodes(self) -> frozenset[int]:
         return self._down
+
+    def unlaunched_reason(self, job_id: str) -> str:
+        """Why a started job has no workers yet beyond ``waiting_for`` ("": it has them, or
+        it is not this executor's): its placement group is not reserved in Ray."""
+        attempt = self._active.get(job_id)
+        if attempt is None or attempt.phase is not Phase.RESERVING:
+            return ""
+        return RESERVING
 
     # -- node loss ------------------------------------------------------------------------
     def _check_nodes(self) -> None:

@@ -22,11 +22,25 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 
 from dlsched.runtime.executors.processes import free_port, signal_group
 
 PR_SET_PDEATHSIG = 1
 START_TIMEOUT = 30.0
+
+
+def _ray_forced_threads() -> bool:
+    """Whether ``OMP_NUM_THREADS`` in this actor was set by Ray, not by the node: Ray forces 1
+    on an actor that asks no CPU when its raylet (the actor's parent) has no value. A worker
+    must not inherit that (the local executor leaves the variable as the service has it)."""
+    if "OMP_NUM_THREADS" not in os.environ or not sys.platform.startswith("linux"):
+        return False
+    try:
+        parent = Path(f"/proc/{os.getppid()}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return not any(item.startswith(b"OMP_NUM_THREADS=") for item in parent)
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -59,6 +73,8 @@ class WorkerProcess:
         import ray
 
         env = {**os.environ, **overrides}
+        if "OMP_NUM_THREADS" not in overrides and _ray_forced_threads():
+            del env["OMP_NUM_THREADS"]  # Ray's 1, not the node's: unset, as locally
         if "DLSCHED_TOKEN" not in overrides:
             env.pop("DLSCHED_TOKEN", None)  # never inherited from the node
         env["DLSCHED_RAY_NODE_ID"] = ray.get_runtime_context().get_node_id()
