@@ -152,8 +152,8 @@ def test_malformed_request_row_stops_the_run(tmp_path: Path) -> None:
     assert "reqs.csv:3:ContextTokens: missing value" in " ".join(result.output.split())
 
 
-def test_replicas_command_finds_the_fewest_meeting_the_target(tmp_path: Path) -> None:
-    dnn = """  - name: vision
+# A DNN service answering in 100 ms alone, 130 ms in a batch of 4.
+VISION = """  - name: vision
     kind: dnn
     model: resnet50
     gpu: V100
@@ -161,7 +161,10 @@ def test_replicas_command_finds_the_fewest_meeting_the_target(tmp_path: Path) ->
     batching: {latency_ms: {1: 100, 4: 130}, max_batch: 4, timeout_ms: 0}
     trace: reqs.csv
 """
-    services = _services(tmp_path, dnn)
+
+
+def test_replicas_command_finds_the_fewest_meeting_the_target(tmp_path: Path) -> None:
+    services = _services(tmp_path, VISION)
     # 40 requests 0.5 s apart, 100 ms each: one replica serves every one in 100 ms
     result = runner.invoke(app, ["replicas", str(services), "--json"])
     assert result.exit_code == 0, result.output
@@ -254,14 +257,7 @@ def test_compare_runs_the_services_under_each_policy(tmp_path: Path) -> None:
 def test_a_dnn_service_line_gives_its_latencies_in_ms(tmp_path: Path) -> None:
     # It read "TTFT p50/p99 100/100 ms, TPOT p50/p99 0/0 ms, latency p99 0.1 s": a DNN
     # model answers once, its TPOT is no measure, and 100 ms printed as 0.1 s.
-    services = _services(tmp_path, """  - name: vision
-    kind: dnn
-    model: resnet50
-    gpu: V100
-    slo: {latency_ms: 150}
-    batching: {latency_ms: {1: 100, 4: 130}, max_batch: 4, timeout_ms: 0}
-    trace: reqs.csv
-""")
+    services = _services(tmp_path, VISION)
     out = tmp_path / "out"
     result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
     assert result.exit_code == 0, result.output
