@@ -4,6 +4,7 @@ back by the ``dlsched-history`` reader (the what-if round trip)."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -156,14 +157,7 @@ def test_what_a_worker_asked_beyond_a_whole_gpu_is_replayed(tmp_path: Path) -> N
     ("0,,", "gpu_share: must be > 0"),
 ])
 def test_bad_sharing_cells_name_the_field(tmp_path: Path, cells: str, where: str) -> None:
-    from dlsched.errors import InputError
-
-    path = tmp_path / "history.csv"
-    path.write_text("job_id,submit_time,num_gpus,duration,queue,gpu_share,gpu_memory_gb,"
-                    f"mig_profile\na,0,1,10,q,{cells}\n")
-    with pytest.raises(InputError, match=r"history\.csv:2:" + where.replace("(", r"\(")
-                       .replace(")", r"\)").replace(".", r"\.")):
-        read_trace(path)
+    _refused(tmp_path, "gpu_share,gpu_memory_gb,mig_profile", f"a,0,1,10,q,{cells}", where)
 
 
 def test_an_elastic_jobs_bounds_are_exported_and_replayed(tmp_path: Path) -> None:
@@ -184,13 +178,7 @@ def test_a_jobs_anti_affinity_is_exported_and_replayed(tmp_path: Path) -> None:
 
 
 def test_a_negative_cap_in_a_history_names_the_field(tmp_path: Path) -> None:
-    from dlsched.errors import InputError
-
-    path = tmp_path / "history.csv"
-    path.write_text("job_id,submit_time,num_gpus,duration,queue,max_per_node,group\n"
-                    "a,0,4,10,q,-1,svc\n")
-    with pytest.raises(InputError, match=r"history\.csv:2:max_per_node: must be >= 0"):
-        read_trace(path)
+    _refused(tmp_path, "max_per_node,group", "a,0,4,10,q,-1,svc", "max_per_node: must be >= 0")
 
 
 @pytest.mark.parametrize(("cells", "where"), [
@@ -199,12 +187,17 @@ def test_a_negative_cap_in_a_history_names_the_field(tmp_path: Path) -> None:
     ("0,", "min_gpus: must be >= 1"),
 ])
 def test_bad_elastic_bounds_name_the_field(tmp_path: Path, cells: str, where: str) -> None:
+    _refused(tmp_path, "min_gpus,max_gpus", f"a,0,4,10,q,{cells}", where)
+
+
+def _refused(tmp_path: Path, columns: str, row: str, where: str) -> None:
+    """A history with the required columns, then ``columns``, and one ``row``: reading it
+    fails at line 2 with ``where`` (a field and its message)."""
     from dlsched.errors import InputError
 
     path = tmp_path / "history.csv"
-    path.write_text(f"job_id,submit_time,num_gpus,duration,queue,min_gpus,max_gpus\n"
-                    f"a,0,4,10,q,{cells}\n")
-    with pytest.raises(InputError, match=r"history\.csv:2:" + where):
+    path.write_text(f"job_id,submit_time,num_gpus,duration,queue,{columns}\n{row}\n")
+    with pytest.raises(InputError, match=r"history\.csv:2:" + re.escape(where)):
         read_trace(path)
 
 
