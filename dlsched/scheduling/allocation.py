@@ -73,7 +73,10 @@ class Assignment:
         if self.host != job.host:
             return False
         share = self.share if self.share is not None else job.spec.gpu_share
-        return all(abs(s - share) < 1e-9 for s in job.shares)
+        shares = job.shares
+        if len(shares) == 1:  # most jobs: no generator
+            return abs(shares[0] - share) < 1e-9
+        return all(abs(s - share) < 1e-9 for s in shares)
 
     @property
     def num_workers(self) -> int:

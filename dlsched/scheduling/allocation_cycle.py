@@ -268,8 +268,9 @@ def _take_one(name: str, state: CycleState, job: Job, node: int, held: tuple[int
     """``_take`` for one worker (most jobs): a held GPU on ``node`` with room first, else the
     node's first GPU with room (the same GPU ``_take``'s loops pick)."""
     cluster, free = state.cluster, state.free
+    gpu_node = cluster.gpu_node_list
     chosen = next((gpu for gpu in held
-                   if int(cluster.gpu_node[gpu]) == node and free[gpu] >= share - EPS), None)
+                   if gpu_node[gpu] == node and free[gpu] >= share - EPS), None)
     if chosen is None:
         start = int(cluster.node_first_gpu[node])
         chosen = next((gpu for gpu in range(start, start + int(cluster.node_gpus[node]))

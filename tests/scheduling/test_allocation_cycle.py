@@ -97,6 +97,19 @@ def test_keeps_reads_each_gpu_node_from_the_cluster_list() -> None:
     assert Assignment((1,)).keeps(one, cluster) and Assignment((1, 1)).keeps(two, cluster)
 
 
+def test_keeps_compares_the_share_of_a_one_gpu_job_and_of_each_gpu_of_a_gang() -> None:
+    cluster = make_cluster(nodes=1, gpus=2)
+    half = _running("H", (0,))
+    half.shares = (0.5,)
+    assert Assignment((0,), share=0.5).keeps(half, cluster)
+    assert not Assignment((0,)).keeps(half, cluster)  # the spec's whole GPU
+    gang = _running("G", (0, 1))
+    gang.shares = (1.0, 0.5)
+    assert not Assignment((0, 0)).keeps(gang, cluster)
+    gang.shares = (1.0, 1.0)
+    assert Assignment((0, 0)).keeps(gang, cluster)
+
+
 def test_a_rigid_job_of_its_size_passes_the_check_an_elastic_one_keeps_its_bounds() -> None:
     cluster = make_cluster(nodes=1, gpus=4)
     rigid = Job(make_job("R").gpus(2).build())

@@ -26,6 +26,7 @@ does what it does, so that dlsched can be checked against it side by side (setti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
+_ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arrival, then id
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
 
@@ -115,9 +117,9 @@ class ArtifactGavelRounds(GavelRounds):
             self._book = _Book(n_types)
             self._worker_time = [0.0] * n_types
         self._credit_rounds(state, n_types)
-        jobs = sorted((*state.snapshot.running, *state.snapshot.waiting),
-                      key=lambda j: (j.spec.submit_time, j.job_id))
-        active = frozenset(j.job_id for j in jobs)
+        jobs = sorted((*state.snapshot.running, *state.snapshot.waiting), key=_ARRIVAL)
+        ids = [j.job_id for j in jobs]
+        active = frozenset(ids)
         self._track(state, jobs, active)
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
@@ -125,7 +127,7 @@ class ArtifactGavelRounds(GavelRounds):
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
-        ids = self._cycle_ids = [j.job_id for j in jobs]
+        self._cycle_ids = ids
         slots = self._cycle_slots = self._book.slots(ids)
         speed = self._book.speed[slots]
         x = self._book.x[slots]
@@ -242,7 +244,14 @@ class ArtifactGavelRounds(GavelRounds):
         view = self.view(state)
         running, cluster = state.snapshot.running, state.cluster
         gpu_node = self._gpu_lookup(cluster)[0]
-        current = {job.job_id: self._nodes_of(job, gpu_node) for job in running}
+        current: dict[str, tuple[int, ...]] = {}
+        known_nodes = self._nodes
+        for job in running:  # ``_nodes_of``, inlined: kept while the job holds the same GPUs
+            held, job_id = job.allocation, job.job_id
+            known = known_nodes.get(job_id)
+            if known is None or known[0] is not held:
+                known = known_nodes[job_id] = (held, tuple(sorted([gpu_node[g] for g in held])))
+            current[job_id] = known[1]
         if not view.is_round:  # Gavel's simulator decides only at round boundaries
             return {job_id: self._target(job_id, nodes) for job_id, nodes in current.items()}
         room, free = self._free_room(cluster, state.snapshot.down_nodes)
