@@ -98,6 +98,11 @@ class Cluster:
         return len(self.nodes)
 
     @cached_property
+    def gpu_node_list(self) -> list[int]:
+        """``gpu_node`` as a Python list (per-GPU reads in loops: no numpy scalar each)."""
+        return self.gpu_node.tolist()
+
+    @cached_property
     def node_cpus(self) -> np.ndarray:
         """CPUs per node (0: not accounted)."""
         return _frozen(np.array([n.cpus for n in self.nodes], dtype=np.float64))

@@ -148,6 +148,7 @@ class GavelThroughputs:
         self.source = source
         self.placement_sensitive = placement_sensitive
         self._alone_rates: dict[tuple[object, ...], float] = {}  # ``rate`` without partners
+        self._scaled: dict[tuple[JobType, str, int], float] = {}  # ``scaled``, by its args
 
     def job_types(self) -> tuple[JobType, ...]:
         return job_types(self.source)
@@ -172,6 +173,15 @@ class GavelThroughputs:
             if any(scale > 1 for scale in unconsolidated):
                 return unconsolidated
         return self.table[(kind, job)]
+
+    def scaled(self, job: JobType, gpu_type_name: str, workers: int) -> float:
+        """``estimate(curve(job, gpu_type_name), workers)``, kept once computed (the table
+        never changes): Gavel's problem asks it of every job class at each solve."""
+        key = (job, gpu_type_name, workers)
+        known = self._scaled.get(key)
+        if known is None:
+            known = self._scaled[key] = estimate(self.curve(job, gpu_type_name), workers)
+        return known
 
     def rate(self, spec: JobSpec, placement: Placement) -> float:
         if not placement.gpu_types:

@@ -178,7 +178,9 @@ class GavelRounds:
                                           ) from None
                     if by_kind is not None:
                         by_kind[kind] = known
-                rates[job.job_id] = known * _pinned_to(cluster, spec.gpu_types)
+                # no pins: every type (``known`` is never written to)
+                rates[job.job_id] = (known * _pinned_to(cluster, spec.gpu_types)
+                                     if spec.gpu_types else known)
         return np.array([rates[j.job_id] for j in jobs]).reshape(len(jobs),
                                                                  len(cluster.type_names))
 

@@ -62,18 +62,21 @@ class Assignment:
 
     def keeps(self, job: Job, cluster: Cluster) -> bool:
         """Whether a running job already runs exactly like this (no resize needed)."""
-        gpu_node, held = cluster.gpu_node, job.allocation  # Assignment.of(job).nodes, inline
+        gpu_node, held = cluster.gpu_node_list, job.allocation  # Assignment.of(job).nodes
         if len(held) == 1:  # most jobs: no list to sort
-            if len(self.nodes) != 1 or int(gpu_node[held[0]]) != self.nodes[0]:
+            if len(self.nodes) != 1 or gpu_node[held[0]] != self.nodes[0]:
                 return False
-        elif tuple(sorted([int(gpu_node[g]) for g in held])) != self.nodes:
+        elif tuple(sorted([gpu_node[g] for g in held])) != self.nodes:
             return False
         if self.gpus is not None and self.gpus != tuple(sorted(held)):
             return False
         if self.host != job.host:
             return False
         share = self.share if self.share is not None else job.spec.gpu_share
-        return all(abs(s - share) < 1e-9 for s in job.shares)
+        shares = job.shares
+        if len(shares) == 1:  # most jobs: no generator
+            return abs(shares[0] - share) < 1e-9
+        return all(abs(s - share) < 1e-9 for s in shares)
 
     @property
     def num_workers(self) -> int:

@@ -55,13 +55,14 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     why = explains.reason_for if explains is not None else None
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
+    cluster = state.cluster
     for job in snapshot.running:
         target = targets.get(job.job_id)
         if target is None or not target.nodes:
             preemptions.append(Preempt(job.job_id, _reason(why, job.job_id)
                                        or f"reallocated by {allocator.name}"))
             state.evict(job)
-        elif not target.keeps(job, state.cluster):
+        elif not target.keeps(job, cluster):
             moving.append((job, target))
             state.evict(job)
     resizes: list[Resize] = []
@@ -197,22 +198,30 @@ def _check(allocator: AllocatePlugin, state: CycleState,
     name = allocator.name
     # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.
     bounded = optional(allocator, BoundedAllocator)
-    bounds = bounded.worker_bounds if bounded is not None else worker_bounds
+    bounds = bounded.worker_bounds if bounded is not None else None
     active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
+    num_nodes = state.cluster.num_nodes
     for job_id, target in targets.items():
         job = active.get(job_id)
         if job is None:
             raise AllocationError(f"{name}: allocated GPUs to {job_id}, which is not active")
-        if not target.nodes:
+        nodes = target.nodes  # sorted (``Assignment``): the first and last bound them all
+        if not nodes:
             continue
-        low, high = bounds(job)
+        workers = len(nodes)
+        spec = job.spec
+        if bounds is not None:
+            low, high = bounds(job)
+        elif spec.min_gpus is None and spec.max_gpus is None:  # ``worker_bounds``, rigid
+            low = high = spec.num_gpus
+        else:
+            low, high = worker_bounds(job)
         # a running job may keep the size it runs at: one shrunk by a node failure under
         # ``--resilience elastic/oobleck`` runs below a rigid size (scheduling/reconfigure.py)
-        if not low <= target.num_workers <= high and target.num_workers != len(job.allocation):
-            raise AllocationError(f"{name}: gave {job_id} {target.num_workers} workers, it may "
+        if not low <= workers <= high and workers != len(job.allocation):
+            raise AllocationError(f"{name}: gave {job_id} {workers} workers, it may "
                                   f"run with {low}..{high}")
-        nodes = target.nodes  # sorted (``Assignment``): the first and last bound them all
-        if nodes[0] < 0 or nodes[-1] >= state.cluster.num_nodes:
+        if nodes[0] < 0 or nodes[-1] >= num_nodes:
             raise AllocationError(f"{name}: {job_id} assigned to a node that does not exist")
 
 
@@ -259,8 +268,9 @@ def _take_one(name: str, state: CycleState, job: Job, node: int, held: tuple[int
     """``_take`` for one worker (most jobs): a held GPU on ``node`` with room first, else the
     node's first GPU with room (the same GPU ``_take``'s loops pick)."""
     cluster, free = state.cluster, state.free
+    gpu_node = cluster.gpu_node_list
     chosen = next((gpu for gpu in held
-                   if int(cluster.gpu_node[gpu]) == node and free[gpu] >= share - EPS), None)
+                   if gpu_node[gpu] == node and free[gpu] >= share - EPS), None)
     if chosen is None:
         start = int(cluster.node_first_gpu[node])
         chosen = next((gpu for gpu in range(start, start + int(cluster.node_gpus[node]))

@@ -28,6 +28,12 @@ def test_index_arrays() -> None:
     assert MIXED.describe() == "mixed: 4 nodes, 8 GPUs (2 K80, 6 V100)"
 
 
+def test_gpu_node_list_is_gpu_node_as_python_ints() -> None:
+    # read per GPU in the allocation cycle's loops (``Assignment.keeps``): no numpy scalars
+    assert MIXED.gpu_node_list == MIXED.gpu_node.tolist()
+    assert all(type(node) is int for node in MIXED.gpu_node_list)
+
+
 def test_index_arrays_are_read_only() -> None:
     with pytest.raises(ValueError):
         MIXED.gpu_node[0] = 3

@@ -229,3 +229,17 @@ def test_unmeasured_pair_runs_at_half_its_isolated_rate():
     alone = GAVEL.rate(a, Placement.single_node("V100", 4))
     shared = GAVEL.rate(a, Placement(("V100",) * 4, (0,) * 4, (b,) * 4))
     assert shared == pytest.approx(0.5 * alone) and alone > 0
+
+
+def test_scaled_is_the_estimate_on_the_curve_kept_once_computed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dlsched.perf.gavel_table as table
+
+    model = GavelThroughputs()
+    job = model.job_type(JobSpec("a", 0.0, 1, 10.0, model="ResNet-18", batch_size=64))
+    for kind in ("k80", "V100"):
+        for workers in (1, 3, 8):
+            assert model.scaled(job, kind, workers) == table.estimate(model.curve(job, kind),
+                                                                      workers)
+    monkeypatch.setattr(table, "estimate", lambda *_: pytest.fail("not kept"))
+    assert model.scaled(job, "k80", 3) > 0

@@ -87,6 +87,40 @@ def test_bad_targets_fail(targets: dict[str, tuple[int, ...]], message: str) -> 
         run_allocation_cycle(Fixed(targets), _snapshot(cluster, [blocker], [rigid, elastic]))
 
 
+def test_keeps_reads_each_gpu_node_from_the_cluster_list() -> None:
+    # ``keeps`` reads the cluster's ``gpu_node_list`` (Python ints), not the numpy array
+    cluster = make_cluster(nodes=2, gpus=2)
+    one, two = _running("A", (1,)), _running("B", (0, 2))
+    assert Assignment((0,)).keeps(one, cluster) and Assignment((0, 1)).keeps(two, cluster)
+    cluster.__dict__["gpu_node_list"] = [1, 1, 1, 1]  # a stand-in: keeps must follow it
+    assert Assignment((0,)).keeps(one, cluster) is False
+    assert Assignment((1,)).keeps(one, cluster) and Assignment((1, 1)).keeps(two, cluster)
+
+
+def test_keeps_compares_the_share_of_a_one_gpu_job_and_of_each_gpu_of_a_gang() -> None:
+    cluster = make_cluster(nodes=1, gpus=2)
+    half = _running("H", (0,))
+    half.shares = (0.5,)
+    assert Assignment((0,), share=0.5).keeps(half, cluster)
+    assert not Assignment((0,)).keeps(half, cluster)  # the spec's whole GPU
+    gang = _running("G", (0, 1))
+    gang.shares = (1.0, 0.5)
+    assert not Assignment((0, 0)).keeps(gang, cluster)
+    gang.shares = (1.0, 1.0)
+    assert Assignment((0, 0)).keeps(gang, cluster)
+
+
+def test_a_rigid_job_of_its_size_passes_the_check_an_elastic_one_keeps_its_bounds() -> None:
+    cluster = make_cluster(nodes=1, gpus=4)
+    rigid = Job(make_job("R").gpus(2).build())
+    elastic = Job(make_job("E").gpus(2).elastic(2, 3).build())
+    result = run_allocation_cycle(Fixed({"R": (0, 0), "E": (0, 0)}),
+                                  _snapshot(cluster, [], [rigid, elastic]))
+    assert sorted(s.job_id for s in result.starts) == ["E", "R"]
+    with pytest.raises(AllocationError, match="may run with 2..3"):
+        run_allocation_cycle(Fixed({"E": (0,)}), _snapshot(cluster, [], [elastic]))
+
+
 # Packing: A holds GPU 0 whole; the target halves it and puts waiting B beside it on GPU 0.
 def test_shared_gpu_targets() -> None:
     cluster = make_cluster(nodes=1, gpus=2)

@@ -26,9 +26,11 @@ does what it does, so that dlsched can be checked against it side by side (setti
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 
 import numpy as np
 
+from dlsched.cluster.cluster import Cluster
 from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
@@ -36,14 +38,16 @@ from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
+_ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arrival, then id
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
 
 
 class _Book:
-    """The artifact's per-job rows, one slot (row) per tracked job in three arrays: seconds on
-    each type since the last reset, deficit per type, and X (zeros: no X yet). A round reads
-    its jobs' rows with one index instead of stacking a small array per job."""
+    """The artifact's per-job rows, one slot (row) per tracked job in arrays: seconds on each
+    type since the last reset, deficit per type, X (zeros: no X yet), and the job's speed on
+    each type with that speed relative to its fastest type (both fixed while it is tracked).
+    A round reads its jobs' rows with one index instead of stacking a small array per job."""
 
     def __init__(self, n_types: int) -> None:
         self.slot: dict[str, int] = {}
@@ -51,21 +55,25 @@ class _Book:
         self.time = np.zeros((64, n_types))
         self.deficit = np.zeros((64, n_types))
         self.x = np.zeros((64, n_types))
+        self.speed = np.zeros((64, n_types))
+        self.relative = np.zeros((64, n_types))
 
-    def add(self, job_id: str, half: float) -> None:
-        """Gavel's ``add_job``: half a round on every type, no deficit, no X."""
+    def add(self, job_id: str, half: float) -> int:
+        """Gavel's ``add_job``: half a round on every type, no deficit, no X (the caller
+        fills the speed rows)."""
         if self._free:
             slot = self._free.pop()
         else:
             slot = len(self.slot)
             if slot == len(self.time):
-                self.time, self.deficit, self.x = (
-                    np.concatenate([a, np.zeros_like(a)]) for a in (self.time, self.deficit,
-                                                                    self.x))
+                self.time, self.deficit, self.x, self.speed, self.relative = (
+                    np.concatenate([a, np.zeros_like(a)]) for a in (
+                        self.time, self.deficit, self.x, self.speed, self.relative))
         self.slot[job_id] = slot
         self.time[slot] = half
         self.deficit[slot] = 0.0
         self.x[slot] = 0.0
+        return slot
 
     def remove(self, job_id: str) -> None:
         self._free.append(self.slot.pop(job_id))
@@ -92,6 +100,10 @@ class ArtifactGavelRounds(GavelRounds):
         self._since: dict[str, float] = {}
         self._cycle_x = np.zeros((0, 0))  # this cycle's X rows (``_refresh``'s job order)
         self._cycle_slots: list[int] = []  # this cycle's book slots (the same order)
+        self._cycle_ids: list[str] = []  # this cycle's job ids (the same order)
+        self._seconds_on: dict[str, list[float]] = {}  # seconds per type, by job (reports)
+        self._workers: dict[str, int] = {}  # each tracked job's gang (its spec's GPUs)
+        self._room: tuple[object, np.ndarray, np.ndarray] | None = None  # see ``_free_room``
 
     # -- bookkeeping --------------------------------------------------------------------
     def _refresh(self, state: CycleState) -> _Round:
@@ -105,23 +117,24 @@ class ArtifactGavelRounds(GavelRounds):
             self._book = _Book(n_types)
             self._worker_time = [0.0] * n_types
         self._credit_rounds(state, n_types)
-        jobs = sorted((*state.snapshot.running, *state.snapshot.waiting),
-                      key=lambda j: (j.spec.submit_time, j.job_id))
-        active = frozenset(j.job_id for j in jobs)
-        self._track(active)
+        jobs = sorted((*state.snapshot.running, *state.snapshot.waiting), key=_ARRIVAL)
+        ids = [j.job_id for j in jobs]
+        active = frozenset(ids)
+        self._track(state, jobs, active)
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
-        speed = self._speed(state, jobs)
-        slots = self._cycle_slots = self._book.slots([j.job_id for j in jobs])
+        self._cycle_ids = ids
+        slots = self._cycle_slots = self._book.slots(ids)
+        speed = self._book.speed[slots]
         x = self._book.x[slots]
         priority = self._priorities(x, self._book.time[slots], speed)
         self._cycle_x = x
         # No per-job type preferences: the walk (``_walk``) orders the entries itself.
-        return _Round({j.job_id: i for i, j in enumerate(jobs)}, priority, [], x > 0, speed,
+        return _Round(dict(zip(ids, range(len(ids)), strict=True)), priority, [], x > 0, speed,
                       is_round)
 
     def _store(self, problem: AllocationProblem, allocation: Allocation) -> None:
@@ -139,9 +152,10 @@ class ArtifactGavelRounds(GavelRounds):
     def _credit_rounds(self, state: CycleState, n_types: int) -> None:
         """Each running job's time since the last cycle, once per job (not per GPU), on its
         type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it; and
-        to ``time_on`` (for reports) as ``GavelRounds._credit`` does."""
+        to the job's seconds per type (``seconds_on``) as ``GavelRounds._credit`` adds them
+        to ``time_on`` (Python lists here: one float each, no numpy scalar per job)."""
         now, gpu_kind = state.now, self._gpu_lookup(state.cluster)[1]
-        worker_time, since_of, time_on = self._worker_time, self._since, self.time_on
+        worker_time, since_of, time_on = self._worker_time, self._since, self._seconds_on
         book = self._book
         assert book is not None
         slot_of = book.slot
@@ -156,7 +170,7 @@ class ArtifactGavelRounds(GavelRounds):
             kind = gpu_kind[job.allocation[0]]
             on = time_on.get(job_id)
             if on is None:
-                on = time_on[job_id] = np.zeros(n_types)
+                on = time_on[job_id] = [0.0] * n_types
             if seconds > 0.0:
                 on[kind] += seconds
                 slot = slot_of.get(job_id)
@@ -169,15 +183,27 @@ class ArtifactGavelRounds(GavelRounds):
         if slots:  # one (slot, type) cell per job: the same sums as one by one
             book.time[slots, kinds] += credits
 
-    def _track(self, active: frozenset[str]) -> None:
+    def _track(self, state: CycleState, jobs: Sequence[Job], active: frozenset[str]) -> None:
+        """Add the jobs that arrived (Gavel's ``add_job``: half a round on every type; their
+        speed rows from ``_speed``, once) and drop those that left."""
         book = self._book
         assert book is not None
         half = self.round_seconds / 2.0
-        for job_id in active - self._known:  # Gavel's add_job: half a round on every type
-            book.add(job_id, half)
+        arrived = active - self._known
+        if arrived:
+            new = [job for job in jobs if job.job_id in arrived]
+            speeds = self._speed(state, new)
+            top = speeds.max(axis=1, keepdims=True)
+            relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
+            for job, row, rel in zip(new, speeds, relative, strict=True):
+                slot = book.add(job.job_id, half)
+                self._workers[job.job_id] = job.spec.num_gpus
+                book.speed[slot] = row
+                book.relative[slot] = rel
         for job_id in self._known - active:
             self._assignments.pop(job_id, None)
             self._nodes.pop(job_id, None)
+            self._workers.pop(job_id, None)
             book.remove(job_id)
             self._since.pop(job_id, None)
         if active != self._known:
@@ -209,23 +235,55 @@ class ArtifactGavelRounds(GavelRounds):
             row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
         return np.where((x > 0) & (speed > 0), row, 0.0)
 
+    def seconds_on(self, job_id: str) -> np.ndarray:
+        """Seconds the job has run on each GPU type (cluster type order) so far."""
+        return np.array(self._seconds_on.get(job_id, ()), dtype=float)
+
     # -- allocation ---------------------------------------------------------------------
     def allocate(self, state: CycleState) -> dict[str, Assignment]:
         view = self.view(state)
         running, cluster = state.snapshot.running, state.cluster
         gpu_node = self._gpu_lookup(cluster)[0]
-        current = {job.job_id: self._nodes_of(job, gpu_node) for job in running}
+        current: dict[str, tuple[int, ...]] = {}
+        known_nodes = self._nodes
+        for job in running:  # ``_nodes_of``, inlined: kept while the job holds the same GPUs
+            held, job_id = job.allocation, job.job_id
+            known = known_nodes.get(job_id)
+            if known is None or known[0] is not held:
+                known = known_nodes[job_id] = (held, tuple(sorted([gpu_node[g] for g in held])))
+            current[job_id] = known[1]
         if not view.is_round:  # Gavel's simulator decides only at round boundaries
             return {job_id: self._target(job_id, nodes) for job_id, nodes in current.items()}
-        room = cluster.node_gpus.astype(np.int64).copy()
-        room[list(state.snapshot.down_nodes)] = 0
+        room, free = self._free_room(cluster, state.snapshot.down_nodes)
         candidates = [*running, *state.snapshot.waiting]
-        workers = {job.job_id: job.spec.num_gpus for job in candidates}
-        free = room_by_type(cluster.node_type, room, len(cluster.type_names))
+        workers = self._workers  # every tracked job: the round's candidates
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room)
-        return {job_id: self._target(job_id, nodes) for job_id, nodes in placed.items()
-                if job_id in self._x}
+        # ``_target`` inlined: a job's last Assignment while its nodes stay the same
+        targets, assignments, has_x = {}, self._assignments, self._x
+        for job_id, nodes in placed.items():
+            if job_id in has_x:
+                target = assignments.get(job_id)
+                if target is None or target.nodes != nodes:
+                    target = assignments[job_id] = Assignment(nodes)
+                targets[job_id] = target
+        return targets
+
+    def _free_room(self, cluster: Cluster, down: frozenset[int]) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+        """Each node's GPUs (0 on a down node; a fresh copy: ``place_round`` consumes it)
+        and the GPUs per type, computed once while no node is down."""
+        if down:
+            room = cluster.node_gpus.astype(np.int64)
+            room[list(down)] = 0
+            return room, room_by_type(cluster.node_type, room, len(cluster.type_names))
+        cached = self._room
+        if cached is None or cached[0] is not cluster:
+            room = cluster.node_gpus.astype(np.int64)
+            cached = self._room = (cluster, room,
+                                   room_by_type(cluster.node_type, room,
+                                                len(cluster.type_names)))
+        return cached[1].copy(), cached[2]
 
     def _walk(self, view: _Round, jobs: Sequence[Job], workers: dict[str, int],
               free: np.ndarray) -> dict[str, int]:
@@ -251,17 +309,19 @@ class ArtifactGavelRounds(GavelRounds):
         priority first, then deficit, then X; ties in arrival order; FIFO drops entries of
         priority 0."""
         order = self._type_order(view)
-        ids = [job.job_id for job in jobs]
-        rows = np.array([view.row[job_id] for job_id in ids], dtype=np.int64)
-        n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0
+        # ``jobs`` are the view's jobs (running and waiting): ranked in the view's row order
+        # (arrival order), which is also the last tie-break
+        assert len(jobs) == len(self._cycle_ids)
+        ids = self._cycle_ids
         book = self._book
         assert book is not None
-        deficit = book.deficit[[self._cycle_slots[row] for row in rows.tolist()]]
-        x = self._cycle_x[rows] if len(rows) else np.zeros((0, n_types))
+        deficit = book.deficit[self._cycle_slots]
+        x = self._cycle_x
+        rows = np.arange(len(ids))
         lists = []
         for kind in order:
-            p = view.priority[rows, kind]
-            keep = view.speed[rows, kind] > 0
+            p = view.priority[:, kind]
+            keep = view.speed[:, kind] > 0
             if self.fifo:
                 keep &= p > 0
             ranked = np.lexsort((rows, -x[:, kind], -deficit[:, kind], -p))
@@ -278,11 +338,13 @@ class ArtifactGavelRounds(GavelRounds):
                 for position, (job_id, kind) in enumerate(walk)]
 
     def _type_order(self, view: _Round) -> list[int]:
-        n_types = view.speed.shape[1] if view.speed.ndim == 2 else 0
+        n_types = view.speed.shape[1]
         if self.shuffle_types:
-            return [int(t) for t in self._rng.permutation(n_types)]
-        top = view.speed.max(axis=1, keepdims=True) if len(view.speed) else None
-        if top is None:
+            return self._rng.permutation(n_types).tolist()
+        if not len(view.speed):
             return list(range(n_types))
-        relative = np.divide(view.speed, top, out=np.zeros_like(view.speed), where=top > 0)
-        return [int(t) for t in np.argsort(-relative.sum(axis=0), kind="stable")]
+        book = self._book
+        assert book is not None
+        # each job's speeds relative to its fastest type, summed over the round's jobs
+        relative = book.relative[self._cycle_slots]
+        return np.argsort(-relative.sum(axis=0), kind="stable").tolist()

@@ -17,7 +17,6 @@ import numpy as np
 from dlsched.perf.gavel_table import (
     GavelThroughputs,
     JobType,
-    estimate,
     load_colocated,
     worker_type,
 )
@@ -43,7 +42,8 @@ def from_gavel(jobs: Sequence[JobSpec], cluster_counts: Mapping[str, float], *,
     classes = sorted(set(keys), key=repr)
     index = {key: i for i, key in enumerate(classes)}
     job_class = np.array([index[key] for key in keys], dtype=np.int64)
-    rows = np.array([[estimate(model.curve(job, kind), scale) for kind in types]
+    scaled = model.scaled
+    rows = np.array([[scaled(job, kind, scale) for kind in types]
                      for job, scale in classes]).reshape(len(classes), len(types))
     n = len(jobs)
     return AllocationProblem(

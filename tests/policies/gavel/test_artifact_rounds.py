@@ -64,3 +64,37 @@ def test_the_direct_walk_picks_what_assign_types_picks_over_the_entries(
     monkeypatch.setattr(ArtifactGavelRounds, "_walk", checked)
     first_starts(policy, 60, mechanism="artifact")
     assert len(rounds) > 20 and max(rounds) > 0
+
+
+def test_each_job_s_speeds_are_computed_once_and_kept_in_its_book_row(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``_speed`` runs on the jobs that arrived, not on every job each round; the rows the
+    # rounds read are the speeds it gave (relative: each over the job's fastest type).
+    import numpy as np
+
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+    from dlsched.policies.gavel_round import GavelRounds
+
+    asked: list[str] = []
+    speed = GavelRounds._speed
+
+    def counted(self, state, jobs):  # type: ignore[no-untyped-def]
+        asked.extend(job.job_id for job in jobs)
+        return speed(self, state, jobs)
+
+    monkeypatch.setattr(GavelRounds, "_speed", counted)
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=40))
+    profile = build_policy("gavel-fifo", {"mechanism": "artifact"})
+    sim = Simulator(resolve_cluster("gavel-108"), trace, profile,
+                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim.run()
+    rounds = sim.core.profile.allocators[0]
+    assert isinstance(rounds, ArtifactGavelRounds)
+    assert sorted(asked) == sorted(set(asked)) and len(asked) == 40
+    for job_id, rate in rounds._rates.items():
+        on = rounds.seconds_on(job_id)
+        assert on.shape == (3,) and on.sum() > 0 and rate.max() > 0
+    book = rounds._book
+    assert book is not None and not book.slot  # every job finished: no rows tracked
+    used = book.speed.max(axis=1) > 0  # rows are reused after a job leaves
+    assert used.any() and np.allclose(book.relative[used].max(axis=1), 1.0)
