@@ -4,6 +4,7 @@ nothing stored; fractions of one GPU run side by side."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,10 +102,23 @@ def test_the_cli_submits_a_fraction_and_shows_the_services_error(
     assert '"gpu_share": 0.25' in text and '"gpu_memory_gb": 2.0' in text
     records = sorted(out.glob(f"{job_id}-a1-r0.json"))
     assert records and '"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"' in records[0].read_text()
+    # --gpus 0.5 is one worker on half a GPU; the listing shows the share.
+    code, text = cli(url, "submit", "--gpus", "0.5", "--", *worker("sleep", out, 0))
+    assert code == 0, text
+    half = handle_job(url, text.strip())
+    assert (half["gpus"], half["gpu_share"]) == (1, 0.5)
+    listed = [row for row in cli(url, "jobs")[1].splitlines() if text.strip() in row]
+    assert listed and "│ 0.5 " in listed[0], listed
     code, text = cli(url, "submit", "--gpus", "1", "--gpu-share", "2", "--", "true")
     assert code == 1 and "gpu_share" in text
     code, text = cli(url, "submit", "--gpus", "1", "--mig-profile", "9g", "--", "true")
     assert code == 1 and "mig_profile=9g" in text
+
+
+def handle_job(url: str, job_id: str) -> dict[str, Any]:
+    code, text = cli(url, "jobs", job_id, "--json")
+    assert code == 0, text
+    return json.loads(text)
 
 
 def test_mig_jobs_run_on_instances_of_one_gpu_and_see_their_uuid(
