@@ -13,6 +13,8 @@ import pytest
 from runtime_helpers import Live, wait_for, worker
 from test_runtime_cli import cli
 
+from dlsched.cluster.cluster import Cluster, Node
+
 IMPOSSIBLE = [
     pytest.param({"gpu_share": 1.5}, 422, "gpu_share", id="share-above-1"),
     pytest.param({"gpu_share": 0}, 422, "gpu_share", id="share-0"),
@@ -40,8 +42,10 @@ def test_impossible_sharing_is_refused_naming_the_field_and_nothing_is_stored(
 
 
 @pytest.mark.parametrize(("fields", "message"), [
-    pytest.param({"mig_profile": "5g"}, "mig_profile=5g: unknown MIG profile '5g' on a100",
-                 id="unknown-profile"),
+    pytest.param({"mig_profile": "5g"}, "mig_profile=5g: no GPU of the cluster offers MIG "
+                 "profile '5g': A100 offers 1g.5gb, 2g.10gb", id="unknown-profile"),
+    pytest.param({"mig_profile": "3g.40gb"}, "mig_profile=3g.40gb: no GPU of the cluster "
+                 "offers", id="an-h100-profile-on-a100s"),
     pytest.param({"mig_profile": "3g", "gpus": 2}, "mig_profile=3g: a MIG job runs one worker",
                  id="two-workers"),
     pytest.param({"mig_profile": "3g", "gpu_share": 0.5}, "gpu_share: a MIG job's share",
@@ -140,3 +144,25 @@ def test_mig_jobs_run_on_instances_of_one_gpu_and_see_their_uuid(
     assert '"DLSCHED_MIG_PROFILE": "3g.20gb"' in envs[1]
     for job_id in ids:
         handle.http.delete(f"/v1/jobs/{job_id}")
+
+
+def test_mig_jobs_use_every_mig_type_of_a_mixed_cluster(live: Callable[..., Live],
+                                                        out: Path) -> None:
+    """On A100 and H100 nodes (the A100 listed first) an H100 profile was refused ("unknown
+    MIG profile '3g.40gb' on a100") and a size alone (7g) became the A100's 7g.40gb, so a
+    second 7g waited for the A100 to drain beside an idle H100."""
+    cluster = Cluster("mixed", (Node("a", "A100", 1), Node("h", "H100", 1)))
+    handle = live(cluster=cluster)
+    ids, details = _all_running(handle, [{"gpus": 1, "mig_profile": "7g"},
+                                         {"gpus": 1, "mig_profile": "7g"}], out,
+                                "a 7g on each GPU")
+    assert sorted(d["allocation"][0]["mig_instance"] for d in details) == [
+        "7g.40gb@0", "7g.80gb@0"]
+    assert all(d["mig_profile"] == "7g" and d["gpu_share"] == 1.0 for d in details)
+    for job_id in ids:
+        handle.http.delete(f"/v1/jobs/{job_id}")
+    wait_for(lambda: handle.http.get("/v1/cluster").json()["gpus_allocated"] == 0, 15,
+             "the GPUs to be given back")
+    _, (h100,) = _all_running(handle, [{"gpus": 1, "mig_profile": "3g.40gb"}], out,
+                              "the H100 profile to run")
+    assert h100["allocation"][0]["node"] == "h" and h100["mig_profile"] == "3g.40gb"
