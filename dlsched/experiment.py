@@ -180,6 +180,10 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
     pins that no node has, tenant flavors that no node belongs to; and options that shape the
     response to node failures given without ``--failures`` (they would do nothing)."""
     found = unknown_pins(trace, cluster, config.cluster)
+    if any(spec.mig_profile is not None for spec in trace.jobs):
+        from dlsched.mig.offered import unoffered_profiles
+
+        found += unoffered_profiles(trace, cluster.type_names, config.cluster)
     if config.tenants is not None:
         from dlsched.tenancy.assignment import empty_flavors
         from dlsched.tenancy.loader import load_tenants

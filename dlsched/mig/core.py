@@ -48,19 +48,10 @@ def pin_mig_types(cluster: Cluster, spec: JobSpec) -> JobSpec:
     """A MIG job's spec allowed only the cluster's GPU types that offer its profile (among
     those it names), so that every policy, whatever way it picks nodes, leaves the other
     types alone; unchanged when no such type is left (the job can never run, and fails)."""
-    from dlsched.mig.profiles import UnknownMigProfile, mig_gpu_type, mig_profile
+    from dlsched.mig.offered import offering_types
 
     assert spec.mig_profile is not None
-    offering = []
-    for name in cluster.type_names:
-        family = mig_gpu_type(name)
-        if family is None or (spec.gpu_types and name not in spec.gpu_types):
-            continue
-        try:
-            mig_profile(spec.mig_profile, family)
-        except UnknownMigProfile:
-            continue
-        offering.append(name)
+    offering = offering_types(cluster.type_names, spec.mig_profile, spec.gpu_types)
     if not offering or tuple(offering) == spec.gpu_types:
         return spec
     return replace(spec, gpu_types=tuple(offering))

@@ -21,7 +21,7 @@ from rich.table import Column, Table
 
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
-from dlsched.runtime.display import gpus_shown, print_job, shown_status
+from dlsched.runtime.display import listed_gpus, print_job, shown_status
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
@@ -161,9 +161,10 @@ WaitOpt = Annotated[float, typer.Option(
 def submit(
     command: Annotated[list[str] | None, typer.Argument(
         help="The job's argv, after `--`: dlsched submit --gpus 2 -- python train.py")] = None,
-    gpus: Annotated[int | None, typer.Option(
-        "--gpus", help="Workers, one GPU each, started together as a gang. Required (unless "
-                       "--file gives gpus).")] = None,
+    gpus: Annotated[float | None, typer.Option(
+        "--gpus", help="Workers, one GPU each, started together as a gang; a fraction below "
+                       "1 is one worker on that share of a GPU (--gpus 0.5 = --gpus 1 "
+                       "--gpu-share 0.5). Required (unless --file gives gpus).")] = None,
     gpu_type: Annotated[str | None, typer.Option(
         "--gpu-type", help="Only GPUs of this type (default: any).")] = None,
     min_gpus: Annotated[int | None, typer.Option(
@@ -212,7 +213,8 @@ def submit(
     """Submit a job; prints its id."""
     try:
         body, source = _load_job_file(file) if file is not None else ({}, None)
-        flags = {"command": command or None, "gpus": gpus, "gpu_type": gpu_type,
+        workers, gpu_share = _workers_and_share(gpus, gpu_share)
+        flags = {"command": command or None, "gpus": workers, "gpu_type": gpu_type,
                  "min_gpus": min_gpus, "max_gpus": max_gpus,
                  "queue": queue, "priority": priority, "name": name,
                  "checkpoint_dir": checkpoint_dir, "work_seconds": work_seconds,
@@ -237,6 +239,24 @@ def submit(
         print(job.id)
     except DlschedError as exc:
         _fail(exc)
+
+
+def _workers_and_share(gpus: float | None, gpu_share: float | None
+                       ) -> tuple[int | float | None, float | None]:
+    """``--gpus`` as workers, and a fraction of one GPU (``--gpus 0.5``, what an Alibaba
+    pod's ``gpu_milli`` 500 asks) as one worker on that share: "Input should be a valid
+    integer" answered the fraction. A share given both ways must agree; more than one GPU
+    but not whole (1.5) is refused: each worker holds one GPU or one share of one."""
+    if gpus is None or gpus == int(gpus):
+        return (None if gpus is None else int(gpus)), gpu_share
+    if not 0 < gpus < 1:
+        raise DlschedError(f"--gpus {gpus:g}: workers are whole (a gang of N GPUs) or one "
+                           "fraction of a GPU below 1 (--gpus 0.5); for several fractional "
+                           "workers give --gpus N --gpu-share S")
+    if gpu_share is not None and gpu_share != gpus:
+        raise DlschedError(f"--gpus {gpus:g} asks for a share of {gpus:g}, --gpu-share "
+                           f"{gpu_share:g} for another: give one of them")
+    return 1, gpus
 
 
 def _load_job_file(path: Path) -> tuple[dict[str, Any], YamlSource]:
@@ -304,7 +324,7 @@ def jobs_table(listed: list[Any]) -> Table:
                   "attempts", "pending reason")
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
-                      gpus_shown(job), str(job.attempts), escape(job.pending_reason))
+                      listed_gpus(job), str(job.attempts), escape(job.pending_reason))
     return table
 
 

@@ -37,6 +37,21 @@ def gpus_shown(job: Any) -> str:
     return f"{held} (asked {job.gpus})"
 
 
+def listed_gpus(job: Any) -> str:
+    """The listing's GPUs: ``gpus_shown``, with each worker's share when below a whole GPU
+    (``0.5``, ``2 x 0.3``) or its MIG instance (``MIG 3g.20gb``); a half-GPU job read "1",
+    as if it held the whole GPU."""
+    profile = getattr(job, "mig_profile", None)
+    if profile:
+        return f"MIG {profile}"
+    share = getattr(job, "gpu_share", 1.0)
+    if share >= 1.0:
+        return gpus_shown(job)
+    held = getattr(job, "gpus_held", None)
+    workers = job.gpus if held is None else held
+    return f"{share:g}" if workers == 1 else f"{workers} x {share:g}"
+
+
 _PER_WORKER = (("gpu_share", "share", 1.0), ("gpu_memory_gb", "GiB GPU memory", 0.0),
                ("cpus_per_gpu", "CPUs", 0.0), ("memory_gb_per_gpu", "GiB memory", 0.0))
 

@@ -142,13 +142,14 @@ class JobSummary(BaseModel):
     gpus_held: int | None = Field(None, description="GPUs (workers) it holds while running: "
                                                     "an elastic job's current size may differ "
                                                     "from gpus; None when not running.")
+    gpu_share: float = Field(1.0, description="Each worker's share of a GPU (1: whole; a MIG "
+                                              "instance: its compute slices / 7).")
+    mig_profile: str | None = None
 
 
 class JobDetail(JobSummary):
     command: list[str]
-    gpu_share: float = 1.0
     gpu_memory_gb: float = 0.0
-    mig_profile: str | None = None
     cpus_per_gpu: float = 0.0
     memory_gb_per_gpu: float = 0.0
     max_per_node: int = 0

@@ -14,12 +14,8 @@ from typing import Any
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
-from dlsched.mig.profiles import (
-    COMPUTE_SLICES,
-    UnknownMigProfile,
-    mig_gpu_type,
-    mig_profile,
-)
+from dlsched.mig.offered import unoffered_reason
+from dlsched.mig.profiles import UnknownMigProfile, mig_gpu_type, mig_profile, profile_share
 from dlsched.runtime.models import SubmitRequest
 
 
@@ -47,24 +43,24 @@ def spec_fields(cluster: Cluster, request: SubmitRequest) -> dict[str, Any]:
                               "cpus_per_gpu": request.cpus_per_gpu,
                               "memory_gb_per_gpu": request.memory_gb_per_gpu}
     if request.mig_profile is not None:
-        family = _mig_family(cluster, request.gpu_type)
-        assert family is not None
-        profile = mig_profile(request.mig_profile, family)
-        fields.update(mig_profile=profile.name, gpu_share=profile.compute / COMPUTE_SLICES)
+        names = _offered_names(cluster, request.gpu_type, request.mig_profile)
+        assert names
+        # One full name where every type that offers it agrees (3g on A100 nodes: 3g.20gb);
+        # the size alone where they differ (3g on A100 and H100 nodes: either instance).
+        name = names[0] if len(set(names)) == 1 else request.mig_profile.strip().casefold()
+        fields.update(mig_profile=name, gpu_share=profile_share(name))
     return fields
 
 
 def _mig_problem(cluster: Cluster, request: SubmitRequest) -> str | None:
     name = request.mig_profile
-    family = _mig_family(cluster, request.gpu_type)
-    if family is None:
+    types = _mig_types(cluster, request.gpu_type)
+    if not types:
         kind = f" of type {request.gpu_type}" if request.gpu_type else ""
         return (f"mig_profile={name}: this cluster has no MIG-capable GPU{kind} (A100, "
                 f"H100)")
-    try:
-        mig_profile(name or "", family)
-    except UnknownMigProfile as exc:
-        return f"mig_profile={name}: {exc}"
+    if not _offered_names(cluster, request.gpu_type, name or ""):
+        return f"mig_profile={name}: {unoffered_reason(tuple(types), name or '')}"
     if request.gpus != 1 or (request.max_gpus or 1) != 1:
         return (f"mig_profile={name}: a MIG job runs one worker on one instance (gpus must be "
                 f"1, got {request.gpus})")
@@ -74,10 +70,25 @@ def _mig_problem(cluster: Cluster, request: SubmitRequest) -> str | None:
     return None
 
 
-def _mig_family(cluster: Cluster, gpu_type: str | None) -> str | None:
+def _mig_types(cluster: Cluster, gpu_type: str | None) -> list[str]:
+    """The MIG-capable types of the cluster (of ``gpu_type`` only, when the job names it)."""
     types = [gpu_type] if gpu_type else list(cluster.gpus_by_type())
-    families = [f for f in (mig_gpu_type(t) for t in types) if f is not None]
-    return families[0] if families else None
+    return [t for t in types if mig_gpu_type(t) is not None]
+
+
+def _offered_names(cluster: Cluster, gpu_type: str | None, name: str) -> list[str]:
+    """The full name of profile ``name`` on each MIG-capable type that offers it: the first
+    type's family alone refused an H100 profile (3g.40gb) on a cluster listing A100 nodes
+    first, and named a size (7g) after the A100's instance only, leaving the H100 idle."""
+    names = []
+    for kind in _mig_types(cluster, gpu_type):
+        family = mig_gpu_type(kind)
+        assert family is not None
+        try:
+            names.append(mig_profile(name, family).name)
+        except UnknownMigProfile:
+            continue
+    return names
 
 
 def _nodes_of(cluster: Cluster, gpu_type: str | None) -> np.ndarray:

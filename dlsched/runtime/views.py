@@ -56,7 +56,8 @@ def summary(service: Service, row: JobRow, live: tuple[str, int | None] | None =
                       submitted_at=to_unix(row.submit_time) or 0.0,
                       finished_at=to_unix(row.finish_time), attempts=row.attempts,
                       pending_reason=row.pending_reason if reason is None else reason,
-                      submitted_by=row.submitted_by, gpus_held=held)
+                      submitted_by=row.submitted_by, gpus_held=held,
+                      gpu_share=row.gpu_share, mig_profile=row.mig_profile)
 
 
 def _live(service: Service, rows: list[JobRow]) -> dict[str, tuple[str, int | None]]:
@@ -94,8 +95,7 @@ def job_detail(service: Service, job_id: str) -> JobDetail:
         position = _position(service, job) if job is not None else None
     live = _live(service, [row]).get(row.id)
     return JobDetail(**summary(service, row, live).model_dump(), command=row.command,
-                     gpu_share=row.gpu_share, gpu_memory_gb=row.gpu_memory_gb,
-                     mig_profile=row.mig_profile, cpus_per_gpu=row.cpus_per_gpu,
+                     gpu_memory_gb=row.gpu_memory_gb, cpus_per_gpu=row.cpus_per_gpu,
                      memory_gb_per_gpu=row.memory_gb_per_gpu,
                      max_per_node=row.max_per_node or 0, group=row.density_group,
                      min_gpus=row.min_gpus, max_gpus=row.max_gpus,

@@ -194,6 +194,8 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     room = capacity[nodes]
     have = int(room.sum()) if need > 1 else len(nodes)
     if have < need:
+        if share < 1.0 - EPS:
+            return (), _no_room_for_share(need, have, share)
         return (), unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes"
                                  + (f" in groups of {group} per node" if group > 1 else ""))
     chosen: list[int] = []
@@ -238,6 +240,14 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
 
 
 _NO_SINGLE = unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
+
+
+def _no_room_for_share(need: int, have: int, share: float) -> Status:
+    """Why workers of a fraction of a GPU wait: GPUs with that much room, not free GPUs (a job
+    of 0.4 beside GPUs with 0.2 left each read "needs 1 GPU, none free")."""
+    each = "" if need == 1 else " each"
+    return unschedulable("placement", f"needs {need} GPU{'s' if need > 1 else ''} with "
+                         f"{share:g} free{each}, {have or 'none'} on fitting nodes")
 
 
 def _usable_nodes(state: CycleState, job: Job,
@@ -300,7 +310,8 @@ def _place_single(state: CycleState, best: int | None, job: Job
     """One worker on ``best``, the node the scorer's shortcut ranks first (None: no node of
     the mask has room)."""
     if best is None:
-        return (), _NO_SINGLE
+        share = job.spec.gpu_share
+        return (), (_no_room_for_share(1, 0, share) if share < 1.0 - EPS else _NO_SINGLE)
     spec = job.spec
     share = spec.gpu_share
     gpus = pick_gpus(state, best, 1, share,

@@ -179,6 +179,12 @@ class Scheduler:
                        " (counting the CPUs, host and GPU memory each worker asks for)"
                        if spec.asks_beyond_gpus else "")
             why = f" ({self._refusal(job)})" if most == 0 else ""
+            if most == 0 and spec.mig_profile is not None:
+                from dlsched.mig.offered import offering_types, unoffered_reason
+
+                if not offering_types(self.cluster.type_names, spec.mig_profile,
+                                      spec.gpu_types):
+                    why = f" ({unoffered_reason(self.cluster.type_names, spec.mig_profile)})"
             job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
                                   f"may use have {most}{counted}{why}")
             if self.on_terminal is not None:

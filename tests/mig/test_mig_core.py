@@ -65,6 +65,29 @@ def test_a_mig_gpu_is_closed_to_other_jobs_and_a_mig_job_needs_a_mig_gpu() -> No
     assert "the nodes it may use have 0" in on_v100["m"].pending_reason
 
 
+def test_a_profile_no_gpu_offers_is_named_before_the_run_and_in_the_failure() -> None:
+    """3g.20gb (an A100 40 GB profile) on H100 nodes, whose 3g is 3g.40gb: the job failed with
+    "the nodes it may use have 0 ([filter] no node passes the filters)" and nothing warned."""
+    from dlsched.mig.offered import unoffered_profiles
+    from dlsched.workload.trace import Trace
+
+    h100 = make_cluster(nodes=1, gpus=2, gpu_type="H100")
+    jobs = [mig("old", 0, 100, "3g.20gb"), mig("size", 0, 100, "3g"),
+            mig("own", 0, 100, "3g.40gb")]
+    records = records_of(simulator("fifo", h100, jobs))
+    assert [records[j].status for j in ("old", "size", "own")] == ["failed", "finished",
+                                                                  "finished"]
+    assert records["old"].pending_reason.endswith(
+        "(no GPU of the cluster offers MIG profile '3g.20gb': H100 offers 1g.10gb, 2g.20gb, "
+        "3g.40gb, 4g.40gb, 7g.80gb)")
+    (warning,) = unoffered_profiles(Trace("t", tuple(jobs)), h100.type_names, "h100")
+    assert warning.startswith("t: 1 job asks for MIG profiles that no GPU of cluster h100 "
+                              "offers: '3g.20gb' (1 job); H100 offers 1g.10gb")
+    v100 = make_cluster(nodes=1, gpus=2)
+    assert "none of its GPUs is MIG-capable" in unoffered_profiles(
+        Trace("t", tuple(jobs)), v100.type_names, "v100")[0]
+
+
 def test_the_mig_format_and_summary(tmp_path: Path) -> None:
     from dlsched.report.output import write_run
 

@@ -42,6 +42,32 @@ def test_submit_without_gpus_says_so_before_calling_the_service() -> None:
     assert code == 1 and "give --gpus N" in output
 
 
+@pytest.mark.parametrize(("flags", "message"), [
+    (["--gpus", "1.5"], "--gpus 1.5: workers are whole"),
+    (["--gpus", "0.5", "--gpu-share", "0.4"], "--gpus 0.5 asks for a share of 0.5, --gpu-share"),
+], ids=["more-than-one-not-whole", "two-shares-disagree"])
+def test_a_fractional_gpus_the_cli_cannot_read_is_one_line(flags: list[str],
+                                                           message: str) -> None:
+    """``--gpus 0.5`` was typer's "Input should be a valid integer"."""
+    code, output = cli("submit", "--url", "http://127.0.0.1:9", *flags, "--", "true")
+    assert code == 1 and message in output, output
+
+
+@pytest.mark.parametrize(("fields", "shown"), [
+    ({"gpus": 1, "gpu_share": 0.5}, "0.5"),
+    ({"gpus": 2, "gpu_share": 0.3}, "2 x 0.3"),
+    ({"gpus": 1, "gpu_share": 3 / 7, "mig_profile": "3g.20gb"}, "MIG 3g.20gb"),
+    ({"gpus": 2, "gpu_share": 1.0}, "2"),
+    ({"gpus": 1, "gpus_held": 4, "gpu_share": 1.0}, "4 (asked 1)"),
+], ids=["half", "two-fractions", "mig", "whole", "resized"])
+def test_the_listing_shows_a_share_not_a_whole_gpu(fields: dict, shown: str) -> None:
+    """`dlsched jobs` showed "GPUs 1" for a job on half a GPU or on a MIG slice."""
+    from dlsched.runtime.display import listed_gpus
+
+    job = SimpleNamespace(**{"gpus_held": None, "mig_profile": None, **fields})
+    assert listed_gpus(job) == shown
+
+
 def test_json_listings_and_events_with_their_times(live: Callable[..., Live], out: Path) -> None:
     url = live().url
     code, job_id = cli("submit", "--url", url, "--gpus", "1", "--name", "[gpu] run", "--",

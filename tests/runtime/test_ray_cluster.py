@@ -95,6 +95,12 @@ def test_a_mig_job_needs_a_ray_node_that_offers_its_instance() -> None:
     assert error.value.message == (
         "mig_profile=1g.5gb: no node of the Ray cluster offers the resource mig-1g.5gb (start "
         "MIG nodes with ray start --resources '{\"mig-1g.5gb\": N}')")
+    # A100 and H100 nodes: 3g names either instance, and the H100 node offers its own.
+    mixed = cluster_from_ray_nodes([
+        ray_node("aa" * 28, 4, "10.0.0.1", **{"gpu_type:A100": 4}),
+        ray_node("bb" * 28, 4, "10.0.0.2", **{"gpu_type:H100": 4, "mig-3g.40gb": 2})])
+    service = SimpleNamespace(cluster=mixed.cluster, config=SimpleNamespace(ray_cluster=mixed))
+    _ray_problem(service, SubmitRequest(command=["true"], gpus=1, mig_profile="3g"))
 
 
 def test_an_address_where_nothing_listens_is_refused_at_once() -> None:

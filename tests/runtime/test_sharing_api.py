@@ -4,6 +4,7 @@ nothing stored; fractions of one GPU run side by side."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from typing import Any
 import pytest
 from runtime_helpers import Live, wait_for, worker
 from test_runtime_cli import cli
+
+from dlsched.cluster.cluster import Cluster, Node
 
 IMPOSSIBLE = [
     pytest.param({"gpu_share": 1.5}, 422, "gpu_share", id="share-above-1"),
@@ -39,8 +42,10 @@ def test_impossible_sharing_is_refused_naming_the_field_and_nothing_is_stored(
 
 
 @pytest.mark.parametrize(("fields", "message"), [
-    pytest.param({"mig_profile": "5g"}, "mig_profile=5g: unknown MIG profile '5g' on a100",
-                 id="unknown-profile"),
+    pytest.param({"mig_profile": "5g"}, "mig_profile=5g: no GPU of the cluster offers MIG "
+                 "profile '5g': A100 offers 1g.5gb, 2g.10gb", id="unknown-profile"),
+    pytest.param({"mig_profile": "3g.40gb"}, "mig_profile=3g.40gb: no GPU of the cluster "
+                 "offers", id="an-h100-profile-on-a100s"),
     pytest.param({"mig_profile": "3g", "gpus": 2}, "mig_profile=3g: a MIG job runs one worker",
                  id="two-workers"),
     pytest.param({"mig_profile": "3g", "gpu_share": 0.5}, "gpu_share: a MIG job's share",
@@ -101,10 +106,23 @@ def test_the_cli_submits_a_fraction_and_shows_the_services_error(
     assert '"gpu_share": 0.25' in text and '"gpu_memory_gb": 2.0' in text
     records = sorted(out.glob(f"{job_id}-a1-r0.json"))
     assert records and '"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25"' in records[0].read_text()
+    # --gpus 0.5 is one worker on half a GPU; the listing shows the share.
+    code, text = cli(url, "submit", "--gpus", "0.5", "--", *worker("sleep", out, 0))
+    assert code == 0, text
+    half = handle_job(url, text.strip())
+    assert (half["gpus"], half["gpu_share"]) == (1, 0.5)
+    listed = [row for row in cli(url, "jobs")[1].splitlines() if text.strip() in row]
+    assert listed and "│ 0.5 " in listed[0], listed
     code, text = cli(url, "submit", "--gpus", "1", "--gpu-share", "2", "--", "true")
     assert code == 1 and "gpu_share" in text
     code, text = cli(url, "submit", "--gpus", "1", "--mig-profile", "9g", "--", "true")
     assert code == 1 and "mig_profile=9g" in text
+
+
+def handle_job(url: str, job_id: str) -> dict[str, Any]:
+    code, text = cli(url, "jobs", job_id, "--json")
+    assert code == 0, text
+    return json.loads(text)
 
 
 def test_mig_jobs_run_on_instances_of_one_gpu_and_see_their_uuid(
@@ -126,3 +144,25 @@ def test_mig_jobs_run_on_instances_of_one_gpu_and_see_their_uuid(
     assert '"DLSCHED_MIG_PROFILE": "3g.20gb"' in envs[1]
     for job_id in ids:
         handle.http.delete(f"/v1/jobs/{job_id}")
+
+
+def test_mig_jobs_use_every_mig_type_of_a_mixed_cluster(live: Callable[..., Live],
+                                                        out: Path) -> None:
+    """On A100 and H100 nodes (the A100 listed first) an H100 profile was refused ("unknown
+    MIG profile '3g.40gb' on a100") and a size alone (7g) became the A100's 7g.40gb, so a
+    second 7g waited for the A100 to drain beside an idle H100."""
+    cluster = Cluster("mixed", (Node("a", "A100", 1), Node("h", "H100", 1)))
+    handle = live(cluster=cluster)
+    ids, details = _all_running(handle, [{"gpus": 1, "mig_profile": "7g"},
+                                         {"gpus": 1, "mig_profile": "7g"}], out,
+                                "a 7g on each GPU")
+    assert sorted(d["allocation"][0]["mig_instance"] for d in details) == [
+        "7g.40gb@0", "7g.80gb@0"]
+    assert all(d["mig_profile"] == "7g" and d["gpu_share"] == 1.0 for d in details)
+    for job_id in ids:
+        handle.http.delete(f"/v1/jobs/{job_id}")
+    wait_for(lambda: handle.http.get("/v1/cluster").json()["gpus_allocated"] == 0, 15,
+             "the GPUs to be given back")
+    _, (h100,) = _all_running(handle, [{"gpus": 1, "mig_profile": "3g.40gb"}], out,
+                              "the H100 profile to run")
+    assert h100["allocation"][0]["node"] == "h" and h100["mig_profile"] == "3g.40gb"

@@ -167,6 +167,22 @@ def test_fraction_packs_onto_the_fullest_gpu(share: float, expected: tuple[int, 
     assert status.ok and chosen == expected
 
 
+# Why a fraction waits: GPUs with room for it, not wholly free GPUs ("needs 1 GPU, none free"
+# was said of a 0.4 job beside two GPUs with 0.2 left each, as if it asked a whole one).
+@pytest.mark.parametrize(("placement", "workers", "share", "reason"), [
+    ("consolidated", 1, 0.4, "needs 1 GPU with 0.4 free, none on fitting nodes"),
+    ("best-fit", 1, 0.4, "needs 1 GPU with 0.4 free, none on fitting nodes"),
+    ("consolidated", 2, 0.3, "needs 2 GPUs with 0.3 free each, none on fitting nodes"),
+    ("consolidated", 3, 0.2, "needs 3 GPUs with 0.2 free each, 2 on fitting nodes"),
+], ids=["one-share", "one-share-single-node-score", "two-shares", "three-shares"])
+def test_a_fraction_that_does_not_fit_says_how_much_it_needs(placement: str, workers: int,
+                                                             share: float, reason: str) -> None:
+    cluster = make_cluster(nodes=1, gpus=2)
+    job = make_job("j").gpus(workers).share(share).build()
+    chosen, status = _place(cluster, job, placement, used={0: 0.8, 1: 0.8})
+    assert chosen == () and status.reason == reason
+
+
 # One GPU, three 100 s jobs asking for half a GPU each: two share the GPU from 0 to 100, the
 # third waits for one of them: 100->200.
 def test_two_half_gpu_jobs_share_one_gpu() -> None:

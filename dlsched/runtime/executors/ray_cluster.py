@@ -50,8 +50,9 @@ class RayCluster:
     def mig_problem(self, profile: str, gpu_type: str | None) -> str | None:
         """Why no worker of a ``profile`` MIG job could ever be reserved (its bundle asks
         ``mig-<profile>``, which only nodes started with that resource offer), or None."""
-        if any(profile in node.mig_profiles for node in self.nodes
-               if gpu_type is None or node.gpu_type == gpu_type):
+        if any(offered == profile or offered.startswith(f"{profile}.")  # a size: any family
+               for node in self.nodes if gpu_type is None or node.gpu_type == gpu_type
+               for offered in node.mig_profiles):
             return None
         kind = f" of type {gpu_type}" if gpu_type else ""
         return (f"mig_profile={profile}: no node{kind} of the Ray cluster offers the resource "
