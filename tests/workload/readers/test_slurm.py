@@ -30,6 +30,15 @@ def test_allocations_become_jobs_and_the_rest_is_counted(write: Writer) -> None:
     assert len(trace.warnings) == 4 and any("never started" in w for w in trace.warnings)
 
 
+def test_the_gres_spelling_reads_as_the_tres_one(write: Writer) -> None:
+    """squeue and scontrol write ``gres/gpu:a100:4``; pasted into AllocTRES it was refused as
+    "not a TRES list"."""
+    rows = ROWS.replace("gres/gpu:a100=4,gres/gpu=4", "gres/gpu:a100:4").replace(
+        "gres/gpu=8", "gres/gpu:8")
+    trace = read_trace(write("gres.sacct", HEADER + rows))
+    assert [(j.num_gpus, j.gpu_types) for j in trace.jobs] == [(4, ("a100",)), (8, ())]
+
+
 @pytest.mark.parametrize(("bad", "field"), [
     ("gres/gpu=8", "AllocTRES"), ("2026-11-02T10:30:00|2026-11-02T12", "End"),
 ], ids=["gpu-count", "end-time"])
