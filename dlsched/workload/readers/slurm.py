@@ -15,8 +15,9 @@ type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional
 ``End - Start`` seconds at its GPU count.
 
 Left out, and counted by reason: job steps (``123.batch``; ``--allocations`` omits them),
-jobs that never started (``Start`` is ``Unknown`` or ``None``) or are still running or pending,
-jobs without GPUs, and jobs that ran 0 seconds. Jobs that ended otherwise (``FAILED``,
+jobs that never started (``Start`` is ``Unknown`` or ``None``) or are still running or pending
+(or have no ``End`` yet, as ``COMPLETING`` or ``CONFIGURING`` ones), jobs without GPUs, and
+jobs that ran 0 seconds. Jobs that ended otherwise (``FAILED``,
 ``TIMEOUT``, ``CANCELLED by ...`` after starting, ``NODE_FAIL``, ``PREEMPTED``) are kept: they
 held their GPUs for that long.
 """
@@ -80,6 +81,8 @@ def _job(ctx: RowContext) -> JobSpec:
         raise DropRow(f"not finished ({state.split()[0]})")
     if (ctx.text("Start", optional=True) or "") in NOT_STARTED:
         raise DropRow("never started")
+    if (ctx.text("End", optional=True) or "") in NOT_STARTED:  # COMPLETING, CONFIGURING, ...
+        raise DropRow(f"not finished ({state.split()[0]}, no End)")
     submit, start, end = (date_time(ctx, f) for f in ("Submit", "Start", "End"))
     gpus, kind = gpus_of(ctx, "AllocTRES")
     if gpus == 0:
