@@ -162,9 +162,7 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
     (FastAPI, SQLAlchemy): a client that connects while the service starts waits in the
     backlog instead of being refused."""
     check_options(options)
-    warnings = exposure_warnings(options.host, options.port, options.token is not None
-                                 or options.tokens_file is not None, options.tokens_file,
-                                 options.insecure)
+    _exposure(options, options.port)  # refuses an open service before anything starts
     cluster = service_cluster(options)
     check_free(options.data_dir, database_url(options))
     ray_cluster = None
@@ -179,11 +177,17 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
 
         tokens = load_tokens(options.tokens_file)
     sock = bind(options.host, options.port)
-    print_warnings(warnings)
+    print_warnings(_exposure(options, sock.getsockname()[1]))  # --port 0: the one chosen
     try:
         _serve_on(sock, options, cluster, ray_cluster, tokens, announce)
     finally:
         sock.close()
+
+
+def _exposure(options: ServeOptions, port: int) -> list[str]:
+    return exposure_warnings(options.host, port, options.token is not None
+                             or options.tokens_file is not None, options.tokens_file,
+                             options.insecure)
 
 
 def database_url(options: ServeOptions) -> str:

@@ -65,6 +65,14 @@ def serve(tmp_path: Path) -> Iterator[Serve]:
     kill_strays(tmp_path)
 
 
+def test_the_token_warning_names_the_port_port_0_chose(serve: Serve) -> None:
+    """``--port 0``: the warning said "anyone who can reach 127.0.0.1:0", a port no one can
+    reach, instead of the one the service listens on."""
+    proc, url = serve.start()
+    warning = next(line for line in serve.output(proc).splitlines() if "no API token" in line)
+    assert f"reach {url.removeprefix('http://')} can" in warning
+
+
 def test_sigterm_stops_workers_in_their_grace_and_a_restart_resumes_them(
         serve: Serve, out: Path) -> None:
     proc, url = serve.start()

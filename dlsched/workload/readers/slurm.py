@@ -10,12 +10,14 @@ Write the file with::
 ``--parsable2`` separates fields with ``|`` and prints a header. Required fields: ``JobID``,
 ``Submit``, ``Start``, ``End`` (ISO times, ``2026-11-02T10:00:00``, read as UTC),
 ``State`` and ``AllocTRES`` (``...,gres/gpu=4,...`` or ``gres/gpu:a100=4``: the GPUs, and their
-type when named). Optional: ``Partition`` (the job's queue; else ``default``), any other
-field (ignored). A job's work is ``End - Start`` seconds at its GPU count.
+type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional:
+``Partition`` (the job's queue; else ``default``), any other field (ignored). A job's work is
+``End - Start`` seconds at its GPU count.
 
 Left out, and counted by reason: job steps (``123.batch``; ``--allocations`` omits them),
-jobs that never started (``Start`` is ``Unknown`` or ``None``) or are still running or pending,
-jobs without GPUs, and jobs that ran 0 seconds. Jobs that ended otherwise (``FAILED``,
+jobs that never started (``Start`` is ``Unknown`` or ``None``) or are still running or pending
+(or have no ``End`` yet, as ``COMPLETING`` or ``CONFIGURING`` ones), jobs without GPUs, and
+jobs that ran 0 seconds. Jobs that ended otherwise (``FAILED``,
 ``TIMEOUT``, ``CANCELLED by ...`` after starting, ``NODE_FAIL``, ``PREEMPTED``) are kept: they
 held their GPUs for that long.
 """
@@ -42,14 +44,19 @@ REQUIRED = ("JobID", "Submit", "Start", "End", "State", "AllocTRES")
 NOT_STARTED = frozenset({"Unknown", "None", ""})
 UNFINISHED = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED")
 _GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(.*)$")
+# The GRES spelling squeue, scontrol and ReqGRES use (``gres/gpu:a100:4``, ``gres/gpu:4``).
+_GRES = re.compile(r"^gres/gpu(?::([^=:]+))?:(\d+)$")
 
 
 def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
     """GPUs and their type from a TRES list (``cpu=8,gres/gpu:a100=4,gres/gpu=4,mem=64G``):
-    the typed entry names the type; the plain one, if present, is the count."""
+    the typed entry names the type; the plain one, if present, is the count. An entry in
+    the GRES spelling (``gres/gpu:a100:4``) reads as ``gres/gpu:a100=4``."""
     raw = ctx.text(field, optional=True) or ""
     total, typed, kind = None, 0, None
     for item in (part.strip() for part in raw.split(",") if part.strip()):
+        if (gres := _GRES.match(item)) is not None:
+            item = f"gres/gpu{':' + gres.group(1) if gres.group(1) else ''}={gres.group(2)}"
         if "=" not in item:
             raise ctx.fail(field, f"not a TRES list (name=count,...): {raw!r}")
         match = _GPU.match(item)
@@ -74,6 +81,8 @@ def _job(ctx: RowContext) -> JobSpec:
         raise DropRow(f"not finished ({state.split()[0]})")
     if (ctx.text("Start", optional=True) or "") in NOT_STARTED:
         raise DropRow("never started")
+    if (ctx.text("End", optional=True) or "") in NOT_STARTED:  # COMPLETING, CONFIGURING, ...
+        raise DropRow(f"not finished ({state.split()[0]}, no End)")
     submit, start, end = (date_time(ctx, f) for f in ("Submit", "Start", "End"))
     gpus, kind = gpus_of(ctx, "AllocTRES")
     if gpus == 0:

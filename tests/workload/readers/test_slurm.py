@@ -30,6 +30,26 @@ def test_allocations_become_jobs_and_the_rest_is_counted(write: Writer) -> None:
     assert len(trace.warnings) == 4 and any("never started" in w for w in trace.warnings)
 
 
+def test_the_gres_spelling_reads_as_the_tres_one(write: Writer) -> None:
+    """squeue and scontrol write ``gres/gpu:a100:4``; pasted into AllocTRES it was refused as
+    "not a TRES list"."""
+    rows = ROWS.replace("gres/gpu:a100=4,gres/gpu=4", "gres/gpu:a100:4").replace(
+        "gres/gpu=8", "gres/gpu:8")
+    trace = read_trace(write("gres.sacct", HEADER + rows))
+    assert [(j.num_gpus, j.gpu_types) for j in trace.jobs] == [(4, ("a100",)), (8, ())]
+
+
+@pytest.mark.parametrize("state", ["COMPLETING", "CONFIGURING", "STOPPED"])
+def test_a_job_without_an_end_yet_is_left_out_and_counted(write: Writer, state: str) -> None:
+    """A started job whose End is still ``Unknown`` (a dump taken while it completes) stopped
+    the whole read with "End: not a date-time"."""
+    row = (f"105|late|cy|gpu|2026-11-02T10:05:00|2026-11-02T10:30:00|Unknown|{state}|"
+           "gres/gpu=2\n")
+    trace = read_trace(write("late.sacct", HEADER + ROWS + row))
+    assert [j.job_id for j in trace.jobs] == ["100", "103"]
+    assert any(f"1 row: not finished ({state}, no End)" in w for w in trace.warnings)
+
+
 @pytest.mark.parametrize(("bad", "field"), [
     ("gres/gpu=8", "AllocTRES"), ("2026-11-02T10:30:00|2026-11-02T12", "End"),
 ], ids=["gpu-count", "end-time"])
