@@ -141,7 +141,7 @@ def render_html(rows: Sequence[ReproduceRow], title: str, command: str, svg: str
 
 
 def _html_row(row: ReproduceRow) -> str:
-    cells = row.cells()
+    cells = row.cells(exact=False)
     diff = row.rel_diff
     tone = "" if diff is None else "ok" if abs(diff) <= 0.05 else "near" if abs(diff) <= 0.1 \
         else "off"

@@ -43,11 +43,22 @@ class ReproduceRow:
             return None
         return self.dlsched / self.reference - 1
 
-    def cells(self) -> tuple[str, ...]:
-        """The row as CSV cells, in ``COLUMNS`` order (an absent value is an empty cell)."""
-        return (self.experiment, self.case, self.policy, self.metric, _number(self.dlsched),
-                _number(self.reference), _number(self.rel_diff), self.source)
+    def cells(self, exact: bool = True) -> tuple[str, ...]:
+        """The row as CSV cells, in ``COLUMNS`` order (an absent value is an empty cell).
+        ``exact``: every number as the shortest text that reads back to the same float, so
+        ``rel_diff`` equals ``dlsched / reference - 1`` computed from the file's own cells;
+        else six significant digits (the HTML page's table)."""
+        number = _exact if exact else _short
+        return (self.experiment, self.case, self.policy, self.metric, number(self.dlsched),
+                number(self.reference), number(self.rel_diff), self.source)
 
 
-def _number(value: float | None) -> str:
+def _exact(value: float | None) -> str:
+    if value is None:
+        return ""
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def _short(value: float | None) -> str:
     return "" if value is None else f"{value:.6g}"

@@ -201,10 +201,16 @@ def _check(allocator: AllocatePlugin, state: CycleState,
     bounds = bounded.worker_bounds if bounded is not None else None
     active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
     num_nodes = state.cluster.num_nodes
+    if not isinstance(targets, Mapping):
+        raise AllocationError(f"{name}: allocate() returned {type(targets).__name__}, not a "
+                              "mapping of job id -> Assignment")
     for job_id, target in targets.items():
         job = active.get(job_id)
         if job is None:
             raise AllocationError(f"{name}: allocated GPUs to {job_id}, which is not active")
+        if not isinstance(target, Assignment):
+            raise AllocationError(f"{name}: allocate() gave {job_id} a {type(target).__name__}, "
+                                  "not an Assignment (dlsched.scheduling.allocation)")
         nodes = target.nodes  # sorted (``Assignment``): the first and last bound them all
         if not nodes:
             continue

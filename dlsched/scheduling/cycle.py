@@ -34,6 +34,7 @@ from dlsched.scheduling.placement import (
     static_shape,
     unconstrained,
 )
+from dlsched.scheduling.plugin_checks import unorderable_keys
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
@@ -176,7 +177,14 @@ def ordered_waiting(profile: Profile, state: CycleState) -> Iterable[Job]:
         return state.snapshot.waiting
     if profile.lazy_order is not None:
         return profile.lazy_order.ordered(state)
-    return sorted(state.snapshot.waiting, key=lambda j: profile.queue_sort.sort_key(state, j))
+    sort_key, waiting = profile.queue_sort.sort_key, state.snapshot.waiting
+    try:
+        return sorted(waiting, key=lambda j: sort_key(state, j))
+    except TypeError as error:  # keys that do not compare: name the plugin and two jobs
+        unorderable = unorderable_keys(profile.name, profile.queue_sort, state, waiting)
+        if unorderable is None:
+            raise
+        raise unorderable from error
 
 
 _SMALLER_FAILED = Status(Code.UNSCHEDULABLE, "a job as large or smaller of the same kind did "

@@ -38,6 +38,7 @@ from dlsched.scheduling.hooks import (
     optional,
     plugin_label,
 )
+from dlsched.scheduling.plugin_checks import CheckedScore
 from dlsched.scheduling.plugins.filters import GpuTypeFilter, NodePoolFilter, RunnableFilter
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.plugins.scores import (
@@ -120,7 +121,11 @@ class Profile:
         self.allocators = _having(everything, AllocatePlugin)
         if len(self.allocators) > 1:
             raise ValueError(f"profile {self.name}: more than one allocation plugin")
-        self.scores = placement_scores(self.placement)
+        # A Score plugin of the policy's own joins the placement's scores (weighted sum, its
+        # ``weight`` attribute or 1): left out, it was silently never called.
+        self.scores = placement_scores(self.placement) + tuple(
+            (CheckedScore(plugin), float(getattr(plugin, "weight", 1.0)))
+            for plugin in _having(everything, ScorePlugin))
         self.take_limit = 1 if self.placement == "spread" else None
         # Jobs whose last attempt failed, with what that failure depended on (see cycle.py).
         self.futile: dict[str, tuple] = {}

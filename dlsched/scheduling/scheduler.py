@@ -28,6 +28,7 @@ from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.journal import RunningJournal
 from dlsched.scheduling.placement import first_refusal, max_workers, static_shape
+from dlsched.scheduling.plugin_checks import static_key_error, unorderable_keys
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
@@ -201,7 +202,23 @@ class Scheduler:
     def _enqueue(self, job: Job) -> None:
         for hook in self._waiting_hooks:
             hook(job)
-        self.waiting.add(job)
+        try:
+            self.waiting.add(job)
+        except (AttributeError, TypeError) as error:
+            if not self.waiting.is_static:
+                raise
+            raise self._static_order_error(job, error) from error
+
+    def _static_order_error(self, job: Job, error: Exception) -> Exception:
+        """A static QueueSort's key failed to file ``job``: its ``sort_key(None, job)`` read
+        the state, or gave a key that does not compare with the waiting jobs' keys."""
+        plugin, name = self.profile.queue_sort, self.profile.name
+        try:
+            plugin.sort_key(None, job)
+        except (AttributeError, TypeError) as own:
+            return static_key_error(name, plugin, job, own)
+        others = [other for other in self.waiting.ordered() if other is not job]
+        return unorderable_keys(name, plugin, None, (job, *others)) or error
 
     def finish(self, job_id: str) -> None:
         job = self.running.pop(job_id)

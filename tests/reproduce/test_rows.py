@@ -29,3 +29,24 @@ def test_cells_leave_absent_values_empty() -> None:
                        None)
     assert row.cells() == ("pollux-osdi21", "workload-6@1.0", "tiresias", "jct_mean_s", "3500",
                            "", "", "")
+
+
+# Tiresias' fifo cell: dlsched 26,945.7575 s against the artifact's 26,945.8 s. At six
+# significant digits both cells read 26945.8, and rel_diff -1.57724e-06 could not be checked
+# against them (26945.8 / 26945.8 - 1 = 0).
+@pytest.mark.parametrize(("dlsched", "reference"), [
+    pytest.param(26945.7575, 26945.8, id="tiresias-fifo"),
+    pytest.param(136.93921875, 137.0, id="megatron-tflops"),
+    pytest.param(0.40370712, 0.43, id="llama3-mfu"),
+    pytest.param(1e-9 / 3, 2.5e-10, id="tiny"),
+])
+def test_rel_diff_reads_back_from_the_csv_cells(dlsched: float, reference: float) -> None:
+    cells = ReproduceRow("e", "c", "p", "m", dlsched, reference).cells()
+    value, ref, diff = (float(cell) for cell in cells[4:7])
+    assert (value, ref) == (dlsched, reference)
+    assert diff == value / ref - 1
+
+
+def test_html_cells_keep_six_digits() -> None:
+    cells = ReproduceRow("e", "c", "p", "m", 26945.7575, 26945.8).cells(exact=False)
+    assert cells[4:7] == ("26945.8", "26945.8", "-1.57724e-06")

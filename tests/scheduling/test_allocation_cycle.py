@@ -121,6 +121,31 @@ def test_a_rigid_job_of_its_size_passes_the_check_an_elastic_one_keeps_its_bound
         run_allocation_cycle(Fixed({"E": (0,)}), _snapshot(cluster, [], [elastic]))
 
 
+class Returns:
+    """An allocator that returns ``value`` as it is (a plugin's mistake)."""
+
+    name = "mine"
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def allocate(self, state: CycleState) -> object:
+        return self.value
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ([Assignment((0, 0))], "returned list, not a mapping of job id -> Assignment"),
+    (None, "returned NoneType, not a mapping"),
+    ({"R": (0, 0)}, "gave R a tuple, not an Assignment"),
+    ({"R": [0, 0]}, "gave R a list, not an Assignment"),
+], ids=["list", "none", "tuple-of-nodes", "list-of-nodes"])
+def test_an_allocate_that_returns_no_assignments_is_named(value: object, message: str) -> None:
+    cluster = make_cluster(nodes=1, gpus=4)
+    rigid = Job(make_job("R").gpus(2).build())
+    with pytest.raises(AllocationError, match=f"^mine: allocate\\(\\) {message}"):
+        run_allocation_cycle(Returns(value), _snapshot(cluster, [], [rigid]))  # type: ignore[arg-type]
+
+
 # Packing: A holds GPU 0 whole; the target halves it and puts waiting B beside it on GPU 0.
 def test_shared_gpu_targets() -> None:
     cluster = make_cluster(nodes=1, gpus=2)
