@@ -154,3 +154,52 @@ def test_the_incremental_loop_gives_what_the_one_gpu_loop_gives(seed: int) -> No
     free = int(rng.integers(0, 3 * width))
     assert afs_allocate(curves, lo, hi, lengths, free).tolist() == _one_gpu_at_a_time(
         curves, lo, hi, lengths, free).tolist()
+
+
+# AFS-P (lengths unknown): least attained service plays the shorter job. "new": just arrived,
+# long (1000 on one GPU), gains 20 % from a 2nd GPU; "old": has had 1000 GPU-seconds, short
+# (10), linear. AFS-L, old the shorter: GPU 1 -> old (both gains inf: the shorter); GPU 2: old's
+# 1/1 = new's 1/1, the tie to the shorter: old; GPU 3: old's 1/2 < new's 1 -> new. AFS-P, new
+# the "shorter" (no service yet): GPU 1 -> new; GPU 2: new's 0.2 < old's 1 -> old; GPU 3: new's
+# 0.2 < old's (2 - 1)/2 -> old. The two agree only from 3 GPUs on.
+AFS_P_CURVES = np.array([[0, 1, 1.2, 1.3], [0, 1, 2, 3]])
+
+
+@pytest.mark.parametrize(("gpus", "afs_l", "afs_p"), [
+    (1, [0, 1], [1, 0]), (2, [0, 2], [1, 1]), (3, [1, 2], [1, 2]),
+], ids=["1-gpu", "2-gpus", "3-gpus"])
+def test_afs_p_takes_least_attained_service_for_the_shorter_job(
+        gpus: int, afs_l: list[int], afs_p: list[int]) -> None:
+    lo, hi = np.array([1, 1]), np.array([3, 3])
+    assert afs_allocate(AFS_P_CURVES, lo, hi, np.array([1000.0, 10.0]), gpus).tolist() == afs_l
+    assert afs_allocate(AFS_P_CURVES, lo, hi, np.array([0.0, 1000.0]), gpus,
+                        reorder=False).tolist() == afs_p
+
+
+def _new_and_old(gpus: int) -> CycleState:
+    """The case above as jobs: "old" ran 500 s on 2 GPUs and has 10 s of work left."""
+    old = Job(make_job("old").gpus(2).work(1010).build())
+    old.attained, old.done_work = 1000.0, 1000.0
+    new = Job(make_job("new").at(500).work(1000).build())
+    base = cycle_state(make_cluster(nodes=1, gpus=gpus), waiting=[old, new], now=500.0)
+    model = Table({"new": [0, 1, 1.2, 1.3], "old": [0, 1, 2, 3]})
+    return CycleState.begin(replace(base.snapshot, throughput=model))
+
+
+@pytest.mark.parametrize(("policy", "expected"), [
+    ("afs", {"old": 2}), ("afs-p", {"new": 1, "old": 1}),
+])
+def test_afs_p_policy_ignores_remaining_work(policy: str, expected: dict[str, int]) -> None:
+    profile = build_policy(policy, {"speed": "exact"})
+    got = {k: v.num_workers for k, v in profile.plugins[0].allocate(_new_and_old(2)).items()}
+    assert got == expected
+
+
+def test_afs_p_keeps_its_order_all_round() -> None:
+    # The case of test_shorter_is_by_remaining_time_at_the_gpus_given with a fixed order
+    # (attained service does not shrink with GPUs): a stays the shorter job, and its 0.22 beats
+    # b's 1/5 for GPU 6.
+    curves = np.array([[0, 1, 1.22, 1.3, 1.35, 1.4, 1.45, 1.5], [0, 1, 2, 3, 4, 5, 6, 7]])
+    got = afs_allocate(curves, np.array([1, 1]), np.array([7, 7]), np.array([10.0, 30.0]), 6,
+                       reorder=False)
+    assert got.tolist() == [2, 4]

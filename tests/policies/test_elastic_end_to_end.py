@@ -17,12 +17,12 @@ from dlsched.workload.bundled import resolve_trace
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
-ELASTIC = ("optimus", "afs", "elasticflow", "pollux", "sia")
+ELASTIC = ("optimus", "afs", "afs-p", "elasticflow", "pollux", "sia")
 
 
 # Two 1-GPU-requesting elastic jobs (linear scaling) on 4 GPUs: an elastic policy gives them
 # 2 GPUs each (or all 4 to one at a time), so both finish well before FIFO's 100 s.
-@pytest.mark.parametrize("policy", ["optimus", "afs"])
+@pytest.mark.parametrize("policy", ["optimus", "afs", "afs-p"])
 def test_elastic_policy_uses_idle_gpus(policy: str) -> None:
     jobs = [make_job("A").at(0).work(100).elastic(1, 4).build(),
             make_job("B").at(0).work(100).elastic(1, 4).build()]

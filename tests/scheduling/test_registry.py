@@ -109,7 +109,7 @@ def test_unknown_policy_lists_the_known_ones() -> None:
         assert name in str(err.value)
 
 
-@pytest.mark.parametrize("policy", ["afs", "elasticflow", "optimus", "pollux", "sia"])
+@pytest.mark.parametrize("policy", ["afs", "afs-p", "elasticflow", "optimus", "pollux", "sia"])
 @pytest.mark.parametrize("seconds", ["0", "-60"])
 def test_a_round_that_does_not_advance_the_clock_is_refused(policy: str, seconds: str) -> None:
     # round_seconds=0 used to hang the simulation (the next round at the same time, forever)
@@ -126,6 +126,7 @@ def test_a_round_that_does_not_advance_the_clock_is_refused(policy: str, seconds
     ("sia", "restart_seconds", "-3", "restart_seconds must be >= 0"),
     ("chronus", "restart_seconds", "-1", "restart_seconds must be >= 0"),
     ("afs", "max_workers", "0", "max_workers must be >= 1, got 0"),
+    ("afs-p", "max_workers", "0", "max_workers must be >= 1, got 0"),
     ("elasticflow", "max_workers", "0", "max_workers must be >= 1"),
     ("optimus", "max_workers", "0", "max_workers must be >= 1"),
 ])

@@ -1,12 +1,14 @@
 """AFS-L, the allocation loop of Apathetic Future Share (Hwang et al., *Elastic Resource
 Sharing for Distributed Deep Learning*, NSDI'21 §3.2–3.3).
 
-AFS hands out GPUs one at a time. For two jobs ``a`` (the shorter: less remaining time) and
-``b`` that both want the next GPU, with throughputs ``t`` now and ``t'`` with one more GPU,
-the paper's two-job analysis (§3.2) minimizes the sum of their completion times while being
-*apathetic* about the future (after ``a`` finishes, ``b`` keeps the GPU it would have had): give
-the GPU to ``a`` and ``a`` finishes at ``l_a/t_a'`` while ``b`` runs at ``t_b``; give it to ``b``
-and ``a`` finishes at ``l_a/t_a``. Comparing the two sums gives the rule implemented here:
+AFS hands out GPUs one at a time (AFS-P, for unknown lengths, differs only in the order of the
+pass: ``reorder=False`` below, see ``policies/afs.py``). For two jobs ``a`` (the shorter: less
+remaining time) and ``b`` that both want the next GPU, with throughputs ``t`` now and ``t'``
+with one more GPU, the paper's two-job analysis (§3.2) minimizes the sum of their completion
+times while being *apathetic* about the future (after ``a`` finishes, ``b`` keeps the GPU it
+would have had): give the GPU to ``a`` and ``a`` finishes at ``l_a/t_a'`` while ``b`` runs at
+``t_b``; give it to ``b`` and ``a`` finishes at ``l_a/t_a``. Comparing the two sums gives the
+rule implemented here:
 
     give the GPU to the longer job b  iff  (t_b' − t_b) / t_b'  >  (t_a' − t_a) / t_a
 
@@ -33,12 +35,14 @@ import numpy as np
 
 
 def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np.ndarray,
-                 free: int) -> np.ndarray:
+                 free: int, reorder: bool = True) -> np.ndarray:
     """Workers per job. ``curves[j, n]``: job j's throughput on n workers (relative units
     are fine: the rule compares ratios); ``lengths[j]``: its remaining length on its smallest
     size ``lo[j]``; ``lo``, ``hi``: its fewest and most workers, ``hi[j] <
     curves.shape[1]`` (a job with ``lo > hi`` gets none). Each pass changes only the winner,
-    so only its entries are recomputed."""
+    so only its entries are recomputed. ``reorder=False`` (AFS-P, ``policies/afs.py``): the
+    pass keeps the order of ``lengths`` (then index) all round, as a length proxy such as
+    attained service does not shrink with the GPUs the loop hands out."""
     jobs, width = curves.shape[0], curves.shape[1] - 1
     rows = np.arange(jobs)
     smallest = curves[rows, np.minimum(lo, width)].astype(float)
@@ -66,7 +70,8 @@ def afs_allocate(curves: np.ndarray, lo: np.ndarray, hi: np.ndarray, lengths: np
         nxt[winner], step[winner] = alloc[winner] + 1, 1
         before, after = curves[winner, alloc[winner]], curves[winner, min(nxt[winner], width)]
         now[winner], new[winner] = before, after
-        remaining[winner] = lengths[winner] * smallest[winner] / before
+        if reorder:
+            remaining[winner] = lengths[winner] * smallest[winner] / before
         valid[winner] = nxt[winner] <= hi[winner] and after > before
         gain_a[winner] = (after - before) / before if before > 0 else np.inf
         gain_b[winner] = (after - before) / (after if after > 0 else 1.0)
