@@ -21,7 +21,8 @@ back.
   GPUs it held, without a new attempt.
 - ``resubmit``: after a restart, a job comes back with the service it had attained, the work
   it had done and the preemptions it had suffered, so the policies (Tiresias's 2D-LAS queue,
-  Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did.
+  Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did; a job that
+  had run comes back ``preempted`` (waiting to resume from its checkpoint), as it was shown.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class RuntimeScheduler(Scheduler):
         on, on ``gpus`` (``can_adopt``; the executor takes over the workers in ``start``).
         A job this cluster can no longer run comes back failed, as ``submit`` makes it."""
         job = self.resubmit(spec, restored)
-        if job.status is not JobStatus.PENDING:
+        if job.status.is_terminal:
             return job
         self.waiting.discard(job.job_id)
         job.set_status(JobStatus.RUNNING)
@@ -154,5 +155,9 @@ class RuntimeScheduler(Scheduler):
             # The core only asks whether it is set (a resume pays the restart overhead); the
             # real first start is in the store's first attempt.
             job.first_start = spec.submit_time
+            # It ran and waits to resume from its checkpoint: preempted, as the old service
+            # showed it (Kueue keeps an evicted workload's Evicted condition), not a job
+            # that never ran. Restored, not a transition: pending -> preempted has none.
+            job.status = JobStatus.PREEMPTED
         self.waiting.add(job)
         return job
