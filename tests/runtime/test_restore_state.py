@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from runtime_helpers import kill_strays, wait_for, worker
+from runtime_helpers import crash, kill_strays, wait_for, worker
 
 from dlsched.runtime.commands import submit
 from dlsched.runtime.models import SubmitRequest
@@ -27,15 +27,6 @@ def config(root: Path) -> ServiceConfig:
     return ServiceConfig(local_cluster(1, "T4"), root / "data", policy="tiresias",
                          policy_options={"thresholds": str(THRESHOLD), "min_runtime": "600"},
                          grace_seconds=2.0, poll_seconds=0.05, retry_backoff=0.0)
-
-
-def crash(service: Service) -> None:
-    service._stop.set()  # the loop ends after its iteration; nothing is stopped or requeued
-    service.wake.set()
-    assert service._thread is not None
-    service._thread.join(timeout=10)
-    service.store.close()
-    service.dir_lock.release()  # as the kernel does when a process dies
 
 
 @pytest.fixture

@@ -1,0 +1,68 @@
+"""``kill -9`` of the service in the middle of a transition (a cancel, a preemption, a resize,
+a start waiting for its victims), then a restart on the same database: no job is lost or runs
+twice, every job shows the right state, attempts and GPUs, and no worker of the old service
+runs on unseen, holding GPUs the new one gives to other jobs (``docs/runtime.md``, "State and
+recovery")."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from runtime_helpers import crash, kill_strays, wait_for, worker
+
+from dlsched.runtime.commands import cancel, submit
+from dlsched.runtime.executors.processes import alive
+from dlsched.runtime.models import SubmitRequest
+from dlsched.runtime.server import local_cluster
+from dlsched.runtime.service import Service, ServiceConfig
+from dlsched.workload.job import JobStatus
+
+
+def config(root: Path, grace: float, policy: str = "fifo",
+           options: dict[str, str] | None = None, gpus: int = 1) -> ServiceConfig:
+    return ServiceConfig(local_cluster(gpus, "T4"), root / "data", policy=policy,
+                         policy_options=options or {}, grace_seconds=grace, poll_seconds=0.05,
+                         retry_backoff=0.0)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[list[Service]]:
+    started: list[Service] = []
+    yield started
+    if started:
+        started[-1].shutdown()
+    kill_strays(tmp_path)
+
+
+def started_pid(out: Path, job_id: str, attempt: int = 1) -> int:
+    """The pid of a job's rank-0 worker, once it has started."""
+    path = out / f"{job_id}-a{attempt}-r0.json"
+    wait_for(path.exists, 15, f"{job_id}'s attempt {attempt} to start")
+    return int(json.loads(path.read_text())["pid"])
+
+
+def test_a_job_cancelled_as_the_service_dies_leaves_no_worker_behind(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Its workers ignore SIGTERM and have 30 s of grace when the service dies: the restart
+    left them running (an ended job's attempt was never looked at), on a GPU it gave to the
+    next job, and the attempt open forever."""
+    old = Service(config(tmp_path, grace=30.0))
+    old.start()
+    stubborn = submit(old, SubmitRequest(command=worker("stubborn", out), gpus=1)).id
+    pid = started_pid(out, stubborn)
+    cancel(old, stubborn)
+    crash(old)
+    assert alive(pid)
+
+    new = Service(config(tmp_path, grace=0.5))
+    services.append(new)
+    new.start()
+    assert not alive(pid)  # stopped before anything else starts
+    attempt = new.store.attempts(stubborn)[-1]
+    assert (attempt.end_time is not None, attempt.outcome) == (True, "stopped")
+    assert new.store.job(stubborn).status == "cancelled"  # type: ignore[union-attr]
+    after = submit(new, SubmitRequest(command=worker("sleep", out, 30), gpus=1)).id
+    wait_for(lambda: new.core.jobs[after].status is JobStatus.RUNNING, 10, "the next job")
