@@ -27,6 +27,7 @@ back.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dlsched.scheduling.decisions import CycleResult
@@ -47,17 +48,23 @@ class Restored:
 
 class RuntimeScheduler(Scheduler):
     def cycle(self) -> CycleResult:
-        now = self.clock.now()
-        for job_id in self._unlaunched():
-            self.launched(job_id, now)  # still waiting: no service accrues meanwhile
+        self.hold_unlaunched(self.running)
         return super().cycle()
 
-    def _unlaunched(self) -> list[str]:
+    def hold_unlaunched(self, job_ids: Iterable[str]) -> None:
+        """Started jobs among ``job_ids`` whose workers are not launched yet accrue nothing up
+        to now (``launched``): before a cycle reads them, and before the service saves them
+        (a restart would give them service and progress they never had)."""
+        now = self.clock.now()
+        for job_id in self._unlaunched(job_ids):
+            self.launched(job_id, now)
+
+    def _unlaunched(self, job_ids: Iterable[str]) -> list[str]:
         waiting_for = getattr(self.executor, "waiting_for", None)
         if waiting_for is None:
             return []
-        return [job_id for job_id in self.running
-                if waiting_for(job_id) or self._unlaunched_reason(job_id)]
+        return [job_id for job_id in job_ids if job_id in self.running
+                and (waiting_for(job_id) or self._unlaunched_reason(job_id))]
 
     def _unlaunched_reason(self, job_id: str) -> str:
         """The executor's own reason why a started job has no workers yet (the Ray executor:

@@ -7,6 +7,7 @@ recovery")."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,8 +18,10 @@ from dlsched.runtime.commands import cancel, submit
 from dlsched.runtime.executors.processes import alive
 from dlsched.runtime.models import SubmitRequest
 from dlsched.runtime.server import local_cluster
-from dlsched.runtime.service import Service, ServiceConfig
+from dlsched.runtime.service import STATE_SAVE_SECONDS, Service, ServiceConfig
 from dlsched.workload.job import JobStatus
+
+TIRESIAS = {"thresholds": "1"}  # GPU-seconds: a job is demoted after a second on one GPU
 
 
 def config(root: Path, grace: float, policy: str = "fifo",
@@ -66,3 +69,31 @@ def test_a_job_cancelled_as_the_service_dies_leaves_no_worker_behind(
     assert new.store.job(stubborn).status == "cancelled"  # type: ignore[union-attr]
     after = submit(new, SubmitRequest(command=worker("sleep", out, 30), gpus=1)).id
     wait_for(lambda: new.core.jobs[after].status is JobStatus.RUNNING, 10, "the next job")
+
+
+def test_a_start_waiting_for_its_victim_saves_no_service_it_never_had(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Tiresias preempts a demoted job for a new one, whose start waits while the victim
+    ignores SIGTERM. The periodic save wrote the waiting job's service as if it ran (1.3
+    GPU-seconds for a job with no attempt, in a run by hand): a restart during the wait
+    demoted it below its victim, which then ran first and kept its GPU."""
+    old = Service(config(tmp_path, 30.0, "tiresias", TIRESIAS))
+    old.start()
+    victim = submit(old, SubmitRequest(command=worker("stubborn", out), gpus=1)).id
+    started_pid(out, victim)
+    wait_for(lambda: old.core.jobs[victim].attained_service(old.clock.now()) > 1.2, 10,
+             "the victim to be demoted")
+    waiting = submit(old, SubmitRequest(command=worker("sleep", out, 30), gpus=1)).id
+    wait_for(lambda: old.core.reason_for(old.core.jobs[waiting]).startswith("waiting for"), 10,
+             "the new job to wait for its victim")
+    wait_for(lambda: (row := old.store.job(waiting)) and row.status == "running", 5, "a save")
+    time.sleep(2.5 * STATE_SAVE_SECONDS)  # saved again while it waits
+    crash(old)
+    row = old.store.job(waiting)
+    assert row is not None and (row.attempts, row.attained_service, row.done_work) == (0, 0, 0)
+
+    new = Service(config(tmp_path, 0.5, "tiresias", TIRESIAS))
+    services.append(new)
+    new.start()
+    wait_for(lambda: new.core.jobs[waiting].status is JobStatus.RUNNING, 10, "its start")
+    assert new.core.jobs[victim].status is JobStatus.PREEMPTED
