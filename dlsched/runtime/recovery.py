@@ -61,6 +61,18 @@ class _Open:
         return [read_status(status_path(log_path, rank))
                 for rank in range(len(self.attempt.gpus))]
 
+    def exited_at(self, epoch: float, now: float) -> float:
+        """When its last worker exited (its wrapper wrote the status file), on the service's
+        clock: an attempt that ended while no service ran did not run until the restart.
+        ``now`` if a status is missing (killed: the end is unknown)."""
+        log_path = Path(self.attempt.log_path)
+        try:
+            last = max(status_path(log_path, rank).stat().st_mtime
+                       for rank in range(len(self.attempt.gpus)))
+        except (OSError, ValueError):
+            return now
+        return min(now, max(self.attempt.start_time, last - epoch))
+
 
 def recover(service: Service) -> None:
     service.next_seq = service.store.next_seq()
@@ -170,8 +182,9 @@ def _adopt(service: Service, found: _Open) -> bool:
 def _settle(service: Service, found: _Open) -> None:
     """Close an attempt whose workers are gone: finished if every worker completed, else the
     job goes back to its queue (a failed worker counts as a failure)."""
-    row, number, now = found.row, found.attempt.number, service.clock.now()
+    row, number = found.row, found.attempt.number
     statuses = found.statuses()
+    now = found.exited_at(service.clock.epoch, service.clock.now())
     if all(status is not None and status.completed for status in statuses):
         service.batch.attempt_ended(row.id, number, now, "succeeded", COMPLETED)
         service.batch.job(row.id, status="finished", finish_time=now, pending_reason="",

@@ -97,3 +97,28 @@ def test_a_start_waiting_for_its_victim_saves_no_service_it_never_had(
     new.start()
     wait_for(lambda: new.core.jobs[waiting].status is JobStatus.RUNNING, 10, "its start")
     assert new.core.jobs[victim].status is JobStatus.PREEMPTED
+
+
+def test_a_job_that_completed_while_no_service_ran_ends_when_its_workers_did(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Its attempt was closed, and the job finished, at the restart: a 3 s job that
+    completed during a 10 s outage showed an 18 s run time and JCT in ``GET /v1/jobs/ID``
+    and ``history export``. The wrappers' status files say when the workers exited."""
+    old = Service(config(tmp_path, grace=2.0))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 0.5), gpus=1)).id
+    started_pid(out, job)
+    crash(old)
+    status = wait_for(lambda: next((tmp_path / "data" / "jobs" / job).glob("*.exit"), None), 10,
+                      "the worker to exit")
+    time.sleep(3.0)  # the outage
+
+    new = Service(config(tmp_path, grace=2.0))
+    services.append(new)
+    new.start()
+    row, attempt = new.store.job(job), new.store.attempts(job)[-1]
+    assert row is not None and attempt.end_time is not None and row.finish_time is not None
+    assert (row.status, attempt.outcome) == ("finished", "succeeded")
+    exited = status.stat().st_mtime - new.clock.epoch
+    assert row.finish_time == attempt.end_time == pytest.approx(exited, abs=0.01)
+    assert new.clock.now() - row.finish_time > 2.5
