@@ -21,11 +21,13 @@ back.
   GPUs it held, without a new attempt.
 - ``resubmit``: after a restart, a job comes back with the service it had attained, the work
   it had done and the preemptions it had suffered, so the policies (Tiresias's 2D-LAS queue,
-  Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did.
+  Gu et al. NSDI'19 §3.2; SRTF's remaining work) rank it as the old service did; a job that
+  had run comes back ``preempted`` (waiting to resume from its checkpoint), as it was shown.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dlsched.scheduling.decisions import CycleResult
@@ -46,17 +48,23 @@ class Restored:
 
 class RuntimeScheduler(Scheduler):
     def cycle(self) -> CycleResult:
-        now = self.clock.now()
-        for job_id in self._unlaunched():
-            self.launched(job_id, now)  # still waiting: no service accrues meanwhile
+        self.hold_unlaunched(self.running)
         return super().cycle()
 
-    def _unlaunched(self) -> list[str]:
+    def hold_unlaunched(self, job_ids: Iterable[str]) -> None:
+        """Started jobs among ``job_ids`` whose workers are not launched yet accrue nothing up
+        to now (``launched``): before a cycle reads them, and before the service saves them
+        (a restart would give them service and progress they never had)."""
+        now = self.clock.now()
+        for job_id in self._unlaunched(job_ids):
+            self.launched(job_id, now)
+
+    def _unlaunched(self, job_ids: Iterable[str]) -> list[str]:
         waiting_for = getattr(self.executor, "waiting_for", None)
         if waiting_for is None:
             return []
-        return [job_id for job_id in self.running
-                if waiting_for(job_id) or self._unlaunched_reason(job_id)]
+        return [job_id for job_id in job_ids if job_id in self.running
+                and (waiting_for(job_id) or self._unlaunched_reason(job_id))]
 
     def _unlaunched_reason(self, job_id: str) -> str:
         """The executor's own reason why a started job has no workers yet (the Ray executor:
@@ -130,7 +138,7 @@ class RuntimeScheduler(Scheduler):
         on, on ``gpus`` (``can_adopt``; the executor takes over the workers in ``start``).
         A job this cluster can no longer run comes back failed, as ``submit`` makes it."""
         job = self.resubmit(spec, restored)
-        if job.status is not JobStatus.PENDING:
+        if job.status.is_terminal:
             return job
         self.waiting.discard(job.job_id)
         job.set_status(JobStatus.RUNNING)
@@ -154,5 +162,9 @@ class RuntimeScheduler(Scheduler):
             # The core only asks whether it is set (a resume pays the restart overhead); the
             # real first start is in the store's first attempt.
             job.first_start = spec.submit_time
+            # It ran and waits to resume from its checkpoint: preempted, as the old service
+            # showed it (Kueue keeps an evicted workload's Evicted condition), not a job
+            # that never ran. Restored, not a transition: pending -> preempted has none.
+            job.status = JobStatus.PREEMPTED
         self.waiting.add(job)
         return job

@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 RESTARTED = "the service restarted while it ran; it resumes from its checkpoint"
 COMPLETED = "its workers completed while no service was running"
+ENDED_EXITING = ("the job had ended; its workers were still exiting when the service stopped, "
+                 "and were stopped at its restart")
 
 
 @dataclass
@@ -59,14 +61,28 @@ class _Open:
         return [read_status(status_path(log_path, rank))
                 for rank in range(len(self.attempt.gpus))]
 
+    def exited_at(self, epoch: float, now: float) -> float:
+        """When its last worker exited (its wrapper wrote the status file), on the service's
+        clock: an attempt that ended while no service ran did not run until the restart.
+        ``now`` if a status is missing (killed: the end is unknown)."""
+        log_path = Path(self.attempt.log_path)
+        try:
+            last = max(status_path(log_path, rank).stat().st_mtime
+                       for rank in range(len(self.attempt.gpus)))
+        except (OSError, ValueError):
+            return now
+        return min(now, max(self.attempt.start_time, last - epoch))
+
 
 def recover(service: Service) -> None:
     service.next_seq = service.store.next_seq()
     rows = service.store.unfinished()
-    if not rows:
+    open_attempts = service.store.open_attempts()
+    ended = _ended_with_open_attempts(service, rows, open_attempts)
+    if not rows and not ended:
         return
-    opened = _open_attempts(service, rows)
-    to_stop: set[int] = set(_stray_pids(service, rows, opened))
+    opened = _open_attempts(service, rows, open_attempts)
+    to_stop: set[int] = set(_stray_pids(service, rows + ended, opened, open_attempts))
     settled: dict[str, _Open] = {}
     for row in rows:
         found = opened.get(row.id)
@@ -82,21 +98,37 @@ def recover(service: Service) -> None:
     service.changed = True
 
 
-def _open_attempts(service: Service, rows: list[JobRow]) -> dict[str, _Open]:
+def _ended_with_open_attempts(service: Service, rows: list[JobRow],
+                              open_attempts: list[AttemptRow]) -> list[JobRow]:
+    """Jobs that ended (cancelled, say) while the workers of an attempt of theirs were still
+    exiting when the service died: those workers must not run on, unseen, on GPUs this
+    service gives to other jobs."""
+    unfinished = {row.id for row in rows}
+    ids = sorted({a.job_id for a in open_attempts if a.job_id not in unfinished})
+    return [row for job_id in ids if (row := service.store.job(job_id)) is not None]
+
+
+def _open_attempts(service: Service, rows: list[JobRow],
+                   open_attempts: list[AttemptRow]) -> dict[str, _Open]:
     """Each unfinished job's latest open attempt with its live workers; older open attempts
-    (a stopped attempt still exiting when the service died) are closed as abandoned."""
+    (a stopped attempt still exiting when the service died) are closed as abandoned, and so
+    is every open attempt of a job that had ended (their workers are stopped as strays)."""
     by_job: dict[str, list[AttemptRow]] = defaultdict(list)
-    for attempt in service.store.open_attempts():
+    for attempt in open_attempts:
         by_job[attempt.job_id].append(attempt)
     unfinished = {row.id: row for row in rows}
     now = service.clock.now()
     opened = {}
     for job_id, attempts in by_job.items():
         attempts.sort(key=lambda a: a.number)
-        for old in attempts[:-1]:
-            service.batch.attempt_ended(job_id, old.number, now, "abandoned",
-                                        "the service stopped while it ran")
-        if job_id in unfinished:
+        settled_later = job_id in unfinished
+        for old in attempts[:-1] if settled_later else attempts:
+            if settled_later:
+                service.batch.attempt_ended(job_id, old.number, now, "abandoned",
+                                            "the service stopped while it ran")
+            else:  # cancelled: its workers were asked to stop and are stopped now
+                service.batch.attempt_ended(job_id, old.number, now, "stopped", ENDED_EXITING)
+        if settled_later:
             opened[job_id] = _Open(unfinished[job_id], attempts[-1], {})
     for worker in find_attempt_processes({row.id: row.checkpoint_dir for row in rows}):
         found = opened.get(worker.job_id)
@@ -108,13 +140,15 @@ def _open_attempts(service: Service, rows: list[JobRow]) -> dict[str, _Open]:
     return opened
 
 
-def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open]) -> list[int]:
-    """Live workers of these jobs that belong to no attempt being settled (older attempts)."""
+def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open],
+                open_attempts: list[AttemptRow]) -> list[int]:
+    """Live workers of these jobs that belong to no attempt being settled (older attempts,
+    attempts of jobs that ended)."""
     keep = {pid for found in opened.values() for pid in found.pids.values()}
     strays = [w.pid for w in find_attempt_processes({r.id: r.checkpoint_dir for r in rows})
               if w.pid not in keep and w.leader]
     if not PROC.is_dir():
-        strays += [pid for attempt in service.store.open_attempts() for pid in attempt.pids
+        strays += [pid for attempt in open_attempts for pid in attempt.pids
                    if pid not in keep]
     return strays
 
@@ -148,8 +182,9 @@ def _adopt(service: Service, found: _Open) -> bool:
 def _settle(service: Service, found: _Open) -> None:
     """Close an attempt whose workers are gone: finished if every worker completed, else the
     job goes back to its queue (a failed worker counts as a failure)."""
-    row, number, now = found.row, found.attempt.number, service.clock.now()
+    row, number = found.row, found.attempt.number
     statuses = found.statuses()
+    now = found.exited_at(service.clock.epoch, service.clock.now())
     if all(status is not None and status.completed for status in statuses):
         service.batch.attempt_ended(row.id, number, now, "succeeded", COMPLETED)
         service.batch.job(row.id, status="finished", finish_time=now, pending_reason="",

@@ -357,6 +357,7 @@ class Service:
 
     def persist(self) -> None:
         """Write every touched job's state and the batch in one transaction."""
+        self.core.hold_unlaunched(self.touched)  # no service saved for a wait for victims
         for job_id in self.touched:
             job = self.core.jobs[job_id]
             self.batch.job(job_id, status=job.status.value,

@@ -57,6 +57,17 @@ def kill_strays(root: Path) -> None:
                 os.killpg(os.getpgid(int(entry.name)), signal.SIGKILL)
 
 
+def crash(service: Service) -> None:
+    """What ``kill -9`` leaves: the loop stops dead after its iteration, nothing is stopped,
+    requeued or drained; the workers run on."""
+    service._stop.set()
+    service.wake.set()
+    assert service._thread is not None
+    service._thread.join(timeout=10)
+    service.store.close()
+    service.dir_lock.release()  # as the kernel does when a process dies
+
+
 @dataclass
 class Live:
     """A service behind a real HTTP server (uvicorn in a thread, on a free port)."""

@@ -6,10 +6,11 @@ did: a job demoted while it ran stays demoted, and the newer job in queue 0 goes
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from runtime_helpers import kill_strays, wait_for, worker
+from runtime_helpers import crash, kill_strays, wait_for, worker
 
 from dlsched.runtime.commands import submit
 from dlsched.runtime.models import SubmitRequest
@@ -26,15 +27,6 @@ def config(root: Path) -> ServiceConfig:
     return ServiceConfig(local_cluster(1, "T4"), root / "data", policy="tiresias",
                          policy_options={"thresholds": str(THRESHOLD), "min_runtime": "600"},
                          grace_seconds=2.0, poll_seconds=0.05, retry_backoff=0.0)
-
-
-def crash(service: Service) -> None:
-    service._stop.set()  # the loop ends after its iteration; nothing is stopped or requeued
-    service.wake.set()
-    assert service._thread is not None
-    service._thread.join(timeout=10)
-    service.store.close()
-    service.dir_lock.release()  # as the kernel does when a process dies
 
 
 @pytest.fixture
@@ -68,7 +60,7 @@ def test_tiresias_priorities_survive_a_restart(tmp_path: Path, out: Path,
     wait_for(lambda: new.core.jobs[short].status is JobStatus.RUNNING, 10, "the newer job")
     with new.locked():
         restored = new.core.jobs[long]
-        assert restored.status is JobStatus.PENDING  # queue 1, behind the newer job
+        assert restored.status is JobStatus.PREEMPTED  # queue 1, behind the newer job
         assert restored.attained >= saved.attained_service > THRESHOLD
         assert restored.done_work == pytest.approx(saved.done_work) and saved.done_work > 1.0
         assert new.active[long].attempts == 1  # its next attempt is number 2
@@ -91,3 +83,34 @@ def test_a_shutdown_is_no_preemption(tmp_path: Path, out: Path,
     assert row is not None and (row.preemptions, new.core.jobs[job].preemptions) == (0, 0)
     assert ("requeued", "the service stopped") in [(e.kind, e.message)
                                                    for e in new.store.events(job)]
+
+
+def test_a_preempted_job_stays_preempted_across_a_restart(tmp_path: Path, out: Path,
+                                                           services: list[Service]) -> None:
+    """Session 25: after ``kill -9`` and a restart, a job Tiresias had preempted (stopped,
+    waiting to resume from its checkpoint) was listed as ``pending``, as if it had never run;
+    a job that was running and whose workers died with the service was ``pending`` too, where
+    a SIGTERM shutdown leaves it ``preempted``."""
+    options = {"thresholds": str(THRESHOLD)}
+    old = Service(replace(config(tmp_path), policy_options=options))
+    old.start()
+    first = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    wait_for(lambda: old.core.jobs[first].attained_service(old.clock.now()) > THRESHOLD, 10,
+             "the first job to be demoted")
+    second = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    wait_for(lambda: (row := old.store.job(second)) and row.status == "running"
+             and (first_row := old.store.job(first)) and first_row.status == "preempted",
+             10, "the second job to preempt the first")
+    crash(old)
+    kill_strays(tmp_path)  # the machine rebooted: the second job's workers died too
+
+    new = Service(replace(config(tmp_path), policy_options=options))
+    services.append(new)
+    new.start()
+    rows = {job_id: new.store.job(job_id) for job_id in (first, second)}
+    assert {job_id: (row.status, row.preemptions, row.attempts)  # type: ignore[union-attr]
+            for job_id, row in rows.items()} == {first: ("preempted", 1, 1),
+                                                 second: ("preempted", 0, 1)}
+    with new.locked():
+        assert {new.core.jobs[j].status for j in rows} == {JobStatus.PREEMPTED}
+    wait_for(lambda: new.core.jobs[second].status is JobStatus.RUNNING, 10, "a resume")

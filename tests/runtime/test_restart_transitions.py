@@ -1,0 +1,124 @@
+"""``kill -9`` of the service in the middle of a transition (a cancel, a preemption, a resize,
+a start waiting for its victims), then a restart on the same database: no job is lost or runs
+twice, every job shows the right state, attempts and GPUs, and no worker of the old service
+runs on unseen, holding GPUs the new one gives to other jobs (``docs/runtime.md``, "State and
+recovery")."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from runtime_helpers import crash, kill_strays, wait_for, worker
+
+from dlsched.runtime.commands import cancel, submit
+from dlsched.runtime.executors.processes import alive
+from dlsched.runtime.models import SubmitRequest
+from dlsched.runtime.server import local_cluster
+from dlsched.runtime.service import STATE_SAVE_SECONDS, Service, ServiceConfig
+from dlsched.workload.job import JobStatus
+
+TIRESIAS = {"thresholds": "1"}  # GPU-seconds: a job is demoted after a second on one GPU
+
+
+def config(root: Path, grace: float, policy: str = "fifo",
+           options: dict[str, str] | None = None, gpus: int = 1) -> ServiceConfig:
+    return ServiceConfig(local_cluster(gpus, "T4"), root / "data", policy=policy,
+                         policy_options=options or {}, grace_seconds=grace, poll_seconds=0.05,
+                         retry_backoff=0.0)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[list[Service]]:
+    started: list[Service] = []
+    yield started
+    if started:
+        started[-1].shutdown()
+    kill_strays(tmp_path)
+
+
+def started_pid(out: Path, job_id: str, attempt: int = 1) -> int:
+    """The pid of a job's rank-0 worker, once it has started."""
+    path = out / f"{job_id}-a{attempt}-r0.json"
+    wait_for(path.exists, 15, f"{job_id}'s attempt {attempt} to start")
+    return int(json.loads(path.read_text())["pid"])
+
+
+def test_a_job_cancelled_as_the_service_dies_leaves_no_worker_behind(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Its workers ignore SIGTERM and have 30 s of grace when the service dies: the restart
+    left them running (an ended job's attempt was never looked at), on a GPU it gave to the
+    next job, and the attempt open forever."""
+    old = Service(config(tmp_path, grace=30.0))
+    old.start()
+    stubborn = submit(old, SubmitRequest(command=worker("stubborn", out), gpus=1)).id
+    pid = started_pid(out, stubborn)
+    cancel(old, stubborn)
+    crash(old)
+    assert alive(pid)
+
+    new = Service(config(tmp_path, grace=0.5))
+    services.append(new)
+    new.start()
+    assert not alive(pid)  # stopped before anything else starts
+    attempt = new.store.attempts(stubborn)[-1]
+    assert (attempt.end_time is not None, attempt.outcome) == (True, "stopped")
+    assert new.store.job(stubborn).status == "cancelled"  # type: ignore[union-attr]
+    after = submit(new, SubmitRequest(command=worker("sleep", out, 30), gpus=1)).id
+    wait_for(lambda: new.core.jobs[after].status is JobStatus.RUNNING, 10, "the next job")
+
+
+def test_a_start_waiting_for_its_victim_saves_no_service_it_never_had(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Tiresias preempts a demoted job for a new one, whose start waits while the victim
+    ignores SIGTERM. The periodic save wrote the waiting job's service as if it ran (1.3
+    GPU-seconds for a job with no attempt, in a run by hand): a restart during the wait
+    demoted it below its victim, which then ran first and kept its GPU."""
+    old = Service(config(tmp_path, 30.0, "tiresias", TIRESIAS))
+    old.start()
+    victim = submit(old, SubmitRequest(command=worker("stubborn", out), gpus=1)).id
+    started_pid(out, victim)
+    wait_for(lambda: old.core.jobs[victim].attained_service(old.clock.now()) > 1.2, 10,
+             "the victim to be demoted")
+    waiting = submit(old, SubmitRequest(command=worker("sleep", out, 30), gpus=1)).id
+    wait_for(lambda: old.core.reason_for(old.core.jobs[waiting]).startswith("waiting for"), 10,
+             "the new job to wait for its victim")
+    wait_for(lambda: (row := old.store.job(waiting)) and row.status == "running", 5, "a save")
+    time.sleep(2.5 * STATE_SAVE_SECONDS)  # saved again while it waits
+    crash(old)
+    row = old.store.job(waiting)
+    assert row is not None and (row.attempts, row.attained_service, row.done_work) == (0, 0, 0)
+
+    new = Service(config(tmp_path, 0.5, "tiresias", TIRESIAS))
+    services.append(new)
+    new.start()
+    wait_for(lambda: new.core.jobs[waiting].status is JobStatus.RUNNING, 10, "its start")
+    assert new.core.jobs[victim].status is JobStatus.PREEMPTED
+
+
+def test_a_job_that_completed_while_no_service_ran_ends_when_its_workers_did(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Its attempt was closed, and the job finished, at the restart: a 3 s job that
+    completed during a 10 s outage showed an 18 s run time and JCT in ``GET /v1/jobs/ID``
+    and ``history export``. The wrappers' status files say when the workers exited."""
+    old = Service(config(tmp_path, grace=2.0))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 0.5), gpus=1)).id
+    started_pid(out, job)
+    crash(old)
+    status = wait_for(lambda: next((tmp_path / "data" / "jobs" / job).glob("*.exit"), None), 10,
+                      "the worker to exit")
+    time.sleep(3.0)  # the outage
+
+    new = Service(config(tmp_path, grace=2.0))
+    services.append(new)
+    new.start()
+    row, attempt = new.store.job(job), new.store.attempts(job)[-1]
+    assert row is not None and attempt.end_time is not None and row.finish_time is not None
+    assert (row.status, attempt.outcome) == ("finished", "succeeded")
+    exited = status.stat().st_mtime - new.clock.epoch
+    assert row.finish_time == attempt.end_time == pytest.approx(exited, abs=0.01)
+    assert new.clock.now() - row.finish_time > 2.5
