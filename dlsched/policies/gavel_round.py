@@ -84,6 +84,7 @@ class GavelRounds:
         # FTF's t_isolated: per job, seconds its progress would have taken on its equal share
         # (summed between solves: steps done / equal-share throughput of the last solve).
         self._isolated: dict[str, float] = {}
+        self._reads_isolated = reads_isolated_time(objective)  # else no t_isolated books
         self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
         self._lookup: tuple[Cluster, list[int], list[int]] | None = None
         self._kind_rates: dict[tuple[object, ...], np.ndarray] = {}  # see ``_speed``
@@ -191,7 +192,8 @@ class GavelRounds:
         problem = self._problem(state, jobs)
         if self.refine is not None:
             problem = self.refine(problem, jobs)
-        problem = self._with_isolated_time(problem)
+        if self._reads_isolated:
+            problem = self._with_isolated_time(problem)
         options = self.options(problem) if callable(self.options) else self.options
         if self.pop_k > 1:
             allocation = solve_with_pop(self.objective, problem, self.pop_k, **options)
@@ -321,6 +323,17 @@ class GavelRounds:
     def seconds_on(self, job_id: str) -> np.ndarray:
         """Seconds the job has run on each GPU type (cluster type order) so far."""
         return self.time_on.get(job_id, np.zeros(0))
+
+
+def reads_isolated_time(objective: Objective) -> bool:
+    """Whether ``objective`` may read ``AllocationProblem.isolated_elapsed`` (FTF's
+    ``t_isolated``): any objective but Gavel's own that never do (FIFO, max-min, LAS,
+    weighted fairness, makespan, cost), whose rounds skip that bookkeeping at each solve."""
+    from dlsched.policies.gavel.efficiency import fifo_hetero, min_cost, min_makespan
+    from dlsched.policies.gavel.fairness import las, max_min_fairness, weighted_fairness
+
+    return objective not in (fifo_hetero, min_cost, min_makespan, las, max_min_fairness,
+                             weighted_fairness)
 
 
 def _pinned_to(cluster: Cluster, gpu_types: tuple[str, ...]) -> np.ndarray:

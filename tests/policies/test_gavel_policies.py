@@ -263,3 +263,23 @@ def test_a_job_pinned_to_a_gpu_type_runs_only_there(policy: str, throughput: str
     records = records_of(sim)
     assert {r.status for r in records.values()} == {"finished"}
     assert {g for s in sim.core.segments.all() for g in s.gpus} <= {0, 1, 2, 3}
+
+
+@pytest.mark.parametrize(("policy", "reads"), [("gavel-ftf", True), ("gavel-fifo", False),
+                                               ("gavel-maxmin", False), ("gavel-las", False)])
+def test_only_an_objective_that_reads_isolated_time_keeps_its_books(
+        policy: str, reads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # FTF's t_isolated (``_with_isolated_time``) is kept at each solve only for an objective
+    # that may read it; the others solve the same problem without it.
+    calls: list[int] = []
+    kept = GavelRounds._with_isolated_time
+
+    def counted(self, problem):  # type: ignore[no-untyped-def]
+        calls.append(problem.n_jobs)
+        return kept(self, problem)
+
+    monkeypatch.setattr(GavelRounds, "_with_isolated_time", counted)
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=12))
+    Simulator(resolve_cluster("gavel-108"), trace, build_policy(policy, {}),
+              SimConfig(restart_overhead=0.0, round_seconds=360.0)).run()
+    assert bool(calls) is reads

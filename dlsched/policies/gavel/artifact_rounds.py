@@ -315,17 +315,19 @@ class ArtifactGavelRounds(GavelRounds):
         ids = self._cycle_ids
         book = self._book
         assert book is not None
-        deficit = book.deficit[self._cycle_slots]
-        x = self._cycle_x
-        rows = np.arange(len(ids))
+        priority = view.priority
+        keep = view.speed > 0
+        if self.fifo:
+            keep &= priority > 0
+        # every type's column at once: the keys make each column's order total (the row
+        # last), so it is the order a one-column lexsort gives
+        rows = np.broadcast_to(np.arange(len(ids))[:, None], priority.shape)
+        ranked = np.lexsort((rows, -self._cycle_x, -book.deficit[self._cycle_slots], -priority),
+                            axis=0)
         lists = []
         for kind in order:
-            p = view.priority[:, kind]
-            keep = view.speed[:, kind] > 0
-            if self.fifo:
-                keep &= p > 0
-            ranked = np.lexsort((rows, -x[:, kind], -deficit[:, kind], -p))
-            lists.append((kind, [ids[i] for i in ranked[keep[ranked]].tolist()]))
+            column = ranked[:, kind]
+            lists.append((kind, [ids[i] for i in column[keep[column, kind]].tolist()]))
         return lists
 
     def _entries(self, view: _Round, jobs: Sequence[Job]) -> list[Entry]:
