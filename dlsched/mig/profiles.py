@@ -51,11 +51,14 @@ _SLICE_GB = {"a100": 5, "a100-40gb": 5, "a100-80gb": 10, "h100": 10, "h100-80gb"
 
 
 def profiles_of(gpu_type: str = "a100") -> tuple[MigProfile, ...]:
-    """The MIG profiles of a GPU type, smallest first."""
-    kind = gpu_type.casefold()
-    if kind not in _SLICE_GB:
+    """The MIG profiles of a GPU type (a MIG family, ``a100-80gb``, or a cluster's type name,
+    ``A100-80G``: ``dlsched mig --gpu-type A100-80G`` was "has no MIG profiles"), smallest
+    first."""
+    kind = mig_gpu_type(gpu_type)
+    if kind is None:
         raise UnknownMigProfile(f"GPU type {gpu_type!r} has no MIG profiles "
-                                f"(known: {', '.join(sorted(_SLICE_GB))})")
+                                f"(known: {', '.join(sorted(_SLICE_GB))}, or a cluster's "
+                                "A100, A100-80G, H100)")
     gb = _SLICE_GB[kind]
     return tuple(MigProfile(f"{c}g.{m * gb}gb", c, m, s) for c, m, s in _SHAPES)
 

@@ -68,6 +68,8 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     data = summary.to_dict()
     if result.mig is not None:  # only runs with MIG jobs: the others' keys stay as they were
         data["mig"] = result.mig
+    if result.fragmentation is not None:  # only runs with fractional jobs, likewise
+        data["fragmentation"] = result.fragmentation
     write_json(out_dir / "summary.json", data)
     run = run_info_dict(result.info)
     if result.stalled_at is not None:  # jobs were left waiting that could never start

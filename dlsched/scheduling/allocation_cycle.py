@@ -72,10 +72,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         short = _short(state, job, target, taken)
         if short is None:
             resizes.append(Resize(job.job_id, *taken, target.host))
-        elif job.spec.max_per_node:  # spread once every other target has its GPUs
+        else:  # spread once every other target has its GPUs
             spreading.append((job, target, short, True))
-        else:
-            preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {short}"))
     starts: list[Start] = []
     reasons: dict[str, str] = {}
     rejecting = optional(allocator, RejectingAllocator)
@@ -94,10 +92,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         short = _short(state, job, target, taken)
         if short is None:
             starts.append(Start(job.job_id, *taken, target.host))
-        elif job.spec.max_per_node:
-            spreading.append((job, target, short, False))
         else:
-            reasons[job.job_id] = f"[{allocator.name}] {short}"
+            spreading.append((job, target, short, False))
     for job, target, short, resized in spreading:
         spread = _spread(state, job, target)
         if spread is not None:
@@ -141,15 +137,16 @@ def _short(state: CycleState, job: Job, target: Assignment,
 
 def _spread(state: CycleState, job: Job, target: Assignment
             ) -> tuple[tuple[int, ...], tuple[float, ...]] | None:
-    """For a job with a per-node cap (``JobSpec.max_per_node``) whose target broke it (its
-    GPUs already given back by ``_short``), once every other target has its GPUs: as many
+    """For a job whose target broke a per-node limit (its cap, ``JobSpec.max_per_node``, or
+    the node's CPUs, host memory or GPU memory; its GPUs already given back by ``_short``),
+    once every other target has its GPUs: as many
     workers as the target on nodes of the target's GPU types, as many on each node as its
     free GPUs and every per-node limit allow (``node_room``: the cap, CPUs, memory, GPU
     memory), the target's nodes first, then the others with the most room (ties: the lowest
     index); None (nothing taken) when they do not fit. The policy chose the size and the
     types; only the nodes move, onto GPUs no other job of the round was given."""
     spec, book = job.spec, state.resources
-    if spec.max_per_node <= 0 or book is None or target.host is not None:
+    if book is None or target.host is not None:
         return None
     share = target.share if target.share is not None else spec.gpu_share
     cluster = state.cluster

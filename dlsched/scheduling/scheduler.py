@@ -134,6 +134,7 @@ class Scheduler:
         # Nodes that are down (failed, in repair, or held as hot spares): no cycle places a
         # worker there; ``submit`` still judges jobs by the whole cluster (nodes come back).
         self.down_nodes: frozenset[int] = frozenset()
+        self.down_changes: list[tuple[float, int, bool]] = []  # (time, node, down): reports
         self.resilience = resilience  # checkpoints and failure losses (None: no failures)
         self.segments = RunSegments()  # each job's runs: start, end, GPUs (segments.csv)
         config = self.config
@@ -411,8 +412,10 @@ class Scheduler:
         again (the cycle's futility memo reads the versions of a job's nodes: a repaired
         node left a job waiting beside free GPUs until the run stalled). True if any did."""
         changed = nodes ^ self.down_nodes
+        now = self.clock.now() if changed else 0.0
         for node in changed:
             self.node_version[node] += 1
+            self.down_changes.append((now, node, node in nodes))
         self.down_nodes = nodes
         if changed and self.resilience is not None:
             down = sum(int(self.cluster.node_gpus[node]) for node in nodes)

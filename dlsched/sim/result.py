@@ -81,6 +81,8 @@ class SimulationResult:
     lost_by_category: tuple[tuple[str, float], ...] = ()  # GPU-seconds lost and restarting
     # MIG slices, reconfigurations, drains (``MigBook.report``); None: no job asked for MIG.
     mig: dict[str, object] | None = None
+    # GPU fragmentation over time (``fragmentation/over_time.py``); None: no fractional job.
+    fragmentation: dict[str, object] | None = None
 
 
 _record = slot_builder(JobRecord)  # JobRecord(...) without its frozen __init__: one a job
@@ -153,11 +155,17 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                               sim.stalled_at,
                               tuple(sorted(book.by_category.items())) if book else (),
                               tuple(sorted(book.lost_by_category.items())) if book else ())
-    if sim.core.mig is None:
+    if sim.core.mig is None and not sim.core.fractional_jobs:
         return result
     from dlsched.report.metrics import utilization_window
 
     # Slices over the window GPU utilization uses (first submit to last finish), not up to
     # the clock's end, which a round-based policy leaves past the last finish.
     window = utilization_window(result) or (0.0, now)
+    if sim.core.mig is None:  # fractions of GPUs: their fragmentation (FGD, ATC'23)
+        from dlsched.fragmentation.over_time import fragmentation_over_time
+
+        specs = {spec.job_id: spec for spec in sim.trace.jobs}
+        return replace(result, fragmentation=fragmentation_over_time(
+            sim.cluster, specs, sim.core.segments.all(), window, sim.core.down_changes))
     return replace(result, mig=sim.core.mig.report(now, window))

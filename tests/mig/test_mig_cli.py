@@ -37,3 +37,16 @@ def test_a_repeated_job_id_is_one_error_line_not_a_traceback(tmp_path) -> None: 
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
         f"error: {path}:3:job_id: job id 'a' is used twice: on line 2 and on line 3"]
+
+
+def test_a_clusters_gpu_type_name_is_a_mig_gpu_type(tmp_path) -> None:  # noqa: ANN001
+    """``--gpu-type A100-80G`` (the name clusters and the docs give the type) was "GPU type
+    'A100-80G' has no MIG profiles"."""
+    jobs = tmp_path / "jobs.csv"
+    jobs.write_text("job_id,submit_time,duration,mig_profile\na,0,10,3g.40gb\n")
+    result = CliRunner().invoke(app, ["mig", str(jobs), "--gpus", "1", "--gpu-type",
+                                       "A100-80G", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["placed_by_profile"] == {"3g.40gb": 1}
+    result = CliRunner().invoke(app, ["mig", str(jobs), "--gpu-type", "V100"])
+    assert result.exit_code == 2 and "has no MIG profiles" in result.output
