@@ -103,6 +103,7 @@ class Simulator:
         self._next_arrival = 0
         self._wakeup_token = 0
         self._wakeup_at: float | None = None
+        self._recycled_at: float | None = None  # the time a wake-up asked a second cycle at
         self._round_armed = False
         self.finished = 0
         self.finished_jobs = None if self.config.keep_finished else FinishedJobs()
@@ -265,9 +266,11 @@ class Simulator:
         if at == self._wakeup_at:
             return  # already armed; or none armed (no timer holds the token) and none asked
         self._wakeup_token += 1  # any wake-up armed before is now stale
-        if at is None or at <= now:
+        if at is None or at < now or (at == now and self._recycled_at == now):
             self._wakeup_at = None
             return
+        if at == now:  # a second cycle at this time (a deferred reclaim): once per time
+            self._recycled_at = now
         self._wakeup_at = at
         self.events.schedule(at, Event(Priority.TIMER, WAKEUP, self._wakeup_token))
 

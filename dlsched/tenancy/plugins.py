@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,6 +114,8 @@ class _Cycle:
         # job -> the most GPUs that may be wholly free for its failed victim search to fail
         # again (``victims_short``; None: it failed for another reason than room)
         self.short: dict[str, int | None] = {}
+        # Cluster queues a job was admitted to by borrowing in this cycle (``_deferred``)
+        self.borrowed: set[str] = set()
 
 
 class TenantAdmission:
@@ -129,6 +131,8 @@ class TenantAdmission:
         self.history = DecayedUsage(half_life) if half_life > 0 else None
         self.pending = PendingBook()  # the last cycle's reasons, for visibility
         self.evicted_by: dict[str, set[str]] = {}  # victim -> the jobs that evicted it
+        # (time, jobs) whose reclaim was deferred to a second cycle at that time (``_deferred``)
+        self._deferrals: tuple[float, set[str]] = (-1.0, set())
         self.audit = TenantAudit()
         self._requests: dict[str, Mapping[str, float]] = {}
         self._names: dict[str, tuple[str, ...]] = {}
@@ -796,6 +800,8 @@ class TenantAdmission:
             self._hold(data, cq, assignment, self.request(job))
             return self._fail(data, job, assignment.reason or Reason.NEEDS_PREEMPTION)
         if victims.targets:
+            if data.borrowed and self._deferred(state, data, job, cq, victims.targets):
+                return self._fail(data, job, Reason.RECLAIM_DEFERRED)
             data.targets[job.job_id] = victims.targets
             if not victims.may_borrow:
                 data.no_borrow.add(job.job_id)
@@ -810,6 +816,27 @@ class TenantAdmission:
         self._hold(data, cq, assignment, incoming.request)
         return self._fail(data, job, Reason.MIN_RUNTIME if protected
                           else assignment.reason or Reason.NEEDS_PREEMPTION)
+
+    def _deferred(self, state: CycleState, data: _Cycle, job: Job, cq: str,
+                  targets: Sequence[Target]) -> bool:
+        """Whether ``job``'s reclaim waits for a second cycle at the same time: a job of
+        the queue it would take from was admitted in this cycle by borrowing. That job is
+        no candidate yet (it starts with the cycle), so the search took the queue's older
+        jobs, within its nominal quota, of any priority, and left the borrower running
+        (Kueue skips a preemption whose calculation another admission in the cohort
+        invalidated, "Workload skipped because its preemption calculations were invalidated
+        by another workload", and tries it again in its next cycle, where the borrower is
+        the newest candidate). Once per job and time."""
+        if not any(t.victim.cq != cq and t.victim.cq in data.borrowed for t in targets):
+            return False
+        at, jobs = self._deferrals
+        if at != state.now:
+            jobs = set()
+            self._deferrals = (state.now, jobs)
+        if job.job_id in jobs:
+            return False
+        jobs.add(job.job_id)
+        return True
 
     def _remember_failure(self, data: _Cycle, job: Job, cq: str,
                           assignment: Assignment) -> None:
@@ -908,6 +935,8 @@ class TenantAdmission:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if assignment is not None and assignment.flavor is not None and cq is not None:
             data.view.reserve(admitted_of(job, cq.name, assignment.flavor))
+            if assignment.borrows:
+                data.borrowed.add(cq.name)
             self.ledger.assigned[job.job_id] = assignment.flavor
             self.audit.started(job.job_id, state.now, cq.name, assignment.flavor)
         self._log_evictions(state, data, job, cq.name if cq else self.queue_of(job))
@@ -985,6 +1014,8 @@ class TenantAdmission:
             times += [self.config.requeue.ready_at(j.queued_since, j.preemptions)
                       for j in state.snapshot.waiting if j.preemptions]
         future = [t for t in times if t is not None and t > state.now]
+        if self._deferrals[0] == state.now and self._deferrals[1]:
+            return state.now  # a reclaim deferred (``_deferred``): a second cycle now
         return min(future) if future else None
 
 

@@ -21,6 +21,8 @@ class Reason(enum.Enum):
     WAITING_FOR_EVICTION = "waiting for preempted jobs to exit"
     BACKOFF = "requeued after an eviction: backing off"
     STRICT_FIFO = "waiting behind the head of its cluster queue (StrictFIFO)"
+    RECLAIM_DEFERRED = ("a job admitted in this cycle borrowed from the queue it reclaims "
+                        "from: its victims are chosen again at once")
 
 
 @dataclass(frozen=True, slots=True)

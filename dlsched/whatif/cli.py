@@ -54,26 +54,44 @@ def export(
 
     try:
         require("runtime", "dlsched history export", ("sqlalchemy",))
-        from dlsched.whatif.export import history_rows, measured, parse_when, write_history
+        from dlsched.whatif.export import (
+            history_rows,
+            left_out,
+            measured,
+            parse_when,
+            write_history,
+        )
 
         window = parse_when(since, "--since"), parse_when(until, "--until")
 
         url = db or f"sqlite:///{data_dir.expanduser() / 'dlsched.db'}"
         if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():
             raise DlschedError(f"no database at {url[len('sqlite:///'):]} (--data-dir or --db)")
-        rows = history_rows(url, tuple(status or ("finished",)), duration, queue, *window)
+        statuses = tuple(status or ("finished",))
+        rows = history_rows(url, statuses, duration, queue, *window)
         with writing(out):
             write_history(rows, out)
+        missing = left_out(url, rows, statuses, queue, *window)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1) from None
-    figures = measured(rows)
+    figures: dict[str, object] = {**measured(rows), "left_out": missing}
     if json_out:
         print(json.dumps(figures, indent=2, sort_keys=True))
     console.print(escape(f"{figures['jobs']} jobs -> {out}; the service measured mean JCT "
                          f"{figures['jct_mean']:.1f} s, mean queueing delay "
                          f"{figures['queueing_delay_mean']:.1f} s, makespan "
                          f"{figures['makespan']:.1f} s, {figures['preemptions']} preemptions"))
+    if missing:
+        console.print(escape(left_out_note(missing)))
+
+
+def left_out_note(counts: dict[str, int]) -> str:
+    """``left out: 1 failed, 2 not ended`` and how to add the ended ones."""
+    parts = ", ".join(f"{n} {why}" for why, n in sorted(counts.items()))
+    hint = " (--status failed/cancelled exports those)" if any(
+        why in ("failed", "cancelled") for why in counts) else ""
+    return f"left out: {parts}{hint}"
 
 
 @history_app.command("cluster")

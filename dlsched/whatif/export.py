@@ -104,6 +104,40 @@ def history_rows(url: str, statuses: Iterable[str] = ("finished",), how: str = "
             and (until is None or row.submit_time < until)]
 
 
+def left_out(url: str, rows: Sequence[HistoryRow], statuses: Iterable[str],
+             queues: Iterable[str] | None = None, since: float | None = None,
+             until: float | None = None) -> dict[str, int]:
+    """The jobs of the queues and window that ``rows`` (``history_rows``) left out, counted
+    by why: an ended status not asked for (``failed``, ``cancelled``), ``not ended`` (still
+    pending or running), ``never ran`` (no finished attempt: no duration to replay)."""
+    from sqlalchemy import select
+
+    from dlsched.runtime.store import JobRow, MetaRow, Store
+
+    store = Store(url)
+    try:
+        with store.session() as session:
+            meta = session.get(MetaRow, "epoch")
+            epoch = float(meta.value) if meta is not None else 0.0
+            query = select(JobRow.id, JobRow.status, JobRow.submit_time)
+            if queues is not None:
+                query = query.where(JobRow.queue.in_(tuple(queues)))
+            jobs = list(session.execute(query))
+    finally:
+        store.close()
+    exported, asked = {row.job_id for row in rows}, set(statuses)
+    counts: dict[str, int] = {}
+    for job_id, status, submitted in jobs:
+        when = epoch + submitted
+        if job_id in exported or (since is not None and when < since) or (
+                until is not None and when >= until):
+            continue
+        why = ("never ran" if status in asked else status if status in ENDED
+               else "not ended")
+        counts[why] = counts.get(why, 0) + 1
+    return counts
+
+
 def parse_when(text: str | None, flag: str) -> float | None:
     """An ISO date or date-time (UTC unless it names an offset) as UNIX seconds."""
     from datetime import UTC, datetime

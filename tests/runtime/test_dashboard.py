@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from builders import make_cluster
 from dashboard_scenario import populate, tenants
 from runtime_helpers import Live, worker
 from test_service_e2e import submit, wait_status
@@ -200,6 +201,20 @@ def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., L
     assert "<th>on GPUs</th>" in html and "<th>GPUs</th>" not in html
     assert "1 GPU, queue default" in html
     assert "The newest 1 job." in page(handle, "/").text
+
+
+def test_an_attempts_gpus_are_named_as_the_overview_names_them(live: Callable[..., Live],
+                                                              out: Path) -> None:
+    """Seen in Chromium: a job on the second node showed "on gpu-1:0, gpu-1:1" above and
+    "on GPUs 2, 3" (cluster-wide ids) in its attempts, beside node rows numbered 0-1."""
+    handle = live(cluster=make_cluster(nodes=2, gpus=2))
+    first = submit(handle, worker("sleep", out, 600), 2)
+    wait_status(handle, first, "running")
+    second = submit(handle, worker("sleep", out, 600), 2)
+    wait_status(handle, second, "running")
+    html = page(handle, f"/jobs/{second}").text
+    attempts = html.split('id="attempts"')[1].split("</table>")[0]
+    assert "<td>n1:0, n1:1</td>" in attempts
 
 
 PRIORITY_TENANTS = """flavors:

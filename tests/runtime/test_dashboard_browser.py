@@ -9,6 +9,7 @@ no chromium (or no playwright) at all."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +53,9 @@ def test_the_dashboard_in_chromium(live: Callable[..., Live], out: Path, tmp_pat
             expect(page.locator(f"#row-{jobs.borrowing} .badge")).to_have_text("running")
             expect(page.locator(f"#row-{jobs.finished} .badge")).to_have_text("finished")
             expect(page.locator("tr.tenant")).to_have_count(2)
+            # 24-hour, as the chart's axis and the job pages (not "12:04:24 AM")
+            expect(page.locator("#live-status")).to_have_text(
+                re.compile(r"^live, updated \d\d:\d\d:\d\d$"))
 
             later = submit(handle, worker("sleep", out, 600), 1, queue="team-b", name="later")
             expect(page.locator(f"#row-{later}")).to_be_visible(timeout=WAIT_MS)  # live

@@ -152,11 +152,15 @@ def assert_same_books(books: list[Any], want: list[Any]) -> None:
     without scopes) at the same time. The run may leave out cycles that the reference ran (a
     quiet cycle asks no wake-up for the ends of protection, nor Tiresias for demotions that
     matter to no one); each cycle left out changed no book (its book is the one before it),
-    and the history of the next cycle holds the same values, to the bit."""
+    and the history of the next cycle holds the same values, to the bit. A time may have a
+    second cycle (a reclaim deferred: ``TenantAdmission._deferred``); its last is compared."""
     ran = {time: (book, history) for time, book, history in books}
-    assert len(ran) == len(books)  # one cycle per time
+    assert len(books) - len(ran) <= sum(  # one cycle per time, or two where a reclaim waited
+        1 for _, book, _ in books if any(isinstance(p, tuple) and Reason.RECLAIM_DEFERRED in p
+                                         for p in book.values()))
     before = None
-    for time, book, history in want:
+    for time, book, history in [*{time: (time, book, history)
+                                  for time, book, history in want}.values()]:
         if time in ran:
             assert ran[time] == (book, history), f"cycle at t={time}"
         else:

@@ -47,6 +47,30 @@ def run(text: str, jobs: list[JobSpec], cluster: Cluster = TWO_NODES) -> tuple[d
             plugin.audit)
 
 
+def test_a_reclaim_takes_the_job_that_borrowed_in_the_same_cycle() -> None:
+    """Kueue scheduler.go: a preemption whose calculation another admission in the cohort
+    invalidated in this cycle is skipped ("Workload skipped because its preemption
+    calculations were invalidated by another workload") and tried again in the next cycle,
+    where the newcomer is the newest candidate (candidates lower priority first, then the
+    most recently admitted). b runs b1, b2 (priority 10) and b3 (its nominal 4); a0 ends at
+    10. In that cycle b4 (team b, borrowing a's idle 4) is admitted first (a1, 8 GPUs, heads
+    a and fails), then a2 (within a's nominal) reclaims: from b4, in a second cycle at 10,
+    not from b1-b3, which b4 left running while they lost their 10 s (mean JCT 110.9 ->
+    90.9 s). b4 borrows again when a2 ends at 60; a1 starts when it ends at 110."""
+    text = config_yaml([cq("a", 4, preemption={**RECLAIM_ANY, **LOWER}),
+                        cq("b", 4, preemption={**RECLAIM_ANY, **LOWER})])
+    got, audit = run(text, [job("a0", "a", 0, 4, 10), job("b1", "b", 0, 1, 100, prio=10),
+                            job("b2", "b", 0, 1, 100, prio=10), job("b3", "b", 0, 2, 100),
+                            job("a1", "a", 1, 8, 50, prio=10), job("a2", "a", 1, 4, 50),
+                            job("b4", "b", 2, 4, 50)])
+    assert [(e.time, e.victim, e.preemptor) for e in audit.evictions] == [(10.0, "b4", "a2")]
+    assert got == {"a0": (0.0, 10.0, 0), "b1": (0.0, 100.0, 0), "b2": (0.0, 100.0, 0),
+                   "b3": (0.0, 100.0, 0), "a1": (110.0, 160.0, 0), "a2": (10.0, 60.0, 0),
+                   "b4": (10.0, 110.0, 1)}
+    assert (10.0, Reason.RECLAIM_DEFERRED) in [(p.time, p.reason) for p in audit.pending
+                                               if p.job_id == "a2"]
+
+
 THREE_OF_TWO = [job("a1", "a", 0, 2, 100), job("a2", "a", 0, 2, 100), job("a3", "a", 0, 2, 100)]
 
 

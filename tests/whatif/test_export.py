@@ -63,6 +63,22 @@ def test_export_then_read_round_trip(tmp_path: Path) -> None:
                                      ("b", pytest.approx(1.0), 1, 27.0, "team-b", ())]
 
 
+def test_the_jobs_left_out_are_counted(tmp_path: Path) -> None:
+    """The export said "2 jobs -> ..." and nothing of the failed job (held a GPU 4 s) nor of
+    the one still pending: a what-if then silently replays less than the service ran."""
+    url, _ = database(tmp_path / "dlsched.db")
+    out = tmp_path / "history.csv"
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    assert "left out: 1 failed, 1 not ended (--status failed/cancelled exports those)" in (
+        " ".join(result.output.split()))
+    assert '"left_out": {' in result.output and '"not ended": 1' in result.output
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
+                                      "--status", "finished", "--status", "failed"])
+    assert "left out: 1 not ended" in result.output and "--status" not in result.output
+
+
 def test_failed_jobs_and_last_attempt_durations_on_request(tmp_path: Path) -> None:
     url, _ = database(tmp_path / "dlsched.db")
     out = tmp_path / "history.csv"

@@ -122,6 +122,20 @@ class JobPage:
     last_progress: str
     chart: str
     log: str
+    gpu_names: dict[int, str]  # a GPU id -> node:index, as the overview and "on" name it
+
+
+def gpu_names(service: Service, gpus: Any) -> dict[int, str]:
+    """``node:index`` for each of these cluster-wide GPU ids (an attempt's ``gpus``): on a
+    second node, GPU 5 is ``gpu-1:1``, as the overview's node rows and the job's "on" show
+    it."""
+    cluster = service.cluster
+    names = {}
+    for gpu in gpus:
+        if 0 <= gpu < cluster.num_gpus:
+            node = int(cluster.gpu_node[gpu])
+            names[gpu] = f"{cluster.nodes[node].name}:{gpu - int(cluster.node_first_gpu[node])}"
+    return names
 
 
 def job_page(service: Service, job_id: str) -> JobPage:
@@ -135,4 +149,5 @@ def job_page(service: Service, job_id: str) -> JobPage:
     kinds = Counter(event.kind for event in events)
     return JobPage(job, shown_status(job), events, kinds["preempted"], kinds["resized"], reports,
                    progress_text(job.last_progress) if job.last_progress else "", chart,
-                   views.log_tail(service, job_id, LOG_BYTES))
+                   views.log_tail(service, job_id, LOG_BYTES),
+                   gpu_names(service, {g for a in job.attempt_history for g in a.gpus}))

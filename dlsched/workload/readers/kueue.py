@@ -27,6 +27,7 @@ error naming the file, the line and the field (``items[3].status.startTime``).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -44,6 +45,7 @@ from dlsched.workload.readers.base import (
     first_line,
     register_reader,
 )
+from dlsched.workload.readers.recorded import Recorded
 from dlsched.workload.trace import Trace
 
 GPU = "nvidia.com/gpu"
@@ -163,7 +165,7 @@ def _check_order(ctx: ItemContext, start: tuple[float, str], end: tuple[float, s
         raise ctx.fail(end[1], f"before {start[1]}")
 
 
-def _job(ctx: ItemContext) -> JobSpec:
+def _job(ctx: ItemContext, recorded: Recorded) -> JobSpec:
     spec = "spec.template.spec"
     pods = ctx.get("spec.parallelism")
     pods = 1 if pods is None else _count(ctx, "spec.parallelism", pods)
@@ -184,12 +186,13 @@ def _job(ctx: ItemContext) -> JobSpec:
     queue = labels.get(QUEUE_LABEL) or ctx.get("metadata.namespace") or "default"
     pod = ctx.get(spec)
     per_pod = _gpus_per_pod(ctx, pod, spec)
-    job = _spec(ctx, pods * per_pod, started[0], ended[0], str(queue), _product(pod))
+    job = _spec(ctx, pods * per_pod, started[0], ended[0], str(queue), _product(pod),
+                recorded)
     group, per_node = _anti_affinity(ctx.get("spec.template"), per_pod)
     return replace(job, group=group, max_per_node=per_node) if per_node else job
 
 
-def _workload(ctx: ItemContext) -> JobSpec:
+def _workload(ctx: ItemContext, recorded: Recorded) -> JobSpec:
     pod_sets = ctx.get("spec.podSets") or []
     gpus = 0
     kind = None
@@ -211,11 +214,11 @@ def _workload(ctx: ItemContext) -> JobSpec:
         raise DropRow("never started")
     _check_order(ctx, admitted, finished)
     return _spec(ctx, gpus, admitted[0], finished[0], str(ctx.get("spec.queueName") or
-                                                          "default"), kind)
+                                                          "default"), kind, recorded)
 
 
 def _spec(ctx: ItemContext, gpus: int, start: float, end: float, queue: str,
-          kind: Any) -> JobSpec:
+          kind: Any, recorded: Recorded) -> JobSpec:
     if gpus == 0:
         raise DropRow("no GPUs")
     submit = ctx.time("metadata.creationTimestamp")
@@ -225,18 +228,19 @@ def _spec(ctx: ItemContext, gpus: int, start: float, end: float, queue: str,
     if not isinstance(name, str) or not name:
         raise ctx.fail("metadata.name", "missing name")
     namespace = ctx.get("metadata.namespace") or "default"
+    recorded.add(f"{namespace}/{name}", min(submit, start), start, end)
     return JobSpec(job_id=f"{namespace}/{name}", submit_time=min(submit, start),
                    num_gpus=gpus, work=end - start, queue=queue,
                    gpu_types=(str(kind),) if kind else ())
 
 
-def _build(ctx: RowContext) -> JobSpec:
+def _build(ctx: RowContext, recorded: Recorded) -> JobSpec:
     assert isinstance(ctx, ItemContext)
     kind = ctx.get("kind")
     if kind == "Job":
-        return _job(ctx)
+        return _job(ctx, recorded)
     if kind == "Workload":
-        return _workload(ctx)
+        return _workload(ctx, recorded)
     raise DropRow(f"not a Job or Workload (kind {kind!r})")
 
 
@@ -249,9 +253,11 @@ class KubernetesReader:
         return first_line(path).lstrip().startswith(("{", "["))
 
     def read(self, path: Path, options: ReaderOptions) -> Trace:
-        collector = collect(path, options, self._items(path), _build, gpu_field="",
+        recorded = Recorded()
+        collector = collect(path, options, self._items(path),
+                            functools.partial(_build, recorded=recorded), gpu_field="",
                             id_field="metadata.name")
-        return collector.trace(path.stem, self.name)
+        return recorded.noted(collector.trace(path.stem, self.name), path)
 
     @staticmethod
     def _items(path: Path) -> Iterator[ItemContext]:

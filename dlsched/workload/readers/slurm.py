@@ -24,6 +24,7 @@ held their GPUs for that long.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -38,6 +39,7 @@ from dlsched.workload.readers.base import (
     iter_csv_rows,
     register_reader,
 )
+from dlsched.workload.readers.recorded import Recorded
 from dlsched.workload.trace import Trace
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State", "AllocTRES")
@@ -72,7 +74,7 @@ def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
     return (typed if total is None else total), kind
 
 
-def _job(ctx: RowContext) -> JobSpec:
+def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
     job_id = ctx.text("JobID")
     if "." in job_id:
         raise DropRow("job step (sacct --allocations leaves these out)")
@@ -93,6 +95,8 @@ def _job(ctx: RowContext) -> JobSpec:
         raise ctx.fail("End", "before Start")
     if end == start:
         raise DropRow("ran 0 seconds")
+    if recorded is not None:
+        recorded.add(job_id, submit, start, end)
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
                    queue=ctx.text("Partition", optional=True) or "default",
                    gpu_types=(kind,) if kind else ())
@@ -111,9 +115,10 @@ class SacctReader:
         header = [c.strip() for c in first_line(path).split("|")]
         extra = frozenset(c for c in header if c not in REQUIRED)
         rows = iter_csv_rows(path, REQUIRED, delimiter="|", allow_extra=extra)
-        collector = collect(path, options, rows, _job, gpu_field="AllocTRES",
-                            id_field="JobID")
-        return collector.trace(path.stem, self.name)
+        recorded = Recorded()
+        collector = collect(path, options, rows, functools.partial(_job, recorded=recorded),
+                            gpu_field="AllocTRES", id_field="JobID")
+        return recorded.noted(collector.trace(path.stem, self.name), path)
 
 
 register_reader(SacctReader())

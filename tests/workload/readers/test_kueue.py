@@ -50,7 +50,12 @@ def test_jobs_and_workloads_become_jobs(write: Writer) -> None:
             for j in trace.jobs] == [
         ("team-a/train-a", 0.0, 8, 3600.0, "team-a-queue", ("A100",)),
         ("team-b/job-eval-1", 600.0, 3, 1800.0, "team-b-queue", ())]
-    assert trace.warnings == (f"{trace.source}: dropped 1 row: never started",)
+    assert trace.warnings[0] == f"{trace.source}: dropped 1 row: never started"
+    # What the cluster did with them, to compare a replay with: JCTs 65 and 32 min, waits 5
+    # and 2 min, 10:00 to 11:05
+    assert trace.skipped == 0 and trace.warnings[1].startswith(
+        f"{trace.source}: as recorded, its 2 jobs had a mean JCT of 0.81 h, a mean queueing "
+        "delay of 210.0 s and a makespan of 1.08 h")
 
 
 def test_a_bad_time_names_file_line_and_field(write: Writer) -> None:

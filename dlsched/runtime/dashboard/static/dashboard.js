@@ -19,6 +19,13 @@ function say(text, bad) {
   }
 }
 
+// 24-hour HH:MM:SS, as the page's other times (the chart's axis, the job pages' events);
+// toLocaleTimeString() said "12:04:24 AM" in an en-US browser beside an axis at "00:04".
+function clock(date) {
+  return [date.getHours(), date.getMinutes(), date.getSeconds()]
+    .map((part) => String(part).padStart(2, "0")).join(":");
+}
+
 async function refresh() {
   const live = document.getElementById("live");
   if (!live || busy || document.hidden) return;
@@ -34,7 +41,7 @@ async function refresh() {
       return;
     }
     live.innerHTML = await answer.text();
-    say("live, updated " + new Date().toLocaleTimeString());
+    say("live, updated " + clock(new Date()));
   } catch (error) {
     say("service unreachable, retrying", true);
   } finally {
