@@ -358,6 +358,8 @@ class Service:
     def persist(self) -> None:
         """Write every touched job's state and the batch in one transaction."""
         self.core.hold_unlaunched(self.touched)  # no service saved for a wait for victims
+        for job_id, number in self.executor.take_stops():
+            self.batch.attempt_stopping(job_id, number, self.clock.now())
         for job_id in self.touched:
             job = self.core.jobs[job_id]
             self.batch.job(job_id, status=job.status.value,
@@ -384,7 +386,8 @@ class Service:
 def _merge(first: Batch, second: Batch) -> Batch:
     merged = Batch(dict(first.jobs), first.new_attempts + second.new_attempts,
                    first.launched_attempts + second.launched_attempts,
-                   first.ended_attempts + second.ended_attempts, first.events + second.events)
+                   first.ended_attempts + second.ended_attempts, first.events + second.events,
+                   first.stopping_attempts + second.stopping_attempts)
     for job_id, columns in second.jobs.items():
         merged.job(job_id, **columns)
     return merged
