@@ -177,6 +177,9 @@ class Service:
         with self.locked():
             for job_id in list(self.core.running):
                 self.requeue(job_id, "the service stopped")
+            # Committed before the wait: a kill -9 during it must not leave them running in
+            # the store, for a restart to adopt as running workers that are checkpointing.
+            self.persist()
             for end in self.executor.drain(self.config.grace_seconds + 1):
                 self._attempt_ended(end)
             self.record_launches()

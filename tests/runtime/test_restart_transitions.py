@@ -6,8 +6,10 @@ recovery")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -125,10 +127,10 @@ def test_a_job_that_completed_while_no_service_ran_ends_when_its_workers_did(
     assert new.clock.now() - row.finish_time > 2.5
 
 
-# Checkpoints for 2 s on SIGTERM, then exits 0 (as dlsched.job does when stopped); touches
+# Checkpoints for 4 s on SIGTERM, then exits 0 (as dlsched.job does when stopped); touches
 # its argument once it can take a SIGTERM.
 SLOW_CHECKPOINT = ("import pathlib, signal, sys, time\n"
-                   "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(2), sys.exit(0)))\n"
+                   "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(4), sys.exit(0)))\n"
                    "pathlib.Path(sys.argv[1]).touch()\n"
                    "time.sleep(60)")
 
@@ -155,7 +157,7 @@ def test_workers_stopping_for_a_resize_are_not_adopted_as_running(
     wait_for(lambda: "resized" in [e.kind for e in old.store.events(elastic)], 10, "a resize")
     crash(old)
 
-    new = Service(config(tmp_path, grace=5.0, gpus=2))  # fifo: no resize of its own
+    new = Service(config(tmp_path, grace=1.0, gpus=2))  # fifo: no resize of its own
     services.append(new)
     new.start()
     first = new.store.attempts(elastic)[0]
@@ -164,3 +166,41 @@ def test_workers_stopping_for_a_resize_are_not_adopted_as_running(
     wait_for(lambda: len(new.store.attempts(elastic)) == 2, 10, "its next attempt")
     time.sleep(1.0)
     assert new.store.job(elastic).status == "running"  # type: ignore[union-attr]
+
+
+class _Killed(Exception):
+    """The service process dies here (``kill -9``)."""
+
+
+def test_a_kill_9_during_a_sigterm_shutdown_does_not_finish_the_checkpointing_job(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """``dlsched serve`` got SIGTERM, told the workers to stop and waited for them to
+    checkpoint; a ``kill -9`` then (an impatient operator, systemd's stop timeout) left the
+    jobs ``running`` in the store: the restart adopted the checkpointing workers and recorded
+    the job finished when they exited 0 (by hand: a 60 s job finished after 11 s)."""
+    old = Service(config(tmp_path, grace=20.0))
+    old.start()
+    ready = out / "ready"
+    job = submit(old, SubmitRequest(command=[sys.executable, "-c", SLOW_CHECKPOINT,
+                                             str(ready)], gpus=1)).id
+    wait_for(ready.exists, 10, "the job to run")
+    draining = threading.Event()
+
+    def killed_while_draining(timeout: float) -> list:
+        draining.set()
+        raise _Killed
+
+    old.executor.drain = killed_while_draining  # type: ignore[method-assign]
+    with contextlib.suppress(_Killed):
+        old.shutdown()
+    assert draining.is_set()
+    old.store.close()
+    old.dir_lock.release()
+
+    new = Service(config(tmp_path, grace=1.0))
+    services.append(new)
+    new.start()
+    assert "adopted" not in [e.kind for e in new.store.events(job)]
+    assert new.store.attempts(job)[0].outcome == "stopped"
+    wait_for(lambda: len(new.store.attempts(job)) == 2
+             and new.store.job(job).status == "running", 10, "its next attempt")  # type: ignore[union-attr]
