@@ -123,11 +123,10 @@ def _open_attempts(service: Service, rows: list[JobRow],
         attempts.sort(key=lambda a: a.number)
         settled_later = job_id in unfinished
         for old in attempts[:-1] if settled_later else attempts:
-            if settled_later:
-                service.batch.attempt_ended(job_id, old.number, now, "abandoned",
-                                            "the service stopped while it ran")
-            else:  # cancelled: its workers were asked to stop and are stopped now
+            if not settled_later:  # cancelled: its workers were asked to stop, stopped now
                 service.batch.attempt_ended(job_id, old.number, now, "stopped", ENDED_EXITING)
+            else:
+                service.batch.attempt_ended(job_id, old.number, now, *_unsettled(old))
         if settled_later:
             opened[job_id] = _Open(unfinished[job_id], attempts[-1], {})
     for worker in find_attempt_processes({row.id: row.checkpoint_dir for row in rows}):
@@ -160,7 +159,7 @@ def _adopt(service: Service, found: _Open) -> bool:
     waiting = [rank for rank, status in enumerate(statuses) if status is None]
     attempt, row = found.attempt, found.row
     gpus = tuple(int(gpu) for gpu in attempt.gpus)
-    if (adopt is None or row.status != "running" or not waiting
+    if (adopt is None or row.status != "running" or attempt.stop_time is not None or not waiting
             or any(rank not in found.pids for rank in waiting)
             or not service.core.can_adopt(gpus, row.gpu_share)):
         return False
@@ -204,9 +203,16 @@ def _settle(service: Service, found: _Open) -> None:
             service.batch.event(row.id, now, "failed", reason)
             return
     else:
-        service.batch.attempt_ended(row.id, number, now, "abandoned",
-                                    "the service stopped while it ran")
+        service.batch.attempt_ended(row.id, number, now, *_unsettled(found.attempt))
     _resubmit(service, row)
+
+
+def _unsettled(attempt: AttemptRow) -> tuple[str, str]:
+    """The outcome and message of an attempt the service died before it settled: ``stopped``
+    if it had told the workers to stop (a preemption, a resize), else ``abandoned``."""
+    if attempt.stop_time is not None:
+        return "stopped", "its workers were stopping when the service stopped"
+    return "abandoned", "the service stopped while it ran"
 
 
 def _spec(row: JobRow) -> JobSpec:

@@ -177,6 +177,9 @@ class Service:
         with self.locked():
             for job_id in list(self.core.running):
                 self.requeue(job_id, "the service stopped")
+            # Committed before the wait: a kill -9 during it must not leave them running in
+            # the store, for a restart to adopt as running workers that are checkpointing.
+            self.persist()
             for end in self.executor.drain(self.config.grace_seconds + 1):
                 self._attempt_ended(end)
             self.record_launches()
@@ -358,6 +361,8 @@ class Service:
     def persist(self) -> None:
         """Write every touched job's state and the batch in one transaction."""
         self.core.hold_unlaunched(self.touched)  # no service saved for a wait for victims
+        for job_id, number in self.executor.take_stops():
+            self.batch.attempt_stopping(job_id, number, self.clock.now())
         for job_id in self.touched:
             job = self.core.jobs[job_id]
             self.batch.job(job_id, status=job.status.value,
@@ -384,7 +389,8 @@ class Service:
 def _merge(first: Batch, second: Batch) -> Batch:
     merged = Batch(dict(first.jobs), first.new_attempts + second.new_attempts,
                    first.launched_attempts + second.launched_attempts,
-                   first.ended_attempts + second.ended_attempts, first.events + second.events)
+                   first.ended_attempts + second.ended_attempts, first.events + second.events,
+                   first.stopping_attempts + second.stopping_attempts)
     for job_id, columns in second.jobs.items():
         merged.job(job_id, **columns)
     return merged

@@ -43,7 +43,8 @@ NEWER_COLUMNS = (("jobs", "done_work", "FLOAT", "0"), ("jobs", "preemptions", "I
                  ("jobs", "cpus_per_gpu", "FLOAT", "0"),
                  ("jobs", "memory_gb_per_gpu", "FLOAT", "0"),
                  ("jobs", "max_per_node", "INTEGER", "0"),
-                 ("jobs", "density_group", "VARCHAR(128)", None))
+                 ("jobs", "density_group", "VARCHAR(128)", None),
+                 ("attempts", "stop_time", "FLOAT", None))
 
 
 class Base(DeclarativeBase):
@@ -114,6 +115,9 @@ class AttemptRow(Base):
     # The service generation (``Store.next_generation``) that owns the attempt: it launched
     # it, or adopted its workers after a restart. Fencing: only the owner ends it.
     generation: Mapped[int] = mapped_column(default=0)
+    # When the service told its workers to stop (preemption, resize, cancel, shutdown): after
+    # a crash, workers still exiting then are stopped, never adopted as running.
+    stop_time: Mapped[float | None]
 
 
 class EventRow(Base):
@@ -134,6 +138,7 @@ class Batch:
     launched_attempts: list[dict[str, Any]] = field(default_factory=list)
     ended_attempts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    stopping_attempts: list[dict[str, Any]] = field(default_factory=list)
 
     def job(self, job_id: str, **columns: Any) -> None:
         self.jobs.setdefault(job_id, {"id": job_id}).update(columns)
@@ -153,6 +158,10 @@ class Batch:
         self.launched_attempts.append({"job_id": job_id, "number": number, "start_time": at,
                                        "pids": list(pids)})
 
+    def attempt_stopping(self, job_id: str, number: int, at: float) -> None:
+        """The service told the attempt's workers to stop."""
+        self.stopping_attempts.append({"job_id": job_id, "number": number, "stop_time": at})
+
     def attempt_ended(self, job_id: str, number: int, at: float, outcome: str,
                       message: str) -> None:
         self.ended_attempts.append({"job_id": job_id, "number": number, "end_time": at,
@@ -160,7 +169,7 @@ class Batch:
 
     def __bool__(self) -> bool:
         return bool(self.jobs or self.new_attempts or self.launched_attempts
-                    or self.ended_attempts or self.events)
+                    or self.ended_attempts or self.events or self.stopping_attempts)
 
 
 class Store:
@@ -256,6 +265,11 @@ class Store:
                     AttemptRow.number == launched["number"])
                 values = {k: launched[k] for k in ("start_time", "pids")}
                 session.execute(update(AttemptRow).where(key).values(**values))
+            for stopping in batch.stopping_attempts:
+                key = (AttemptRow.job_id == stopping["job_id"]) & (
+                    AttemptRow.number == stopping["number"])
+                session.execute(update(AttemptRow).where(key).values(
+                    stop_time=stopping["stop_time"]))
             if batch.jobs:
                 session.execute(update(JobRow), list(batch.jobs.values()))
             for ended in batch.ended_attempts:

@@ -36,6 +36,9 @@ class NullExecutor:
     def take_launched(self) -> list[AttemptLaunch]:
         return []
 
+    def take_stops(self) -> list[tuple[str, int]]:
+        return []
+
     def drain(self, timeout: float) -> list[AttemptEnd]:
         return []
 

@@ -6,7 +6,10 @@ recovery")."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -122,3 +125,82 @@ def test_a_job_that_completed_while_no_service_ran_ends_when_its_workers_did(
     exited = status.stat().st_mtime - new.clock.epoch
     assert row.finish_time == attempt.end_time == pytest.approx(exited, abs=0.01)
     assert new.clock.now() - row.finish_time > 2.5
+
+
+# Checkpoints for 4 s on SIGTERM, then exits 0 (as dlsched.job does when stopped); touches
+# its argument once it can take a SIGTERM.
+SLOW_CHECKPOINT = ("import pathlib, signal, sys, time\n"
+                   "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(4), sys.exit(0)))\n"
+                   "pathlib.Path(sys.argv[1]).touch()\n"
+                   "time.sleep(60)")
+
+
+def test_workers_stopping_for_a_resize_are_not_adopted_as_running(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Optimus grows an elastic job from 1 to 2 GPUs; the service dies while the old attempt
+    checkpoints. The restart adopted those workers as the job's running attempt (the job was
+    still ``running``), so once they exited 0 after their checkpoint the job was recorded
+    finished, its work not done (under a policy that does not resize it again at once: the
+    operator restarted with fifo). The stop is recorded now: they are stopped, the attempt
+    closed ``stopped``, and the job resumes from its checkpoint."""
+    optimus = ServiceConfig(local_cluster(2, "T4"), tmp_path / "data", policy="optimus",
+                            policy_options={"elastic": "declared"}, grace_seconds=20.0,
+                            poll_seconds=0.05, retry_backoff=0.0)
+    old = Service(optimus)
+    old.start()
+    blocker = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    ready = out / "ready"
+    command = [sys.executable, "-c", SLOW_CHECKPOINT, str(ready)]
+    elastic = submit(old, SubmitRequest(command=command, gpus=1, min_gpus=1, max_gpus=2)).id
+    wait_for(ready.exists, 10, "the elastic job to run")
+    cancel(old, blocker)
+    wait_for(lambda: "resized" in [e.kind for e in old.store.events(elastic)], 10, "a resize")
+    crash(old)
+
+    new = Service(config(tmp_path, grace=1.0, gpus=2))  # fifo: no resize of its own
+    services.append(new)
+    new.start()
+    first = new.store.attempts(elastic)[0]
+    assert (first.outcome, first.stop_time is not None) == ("stopped", True)
+    assert "adopted" not in [e.kind for e in new.store.events(elastic)]
+    wait_for(lambda: len(new.store.attempts(elastic)) == 2, 10, "its next attempt")
+    time.sleep(1.0)
+    assert new.store.job(elastic).status == "running"  # type: ignore[union-attr]
+
+
+class _Killed(Exception):
+    """The service process dies here (``kill -9``)."""
+
+
+def test_a_kill_9_during_a_sigterm_shutdown_does_not_finish_the_checkpointing_job(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """``dlsched serve`` got SIGTERM, told the workers to stop and waited for them to
+    checkpoint; a ``kill -9`` then (an impatient operator, systemd's stop timeout) left the
+    jobs ``running`` in the store: the restart adopted the checkpointing workers and recorded
+    the job finished when they exited 0 (by hand: a 60 s job finished after 11 s)."""
+    old = Service(config(tmp_path, grace=20.0))
+    old.start()
+    ready = out / "ready"
+    job = submit(old, SubmitRequest(command=[sys.executable, "-c", SLOW_CHECKPOINT,
+                                             str(ready)], gpus=1)).id
+    wait_for(ready.exists, 10, "the job to run")
+    draining = threading.Event()
+
+    def killed_while_draining(timeout: float) -> list:
+        draining.set()
+        raise _Killed
+
+    old.executor.drain = killed_while_draining  # type: ignore[method-assign]
+    with contextlib.suppress(_Killed):
+        old.shutdown()
+    assert draining.is_set()
+    old.store.close()
+    old.dir_lock.release()
+
+    new = Service(config(tmp_path, grace=1.0))
+    services.append(new)
+    new.start()
+    assert "adopted" not in [e.kind for e in new.store.events(job)]
+    assert new.store.attempts(job)[0].outcome == "stopped"
+    wait_for(lambda: len(new.store.attempts(job)) == 2
+             and new.store.job(job).status == "running", 10, "its next attempt")  # type: ignore[union-attr]

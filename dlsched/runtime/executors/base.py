@@ -83,6 +83,11 @@ class RuntimeExecutor(Protocol):
 
     def take_launched(self) -> list[AttemptLaunch]: ...
 
+    def take_stops(self) -> list[tuple[str, int]]:
+        """(job id, attempt number) of the launched attempts told to stop since the last call
+        (recorded, so a restart never adopts workers that were stopping)."""
+        ...
+
     def drain(self, timeout: float) -> list[AttemptEnd]: ...
 
     def down_nodes(self) -> frozenset[int]:
@@ -148,6 +153,7 @@ class AttemptBook(abc.ABC):
         self._stopping: list[Any] = []
         self._launched: list[AttemptLaunch] = []
         self._ended: list[AttemptEnd] = []
+        self._stops: list[tuple[str, int]] = []
 
     # -- the Executor protocol ------------------------------------------------------------
     def start(self, job: Job, now: float) -> None:
@@ -162,6 +168,8 @@ class AttemptBook(abc.ABC):
             return  # never launched
         attempt = self._active.pop(job.job_id, None)
         if attempt is not None:  # None: its workers already exited (a failure being handled)
+            if attempt.number:  # 0: a Ray attempt still reserving, never recorded
+                self._stops.append((job.job_id, attempt.number))
             self._terminate(attempt)
 
     def mig_slots(self, job: Job) -> tuple[MigSlot, ...]:
@@ -178,6 +186,10 @@ class AttemptBook(abc.ABC):
     def take_launched(self) -> list[AttemptLaunch]:
         launched, self._launched = self._launched, []
         return launched
+
+    def take_stops(self) -> list[tuple[str, int]]:
+        stops, self._stops = self._stops, []
+        return stops
 
     def drain(self, timeout: float) -> list[AttemptEnd]:
         """Wait (blocking) until every stopped attempt has exited, or ``timeout`` passes; then
