@@ -114,8 +114,10 @@ class _Cycle:
         # job -> the most GPUs that may be wholly free for its failed victim search to fail
         # again (``victims_short``; None: it failed for another reason than room)
         self.short: dict[str, int | None] = {}
-        # Cluster queues a job was admitted to by borrowing in this cycle (``_deferred``)
+        # Cluster queues a job was admitted to by borrowing in this cycle, and whether a
+        # reclaim waits for a second cycle at this time (``_deferred``)
         self.borrowed: set[str] = set()
+        self.deferred = False
 
 
 class TenantAdmission:
@@ -131,8 +133,10 @@ class TenantAdmission:
         self.history = DecayedUsage(half_life) if half_life > 0 else None
         self.pending = PendingBook()  # the last cycle's reasons, for visibility
         self.evicted_by: dict[str, set[str]] = {}  # victim -> the jobs that evicted it
-        # (time, jobs) whose reclaim was deferred to a second cycle at that time (``_deferred``)
+        # (time, jobs) whose reclaim was deferred to a second cycle at that time, and the
+        # time a second cycle was last asked for (``_deferred``, ``next_wakeup``)
         self._deferrals: tuple[float, set[str]] = (-1.0, set())
+        self._second_cycle_at: float | None = None
         self.audit = TenantAudit()
         self._requests: dict[str, Mapping[str, float]] = {}
         self._names: dict[str, tuple[str, ...]] = {}
@@ -836,6 +840,7 @@ class TenantAdmission:
         if job.job_id in jobs:
             return False
         jobs.add(job.job_id)
+        data.deferred = True
         return True
 
     def _remember_failure(self, data: _Cycle, job: Job, cq: str,
@@ -1014,8 +1019,12 @@ class TenantAdmission:
             times += [self.config.requeue.ready_at(j.queued_since, j.preemptions)
                       for j in state.snapshot.waiting if j.preemptions]
         future = [t for t in times if t is not None and t > state.now]
-        if self._deferrals[0] == state.now and self._deferrals[1]:
-            return state.now  # a reclaim deferred (``_deferred``): a second cycle now
+        data = state.scratch.get(NAME)
+        if data is not None and data.deferred and self._second_cycle_at != state.now:
+            # a reclaim deferred (``_deferred``): a second cycle now, once per time (it asks
+            # its own wake-ups; a reclaim deferred in it waits for the next event)
+            self._second_cycle_at = state.now
+            return state.now
         return min(future) if future else None
 
 

@@ -71,6 +71,31 @@ def test_a_reclaim_takes_the_job_that_borrowed_in_the_same_cycle() -> None:
                                                if p.job_id == "a2"]
 
 
+def test_the_second_cycle_of_a_deferred_reclaim_keeps_its_own_wake_ups(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The case above with a 30 s minimum runtime in a: the first cycle at 10 defers a2's
+    reclaim and asks a cycle at 10; the second must ask the next end of a minimum runtime
+    (30: the running jobs' ends are looked at whatever their queue). It asked 10 again (a
+    deferral was still on record for that time), which the simulator drops: the ends of
+    protection were lost."""
+    asked: list[tuple[float, float | None]] = []
+    arm = Simulator._arm_wakeup
+
+    def spy(self: Simulator, at: float | None) -> None:
+        asked.append((self.clock.time, at))
+        arm(self, at)
+
+    monkeypatch.setattr(Simulator, "_arm_wakeup", spy)
+    a = {**RECLAIM_ANY, **LOWER, "min_runtime": 30}
+    text = config_yaml([cq("a", 4, preemption=a), cq("b", 4, preemption={**RECLAIM_ANY,
+                                                                          **LOWER})])
+    run(text, [job("a0", "a", 0, 4, 10), job("b1", "b", 0, 1, 100, prio=10),
+               job("b2", "b", 0, 1, 100, prio=10), job("b3", "b", 0, 2, 100),
+               job("a1", "a", 1, 8, 50, prio=10), job("a2", "a", 1, 4, 50),
+               job("b4", "b", 2, 4, 50)])
+    assert [at for now, at in asked if now == 10.0] == [10.0, 30.0]
+
+
 THREE_OF_TWO = [job("a1", "a", 0, 2, 100), job("a2", "a", 0, 2, 100), job("a3", "a", 0, 2, 100)]
 
 

@@ -9,6 +9,8 @@ a ``List`` (``{"items": [...]}``) or a JSON array of such objects, mixed kinds a
 - GPUs: per pod the sum of its containers' ``resources.limits`` (else ``requests``)
   ``nvidia.com/gpu``, times the pods: a Job's ``spec.parallelism`` (default 1), a Workload's
   podSets' ``count``. Type: the pod template's ``nodeSelector`` ``nvidia.com/gpu.product``.
+  A job whose one pod asks for one MIG instance instead (``nvidia.com/mig-3g.20gb: 1``) is a
+  MIG job of that profile; several instances are left out and counted.
 - run time: a Job from ``status.startTime`` to ``status.completionTime`` (or to its
   ``Failed`` condition); a Workload from its ``Admitted`` (else ``QuotaReserved``) condition
   to its ``Finished`` condition (``lastTransitionTime``).
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.errors import InputError, InputLocation
+from dlsched.mig.profiles import UnknownMigProfile, profile_share
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
     DropRow,
@@ -49,6 +52,7 @@ from dlsched.workload.readers.recorded import Recorded
 from dlsched.workload.trace import Trace
 
 GPU = "nvidia.com/gpu"
+MIG = "nvidia.com/mig-"  # the device plugin's "mixed" strategy: nvidia.com/mig-3g.20gb
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRODUCT = "nvidia.com/gpu.product"
 HOSTNAME = "kubernetes.io/hostname"  # the topology key of "one per node"
@@ -103,6 +107,38 @@ def _gpus_per_pod(ctx: ItemContext, pod_spec: Any, where: str) -> int:
         amount = (limits if which == "limits" else requests).get(GPU, 0)
         total += _count(ctx, f"{where}.containers[{index}].resources.{which}.{GPU}", amount)
     return total
+
+
+def _migs_per_pod(ctx: ItemContext, pod_spec: Any, where: str) -> dict[str, int]:
+    """The MIG instances one pod asks for, by profile (``nvidia.com/mig-3g.20gb: 1`` in a
+    container's limits, else requests)."""
+    containers = pod_spec.get("containers") if isinstance(pod_spec, Mapping) else None
+    found: dict[str, int] = {}
+    for index, container in enumerate(containers if isinstance(containers, list) else ()):
+        resources = (container.get("resources") or {}) if isinstance(container, dict) else {}
+        for which in ("limits", "requests"):
+            asked = resources.get(which) or {}
+            migs = {k: v for k, v in asked.items() if isinstance(k, str) and k.startswith(MIG)}
+            for key, amount in migs.items():
+                profile = key[len(MIG):]
+                path = f"{where}.containers[{index}].resources.{which}.{key}"
+                try:
+                    profile_share(profile)
+                except UnknownMigProfile as exc:
+                    raise ctx.fail(path, str(exc)) from None
+                found[profile] = found.get(profile, 0) + _count(ctx, path, amount)
+            if migs:
+                break
+    return found
+
+
+def _mig_spec(migs: dict[str, int]) -> dict[str, Any]:
+    """A job that asks for MIG instances only: one worker on one instance is replayed as a
+    MIG job (docs/mig.md); more are left out and counted."""
+    if sum(migs.values()) != 1:
+        raise DropRow("MIG instances for several workers (one per job is modelled)")
+    (profile,) = (p for p, n in migs.items() if n)
+    return {"mig_profile": profile, "gpu_share": profile_share(profile)}
 
 
 def _anti_affinity(template: Any, gpus_per_pod: int) -> tuple[str | None, int]:
@@ -186,8 +222,9 @@ def _job(ctx: ItemContext, recorded: Recorded) -> JobSpec:
     queue = labels.get(QUEUE_LABEL) or ctx.get("metadata.namespace") or "default"
     pod = ctx.get(spec)
     per_pod = _gpus_per_pod(ctx, pod, spec)
+    migs = {} if per_pod else {k: v * pods for k, v in _migs_per_pod(ctx, pod, spec).items()}
     job = _spec(ctx, pods * per_pod, started[0], ended[0], str(queue), _product(pod),
-                recorded)
+                recorded, migs)
     group, per_node = _anti_affinity(ctx.get("spec.template"), per_pod)
     return replace(job, group=group, max_per_node=per_node) if per_node else job
 
@@ -196,6 +233,7 @@ def _workload(ctx: ItemContext, recorded: Recorded) -> JobSpec:
     pod_sets = ctx.get("spec.podSets") or []
     gpus = 0
     kind = None
+    migs: dict[str, int] = {}
     if not isinstance(pod_sets, list):
         raise ctx.fail("spec.podSets", "expected a list")
     for index, pod_set in enumerate(pod_sets):
@@ -205,6 +243,8 @@ def _workload(ctx: ItemContext, recorded: Recorded) -> JobSpec:
         pod = (pod_set.get("template") or {}).get("spec") or {}
         count = _count(ctx, f"{where}.count", pod_set.get("count", 1))
         gpus += count * _gpus_per_pod(ctx, pod, f"{where}.template.spec")
+        for profile, n in _migs_per_pod(ctx, pod, f"{where}.template.spec").items():
+            migs[profile] = migs.get(profile, 0) + count * n
         kind = kind or _product(pod)
     finished = _condition(ctx, "Finished")
     if finished is None:
@@ -214,13 +254,15 @@ def _workload(ctx: ItemContext, recorded: Recorded) -> JobSpec:
         raise DropRow("never started")
     _check_order(ctx, admitted, finished)
     return _spec(ctx, gpus, admitted[0], finished[0], str(ctx.get("spec.queueName") or
-                                                          "default"), kind, recorded)
+                                                          "default"), kind, recorded,
+                 {} if gpus else migs)
 
 
 def _spec(ctx: ItemContext, gpus: int, start: float, end: float, queue: str,
-          kind: Any, recorded: Recorded) -> JobSpec:
-    if gpus == 0:
+          kind: Any, recorded: Recorded, migs: dict[str, int]) -> JobSpec:
+    if gpus == 0 and not any(migs.values()):
         raise DropRow("no GPUs")
+    mig = _mig_spec(migs) if gpus == 0 else {}
     submit = ctx.time("metadata.creationTimestamp")
     if end <= start:
         raise DropRow("ran 0 seconds")
@@ -230,8 +272,8 @@ def _spec(ctx: ItemContext, gpus: int, start: float, end: float, queue: str,
     namespace = ctx.get("metadata.namespace") or "default"
     recorded.add(f"{namespace}/{name}", min(submit, start), start, end)
     return JobSpec(job_id=f"{namespace}/{name}", submit_time=min(submit, start),
-                   num_gpus=gpus, work=end - start, queue=queue,
-                   gpu_types=(str(kind),) if kind else ())
+                   num_gpus=gpus or 1, work=end - start, queue=queue,
+                   gpu_types=(str(kind),) if kind else (), **mig)
 
 
 def _build(ctx: RowContext, recorded: Recorded) -> JobSpec:

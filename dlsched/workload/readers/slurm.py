@@ -3,12 +3,15 @@ them, for what-if replay (docs/what-if.md).
 
 Write the file with::
 
-    sacct --allocations --parsable2 --allusers --starttime 2026-11-01 --endtime 2026-11-08 \\
+    SLURM_TIME_FORMAT=%FT%T%z sacct --allocations --parsable2 --allusers \\
+          --starttime 2026-11-01 --endtime 2026-11-08 \\
           --format=JobID,JobName,User,Account,Partition,Submit,Start,End,State,AllocTRES \\
           > week.sacct
 
 ``--parsable2`` separates fields with ``|`` and prints a header. Required fields: ``JobID``,
-``Submit``, ``Start``, ``End`` (ISO times, ``2026-11-02T10:00:00``, read as UTC),
+``Submit``, ``Start``, ``End`` (ISO times, ``2026-11-02T10:00:00``, read as UTC; with
+``SLURM_TIME_FORMAT=%FT%T%z`` in sacct's environment they carry their offset, and a job across
+a daylight-saving change keeps its true length),
 ``State`` and ``AllocTRES`` (``...,gres/gpu=4,...`` or ``gres/gpu:a100=4``: the GPUs, and their
 type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional:
 ``Partition`` (the job's queue; else ``default``), any other field (ignored). A job's work is
@@ -90,9 +93,9 @@ def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
     if gpus == 0:
         raise DropRow("no GPUs")
     if start < submit:
-        raise ctx.fail("Start", "before Submit")
+        raise ctx.fail("Start", "before Submit" + _zone_hint(ctx, "Submit", "Start"))
     if end < start:
-        raise ctx.fail("End", "before Start")
+        raise ctx.fail("End", "before Start" + _zone_hint(ctx, "Start", "End"))
     if end == start:
         raise DropRow("ran 0 seconds")
     if recorded is not None:
@@ -100,6 +103,22 @@ def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
                    queue=ctx.text("Partition", optional=True) or "default",
                    gpu_types=(kind,) if kind else ())
+
+
+# sacct writes local times without an offset (read as UTC): a job across a daylight-saving
+# change runs an hour more or less, or ends "before" it started. With this, times carry it.
+ZONED = "SLURM_TIME_FORMAT=%FT%T%z"
+
+
+def _zone_hint(ctx: RowContext, first: str, then: str) -> str:
+    """Why two local times may be out of order, when neither names its offset."""
+    if any(_OFFSET.search(ctx.text(field) or "") for field in (first, then)):
+        return ""
+    return (f" (local times without an offset, across a daylight-saving change? run sacct "
+            f"with {ZONED} to write them with theirs)")
+
+
+_OFFSET = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
 
 
 class SacctReader:

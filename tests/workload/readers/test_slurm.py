@@ -55,6 +55,23 @@ def test_a_job_without_an_end_yet_is_left_out_and_counted(write: Writer, state: 
     assert any(f"1 row: not finished ({state}, no End)" in w for w in trace.warnings)
 
 
+@pytest.mark.parametrize(("end", "work"), [("2026-10-25T02:10:00+0100", 2400.0),
+                                           ("2026-10-25T02:10:00", None)],
+                         ids=["with-offsets", "local"])
+def test_daylight_saving(write: Writer, end: str, work: float | None) -> None:
+    """sacct writes local times without an offset: across the end of summer time (02:00-03:00
+    twice) a 40-minute job ended "before" it started, with no word of why; with
+    SLURM_TIME_FORMAT=%FT%T%z its times carry their offsets and it runs 40 minutes."""
+    start = "2026-10-25T02:30:00+0200" if work else "2026-10-25T02:30:00"
+    row = f"7|x|a|gpu|{start}|{start}|{end}|COMPLETED|gres/gpu=1\n"
+    path = write("dst.sacct", HEADER + row)
+    if work is not None:
+        assert [j.work for j in read_trace(path).jobs] == [work]
+        return
+    error = expect_error(path, None, 2, "End")
+    assert "SLURM_TIME_FORMAT=%FT%T%z" in str(error)
+
+
 @pytest.mark.parametrize(("bad", "field"), [
     ("gres/gpu=8", "AllocTRES"), ("2026-11-02T10:30:00|2026-11-02T12", "End"),
 ], ids=["gpu-count", "end-time"])
