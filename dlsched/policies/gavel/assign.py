@@ -99,12 +99,23 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
     kinds, left = node_type.tolist(), room.tolist()
     for job_id, kind in types.items():
         held = current.get(job_id, ())
-        if held and _keeps(held, kind, kinds, left):
+        if not held:
+            continue
+        if len(held) == 1:  # ``_keeps`` for one worker, inlined (most jobs)
+            node = held[0]
+            if kinds[node] == kind and left[node] >= 1:
+                left[node] -= 1
+                placed[job_id] = held
+        elif _keeps(held, kind, kinds, left):
             placed[job_id] = held
-    by_type = {kind: [n for n, k in enumerate(kinds) if k == kind] for kind in set(types.values())}
+    by_type: dict[int, list[int]] = {}  # a type's nodes, listed when a job moves there
     moving = sorted((j for j in types if j not in placed), key=lambda j: (-workers[j], j))
     for job_id in moving:
-        nodes = _place_listed(workers[job_id], by_type[types[job_id]], left)
+        kind = types[job_id]
+        of_kind = by_type.get(kind)
+        if of_kind is None:
+            of_kind = by_type[kind] = [n for n, k in enumerate(kinds) if k == kind]
+        nodes = _place_listed(workers[job_id], of_kind, left)
         if nodes is not None:
             placed[job_id] = nodes
     room[:] = left
