@@ -177,8 +177,9 @@ FAILURE_ONLY = ("checkpoint_interval", "checkpoint_seconds", "hot_spares", "resi
 
 def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[str]:
     """What in the run's inputs loads but leaves jobs unable to ever run: GPU types the trace
-    pins that no node has, tenant flavors that no node belongs to; and options that shape the
-    response to node failures given without ``--failures`` (they would do nothing)."""
+    pins that no node has, tenant flavors that no node belongs to; and options that would do
+    nothing: those that shape the response to node failures without ``--failures``, a
+    policy's ``strict`` under ``--tenants``."""
     found = unknown_pins(trace, cluster, config.cluster)
     if any(spec.mig_profile is not None for spec in trace.jobs):
         from dlsched.mig.offered import unoffered_profiles
@@ -188,8 +189,28 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
         from dlsched.tenancy.assignment import empty_flavors
         from dlsched.tenancy.loader import load_tenants
 
-        found += empty_flavors(load_tenants(config.tenants), cluster, config.cluster)
+        tenants = load_tenants(config.tenants)
+        found += empty_flavors(tenants, cluster, config.cluster)
+        found += _idle_strict_option(config, tenants)
     return found + _uncapped_placement(config, trace) + _idle_failure_options(config)
+
+
+def _idle_strict_option(config: RunConfig, tenants: TenantConfig) -> list[str]:
+    """A policy's ``strict`` (fifo's: a head that does not fit blocks the jobs behind it) given
+    with ``--tenants``: the tenant layer sets the policy's own blocking aside, and each
+    cluster queue's ``queueing_strategy`` decides instead (Kueue's StrictFIFO or
+    BestEffortFIFO, the default), so the option did nothing without a word."""
+    given = [policy for policy in config.policies
+             if "strict" in options_for(policy, config.policy_options)]
+    if not given:
+        return []
+    counts: dict[str, int] = {}
+    for cq in tenants.cluster_queues.values():
+        counts[cq.queueing_strategy.value] = counts.get(cq.queueing_strategy.value, 0) + 1
+    strategies = ", ".join(f"{name} for {count} of them" for name, count in counts.items())
+    return [f"{', '.join(given)}: --policy-opt strict has no effect under --tenants: each "
+            f"cluster queue's queueing_strategy decides whether a head that cannot start "
+            f"blocks the jobs behind it ({config.tenants}: {strategies}; docs/tenancy.md)"]
 
 
 def _uncapped_placement(config: RunConfig, trace: Trace) -> list[str]:

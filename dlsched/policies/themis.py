@@ -42,6 +42,9 @@ from dlsched.workload.job import Job, JobStatus
 LEASE_SECONDS = 600.0
 FAIRNESS_KNOB = 0.8
 TOLERANCE = 1e-6
+# Relative: a time on the lease grid, up to float error (~1e-16 of the time). 1e-6 of the
+# time was 3 s at Philly's t = 3e6 s: a job was preempted a second before its lease end.
+GRID_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -182,7 +185,7 @@ class ThemisArbiter:
         if self._origin is None:
             return False
         offset = (now - self._origin) / self.lease
-        return abs(offset - round(offset)) * self.lease <= TOLERANCE * max(1.0, now)
+        return abs(offset - round(offset)) * self.lease <= GRID_TOLERANCE * max(1.0, now)
 
     def next_lease_end(self, now: float) -> float:
         origin = self._origin if self._origin is not None else now

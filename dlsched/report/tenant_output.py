@@ -4,7 +4,9 @@ request). With ``--tenants`` also:
 
 - ``evictions.csv``: time, victim, its queue and flavor, preemptor, its queue, and the reason
   in Kueue's words (``InClusterQueue``, ``InCohortReclamation``,
-  ``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``);
+  ``InCohortReclaimWhileBorrowing``, ``InCohortFairSharing``), and who decided it
+  (``decided_by``: ``tenants``, the tenant layer's victim search, or ``policy``, the wrapped
+  policy's own preemption inside the queue, logged ``InClusterQueue``);
 - ``queue_usage.csv``: each cluster queue's usage per (flavor, resource) over time, a row
   whenever it changes, with its nominal quota and limits (rebuilt from the segments);
 - ``pending_reasons.csv``: each waiting job's reason per flavor, a row whenever it changes
@@ -35,7 +37,7 @@ if TYPE_CHECKING:  # the tenant layer is imported by runs with tenants only
 SEGMENT_COLUMNS = ("job_id", "queue", "cluster_queue", "flavor", "start", "end", "nodes",
                    "num_gpus", "gpu_ids", "gpu_share", "gpu", "cpu", "memory", "gpu_memory")
 EVICTION_COLUMNS = ("time", "victim", "victim_cluster_queue", "victim_flavor", "preemptor",
-                    "preemptor_cluster_queue", "reason")
+                    "preemptor_cluster_queue", "reason", "decided_by")
 USAGE_COLUMNS = ("time", "cluster_queue", "flavor", "resource", "used", "nominal",
                  "borrowing_limit", "lending_limit", "borrowed")
 PENDING_COLUMNS = ("time", "job_id", "cluster_queue", "flavor", "reason", "detail")
@@ -62,7 +64,7 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
     audit, config = admission.audit, admission.config
     _write(out_dir / "evictions.csv", EVICTION_COLUMNS,
            [(e.time, e.victim, e.victim_queue, e.victim_flavor, e.preemptor, e.preemptor_queue,
-             e.reason) for e in audit.evictions], identity)
+             e.reason, e.decided_by) for e in audit.evictions], identity)
     _write(out_dir / "queue_usage.csv", USAGE_COLUMNS, usage_rows(rows, config), identity)
     _write(out_dir / "pending_reasons.csv", PENDING_COLUMNS,
            [(p.time, p.job_id, p.cluster_queue, p.flavor, p.reason.name, p.detail)

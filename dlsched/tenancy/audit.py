@@ -27,6 +27,10 @@ class Eviction:
     preemptor: str
     preemptor_queue: str
     reason: str  # InClusterQueue, InCohortReclamation, InCohortReclaimWhileBorrowing, ...
+    # "tenants": the tenant layer's victim search chose it (Kueue's rules, no loops);
+    # "policy": the wrapped policy's own preemption inside the queue (Tiresias' 2D-LAS,
+    # Themis' lease auctions), which may take GPUs back and forth by design
+    decided_by: str = "tenants"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +62,10 @@ class TenantAudit:
             del self._behind[cq]
 
     def evicted(self, now: float, victim: str, victim_queue: str, victim_flavor: str,
-                preemptor: str, preemptor_queue: str, reason: str) -> None:
+                preemptor: str, preemptor_queue: str, reason: str,
+                decided_by: str = "tenants") -> None:
         self.evictions.append(Eviction(now, victim, victim_queue, victim_flavor, preemptor,
-                                       preemptor_queue, reason))
+                                       preemptor_queue, reason, decided_by))
 
     def waits(self, now: float, job_id: str, cq: str, reasons: tuple[tuple[str, Reason], ...],
               detail: str = "", never: bool = False) -> None:

@@ -960,7 +960,8 @@ class TenantAdmission:
                 self.evicted_by.setdefault(victim, set()).add(job.job_id)
             known = admitted.get(victim)
             self.audit.evicted(state.now, victim, known.cq if known else "",
-                               known.flavor if known else "", job.job_id, cq, why.kueue)
+                               known.flavor if known else "", job.job_id, cq, why.kueue,
+                               "tenants" if victim in whys else "policy")
         data.seen_evicted = set(state.evicted)
 
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:

@@ -65,6 +65,21 @@ def test_worst_rho_gets_the_gpu_at_the_next_lease(lease: int, knob: float) -> No
     assert (records["A"].preemptions, records["A"].finish_time) == (1, 1050)
 
 
+# Leases of 100 s. B (300) takes the GPU from A at the lease end 100; C (50) arrives at 199,
+# a second before B's lease ends: it waits for 200, evicts B there and ends at 250. The same
+# jobs late in a trace (t = 3e6 s, Philly's scale) ran C at 199 by evicting B mid-lease: the
+# grid's tolerance was 1e-6 of the time (3 s there), so 199 counted as a lease end.
+@pytest.mark.parametrize("start", [0, 3_000_000])
+def test_no_job_is_preempted_mid_lease_late_in_a_trace(start: int) -> None:
+    jobs = [make_job("A").at(start).work(1000).build(),
+            make_job("B").at(start + 1).work(300).build(),
+            make_job("C").at(start + 199).work(50).build()]
+    records = run("themis", make_cluster(nodes=1, gpus=1), jobs, options={"lease_seconds": 100})
+    assert {name: (r.first_start - start, r.finish_time - start, r.preemptions)
+            for name, r in records.items()} == {
+        "A": (0, 1350, 1), "B": (100, 450, 1), "C": (200, 250, 0)}
+
+
 # A (1000) runs from 0; B (50) arrives at 1, C (50) at 90; lease 100. At t=100:
 # rho_B = (99 + 100 + 50) / (50 x N_B ~ 2.1) ~ 2.4 is the worst, rho_C = (10 + 100 + 50) /
 # (50 x 3) ~ 1.07. Gains log(rho_lose / rho_win): B log(249/149) = 0.51, C log(160/60) = 0.98.

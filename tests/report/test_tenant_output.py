@@ -113,3 +113,30 @@ def test_every_job_of_a_queue_without_quota_is_listed_as_never_admitted(
     never = write_audit(sim.core, sim.profile.queue_sort, tmp_path, run_identity(result.info))
     assert never == [("a1", "q", "NO_QUOTA"), ("a2", "q", "NO_QUOTA"), ("a3", "q", "NO_QUOTA")]
     assert [r["job_id"] for r in _rows(tmp_path / "never_admitted.csv")] == ["a1", "a2", "a3"]
+
+
+def test_a_policys_own_evictions_back_and_forth_pass_the_checker(tmp_path: Path) -> None:
+    # Tiresias (thresholds 3600 and 14400 GPU-s) inside one queue whose quota does not bind:
+    # a (4 GPUs) is demoted at 900 and b takes the GPUs; b is demoted twice by 4500, a (one
+    # demotion) takes them back. The policy's own rule evicts back and forth; evictions.csv
+    # logged it InClusterQueue like the tenant layer's, and the checker called such a run
+    # (Themis' lease auctions: 20+ pairs on philly-sample) 'a evicted b and b evicted a'. It
+    # is now logged decided_by=policy and not taken for the tenant layer's loops.
+    from dlsched.policies.tiresias import tiresias
+
+    config = parse_tenants("flavors: [{name: v, gpu_types: [V100]}]\n"
+                           "cluster_queues: [{name: q, quotas: {v: {gpu: 8}}}]\n")
+    specs = [JobSpec("a", 0.0, 4, 6000.0, queue="q"), JobSpec("b", 10.0, 4, 6000.0, queue="q")]
+    sim = Simulator(cluster_of(Node("v0", "V100", 4)), Trace("las", tuple(specs)),
+                    with_tenants(tiresias(thresholds=(3600.0, 14400.0)), config), SimConfig())
+    result = sim.run()
+    write_audit(sim.core, sim.profile.queue_sort, tmp_path, run_identity(result.info))
+    evictions = _rows(tmp_path / "evictions.csv")
+    assert {(e["preemptor"], e["victim"]) for e in evictions} == {("a", "b"), ("b", "a")}
+    assert {(e["reason"], e["decided_by"]) for e in evictions} == {("InClusterQueue", "policy")}
+    assert _checker().check(tmp_path) == []
+
+
+def test_tenant_layer_evictions_are_logged_as_its_own(tmp_path: Path) -> None:
+    run, _ = _run(tmp_path, False)
+    assert {e["decided_by"] for e in _rows(run / "evictions.csv")} == {"tenants"}
