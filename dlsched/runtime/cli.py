@@ -223,6 +223,10 @@ def submit(
                  "memory_gb_per_gpu": memory_gb_per_gpu, "max_per_node": max_per_node,
                  "group": group}
         body.update({k: v for k, v in flags.items() if v is not None})
+        asked = body.get("gpus")
+        if gpus is None and isinstance(asked, float) and 0 < asked < 1:  # the file's gpus: 0.5
+            body["gpus"], body["gpu_share"] = _workers_and_share(
+                asked, body.get("gpu_share"), (f"{file}: gpus:", "gpu_share:"))
         for key, flag in (("gpus", "--gpus N"), ("command", "the command after --")):
             if key not in body:
                 raise DlschedError(f"give {flag}" + (" (or a --file that has it)"
@@ -241,7 +245,8 @@ def submit(
         _fail(exc)
 
 
-def _workers_and_share(gpus: float | None, gpu_share: float | None
+def _workers_and_share(gpus: float | None, gpu_share: float | None,
+                       names: tuple[str, str] = ("--gpus", "--gpu-share")
                        ) -> tuple[int | float | None, float | None]:
     """``--gpus`` as workers, and a fraction of one GPU (``--gpus 0.5``, what an Alibaba
     pod's ``gpu_milli`` 500 asks) as one worker on that share: "Input should be a valid
@@ -254,7 +259,7 @@ def _workers_and_share(gpus: float | None, gpu_share: float | None
                            "fraction of a GPU below 1 (--gpus 0.5); for several fractional "
                            "workers give --gpus N --gpu-share S")
     if gpu_share is not None and gpu_share != gpus:
-        raise DlschedError(f"--gpus {gpus:g} asks for a share of {gpus:g}, --gpu-share "
+        raise DlschedError(f"{names[0]} {gpus:g} asks for a share of {gpus:g}, {names[1]} "
                            f"{gpu_share:g} for another: give one of them")
     return 1, gpus
 

@@ -128,8 +128,10 @@ def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) ->
         return mig_workers(state.mig if state.mig is not None else state.cluster, job, mask)
     if job.spec.asks_beyond_gpus:
         return int(most_workers_per_node(state.cluster, job.spec)[mask].sum())
-    per_gpu = int(1.0 // job.spec.gpu_share + EPS) if job.spec.gpu_share < 1.0 else 1
-    return int(state.cluster.node_gpus[mask].sum()) * per_gpu
+    # One worker a GPU, whatever its share: placement gives a job's workers distinct GPUs
+    # (``pick_gpus``), so three workers of 0.3 on one GPU, once counted as room for three,
+    # were accepted and waited for ever.
+    return int(state.cluster.node_gpus[mask].sum())
 
 
 def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> Status:

@@ -165,8 +165,7 @@ def node_room(book: ResourceBook, free: np.ndarray, cluster: Cluster, spec: JobS
 def most_workers_per_node(cluster: Cluster, spec: JobSpec) -> np.ndarray:
     """Per node, the most workers of the job it could ever host (every resource free)."""
     book = ResourceBook.of(cluster)
-    per_gpu = np.full(cluster.num_gpus, 1.0 if spec.gpu_share >= 1.0
-                      else np.floor(1.0 / spec.gpu_share + EPS))
+    per_gpu = np.ones(cluster.num_gpus)  # a job's workers hold distinct GPUs (``pick_gpus``)
     if spec.gpu_memory_gb > 0:
         np.minimum(per_gpu, np.floor((book.gpu_memory_gb + EPS) / spec.gpu_memory_gb),
                    out=per_gpu)

@@ -113,6 +113,13 @@ def test_the_cli_submits_a_fraction_and_shows_the_services_error(
     assert (half["gpus"], half["gpu_share"]) == (1, 0.5)
     listed = [row for row in cli(url, "jobs")[1].splitlines() if text.strip() in row]
     assert listed and "│ 0.5 " in listed[0], listed
+    # A job file's gpus: 0.5 reads the same (it was a 422 "valid integer").
+    job_file = out / "half.yaml"
+    job_file.write_text("gpus: 0.5\ncommand: [\"true\"]\n")
+    code, text = cli(url, "submit", "--file", str(job_file))
+    assert code == 0, text
+    assert (handle_job(url, text.strip())["gpus"], handle_job(url, text.strip())["gpu_share"]
+            ) == (1, 0.5)
     code, text = cli(url, "submit", "--gpus", "1", "--gpu-share", "2", "--", "true")
     assert code == 1 and "gpu_share" in text
     code, text = cli(url, "submit", "--gpus", "1", "--mig-profile", "9g", "--", "true")

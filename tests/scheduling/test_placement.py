@@ -228,3 +228,19 @@ def test_full_pool_does_not_spill_into_another() -> None:
     cluster = make_cluster(nodes=2, gpus=4, pools=["a", "b"])
     chosen, status = _place(cluster, make_job("j").pool("b").build(), used=_used(4, 5, 6, 7))
     assert chosen == () and not status.ok
+
+
+# A job's workers hold distinct GPUs, whatever their share: three workers of 0.3 on one GPU
+# were counted as room for three (1 // 0.3) and waited for ever; two nodes with CPUs modelled
+# the same (``most_workers_per_node``).
+@pytest.mark.parametrize("cpus", [0.0, 1.0], ids=["gpus-only", "with-cpus"])
+def test_more_fractional_workers_than_gpus_can_never_run(cpus: float) -> None:
+    from dataclasses import replace
+
+    cluster = cluster_of(Node("n", "V100", 1, cpus=8))
+    job = replace(make_job("a").gpus(3).share(0.3).work(100).build(), cpus_per_gpu=cpus)
+    records = run("fifo", cluster, [job, make_job("b").gpus(1).share(0.3).work(100).build()])
+    assert records["a"].status == "failed"
+    assert records["a"].pending_reason.startswith("can never run: needs 3 GPUs, the nodes it "
+                                                  "may use have 1")
+    assert records["b"].status == "finished"
