@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from dlsched.scheduling.placement import (
     static_shape,
     unconstrained,
 )
-from dlsched.scheduling.plugin_checks import unorderable_keys
+from dlsched.scheduling.plugin_checks import not_a_status, not_jobs, unorderable_keys
 from dlsched.scheduling.plugins.gang import GangPermit
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
@@ -198,7 +199,11 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
              misses: dict[tuple, int]) -> tuple[Status, tuple[Job, ...]]:
     for index, plugin in enumerate(profile.pre_filters):
         status = plugin.pre_filter(state, job)
-        if not status.ok:
+        try:
+            ok = status.ok
+        except AttributeError:
+            raise not_a_status("PreFilter", plugin, status) from None
+        if not ok:
             return _after_pre_filter(profile, state, job, index, status)
     spec = job.spec
     if misses:  # the shape is needed only to compare with known misses, or to record one
@@ -265,7 +270,8 @@ def _after_pre_filter(profile: Profile, state: CycleState, job: Job, failed: int
     if status.code is not Code.UNSCHEDULABLE:
         return status, ()
     for plugin in profile.post_filters:
-        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job))
+        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job), None,
+                                  plugin)
         if not victims:
             continue
         again = next((s for p in profile.pre_filters[failed:]
@@ -326,7 +332,8 @@ def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, 
         return status, ()
     held: list[int] = []  # each failed search's candidate GPUs, when room was its failure
     for plugin in profile.post_filters:
-        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job), held)
+        victims = _fewest_victims(profile, state, job, plugin.post_filter(state, job), held,
+                                  plugin)
         if victims:
             return _place(profile, state, job), victims
     # A later job of this kind ranks lower and asks at least as much: it cannot fit either.
@@ -360,11 +367,10 @@ def _place(profile: Profile, state: CycleState, job: Job) -> Status:
     gpus, status = place(state, job, profile.filters, profile.scores, profile.take_limit)
     if not status.ok:
         return status
-    for plugin in profile.permits:
-        permitted = plugin.permit(state, job, gpus)
-        if not permitted.ok:
-            state.give_back(gpus, [job.spec.gpu_share] * len(gpus), job.spec)
-            return permitted
+    permitted = _permit(profile, state, job, gpus)
+    if not permitted.ok:
+        state.give_back(gpus, [job.spec.gpu_share] * len(gpus), job.spec)
+        return permitted
     state.started[job.job_id] = gpus
     for plugin in profile.reserves:
         plugin.reserve(state, job, gpus)
@@ -383,14 +389,26 @@ def _fits(profile: Profile, state: CycleState, job: Job) -> bool:
     gpus, status = place(state, job, profile.filters, profile.scores, profile.take_limit)
     if not status.ok:
         return False
-    permitted = all(plugin.permit(state, job, gpus).ok for plugin in profile.permits)
+    permitted = _permit(profile, state, job, gpus).ok
     state.give_back(gpus, [job.spec.gpu_share] * len(gpus), job.spec)
     return permitted
 
 
+def _permit(profile: Profile, state: CycleState, job: Job, gpus: tuple[int, ...]) -> Status:
+    """The first Permit that refuses the GPUs, or SUCCESS."""
+    for plugin in profile.permits:
+        permitted = plugin.permit(state, job, gpus)
+        try:
+            if not permitted.ok:
+                return permitted
+        except AttributeError:
+            raise not_a_status("Permit", plugin, permitted) from None
+    return SUCCESS
+
+
 def _fewest_victims(profile: Profile, state: CycleState, job: Job,
-                    candidates: Iterable[Job], held: list[int] | None = None
-                    ) -> tuple[Job, ...]:
+                    candidates: Iterable[Job], held: list[int] | None = None,
+                    plugin: Any = None) -> tuple[Job, ...]:
     """Evict candidates in order until the job fits, then give back every victim it does not
     need, the most important first (Kueue's "remove greedily, then give back"). Candidates are
     read lazily: only as many as could make room are pulled. ``held``: where a search that
@@ -406,13 +424,20 @@ def _fewest_victims(profile: Profile, state: CycleState, job: Job,
     # Every node usable (one pool, no dynamic filter): the room is the wholly free count.
     everywhere = (not profile.dynamic_filters and job.spec.gpu_share >= 1.0
                   and unconstrained(state, job, profile.filters))
-    pool = _enough_room(state, job, mask, iter(candidates), everywhere, held)
+    try:
+        pool = _enough_room(state, job, mask, iter(candidates), everywhere, held)
+    except (AttributeError, TypeError) as error:
+        raise not_jobs(plugin, candidates if isinstance(candidates, list | tuple) else None,
+                       error) from error
     if pool is None:
         return ()
     evicted: list[Job] = []
     need = job.spec.num_gpus
     for victim in pool:
-        state.evict(victim)
+        try:
+            state.evict(victim)
+        except (AttributeError, TypeError) as error:
+            raise not_jobs(plugin, (victim,), error) from error
         evicted.append(victim)
         room = state.free_whole if everywhere else _room(state, job, mask)
         if room >= need and _fits(profile, state, job):

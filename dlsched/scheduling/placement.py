@@ -15,6 +15,7 @@ import numpy as np
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.framework import SUCCESS, FilterPlugin, ScorePlugin, Status, unschedulable
 from dlsched.scheduling.hooks import SingleNodeScore, optional
+from dlsched.scheduling.plugin_checks import checked_mask
 from dlsched.scheduling.resources import most_workers_per_node, node_room
 from dlsched.scheduling.state import EPS, CycleState, layout_of
 from dlsched.workload.job import Job
@@ -28,7 +29,7 @@ def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
     if empty:
         return mask, _first_failure(state, job, filters)
     for plugin in dynamic:
-        mask = plugin.filter(state, job, mask)
+        mask = checked_mask(plugin, plugin.filter(state, job, mask), len(mask))
         if not mask.any():
             return mask, unschedulable(plugin.name, "no node passes this filter")
     return mask, SUCCESS
@@ -98,7 +99,7 @@ def _static_entry_by_shape(state: CycleState, job: Job, filters: Sequence[Filter
         mask = np.ones(state.cluster.num_nodes, dtype=bool)
         for plugin in filters:
             if getattr(plugin, "static", False):
-                mask = plugin.filter(state, job, mask)
+                mask = checked_mask(plugin, plugin.filter(state, job, mask), len(mask))
         mask.flags.writeable = False
         dynamic = tuple(f for f in filters if not getattr(f, "static", False))
         if len(_STATIC_MASKS) > 100_000:
@@ -137,7 +138,7 @@ def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) ->
 def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> Status:
     mask = np.ones(state.cluster.num_nodes, dtype=bool)
     for plugin in filters:
-        mask = plugin.filter(state, job, mask)
+        mask = checked_mask(plugin, plugin.filter(state, job, mask), len(mask))
         if not mask.any():
             return unschedulable(plugin.name, getattr(plugin, "refusal",
                                                       "no node passes this filter"))

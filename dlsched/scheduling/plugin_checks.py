@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from dlsched.workload.job import Job
 
 
+_BOOL = np.dtype(bool)
+
+
 class PluginError(DlschedError):
     """A policy's plugin returned something the core cannot use (a bug in the plugin)."""
 
@@ -81,8 +84,41 @@ def static_key_error(profile: str, plugin: Any, job: Job, error: Exception) -> P
 
 
 def not_a_status(point: str, plugin: Any, value: Any) -> PluginError:
-    return PluginError(f"{point} plugin {plugin_label(plugin)}: {point.lower()}() returned "
+    method = {"PreFilter": "pre_filter", "Permit": "permit"}.get(point, point.lower())
+    return PluginError(f"{point} plugin {plugin_label(plugin)}: {method}() returned "
                        f"{_what(value)}, not a Status (dlsched.scheduling.framework.Status)")
+
+
+def not_jobs(plugin: Any, nominees: Sequence[Any] | None, error: Exception) -> Exception:
+    """The victim search failed on what a PostFilter nominated (``nominees``; None when
+    they came lazily and are gone): the error naming the plugin and the first nominee that
+    is not a ``Job``; the original error when every nominee is one."""
+    from dlsched.workload.job import Job
+
+    wrong = None
+    if nominees is not None:
+        wrong = next((item for item in nominees if not isinstance(item, Job)), None)
+        if wrong is None:
+            return error
+    label = plugin_label(plugin) if plugin is not None else "?"
+    what = (_what(wrong) if wrong is not None
+            else f"something that is not a Job ({type(error).__name__}: {error})")
+    return PluginError(f"PostFilter plugin {label}: post_filter() nominated {what}; it returns "
+                       "running jobs (Job objects of state.snapshot.running), first to evict "
+                       "first")
+
+
+def not_a_mask(plugin: Any, mask: Any, nodes: int) -> PluginError:
+    return PluginError(f"Filter plugin {plugin_label(plugin)}: filter() returned {_what(mask)}; "
+                       f"it returns the boolean numpy mask it was given ({nodes} nodes), "
+                       "narrowed")
+
+
+def checked_mask(plugin: Any, mask: Any, nodes: int) -> np.ndarray:
+    """A Filter's result when it is a boolean mask over the cluster's nodes."""
+    if type(mask) is np.ndarray and mask.dtype is _BOOL and mask.shape == (nodes,):
+        return mask
+    raise not_a_mask(plugin, mask, nodes)
 
 
 def _what(value: Any) -> str:

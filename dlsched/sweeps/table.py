@@ -43,7 +43,23 @@ def results(runs: Sequence[SweepRun], store: DoneStore) -> pd.DataFrame:
     # a metric that is null in every run (ettr without failures) is a float column of NaN,
     # as results.csv reads back, not an object column of None
     empty = [c for c in table.columns[len(LABELS):] if table[c].isna().all()]
-    return table.astype(dict.fromkeys(empty, "float64"))
+    table = table.astype(dict.fromkeys(empty, "float64"))
+    # a policy option's values are text ('600', as --policy-opt takes them): the table holds
+    # them as results.csv reads back, numbers, as a field's (round_seconds) already are; the
+    # notebook's table had '0', '1', '4' where the file's had 0, 1, 4 (and sorted '10' < '4')
+    for column in _label_columns(table)[len(LABELS):]:
+        table[column] = _numbers_if_all(table[column])
+    return table
+
+
+def _numbers_if_all(values: pd.Series) -> pd.Series:
+    """``values`` as numbers when every one is text that reads as a number, else as is."""
+    if not all(isinstance(value, str) for value in values):
+        return values
+    try:
+        return pd.to_numeric(values)
+    except (TypeError, ValueError):
+        return values
 
 
 def confidence(table: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:

@@ -11,6 +11,7 @@ from builders import cycle_state, make_cluster, make_job
 
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.cycle import run_cycle
+from dlsched.scheduling.framework import SUCCESS
 from dlsched.scheduling.plugin_checks import PluginError
 from dlsched.scheduling.profile import Profile
 from dlsched.sim.simulator import SimConfig, Simulator
@@ -100,3 +101,46 @@ def test_a_queue_sort_whose_keys_do_not_order_is_named(order: MixedKeys, message
 def test_a_queue_sort_that_raises_on_its_own_keeps_its_error() -> None:
     with pytest.raises(TypeError, match="has no len"):
         _simulate(MixedKeys(raises=True))
+
+
+class Returns:
+    """A plugin of every one-job point that returns ``value`` at ``point`` (a mistake) and a
+    valid answer at the others."""
+
+    def __init__(self, point: str, value: Any) -> None:
+        self.name, self.point, self.value = "mine", point, value
+
+    def pre_filter(self, state: Any, job: Job) -> Any:
+        return self.value if self.point == "pre_filter" else SUCCESS
+
+    def filter(self, state: Any, job: Job, mask: np.ndarray) -> Any:
+        return self.value if self.point == "filter" else mask
+
+    def permit(self, state: Any, job: Job, gpus: Any) -> Any:
+        return self.value if self.point == "permit" else SUCCESS
+
+    def post_filter(self, state: Any, job: Job) -> Any:
+        if self.point != "post_filter":
+            return []
+        return [running.job_id for running in state.snapshot.running]
+
+
+@pytest.mark.parametrize(("point", "value", "message"), [
+    ("pre_filter", True, r"^PreFilter plugin 'mine' \(Returns\): pre_filter\(\) returned bool "
+                         r"True, not a Status"),
+    ("permit", None, r"^Permit plugin 'mine' \(Returns\): permit\(\) returned NoneType None, "
+                     r"not a Status"),
+    ("filter", [True], r"^Filter plugin 'mine' \(Returns\): filter\(\) returned list \[True\]; "
+                       r"it returns the boolean numpy mask it was given \(1 nodes\)"),
+    ("filter", np.ones(1), r"^Filter plugin 'mine' .* returned ndarray array\(\[1\.\]\)"),
+    ("post_filter", None, r"^PostFilter plugin 'mine' \(Returns\): post_filter\(\) nominated "
+                          r"str 'A'; it returns running jobs"),
+], ids=["pre-filter-bool", "permit-none", "filter-list", "filter-floats", "post-filter-ids"])
+def test_a_plugin_returning_the_wrong_kind_of_answer_is_named(point: str, value: Any,
+                                                               message: str) -> None:
+    # One 4-GPU node: A runs on all of it, B waits; B's attempt calls every point.
+    jobs = [make_job("A").gpus(4).work(100).build(), make_job("B").gpus(4).at(1).build()]
+    profile = Profile("mine", SubmitOrder(), plugins=(Returns(point, value),))
+    with pytest.raises(PluginError, match=message):
+        Simulator(make_cluster(nodes=1, gpus=4), Trace("t", tuple(jobs)), profile,
+                  SimConfig(restart_overhead=0.0)).run()

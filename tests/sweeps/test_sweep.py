@@ -89,3 +89,16 @@ def test_a_metric_null_in_every_run_is_a_float_column(tmp_path: Path) -> None:
     assert table["deadline_satisfaction"].dtype == "float64"
     assert not [c for c in table.columns if table[c].dtype == object]
     pd.testing.assert_frame_equal(table, pd.read_csv(tmp_path / "results.csv"))
+
+
+def test_a_varied_policy_option_is_typed_as_results_csv_reads_it(tmp_path: Path) -> None:
+    """A policy option's values are text (--policy-opt): the table had '600' and '3600',
+    results.csv reads back 600 and 3600, so table == 600 matched no row in a notebook."""
+    grid = {**GRID, "seeds": [0], "policies": ["tiresias"]}
+    table = dlsched.sweep(**grid, vary={"tiresias:thresholds": [600, 3600]}, out=tmp_path,
+                          workers=1, plots=False)
+    assert table["tiresias:thresholds"].tolist() == [600, 3600]
+    pd.testing.assert_frame_equal(table, pd.read_csv(tmp_path / "results.csv"))
+    again = dlsched.sweep(**grid, vary={"tiresias:thresholds": ["600:3600", "60:600"]},
+                          out=tmp_path / "pairs", workers=1, plots=False)
+    assert again["tiresias:thresholds"].tolist() == ["600:3600", "60:600"]  # text stays text
