@@ -66,7 +66,9 @@ def test_a_job_cancelled_as_the_service_dies_leaves_no_worker_behind(
     new = Service(config(tmp_path, grace=0.5))
     services.append(new)
     new.start()
-    assert not alive(pid)  # stopped before anything else starts
+    # Stopped before anything else starts (its process group's leader is waited for; the
+    # worker itself, a member of the group, dies with it).
+    wait_for(lambda: not alive(pid), 1.0, "the cancelled job's worker to be gone")
     attempt = new.store.attempts(stubborn)[-1]
     assert (attempt.end_time is not None, attempt.outcome) == (True, "stopped")
     assert new.store.job(stubborn).status == "cancelled"  # type: ignore[union-attr]
