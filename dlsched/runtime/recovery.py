@@ -61,17 +61,19 @@ class _Open:
         return [read_status(status_path(log_path, rank))
                 for rank in range(len(self.attempt.gpus))]
 
-    def exited_at(self, epoch: float, now: float) -> float:
+    def exited_at(self, epoch: float, now: float, alive_at: float | None) -> float:
         """When its last worker exited (its wrapper wrote the status file), on the service's
         clock: an attempt that ended while no service ran did not run until the restart.
-        ``now`` if a status is missing (killed: the end is unknown)."""
+        A status missing (killed): ``now`` if workers were found running at the restart (this
+        service stopped them), else when the old service was last alive (``alive_at``: they
+        died with it, a reboot say, or never started): the outage is no run time."""
         log_path = Path(self.attempt.log_path)
         try:
             last = max(status_path(log_path, rank).stat().st_mtime
-                       for rank in range(len(self.attempt.gpus)))
+                       for rank in range(len(self.attempt.gpus))) - epoch
         except (OSError, ValueError):
-            return now
-        return min(now, max(self.attempt.start_time, last - epoch))
+            last = now if self.pids or alive_at is None else alive_at
+        return min(now, max(self.attempt.start_time, last))
 
 
 def recover(service: Service) -> None:
@@ -93,8 +95,9 @@ def recover(service: Service) -> None:
             if row.id not in service.core.jobs:  # else: refused by this cluster (failed)
                 settled[row.id] = found
     stop_processes(to_stop, service.config.grace_seconds)
+    alive_at = service.store.alive_at()  # not yet moved: this service has not committed
     for found in settled.values():
-        _settle(service, found)
+        _settle(service, found, alive_at)
     service.changed = True
 
 
@@ -178,12 +181,12 @@ def _adopt(service: Service, found: _Open) -> bool:
     return True
 
 
-def _settle(service: Service, found: _Open) -> None:
+def _settle(service: Service, found: _Open, alive_at: float | None) -> None:
     """Close an attempt whose workers are gone: finished if every worker completed, else the
     job goes back to its queue (a failed worker counts as a failure)."""
     row, number = found.row, found.attempt.number
     statuses = found.statuses()
-    now = found.exited_at(service.clock.epoch, service.clock.now())
+    now = found.exited_at(service.clock.epoch, service.clock.now(), alive_at)
     if all(status is not None and status.completed for status in statuses):
         service.batch.attempt_ended(row.id, number, now, "succeeded", COMPLETED)
         service.batch.job(row.id, status="finished", finish_time=now, pending_reason="",

@@ -206,3 +206,28 @@ def test_a_kill_9_during_a_sigterm_shutdown_does_not_finish_the_checkpointing_jo
     assert new.store.attempts(job)[0].outcome == "stopped"
     wait_for(lambda: len(new.store.attempts(job)) == 2
              and new.store.job(job).status == "running", 10, "its next attempt")  # type: ignore[union-attr]
+
+
+def test_an_attempt_whose_workers_died_with_the_service_ends_when_it_was_last_alive(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """A reboot: the service and the workers die together, the service comes back 3 s
+    later. The attempt was closed at the restart, so the outage counted as run time (the
+    ``duration`` ``history export`` sums for the replay's work); it ends now when the old
+    service last committed (``alive_at``: at most a second before it died)."""
+    old = Service(config(tmp_path, grace=2.0))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    started_pid(out, job)
+    time.sleep(1.5 * STATE_SAVE_SECONDS)  # a save while it runs
+    crash(old)
+    kill_strays(tmp_path)
+    last_alive = old.store.alive_at()
+    assert last_alive is not None and old.clock.now() - last_alive <= STATE_SAVE_SECONDS + 0.5
+    time.sleep(3.0)  # the outage
+
+    new = Service(config(tmp_path, grace=2.0))
+    services.append(new)
+    new.start()
+    attempt = new.store.attempts(job)[0]
+    assert (attempt.outcome, attempt.end_time) == ("abandoned", last_alive)
+    assert new.clock.now() - last_alive > 2.5
