@@ -169,7 +169,8 @@ def _adopt(service: Service, found: _Open) -> bool:
     pids = tuple(found.pids.get(rank, 0) for rank in range(len(gpus)))
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
     _activate(service, row)
-    if service.core.adopt(_spec(row), _restored(row), gpus).status.is_terminal:
+    ran_since = service.store.alive_at()  # its row was saved then, its workers ran on
+    if service.core.adopt(_spec(row), _restored(row), gpus, ran_since).status.is_terminal:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")

@@ -231,3 +231,26 @@ def test_an_attempt_whose_workers_died_with_the_service_ends_when_it_was_last_al
     attempt = new.store.attempts(job)[0]
     assert (attempt.outcome, attempt.end_time) == ("abandoned", last_alive)
     assert new.clock.now() - last_alive > 2.5
+
+
+def test_an_adopted_job_keeps_the_service_its_workers_had_while_no_service_ran(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """The workers ran on through a 3 s outage and were adopted; their service and progress
+    counted only from the restart (Tiresias would rank the job as 3 GPU-s younger)."""
+    old = Service(config(tmp_path, grace=2.0, gpus=2))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=2)).id
+    started_pid(out, job)
+    time.sleep(1.5 * STATE_SAVE_SECONDS)
+    crash(old)
+    time.sleep(3.0)  # the outage; the workers run on
+
+    new = Service(config(tmp_path, grace=2.0, gpus=2))
+    services.append(new)
+    new.start()
+    assert "adopted" in [e.kind for e in new.store.events(job)]
+    with new.locked() as now:
+        ran = now - new.store.attempts(job)[0].start_time
+        adopted = new.core.jobs[job]
+        assert adopted.attained_service(now) == pytest.approx(2 * ran, abs=2 * 0.5)
+        assert adopted.work_done(now) == pytest.approx(ran, abs=0.5)
