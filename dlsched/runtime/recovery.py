@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from dlsched.runtime.service import Service
 
 RESTARTED = "the service restarted while it ran; it resumes from its checkpoint"
+# A job the policy had started whose workers had not launched yet (waiting for its victims).
+RESTARTED_UNLAUNCHED = "the service restarted before its workers started; back in its queue"
 COMPLETED = "its workers completed while no service was running"
 ENDED_EXITING = ("the job had ended; its workers were still exiting when the service stopped, "
                  "and were stopped at its restart")
@@ -245,6 +247,6 @@ def _resubmit(service: Service, row: JobRow) -> None:
     _activate(service, row)
     service.core.resubmit(_spec(row), _restored(row))
     if row.status == "running":
-        service.event(row.id, "requeued", RESTARTED)
+        service.event(row.id, "requeued", RESTARTED if row.attempts else RESTARTED_UNLAUNCHED)
     else:
         service.touched.add(row.id)

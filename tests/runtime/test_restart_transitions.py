@@ -20,6 +20,7 @@ from runtime_helpers import crash, kill_strays, wait_for, worker
 from dlsched.runtime.commands import cancel, submit
 from dlsched.runtime.executors.processes import alive
 from dlsched.runtime.models import SubmitRequest
+from dlsched.runtime.recovery import RESTARTED_UNLAUNCHED
 from dlsched.runtime.server import local_cluster
 from dlsched.runtime.service import STATE_SAVE_SECONDS, Service, ServiceConfig
 from dlsched.workload.job import JobStatus
@@ -102,6 +103,9 @@ def test_a_start_waiting_for_its_victim_saves_no_service_it_never_had(
     new.start()
     wait_for(lambda: new.core.jobs[waiting].status is JobStatus.RUNNING, 10, "its start")
     assert new.core.jobs[victim].status is JobStatus.PREEMPTED
+    # It never ran: no "it resumes from its checkpoint" (attempt 1 is its first)
+    assert ("requeued", RESTARTED_UNLAUNCHED) in [(e.kind, e.message)
+                                                  for e in new.store.events(waiting)]
 
 
 def test_a_job_that_completed_while_no_service_ran_ends_when_its_workers_did(
