@@ -133,10 +133,13 @@ class RuntimeScheduler(Scheduler):
             0 <= gpu < self.cluster.num_gpus and self.free[gpu] >= share - 1e-9
             for gpu in gpus)
 
-    def adopt(self, spec: JobSpec, restored: Restored, gpus: tuple[int, ...]) -> Job:
+    def adopt(self, spec: JobSpec, restored: Restored, gpus: tuple[int, ...],
+              ran_since: float | None = None) -> Job:
         """A job that was running when the service died and whose workers still run: it runs
         on, on ``gpus`` (``can_adopt``; the executor takes over the workers in ``start``).
-        A job this cluster can no longer run comes back failed, as ``submit`` makes it."""
+        Its workers ran unseen since ``ran_since`` (when ``restored`` was saved): that time
+        is service and progress too. A job this cluster can no longer run comes back failed,
+        as ``submit`` makes it."""
         job = self.resubmit(spec, restored)
         if job.status.is_terminal:
             return job
@@ -144,7 +147,11 @@ class RuntimeScheduler(Scheduler):
         job.set_status(JobStatus.RUNNING)
         job.first_start = spec.submit_time if job.first_start is None else job.first_start
         self.running[job.job_id] = job
-        self._launch(job, gpus, (spec.gpu_share,) * len(gpus), self.clock.now(), 0.0)
+        now = self.clock.now()
+        self._launch(job, gpus, (spec.gpu_share,) * len(gpus), now, 0.0)
+        unseen = 0.0 if ran_since is None else max(0.0, now - ran_since)
+        job.attained += len(gpus) * unseen
+        job.done_work = min(spec.work, job.done_work + job.rate * unseen)
         return job
 
     def resubmit(self, spec: JobSpec, restored: Restored) -> Job:

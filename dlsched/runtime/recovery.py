@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from dlsched.runtime.service import Service
 
 RESTARTED = "the service restarted while it ran; it resumes from its checkpoint"
+# A job the policy had started whose workers had not launched yet (waiting for its victims).
+RESTARTED_UNLAUNCHED = "the service restarted before its workers started; back in its queue"
 COMPLETED = "its workers completed while no service was running"
 ENDED_EXITING = ("the job had ended; its workers were still exiting when the service stopped, "
                  "and were stopped at its restart")
@@ -61,17 +63,19 @@ class _Open:
         return [read_status(status_path(log_path, rank))
                 for rank in range(len(self.attempt.gpus))]
 
-    def exited_at(self, epoch: float, now: float) -> float:
+    def exited_at(self, epoch: float, now: float, alive_at: float | None) -> float:
         """When its last worker exited (its wrapper wrote the status file), on the service's
         clock: an attempt that ended while no service ran did not run until the restart.
-        ``now`` if a status is missing (killed: the end is unknown)."""
+        A status missing (killed): ``now`` if workers were found running at the restart (this
+        service stopped them), else when the old service was last alive (``alive_at``: they
+        died with it, a reboot say, or never started): the outage is no run time."""
         log_path = Path(self.attempt.log_path)
         try:
             last = max(status_path(log_path, rank).stat().st_mtime
-                       for rank in range(len(self.attempt.gpus)))
+                       for rank in range(len(self.attempt.gpus))) - epoch
         except (OSError, ValueError):
-            return now
-        return min(now, max(self.attempt.start_time, last - epoch))
+            last = now if self.pids or alive_at is None else alive_at
+        return min(now, max(self.attempt.start_time, last))
 
 
 def recover(service: Service) -> None:
@@ -93,8 +97,9 @@ def recover(service: Service) -> None:
             if row.id not in service.core.jobs:  # else: refused by this cluster (failed)
                 settled[row.id] = found
     stop_processes(to_stop, service.config.grace_seconds)
+    alive_at = service.store.alive_at()  # not yet moved: this service has not committed
     for found in settled.values():
-        _settle(service, found)
+        _settle(service, found, alive_at)
     service.changed = True
 
 
@@ -166,7 +171,8 @@ def _adopt(service: Service, found: _Open) -> bool:
     pids = tuple(found.pids.get(rank, 0) for rank in range(len(gpus)))
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
     _activate(service, row)
-    if service.core.adopt(_spec(row), _restored(row), gpus).status.is_terminal:
+    ran_since = service.store.alive_at()  # its row was saved then, its workers ran on
+    if service.core.adopt(_spec(row), _restored(row), gpus, ran_since).status.is_terminal:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")
@@ -178,12 +184,12 @@ def _adopt(service: Service, found: _Open) -> bool:
     return True
 
 
-def _settle(service: Service, found: _Open) -> None:
+def _settle(service: Service, found: _Open, alive_at: float | None) -> None:
     """Close an attempt whose workers are gone: finished if every worker completed, else the
     job goes back to its queue (a failed worker counts as a failure)."""
     row, number = found.row, found.attempt.number
     statuses = found.statuses()
-    now = found.exited_at(service.clock.epoch, service.clock.now())
+    now = found.exited_at(service.clock.epoch, service.clock.now(), alive_at)
     if all(status is not None and status.completed for status in statuses):
         service.batch.attempt_ended(row.id, number, now, "succeeded", COMPLETED)
         service.batch.job(row.id, status="finished", finish_time=now, pending_reason="",
@@ -241,6 +247,6 @@ def _resubmit(service: Service, row: JobRow) -> None:
     _activate(service, row)
     service.core.resubmit(_spec(row), _restored(row))
     if row.status == "running":
-        service.event(row.id, "requeued", RESTARTED)
+        service.event(row.id, "requeued", RESTARTED if row.attempts else RESTARTED_UNLAUNCHED)
     else:
         service.touched.add(row.id)

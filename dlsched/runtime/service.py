@@ -379,6 +379,7 @@ class Service:
         self.touched.clear()
         if self.batch:
             batch, self.batch = self.batch, Batch()
+            batch.at = self.clock.now()
             try:
                 self.store.commit(batch)
             except Exception:
@@ -390,7 +391,7 @@ def _merge(first: Batch, second: Batch) -> Batch:
     merged = Batch(dict(first.jobs), first.new_attempts + second.new_attempts,
                    first.launched_attempts + second.launched_attempts,
                    first.ended_attempts + second.ended_attempts, first.events + second.events,
-                   first.stopping_attempts + second.stopping_attempts)
+                   first.stopping_attempts + second.stopping_attempts, second.at or first.at)
     for job_id, columns in second.jobs.items():
         merged.job(job_id, **columns)
     return merged

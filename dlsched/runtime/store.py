@@ -139,6 +139,7 @@ class Batch:
     ended_attempts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     stopping_attempts: list[dict[str, Any]] = field(default_factory=list)
+    at: float | None = None  # when it was made (service clock): the service was alive then
 
     def job(self, job_id: str, **columns: Any) -> None:
         self.jobs.setdefault(job_id, {"id": job_id}).update(columns)
@@ -279,6 +280,15 @@ class Store:
                 session.execute(update(AttemptRow).where(key).values(**values))
             if batch.events:
                 session.execute(insert(EventRow), batch.events)
+            if batch.at is not None:
+                session.merge(MetaRow(key="alive_at", value=repr(batch.at)))
+
+    def alive_at(self) -> float | None:
+        """The last time (service clock) a service committed a change: while jobs run, at
+        most ``STATE_SAVE_SECONDS`` before it died. None before any commit."""
+        with self.session() as session:
+            row = session.get(MetaRow, "alive_at")
+            return None if row is None else float(row.value)
 
     # -- queries --------------------------------------------------------------------------
     def job(self, job_id: str) -> JobRow | None:

@@ -20,6 +20,7 @@ from runtime_helpers import crash, kill_strays, wait_for, worker
 from dlsched.runtime.commands import cancel, submit
 from dlsched.runtime.executors.processes import alive
 from dlsched.runtime.models import SubmitRequest
+from dlsched.runtime.recovery import RESTARTED_UNLAUNCHED
 from dlsched.runtime.server import local_cluster
 from dlsched.runtime.service import STATE_SAVE_SECONDS, Service, ServiceConfig
 from dlsched.workload.job import JobStatus
@@ -66,7 +67,9 @@ def test_a_job_cancelled_as_the_service_dies_leaves_no_worker_behind(
     new = Service(config(tmp_path, grace=0.5))
     services.append(new)
     new.start()
-    assert not alive(pid)  # stopped before anything else starts
+    # Stopped before anything else starts (its process group's leader is waited for; the
+    # worker itself, a member of the group, dies with it).
+    wait_for(lambda: not alive(pid), 1.0, "the cancelled job's worker to be gone")
     attempt = new.store.attempts(stubborn)[-1]
     assert (attempt.end_time is not None, attempt.outcome) == (True, "stopped")
     assert new.store.job(stubborn).status == "cancelled"  # type: ignore[union-attr]
@@ -100,6 +103,9 @@ def test_a_start_waiting_for_its_victim_saves_no_service_it_never_had(
     new.start()
     wait_for(lambda: new.core.jobs[waiting].status is JobStatus.RUNNING, 10, "its start")
     assert new.core.jobs[victim].status is JobStatus.PREEMPTED
+    # It never ran: no "it resumes from its checkpoint" (attempt 1 is its first)
+    assert ("requeued", RESTARTED_UNLAUNCHED) in [(e.kind, e.message)
+                                                  for e in new.store.events(waiting)]
 
 
 def test_a_job_that_completed_while_no_service_ran_ends_when_its_workers_did(
@@ -204,3 +210,51 @@ def test_a_kill_9_during_a_sigterm_shutdown_does_not_finish_the_checkpointing_jo
     assert new.store.attempts(job)[0].outcome == "stopped"
     wait_for(lambda: len(new.store.attempts(job)) == 2
              and new.store.job(job).status == "running", 10, "its next attempt")  # type: ignore[union-attr]
+
+
+def test_an_attempt_whose_workers_died_with_the_service_ends_when_it_was_last_alive(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """A reboot: the service and the workers die together, the service comes back 3 s
+    later. The attempt was closed at the restart, so the outage counted as run time (the
+    ``duration`` ``history export`` sums for the replay's work); it ends now when the old
+    service last committed (``alive_at``: at most a second before it died)."""
+    old = Service(config(tmp_path, grace=2.0))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    started_pid(out, job)
+    time.sleep(1.5 * STATE_SAVE_SECONDS)  # a save while it runs
+    crash(old)
+    kill_strays(tmp_path)
+    last_alive = old.store.alive_at()
+    assert last_alive is not None and old.clock.now() - last_alive <= STATE_SAVE_SECONDS + 0.5
+    time.sleep(3.0)  # the outage
+
+    new = Service(config(tmp_path, grace=2.0))
+    services.append(new)
+    new.start()
+    attempt = new.store.attempts(job)[0]
+    assert (attempt.outcome, attempt.end_time) == ("abandoned", last_alive)
+    assert new.clock.now() - last_alive > 2.5
+
+
+def test_an_adopted_job_keeps_the_service_its_workers_had_while_no_service_ran(
+        tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """The workers ran on through a 3 s outage and were adopted; their service and progress
+    counted only from the restart (Tiresias would rank the job as 3 GPU-s younger)."""
+    old = Service(config(tmp_path, grace=2.0, gpus=2))
+    old.start()
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=2)).id
+    started_pid(out, job)
+    time.sleep(1.5 * STATE_SAVE_SECONDS)
+    crash(old)
+    time.sleep(3.0)  # the outage; the workers run on
+
+    new = Service(config(tmp_path, grace=2.0, gpus=2))
+    services.append(new)
+    new.start()
+    assert "adopted" in [e.kind for e in new.store.events(job)]
+    with new.locked() as now:
+        ran = now - new.store.attempts(job)[0].start_time
+        adopted = new.core.jobs[job]
+        assert adopted.attained_service(now) == pytest.approx(2 * ran, abs=2 * 0.5)
+        assert adopted.work_done(now) == pytest.approx(ran, abs=0.5)

@@ -98,9 +98,14 @@ def find_attempt_processes(checkpoint_dirs: Mapping[str, str]) -> list[FoundWork
     return found
 
 
+# Seconds to wait for SIGKILLed processes to be gone (the kernel tears them down
+# asynchronously): recovery starts jobs on their GPUs next.
+KILL_WAIT_SECONDS = 2.0
+
+
 def stop_processes(pids: Iterable[int], grace: float) -> None:
-    """SIGTERM each process's group, wait up to ``grace`` seconds, then SIGKILL what is left.
-    Blocking: for start-up recovery and shutdown only."""
+    """SIGTERM each process's group, wait up to ``grace`` seconds, then SIGKILL what is left
+    and wait (briefly) until it is gone. Blocking: for start-up recovery and shutdown only."""
     groups = {}
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -115,3 +120,6 @@ def stop_processes(pids: Iterable[int], grace: float) -> None:
     for pid, pgid in groups.items():
         if alive(pid):
             signal_group(pgid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_WAIT_SECONDS
+    while any(alive(pid) for pid in groups) and time.monotonic() < deadline:
+        time.sleep(0.01)
