@@ -341,7 +341,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
             simulated()
         summary, fairness, never = _write_files(config, sim, result, trace, cluster, out_dir)
     own = replace(config, policies=(policy,))
-    (out_dir / "config.yaml").write_text(own.to_yaml())
+    (out_dir / "config.yaml").write_text(own.with_absolute_paths().to_yaml())
     _record_options(out_dir / "run.json", own, trace)
     return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never)
 

@@ -95,7 +95,8 @@ def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly"
     """Simulate ``policy`` on ``trace`` and ``cluster``, as ``dlsched simulate`` does; every
     option of the CLI is a keyword (``seed=``, ``limit=``, ``policy_options={"k": "v"}``,
     ``placement=``, ``tenants=``...). ``config``: a run file, as ``--config``."""
-    given = {"trace": str(trace), "cluster": str(cluster), "policies": (policy,), **options}
+    given = {"trace": str(trace), "cluster": str(cluster), "policies": (policy,), **options,
+             **_out(out)}
     run = _config(config, given)
     if len(run.policies) != 1:
         raise ValueError("simulate runs one policy; use dlsched.compare for several")
@@ -118,7 +119,7 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
 
     names = tuple(policies.split(",")) if isinstance(policies, str) else tuple(policies)
     run = _config(config, {"trace": str(trace), "cluster": str(cluster),
-                           "policies": names, **options})
+                           "policies": names, **options, **_out(out)})
     with run_folder(out) as folder:
         outcomes = execute_runs(run, folder, compare=True, workers=workers)
         report = None
@@ -132,6 +133,12 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
     table = pd.DataFrame([r.summary for r in runs.values()],
                          index=pd.Index(list(runs), name="policy"))
     return Comparison(runs, table, report, run)
+
+
+def _out(out: str | Path | None) -> dict[str, str]:
+    """``out`` as the run's option: its ``config.yaml`` says where it was written, as the
+    command's does (it said ``out: runs/latest`` whatever ``out=`` was)."""
+    return {} if out is None else {"out": str(out)}
 
 
 def _config(config: str | Path | None, given: dict[str, Any]) -> RunConfig:

@@ -9,6 +9,7 @@ the same types with ``file:line:key`` errors, and every run writes its full conf
 
 from __future__ import annotations
 
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -212,6 +213,25 @@ class RunConfig:
     def to_yaml(self) -> str:
         data = {f.name: _plain(getattr(self, f.name)) for f in fields(self)}
         return yaml.safe_dump(data, sort_keys=False)
+
+    def with_absolute_paths(self) -> RunConfig:
+        """This config with its input files (trace, cluster, tenants, services, synthetic
+        source, policy files) named by absolute path, for the ``config.yaml`` a run writes:
+        ``dlsched simulate --config DIR/config.yaml`` then repeats it from any directory (a
+        relative ``cluster: het-small.yaml`` was read from wherever that command ran). Names
+        that are not files here (bundled traces, built-in clusters, modules) stay."""
+        changes: dict[str, Any] = {name: _absolute(getattr(self, name)) for name in _FILES}
+        changes["policy_files"] = tuple(_absolute(name) for name in self.policy_files)
+        return replace(self, **changes)
+
+
+_FILES = ("trace", "cluster", "synthetic_from", "tenants", "services")
+
+
+def _absolute(name: str | None) -> str | None:
+    if name is None or Path(name).is_absolute() or not Path(name).is_file():
+        return name
+    return os.path.abspath(name)
 
 
 def _plain(value: Any) -> Any:

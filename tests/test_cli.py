@@ -53,6 +53,33 @@ def test_a_run_repeats_from_its_config_file(tmp_path: Path) -> None:
     assert (first / "jobs.csv").read_bytes() == (second / "jobs.csv").read_bytes()
 
 
+def test_config_yaml_repeats_a_run_of_relative_files_from_another_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """config.yaml recorded `cluster: one.yaml` and `policy_files: [mine.py]` as typed, so
+    `simulate --config DIR/config.yaml` from another folder failed: 'one.yaml: cannot read'."""
+    lab, elsewhere = tmp_path / "lab", tmp_path / "elsewhere"
+    lab.mkdir()
+    elsewhere.mkdir()
+    (lab / "one.yaml").write_text("name: one\nnode_groups:\n  - {count: 2, gpus: 4, "
+                                  "gpu_type: V100}\n")
+    (lab / "jobs.csv").write_text("job_id,submit_time,num_gpus,duration,queue\nA,0,4,10,q\n"
+                                  "B,1,2,10,q\nC,2,4,10,q\n")
+    (lab / "mine.py").write_text(
+        "from dlsched.policies.fifo import fifo\n"
+        "from dlsched.scheduling.registry import register_policy\n\n\n"
+        "@register_policy('mine-fifo')\n"
+        "def mine(placement: str = 'consolidated'):\n"
+        "    \"\"\"FIFO under another name.\"\"\"\n"
+        "    return fifo(placement=placement)\n")
+    monkeypatch.chdir(lab)
+    invoke("simulate", "--trace", "jobs.csv", "--cluster", "one.yaml", "--policy", "mine-fifo",
+           "--policy-file", "mine.py", "--out", "run")
+    monkeypatch.chdir(elsewhere)
+    invoke("simulate", "--config", str(lab / "run" / "config.yaml"), "--out", "again")
+    assert ((elsewhere / "again" / "jobs.csv").read_bytes()
+            == (lab / "run" / "jobs.csv").read_bytes())
+
+
 def test_compare_writes_one_folder_per_policy_and_a_report(tmp_path: Path) -> None:
     invoke("compare", "--trace", "pollux-1", "--cluster", "pollux-64", "--policies",
            "fifo,tiresias", "--out", str(tmp_path))

@@ -50,6 +50,22 @@ def test_compare_runs_each_policy_and_writes_the_report(tmp_path: Path) -> None:
     assert result["srtf"].jobs.equals(cli_table(tmp_path / "srtf" / "jobs.csv"))
 
 
+def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
+    """Each policy's config.yaml said `out: runs/latest` from the notebook, the compare's
+    folder from the command."""
+    cli, notebook = tmp_path / "cli", tmp_path / "notebook"
+    result = CliRunner().invoke(app, ["compare", "--trace", "pollux-1", "--cluster",
+                                      "pollux-64", "--policies", "fifo,srtf", "--limit", "30",
+                                      "--out", str(cli)])
+    assert result.exit_code == 0, result.output
+    dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=30, out=notebook)
+    for policy in ("fifo", "srtf"):
+        ours = (notebook / policy / "config.yaml").read_text()
+        assert ours == (cli / policy / "config.yaml").read_text().replace(str(cli),
+                                                                           str(notebook))
+        assert f"out: {notebook}" in ours
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"polcy_options": {}}, "unknown option 'polcy_options'"),
     ({"jobs_format": "xml"}, "jobs_format: 'xml' is not one of csv, parquet"),

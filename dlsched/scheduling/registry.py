@@ -146,6 +146,10 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
         profile = builder(**kwargs)
     except ValueError as exc:
         raise ConfigError(f"policy {name}: {exc}") from None
+    if not isinstance(profile, Profile):  # a lab's builder that forgot its return
+        raise ConfigError(f"policy {name}: its builder {getattr(builder, '__name__', builder)}() "
+                          f"returned {type(profile).__name__}, not a Profile "
+                          "(dlsched.scheduling.profile.Profile)")
     profile.options = {k: str(v) for k, v in (options or {}).items()}
     return profile
 

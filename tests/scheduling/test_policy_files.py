@@ -184,3 +184,16 @@ def test_policies_command_lists_a_files_policy(tmp_path: Path) -> None:
                                 env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "largest-first" in result.output
+
+
+def test_a_builder_that_returns_no_profile_is_named(tmp_path: Path) -> None:
+    """A builder that forgot its return stopped the run with \"'NoneType' object has no
+    attribute 'options'\" from the registry."""
+    (tmp_path / "lab.py").write_text(
+        'from dlsched.scheduling.registry import register_policy\n\n\n'
+        '@register_policy("forgot")\ndef forgot(placement: str = "consolidated"):\n'
+        '    """Forgot to return its profile."""\n')
+    load_policy_files([str(tmp_path / "lab.py")])
+    with pytest.raises(ConfigError, match=r"^policy forgot: its builder forgot\(\) returned "
+                                          r"NoneType, not a Profile"):
+        build_policy("forgot")
