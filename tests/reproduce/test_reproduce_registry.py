@@ -109,6 +109,11 @@ def test_cli_lists_and_rejects(toy: str) -> None:
                  id="fgd-arrived"),
     pytest.param("fgd-atc23", "repeats=x", "--opt repeats: 'x' is not a whole number",
                  id="fgd-repeats"),
+    # Pods arrive up to 130% of the GPUs: a share beyond ran every seed for no cell.
+    pytest.param("fgd-atc23", "arrived=100,500", "--opt arrived: 500 is outside 1..130",
+                 id="fgd-arrived-beyond"),
+    pytest.param("fgd-atc23", "arrived=0", "--opt arrived: 0 is outside 1..130",
+                 id="fgd-arrived-zero"),
 ])
 def test_bad_numeric_option_is_a_one_line_error(experiment: str, option: str,
                                                 message: str, tmp_path: Path) -> None:

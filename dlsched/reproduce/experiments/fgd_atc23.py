@@ -70,6 +70,10 @@ def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
     repeats = whole_option(opts, "repeats", SEEDS)
     seeds = options.seeds or tuple(range(FIRST_SEED, FIRST_SEED + (repeats or SEEDS)))
     arrived = whole_list_option(opts, "arrived", ARRIVED)
+    beyond = [share for share in arrived if not 0 < share <= round(RATIO * 100)]
+    if beyond:  # no arrival is near it: the whole run would give no cell for it
+        raise ConfigError(f"--opt arrived: {beyond[0]} is outside 1..{round(RATIO * 100)} "
+                          f"(pods arrive up to {round(RATIO * 100)}% of the GPUs)")
     data = (Path(opts["data"]) if "data" in opts
             else require_data(f"{DATA}/{NODES}", "fgd-atc23").parent)
     if not (data / NODES).is_file():
