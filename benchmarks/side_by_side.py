@@ -18,7 +18,7 @@ optional ``cplex`` import, which the policies compared here never call).
         [--pairs gavel-maxmin=max_min_fairness_perf,...] [--trace FILE] [--cache FILE]
 
 Gavel (stanford-futuredata/gavel, ``scheduler/``) needs numpy<2, cvxpy<1.6 (ECOS), scipy,
-scikit-learn, matrix_completion, grpcio and its RPC stubs (``make rpc_stubs`` in
+scikit-learn, matrix_completion, psutil, grpcio and its RPC stubs (``make rpc_stubs`` in
 ``scheduler/``): its simulator imports them although a simulation never calls the RPCs. It
 runs ``scripts/drivers/simulate_scheduler_with_trace.py -c 36:36:36 --seed 0`` on the first N
 jobs of the bundled ``gavel-continuous-1000`` (written by Gavel's own generator).
