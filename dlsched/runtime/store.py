@@ -353,6 +353,14 @@ class Store:
         with self.session() as session:
             return list(session.scalars(select(AttemptRow).where(AttemptRow.end_time.is_(None))))
 
+    def last_requeued(self) -> dict[str, float]:
+        """Each job's latest time it went back to its queue (a ``preempted`` or ``requeued``
+        event): since when a preempted job waits."""
+        query = select(EventRow.job_id, func.max(EventRow.time)).where(
+            EventRow.kind.in_(("preempted", "requeued"))).group_by(EventRow.job_id)
+        with self.session() as session:
+            return {job_id: at for job_id, at in session.execute(query)}
+
     def events(self, job_id: str) -> list[EventRow]:
         query = select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)
         with self.session() as session:
