@@ -89,16 +89,16 @@ def recover(service: Service) -> None:
     to_stop: set[int] = set(_stray_pids(service, rows + ended, opened, open_attempts))
     settled: dict[str, _Open] = {}
     requeued = service.store.last_requeued()
+    alive_at = service.store.alive_at()  # the old service's last commit (none since)
     for row in rows:
         found = opened.get(row.id)
         if found is None:
             _resubmit(service, row, requeued)
-        elif not _adopt(service, found):
+        elif not _adopt(service, found, alive_at):
             to_stop.update(found.pids.values())
             if row.id not in service.core.jobs:  # else: refused by this cluster (failed)
                 settled[row.id] = found
     stop_processes(to_stop, service.config.grace_seconds)
-    alive_at = service.store.alive_at()  # not yet moved: this service has not committed
     for found in settled.values():
         _settle(service, found, alive_at, requeued)
     service.changed = True
@@ -158,7 +158,7 @@ def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open],
     return strays
 
 
-def _adopt(service: Service, found: _Open) -> bool:
+def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
     """Let a running job's live workers run on under this service (local executor only)."""
     adopt = getattr(service.executor, "adopt", None)
     statuses = found.statuses()
@@ -172,8 +172,8 @@ def _adopt(service: Service, found: _Open) -> bool:
     pids = tuple(found.pids.get(rank, 0) for rank in range(len(gpus)))
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
     _activate(service, row)
-    ran_since = service.store.alive_at()  # its row was saved then, its workers ran on
-    if service.core.adopt(_spec(row), _restored(row), gpus, ran_since).status.is_terminal:
+    # Its row was saved by alive_at; its workers ran on since.
+    if service.core.adopt(_spec(row), _restored(row), gpus, alive_at).status.is_terminal:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")
