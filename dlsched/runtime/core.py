@@ -44,6 +44,7 @@ class Restored:
     done_work: float = 0.0  # work units
     preemptions: int = 0
     started: bool = False  # it ran at least once (a resume, not a first start)
+    queued_since: float | None = None  # a preempted job: when it went back to its queue
 
 
 class RuntimeScheduler(Scheduler):
@@ -173,5 +174,7 @@ class RuntimeScheduler(Scheduler):
             # showed it (Kueue keeps an evicted workload's Evicted condition), not a job
             # that never ran. Restored, not a transition: pending -> preempted has none.
             job.status = JobStatus.PREEMPTED
+            if restored.queued_since is not None:  # Kueue's requeue backoff counts from it
+                job.queued_since = restored.queued_since
         self.waiting.add(job)
         return job

@@ -88,18 +88,19 @@ def recover(service: Service) -> None:
     opened = _open_attempts(service, rows, open_attempts)
     to_stop: set[int] = set(_stray_pids(service, rows + ended, opened, open_attempts))
     settled: dict[str, _Open] = {}
+    requeued = service.store.last_requeued()
+    alive_at = service.store.alive_at()  # the old service's last commit (none since)
     for row in rows:
         found = opened.get(row.id)
         if found is None:
-            _resubmit(service, row)
-        elif not _adopt(service, found):
+            _resubmit(service, row, requeued)
+        elif not _adopt(service, found, alive_at):
             to_stop.update(found.pids.values())
             if row.id not in service.core.jobs:  # else: refused by this cluster (failed)
                 settled[row.id] = found
     stop_processes(to_stop, service.config.grace_seconds)
-    alive_at = service.store.alive_at()  # not yet moved: this service has not committed
     for found in settled.values():
-        _settle(service, found, alive_at)
+        _settle(service, found, alive_at, requeued)
     service.changed = True
 
 
@@ -157,7 +158,7 @@ def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open],
     return strays
 
 
-def _adopt(service: Service, found: _Open) -> bool:
+def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
     """Let a running job's live workers run on under this service (local executor only)."""
     adopt = getattr(service.executor, "adopt", None)
     statuses = found.statuses()
@@ -171,8 +172,8 @@ def _adopt(service: Service, found: _Open) -> bool:
     pids = tuple(found.pids.get(rank, 0) for rank in range(len(gpus)))
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
     _activate(service, row)
-    ran_since = service.store.alive_at()  # its row was saved then, its workers ran on
-    if service.core.adopt(_spec(row), _restored(row), gpus, ran_since).status.is_terminal:
+    # Its row was saved by alive_at; its workers ran on since.
+    if service.core.adopt(_spec(row), _restored(row), gpus, alive_at).status.is_terminal:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")
@@ -184,7 +185,8 @@ def _adopt(service: Service, found: _Open) -> bool:
     return True
 
 
-def _settle(service: Service, found: _Open, alive_at: float | None) -> None:
+def _settle(service: Service, found: _Open, alive_at: float | None,
+            requeued: dict[str, float]) -> None:
     """Close an attempt whose workers are gone: finished if every worker completed, else the
     job goes back to its queue (a failed worker counts as a failure)."""
     row, number = found.row, found.attempt.number
@@ -210,7 +212,7 @@ def _settle(service: Service, found: _Open, alive_at: float | None) -> None:
             return
     else:
         service.batch.attempt_ended(row.id, number, now, *_unsettled(found.attempt))
-    _resubmit(service, row)
+    _resubmit(service, row, requeued)
 
 
 def _unsettled(attempt: AttemptRow) -> tuple[str, str]:
@@ -231,9 +233,9 @@ def _spec(row: JobRow) -> JobSpec:
                    max_per_node=row.max_per_node or 0)
 
 
-def _restored(row: JobRow) -> Restored:
+def _restored(row: JobRow, queued_since: float | None = None) -> Restored:
     return Restored(row.attained_service, row.done_work, row.preemptions,
-                    started=row.attempts > 0)
+                    started=row.attempts > 0, queued_since=queued_since)
 
 
 def _activate(service: Service, row: JobRow) -> None:
@@ -243,9 +245,12 @@ def _activate(service: Service, row: JobRow) -> None:
                                        dict(row.env or {}), row.attempts, row.failures)
 
 
-def _resubmit(service: Service, row: JobRow) -> None:
+def _resubmit(service: Service, row: JobRow, requeued: dict[str, float]) -> None:
+    """Back to the core; a job that was preempted keeps the time it went back to its
+    queue (one that was running goes back now)."""
     _activate(service, row)
-    service.core.resubmit(_spec(row), _restored(row))
+    since = requeued.get(row.id) if row.status == "preempted" else None
+    service.core.resubmit(_spec(row), _restored(row, since))
     if row.status == "running":
         service.event(row.id, "requeued", RESTARTED if row.attempts else RESTARTED_UNLAUNCHED)
     else:

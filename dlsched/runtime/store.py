@@ -139,7 +139,7 @@ class Batch:
     ended_attempts: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     stopping_attempts: list[dict[str, Any]] = field(default_factory=list)
-    at: float | None = None  # when it was made (service clock): the service was alive then
+    at: float | None = None  # set: record it as the service's ``alive_at`` (service clock)
 
     def job(self, job_id: str, **columns: Any) -> None:
         self.jobs.setdefault(job_id, {"id": job_id}).update(columns)
@@ -182,6 +182,9 @@ class Store:
     def create(self) -> None:
         Base.metadata.create_all(self.engine)
         self._add_missing_columns()
+        with self.session.begin() as session:  # set by each commit (``alive_at``)
+            if session.get(MetaRow, "alive_at") is None:
+                session.add(MetaRow(key="alive_at", value=""))
 
     def _add_missing_columns(self) -> None:
         """A database made by an older dlsched lacks the newer ``jobs`` columns: add them with
@@ -280,15 +283,16 @@ class Store:
                 session.execute(update(AttemptRow).where(key).values(**values))
             if batch.events:
                 session.execute(insert(EventRow), batch.events)
-            if batch.at is not None:
-                session.merge(MetaRow(key="alive_at", value=repr(batch.at)))
+            if batch.at is not None:  # an UPDATE alone: a merge costs a SELECT more
+                session.execute(update(MetaRow).where(MetaRow.key == "alive_at").values(
+                    value=repr(batch.at)))
 
     def alive_at(self) -> float | None:
-        """The last time (service clock) a service committed a change: while jobs run, at
-        most ``STATE_SAVE_SECONDS`` before it died. None before any commit."""
+        """When (service clock) a service last saved its running jobs' state, which it does
+        every ``STATE_SAVE_SECONDS`` while jobs run: about when it died. None before any."""
         with self.session() as session:
             row = session.get(MetaRow, "alive_at")
-            return None if row is None else float(row.value)
+            return float(row.value) if row is not None and row.value else None
 
     # -- queries --------------------------------------------------------------------------
     def job(self, job_id: str) -> JobRow | None:
@@ -352,6 +356,14 @@ class Store:
         """Attempts with no end: their processes may still run (after a crash)."""
         with self.session() as session:
             return list(session.scalars(select(AttemptRow).where(AttemptRow.end_time.is_(None))))
+
+    def last_requeued(self) -> dict[str, float]:
+        """Each job's latest time it went back to its queue (a ``preempted`` or ``requeued``
+        event): since when a preempted job waits."""
+        query = select(EventRow.job_id, func.max(EventRow.time)).where(
+            EventRow.kind.in_(("preempted", "requeued"))).group_by(EventRow.job_id)
+        with self.session() as session:
+            return {job_id: at for job_id, at in session.execute(query)}
 
     def events(self, job_id: str) -> list[EventRow]:
         query = select(EventRow).where(EventRow.job_id == job_id).order_by(EventRow.id)

@@ -111,6 +111,11 @@ def test_a_preempted_job_stays_preempted_across_a_restart(tmp_path: Path, out: P
     assert {job_id: (row.status, row.preemptions, row.attempts)  # type: ignore[union-attr]
             for job_id, row in rows.items()} == {first: ("preempted", 1, 1),
                                                  second: ("preempted", 0, 1)}
-    with new.locked():
+    preempted_at = next(e.time for e in new.store.events(first) if e.kind == "preempted")
+    with new.locked() as now:
         assert {new.core.jobs[j].status for j in rows} == {JobStatus.PREEMPTED}
+        # Waiting since its preemption (Kueue's requeue backoff counts from it), the other
+        # since the restart put it back in its queue.
+        assert new.core.jobs[first].queued_since == preempted_at
+        assert preempted_at < new.core.jobs[second].queued_since <= now
     wait_for(lambda: new.core.jobs[second].status is JobStatus.RUNNING, 10, "a resume")
