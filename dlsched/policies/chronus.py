@@ -13,15 +13,24 @@ At a lease boundary:
    The lease-slot MILP (``elastic/chronus_milp.py``, HiGHS) admits a new SLO job only if every
    admitted one still meets its deadline (§4.2); a job it cannot admit runs best effort (its
    deadline counts as missed). The admitted jobs the MILP places in the first slot run now.
-2. **Best-effort jobs** (no deadline, or not admitted) fill the GPUs left, the least remaining
-   GPU time first (remaining seconds at the requested size x GPUs; ties by arrival), each only
-   if its whole gang fits: Chronus's artifact ranks best-effort and unadmitted SLO jobs by
-   their ``emergence``, ``-(estimated remaining time) x GPUs``
+2. **Best-effort jobs** (no deadline, or not admitted, not late) fill the GPUs left, the least
+   remaining GPU time first (remaining seconds at the requested size x GPUs; ties by arrival),
+   each only if its whole gang fits: Chronus's artifact ranks best-effort and unadmitted SLO
+   jobs by their ``emergence``, ``-(estimated remaining time) x GPUs``
    (S-Lab-System-Group/ChronusArtifact, ``code/alg/scheduler/time_aware_with_lease.py``,
    ``flush_pending_jobs`` and ``best_func``), shortest remaining service first, as durations
    are known from profiling (§4.1).
 3. Admitted SLO jobs not in the first slot take what is still free (earliest deadline first),
    which only moves their work earlier.
+4. **Late SLO jobs** come last: an SLO job whose deadline can no longer be met, even running
+   uninterrupted from now (deadline < now + its remaining time at its requested size), or has
+   passed, is demoted for good to the lowest priority, below best effort, admitted or not. It
+   leaves the MILP and runs only on GPUs nobody else takes, the most overdue GPU time first
+   (``(now + remaining time - deadline) x GPUs``, ties by arrival). This is the artifact's
+   ``LOWEST`` queue (``flush_pending_jobs`` demotes such pending jobs; ``best_func`` ranks
+   ``LOWEST`` below accepted, unaccepted and best-effort jobs, by that ``emergence``). Its
+   ``filling_jobs`` pass, which hands the GPUs left after a placement to ``LOWEST`` jobs first,
+   is not reproduced: here they only take what step 2 and 3 leave.
 
 Between boundaries (arrivals, completions) running jobs (status RUNNING: a preempted job keeps
 its last GPUs in ``allocation``) keep their GPUs until their lease ends and waiting jobs may
@@ -78,6 +87,7 @@ class ChronusAllocator:
         self.curves = SpeedCurves()
         self.admitted: set[str] = set()
         self.rejected: set[str] = set()
+        self.demoted: set[str] = set()  # late SLO jobs, lowest priority for good (step 4)
         self.lease_end = -math.inf
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
@@ -85,6 +95,7 @@ class ChronusAllocator:
         self.curves.forget(jobs)
         capacity = node_capacity(state)
         by_id = {j.job_id: j for j in jobs}
+        self._demote_late(state, jobs)
         if state.now < self.lease_end - EPS:  # mid-lease: running jobs keep their GPUs
             first = [j for j in jobs if is_running(j)]
         else:
@@ -95,7 +106,8 @@ class ChronusAllocator:
 
     def _admit(self, state: CycleState, jobs: list[Job], total: int) -> list[Job]:
         """Run the lease MILP; returns the SLO jobs that hold GPUs in the first slot."""
-        slo = [j for j in jobs if j.spec.deadline is not None and j.job_id not in self.rejected]
+        slo = [j for j in jobs if j.spec.deadline is not None
+               and j.job_id not in self.rejected and j.job_id not in self.demoted]
         plans = [self._plan(state, j) for j in slo]
         need = np.array([n for n, _ in plans], dtype=np.int64)
         horizon = np.array([h for _, h in plans], dtype=np.int64)
@@ -140,23 +152,50 @@ class ChronusAllocator:
 
     def _remaining_gpu_seconds(self, state: CycleState, job: Job) -> float:
         """Seconds left at the requested size times its GPUs (``inf`` if it cannot run)."""
+        return self._remaining_seconds(state, job) * job.spec.num_gpus
+
+    def _demote_late(self, state: CycleState, jobs: list[Job]) -> None:
+        """Step 4: SLO jobs that cannot finish by their deadline even if run from now on
+        leave the admitted and refused sets for the demoted one, for good (in the artifact only
+        a job that overruns its duration estimate leaves ``LOWEST``; durations here are the
+        throughput model's, not estimates)."""
+        for job in jobs:
+            deadline = job.spec.deadline
+            if deadline is None or job.job_id in self.demoted:
+                continue
+            if deadline < state.now + self._remaining_seconds(state, job) - EPS:
+                self.demoted.add(job.job_id)
+                self.admitted.discard(job.job_id)
+                self.rejected.discard(job.job_id)
+
+    def _remaining_seconds(self, state: CycleState, job: Job) -> float:
+        """Seconds left at the requested size (``inf`` if it cannot run)."""
         rate = float(self.curves.rates(state, job, [job.spec.num_gpus])[0])
-        if rate <= 0:
-            return math.inf
-        return job.remaining_work(state.now) / rate * job.spec.num_gpus
+        return job.remaining_work(state.now) / rate if rate > 0 else math.inf
+
+    def _overdue_gpu_seconds(self, state: CycleState, job: Job) -> float:
+        """The artifact's ``emergence`` of a ``LOWEST`` job: how late it would finish if run
+        from now, times its GPUs."""
+        deadline = job.spec.deadline if job.spec.deadline is not None else state.now
+        late = state.now + self._remaining_seconds(state, job) - deadline
+        return late * job.spec.num_gpus
 
     def _fill(self, state: CycleState, jobs: list[Job], first: list[Job],
               total: int) -> dict[str, int]:
         """Rigid counts: ``first`` jobs, then best effort by least remaining GPU time, then
-        admitted SLO by EDF."""
+        admitted SLO by EDF, then late SLO jobs by most overdue GPU time."""
         slo_rest = sorted((j for j in jobs if j.job_id in self.admitted and j not in first),
                           key=lambda j: DeadlineOrder().sort_key(None, j))
-        best_effort = sorted((j for j in jobs if j.job_id not in self.admitted),
+        best_effort = sorted((j for j in jobs if j.job_id not in self.admitted
+                              and j.job_id not in self.demoted),
                              key=lambda j: (self._remaining_gpu_seconds(state, j),
                                             j.spec.submit_time, j.job_id))
+        late = sorted((j for j in jobs if j.job_id in self.demoted),
+                      key=lambda j: (-self._overdue_gpu_seconds(state, j),
+                                     j.spec.submit_time, j.job_id))
         counts: dict[str, int] = {}
         free = total
-        for job in [*first, *best_effort, *slo_rest]:
+        for job in [*first, *best_effort, *slo_rest, *late]:
             if job.job_id not in counts and job.spec.num_gpus <= free:
                 counts[job.job_id] = job.spec.num_gpus
                 free -= job.spec.num_gpus
@@ -167,7 +206,7 @@ class ChronusAllocator:
 def chronus(lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
             restart_seconds: float = RESTART_SECONDS, placement: str = "consolidated") -> Profile:
     """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS), best effort by least
-    remaining GPU time."""
+    remaining GPU time, SLO jobs that can no longer meet their deadline last."""
     at_least(0, restart_seconds=restart_seconds)
     allocator = ChronusAllocator(lease_seconds, max_slots, restart_seconds)
     return Profile("chronus", DeadlineOrder(), plugins=(allocator,), placement=placement,

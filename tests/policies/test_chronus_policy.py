@@ -1,5 +1,6 @@
-"""Chronus (SoCC'21 §4): lease-slot MILP admission, best effort by LAS, and a hand-made trace on
-which EDF's greed misses a deadline that Chronus meets."""
+"""Chronus (SoCC'21 §4): lease-slot MILP admission, best effort by least remaining GPU time,
+late SLO jobs last, and hand-made traces on which EDF's greed (or a late job run first) misses a
+deadline that Chronus meets."""
 
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def test_chronus_rejects_hopeless_and_runs_feasible_job_first() -> None:
     state = cycle_state(make_cluster(nodes=1, gpus=4), waiting=[Job(HOPELESS), Job(FEASIBLE)],
                         now=1.0)
     got = plugin.allocate(state)
-    assert plugin.rejected == {"x"} and plugin.admitted == {"y"}
+    # x cannot finish by 100 even if run now: demoted below best effort, not merely refused
+    assert plugin.demoted == {"x"} and not plugin.rejected and plugin.admitted == {"y"}
     # y holds all 4 GPUs for the first lease (100 s at rate 1): done at 101 <= 200. x waits.
     assert {k: v.num_workers for k, v in got.items()} == {"y": 4}
 
@@ -157,3 +159,57 @@ def test_deadline_beyond_the_slot_window_is_not_rejected() -> None:
 def test_bad_restart_is_a_clear_error() -> None:
     with pytest.raises(Exception, match="restart_seconds must be in"):
         build_policy("chronus", {"lease_seconds": "100", "restart_seconds": "100"})
+
+
+# Late SLO jobs go last (Chronus's artifact: its LOWEST queue, below best effort). "late": 4
+# GPUs, 50 s of work due at 10 (400 x 4 = 200 GPU-s left, hopeless); "be": no deadline, 100 s
+# on 4 GPUs (400 GPU-s). By least remaining GPU time alone "late" went first.
+def test_late_slo_job_ranks_below_best_effort() -> None:
+    plugin = chronus()
+    late = Job(make_job("late").gpus(4).work(50).deadline(10).build())
+    be = Job(make_job("be").at(1).gpus(4).work(100).build())
+    got = plugin.allocate(cycle_state(make_cluster(nodes=1, gpus=4), waiting=[late, be],
+                                      now=1.0))
+    assert set(got) == {"be"} and plugin.demoted == {"late"}
+
+
+def test_admitted_job_that_can_no_longer_make_it_is_demoted() -> None:
+    # Lease 1000 s, no restart. At 0 both are admitted: a (due 300) in slot 0, c (due 2500)
+    # later. At 250, mid-lease, a has not run: 100 s left, due at 300, it cannot make it. Two
+    # waiting admitted jobs on 4 free GPUs went by earliest deadline: a. Now a is demoted and
+    # c (which can still make it) runs.
+    plugin = build_policy("chronus", {"lease_seconds": "1000",
+                                      "restart_seconds": "0"}).plugins[0]
+    a = Job(make_job("a").gpus(4).work(100).deadline(300).build())
+    c = Job(make_job("c").gpus(4).work(100).deadline(2500).build())
+    first = plugin.allocate(cycle_state(make_cluster(nodes=1, gpus=4), waiting=[a, c]))
+    assert set(first) == {"a"} and plugin.admitted == {"a", "c"}
+    got = plugin.allocate(cycle_state(make_cluster(nodes=1, gpus=4), waiting=[a, c],
+                                      now=250.0))
+    assert set(got) == {"c"} and plugin.demoted == {"a"} and plugin.admitted == {"c"}
+
+
+@pytest.mark.parametrize(("a", "b", "first"), [
+    # (name, GPUs, work, deadline) at 1 s: overdue x GPUs, (1 + 100 - 61) x 2 = 80 beats
+    # (1 + 100 - 41) x 1 = 60 although narrow is later (by lateness alone narrow went first)
+    (("wide", 2, 100.0, 61.0), ("narrow", 1, 100.0, 41.0), "wide"),
+    (("soon", 2, 100.0, 90.0), ("long", 2, 300.0, 200.0), "long"),  # 22 < 202
+], ids=["gpus-count", "most-overdue"])
+def test_late_jobs_by_most_overdue_gpu_time(a: tuple[str, int, float, float],
+                                            b: tuple[str, int, float, float],
+                                            first: str) -> None:
+    jobs = [Job(make_job(n).gpus(g).work(w).deadline(d).build()) for n, g, w, d in (a, b)]
+    got = chronus().allocate(cycle_state(make_cluster(nodes=1, gpus=2), waiting=jobs, now=1.0))
+    assert list(got) == [first]
+
+
+def test_late_job_no_longer_costs_a_feasible_one_its_deadline() -> None:
+    # Lease 100 s, restart 30 s. x: 50 s on 4 GPUs due at 10 (hopeless). y: 100 s due at 120:
+    # refused (two 70 s leases do not fit by 120) but it makes it if run from 0. Both ran best
+    # effort, x first (200 GPU-s < 400): y finished at 150, late. Now x waits: y at 100, x 150.
+    records = run("chronus", make_cluster(nodes=1, gpus=4),
+                  [make_job("x").gpus(4).work(50).deadline(10).build(),
+                   make_job("y").gpus(4).work(100).deadline(120).build()],
+                  options={"lease_seconds": 100, "restart_seconds": 30})
+    assert records["y"].finish_time == pytest.approx(100.0)
+    assert records["x"].finish_time == pytest.approx(150.0)
