@@ -257,6 +257,15 @@ class DiscretizedLas:
             return ()
         return self._victims(state, job, queue)
 
+    def no_victims(self, state: CycleState, job: Job) -> bool:
+        """Whether ``post_filter`` would find no victims for a waiting job because it is in
+        the last queue: filed there (so not promoted) and not starving by now either (the
+        same test ``queue_of`` makes), told without a search."""
+        if self.same_queue_preemption:
+            return False
+        return (self._waiting_queue.get(job.job_id) == len(self.thresholds)
+                and not self._starving(state, job))
+
     def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
         """What decides this job's victims on ``nodes`` besides starts and stops: the
         demotions of jobs there and the job's own queue (see the cycle's futility memo)."""

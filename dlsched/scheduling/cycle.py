@@ -197,6 +197,13 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         shape = _shape(profile, state, job)
         if shape is not None and spec.num_gpus >= misses.get(shape, 1 << 62):
             return _SMALLER_FAILED, ()
+    counted = False  # whether the free counts already said the job may fit
+    if state.evicted and profile.no_victims is not None:
+        missed = _victimless_miss(profile, state, job, misses)
+        if missed is _MAY_FIT:
+            counted = True
+        elif missed is not None:
+            return missed, ()
     if (not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole
             and spec.mig_profile is None):  # a 7g that fits nowhere may drain a GPU
         return Status(Code.UNSCHEDULABLE, f"needs {spec.num_gpus} GPUs, "
@@ -208,12 +215,36 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
         own = state.snapshot.own_reason
         reason = (own(job) if own is not None else job.pending_reason) or _NO_CHANGE
         return Status(Code.UNSCHEDULABLE, reason), ()
-    status, victims = _attempt(profile, state, job, misses)
+    status, victims = _attempt(profile, state, job, misses, counted)
     if status.ok:
         profile.futile.pop(job.job_id, None)
     else:
         profile.futile[job.job_id] = memo or _futility_key(profile, state, job)
     return status, victims
+
+
+_MAY_FIT = Status(Code.SUCCESS, "the free counts do not rule it out")
+
+
+def _victimless_miss(profile: Profile, state: CycleState, job: Job,
+                     misses: dict[tuple, int]) -> Status | None:
+    """A job no PostFilter has victims for (``no_victims``) that does not fit by the free
+    counts: what ``_attempt`` would answer and leave, without its search (under Tiresias'
+    starvation promotion most attempts after an eviction are such: jobs of the last queue).
+    Only while jobs are evicted in this cycle, where no futility memo is kept. None: try it
+    (``_MAY_FIT``: the counts, asked, did not rule it out)."""
+    if profile.victim_miss is not None or not all(
+            plugin.no_victims(state, job) for plugin in profile.no_victims):
+        return None
+    status = count_miss(state, job, profile.filters, profile.scores)
+    if status is None:
+        return _MAY_FIT
+    profile.futile[job.job_id] = None  # ``_futility_key`` while jobs are evicted
+    shape = _shape(profile, state, job)
+    if shape is not None:
+        need = job.spec.num_gpus
+        misses[shape] = min(misses.get(shape, need), need)
+    return status
 
 
 def _after_pre_filter(profile: Profile, state: CycleState, job: Job, failed: int,
@@ -269,11 +300,12 @@ def _version_sum(state: CycleState, mask: np.ndarray) -> int:
     return cached[1]
 
 
-def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, int]
-             ) -> tuple[Status, tuple[Job, ...]]:
-    # A preemptive policy tries jobs on a full cluster: most attempts fail by the free counts.
-    status = (count_miss(state, job, profile.filters, profile.scores) if profile.post_filters
-              else None)
+def _attempt(profile: Profile, state: CycleState, job: Job, misses: dict[tuple, int],
+             counted: bool = False) -> tuple[Status, tuple[Job, ...]]:
+    # A preemptive policy tries jobs on a full cluster: most attempts fail by the free counts
+    # (``counted``: they were asked already and did not rule the job out).
+    status = (count_miss(state, job, profile.filters, profile.scores)
+              if profile.post_filters and not counted else None)
     if status is None:
         status = _place(profile, state, job)
     if status.ok:

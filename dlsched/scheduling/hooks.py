@@ -13,6 +13,8 @@ a plugin implements at least one. These hooks refine a point and mean nothing al
   ``use_throughput(model)`` (the core gives a static key the run's throughput model),
   ``walk_waiting(run)`` (the policy walks the waiting jobs itself, returning the skipped
   buckets' reasons, or None for the core's walk: backfill's index);
+- PostFilter: ``no_victims(state, job)`` (True only where ``post_filter`` would nominate no
+  one: the cycle then fails a job that does not fit by the free counts without the search);
 - Filter: ``static`` (the mask depends only on the job: cached per job shape);
 - Score: ``best_single(capacity, mask)`` (the best node for a one-worker job, in one pass);
   ``choose_gpus(state, job, node, count)`` (which GPUs of the chosen node the workers get,
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
 OPTIONAL_HOOKS = ("static", "lane_safe", "ordered", "rank_epoch", "victim_miss_scope", "pending",
-                  "use_throughput", "walk_waiting",
+                  "use_throughput", "walk_waiting", "no_victims",
                   "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus")
 
 
@@ -55,6 +57,14 @@ class RankEpoch(Protocol):
     """A preemptive QueueSort whose ranks change only at known moments (Tiresias' levels)."""
 
     def rank_epoch(self, state: CycleState, job: Job, mask: np.ndarray) -> Hashable: ...
+
+
+@runtime_checkable
+class NoVictims(Protocol):
+    """A PostFilter that can tell, cheaper than its search, that it has no victims for a job
+    (Tiresias: a waiting job of the last queue has no lower queue to preempt)."""
+
+    def no_victims(self, state: CycleState, job: Job) -> bool: ...
 
 
 @runtime_checkable

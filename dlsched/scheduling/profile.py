@@ -32,6 +32,7 @@ from dlsched.scheduling.framework import (
 )
 from dlsched.scheduling.hooks import (
     LazyOrder,
+    NoVictims,
     RankEpoch,
     VictimMissScope,
     check_plugin,
@@ -130,6 +131,9 @@ class Profile:
         self.lazy_order = optional(self.queue_sort, LazyOrder)
         self.rank_epoch = optional(self.queue_sort, RankEpoch)
         self.victim_miss = optional(self.queue_sort, VictimMissScope)
+        # Set when every PostFilter can tell a job it has no victims for (hooks.NoVictims).
+        told = [optional(p, NoVictims) for p in self.post_filters]
+        self.no_victims = tuple(told) if told and all(told) else None
 
     @property
     def preemptive(self) -> bool:

@@ -301,3 +301,51 @@ def test_pop_at_before_a_priority_leaves_later_kinds() -> None:
     assert first is not None and first.payload == "FINISH"
     assert queue.pop_at(1.0, Priority.ARRIVAL) is None
     assert [queue.pop_at(1.0).payload for _ in range(2)] == ["ARRIVAL", "TIMER"]  # type: ignore[union-attr]
+
+
+def _thrashing_trace(seed: int, count: int = 60) -> list[JobSpec]:
+    """Jobs of 1-8 GPUs on a 2 x 4-GPU cluster, long enough to be demoted, promoted again and
+    preempted many times under Tiresias with a small threshold and promotion."""
+    rng = np.random.default_rng(seed)
+    sizes = rng.choice([1, 1, 1, 2, 2, 4, 8], size=count)
+    return [make_job(f"J{i:03d}").gpus(int(size)).at(float(i * 7)).work(
+        float(rng.integers(20, 400))).build() for i, size in enumerate(sizes)]
+
+
+def _run_counting(seed: int, shortcut: bool) -> tuple[dict, dict[str, str], int]:
+    sim = simulator("tiresias", make_cluster(nodes=2, gpus=4), _thrashing_trace(seed),
+                    options={"thresholds": "40", "promote_knob": "1"}, restart_overhead=2.0)
+    profile = sim.core.profile
+    if not shortcut:
+        profile.no_victims = None
+    plugin, searches = profile.post_filters[0], [0]
+    search = plugin.post_filter
+
+    def counted(state: CycleState, job: Job) -> object:
+        searches[0] += 1
+        return search(state, job)
+
+    plugin.post_filter = counted
+    reasons: dict[str, str] = {}
+    note = sim.core.note_reasons
+
+    def noted(told: dict[str, str]) -> None:
+        reasons.update(told)
+        note(told)
+
+    sim.core.note_reasons = noted  # type: ignore[method-assign]
+    records = {r.job_id: r for r in sim.run().jobs}
+    return records, reasons, searches[0]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_victimless_jobs_fail_by_the_counts_without_a_search(seed: int) -> None:
+    """After an eviction, a job of Tiresias' last queue (no lower queue to preempt) that does
+    not fit by the free counts fails without a victim search, with the same reason and the
+    same schedule as the long way (``profile.no_victims`` None)."""
+    records, reasons, searches = _run_counting(seed, shortcut=True)
+    long_records, long_reasons, long_searches = _run_counting(seed, shortcut=False)
+    assert records == long_records
+    assert reasons == long_reasons
+    assert sum(r.preemptions for r in records.values()) > 20
+    assert searches < long_searches
