@@ -111,11 +111,18 @@ class DiscretizedLas:
 
     def queue_of(self, state: CycleState | None, job: Job) -> int:
         if self.promote_knob:
-            if state is not None and self._starving(state, job):
+            if state is not None:
+                if self._starving(state, job):
+                    return 0
+            elif self._promoted and job.job_id in self._promoted:
                 return 0
-            if state is None and self._promoted and job.job_id in self._promoted:
-                return 0
-        return self._level(self._service(state, job))
+        # ``_level(self._service(state, job))``, inlined: asked several times a cycle
+        service = job.attained_service(state.snapshot.now if state is not None
+                                       else job.attained_time)
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job.job_id, 0.0)
+        return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
 
     # -- promotions as key changes ---------------------------------------------------------
     def on_waiting(self, job: Job) -> None:
@@ -194,12 +201,17 @@ class DiscretizedLas:
         return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
 
     def _starving(self, state: CycleState, job: Job) -> bool:
-        if (not self.promote_knob or not job.status.is_waiting
-                or self._executed.get(job.job_id, 0.0) <= 0):
+        if not self.promote_knob or not job.status.is_waiting:
             return False
-        if job.job_id in self._promoted:
+        job_id = job.job_id
+        executed = self._executed.get(job_id, 0.0)
+        if executed <= 0:
+            return False
+        if job_id in self._promoted:
             return True
-        return (state.now - job.queued_since >= self._starve_wait(job.job_id)
+        # ``_starve_wait(job_id)``, inlined (the same operations)
+        return (state.snapshot.now - job.queued_since
+                >= self.promote_knob * executed - self._waited.get(job_id, 0.0)
                 and self._level(self._service(state, job)) > 0)
 
     def _file_waiting(self, job: Job, queue: int | None) -> None:
