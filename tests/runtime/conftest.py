@@ -60,6 +60,17 @@ def make_service(tmp_path: Path) -> Iterator[MakeService]:
 
 
 @pytest.fixture
+def services(tmp_path: Path) -> Iterator[list[Service]]:
+    """Services a restart test starts one after another, the old one crashed or stopped by the
+    test itself: the last is shut down, and every worker left behind killed."""
+    started: list[Service] = []
+    yield started
+    if started:
+        started[-1].shutdown()
+    kill_strays(tmp_path)
+
+
+@pytest.fixture
 def live(make_service: MakeService) -> Iterator[Callable[..., Live]]:
     import uvicorn
 

@@ -11,7 +11,6 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,15 +32,6 @@ def config(root: Path, grace: float, policy: str = "fifo",
     return ServiceConfig(local_cluster(gpus, "T4"), root / "data", policy=policy,
                          policy_options=options or {}, grace_seconds=grace, poll_seconds=0.05,
                          retry_backoff=0.0)
-
-
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[list[Service]]:
-    started: list[Service] = []
-    yield started
-    if started:
-        started[-1].shutdown()
-    kill_strays(tmp_path)
 
 
 def started_pid(out: Path, job_id: str, attempt: int = 1) -> int:

@@ -5,7 +5,6 @@ did: a job demoted while it ran stays demoted, and the newer job in queue 0 goes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,15 +26,6 @@ def config(root: Path) -> ServiceConfig:
     return ServiceConfig(local_cluster(1, "T4"), root / "data", policy="tiresias",
                          policy_options={"thresholds": str(THRESHOLD), "min_runtime": "600"},
                          grace_seconds=2.0, poll_seconds=0.05, retry_backoff=0.0)
-
-
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[list[Service]]:
-    started: list[Service] = []
-    yield started
-    if started:
-        started[-1].shutdown()
-    kill_strays(tmp_path)
 
 
 def test_tiresias_priorities_survive_a_restart(tmp_path: Path, out: Path,
