@@ -3,12 +3,25 @@ the unit that shows them: "1.6 s", "2.35 h"."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 
 def count_of(count: float, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, the noun plural (``plural``, else noun + "s") unless the count
     is exactly 1; a float count is written as ``%g`` does."""
     number = f"{count:g}" if isinstance(count, float) else str(count)
     return f"{number} {noun if count == 1 else (plural or noun + 's')}"
+
+
+def jobs_ask(count: int) -> str:
+    """"1 job asks", "3 jobs ask": the subject of a warning about jobs that can never run."""
+    return f"{count_of(count, 'job')} {'asks' if count == 1 else 'ask'}"
+
+
+def named_counts(counts: Mapping[str, int], noun: str = "job") -> str:
+    """"'A100' (2 jobs), 'V100' (1 job)": each name quoted with its count, names sorted."""
+    return ", ".join(f"{name!r} ({count_of(count, noun)})"
+                     for name, count in sorted(counts.items()))
 
 
 SHORT_SECONDS = 360.0  # below 0.1 h, hours with two decimals read 0.00 h or 0.05 h

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from dlsched.mig.profiles import UnknownMigProfile, mig_gpu_type, mig_profile, profiles_of
-from dlsched.wording import count_of
+from dlsched.wording import jobs_ask, named_counts
 from dlsched.workload.trace import Trace
 
 
@@ -57,10 +57,7 @@ def unoffered_profiles(trace: Trace, type_names: tuple[str, ...],
             missing[spec.mig_profile] += 1
     if not missing:
         return []
-    stranded = sum(missing.values())
-    asked = ", ".join(f"{name!r} ({count_of(count, 'job')})"
-                      for name, count in sorted(missing.items()))
-    verb = "asks" if stranded == 1 else "ask"
-    return [f"{trace.name}: {count_of(stranded, 'job')} {verb} for MIG profiles that no GPU "
-            f"of cluster {cluster_name} offers: {asked}; {what_is_offered(type_names)}. They "
-            f"can never run (name the profile of the cluster's GPUs, e.g. 3g alone)"]
+    return [f"{trace.name}: {jobs_ask(sum(missing.values()))} for MIG profiles that no GPU "
+            f"of cluster {cluster_name} offers: {named_counts(missing)}; "
+            f"{what_is_offered(type_names)}. They can never run (name the profile of the "
+            f"cluster's GPUs, e.g. 3g alone)"]

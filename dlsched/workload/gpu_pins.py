@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import replace
 
 from dlsched.cluster.cluster import Cluster
-from dlsched.wording import count_of
+from dlsched.wording import jobs_ask, named_counts
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -94,9 +94,6 @@ def unknown_pins(trace: Trace, cluster: Cluster, cluster_name: str) -> list[str]
     if not stranded:
         return []
     have = ", ".join(sorted(names)) or "none"
-    types = ", ".join(f"{name!r} ({count_of(count, 'job')})"
-                      for name, count in sorted(missing.items()))
-    verb = "asks" if stranded == 1 else "ask"
-    return [f"{trace.name}: {count_of(stranded, 'job')} {verb} only for GPU types that no node "
-            f"of cluster {cluster_name} has: {types}; the cluster's types: {have}. They can "
-            f"never run (name the type in the cluster YAML as the trace does)"]
+    return [f"{trace.name}: {jobs_ask(stranded)} only for GPU types that no node "
+            f"of cluster {cluster_name} has: {named_counts(missing)}; the cluster's types: "
+            f"{have}. They can never run (name the type in the cluster YAML as the trace does)"]
