@@ -21,7 +21,7 @@ from rich.table import Column, Table
 
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
-from dlsched.runtime.display import listed_gpus, print_job, shown_status
+from dlsched.runtime.display import listed_gpus, print_job, shared_use, shown_status
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
@@ -373,7 +373,7 @@ def status_(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL, token: TokenOpt
         return
     out = Console(emoji=False)
     out.print(escape(f"{cluster.name}: {cluster.gpus_allocated:g}/{cluster.gpus_total} GPUs "
-                     f"allocated, policy {cluster.policy}"))
+                     f"allocated{shared_use(cluster)}, policy {cluster.policy}"))
     for node in cluster.nodes:
         held = ", ".join(f"{g.index}:{'+'.join(g.job_ids or [g.job_id or '-'])}"
                          for g in node.gpus)

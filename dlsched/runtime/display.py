@@ -125,3 +125,13 @@ def print_job(out: Console, job: Any, events: list[Any], last: int = 10) -> None
         out.print(f"events (last {min(last, len(events))} of {len(events)}):")
     for event in events[-last:]:
         out.print(escape(f"  {clock(event.time)}  {event.kind:>10}  {event.message}"))
+
+
+def shared_use(cluster: Any) -> str:
+    """GPUs in use beside the allocation where they differ: a GPU partly used (a fraction, a
+    MIG instance) is in use with less than one GPU allocated."""
+    if not cluster.gpus_partly_used and not cluster.mig_slices_used:
+        return ""
+    mig = (f", MIG slices {cluster.mig_slices_used}/{cluster.mig_slices}"
+           if cluster.mig_slices else "")
+    return f" ({cluster.gpus_in_use} in use, {cluster.gpus_partly_used} partly{mig})"

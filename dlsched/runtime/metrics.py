@@ -1,5 +1,6 @@
 """Prometheus metrics of one service, in a registry of its own (several services, e.g. in tests,
-do not collide). Gauges are refreshed from the core when scraped."""
+do not collide). Gauges are refreshed from the core when scraped; the GPU gauges are
+``usage.py``'s accounting, the same as ``GET /v1/cluster``'s."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.runtime.usage import gpu_usage
 
 if TYPE_CHECKING:
     from dlsched.scheduling.scheduler import Scheduler
@@ -24,8 +26,18 @@ class RuntimeMetrics:
         self.queue_length = Gauge("dlsched_queue_length", "Jobs waiting, per queue", ["queue"],
                                   registry=reg)
         self.running = Gauge("dlsched_running_jobs", "Jobs running", registry=reg)
-        self.gpus_allocated = Gauge("dlsched_gpus_allocated", "GPUs allocated, per GPU type",
+        self.gpus_allocated = Gauge("dlsched_gpus_allocated", "GPUs allocated, per GPU type "
+                                    "(a worker counts its share: a fraction, MIG slices / 7)",
                                     ["gpu_type"], registry=reg)
+        self.gpus_in_use = Gauge("dlsched_gpus_in_use", "GPUs holding a worker, whole or in "
+                                 "part, per GPU type", ["gpu_type"], registry=reg)
+        self.gpus_partly_used = Gauge("dlsched_gpus_partly_used", "GPUs holding workers with "
+                                      "compute left over (fractions, MIG), per GPU type",
+                                      ["gpu_type"], registry=reg)
+        self.mig_slices_used = Gauge("dlsched_mig_slices_used", "MIG compute slices held, per "
+                                     "GPU type", ["gpu_type"], registry=reg)
+        self.mig_slices = Gauge("dlsched_mig_slices", "MIG compute slices of the MIG-capable "
+                                "GPUs (7 each), per GPU type", ["gpu_type"], registry=reg)
         self.gpus_total = Gauge("dlsched_gpus", "GPUs in the cluster, per GPU type",
                                 ["gpu_type"], registry=reg)
         self.cycle_seconds = Histogram("dlsched_cycle_seconds", "Scheduling-cycle latency",
@@ -48,13 +60,12 @@ class RuntimeMetrics:
         for queue, count in Tally(job.spec.queue for job in core.waiting.values()).items():
             self.queue_length.labels(queue).set(count)
         self.running.set(len(core.running))
-        allocated = dict.fromkeys(self.cluster.gpus_by_type(), 0.0)
-        for job in core.running.values():
-            for gpu, share in zip(job.allocation, job.shares, strict=True):
-                node = self.cluster.nodes[int(self.cluster.gpu_node[gpu])]
-                allocated[node.gpu_type] += share
-        for name, value in allocated.items():
-            self.gpus_allocated.labels(name).set(value)
+        for name, usage in gpu_usage(self.cluster, list(core.running.values())).items():
+            self.gpus_allocated.labels(name).set(usage.allocated)
+            self.gpus_in_use.labels(name).set(usage.in_use)
+            self.gpus_partly_used.labels(name).set(usage.partly_used)
+            self.mig_slices_used.labels(name).set(usage.mig_slices_used)
+            self.mig_slices.labels(name).set(usage.mig_slices)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

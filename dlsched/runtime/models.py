@@ -209,10 +209,18 @@ class ClusterView(BaseModel):
     name: str
     policy: str
     gpus_total: int
-    gpus_allocated: float
+    gpus_allocated: float = Field(description="Compute the running jobs hold: a worker counts "
+                                              "its share of its GPU (a fraction, a MIG "
+                                              "instance its slices / 7), as /metrics does.")
     nodes: list[NodeView]
     topology: TopologyView | None = Field(None, description="None from a server older than "
                                                             "this field.")
+    gpus_in_use: int = Field(0, description="GPUs holding a worker, whole or in part (a GPU "
+                                            "in MIG mode is one).")
+    gpus_partly_used: int = Field(0, description="Of those, GPUs with compute left over "
+                                                 "(fractions, MIG instances).")
+    mig_slices_used: int = Field(0, description="MIG compute slices held by instances.")
+    mig_slices: int = Field(0, description="Compute slices of the MIG-capable GPUs (7 each).")
 
 
 class QueueView(BaseModel):

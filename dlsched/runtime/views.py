@@ -24,6 +24,7 @@ from dlsched.runtime.models import (
     TopologyView,
 )
 from dlsched.runtime.store import JobRow
+from dlsched.runtime.usage import cluster_usage, gpu_usage
 from dlsched.scheduling.cycle import ordered_waiting
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job, JobStatus
@@ -159,11 +160,13 @@ HIDDEN = "(another tenant)"
 
 
 def cluster_view(service: Service, queues: frozenset[str] | None = None) -> ClusterView:
-    """``queues``: a tenant's view; GPUs held by other queues' jobs show ``HIDDEN``."""
+    """``queues``: a tenant's view; GPUs held by other queues' jobs show ``HIDDEN``. The GPU
+    counts are ``usage.py``'s, as ``/metrics`` has them: a GPU in MIG mode is in use, its
+    allocation its slices / 7 (the core's ``used_gpus`` books it whole)."""
     cluster = service.cluster
     with service.locked():
         holders = _holders(service, queues)
-        used = service.core.used_gpus
+        usage = cluster_usage(gpu_usage(cluster, list(service.core.running.values())))
     nodes = []
     for n, node in enumerate(cluster.nodes):
         first = int(cluster.node_first_gpu[n])
@@ -176,7 +179,10 @@ def cluster_view(service: Service, queues: frozenset[str] | None = None) -> Clus
                               rack=node.rack, nvlink_domain=node.nvlink_domain,
                               pool=node.pool))
     return ClusterView(name=cluster.name, policy=service.profile.name,
-                       gpus_total=cluster.num_gpus, gpus_allocated=round(used, 6), nodes=nodes,
+                       gpus_total=cluster.num_gpus, gpus_allocated=usage.allocated,
+                       gpus_in_use=usage.in_use, gpus_partly_used=usage.partly_used,
+                       mig_slices_used=usage.mig_slices_used, mig_slices=usage.mig_slices,
+                       nodes=nodes,
                        topology=TopologyView(**asdict(cluster.topology)))
 
 

@@ -173,3 +173,41 @@ def test_mig_jobs_use_every_mig_type_of_a_mixed_cluster(live: Callable[..., Live
     _, (h100,) = _all_running(handle, [{"gpus": 1, "mig_profile": "3g.40gb"}], out,
                               "the H100 profile to run")
     assert h100["allocation"][0]["node"] == "h" and h100["mig_profile"] == "3g.40gb"
+
+
+def _scraped(text: str) -> dict[str, float]:
+    """``/metrics``' GPU gauges, summed over the GPU types: name -> value."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    sums: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if "gpu_type" in sample.labels:
+                sums[sample.name] = sums.get(sample.name, 0.0) + sample.value
+    return sums
+
+
+def test_cluster_and_metrics_count_mig_and_fractions_alike(live: Callable[..., Live],
+                                                           out: Path) -> None:
+    """A GPU in MIG mode counted as one whole GPU allocated in ``/v1/cluster`` (the core's
+    booking) but as its slices / 7 in ``/metrics``: the two disagreed (1 + 0.5 + 1 against
+    3/7 + 0.5 + 1 here). Both give the shares now, and the GPUs in use and slices beside."""
+    handle = live(gpus=3, gpu_type="A100")
+    ids, _ = _all_running(handle, [{"gpus": 1, "mig_profile": "3g"},
+                                   {"gpus": 1, "gpu_share": 0.5}, {"gpus": 1}], out,
+                          "the MIG, half and whole jobs to run")
+    cluster = handle.http.get("/v1/cluster").json()
+    scraped = _scraped(handle.http.get("/metrics").text)
+    assert cluster["gpus_allocated"] == pytest.approx(3 / 7 + 0.5 + 1, abs=1e-6)
+    assert scraped["dlsched_gpus_allocated"] == pytest.approx(cluster["gpus_allocated"])
+    assert (cluster["gpus_in_use"], cluster["gpus_partly_used"]) == (3, 2)
+    assert (cluster["mig_slices_used"], cluster["mig_slices"]) == (3, 21)
+    assert [scraped[f"dlsched_{name}"] for name in (
+        "gpus_in_use", "gpus_partly_used", "mig_slices_used", "mig_slices", "gpus")] == [
+        3, 2, 3, 21, 3]
+    queues = handle.http.get("/v1/queues").json()
+    assert sum(q["gpus_allocated"] for q in queues) == pytest.approx(cluster["gpus_allocated"])
+    assert "1.92857/3 GPUs allocated (3 in use, 2 partly, MIG slices 3/21)" in cli(
+        handle.url, "status")[1]
+    for job_id in ids:
+        handle.http.delete(f"/v1/jobs/{job_id}")
