@@ -390,6 +390,7 @@ class Service:
             except Exception:
                 self.batch = _merge(batch, self.batch)  # retried by the next iteration
                 raise
+        self.executor.signal_stops()  # their stop_time is committed: now tell the workers
 
 
 def _merge(first: Batch, second: Batch) -> Batch:

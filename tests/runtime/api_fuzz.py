@@ -39,6 +39,9 @@ class NullExecutor:
     def take_stops(self) -> list[tuple[str, int]]:
         return []
 
+    def signal_stops(self) -> None:
+        pass
+
     def drain(self, timeout: float) -> list[AttemptEnd]:
         return []
 

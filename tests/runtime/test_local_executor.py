@@ -82,6 +82,7 @@ def test_a_start_waits_until_stopped_workers_release_its_gpus(executor_for, out:
     wait_for(lambda: records(out, "old"), 10, "the stubborn worker to start")
     stopped_at = time.monotonic()  # before stop(): the grace starts inside it
     executor.stop(job_on("old", (0,)), 0.0)
+    executor.signal_stops()  # as the service does once it has recorded the stop
     executor.start(job_on("new", (0,)), 0.0)
     assert [launch.job_id for launch in executor.take_launched()] == ["old"]  # new waits
     [end] = ended(executor)
@@ -113,6 +114,7 @@ def test_a_restart_elsewhere_waits_for_the_jobs_previous_attempt(executor_for, o
     executor.start(job_on("j", (0,)), 0.0)
     wait_for(lambda: records(out, "j"), 10, "the first attempt to start")
     executor.stop(job_on("j", (0,)), 0.0)
+    executor.signal_stops()
     executor.start(job_on("j", (3,)), 0.0)  # other GPUs, same job
     assert [launch.attempt for launch in executor.take_launched()] == [1]
     [end] = ended(executor)

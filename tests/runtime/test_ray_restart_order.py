@@ -31,6 +31,7 @@ def test_a_resized_job_starts_again_only_after_its_old_attempt_exited() -> None:
     old.phase, old.launched, old.number = Phase.RUNNING, True, 1
     job.allocation = (0, 1, 2, 3)  # what the core does in one cycle: stop, then start
     executor.stop(job, 1.0)
+    executor.signal_stops()  # as the service does once it has recorded the stop
     executor.start(job, 1.0)
     assert reserved == [(0,)]
     assert executor.poll() == []  # the old worker still runs: nothing new is reserved

@@ -47,6 +47,7 @@ def test_executor_names_the_stopped_jobs_holding_a_queued_start(
         assert executor.waiting_for("old0") == ()  # running, not waiting
         for job_id, gpu in (("old1", 1), ("old0", 0)):
             executor.stop(_job(job_id, (gpu,)), 0.0)
+        executor.signal_stops()  # as the service does once it has recorded the stops
         executor.start(_job("new", (0, 1)), 0.0)
         executor.start(_job("other", (2,)), 0.0)
         assert executor.waiting_for("new") == ("old0", "old1")

@@ -84,8 +84,13 @@ class RuntimeExecutor(Protocol):
     def take_launched(self) -> list[AttemptLaunch]: ...
 
     def take_stops(self) -> list[tuple[str, int]]:
-        """(job id, attempt number) of the launched attempts told to stop since the last call
+        """(job id, attempt number) of the launched attempts stopped since the last call
         (recorded, so a restart never adopts workers that were stopping)."""
+        ...
+
+    def signal_stops(self) -> None:
+        """Signal the workers of the stops ``take_stops`` gave out: the service calls it once
+        it has committed them (write the intent, then signal)."""
         ...
 
     def drain(self, timeout: float) -> list[AttemptEnd]: ...
@@ -154,6 +159,7 @@ class AttemptBook(abc.ABC):
         self._launched: list[AttemptLaunch] = []
         self._ended: list[AttemptEnd] = []
         self._stops: list[tuple[str, int]] = []
+        self._unsignalled: list[Any] = []  # stopped, not yet told (see ``signal_stops``)
 
     # -- the Executor protocol ------------------------------------------------------------
     def start(self, job: Job, now: float) -> None:
@@ -167,9 +173,22 @@ class AttemptBook(abc.ABC):
         if self._queued.pop(job.job_id, None) is not None:
             return  # never launched
         attempt = self._active.pop(job.job_id, None)
-        if attempt is not None:  # None: its workers already exited (a failure being handled)
-            if attempt.number:  # 0: a Ray attempt still reserving, never recorded
-                self._stops.append((job.job_id, attempt.number))
+        if attempt is None:  # its workers already exited (a failure being handled)
+            return
+        if not attempt.number:  # a Ray attempt still reserving, never recorded: no intent
+            self._terminate(attempt)
+            return
+        # Signalled by ``signal_stops`` once the service has committed the stop: a kill -9
+        # between a SIGTERM and that commit let a restart adopt the stopping workers as the
+        # running attempt (finished when they exited 0 after their checkpoint).
+        self._stops.append((job.job_id, attempt.number))
+        self._unsignalled.append(attempt)
+
+    def signal_stops(self) -> None:
+        """Tell the workers of every stop that ``take_stops`` gave out to stop, now that the
+        service has recorded them (``stop_time``): the intent is durable before the signal."""
+        unsignalled, self._unsignalled = self._unsignalled, []
+        for attempt in unsignalled:
             self._terminate(attempt)
 
     def mig_slots(self, job: Job) -> tuple[MigSlot, ...]:
@@ -215,15 +234,20 @@ class AttemptBook(abc.ABC):
         if attempt is None:
             return ()
         gpus = set(attempt.gpus)
-        return tuple(sorted({old.job_id for old in self._stopping
+        return tuple(sorted({old.job_id for old in self._leaving()
                              if old.job_id == job_id or not gpus.isdisjoint(old.gpus)}))
+
+    def _leaving(self) -> list[Any]:
+        """Attempts told to stop, or about to be, whose workers may still run."""
+        return [*self._stopping, *self._unsignalled]
 
     # -- for the executors ----------------------------------------------------------------
     def _launch_ready(self) -> None:
         """Launch each queued start once no stopped worker holds its GPUs and no earlier
         attempt of the same job is still exiting (it may be writing its checkpoint)."""
-        busy = {gpu for attempt in self._stopping for gpu in attempt.gpus}
-        exiting = {attempt.job_id for attempt in self._stopping}
+        leaving = self._leaving()
+        busy = {gpu for attempt in leaving for gpu in attempt.gpus}
+        exiting = {attempt.job_id for attempt in leaving}
         for job_id, attempt in list(self._queued.items()):
             if job_id not in exiting and busy.isdisjoint(attempt.gpus):
                 del self._queued[job_id]
