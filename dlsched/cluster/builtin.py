@@ -32,12 +32,18 @@ def builtin(name: str) -> Callable[[Callable[[], Cluster]], Callable[[], Cluster
 
 
 def resolve_cluster(name_or_path: str | Path) -> Cluster:
-    """A built-in cluster by name, or a cluster from a YAML file or a node-list CSV
-    (``node_list.py``: the node lists of the Alibaba traces)."""
+    """A built-in cluster by name, or a cluster from a YAML file, a node-list CSV
+    (``node_list.py``: the node lists of the Alibaba traces) or Slurm's ``sinfo`` or
+    ``scontrol`` output (``sinfo.py``, told from its content)."""
     build = BUILTIN_CLUSTERS.get(str(name_or_path))
     if build is not None:
         return build()
     path = Path(name_or_path)
+    if path.suffix.lower() not in (".yaml", ".yml") and path.is_file():
+        from dlsched.cluster.sinfo import load_sinfo, looks_like_sinfo
+
+        if looks_like_sinfo(path):
+            return load_sinfo(path)
     if path.suffix.lower() == ".csv" and path.exists():
         from dlsched.cluster.node_list import load_node_list
 
@@ -46,7 +52,7 @@ def resolve_cluster(name_or_path: str | Path) -> Cluster:
         return load_cluster_yaml(path)
     known = ", ".join(sorted(BUILTIN_CLUSTERS))
     raise ConfigError(f"unknown cluster '{name_or_path}': not a built-in ({known}), "
-                      "a YAML file or a node-list CSV")
+                      "a YAML file, a node-list CSV or sinfo output")
 
 
 def _grouped(name: str, groups: list[NodeGroup], topology: Topology | None = None) -> Cluster:

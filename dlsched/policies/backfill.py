@@ -85,12 +85,14 @@ class EasyReservation:
         if text is None:
             text = state.scratch[_REFUSAL] = str(_delays(reservation))
         seconds, now, shadow = self._waiting_seconds, state.now, reservation.shadow_time
+        # The model, not the state: the walk keeps these tests for the cycle's pending book,
+        # which must not hold the cycle's state (it is freed by reference counting).
+        model = state.snapshot.throughput
 
         def remaining(job: Job) -> float:
             known = seconds.get(job.job_id)
             if known is None or known[0] != job.epoch:  # computed once while it waits
-                known = seconds[job.job_id] = (
-                    job.epoch, oracle_seconds(state, job, remaining=True))
+                known = seconds[job.job_id] = (job.epoch, _seconds(model, job, True, now))
             return known[1]
 
         def ends_before(job: Job) -> bool:

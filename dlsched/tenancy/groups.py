@@ -28,11 +28,15 @@ a group at its next job once that job is a known miss, as the core's ``bucket_sc
 - once backfill's reservation refuses (``walk_refusal``: more GPUs than its extra ones and an
   end past its shadow time, for the rest of the cycle), a group is dropped at a steady job so
   refused, its quota fitting, up to its next steady job that the reservation passes;
-- what a skipped try would have done: record "quota reserved but no node fits the gang" (the
-  pending book answers those jobs lazily: ``PendingBook.bulk``) and log the job's reasons in
-  the audit when they changed. A job whose last logged reasons are exactly that ("steady")
-  logs nothing, so only steady jobs are skipped; the others (new arrivals, jobs whose reasons
-  changed, jobs that may be backing off) are still visited one by one at their turn;
+- what a skipped try would have done: record "quota reserved but no node fits the gang", or
+  for a job that the refusal in force refuses (a PreFilter: met before placement) "the
+  scheduling policy holds it back" (the pending book answers those jobs lazily:
+  ``PendingBook.bulk``, ``_told``; a group dropped by a miss comes back when the refusal
+  shrinks below its size, ``_refusal_shrank``) and log the job's reasons in the audit when
+  they changed (the two are one kind there: ``reasons.NOT_PLACED``). A job whose last
+  logged reasons are that kind ("steady") logs nothing, so only steady jobs are skipped;
+  the others (new arrivals, jobs whose reasons changed, jobs that may be backing off) are
+  still visited one by one at their turn;
 - a dropped group comes back from the walk's position (its jobs visited again) when its quota
   no longer fits after a start, after an eviction, or when any PreFilter fails (a quota
   failure may close queues or hold quota: the walk is then job by job for the rest of the
@@ -340,7 +344,8 @@ class GroupWalk:
         self.droppable, self.fits_queue = droppable, fits_queue
         self.closed, self.status = closed, status
         self.misses, self.flavor_of = misses, flavor_of
-        # group -> [first skipped index, first index after the skipped ones or None, detail]
+        # group -> [first skipped index, first index after the skipped ones or None, detail,
+        # the refusal in force when a miss dropped it (``_told``) or None]
         self.skipped: dict[Group, list[list[Any]]] = {}
         self.dropped: dict[Group, None] = {}
         self.cold: dict[str, int] = {}  # queue -> its groups above this many GPUs are cold
@@ -357,6 +362,7 @@ class GroupWalk:
         self._frontier: tuple = ()
         self._version = -1
         self._evictions = 0
+        self._refused_above: int | None = None  # the refusal's GPUs after the last try
 
     def release(self) -> None:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
@@ -384,9 +390,9 @@ class GroupWalk:
         if not ranges:
             return None
         at = bisect.bisect_left(group.entries, entry)
-        for low, high, detail in ranges:
+        for low, high, detail, refusal in ranges:
             if low <= at and (high is None or at < high):
-                return detail
+                return _told(group, group.jobs[at], detail, refusal)
         return None
 
     def _start(self) -> None:
@@ -439,6 +445,8 @@ class GroupWalk:
                 miss = self._miss(group, index)
                 if miss is not None and self.droppable(group):
                     self._drop(group, index, miss)
+                    if self.refusal is not None:  # what a try would meet first (``_told``)
+                        self.skipped[group][-1][3] = self.refusal()
                     continue
                 job = group.jobs[index]
                 if mode == _PARTIAL:
@@ -519,7 +527,7 @@ class GroupWalk:
         return carried[1]
 
     def _drop(self, group: Group, index: int, detail: str) -> None:
-        self.skipped.setdefault(group, []).append([index, None, detail])
+        self.skipped.setdefault(group, []).append([index, None, detail, None])
         self.dropped[group] = None
         group.gen += 1
         at = bisect.bisect_left(group.fresh, group.entries[index])
@@ -535,6 +543,8 @@ class GroupWalk:
         PreFilter may have changed. An eviction may free GPUs: a miss known before it still
         tells only by its room bound (``_after_eviction``); the other groups come back."""
         bulk, evictions, version = self.status()
+        if self.refusal is not None:
+            self._refusal_shrank()
         evicted = evictions != self._evictions
         if evicted:
             self._evictions = evictions
@@ -572,6 +582,22 @@ class GroupWalk:
                                    if not self.fits_queue(g.cq) and not self.droppable(g)]:
                 self._warm(group, carried.detail)
 
+    def _refusal_shrank(self) -> None:
+        """A start shrank the refusal's GPUs (backfill's extra GPUs): a group a miss dropped
+        while the refusal passed its size comes back if it no longer does, so that each
+        skipped job's try would have met the refusal that ``_told`` tells (from here on, a
+        try of its jobs is refused first, unless they end in time)."""
+        refusal = self.refusal() if self.refusal is not None else None
+        above = None if refusal is None else refusal.gpus
+        if above is None or self._refused_above is None or above >= self._refused_above:
+            self._refused_above = above
+            return
+        for group in list(self.dropped):
+            dropped_at = self.skipped[group][-1][3]
+            if dropped_at is not None and dropped_at.gpus >= group.num_gpus > above:
+                self._resume(group)
+        self._refused_above = above
+
     def _after_eviction(self) -> None:
         """An eviction may free GPUs: a miss known before it still tells only when it failed
         for room and no more GPUs are wholly free now than it could bear (its candidates only
@@ -586,7 +612,7 @@ class GroupWalk:
         """A cold group comes back: skipped from its first job up to the frontier."""
         self.warmed.add(group)
         self.carried_cold.pop(group, None)
-        self.skipped.setdefault(group, []).append([0, None, detail])
+        self.skipped.setdefault(group, []).append([0, None, detail, None])
         self.dropped[group] = None
         self._resume(group)
 
@@ -615,6 +641,17 @@ def miss_key(shape: Hashable, flavor: str, cq: str, priority: int | None,
     GPUs; under a preemptive policy (whose victim search failed too) only those of its cluster
     queue and priority, whose victims are among its own (``victim_miss_scope``)."""
     return (shape, flavor, cq, priority) if preemptive else (shape, flavor)
+
+
+def _told(group: Group, job: Job, detail: str, refusal: Refusal | None) -> str:
+    """What a try of ``job``, skipped for the miss ``detail``, would have met first: the
+    refusal in force when the miss dropped its group (a PreFilter: before placement) if it
+    refuses the job, else the miss. The refusal's GPUs only shrink in a cycle, and the group
+    comes back when they shrink below its size (``_refusal_shrank``): one refusal tells the
+    whole span."""
+    if refusal is not None and group.num_gpus > refusal.gpus and not refusal.pass_(job):
+        return refusal.text
+    return detail
 
 
 def _no_room(group: Group, free: int) -> str:

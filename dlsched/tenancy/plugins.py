@@ -56,7 +56,7 @@ from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
 from dlsched.tenancy.preemption import Victims as Found
 from dlsched.tenancy.quota import EPS, QuotaTree, Usage, request_of
-from dlsched.tenancy.reasons import Pending, PendingBook, Reason
+from dlsched.tenancy.reasons import NOT_PLACED, Pending, PendingBook, Reason, not_placed
 from dlsched.tenancy.skip import closes_queue
 from dlsched.tenancy.view import FlavorNodes, Ledger, QuotaView, admitted_of
 from dlsched.workload.job import Job
@@ -169,6 +169,9 @@ class TenantAdmission:
         # for the rest of a cycle (GPUs asked above, a test a job passes, the reason); the
         # walk passes over steady jobs so refused (``GroupWalk._refuse``).
         self.walk_refusals: list[Callable[[CycleState], Any]] = []
+        # The wrapped policy's plugin names (set by with_tenants): a job one of them fails
+        # after its quota was reserved waits for POLICY_HOLDS, not NO_NODE_FITS
+        self.policy_plugins: frozenset[str] = frozenset()
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -208,6 +211,7 @@ class TenantAdmission:
             self._share_memos(data)
             self._advance_history(state, data.view)
             self.pending = PendingBook(data.positions)
+            self.pending.policy_plugins = self.policy_plugins
             if self.by_groups:
                 self.pending.bulk = lambda job_id: self._skipped(data, job_id)
         return data
@@ -894,8 +898,8 @@ class TenantAdmission:
         self.audit.waits(data.view.now, job.job_id, cq, reasons, detail, never)
         if self.by_groups:  # steady: a skipped try would log nothing (groups.py)
             flavor = self._one_flavor.get(cq)
-            self.groups.mark(job.job_id, flavor is not None
-                             and reasons == ((flavor, Reason.NO_NODE_FITS),)
+            self.groups.mark(job.job_id, flavor is not None and len(reasons) == 1
+                             and reasons[0][0] == flavor and reasons[0][1] in NOT_PLACED
                              and groupable(job.spec) and not (
                                  job.preemptions and self.config.requeue.base_seconds))
 
@@ -968,7 +972,8 @@ class TenantAdmission:
         data = self.cycle(state)
         cq = self.config.cluster_queue_of(job.spec.queue)
         if job.job_id not in self.pending:
-            self._record(data, job, Reason.NO_NODE_FITS, str(status))
+            text = str(status)
+            self._record(data, job, not_placed(text, self.policy_plugins), text)
             if self.by_groups and status.plugin == "placement":
                 self._missed(state, data, job, str(status))
         if cq is not None and cq.queueing_strategy is QueueingStrategy.STRICT_FIFO and (

@@ -84,6 +84,8 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     wrapped = Profile(f"{profile.name}+tenants", admission, kept, placement=profile.placement,
                       filters=filters, strict_fifo=False, round_seconds=profile.round_seconds,
                       acts_on_running=profile.acts_on_running, options=dict(profile.options))
+    # a job one of these fails after its quota was reserved is held by the policy's own rule
+    admission.policy_plugins = frozenset(p.name for p in kept)
     admission.scoped_victims = _victims_per_queue(wrapped, admission)
     admission.by_groups = _walks_by_groups(wrapped, admission)
     if admission.by_groups:

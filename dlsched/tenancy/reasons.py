@@ -17,12 +17,32 @@ class Reason(enum.Enum):
     NEEDS_PREEMPTION = "insufficient unused quota and no job may be preempted for it"
     MIN_RUNTIME = "the jobs it could preempt are within their minimum runtime"
     NO_NODE_FITS = "quota reserved but no node fits the gang"
+    POLICY_HOLDS = "quota reserved but the scheduling policy holds it back"
     NOT_ALLOCATED = "the allocation policy gave it no GPUs in this round"
     WAITING_FOR_EVICTION = "waiting for preempted jobs to exit"
     BACKOFF = "requeued after an eviction: backing off"
     STRICT_FIFO = "waiting behind the head of its cluster queue (StrictFIFO)"
     RECLAIM_DEFERRED = ("a job admitted in this cycle borrowed from the queue it reclaims "
                         "from: its victims are chosen again at once")
+
+
+# A job whose quota was reserved and that did not start: no node fits it, or the wrapped
+# policy's own rule held it (backfill's reservation, Themis' offers). One kind for what is
+# logged when it changes (``TenantAudit.waits``) and for the walk by groups' steady jobs
+# (``groups.py``), which log nothing when skipped: a skip cannot tell which of the two a try
+# would have met, so a job moving between them is not a change there.
+NOT_PLACED = frozenset({Reason.NO_NODE_FITS, Reason.POLICY_HOLDS})
+
+
+def not_placed(failure: str, policy_plugins: frozenset[str]) -> Reason:
+    """Why a job whose quota was reserved did not start, from its failure's text (``[plugin]
+    why``, ``Status.__str__``): POLICY_HOLDS where the plugin is one of the wrapped policy's
+    own (``policy_plugins``: it holds the job by its rule, though nodes may fit), else
+    NO_NODE_FITS (placement, the filters, the gang permit: no node fits)."""
+    if not failure.startswith("["):
+        return Reason.NO_NODE_FITS
+    plugin = failure[1:failure.find("]")]
+    return Reason.POLICY_HOLDS if plugin in policy_plugins else Reason.NO_NODE_FITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +75,9 @@ class PendingBook(Mapping[str, Pending]):
         # The tenant layer's walk by groups skipped these jobs' tries (``tenancy/groups.py``):
         # job id -> the detail of the failure that told they would fail placement, or None
         self.bulk: Callable[[str], str | None] | None = None
+        # The wrapped policy's plugin names: a skipped job's detail names the plugin that
+        # failed it, telling POLICY_HOLDS from NO_NODE_FITS (``not_placed``)
+        self.policy_plugins: frozenset[str] = frozenset()
         self._admitted_at: dict[str, list[int]] = {}  # cluster queue -> their positions
 
     def admit(self, job_id: str) -> None:
@@ -78,8 +101,10 @@ class PendingBook(Mapping[str, Pending]):
             return None
         where = self.positions.get(job_id)
         detail = self.bulk(job_id) if where is not None else None
-        return None if detail is None else Pending(job_id, where[0], Reason.NO_NODE_FITS,
-                                                   where[1], detail)
+        if detail is None:
+            return None
+        return Pending(job_id, where[0], not_placed(detail, self.policy_plugins), where[1],
+                       detail)
 
     def __getitem__(self, job_id: str) -> Pending:
         found = self.recorded.get(job_id) or self._skipped(job_id)

@@ -17,8 +17,10 @@ type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional
 ``Partition`` (the job's queue; else ``default``), any other field (ignored). A job's work is
 ``End - Start`` seconds at its GPU count.
 
-Left out, and counted by reason: job steps (``123.batch``; ``--allocations`` omits them),
-jobs that never started (``Start`` is ``Unknown`` or ``None``) or are still running or pending
+A heterogeneous job (``1234+0``, ``1234+1``, ...) is one job ``1234`` of its components'
+GPUs summed (``het_job``; a warning says so). Left out, and counted by reason: job steps
+(``123.batch``; ``--allocations`` omits them), jobs that never started (``Start`` is
+``Unknown`` or ``None``) or are still running or pending
 (or have no ``End`` yet, as ``COMPLETING`` or ``CONFIGURING`` ones), jobs without GPUs, and
 jobs that ran 0 seconds. Jobs that ended otherwise (``FAILED``,
 ``TIMEOUT``, ``CANCELLED by ...`` after starting, ``NODE_FAIL``, ``PREEMPTED``) are kept: they
@@ -29,20 +31,22 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
     DropRow,
     ReaderOptions,
+    RowCollector,
     RowContext,
-    collect,
     date_time,
     first_line,
     iter_csv_rows,
     register_reader,
 )
 from dlsched.workload.readers.recorded import Recorded
+from dlsched.workload.readers.slurm_het import HetJobs, het_groups
 from dlsched.workload.trace import Trace
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State", "AllocTRES")
@@ -79,7 +83,49 @@ def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
 
 def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
     job_id = ctx.text("JobID")
-    if "." in job_id:
+    submit, start, end, gpus, kind = _span(ctx)
+    if gpus == 0:
+        raise DropRow("no GPUs")
+    if end == start:
+        raise DropRow("ran 0 seconds")
+    if recorded is not None:
+        recorded.add(job_id, submit, start, end)
+    return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
+                   queue=ctx.text("Partition", optional=True) or "default",
+                   gpu_types=(kind,) if kind else ())
+
+
+def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
+            het: HetJobs) -> JobSpec:
+    """A heterogeneous job (rows ``1234+0``, ``1234+1``, ...) as one gang job: dlsched has no
+    gang of unlike workers, so its components' GPUs are summed, placed as one job and start
+    together, as Slurm starts a heterogeneous job's components. It is left out if any
+    component is (not finished, never started). Work: the first start to the last end.
+    Its GPU type: the components' one type; GPU components of several types, or typed and
+    untyped ones, give it their types or none, and ``het`` says so (``HetJobs.notes``)."""
+    spans = [_span(part) for part in parts]
+    gpus = sum(span[3] for span in spans)
+    if gpus == 0:
+        raise DropRow("no GPUs")
+    submit = min(span[0] for span in spans)
+    start, end = min(span[1] for span in spans), max(span[2] for span in spans)
+    if end == start:
+        raise DropRow("ran 0 seconds")
+    kinds = sorted({span[4] or "" for span in spans if span[3]})
+    job_id = ctx.text("JobID").split("+", 1)[0]
+    het.merged.append(job_id)
+    if len(kinds) > 1:
+        het.mixed.append(job_id)
+    recorded.add(job_id, submit, start, end)
+    return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
+                   queue=ctx.text("Partition", optional=True) or "default",
+                   gpu_types=tuple(kinds) if "" not in kinds else ())
+
+
+def _span(ctx: RowContext) -> tuple[float, float, float, int, str | None]:
+    """A row's submission, start and end (UNIX seconds), GPUs and their type; DropRow for a
+    step or a job that did not run to an end."""
+    if "." in ctx.text("JobID"):
         raise DropRow("job step (sacct --allocations leaves these out)")
     state = ctx.text("State")
     if state.split()[0] in UNFINISHED:
@@ -90,19 +136,11 @@ def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
         raise DropRow(f"not finished ({state.split()[0]}, no End)")
     submit, start, end = (date_time(ctx, f) for f in ("Submit", "Start", "End"))
     gpus, kind = gpus_of(ctx, "AllocTRES")
-    if gpus == 0:
-        raise DropRow("no GPUs")
     if start < submit:
         raise ctx.fail("Start", "before Submit" + _zone_hint(ctx, "Submit", "Start"))
     if end < start:
         raise ctx.fail("End", "before Start" + _zone_hint(ctx, "Start", "End"))
-    if end == start:
-        raise DropRow("ran 0 seconds")
-    if recorded is not None:
-        recorded.add(job_id, submit, start, end)
-    return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
-                   queue=ctx.text("Partition", optional=True) or "default",
-                   gpu_types=(kind,) if kind else ())
+    return submit, start, end, gpus, kind
 
 
 # sacct writes local times without an offset (read as UTC): a job across a daylight-saving
@@ -134,10 +172,18 @@ class SacctReader:
         header = [c.strip() for c in first_line(path).split("|")]
         extra = frozenset(c for c in header if c not in REQUIRED)
         rows = iter_csv_rows(path, REQUIRED, delimiter="|", allow_extra=extra)
-        recorded = Recorded()
-        collector = collect(path, options, rows, functools.partial(_job, recorded=recorded),
-                            gpu_field="AllocTRES", id_field="JobID")
-        return recorded.noted(collector.trace(path.stem, self.name), path)
+        recorded, het = Recorded(), HetJobs()
+        collector = RowCollector.start(path, options, gpu_field="AllocTRES", id_field="JobID")
+        single = functools.partial(_job, recorded=recorded)
+        for first, parts in ([] if options.limit is not None and options.limit < 1
+                             else het_groups(rows, collector)):
+            build = single if parts is None else functools.partial(
+                het_job, parts=parts, recorded=recorded, het=het)
+            if not collector.accept(first, build):
+                break
+        trace = collector.trace(path.stem, self.name)
+        trace = replace(trace, warnings=(*trace.warnings, *het.notes(path)))
+        return recorded.noted(trace, path)
 
 
 register_reader(SacctReader())

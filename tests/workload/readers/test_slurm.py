@@ -85,3 +85,54 @@ def test_bad_values_are_located(write: Writer, bad: str, field: str) -> None:
 def test_a_missing_required_field_fails_on_the_header(write: Writer) -> None:
     path = write("short.sacct", "JobID|Submit|Start|End|State\n1|x|x|x|COMPLETED\n")
     expect_error(path, "slurm-sacct", 1, "AllocTRES")
+
+
+# A heterogeneous job: a CPU launcher component and two GPU components (sacct --allocations
+# prints one row per component, 200+0 ... 200+2), then an ordinary job.
+HET = (
+    "200+0|launch|ana|cpu|2026-11-02T10:00:00|2026-11-02T10:10:00|2026-11-02T11:10:00|"
+    "COMPLETED|cpu=2,mem=4G,node=1\n"
+    "200+1|train|ana|gpu|2026-11-02T10:00:00|2026-11-02T10:10:00|2026-11-02T11:10:00|"
+    "COMPLETED|cpu=8,gres/gpu:a100=4,gres/gpu=4,node=1\n"
+    "200+1.0|train|ana|gpu|2026-11-02T10:10:00|2026-11-02T10:10:00|2026-11-02T11:10:00|"
+    "COMPLETED|cpu=8,gres/gpu=4,node=1\n"
+    "200+2|train|ana|gpu|2026-11-02T10:00:00|2026-11-02T10:10:00|2026-11-02T11:10:00|"
+    "COMPLETED|cpu=8,gres/gpu:a100=2,gres/gpu=2,node=1\n"
+    "201|solo|bo|gpu|2026-11-02T10:05:00|2026-11-02T10:10:00|2026-11-02T10:20:00|COMPLETED|"
+    "gres/gpu=1\n")
+
+
+def test_a_heterogeneous_job_is_one_gang_of_its_components_gpus(write: Writer) -> None:
+    """Its components were read as independent jobs (200+1 and 200+2 each started alone in the
+    replay, and the CPU component was "left out: no GPUs"): one gang, started whole."""
+    trace = read_trace(write("het.sacct", HEADER + HET))
+    assert [(j.job_id, j.submit_time, j.num_gpus, j.work, j.gpu_types)
+            for j in trace.jobs] == [("200", 0.0, 6, 3600.0, ("a100",)),
+                                     ("201", 300.0, 1, 600.0, ())]
+    assert any("1 heterogeneous job (200) replayed each as one job of its components' GPUs "
+               "summed" in w for w in trace.warnings)
+    assert not any("no GPUs" in w for w in trace.warnings)
+    assert any("dropped 1 row: job step" in w for w in trace.warnings)
+    # as recorded: two jobs, not three
+    assert "as recorded, its 2 jobs" in trace.warnings[-1]
+
+
+@pytest.mark.parametrize(("second", "types", "mixed"), [
+    ("gres/gpu:v100=2,gres/gpu=2", ("a100", "v100"), True),
+    ("gres/gpu=2", (), True),
+    ("gres/gpu:a100=2,gres/gpu=2", ("a100",), False),
+], ids=["two-types", "typed-and-untyped", "one-type"])
+def test_a_heterogeneous_jobs_gpu_types(write: Writer, second: str, types: tuple[str, ...],
+                                        mixed: bool) -> None:
+    rows = HET.replace("cpu=8,gres/gpu:a100=2,gres/gpu=2", second)
+    trace = read_trace(write("het.sacct", HEADER + rows))
+    assert trace.jobs[0].gpu_types == types
+    assert any("asked different GPU types" in w for w in trace.warnings) is mixed
+
+
+def test_a_heterogeneous_job_with_a_component_unfinished_is_left_out(write: Writer) -> None:
+    rows = HET.replace("2026-11-02T11:10:00|COMPLETED|cpu=8,gres/gpu:a100=2",
+                       "Unknown|RUNNING|cpu=8,gres/gpu:a100=2")
+    trace = read_trace(write("het.sacct", HEADER + rows))
+    assert [j.job_id for j in trace.jobs] == ["201"]
+    assert any("not finished (RUNNING)" in w for w in trace.warnings)
