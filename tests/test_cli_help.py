@@ -98,3 +98,12 @@ def test_no_option_shows_a_python_type_as_its_metavar() -> None:
         result = runner.invoke(app, [*path.split()[1:], "--help"], env=WIDE)
         options = [line for line in result.output.splitlines() if "│ --" in line]
         assert not [line for line in options if "list[" in line], path
+
+
+def test_python_dash_m_dlsched_runs_the_command() -> None:
+    """``python -m dlsched`` (the way to run a checkout without installing its console script)
+    ended in "No module named dlsched.__main__"; its usage line names ``dlsched``."""
+    result = subprocess.run([sys.executable, "-m", "dlsched", "--help"], capture_output=True,
+                            text=True, cwd=Path(__file__).parents[1], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Usage: dlsched " in result.stdout
