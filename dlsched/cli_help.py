@@ -34,8 +34,31 @@ def reflow_tree(command: Any) -> None:
     for param in command.params:
         if isinstance(getattr(param, "help", None), str):
             param.help = reflow(param.help)
+    _hide_flag_types(command)
     for sub in getattr(command, "commands", {}).values():
         reflow_tree(sub)
+
+
+def _hide_flag_type(param: Any) -> None:
+    """A flag takes no value: typer >= 0.29 showed ``--help <bool>``, as if it wanted one
+    (``--skip-invalid true``); an empty metavar shows nothing there."""
+    if getattr(param, "is_flag", False) and param.metavar is None:
+        param.metavar = ""
+
+
+def _hide_flag_types(command: Any) -> None:
+    """Every flag of ``command``, including those made only when a help is shown (``--help``)
+    or added after the tree is built (``--install-completion``): its ``get_params`` is
+    wrapped to empty their metavars."""
+    get_params = command.get_params
+
+    def params_without_flag_types(ctx: Any) -> Any:
+        params = get_params(ctx)
+        for param in params:
+            _hide_flag_type(param)
+        return params
+
+    command.get_params = params_without_flag_types
 
 
 class HelpGroup(TyperGroup):

@@ -73,7 +73,21 @@ def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...
         if sep and target not in policies:
             raise ConfigError(f"--policy-opt {key}: policy {target!r} is not being run")
         if not sep and not any(accepts(p, key) for p in policies):
-            raise ConfigError(f"--policy-opt {key}: no policy of {', '.join(policies)} has it")
+            raise ConfigError(_no_policy_has(key, policies))
+
+
+def _no_policy_has(key: str, policies: tuple[str, ...]) -> str:
+    """A plain ``--policy-opt KEY`` none of the run's policies has: the closest name, and the
+    options they do have (a typo read only "no policy of tiresias has it")."""
+    from difflib import get_close_matches
+
+    from dlsched.scheduling.registry import option_names
+
+    names = list(dict.fromkeys(o for p in policies for o in option_names(p)))
+    close = get_close_matches(key, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (f"--policy-opt {key}: no policy of {', '.join(policies)} has it{hint}; "
+            f"their options: {', '.join(names) or 'none'}")
 
 
 def refuse_services(config: RunConfig) -> None:

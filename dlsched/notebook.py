@@ -84,9 +84,17 @@ def run_config(options: Mapping[str, Any], base: RunConfig | None = None) -> Run
     a list or comma-separated text) on top of ``base`` (default: the defaults), checked."""
     unknown = sorted(set(options) - _FIELDS)
     if unknown:
-        raise TypeError(f"unknown option {unknown[0]!r}; the options are "
-                        f"{', '.join(sorted(_FIELDS))}")
+        raise TypeError(_unknown_option(unknown[0]))
     return (base or RunConfig()).with_values(dict(options), lambda key: key)
+
+
+def _unknown_option(key: str) -> str:
+    """The message for a keyword that is no option: the closest one, then all of them."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(key, sorted(_FIELDS), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"unknown option {key!r}{hint}; the options are {', '.join(sorted(_FIELDS))}"
 
 
 def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
@@ -95,6 +103,8 @@ def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly"
     """Simulate ``policy`` on ``trace`` and ``cluster``, as ``dlsched simulate`` does; every
     option of the CLI is a keyword (``seed=``, ``limit=``, ``policy_options={"k": "v"}``,
     ``placement=``, ``tenants=``...). ``config``: a run file, as ``--config``."""
+    if "policies" in options:  # it replaced ``policy``: policy="srtf" ran fifo unsaid
+        raise TypeError("simulate runs one policy=NAME; policies= is dlsched.compare's")
     given = {"trace": str(trace), "cluster": str(cluster), "policies": (policy,), **options,
              **_out(out)}
     run = _config(config, given)
@@ -146,7 +156,7 @@ def _config(config: str | Path | None, given: dict[str, Any]) -> RunConfig:
         return run_config(given)
     unknown = sorted(set(given) - _FIELDS)
     if unknown:
-        raise TypeError(f"unknown option {unknown[0]!r}")
+        raise TypeError(_unknown_option(unknown[0]))
     return RunConfig.from_yaml(Path(config), given)
 
 

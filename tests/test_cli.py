@@ -119,6 +119,8 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
 @pytest.mark.parametrize(("args", "message"), [
     (["--policy", "nope"], "unknown policy 'nope'"),
     (["--policy", "fifo", "--policy-opt", "thresholds=1:2"], "no policy of fifo has it"),
+    (["--policy", "tiresias", "--policy-opt", "treshold=3"],
+     "no policy of tiresias has it (did you mean 'thresholds'?); their options: thresholds, "),
     (["--policy", "fifo", "--placement", "diagonal"], "--placement: 'diagonal'"),
     (["--policy", "fifo", "--jobs-format", "xml"], "--jobs-format: 'xml'"),
     (["--policy", "fifo", "--cluster", "no-such-cluster"], "no-such-cluster"),
@@ -128,7 +130,7 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
     # ":x:" is an emoji code to rich: the console must print it as text
     (["--policy", "fifo", "--policy-opt", "srtf:x=1"],
      "--policy-opt srtf:x: policy 'srtf' is not being run"),
-], ids=["unknown-policy", "option-of-no-policy", "bad-placement", "bad-jobs-format",
+], ids=["unknown-policy", "option-of-no-policy", "option-typo", "bad-placement", "bad-jobs-format",
         "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job",
         "emoji-code-in-a-message"])
 def test_bad_options_get_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:

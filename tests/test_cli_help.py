@@ -98,3 +98,25 @@ def test_no_option_shows_a_python_type_as_its_metavar() -> None:
         result = runner.invoke(app, [*path.split()[1:], "--help"], env=WIDE)
         options = [line for line in result.output.splitlines() if "│ --" in line]
         assert not [line for line in options if "list[" in line], path
+
+
+def test_python_dash_m_dlsched_runs_the_command() -> None:
+    """``python -m dlsched`` (the way to run a checkout without installing its console script)
+    ended in "No module named dlsched.__main__"; its usage line names ``dlsched``."""
+    result = subprocess.run([sys.executable, "-m", "dlsched", "--help"], capture_output=True,
+                            text=True, cwd=Path(__file__).parents[1], timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Usage: dlsched " in result.stdout
+
+
+def test_no_flag_shows_a_type_as_if_it_took_a_value() -> None:
+    """Typer 0.29 showed every flag with ``<bool>`` (``--help <bool>``, ``--skip-invalid
+    <bool>``, ``--install-completion <bool>``), as if it wanted ``--skip-invalid true``."""
+    root = typer.main.get_command(app)
+    for path, _ in _tree(root):
+        result = CliRunner().invoke(app, [*path.split()[1:], "--help"], env=WIDE)
+        assert result.exit_code == 0, result.output
+        rows = [line for line in result.output.splitlines()
+                if line.lstrip("│ *").startswith("--")]
+        assert any("--help" in row for row in rows), path
+        assert not [row for row in rows if "<bool>" in row], path

@@ -67,9 +67,11 @@ def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    ({"polcy_options": {}}, "unknown option 'polcy_options'"),
+    ({"polcy_options": {}}, "unknown option 'polcy_options' \\(did you mean 'policy_options'"),
     ({"jobs_format": "xml"}, "jobs_format: 'xml' is not one of csv, parquet"),
-], ids=["typo", "bad-value"])
+    # policies= replaced policy=: policy="srtf", policies=["fifo"] ran fifo without a word
+    ({"policy": "srtf", "policies": ["fifo"]}, "simulate runs one policy=NAME; policies= is"),
+], ids=["typo", "bad-value", "policies-is-compares"])
 def test_bad_options_name_the_keyword(options: dict, message: str) -> None:
     with pytest.raises((TypeError, ConfigError), match=message):
         dlsched.simulate(limit=5, **options)

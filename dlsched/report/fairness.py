@@ -42,6 +42,9 @@ from dlsched.sim.result import JobRecord, SimulationResult
 from dlsched.workload.trace import Trace
 
 FINISHED = "finished"
+# ρ of a job that ran at once at full speed is 1 up to rounding (JCT is finish minus submit,
+# the isolated time work over rate): 1 + 2e-16 is not "worse than its fair share".
+RHO_ROUNDING = 1e-9
 
 
 @dataclass(frozen=True)
@@ -218,5 +221,5 @@ def fairness(result: SimulationResult, inputs: FairnessInputs | None,
     return FairnessMetrics(
         ftf_rho_max=max(rhos) if rhos else None,
         ftf_rho_mean=float(np.mean(rhos)) if rhos else None,
-        ftf_rho_above_1=sum(r > 1.0 for r in rhos) / len(rhos) if rhos else None,
+        ftf_rho_above_1=sum(r > 1.0 + RHO_ROUNDING for r in rhos) / len(rhos) if rhos else None,
         jain_tenants=jain, utilization_by_type=utilization_by_type(inputs, window))

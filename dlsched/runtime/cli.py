@@ -7,6 +7,7 @@ so ``dlsched simulate`` does not pay for FastAPI.
 
 from __future__ import annotations
 
+import difflib
 import enum
 import json
 import os
@@ -229,8 +230,7 @@ def submit(
                 asked, body.get("gpu_share"), (f"{file}: gpus:", "gpu_share:"))
         for key, flag in (("gpus", "--gpus N"), ("command", "the command after --")):
             if key not in body:
-                raise DlschedError(f"give {flag}" + (" (or a --file that has it)"
-                                                     if file is None else f" ({file} has none)"))
+                raise _missing(key, flag, file, source)
         if job_dir:
             body["working_dir"] = None  # the service chooses the job's own
         else:
@@ -243,6 +243,20 @@ def submit(
         print(job.id)
     except DlschedError as exc:
         _fail(exc)
+
+
+def _missing(key: str, flag: str, file: Path | None, source: YamlSource | None
+             ) -> DlschedError:
+    """A required field neither a flag nor the job file gave; a file key that looks like it
+    (``gpu: 1``) is named at its line, not left for the reader to find."""
+    if file is None or source is None:
+        return DlschedError(f"give {flag} (or a --file that has it)")
+    top = [k for k in source.lines if k and "." not in k and "[" not in k]
+    close = difflib.get_close_matches(key, top, n=1)
+    if close:
+        return source.error(close[0], f"not a job field (did you mean {key!r}?); the job "
+                                      f"needs {key} here or {flag}")
+    return DlschedError(f"give {flag} ({file} has none)")
 
 
 def _workers_and_share(gpus: float | None, gpu_share: float | None,

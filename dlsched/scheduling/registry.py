@@ -128,6 +128,15 @@ def accepts(name: str, option: str) -> bool:
     return info is not None and option in inspect.signature(info.builder).parameters
 
 
+def option_names(name: str) -> tuple[str, ...]:
+    """The options policy ``name`` has (its builder's keyword arguments), but ``placement``,
+    which ``--placement`` sets; none for an unknown name."""
+    info = policies().get(name)
+    if info is None:
+        return ()
+    return tuple(p for p in inspect.signature(info.builder).parameters if p != "placement")
+
+
 def build_policy(name: str, options: Mapping[str, str] | None = None,
                  placement: str | None = None) -> Profile:
     """A fresh Profile for ``name``; ``options`` are the builder's keyword arguments as text."""
@@ -159,7 +168,7 @@ def _convert_options(policy: str, builder: ProfileBuilder, raw: dict[str, str]) 
     converted: dict[str, object] = {}
     for key, text in raw.items():
         if key not in params:
-            allowed = ", ".join(p for p in params if p != "placement") or "none"
+            allowed = ", ".join(option_names(policy)) or "none"
             raise ConfigError(f"policy {policy}: unknown option {key!r} (options: {allowed})")
         converted[key] = _parse_value(policy, key, params[key].default, text)
     return converted

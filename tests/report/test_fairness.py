@@ -145,3 +145,13 @@ def test_contention_means_over_arrays_equal_the_scalar_ones() -> None:
     end = start + np.array([rng.choice([0.0, rng.uniform(0, 500)]) for _ in range(500)])
     scalar = [contention.mean(float(a), float(b)) for a, b in zip(start, end, strict=True)]
     assert contention.means(start, end).tolist() == scalar
+
+
+def test_a_rho_of_one_up_to_rounding_is_not_above_one() -> None:
+    # 4 GPUs, N_avg 2 over [7.3, 8.4]: job "r" (1 GPU; its 4/2-GPU share covers it) runs at
+    # once for its isolated 1.1 s; its JCT (7.3 + 1.1) - 7.3 is 1.1000000000000005, rho
+    # 1 + 4e-16. A synthetic run on an idle cluster counted 7.2% of its jobs "rho > 1", all so.
+    jobs = (job("r", 7.3, 7.3, 7.3 + 1.1),)
+    rho = ftf_rhos(_result(jobs), {"r": 1.1})["r"]
+    assert rho > 1.0 and rho == pytest.approx(1.0)
+    assert summarize(_result(jobs), FairnessInputs({"r": 1.1})).ftf_rho_above_1 == 0.0

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from dashboard_scenario import populate, tenants
-from runtime_helpers import Live, worker
+from runtime_helpers import Live, wait_for, worker
 from test_service_e2e import submit
 
 sync_api = pytest.importorskip(
@@ -76,5 +77,30 @@ def test_the_dashboard_in_chromium(live: Callable[..., Live], out: Path, tmp_pat
             page.click(f"#row-{jobs.borrowing} a")
             expect(page.locator("h1")).to_contain_text(jobs.borrowing)
             expect(page.locator("#attempts")).to_contain_text("running")
+        finally:
+            browser.close()
+
+
+def test_a_job_page_shows_the_end_of_its_log_and_keeps_it_there(
+        live: Callable[..., Live]) -> None:
+    """The log box opened at the log's first line and each 2-s refresh put it back there: a
+    running job's latest lines were never in view, nor stayed where the reader scrolled."""
+    handle = live()
+    lines = "import sys, time\nfor i in range(400): print('line', i)\nsys.stdout.flush()\n"
+    job_id = submit(handle, [sys.executable, "-c", lines + "time.sleep(600)"], 1)
+    wait_for(lambda: "line 399" in handle.http.get(f"/v1/jobs/{job_id}/logs").text, 30,
+             "the job's log")
+    place = "(log) => log.scrollHeight - log.scrollTop - log.clientHeight"
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{handle.url}/jobs/{job_id}")
+            assert page.eval_on_selector("pre.log", place) < 4  # at its end
+            page.eval_on_selector("pre.log", "(log) => { log.scrollTop = 100; }")
+            page.wait_for_function("document.getElementById('live-status').textContent"
+                                   ".startsWith('live, updated')", timeout=WAIT_MS)
+            assert page.eval_on_selector("pre.log", "(log) => log.scrollTop") == 100
         finally:
             browser.close()

@@ -85,6 +85,23 @@ def test_a_bad_job_file_is_one_located_line(tmp_path: Path) -> None:
         "\n") == 1, text
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("gpu: 1\ncommand: [sleep, '1']\n",
+     "{file}:1:gpu: not a job field (did you mean 'gpus'?); the job needs gpus here or --gpus N"),
+    ("gpus: 1\ncomand: [sleep, '1']\n",
+     "{file}:2:comand: not a job field (did you mean 'command'?)"),
+    ("gpus: 1\n", "give the command after -- ({file} has none)"),
+], ids=["gpu-for-gpus", "comand-for-command", "none-alike"])
+def test_a_missing_field_names_the_file_key_like_it(tmp_path: Path, text: str,
+                                                    expected: str) -> None:
+    """``gpu: 1`` in the file said only "give --gpus N (job.yaml has none)"."""
+    job_file = tmp_path / "job.yaml"
+    job_file.write_text(text)
+    code, output = cli("http://127.0.0.1:9", "submit", "--file", str(job_file))
+    assert code == 1
+    assert " ".join(output.split()).startswith("error: " + expected.format(file=job_file)), output
+
+
 def test_a_refused_field_from_the_job_file_names_its_line(live: Callable[..., Live],
                                                           tmp_path: Path) -> None:
     """A 422 or 400 on a field the file gave says where in the file (it said only

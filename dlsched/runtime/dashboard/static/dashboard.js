@@ -26,6 +26,24 @@ function clock(date) {
     .map((part) => String(part).padStart(2, "0")).join(":");
 }
 
+// A log shows its end, as `dlsched logs` does, and stays where its reader scrolled it: the
+// page opened at the log's first line, and each refresh put it back there.
+function atEnd(log) {
+  return log.scrollHeight - log.scrollTop - log.clientHeight < 4;
+}
+
+function logPlaces(root) {
+  return Array.from(root.querySelectorAll("pre.log"),
+                    (log) => (atEnd(log) ? null : log.scrollTop));
+}
+
+function followLogs(root, places) {
+  root.querySelectorAll("pre.log").forEach((log, i) => {
+    const place = places ? places[i] : null;
+    log.scrollTop = place == null ? log.scrollHeight : place;
+  });
+}
+
 async function refresh() {
   const live = document.getElementById("live");
   if (!live || busy || document.hidden) return;
@@ -40,7 +58,9 @@ async function refresh() {
       say("update failed (" + answer.status + ")", true);
       return;
     }
+    const logs = logPlaces(live);
     live.innerHTML = await answer.text();
+    followLogs(live, logs);
     say("live, updated " + clock(new Date()));
   } catch (error) {
     say("service unreachable, retrying", true);
@@ -72,6 +92,8 @@ document.addEventListener("click", (event) => {
     cancelJob(button.dataset.cancel, button);
   }
 });
+
+followLogs(document, null);
 
 if (document.getElementById("live")) {
   say("live");
