@@ -162,6 +162,8 @@ class Service:
         self.store.create()
         self.clock.epoch = self.store.epoch()
         self.generation = self.store.next_generation()
+        if hasattr(self.executor, "owner"):  # Ray: names its detached actors (ray_adopt.py)
+            self.executor.owner = f"dlsched-{self.store.service_key()}"
         with self.locked():
             recover(self)
             self.persist()

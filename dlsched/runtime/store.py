@@ -9,6 +9,7 @@ the last iteration, which the restart recovers from the processes themselves.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -213,6 +214,16 @@ class Store:
                 row = MetaRow(key="epoch", value=repr(time.time()))
                 session.add(row)
             return float(row.value)
+
+    def service_key(self) -> str:
+        """A name for this database's service, made on first start and kept ever after: the
+        Ray executor's detached actors carry it, so a restart finds its own (``ray_adopt.py``)."""
+        with self.session.begin() as session:
+            row = session.get(MetaRow, "service_key")
+            if row is None:
+                row = MetaRow(key="service_key", value=uuid.uuid4().hex[:12])
+                session.add(row)
+            return row.value
 
     def next_generation(self) -> int:
         """Count this start of the service (1, 2, ...) and return its number, durably."""
