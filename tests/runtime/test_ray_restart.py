@@ -132,3 +132,20 @@ def test_a_reservation_still_waiting_at_the_crash_is_released(
     wait_for(lambda: new.core.jobs[job].status is JobStatus.FINISHED, 60, "the job to run")
     assert [a.number for a in new.store.attempts(job)] == [1]  # the old one never launched
     wait_for(lambda: not _named(owner), 10, "every actor to go")
+
+
+def test_a_ray_attempt_that_completed_while_no_service_ran_finishes(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Its actors saw every worker exit 0 unasked: the job is finished at the restart, never
+    run again (a Ray job was always requeued to run once more)."""
+    old = _service(ray_cluster, tmp_path, grace=1.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 1.0), gpus=1)).id
+    pid = _pid(out, job)
+    crash(old)
+    wait_for(lambda: not alive(pid), 30, "the worker to complete")
+
+    new = _service(ray_cluster, tmp_path, grace=1.0)
+    services.append(new)
+    assert new.store.job(job).status == "finished"  # type: ignore[union-attr]
+    assert [(a.number, a.outcome) for a in new.store.attempts(job)] == [(1, "succeeded")]
+    assert not _named(new.executor.owner)  # type: ignore[attr-defined]
