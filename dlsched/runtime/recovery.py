@@ -198,7 +198,9 @@ def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
     _activate(service, row)
     # Its row was saved by alive_at; its workers ran on since.
-    if service.core.adopt(_spec(row), _restored(row), gpus, alive_at).status.is_terminal:
+    adopted = service.core.adopt(_spec(row), _restored(row), gpus, alive_at,
+                                 attempt.mig_start)
+    if adopted.status.is_terminal:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")

@@ -341,8 +341,9 @@ class Service:
         number = record.attempts + 1
         log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{number}.log"
         gpus = [int(gpu) for gpu in self.core.jobs[job_id].allocation]
+        slot = None if self.core.mig is None else self.core.mig.slot(job_id)
         self.store.begin_attempt(job_id, number, self.generation, self.clock.now(), gpus,
-                                 str(log_path))
+                                 str(log_path), None if slot is None else slot[1])
         record.attempts = number
         token = self.config.tokens.worker_token(job_id) if self.config.tokens else None
         env = record.env
