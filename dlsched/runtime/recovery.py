@@ -8,8 +8,8 @@ the new service (a new *generation*) finds, for each job that was running:
 - every worker's status written, all 0 and not asked to stop: the job **completed** while no
   service ran: it is recorded as finished and never started again;
 - workers still running (found by their environment: job id, attempt, checkpoint directory,
-  on Linux): the new service **adopts** them (local executor): the job runs on, on its GPUs, in
-  the same attempt, now owned by this generation;
+  on Linux; Ray: its named detached actors say): the new service **adopts** them: the job runs
+  on, on its GPUs, in the same attempt, now owned by this generation;
 - otherwise (the workers died, were killed, or cannot be adopted): what still runs is stopped
   (SIGTERM, grace period, SIGKILL), the statuses are read again (a worker may have completed
   meanwhile), and the attempt is closed ``abandoned``, ``failed`` or ``stopped``; the job
@@ -184,7 +184,8 @@ def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open],
 
 
 def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
-    """Let a running job's live workers run on under this service (local executor only)."""
+    """Let a running job's live workers run on under this service (local subprocesses, or
+    the Ray executor's detached actors: ``executors/ray_adopt.py``)."""
     adopt = getattr(service.executor, "adopt", None)
     statuses = found.statuses()
     waiting = [rank for rank, status in enumerate(statuses) if status is None]
