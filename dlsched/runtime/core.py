@@ -135,12 +135,13 @@ class RuntimeScheduler(Scheduler):
             for gpu in gpus)
 
     def adopt(self, spec: JobSpec, restored: Restored, gpus: tuple[int, ...],
-              ran_since: float | None = None) -> Job:
+              ran_since: float | None = None, mig_start: int | None = None) -> Job:
         """A job that was running when the service died and whose workers still run: it runs
         on, on ``gpus`` (``can_adopt``; the executor takes over the workers in ``start``).
         Its workers ran unseen since ``ran_since`` (when ``restored`` was saved): that time
         is service and progress too. A job this cluster can no longer run comes back failed,
-        as ``submit`` makes it."""
+        as ``submit`` makes it. ``mig_start``: a MIG worker's instance start slice (recorded
+        with its attempt), booked as it is rather than where the placement would put it now."""
         job = self.resubmit(spec, restored)
         if job.status.is_terminal:
             return job
@@ -149,6 +150,8 @@ class RuntimeScheduler(Scheduler):
         job.first_start = spec.submit_time if job.first_start is None else job.first_start
         self.running[job.job_id] = job
         now = self.clock.now()
+        if mig_start is not None and self.mig is not None:  # the slices its worker holds
+            self.mig.planned[job.job_id] = (gpus[0], mig_start)
         self._launch(job, gpus, (spec.gpu_share,) * len(gpus), now, 0.0)
         unseen = 0.0 if ran_since is None else max(0.0, now - ran_since)
         job.attained += len(gpus) * unseen

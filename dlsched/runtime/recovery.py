@@ -8,8 +8,8 @@ the new service (a new *generation*) finds, for each job that was running:
 - every worker's status written, all 0 and not asked to stop: the job **completed** while no
   service ran: it is recorded as finished and never started again;
 - workers still running (found by their environment: job id, attempt, checkpoint directory,
-  on Linux): the new service **adopts** them (local executor): the job runs on, on its GPUs, in
-  the same attempt, now owned by this generation;
+  on Linux; Ray: its named detached actors say): the new service **adopts** them: the job runs
+  on, on its GPUs, in the same attempt, now owned by this generation;
 - otherwise (the workers died, were killed, or cannot be adopted): what still runs is stopped
   (SIGTERM, grace period, SIGKILL), the statuses are read again (a worker may have completed
   meanwhile), and the attempt is closed ``abandoned``, ``failed`` or ``stopped``; the job
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dlsched.runtime.commands import PLACEHOLDER_WORK
 from dlsched.runtime.core import Restored
@@ -56,9 +56,12 @@ class _Open:
 
     row: JobRow
     attempt: AttemptRow
-    pids: dict[int, int]  # rank -> live wrapper pid
+    pids: dict[int, int]  # rank -> live wrapper pid (Ray: live worker pid, on any node)
+    reported: list[ExitStatus | None] | None = None  # Ray: what its actors saw, per rank
 
     def statuses(self) -> list[ExitStatus | None]:
+        if self.reported is not None:
+            return list(self.reported)
         log_path = Path(self.attempt.log_path)
         return [read_status(status_path(log_path, rank))
                 for rank in range(len(self.attempt.gpus))]
@@ -84,8 +87,10 @@ def recover(service: Service) -> None:
     open_attempts = service.store.open_attempts()
     ended = _ended_with_open_attempts(service, rows, open_attempts)
     if not rows and not ended:
+        _release_remote(service)
         return
     opened = _open_attempts(service, rows, open_attempts)
+    remote = hasattr(service.executor, "release_found")
     to_stop: set[int] = set(_stray_pids(service, rows + ended, opened, open_attempts))
     settled: dict[str, _Open] = {}
     requeued = service.store.last_requeued()
@@ -95,10 +100,12 @@ def recover(service: Service) -> None:
         if found is None:
             _resubmit(service, row, requeued)
         elif not _adopt(service, found, alive_at):
-            to_stop.update(found.pids.values())
+            if not remote:  # Ray's pids may be on other nodes: its actors stop them
+                to_stop.update(found.pids.values())
             if row.id not in service.core.jobs:  # else: refused by this cluster (failed)
                 settled[row.id] = found
     stop_processes(to_stop, service.config.grace_seconds)
+    _release_remote(service)  # Ray: the statuses its actors reported before are kept
     for found in settled.values():
         _settle(service, found, alive_at, requeued)
     service.changed = True
@@ -142,7 +149,25 @@ def _open_attempts(service: Service, rows: list[JobRow],
     if not PROC.is_dir():  # no environment to read: trust the recorded pids
         for found in opened.values():
             found.pids = {rank: pid for rank, pid in enumerate(found.attempt.pids) if alive(pid)}
+    if hasattr(service.executor, "found_workers"):  # Ray: its detached actors say
+        for found in opened.values():
+            _report_statuses(service, found)
     return opened
+
+
+def _report_statuses(service: Service, found: _Open) -> None:
+    """A Ray attempt's live workers and exit statuses, as its actors report them."""
+    executor: Any = service.executor
+    job_id, number = found.row.id, found.attempt.number
+    found.pids = executor.found_workers(job_id, number)
+    found.reported = executor.found_statuses(job_id, number, len(found.attempt.gpus))
+
+
+def _release_remote(service: Service) -> None:
+    """Stop and release what the Ray executor found of the old service and did not adopt."""
+    release = getattr(service.executor, "release_found", None)
+    if release is not None:
+        release(service.config.grace_seconds)
 
 
 def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open],
@@ -159,7 +184,8 @@ def _stray_pids(service: Service, rows: list[JobRow], opened: dict[str, _Open],
 
 
 def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
-    """Let a running job's live workers run on under this service (local executor only)."""
+    """Let a running job's live workers run on under this service (local subprocesses, or
+    the Ray executor's detached actors: ``executors/ray_adopt.py``)."""
     adopt = getattr(service.executor, "adopt", None)
     statuses = found.statuses()
     waiting = [rank for rank, status in enumerate(statuses) if status is None]
@@ -173,7 +199,9 @@ def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
     adopt(row.id, attempt.number, gpus, pids, Path(attempt.log_path))
     _activate(service, row)
     # Its row was saved by alive_at; its workers ran on since.
-    if service.core.adopt(_spec(row), _restored(row), gpus, alive_at).status.is_terminal:
+    adopted = service.core.adopt(_spec(row), _restored(row), gpus, alive_at,
+                                 attempt.mig_start)
+    if adopted.status.is_terminal:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")

@@ -162,6 +162,8 @@ class Service:
         self.store.create()
         self.clock.epoch = self.store.epoch()
         self.generation = self.store.next_generation()
+        if hasattr(self.executor, "owner"):  # Ray: names its detached actors (ray_adopt.py)
+            self.executor.owner = f"dlsched-{self.store.service_key()}"
         with self.locked():
             recover(self)
             self.persist()
@@ -339,8 +341,9 @@ class Service:
         number = record.attempts + 1
         log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{number}.log"
         gpus = [int(gpu) for gpu in self.core.jobs[job_id].allocation]
+        slot = None if self.core.mig is None else self.core.mig.slot(job_id)
         self.store.begin_attempt(job_id, number, self.generation, self.clock.now(), gpus,
-                                 str(log_path))
+                                 str(log_path), None if slot is None else slot[1])
         record.attempts = number
         token = self.config.tokens.worker_token(job_id) if self.config.tokens else None
         env = record.env

@@ -9,6 +9,7 @@ the last iteration, which the restart recovers from the processes themselves.
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,7 +45,8 @@ NEWER_COLUMNS = (("jobs", "done_work", "FLOAT", "0"), ("jobs", "preemptions", "I
                  ("jobs", "memory_gb_per_gpu", "FLOAT", "0"),
                  ("jobs", "max_per_node", "INTEGER", "0"),
                  ("jobs", "density_group", "VARCHAR(128)", None),
-                 ("attempts", "stop_time", "FLOAT", None))
+                 ("attempts", "stop_time", "FLOAT", None),
+                 ("attempts", "mig_start", "INTEGER", None))
 
 
 class Base(DeclarativeBase):
@@ -118,6 +120,9 @@ class AttemptRow(Base):
     # When the service told its workers to stop (preemption, resize, cancel, shutdown): after
     # a crash, workers still exiting then are stopped, never adopted as running.
     stop_time: Mapped[float | None]
+    # A MIG worker's instance start slice: an adopting restart books the slices it really
+    # holds (the placement's choice on an emptier GPU may differ).
+    mig_start: Mapped[int | None]
 
 
 class EventRow(Base):
@@ -214,6 +219,16 @@ class Store:
                 session.add(row)
             return float(row.value)
 
+    def service_key(self) -> str:
+        """A name for this database's service, made on first start and kept ever after: the
+        Ray executor's detached actors carry it, so a restart finds its own (``ray_adopt.py``)."""
+        with self.session.begin() as session:
+            row = session.get(MetaRow, "service_key")
+            if row is None:
+                row = MetaRow(key="service_key", value=uuid.uuid4().hex[:12])
+                session.add(row)
+            return row.value
+
     def next_generation(self) -> int:
         """Count this start of the service (1, 2, ...) and return its number, durably."""
         with self.session.begin() as session:
@@ -225,14 +240,14 @@ class Store:
             return int(row.value)
 
     def begin_attempt(self, job_id: str, number: int, generation: int, at: float,
-                      gpus: Iterable[int], log_path: str) -> None:
+                      gpus: Iterable[int], log_path: str, mig_start: int | None = None) -> None:
         """Record an attempt, and the job's attempt count, before its workers start: no two
         launches of a job ever share an attempt number, even across a ``kill -9``."""
         with self.session.begin() as session:
             session.execute(insert(AttemptRow), [{
                 "job_id": job_id, "number": number, "start_time": at, "end_time": None,
                 "gpus": list(gpus), "pids": [], "log_path": log_path, "outcome": None,
-                "message": "", "generation": generation}])
+                "message": "", "generation": generation, "mig_start": mig_start}])
             session.execute(update(JobRow).where(JobRow.id == job_id).values(attempts=number))
 
     def adopt_attempt(self, job_id: str, number: int, generation: int,

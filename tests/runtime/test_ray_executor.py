@@ -9,7 +9,8 @@ settings of RAY_NOTES.md):
 - the README scenario (``scenario.py``): a 2-worker data-parallel example preempted (SRTF) and
   resumed gives the same weight digest as an uninterrupted run of the same job;
 - submit -> running latency (target <= 5 s on Ray);
-- a service killed with ``kill -9`` leaves no worker process behind;
+- a driver killed with ``kill -9`` leaves no worker of its ordinary actors behind (the
+  service's own actors are detached: a restart adopts or releases them, ``test_ray_restart``);
 - (last: it removes a node) a Ray node that dies requeues the job that ran there without
   counting a failure, is marked down in the core, and the job resumes on a live node.
 """
@@ -185,8 +186,8 @@ time.sleep(300)
 
 
 def test_a_killed_service_leaves_no_worker_behind(ray_cluster: RayCluster, out: Path) -> None:
-    """``kill -9`` of the driver (the service): Ray reaps its actors and each worker dies
-    with its actor (PR_SET_PDEATHSIG), so a restarted service never finds a stray one."""
+    """``kill -9`` of a driver: Ray reaps its (non-detached) actors and each worker dies
+    with its actor (PR_SET_PDEATHSIG): a worker never runs on without its actor."""
     import signal
     import subprocess
 

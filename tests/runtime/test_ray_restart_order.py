@@ -15,6 +15,7 @@ def bare_executor(reserved: list[tuple[int, ...]]) -> RayExecutor:
     executor.settings = ExecutorSettings(grace_seconds=5.0)
     AttemptBook.__init__(executor, _Attempt)  # the queues, as RayExecutor.__init__ sets them
     executor._down, executor._next_node_check = frozenset(), float("inf")
+    executor._found, executor._adopting = None, {}  # nothing of an old service to adopt
     executor._reserve = lambda attempt: reserved.append(attempt.gpus)  # type: ignore[method-assign]
     executor._signal = lambda attempt, signum: None  # type: ignore[method-assign]
     executor._release = lambda attempt: None  # type: ignore[method-assign]

@@ -25,6 +25,10 @@ for more than a short RPC):
 An ended attempt's leftover processes are killed, its actors killed and its placement group
 removed, which frees its GPUs in Ray.
 
+**Restarts**: the group and actors are detached and named after the service (``owner``), so
+they outlive a crashed service; the restarted one adopts the attempts that still run and
+releases the rest (``ray_adopt.py``).
+
 **Node loss**: a rank whose actor died (no exit code) ends its attempt as ``lost``: the service
 requeues it without counting a failure. Ray declares the node itself dead a few seconds later
 (health checks); every ``NODE_CHECK_SECONDS`` the executor asks Ray which nodes are alive, and
@@ -40,6 +44,7 @@ from __future__ import annotations
 import enum
 import signal
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,9 +61,11 @@ from dlsched.runtime.executors.base import (
     exit_text,
     rank_envs,
 )
+from dlsched.runtime.executors.ray_adopt import RayAdoption, Reservation
 from dlsched.runtime.executors.ray_cluster import RayCluster
 from dlsched.runtime.executors.ray_worker import WorkerProcess
 from dlsched.runtime.executors.sharing import Sharing, add_sharing_env
+from dlsched.workload.job import Job
 
 NODE_LABEL = "ray.io/node-id"
 RPC_TIMEOUT = 5.0
@@ -96,9 +103,10 @@ class _Attempt:
         return len(self.codes) == len(self.gpus)
 
 
-class RayExecutor(AttemptBook):
+class RayExecutor(RayAdoption, AttemptBook):
     """Not thread-safe: the service calls it under its lock. Needs ``ray.init`` done (see
-    ``ray_cluster.connect``)."""
+    ``ray_cluster.connect``). ``owner`` prefixes the names of its detached groups and actors
+    (the service sets it from its database before it recovers: ``ray_adopt.py``)."""
 
     def __init__(self, ray_cluster: RayCluster, plan: Planner,
                  settings: ExecutorSettings) -> None:
@@ -113,6 +121,23 @@ class RayExecutor(AttemptBook):
         super().__init__(_Attempt)
         self._down: frozenset[int] = frozenset()
         self._next_node_check = 0.0
+        self.owner = "dlsched"
+        self._found: dict[str, Reservation] | None = None  # the old service's, at a restart
+        self._adopting: dict[str, tuple[Reservation, tuple[int, ...], int, Path]] = {}
+
+    def start(self, job: Job, now: float) -> None:
+        attempt = self._adopted(job.job_id, tuple(int(g) for g in job.allocation))
+        if attempt is not None:
+            self._active[job.job_id] = attempt
+            return
+        super().start(job, now)
+
+    def _adopted_attempt(self, found: Reservation, gpus: tuple[int, ...], number: int,
+                         log_path: Path) -> _Attempt:
+        """A running attempt of the old service, its actors and group taken over."""
+        return _Attempt(found.job_id or "", gpus, Phase.RUNNING, number, found.group,
+                        list(found.actors), log_path=log_path, launched=True,
+                        exit_refs=[actor.wait.remote() for actor in found.actors])
 
     def _terminate(self, attempt: _Attempt) -> None:
         if attempt.phase is Phase.RESERVING:
@@ -197,13 +222,15 @@ class RayExecutor(AttemptBook):
 
         node_ids = [self.ray_cluster.node_of_gpu(gpu).node_id for gpu in attempt.gpus]
         bundle = {"GPU": 1} if attempt.sharing is None else attempt.sharing.ray_bundle()
+        # Detached and named: they outlive a crashed service, whose restart finds them.
+        name = f"{self.owner}-{attempt.job_id}-{uuid.uuid4().hex[:8]}"
         attempt.group = placement_group(
-            [bundle for _ in node_ids], strategy="PACK",
-            name=f"dlsched-{attempt.job_id}",
+            [bundle for _ in node_ids], strategy="PACK", name=name, lifetime="detached",
             bundle_label_selector=[{NODE_LABEL: node_id} for node_id in node_ids])
         attempt.actors = [
-            self._actor.options(scheduling_strategy=PlacementGroupSchedulingStrategy(
-                attempt.group, placement_group_bundle_index=index)).remote()
+            self._actor.options(name=f"{name}-r{index}", lifetime="detached",
+                                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                                    attempt.group, placement_group_bundle_index=index)).remote()
             for index in range(len(node_ids))]
         attempt.where = attempt.actors[0].node.remote()
 

@@ -5,8 +5,9 @@ The Ray executor makes this class a remote actor with ``num_cpus=0`` (its bundle
 and several threads, so ``wait`` (blocks until the process exits) and ``signal`` (preemption) run
 at the same time. The process runs in its own session, so a signal reaches everything it
 started. It is launched from a supervisor thread that lives exactly as long as the process, with
-``PR_SET_PDEATHSIG`` = SIGKILL on Linux: if the actor dies (``ray.kill``, a crashed service whose
-actors Ray reaps, a lost node), the worker dies with it and never runs unsupervised.
+``PR_SET_PDEATHSIG`` = SIGKILL on Linux: if the actor dies (``ray.kill``, a lost node), the worker
+dies with it and never runs unsupervised. The executor makes its actors detached: they outlive
+a crashed service, whose restart finds them by name and adopts or stops them (``ray.py``).
 
 The module imports nothing from Ray at import time; the actor runs wherever ``dlsched`` is
 installed (every node of the Ray cluster).
@@ -58,6 +59,16 @@ class WorkerProcess:
         self._code: int | None = None
         self._started = threading.Event()
         self._exited = threading.Event()
+        self._attempt: tuple[str, int] | None = None  # (job id, attempt) once started
+        self._asked_to_stop = False  # SIGTERM or SIGKILL sent (exit 0 then: a checkpoint)
+
+    def info(self) -> tuple[str, int, int, int | None, bool] | None:
+        """Which attempt's worker this actor runs: (job id, attempt, pid, exit code or None
+        while it runs, whether a stop signal was sent to it); None before ``start``. A
+        restarted service asks, to adopt the attempt (``ray_adopt.py``)."""
+        if self._attempt is None or self._proc is None:
+            return None
+        return (*self._attempt, self._proc.pid, self._code, self._asked_to_stop)
 
     def node(self) -> tuple[str, str, int]:
         """Where the actor runs: Ray node id, IP address, and a free port there (rank 0's
@@ -78,6 +89,8 @@ class WorkerProcess:
         if "DLSCHED_TOKEN" not in overrides:
             env.pop("DLSCHED_TOKEN", None)  # never inherited from the node
         env["DLSCHED_RAY_NODE_ID"] = ray.get_runtime_context().get_node_id()
+        if "DLSCHED_JOB_ID" in overrides and "DLSCHED_ATTEMPT" in overrides:  # the executor's
+            self._attempt = (overrides["DLSCHED_JOB_ID"], int(overrides["DLSCHED_ATTEMPT"]))
         threading.Thread(target=self._supervise, args=(argv, env, cwd, log_path),
                          daemon=True).start()
         self._started.wait(START_TIMEOUT)
@@ -117,6 +130,7 @@ class WorkerProcess:
         """Signal the worker's process group (waits for a start that is under way)."""
         self._started.wait(START_TIMEOUT)
         if self._proc is not None:
+            self._asked_to_stop = self._asked_to_stop or self._code is None
             signal_group(self._proc.pid, signal.Signals(signum))
 
     def cleanup(self) -> None:

@@ -38,8 +38,8 @@ CONTRACT = ("DLSCHED_JOB_ID", "DLSCHED_ATTEMPT", "RANK", "WORLD_SIZE", "LOCAL_RA
             # a fractional / MIG / CPU-asking job's (dlsched/runtime/executors/sharing.py)
             "DLSCHED_GPU_SHARE", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
             "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", "DLSCHED_GPU_MEMORY_GB",
-            "DLSCHED_GPU_MEMORY_FRACTION", "DLSCHED_MIG_PROFILE", "DLSCHED_CPUS",
-            "OMP_NUM_THREADS")
+            "DLSCHED_GPU_MEMORY_FRACTION", "DLSCHED_MIG_PROFILE", "DLSCHED_MIG_START",
+            "DLSCHED_CPUS", "OMP_NUM_THREADS")
 
 
 def env(name: str) -> str:

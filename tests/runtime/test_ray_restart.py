@@ -1,0 +1,151 @@
+"""A restart of a service with the Ray executor finds its attempts again (``ray_adopt.py``): the
+executor's placement groups and actors are detached and named after the service, so a crash
+(``kill -9``) leaves them running; the restarted service adopts a running attempt as the local
+executor adopts its subprocesses, and stops and releases one that was being stopped. Before,
+a Ray attempt was never adopted: the restart always requeued the job to run again.
+
+One single-node Ray cluster (4 fake T4 GPUs) for the module; skipped where Ray cannot start.
+The test process stays the Ray driver throughout, so a crash here is the service's loop and
+store stopping dead (``runtime_helpers.crash``): what Ray does when a driver dies (it reaps
+the driver's non-detached actors) is ``test_ray_executor``'s kill -9 test's business.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from runtime_helpers import crash, wait_for, worker  # noqa: E402
+from test_stop_intent import _die_before_the_signal, _Killed  # noqa: E402
+
+from dlsched.runtime.commands import cancel, submit  # noqa: E402
+from dlsched.runtime.executors.processes import alive  # noqa: E402
+from dlsched.runtime.executors.ray_cluster import RayCluster, connect  # noqa: E402
+from dlsched.runtime.executors.ray_local import local_ray_cluster  # noqa: E402
+from dlsched.runtime.models import SubmitRequest  # noqa: E402
+from dlsched.runtime.service import Service, ServiceConfig  # noqa: E402
+from dlsched.workload.job import JobStatus  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[RayCluster]:
+    if ray.is_initialized():
+        pytest.skip("this process is already a Ray driver")
+    try:
+        started = local_ray_cluster(("T4",), 4)
+        started.__enter__()
+    except Exception as exc:  # no Ray here (no shared memory, ports, ...): skip, not fail
+        pytest.skip(f"Ray cannot start here: {exc}")
+    try:
+        yield connect(None)
+    finally:
+        started.__exit__(None, None, None)
+
+
+def _service(ray_cluster: RayCluster, root: Path, grace: float) -> Service:
+    service = Service(ServiceConfig(ray_cluster.cluster, root / "data", grace_seconds=grace,
+                                    poll_seconds=0.05, retry_backoff=0.0,
+                                    ray_cluster=ray_cluster))
+    service.start()
+    return service
+
+
+def _pid(out: Path, job_id: str) -> int:
+    path = out / f"{job_id}-a1-r0.json"
+    wait_for(path.exists, 60, f"{job_id}'s worker to start")
+    return int(json.loads(path.read_text())["pid"])
+
+
+def _named(owner: str) -> list[str]:
+    return [name for name in ray.util.list_named_actors() if name.startswith(f"{owner}-")]
+
+
+def test_a_running_ray_attempt_is_adopted_after_a_crash(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    old = _service(ray_cluster, tmp_path, grace=2.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=2)).id
+    pid = _pid(out, job)
+    wait_for(lambda: old.store.attempts(job) and old.store.attempts(job)[0].pids, 10,
+             "the launch to be recorded")
+    crash(old)
+    assert alive(pid)
+
+    new = _service(ray_cluster, tmp_path, grace=2.0)
+    services.append(new)
+    assert "adopted" in [e.kind for e in new.store.events(job)]
+    assert [a.number for a in new.store.attempts(job)] == [1]
+    assert new.core.jobs[job].status is JobStatus.RUNNING and alive(pid)
+    assert len(_named(new.executor.owner)) == 2  # type: ignore[attr-defined]
+    cancel(new, job)  # the adopted actors obey the new service
+    wait_for(lambda: new.store.attempts(job)[0].outcome == "stopped", 30, "the stop")
+    wait_for(lambda: not alive(pid), 10, "the worker to exit")
+    wait_for(lambda: not _named(new.executor.owner), 10, "the actors to go")  # type: ignore[attr-defined]
+
+
+def test_a_ray_attempt_stopping_at_the_crash_is_released_not_adopted(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    old = _service(ray_cluster, tmp_path, grace=2.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=4)).id
+    pid = _pid(out, job)
+    _die_before_the_signal(old)
+    with pytest.raises(_Killed):
+        cancel(old, job)
+    crash(old)
+    assert alive(pid)
+
+    new = _service(ray_cluster, tmp_path, grace=2.0)
+    services.append(new)
+    assert not alive(pid)  # released before anything else starts
+    assert "adopted" not in [e.kind for e in new.store.events(job)]
+    assert new.store.attempts(job)[0].outcome == "stopped"
+    assert not _named(new.executor.owner)  # type: ignore[attr-defined]
+    # All 4 GPUs are free in Ray again: a 4-GPU job reserves them.
+    other = submit(new, SubmitRequest(command=worker("sleep", out, 0), gpus=4)).id
+    wait_for(lambda: new.core.jobs[other].status is JobStatus.FINISHED, 60, "the next job")
+
+
+def test_a_reservation_still_waiting_at_the_crash_is_released(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Another Ray user holds 3 GPUs, so a 2-GPU job's group waits (no attempt recorded yet);
+    the service dies. The restart removes that group and its actors (they would have held the
+    GPUs unseen once reserved) and the job starts anew when the GPUs come free."""
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    foreign = placement_group([{"GPU": 3}])
+    assert foreign.wait(30)
+    old = _service(ray_cluster, tmp_path, grace=1.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 0), gpus=2)).id
+    owner = old.executor.owner  # type: ignore[attr-defined]
+    waiting = wait_for(lambda: len(_named(owner)) == 2 and _named(owner), 30,
+                       "its actors to be named")
+    crash(old)
+
+    new = _service(ray_cluster, tmp_path, grace=1.0)
+    services.append(new)
+    assert not set(waiting) & set(_named(owner))  # released; its new reservation waits
+    remove_placement_group(foreign)
+    wait_for(lambda: new.core.jobs[job].status is JobStatus.FINISHED, 60, "the job to run")
+    assert [a.number for a in new.store.attempts(job)] == [1]  # the old one never launched
+    wait_for(lambda: not _named(owner), 10, "every actor to go")
+
+
+def test_a_ray_attempt_that_completed_while_no_service_ran_finishes(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Its actors saw every worker exit 0 unasked: the job is finished at the restart, never
+    run again (a Ray job was always requeued to run once more)."""
+    old = _service(ray_cluster, tmp_path, grace=1.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 1.0), gpus=1)).id
+    pid = _pid(out, job)
+    crash(old)
+    wait_for(lambda: not alive(pid), 30, "the worker to complete")
+
+    new = _service(ray_cluster, tmp_path, grace=1.0)
+    services.append(new)
+    assert new.store.job(job).status == "finished"  # type: ignore[union-attr]
+    assert [(a.number, a.outcome) for a in new.store.attempts(job)] == [(1, "succeeded")]
+    assert not _named(new.executor.owner)  # type: ignore[attr-defined]
