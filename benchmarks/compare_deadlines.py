@@ -17,7 +17,9 @@ chronus 94.5 % (mean JCT 3.36 h, 222 s wall), edf 98.7 % (2.77 h, 0.4 s); before
 41-47 % (JCT ~4 h) with ~32,000 preemptions (docs/policies/chronus.md). Session 26: chronus's
 figure depends on the machine's load (its MILP has a 5 s wall-clock limit): 70-87 % in four
 runs, 99.6 % (3.32 h) with the MILP solved to the end, before and after late SLO jobs were
-demoted; edf 98.7 % (2.77 h).
+demoted; edf 98.7 % (2.77 h). Session 27 (the MILP on a deterministic node budget): chronus
+99.6 %, 3.32 h, digest 400f8e1b32aaa836 in two runs at once (load 12-16, 1,100 s wall each),
+419 solves, none cut short.
 
 Prints, per policy: deadline satisfaction ratio (jobs with a deadline finished by it over jobs
 with a deadline; a rejected job misses it), jobs finished, mean JCT, GPU-hours, wall seconds,
