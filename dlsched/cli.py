@@ -23,6 +23,7 @@ from dlsched.data_location import DataWarning
 from dlsched.errors import DlschedError
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
+from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
 from dlsched.run_config import RunConfig
 from dlsched.wording import count_of, duration_text
 
@@ -53,9 +54,10 @@ class _App(typer.Typer):
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, file: Any = None, line: str | None = None) -> None:
-    """A ``DataWarning`` (data missing, a bundled fallback used) as one ``warning:`` line like
+    """A ``DataWarning`` (data missing, a bundled fallback used) or a
+    ``SolverWallClockWarning`` (a MILP cut short by wall clock) as one ``warning:`` line like
     the CLI's own, not Python's "FILE:LINE: DataWarning: ..." and the source line below it."""
-    if issubclass(category, DataWarning):
+    if issubclass(category, (DataWarning, SolverWallClockWarning)):
         console.print(f"[yellow]warning:[/] {escape(str(message))}")
         return
     _python_showwarning(message, category, filename, lineno, file, line)
@@ -172,6 +174,12 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
         console.print("[yellow]warning:[/] " + escape(
             f"{policy}: stopped at t={stalled:.0f} s: nothing ran and nothing could start "
             f"({count_of(waiting, 'job')} not finished; see pending_reason in jobs.csv)"))
+    wall_stops = dict(outcome.result.solver).get("mip_wall_stops", 0)
+    if wall_stops:
+        console.print("[yellow]warning:[/] " + escape(
+            f"{policy}: {count_of(wall_stops, 'MILP solve')} stopped on the wall-clock safety "
+            "net, not the deterministic node budget: this result may depend on the machine's "
+            "load (solver in summary.json)"))
     if outcome.never_admitted:
         named = ", ".join(f"{job} ({cq})" for job, cq, _ in outcome.never_admitted[:10])
         more = len(outcome.never_admitted) - 10

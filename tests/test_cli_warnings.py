@@ -1,5 +1,6 @@
 """A ``DataWarning`` (data missing, a bundled fallback used; e.g. ``--policy sia`` without Sia's
-profiles) is one ``warning:`` line on the command line, not Python's "FILE:LINE: DataWarning:"
+profiles) and a ``SolverWallClockWarning`` (a MILP stopped by its wall-clock safety net) are
+one ``warning:`` line each on the command line, not Python's "FILE:LINE: DataWarning:"
 followed by a line of dlsched's source."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import pytest
 
 from dlsched.cli import _App
 from dlsched.data_location import DataWarning
+from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
 
 
 def _probe(category: type[Warning]) -> _App:
@@ -26,9 +28,12 @@ def _probe(category: type[Warning]) -> _App:
     return probe
 
 
-def test_a_data_warning_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("category", [DataWarning, SolverWallClockWarning],
+                         ids=["data", "solver-wall-clock"])
+def test_a_data_warning_is_one_line(category: type[Warning],
+                                    capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
-        _probe(DataWarning)(["warns"])
+        _probe(category)(["warns"])
     assert exit_info.value.code == 0
     err = capsys.readouterr().err
     assert [line for line in err.splitlines() if line.strip()] == [

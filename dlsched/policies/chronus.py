@@ -13,6 +13,11 @@ At a lease boundary:
    The lease-slot MILP (``elastic/chronus_milp.py``, HiGHS) admits a new SLO job only if every
    admitted one still meets its deadline (§4.2); a job it cannot admit runs best effort (its
    deadline counts as missed). The admitted jobs the MILP places in the first slot run now.
+   HiGHS stops on a deterministic budget of ``milp_nodes`` branch-and-bound nodes, never on
+   wall-clock time (the same run gives the same schedule under any load); when the budget
+   runs out the best plan found is used, and with none, nothing is scheduled that lease
+   (``chronus_milp.py``). A wall-clock safety net, if it ever stops a solve, is reported
+   (a warning and ``solver`` in summary.json): that result may depend on load.
 2. **Best-effort jobs** (no deadline, or not admitted, not late) fill the GPUs left, the least
    remaining GPU time first (remaining seconds at the requested size x GPUs; ties by arrival),
    each only if its whole gang fits: Chronus's artifact ranks best-effort and unadmitted SLO
@@ -48,7 +53,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from dlsched.policies.edf import DeadlineOrder
-from dlsched.policies.elastic.chronus_milp import lease_milp
+from dlsched.policies.elastic.chronus_milp import LEASE_BUDGET, lease_milp
+from dlsched.policies.elastic.mip_budget import MipBudget, SolveLog
 from dlsched.policies.elastic.speed import SpeedCurves, active_jobs, node_capacity
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.fewest_nodes import place
@@ -75,7 +81,8 @@ class ChronusAllocator:
     name = "chronus-allocate"
 
     def __init__(self, lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
-                 restart_seconds: float = RESTART_SECONDS) -> None:
+                 restart_seconds: float = RESTART_SECONDS,
+                 budget: MipBudget = LEASE_BUDGET) -> None:
         if lease_seconds <= 0:
             raise ValueError(f"lease_seconds must be > 0, got {lease_seconds}")
         if max_slots < 1:
@@ -89,6 +96,7 @@ class ChronusAllocator:
         self.rejected: set[str] = set()
         self.demoted: set[str] = set()  # late SLO jobs, lowest priority for good (step 4)
         self.lease_end = -math.inf
+        self.budget, self.solve_log = budget, SolveLog()
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
         jobs = active_jobs(state)
@@ -125,7 +133,8 @@ class ChronusAllocator:
         weight = np.array([1.0 + new if j.job_id in self.admitted else 1.0 for j in chosen])
         keep = np.array([is_running(j) for j in chosen], dtype=bool)
         scheduled, first = lease_milp(np.array([j.spec.num_gpus for j in chosen]), inside,
-                                      np.maximum(window, 1), weight, total, keep)
+                                      np.maximum(window, 1), weight, total, keep,
+                                      self.budget, self.solve_log)
         for job, ok in zip(chosen, scheduled, strict=True):
             if job.job_id not in self.admitted:
                 (self.admitted if ok else self.rejected).add(job.job_id)
@@ -204,10 +213,14 @@ class ChronusAllocator:
 
 @register_policy("chronus")
 def chronus(lease_seconds: float = LEASE_SECONDS, max_slots: int = 96,
-            restart_seconds: float = RESTART_SECONDS, placement: str = "consolidated") -> Profile:
-    """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS), best effort by least
-    remaining GPU time, SLO jobs that can no longer meet their deadline last."""
+            restart_seconds: float = RESTART_SECONDS, placement: str = "consolidated",
+            milp_nodes: int = LEASE_BUDGET.max_nodes) -> Profile:
+    """Chronus: leases, SLO admission by a lease-slot MILP (HiGHS, at most ``milp_nodes``
+    branch-and-bound nodes a solve), best effort by least remaining GPU time, SLO jobs that
+    can no longer meet their deadline last."""
     at_least(0, restart_seconds=restart_seconds)
-    allocator = ChronusAllocator(lease_seconds, max_slots, restart_seconds)
+    at_least(1, milp_nodes=milp_nodes)
+    allocator = ChronusAllocator(lease_seconds, max_slots, restart_seconds,
+                                 MipBudget(milp_nodes, LEASE_BUDGET.safety_seconds))
     return Profile("chronus", DeadlineOrder(), plugins=(allocator,), placement=placement,
                    round_seconds=lease_seconds, acts_on_running=True)

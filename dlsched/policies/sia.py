@@ -40,6 +40,7 @@ from dlsched.policies.elastic.configs import (
     curves_of,
     goodput_bounds,
 )
+from dlsched.policies.elastic.mip_budget import SolveLog
 from dlsched.policies.elastic.sia_configs import (
     Columns,
     TypeConfigs,
@@ -47,7 +48,7 @@ from dlsched.policies.elastic.sia_configs import (
     prune_dominated,
     type_configs,
 )
-from dlsched.policies.elastic.sia_ilp import solve_allocation
+from dlsched.policies.elastic.sia_ilp import EXACT_BUDGET, solve_allocation
 from dlsched.policies.elastic.sia_place import Choice, place_configs
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
@@ -82,6 +83,8 @@ class SiaAllocator:
         self.profiles, self._params = profiles, perf_params
         self.zero_speedup, self.exact = zero_speedup, exact
         self.restarts = RestartLog()
+        # exact=True: HiGHS' node budget a solve, and the solves it (or the net) cut short
+        self.budget, self.solve_log = EXACT_BUDGET, SolveLog()
 
     def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
         """The fewest and most workers this policy may give ``job``."""
@@ -104,7 +107,8 @@ class SiaAllocator:
         columns = self.columns(state, jobs, held, configs)
         type_capacity = np.bincount(state.cluster.node_type, weights=capacity,
                                     minlength=len(configs)).astype(np.int64)
-        chosen = solve_allocation(columns, type_capacity, self.exact)
+        chosen = solve_allocation(columns, type_capacity, self.exact, budget=self.budget,
+                                  log=self.solve_log)
         choices = [Choice(-1, 0, 1, h) for h in held]
         for j, t, k in zip(columns.job[chosen], columns.type_index[chosen],
                            columns.count[chosen], strict=True):
@@ -203,9 +207,10 @@ def _may_use(job: Job, gpu_type: str) -> bool:
 @register_policy("sia")
 def sia(p: float = -0.5, round_seconds: float = 60.0, restart_seconds: float = 30.0,
         elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
-        profiles: str = "auto") -> Profile:
-    """Sia (SOSP'23): heterogeneity-aware goodput ILP over (GPU type, count) configurations."""
+        profiles: str = "auto", exact: bool = False) -> Profile:
+    """Sia (SOSP'23): heterogeneity-aware goodput ILP over (GPU type, count) configurations
+    (``exact``: HiGHS' branch and bound within a node budget, not the LP route)."""
     at_least(0, restart_seconds=restart_seconds)
-    allocator = SiaAllocator(p, restart_seconds, elastic, max_workers, profiles)
+    allocator = SiaAllocator(p, restart_seconds, elastic, max_workers, profiles, exact=exact)
     return Profile("sia", SubmitOrder(), plugins=(allocator,), round_seconds=round_seconds,
                    acts_on_running=True)

@@ -70,6 +70,8 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
         data["mig"] = result.mig
     if result.fragmentation is not None:  # only runs with fractional jobs, likewise
         data["fragmentation"] = result.fragmentation
+    if result.solver:  # only policies that solve MILPs (Chronus): how many were cut short
+        data["solver"] = dict(result.solver)
     write_json(out_dir / "summary.json", data)
     run = run_info_dict(result.info)
     if result.stalled_at is not None:  # jobs were left waiting that could never start

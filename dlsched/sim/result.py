@@ -83,6 +83,9 @@ class SimulationResult:
     mig: dict[str, object] | None = None
     # GPU fragmentation over time (``fragmentation/over_time.py``); None: no fractional job.
     fragmentation: dict[str, object] | None = None
+    # The policy's budgeted MILP solves and those cut short (``policies/elastic/mip_budget.py``);
+    # empty: the policy solves none.
+    solver: tuple[tuple[str, int], ...] = ()
 
 
 _record = slot_builder(JobRecord)  # JobRecord(...) without its frozen __init__: one a job
@@ -132,6 +135,17 @@ def final_record(core: Scheduler, job: Job, now: float) -> JobRecord:
                      core.throughput.reference_rate(job.spec))
 
 
+def solver_counts(plugins: Sequence[object]) -> tuple[tuple[str, int], ...]:
+    """The plugins' solve counts (``SolveLog.counts``) summed by name; empty if none has a
+    ``solve_log``."""
+    totals: dict[str, int] = {}
+    for plugin in plugins:
+        log = getattr(plugin, "solve_log", None)
+        for name, count in () if log is None else log.counts():
+            totals[name] = totals.get(name, 0) + count
+    return tuple(totals.items())
+
+
 def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
     now = sim.clock.time
     info = RunInfo(policy=sim.profile.name, trace=sim.trace.name, cluster=sim.cluster.name,
@@ -154,7 +168,8 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                               series, tuple(sim.core.gpu_seconds_by_type(now).items()),
                               sim.stalled_at,
                               tuple(sorted(book.by_category.items())) if book else (),
-                              tuple(sorted(book.lost_by_category.items())) if book else ())
+                              tuple(sorted(book.lost_by_category.items())) if book else (),
+                              solver=solver_counts(sim.profile.plugins))
     if sim.core.mig is None and not sim.core.fractional_jobs:
         return result
     from dlsched.report.metrics import utilization_window
