@@ -10,7 +10,7 @@ from serving_helpers import azure_csv, flat_profile, trace
 from typer.testing import CliRunner
 
 from dlsched.cli import app
-from dlsched.report.service_plots import intervals_count, step_sum
+from dlsched.report.service_plots import ServiceSeries, intervals_count, step_sum
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica
 from dlsched.serving.metrics import Slo
 from dlsched.serving.report_series import series_of
@@ -96,3 +96,21 @@ def test_the_metrics_come_in_two_tables_of_at_most_six_columns() -> None:
     assert len(tables) == 2 and all(len(head) <= 6 for head in heads)
     assert sum(len(head) - 1 for head in heads) == len(COLUMNS)  # each has "service" first
     assert "<td>1.5</td>" in html and "<h3>Latency and resources</h3>" in html
+
+
+def test_the_report_says_which_services_it_does_not_plot_and_shows_no_dnn_tpot() -> None:
+    """A disaggregated service (chat-split) was in the tables but silently missing from every
+    plot; a DNN service's TPOT read "0 / 0 / 0" ms (it has no tokens)."""
+    from dlsched.report.service_html import render_services_report
+
+    arrival = np.array([0.0, 1.0])
+    chat = ServiceSeries("chat", arrival, arrival + 0.5, np.array([True, True]),
+                         (arrival, np.array([1.0, 0.0])), (arrival, np.array([1.0, 1.0])),
+                         (arrival, np.array([1.0, 1.0])), None)
+    services = {"chat": {"kind": "llm", "tpot_p50": 0.05},
+                "chat-split": {"kind": "llm", "tpot_p50": 0.06},
+                "vision": {"kind": "dnn", "tpot_p50": 0.0, "tpot_p90": 0.0, "tpot_p99": 0.0}}
+    html = render_services_report("t", "m", services, [chat])
+    assert "Not in the plots below: chat-split, vision" in html
+    vision = html[html.index("<td>vision</td>"):].split("</tr>")[0]
+    assert "<td>–</td>" in vision and "0 / 0 / 0" not in vision
