@@ -114,3 +114,21 @@ def test_the_report_says_which_services_it_does_not_plot_and_shows_no_dnn_tpot()
     assert "Not in the plots below: chat-split, vision" in html
     vision = html[html.index("<td>vision</td>"):].split("</tr>")[0]
     assert "<td>–</td>" in vision and "0 / 0 / 0" not in vision
+
+
+def test_simulate_services_with_a_trace_prints_the_training_jobs_line(tmp_path: Path) -> None:
+    """Only the services' lines were printed: nothing said how the trace's jobs fared (and
+    summary.json counts the replicas among its jobs)."""
+    azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i:09.6f},200,5" for i in range(10)])
+    (tmp_path / "services.yaml").write_text(
+        "services:\n  - name: chat\n    model: llama2-70b\n    gpu: A100-80G\n"
+        "    tensor_parallel: 8\n    replicas: 1\n    slo: {ttft_ms: 2500, tpot_ms: 150}\n"
+        "    trace: reqs.csv\n")
+    args = ["simulate", "--services", str(tmp_path / "services.yaml")]
+    out = tmp_path / "mix"
+    result = CliRunner().invoke(app, [*args, "--trace", "philly-sample", "--limit", "20",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "training jobs: 20/20 finished, mean JCT " in result.output
+    alone = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "alone")])
+    assert alone.exit_code == 0 and "training jobs" not in alone.output
