@@ -33,6 +33,7 @@ def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) ->
     out = Path(run.out)
     out.mkdir(parents=True, exist_ok=True)
     report, outcome = services_outcome(services, cluster, run, run.policies[0], training, out)
+    _name_only_what_was_given(out / "config.yaml", trace_given, cluster_given)
     _print(report, out)
     _print_training(outcome, out)
 
@@ -51,6 +52,7 @@ def compare_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> 
         (out / policy).mkdir(parents=True, exist_ok=True)
         report, outcome = services_outcome(services, cluster, run, policy, training,
                                            out / policy)
+        _name_only_what_was_given(out / policy / "config.yaml", trace_given, cluster_given)
         _print(report, out / policy, f"{policy}: ")
         _print_training(outcome, out / policy, f"{policy}: ")
         reports[policy] = report
@@ -126,6 +128,21 @@ def _stopped(m: dict[str, Any]) -> str:
         return ""
     return (f", {count_of(stops, 'replica stop')} ({count_of(m.get('lost') or 0, 'request')} "
             f"lost)")
+
+
+def _name_only_what_was_given(config_yaml: Path, trace_given: bool, cluster_given: bool
+                              ) -> None:
+    """The run's ``config.yaml`` without the trace and cluster the command was not given: as
+    written (``trace: philly-sample``, ``cluster: philly``, the defaults), ``simulate --config``
+    added 2,000 training jobs to a services-only run, and put services run on their own nodes
+    onto philly's P100s ("cluster philly has no A100-80G GPUs")."""
+    import yaml
+
+    data = yaml.safe_load(config_yaml.read_text())
+    for key, given in (("trace", trace_given), ("cluster", cluster_given)):
+        if not given:
+            data.pop(key, None)
+    config_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
 def _print_training(outcome: RunOutcome, out: Path, prefix: str = "") -> None:

@@ -132,3 +132,24 @@ def test_simulate_services_with_a_trace_prints_the_training_jobs_line(tmp_path: 
     assert "training jobs: 20/20 finished, mean JCT " in result.output
     alone = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "alone")])
     assert alone.exit_code == 0 and "training jobs" not in alone.output
+
+
+@pytest.mark.parametrize("trace_args", [[], ["--trace", "philly-sample", "--limit", "20"]],
+                         ids=["services-alone", "beside-a-trace"])
+def test_a_services_runs_config_yaml_repeats_it(tmp_path: Path, trace_args: list[str]) -> None:
+    """Its config.yaml named the default trace and cluster it was not given: the services
+    alone came back with philly-sample's jobs, and services on their own nodes were put on
+    philly ("cluster philly has no A100-80G GPUs")."""
+    azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i:09.6f},200,5" for i in range(10)])
+    (tmp_path / "services.yaml").write_text(
+        "services:\n  - name: chat\n    model: llama2-70b\n    gpu: A100-80G\n"
+        "    tensor_parallel: 8\n    replicas: 1\n    slo: {ttft_ms: 2500, tpot_ms: 150}\n"
+        "    trace: reqs.csv\n")
+    first, again = tmp_path / "first", tmp_path / "again"
+    result = CliRunner().invoke(app, ["simulate", "--services", str(tmp_path / "services.yaml"),
+                                      *trace_args, "--out", str(first)])
+    assert result.exit_code == 0, result.output
+    rerun = CliRunner().invoke(app, ["simulate", "--config", str(first / "config.yaml"),
+                                     "--out", str(again)])
+    assert rerun.exit_code == 0, rerun.output
+    assert (again / "jobs.csv").read_text() == (first / "jobs.csv").read_text()
