@@ -323,6 +323,19 @@ def version() -> None:
     print(__version__)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the dlsched version and exit (as `dlsched version`).")] = False) -> None:
+    """dlsched: schedule deep-learning jobs on GPU clusters, or simulate it."""
+
+
 # The runtime's verbs (serve, submit, jobs, cancel, logs, status); importing them loads no
 # optional dependency, so `dlsched simulate` does not pay for FastAPI.
 from dlsched.perf.llm.cli import register as register_plan  # noqa: E402
