@@ -14,7 +14,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from dlsched import __version__, quick_exit
 from dlsched.cli_help import HelpGroup
@@ -305,7 +305,8 @@ def policies(policy_file: Annotated[list[str] | None, typer.Option(
 
     load_policy_files(normalized("policy_files", policy_file or []))
 
-    table = Table("name", "summary", "options", title="Policies")
+    # fold, not "same_queue_preemption=Fa…": an option name too long for the column
+    table = Table("name", "summary", Column("options", overflow="fold"), title="Policies")
     for name, info in registered().items():
         params = inspect.signature(info.builder).parameters.values()
         opts = ", ".join(f"{p.name}={p.default!r}" for p in params)
@@ -328,6 +329,19 @@ def policy_summary(doc: str) -> str:
 def version() -> None:
     """Print the dlsched version."""
     print(__version__)
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(show_version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=_print_version,
+        help="Print the dlsched version and exit (as `dlsched version`).")] = False) -> None:
+    """dlsched: schedule deep-learning jobs on GPU clusters, or simulate it."""
 
 
 # The runtime's verbs (serve, submit, jobs, cancel, logs, status); importing them loads no

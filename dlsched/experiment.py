@@ -107,6 +107,9 @@ def check_run(config: RunConfig) -> None:
 
     if config.policy_files:  # their policies' options are known only once they are loaded
         load_policy_files(config.policy_files)
+    twice = sorted({p for p in config.policies if config.policies.count(p) > 1})
+    if twice:  # each would write DIR/POLICY and a report row over the other's
+        raise ConfigError(f"--policies: {', '.join(twice)} listed twice")
     check_options(config.policies, config.policy_options)
     for policy in config.policies:
         build_profile(config, policy)  # unknown names and bad option values raise here

@@ -361,3 +361,12 @@ def test_services_are_refused_where_they_are_not_run(tmp_path: Path, command: li
     assert ("--services svc.yaml: only `dlsched simulate` and `dlsched compare` run inference "
             "services") in " ".join(result.output.split())
     assert "Traceback" not in result.output
+
+
+def test_compare_refuses_a_policy_listed_twice(tmp_path: Path) -> None:
+    """Both runs wrote DIR/fifo, and the report had two rows of the one left."""
+    result = runner.invoke(app, ["compare", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                 "--policies", "fifo,srtf,fifo", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--policies: fifo listed twice" in " ".join(result.output.split())
+    assert not (tmp_path / "fifo").exists()

@@ -120,3 +120,12 @@ def test_no_flag_shows_a_type_as_if_it_took_a_value() -> None:
                 if line.lstrip("│ *").startswith("--")]
         assert any("--help" in row for row in rows), path
         assert not [row for row in rows if "<bool>" in row], path
+
+
+def test_dash_dash_version_prints_the_version() -> None:
+    """``dlsched --version`` said "No such option: --version"; ``dlsched version`` stays."""
+    from dlsched import __version__
+
+    for args in (["--version"], ["version"]):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0 and result.output == f"{__version__}\n", args

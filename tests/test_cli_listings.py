@@ -19,3 +19,11 @@ def test_the_listing_shows_whole_summaries() -> None:
     assert "size affinity and migration for locality." in text  # gandiva's second line
     assert "``" not in result.output
 
+
+
+def test_an_option_too_long_for_its_column_folds_rather_than_being_cut() -> None:
+    """At 80 columns tiresias' last option read ``same_queue_preemption=Fa…``."""
+    result = CliRunner().invoke(app, ["policies"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "…" not in result.output
+    assert "same_queue_preemption=Fal" in result.output

@@ -44,7 +44,17 @@ def mig(
         print(json.dumps(summary, indent=2))
         return
     for key, value in summary.items():
-        print(f"{key}: {value}")
+        print(f"{key}: {_text(value)}")
+
+
+def _text(value: object) -> str:
+    """A report value as a reader wants it: ``1g.5gb 2, 7g.40gb 1`` and ``0.4783``, not
+    Python's ``{'1g.5gb': 2, ...}`` and ``0.4782608695652174``."""
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {_text(v)}" for k, v in value.items()) or "none"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
 
 
 def register(app: typer.Typer) -> None:

@@ -37,6 +37,8 @@ def _cell(metrics: Mapping[str, Any], key: str, how: str) -> str:
 
     if how == "pct":
         return num(key, 100)
+    if key == "tpot" and metrics.get("kind") == "dnn":  # no tokens: its 0 ms is no time
+        return "–"
     if how in ("p", "pms"):
         scale, digits = (1e3, 0) if how == "pms" else (1.0, 2)
         return " / ".join(num(f"{key}_p{q}", scale, digits) for q in (50, 90, 99))
@@ -65,6 +67,11 @@ def render_services_report(title: str, meta: str, services: Mapping[str, Mapping
     for heading, columns in TABLES:
         body += [f"<h3>{escape(heading)}</h3>", metrics_table(services, columns)]
     figures = service_svgs(series)
+    unplotted = [name for name in services if name not in {s.name for s in series}]
+    if unplotted and figures:
+        body.append(f'<p class="meta">Not in the plots below: {escape(", ".join(unplotted))} '
+                    "(no per-request series: a disaggregated service has its metrics only)."
+                    "</p>")
     if shared is not None:
         figures.append(("Services and training on the cluster (GPUs held, preemptions)",
                         _to_svg(*cluster_gpus(shared))))

@@ -148,8 +148,9 @@ def plain_segment_columns(core: Scheduler, specs: Mapping[str, JobSpec] | None =
              for g in gpus]
     gpu_ids = [str(g[0]) if len(g) == 1 else ";".join(map(str, g)) for g in gpus]
     blank, none = [""] * len(ids), [None] * len(ids)
+    requests = [none] * (len(SEGMENT_COLUMNS) - 10)  # gpu .. gpu_memory: no tenants, empty
     return [ids, queues, blank, blank, starts, ends, nodes,
-            [len(g) for g in gpus], gpu_ids, shares, none, none, none]
+            [len(g) for g in gpus], gpu_ids, shares, *requests]
 
 
 def _share(seg: Segment) -> float:

@@ -366,7 +366,10 @@ def logs(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched 
     """The end of a job's latest log."""
     try:
         with _client("logs", url, token) as client:
-            print(client.logs(job_id, max_bytes), end="")
+            text = client.logs(job_id, max_bytes)
+        print(text, end="")
+        if not text:  # stdout stays empty for scripts; a reader learns it was not a failure
+            console.print(f"({escape(job_id)}: its latest log is empty, or it has not run)")
     except DlschedError as exc:
         _fail(exc)
 

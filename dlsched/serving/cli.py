@@ -13,25 +13,29 @@ from rich.markup import escape
 
 from dlsched.errors import DlschedError
 from dlsched.run_config import RunConfig
-from dlsched.wording import count_of
+from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:  # the CLI imports the simulator lazily
     from dlsched.cluster.cluster import Cluster
+    from dlsched.experiment import RunOutcome
     from dlsched.serving.services_file import ServicesFile
     from dlsched.workload.trace import Trace
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
+SERVICE_PREFIX = "service:"  # a replica's job id: service:NAME/K
 replicas_app = typer.Typer(add_completion=False)
 
 
 def simulate_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
-    from dlsched.serving.cluster_run import run_services
+    from dlsched.serving.cluster_run import services_outcome
 
     services, cluster, training = _inputs(run, trace_given, cluster_given)
     out = Path(run.out)
     out.mkdir(parents=True, exist_ok=True)
-    report = run_services(services, cluster, run, run.policies[0], training, out)
+    report, outcome = services_outcome(services, cluster, run, run.policies[0], training, out)
+    _name_only_what_was_given(out / "config.yaml", trace_given, cluster_given)
     _print(report, out)
+    _print_training(outcome, out)
 
 
 def compare_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> None:
@@ -48,7 +52,9 @@ def compare_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> 
         (out / policy).mkdir(parents=True, exist_ok=True)
         report, outcome = services_outcome(services, cluster, run, policy, training,
                                            out / policy)
+        _name_only_what_was_given(out / policy / "config.yaml", trace_given, cluster_given)
         _print(report, out / policy, f"{policy}: ")
+        _print_training(outcome, out / policy, f"{policy}: ")
         reports[policy] = report
         outcomes.append(outcome)
     (out / "services.json").write_text(json.dumps(reports, indent=2, sort_keys=True) + "\n")
@@ -122,6 +128,33 @@ def _stopped(m: dict[str, Any]) -> str:
         return ""
     return (f", {count_of(stops, 'replica stop')} ({count_of(m.get('lost') or 0, 'request')} "
             f"lost)")
+
+
+def _name_only_what_was_given(config_yaml: Path, trace_given: bool, cluster_given: bool
+                              ) -> None:
+    """The run's ``config.yaml`` without the trace and cluster the command was not given: as
+    written (``trace: philly-sample``, ``cluster: philly``, the defaults), ``simulate --config``
+    added 2,000 training jobs to a services-only run, and put services run on their own nodes
+    onto philly's P100s ("cluster philly has no A100-80G GPUs")."""
+    import yaml
+
+    data = yaml.safe_load(config_yaml.read_text())
+    for key, given in (("trace", trace_given), ("cluster", cluster_given)):
+        if not given:
+            data.pop(key, None)
+    config_yaml.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+def _print_training(outcome: RunOutcome, out: Path, prefix: str = "") -> None:
+    """The training jobs' line, as ``simulate`` prints it without services (the core's
+    summary.json counts the replicas as jobs too: 2013 jobs for philly-sample's 2000)."""
+    jobs = [j for j in outcome.result.jobs if not j.job_id.startswith(SERVICE_PREFIX)]
+    if not jobs:
+        return
+    jcts = [j.jct for j in jobs if j.status == "finished" and j.jct is not None]
+    mean = duration_text(sum(jcts) / len(jcts)) if jcts else "-"
+    console.print(escape(f"{prefix}training jobs: {len(jcts)}/{len(jobs)} finished, mean JCT "
+                         f"{mean} -> {out / 'jobs.csv'}"))
 
 
 def _print(report: dict[str, Any], out: Path, prefix: str = "") -> None:

@@ -125,13 +125,15 @@ def _from_file(path: Path) -> dict[str, Any]:
 def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: str | None,
          plots: bool) -> None:
     from dlsched.sweeps.api import default_workers, sweep
-    from dlsched.sweeps.grid import SweepRun
+    from dlsched.sweeps.grid import LABELS, SweepRun
+    from dlsched.sweeps.table import point_name
 
     started, done = time.perf_counter(), [0]
 
     def report(run: SweepRun, row: dict[str, Any]) -> None:
         done[0] += 1
-        labels = " ".join(f"{v}" for v in run.labels.values())
+        # 'fifo 1', not 'fifo 1 600': a tiresias threshold does not apply to a fifo run
+        labels = point_name(run.labels, [k for k in run.labels if k not in LABELS])
         jct = row.get("jct_mean")
         console.print(escape(f"[{done[0]}] {labels}: mean JCT "
                              f"{'n/a' if jct is None else f'{jct / 3600:.2f} h'}"))

@@ -107,9 +107,9 @@ def write_tables(table: pd.DataFrame, out: Path) -> list[Path]:
     return written
 
 
-def _bar_name(row: dict[str, Any], varied: Sequence[str]) -> str:
-    """A bar's label: the policy and the varied options that apply to it, ``key=value``
-    (an option of that policy without its ``policy:`` prefix). A
+def point_name(row: dict[str, Any], varied: Sequence[str]) -> str:
+    """A bar's label (and a run's progress line): the policy and the varied options that
+    apply to it, ``key=value`` (an option of that policy without its ``policy:`` prefix). A
     policy option of another policy (``tiresias:thresholds`` on a fifo run) is left out: the
     run is the same at each of its values (one key, run once), so it is one bar."""
     from dlsched.experiment import options_for
@@ -149,7 +149,7 @@ def plot(table: pd.DataFrame, out: Path, metrics: Sequence[str] = PLOTTED) -> li
         FigureCanvasAgg(fig)
         axes = fig.subplots(1, len(panels), squeeze=False)
         for ax, ((trace, cluster), group) in zip(axes[0], panels, strict=True):
-            names = [_bar_name(dict(zip(labels, row, strict=True)), varied)
+            names = [point_name(dict(zip(labels, row, strict=True)), varied)
                      for row in group[labels].itertuples(index=False)]
             group = group.assign(_name=names).drop_duplicates("_name")  # one fifo bar
             half = (group[f"{metric}_ci_high"] - group[metric]).fillna(0)

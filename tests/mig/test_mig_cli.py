@@ -50,3 +50,16 @@ def test_a_clusters_gpu_type_name_is_a_mig_gpu_type(tmp_path) -> None:  # noqa: 
     assert json.loads(result.output)["placed_by_profile"] == {"3g.40gb": 1}
     result = CliRunner().invoke(app, ["mig", str(jobs), "--gpu-type", "V100"])
     assert result.exit_code == 2 and "has no MIG profiles" in result.output
+
+
+def test_the_text_report_reads_as_text_not_python(tmp_path) -> None:  # noqa: ANN001
+    """It printed ``placed_by_profile: {'3g.20gb': 1}`` and ``slice_utilization:
+    0.4782608695652174``."""
+    path = tmp_path / "jobs.csv"
+    path.write_text(HEADER + "a,0,100,3g.20gb\nb,3,10,4g\nc,5,80,1g.5gb\nd,10,50,7g.40gb\n")
+    result = CliRunner().invoke(app, ["mig", str(path), "--gpus", "1"])
+    assert result.exit_code == 0, result.output
+    lines = dict(line.split(": ", 1) for line in result.output.strip().splitlines())
+    assert lines["placed_by_profile"] == "1g.5gb 1, 3g.20gb 1, 4g.20gb 1, 7g.40gb 1"
+    assert lines["waiting_at_end"] == "none"
+    assert lines["slice_utilization"] == "0.4783"

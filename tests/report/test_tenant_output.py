@@ -140,3 +140,17 @@ def test_a_policys_own_evictions_back_and_forth_pass_the_checker(tmp_path: Path)
 def test_tenant_layer_evictions_are_logged_as_its_own(tmp_path: Path) -> None:
     run, _ = _run(tmp_path, False)
     assert {e["decided_by"] for e in _rows(run / "evictions.csv")} == {"tenants"}
+
+
+def test_segments_rows_line_up_with_the_header_without_tenants(tmp_path: Path) -> None:
+    """Without tenants each row had 13 cells for 14 columns (no ``gpu_memory`` cell): every
+    cell from ``policy`` on sat a column to the left (``gpu_memory`` read "fifo")."""
+    specs = [JobSpec("a", 0.0, 2, 100.0), JobSpec("b", 5.0, 4, 50.0)]
+    sim = Simulator(cluster_of(Node("v0", "V100", 4)), Trace("plain", tuple(specs)),
+                    fifo(strict=False), SimConfig())
+    result = sim.run()
+    write_audit(sim.core, None, tmp_path, run_identity(result.info))
+    with (tmp_path / "segments.csv").open() as handle:
+        header, *rows = csv.reader(handle)
+    assert len(rows) == 2 and {len(row) for row in rows} == {len(header)}
+    assert [row["policy"] for row in _rows(tmp_path / "segments.csv")] == ["fifo"] * 2

@@ -163,6 +163,8 @@ def test_progress_reports_are_kept_and_plotted(live: Callable[..., Live], out: P
     assert handle.http.get("/v1/jobs/job-999999/progress").status_code == 404
     html = page(handle, f"/jobs/{job_id}").text
     assert '<polyline class="chart-line"' in html and "step 20" in html
+    # its axis has no unit: the heading gives it
+    assert 'Throughput reports <span class="muted small">(samples/s)</span>' in html
 
 
 @pytest.mark.parametrize(("given", "kept"), [

@@ -162,3 +162,14 @@ def test_job_dir_leaves_the_working_directory_to_the_service(live: Callable[...,
         ids.append(text.strip())
     rows = [handle.service.store.job(job_id) for job_id in ids]
     assert [row.working_dir for row in rows if row is not None] == [None, os.getcwd()]
+
+
+def test_logs_of_a_job_that_printed_nothing_says_so(live: Callable[..., Live]) -> None:
+    """It printed nothing at all: no telling an empty log from a failed command."""
+    handle = live()
+    code, text = cli(handle.url, "submit", "--gpus", "1", "--", "true")
+    job_id = text.strip()
+    wait_for(lambda: handle.http.get(f"/v1/jobs/{job_id}").json()["status"] == "finished",
+             30, f"{job_id} to finish")
+    code, text = cli(handle.url, "logs", job_id)
+    assert code == 0 and f"({job_id}: its latest log is empty, or it has not run)" in text

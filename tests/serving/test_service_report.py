@@ -10,7 +10,7 @@ from serving_helpers import azure_csv, flat_profile, trace
 from typer.testing import CliRunner
 
 from dlsched.cli import app
-from dlsched.report.service_plots import intervals_count, step_sum
+from dlsched.report.service_plots import ServiceSeries, intervals_count, step_sum
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica
 from dlsched.serving.metrics import Slo
 from dlsched.serving.report_series import series_of
@@ -96,3 +96,60 @@ def test_the_metrics_come_in_two_tables_of_at_most_six_columns() -> None:
     assert len(tables) == 2 and all(len(head) <= 6 for head in heads)
     assert sum(len(head) - 1 for head in heads) == len(COLUMNS)  # each has "service" first
     assert "<td>1.5</td>" in html and "<h3>Latency and resources</h3>" in html
+
+
+def test_the_report_says_which_services_it_does_not_plot_and_shows_no_dnn_tpot() -> None:
+    """A disaggregated service (chat-split) was in the tables but silently missing from every
+    plot; a DNN service's TPOT read "0 / 0 / 0" ms (it has no tokens)."""
+    from dlsched.report.service_html import render_services_report
+
+    arrival = np.array([0.0, 1.0])
+    chat = ServiceSeries("chat", arrival, arrival + 0.5, np.array([True, True]),
+                         (arrival, np.array([1.0, 0.0])), (arrival, np.array([1.0, 1.0])),
+                         (arrival, np.array([1.0, 1.0])), None)
+    services = {"chat": {"kind": "llm", "tpot_p50": 0.05},
+                "chat-split": {"kind": "llm", "tpot_p50": 0.06},
+                "vision": {"kind": "dnn", "tpot_p50": 0.0, "tpot_p90": 0.0, "tpot_p99": 0.0}}
+    html = render_services_report("t", "m", services, [chat])
+    assert "Not in the plots below: chat-split, vision" in html
+    vision = html[html.index("<td>vision</td>"):].split("</tr>")[0]
+    assert "<td>–</td>" in vision and "0 / 0 / 0" not in vision
+
+
+def test_simulate_services_with_a_trace_prints_the_training_jobs_line(tmp_path: Path) -> None:
+    """Only the services' lines were printed: nothing said how the trace's jobs fared (and
+    summary.json counts the replicas among its jobs)."""
+    azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i:09.6f},200,5" for i in range(10)])
+    (tmp_path / "services.yaml").write_text(
+        "services:\n  - name: chat\n    model: llama2-70b\n    gpu: A100-80G\n"
+        "    tensor_parallel: 8\n    replicas: 1\n    slo: {ttft_ms: 2500, tpot_ms: 150}\n"
+        "    trace: reqs.csv\n")
+    args = ["simulate", "--services", str(tmp_path / "services.yaml")]
+    out = tmp_path / "mix"
+    result = CliRunner().invoke(app, [*args, "--trace", "philly-sample", "--limit", "20",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "training jobs: 20/20 finished, mean JCT " in result.output
+    alone = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "alone")])
+    assert alone.exit_code == 0 and "training jobs" not in alone.output
+
+
+@pytest.mark.parametrize("trace_args", [[], ["--trace", "philly-sample", "--limit", "20"]],
+                         ids=["services-alone", "beside-a-trace"])
+def test_a_services_runs_config_yaml_repeats_it(tmp_path: Path, trace_args: list[str]) -> None:
+    """Its config.yaml named the default trace and cluster it was not given: the services
+    alone came back with philly-sample's jobs, and services on their own nodes were put on
+    philly ("cluster philly has no A100-80G GPUs")."""
+    azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i:09.6f},200,5" for i in range(10)])
+    (tmp_path / "services.yaml").write_text(
+        "services:\n  - name: chat\n    model: llama2-70b\n    gpu: A100-80G\n"
+        "    tensor_parallel: 8\n    replicas: 1\n    slo: {ttft_ms: 2500, tpot_ms: 150}\n"
+        "    trace: reqs.csv\n")
+    first, again = tmp_path / "first", tmp_path / "again"
+    result = CliRunner().invoke(app, ["simulate", "--services", str(tmp_path / "services.yaml"),
+                                      *trace_args, "--out", str(first)])
+    assert result.exit_code == 0, result.output
+    rerun = CliRunner().invoke(app, ["simulate", "--config", str(first / "config.yaml"),
+                                     "--out", str(again)])
+    assert rerun.exit_code == 0, rerun.output
+    assert (again / "jobs.csv").read_text() == (first / "jobs.csv").read_text()

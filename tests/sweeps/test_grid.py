@@ -158,3 +158,22 @@ def test_a_value_given_twice_is_one_run() -> None:
     runs = expand(SweepSpec(("pollux-1", "pollux-1"), ("pollux-64", "pollux-64"),
                             ("fifo", "fifo"), (0, 0), vary={"limit": (3, 3, 4)}))
     assert [(r.labels["seed"], r.labels["limit"]) for r in runs] == [(0, "3"), (0, "4")]
+
+
+def test_a_runs_progress_line_names_only_the_options_that_apply_to_it(tmp_path) -> None:
+    """With ``--vary tiresias:thresholds=600,3600`` the fifo run's line read ``fifo 0 600``,
+    as if fifo had a threshold; a tiresias run's value had no name."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    result = CliRunner().invoke(app, ["sweep", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                      "--policies", "fifo,tiresias", "--set", "limit=20",
+                                      "--vary", "tiresias:thresholds=600,3600", "--workers",
+                                      "1", "--no-plots", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = [line.split("] ", 1)[1].split(":")[0] for line in result.output.splitlines()
+             if line.startswith("[")]
+    assert sorted(lines) == ["pollux-1 pollux-64 fifo 0",
+                             "pollux-1 pollux-64 tiresias 0 thresholds=3600",
+                             "pollux-1 pollux-64 tiresias 0 thresholds=600"]
