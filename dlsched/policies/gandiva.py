@@ -30,14 +30,16 @@ Rules implemented (docs/policies/gandiva.md says what is simplified):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from dlsched.cluster.cluster import Cluster
 from dlsched.perf.gavel_table import GavelThroughputs
 from dlsched.perf.model import Placement
 from dlsched.policies.colocate import pairable
 from dlsched.policies.gandiva_room import GandivaRoom
+from dlsched.policies.gandiva_settled import settled_ids
 from dlsched.policies.gavel.assign import place_on_nodes
 from dlsched.policies.gavel.gpus import exact, name_gpus
 from dlsched.policies.gavel.packed_round import PAIR_SHARE, pair_key, running_pairs
@@ -77,6 +79,11 @@ class GandivaSlices:
         self._named: dict[str, tuple[int, ...]] | None = None
         self._quantum_start: float | None = None
         self.migrations = 0
+        # Skipped cycles (``changes_nothing``): the answer per (core's running-job changes,
+        # down nodes), and the last skipped cycle's time and running jobs.
+        self._cluster: Cluster | None = None
+        self._settled: tuple[tuple[int, frozenset[int]], tuple[str, ...] | None] | None = None
+        self._skipped: tuple[float, tuple[str, ...]] | None = None
 
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[float, str]:
         return (job.spec.submit_time, job.job_id)
@@ -86,12 +93,41 @@ class GandivaSlices:
         return sorted(jobs, key=lambda j: (self.last_ran.get(j.job_id, -np.inf),
                                            j.spec.submit_time, j.job_id))
 
-    def allocate(self, state: CycleState) -> dict[str, Assignment]:
-        now, snapshot, cluster = state.now, state.snapshot, state.cluster
+    def changes_nothing(self, running: Mapping[str, Job], changes: int,
+                        down_nodes: frozenset[int]) -> bool:
+        """Whether a cycle now, with no job waiting, would keep every running job on its GPUs
+        (``gandiva_settled``); known again only when the running jobs or down nodes change."""
+        if self._cluster is None:
+            return False  # no cycle ran yet: the cluster is not known
+        key = (changes, down_nodes)
+        if self._settled is None or self._settled[0] != key:
+            self._settled = key, settled_ids(running.values(), self._cluster, down_nodes,
+                                             self.migrate)
+        return self._settled[1] is not None
+
+    def skip_cycle(self, now: float) -> None:
+        """A cycle that ``changes_nothing`` said is skipped: its quantum boundary still counts,
+        and its running jobs ran at ``now`` (``last_ran``, brought up to date by the next
+        cycle that runs)."""
+        assert self._settled is not None and self._settled[1] is not None
+        self._at_boundary(now)
+        self._skipped = now, self._settled[1]
+
+    def _at_boundary(self, now: float) -> bool:
+        """Whether a quantum starts at ``now`` (then it is the current quantum's start)."""
         boundary = self._quantum_start is None or (
             now >= self._quantum_start + self.quantum - TOLERANCE)
         if boundary:
             self._quantum_start = now
+        return boundary
+
+    def allocate(self, state: CycleState) -> dict[str, Assignment]:
+        now, snapshot, cluster = state.now, state.snapshot, state.cluster
+        self._cluster = cluster
+        boundary = self._at_boundary(now)
+        if self._skipped is not None:  # they ran through the skipped cycles, to the last
+            self.last_ran.update(dict.fromkeys(self._skipped[1], self._skipped[0]))
+            self._skipped = None
         for job in snapshot.running:
             self.last_ran[job.job_id] = now
         current = {j.job_id: Assignment.of(j, cluster).nodes for j in snapshot.running}

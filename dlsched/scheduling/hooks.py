@@ -19,7 +19,10 @@ a plugin implements at least one. These hooks refine a point and mean nothing al
 - Score: ``best_single(capacity, mask)`` (the best node for a one-worker job, in one pass);
   ``choose_gpus(state, job, node, count)`` (which GPUs of the chosen node the workers get,
   e.g. FGD's fragmentation-minimising GPU; default: ``placement.pick_gpus``);
-- Allocate: ``worker_bounds(job)``, ``rejections(state)``, ``reason_for(job_id)``.
+- Allocate: ``worker_bounds(job)``, ``rejections(state)``, ``reason_for(job_id)``,
+  ``changes_nothing(running, changes, down_nodes)`` with ``skip_cycle(now)`` (a cycle
+  with no waiting job would keep every running job as it is: the core skips it and tells
+  the plugin, which notes it as run).
 
 A misspelt method (``prefilter`` for ``pre_filter``) would be ignored silently; a profile
 rejects a plugin that implements no extension point, and any public method that looks like a
@@ -42,7 +45,8 @@ EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", 
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
 OPTIONAL_HOOKS = ("static", "lane_safe", "ordered", "rank_epoch", "victim_miss_scope", "pending",
                   "use_throughput", "walk_waiting", "no_victims",
-                  "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus")
+                  "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus",
+                  "changes_nothing", "skip_cycle")
 
 
 @runtime_checkable
@@ -107,6 +111,20 @@ class ExplainingAllocator(Protocol):
     """An AllocatePlugin that says why a job got no GPUs this round (None: no reason)."""
 
     def reason_for(self, job_id: str) -> str | None: ...
+
+
+@runtime_checkable
+class SettledAllocator(Protocol):
+    """An AllocatePlugin that can tell, without a cycle, that a cycle now would keep every
+    running job on its GPUs and start nothing (no job waits). ``changes``: the core's count of
+    running-job changes (``Scheduler.running_changes``), for the plugin to keep its answer
+    while it does not move. The core then skips the cycle and calls ``skip_cycle``: the plugin
+    notes it as a cycle that ran (Gandiva's quantum clock)."""
+
+    def changes_nothing(self, running: Mapping[str, Job], changes: int,
+                        down_nodes: frozenset[int]) -> bool: ...
+
+    def skip_cycle(self, now: float) -> None: ...
 
 
 H = TypeVar("H")

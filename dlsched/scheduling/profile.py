@@ -34,6 +34,7 @@ from dlsched.scheduling.hooks import (
     LazyOrder,
     NoVictims,
     RankEpoch,
+    SettledAllocator,
     VictimMissScope,
     check_plugin,
     optional,
@@ -139,6 +140,10 @@ class Profile:
         # Set when every PostFilter can tell a job it has no victims for (hooks.NoVictims).
         told = [optional(p, NoVictims) for p in self.post_filters]
         self.no_victims = tuple(told) if told and all(told) else None
+        # An allocator that tells a cycle changing nothing (hooks.SettledAllocator); none
+        # when a plugin asks for wake-ups (a skipped cycle would not ask them).
+        self.settled = (optional(self.allocators[0], SettledAllocator)
+                        if self.allocators and not self.wakeups else None)
 
     @property
     def preemptive(self) -> bool:

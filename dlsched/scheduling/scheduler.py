@@ -464,7 +464,7 @@ class Scheduler:
                                journal=self.journal if running else None)
 
     def cycle(self) -> CycleResult:
-        if not len(self.waiting) and not self.profile.acts_on_running:
+        if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):
             if self.rerater is not None:
                 self._rerate()
             # Nothing waits: the policy has nothing to decide (``_record``, inlined: the
@@ -488,6 +488,16 @@ class Scheduler:
         self.cycle_seconds += time.perf_counter() - started
         self._record()
         return result
+
+    def _settled(self) -> bool:
+        """Whether the policy tells that a cycle now (nothing waits) would keep every running
+        job as it is (``hooks.SettledAllocator``): then it is skipped, and the policy told."""
+        settled, now = self.profile.settled, self.clock.now()
+        if settled is None or not settled.changes_nothing(self.running, self.journal.count,
+                                                          self.down_nodes):
+            return False
+        settled.skip_cycle(now)
+        return True
 
     def _rerate(self) -> None:
         if self.rerater is not None:
