@@ -34,6 +34,18 @@ class Book:
     def add(self, job_id: str, half: float) -> int:
         """Gavel's ``add_job``: half a round on every type, no deficit, no X (the caller
         fills the speed rows)."""
+        return self.add_all([job_id], half)[0]
+
+    def add_all(self, job_ids: Sequence[str], half: float) -> list[int]:
+        """``add`` of each job, their rows written at once."""
+        slots = [self._slot_for(job_id) for job_id in job_ids]
+        self.time[slots] = half
+        self.deficit[slots] = 0.0
+        self.x[slots] = 0.0
+        return slots
+
+    def _slot_for(self, job_id: str) -> int:
+        """A free slot for a new job (the arrays doubled when full)."""
         if self._free:
             slot = self._free.pop()
         else:
@@ -43,9 +55,6 @@ class Book:
                     np.concatenate([a, np.zeros_like(a)]) for a in (
                         self.time, self.deficit, self.x, self.speed, self.relative))
         self.slot[job_id] = slot
-        self.time[slot] = half
-        self.deficit[slot] = 0.0
-        self.x[slot] = 0.0
         return slot
 
     def remove(self, job_id: str) -> None:

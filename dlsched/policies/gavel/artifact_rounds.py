@@ -176,11 +176,10 @@ class ArtifactGavelRounds(GavelRounds):
             speeds = self._speed(state, new)
             top = speeds.max(axis=1, keepdims=True)
             relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
-            for job, row, rel in zip(new, speeds, relative, strict=True):
-                slot = book.add(job.job_id, half)
-                self._workers[job.job_id] = job.spec.num_gpus
-                book.speed[slot] = row
-                book.relative[slot] = rel
+            slots = book.add_all([job.job_id for job in new], half)
+            book.speed[slots] = speeds
+            book.relative[slots] = relative
+            self._workers.update((job.job_id, job.spec.num_gpus) for job in new)
         for job_id in self._known - active:
             self._assignments.pop(job_id, None)
             self._nodes.pop(job_id, None)
