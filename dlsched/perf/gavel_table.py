@@ -149,12 +149,16 @@ class GavelThroughputs:
         self.placement_sensitive = placement_sensitive
         self._alone_rates: dict[tuple[object, ...], float] = {}  # ``rate`` without partners
         self._scaled: dict[tuple[JobType, str, int], float] = {}  # ``scaled``, by its args
+        self._job_types: dict[tuple[str, int | None], JobType] = {}  # ``job_type``, found
 
     def job_types(self) -> tuple[JobType, ...]:
         return job_types(self.source)
 
     def job_type(self, spec: JobSpec) -> JobType:
         """The normalised table key of a spec; KeyError naming it when it is not measured."""
+        known = self._job_types.get((spec.model, spec.batch_size))
+        if known is not None:  # asked of every active job at each solve: kept once found
+            return known
         if spec.model is None:
             raise KeyError(f"job {spec.job_id}: gavel table needs spec.model")
         job = _normalise((spec.model, spec.batch_size))
@@ -163,6 +167,7 @@ class GavelThroughputs:
                 f"gavel table has no job type model={spec.model!r} batch_size={spec.batch_size!r}"
                 f" ({job_type_name(spec.model, spec.batch_size)!r})"
             )
+        self._job_types[(spec.model, spec.batch_size)] = job
         return job
 
     def curve(self, job: JobType, gpu_type_name: str, spread: bool = False) -> Curve:

@@ -92,6 +92,20 @@ class Assignment:
         return cls(tuple(sorted(int(gpu_node[g]) for g in job.allocation)))
 
 
+class Targets(dict[str, Assignment]):
+    """A plugin's targets given as a change: ``kept`` names running jobs that keep exactly
+    what they hold (the same GPUs, share and host: what ``Assignment.keeps`` would find), so
+    that a round where most jobs stay costs nothing for them (no ``Assignment`` built or
+    checked). The mapping holds the other jobs' targets, as a plain mapping does; a running
+    job in neither is preempted."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self, targets: Mapping[str, Assignment], kept: frozenset[str]) -> None:
+        super().__init__(targets)
+        self.kept = kept
+
+
 @runtime_checkable
 class AllocatePlugin(Protocol):
     """Decides, once per cycle, the target assignment of every active job (waiting + running).

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
 from dlsched.errors import DlschedError
-from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
+from dlsched.scheduling.allocation import AllocatePlugin, Assignment, Targets, worker_bounds
 from dlsched.scheduling.decisions import CycleResult, Preempt, Reject, Resize, Start
 from dlsched.scheduling.framework import WakeupPlugin
 from dlsched.scheduling.hooks import (
@@ -56,8 +56,11 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     cluster = state.cluster
+    kept = targets.kept if type(targets) is Targets else frozenset()
     for job in snapshot.running:
         target = targets.get(job.job_id)
+        if target is None and job.job_id in kept:
+            continue  # keeps what it holds (``Targets``)
         if target is None or not target.nodes:
             preemptions.append(Preempt(job.job_id, _reason(why, job.job_id)
                                        or f"reallocated by {allocator.name}"))
@@ -201,6 +204,8 @@ def _check(allocator: AllocatePlugin, state: CycleState,
     if not isinstance(targets, Mapping):
         raise AllocationError(f"{name}: allocate() returned {type(targets).__name__}, not a "
                               "mapping of job id -> Assignment")
+    if type(targets) is Targets and targets.kept:
+        _check_kept(name, state, targets)
     for job_id, target in targets.items():
         job = active.get(job_id)
         if job is None:
@@ -226,6 +231,17 @@ def _check(allocator: AllocatePlugin, state: CycleState,
                                   f"run with {low}..{high}")
         if nodes[0] < 0 or nodes[-1] >= num_nodes:
             raise AllocationError(f"{name}: {job_id} assigned to a node that does not exist")
+
+
+def _check_kept(name: str, state: CycleState, targets: Targets) -> None:
+    """Every job a ``Targets`` keeps is running, and has no target besides."""
+    running = {job.job_id for job in state.snapshot.running}
+    if not targets.kept <= running:
+        raise AllocationError(f"{name}: kept {sorted(targets.kept - running)[:3]}, which "
+                              "are not running")
+    both = targets.keys() & targets.kept
+    if both:
+        raise AllocationError(f"{name}: both kept and given a target: {sorted(both)[:3]}")
 
 
 def _take(name: str, state: CycleState, job: Job, target: Assignment,

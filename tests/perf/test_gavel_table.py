@@ -144,6 +144,17 @@ def test_unknown_lookups_name_what_is_missing(job, placement, needle):
         GAVEL.rate(job, placement)
 
 
+def test_a_job_type_found_once_is_kept_and_unknown_ones_still_fail():
+    # ``job_type`` keeps what it found by (model, batch size): the same key again, without
+    # re-reading the table; an unknown pair is not kept and fails each time.
+    table = GavelThroughputs()
+    first = table.job_type(spec("ResNet-50", 64))
+    assert table.job_type(spec("ResNet-50", 64)) is first == ("resnet-50", 64)
+    for _ in range(2):
+        with pytest.raises(KeyError, match=re.escape("ResNet-50 (batch size 65)")):
+            table.job_type(spec("ResNet-50", 65))
+
+
 def test_empty_placement_has_rate_zero():
     assert GAVEL.rate(spec("ResNet-50", 64), Placement((), ())) == 0.0
 

@@ -31,56 +31,44 @@ from operator import attrgetter
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.policies.gavel.artifact_book import Book, Credits
 from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
-from dlsched.scheduling.allocation import Assignment
-from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
+from dlsched.scheduling.allocation import Assignment, Targets
+from dlsched.scheduling.state import ClusterSnapshot, CycleState
+from dlsched.workload.job import Job, JobStatus
 
 _ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arrival, then id
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
 
 
-class _Book:
-    """The artifact's per-job rows, one slot (row) per tracked job in arrays: seconds on each
-    type since the last reset, deficit per type, X (zeros: no X yet), and the job's speed on
-    each type with that speed relative to its fastest type (both fixed while it is tracked).
-    A round reads its jobs' rows with one index instead of stacking a small array per job."""
+class _Rows:
+    """The cycle's jobs (arrival order) and what their book rows hold while the jobs and X
+    stay the same (between arrivals, departures and solves): slots, speeds, X and the walk's
+    fixed sort keys. Each cycle reads only their seconds."""
 
-    def __init__(self, n_types: int) -> None:
-        self.slot: dict[str, int] = {}
-        self._free: list[int] = []
-        self.time = np.zeros((64, n_types))
-        self.deficit = np.zeros((64, n_types))
-        self.x = np.zeros((64, n_types))
-        self.speed = np.zeros((64, n_types))
-        self.relative = np.zeros((64, n_types))
+    _arrivals: dict[tuple[int, int], np.ndarray] = {}  # row numbers by shape, shared
 
-    def add(self, job_id: str, half: float) -> int:
-        """Gavel's ``add_job``: half a round on every type, no deficit, no X (the caller
-        fills the speed rows)."""
-        if self._free:
-            slot = self._free.pop()
-        else:
-            slot = len(self.slot)
-            if slot == len(self.time):
-                self.time, self.deficit, self.x, self.speed, self.relative = (
-                    np.concatenate([a, np.zeros_like(a)]) for a in (
-                        self.time, self.deficit, self.x, self.speed, self.relative))
-        self.slot[job_id] = slot
-        self.time[slot] = half
-        self.deficit[slot] = 0.0
-        self.x[slot] = 0.0
-        return slot
+    def __init__(self, ids: list[str], book: Book) -> None:
+        self.ids = ids
+        self.row = dict(zip(ids, range(len(ids)), strict=True))
+        self.slots = np.array(book.slots(ids), dtype=np.intp)
+        self.speed = book.speed[self.slots]
+        self.x = book.x[self.slots]
+        self.allocated = self.x > 0
+        self.runnable = self.speed > 0
+        self.allowed = self.allocated & self.runnable
+        self.neg_x = -self.x
+        self.neg_deficit = -book.deficit[self.slots]
+        shape = self.x.shape
+        arrival = self._arrivals.get(shape)
+        if arrival is None:  # each row's number in every column (the last sort key)
+            arrival = self._arrivals[shape] = np.repeat(np.arange(shape[0]), shape[1]
+                                                        ).reshape(shape)
+        self.arrival = arrival
 
-    def remove(self, job_id: str) -> None:
-        self._free.append(self.slot.pop(job_id))
-
-    def slots(self, job_ids: Sequence[str]) -> list[int]:
-        slot = self.slot
-        return [slot[job_id] for job_id in job_ids]
 
 
 class ArtifactGavelRounds(GavelRounds):
@@ -92,102 +80,95 @@ class ArtifactGavelRounds(GavelRounds):
         super().__init__(policy, objective, **kwargs)  # type: ignore[arg-type]
         self.shuffle_types, self.fifo, self.reset_seconds = shuffle_types, fifo, reset_seconds
         self._rng = np.random.default_rng(seed)
-        self._book: _Book | None = None  # per-job seconds, deficits and X (``_Book``)
-        self._worker_time: list[float] = []  # per type: all jobs' seconds since the reset
+        self._book: Book | None = None  # per-job seconds, deficits and X (``Book``)
+        self._credits: Credits | None = None  # per-type totals, seconds per job (``Credits``)
         self._last_reset = 0.0
         self._changed = False
         self._known: frozenset[str] = frozenset()
-        self._since: dict[str, float] = {}
-        self._cycle_x = np.zeros((0, 0))  # this cycle's X rows (``_refresh``'s job order)
-        self._cycle_slots: list[int] = []  # this cycle's book slots (the same order)
-        self._cycle_ids: list[str] = []  # this cycle's job ids (the same order)
-        self._seconds_on: dict[str, list[float]] = {}  # seconds per type, by job (reports)
+        self._rows: _Rows | None = None  # the cycle's jobs' rows, while jobs and X stay
         self._workers: dict[str, int] = {}  # each tracked job's gang (its spec's GPUs)
         self._room: tuple[object, np.ndarray, np.ndarray] | None = None  # see ``_free_room``
+        self._kind_of_gpu: tuple[object, np.ndarray] | None = None  # each GPU's type
+        self._current: dict[str, tuple[int, ...]] | None = None  # ``_current_nodes``
+        self._solved: frozenset[str] = frozenset()  # the jobs of the last solve
+        self._journal_count = -1
+
+    @property
+    def _cycle_ids(self) -> list[str]:
+        """This cycle's job ids in arrival order (the rows of its view)."""
+        return self._rows.ids if self._rows is not None else []
+
+    @property
+    def _cycle_slots(self) -> np.ndarray:
+        """This cycle's book slots (the same order)."""
+        return self._rows.slots if self._rows is not None else np.zeros(0, dtype=np.intp)
 
     # -- bookkeeping --------------------------------------------------------------------
     def _refresh(self, state: CycleState) -> _Round:
-        now, cluster = state.now, state.cluster
+        now, cluster, snapshot = state.now, state.cluster, state.snapshot
         n_types = len(cluster.type_names)
         is_round = self._round_start is None or (
             now >= self._round_start + self.round_seconds - 1e-6)
         if is_round:
             self._round_start = now
-        if self._book is None:
-            self._book = _Book(n_types)
-            self._worker_time = [0.0] * n_types
-        self._credit_rounds(state, n_types)
-        jobs = sorted((*state.snapshot.running, *state.snapshot.waiting), key=_ARRIVAL)
-        ids = [j.job_id for j in jobs]
-        active = frozenset(ids)
-        self._track(state, jobs, active)
+        if self._book is None or self._credits is None:
+            self._book, self._credits = Book(n_types), Credits(n_types)
+        book, running, waiting = self._book, snapshot.running, snapshot.waiting
+        self._credits.credit(now, running, self._gpu_kinds(cluster), book)
+        active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
+        jobs: list[Job] | None = None
+        if active != self._known or self._rows is None:
+            jobs = sorted((*running, *waiting), key=_ARRIVAL)
+            self._track(state, jobs, active)
+            self._rows = None
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
+            if jobs is None:
+                jobs = sorted((*running, *waiting), key=_ARRIVAL)
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
-        self._cycle_ids = ids
-        slots = self._cycle_slots = self._book.slots(ids)
-        speed = self._book.speed[slots]
-        x = self._book.x[slots]
-        priority = self._priorities(x, self._book.time[slots], speed)
-        self._cycle_x = x
+            self._rows = None
+        rows = self._rows
+        if rows is None:
+            ids = [j.job_id for j in jobs] if jobs is not None else []
+            rows = self._rows = _Rows(ids, book)
+        priority = self._priorities(rows, book.time[rows.slots])
         # No per-job type preferences: the walk (``_walk``) orders the entries itself.
-        return _Round(dict(zip(ids, range(len(ids)), strict=True)), priority, [], x > 0, speed,
-                      is_round)
+        return _Round(rows.row, priority, [], rows.allocated, rows.speed, is_round)
+
+    def _gpu_kinds(self, cluster: Cluster) -> np.ndarray:
+        """Each GPU's type code (an array, built once per cluster)."""
+        cached = self._kind_of_gpu
+        if cached is None or cached[0] is not cluster:
+            cached = self._kind_of_gpu = (cluster, np.array(self._gpu_lookup(cluster)[1],
+                                                            dtype=np.intp))
+        return cached[1]
 
     def _store(self, problem: AllocationProblem, allocation: Allocation) -> None:
-        """X by job (``GavelRounds._store``) and in the book's rows: the solved jobs' rows,
-        zeros for every other tracked job."""
-        super()._store(problem, allocation)
+        """X in the book's rows: the solved jobs' rows, zeros for every other tracked job
+        (``_solved``: the jobs that may be given GPUs)."""
         book = self._book
         assert book is not None
+        self._solved = frozenset(problem.job_ids)
         book.x[list(book.slot.values())] = 0.0
-        for job_id, row in self._x.items():
-            slot = book.slot.get(job_id)
-            if slot is not None:
-                book.x[slot] = row
-
-    def _credit_rounds(self, state: CycleState, n_types: int) -> None:
-        """Each running job's time since the last cycle, once per job (not per GPU), on its
-        type: to the job and to the type's total, as Gavel's ``_done_callback`` adds it; and
-        to the job's seconds per type (``seconds_on``) as ``GavelRounds._credit`` adds them
-        to ``time_on`` (Python lists here: one float each, no numpy scalar per job)."""
-        now, gpu_kind = state.now, self._gpu_lookup(state.cluster)[1]
-        worker_time, since_of, time_on = self._worker_time, self._since, self._seconds_on
-        book = self._book
-        assert book is not None
         slot_of = book.slot
-        slots: list[int] = []
-        kinds: list[int] = []
-        credits: list[float] = []
-        for job in state.snapshot.running:
-            job_id = job.job_id
-            started = now if job.run_started is None else job.run_started
-            since = since_of.get(job_id, started)
-            seconds = now - (since if since > started else started)
-            kind = gpu_kind[job.allocation[0]]
-            on = time_on.get(job_id)
-            if on is None:
-                on = time_on[job_id] = [0.0] * n_types
-            if seconds > 0.0:
-                on[kind] += seconds
-                slot = slot_of.get(job_id)
-                if slot is not None:  # tracked (not on its first cycle)
-                    slots.append(slot)
-                    kinds.append(kind)
-                    credits.append(seconds)
-                    worker_time[kind] += seconds
-            since_of[job_id] = now
-        if slots:  # one (slot, type) cell per job: the same sums as one by one
-            book.time[slots, kinds] += credits
+        solved = [(i, slot_of[job_id]) for i, job_id in enumerate(problem.job_ids)
+                  if job_id in slot_of]
+        if solved:
+            rows, slots = zip(*solved, strict=True)
+            book.x[list(slots)] = allocation.x[list(rows)]
+
+    def _solve(self, state: CycleState, jobs: Sequence[Job]) -> None:
+        self._solved = frozenset()
+        super()._solve(state, jobs)
 
     def _track(self, state: CycleState, jobs: Sequence[Job], active: frozenset[str]) -> None:
         """Add the jobs that arrived (Gavel's ``add_job``: half a round on every type; their
         speed rows from ``_speed``, once) and drop those that left."""
-        book = self._book
-        assert book is not None
+        book, credits = self._book, self._credits
+        assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         arrived = active - self._known
         if arrived:
@@ -195,17 +176,16 @@ class ArtifactGavelRounds(GavelRounds):
             speeds = self._speed(state, new)
             top = speeds.max(axis=1, keepdims=True)
             relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
-            for job, row, rel in zip(new, speeds, relative, strict=True):
-                slot = book.add(job.job_id, half)
-                self._workers[job.job_id] = job.spec.num_gpus
-                book.speed[slot] = row
-                book.relative[slot] = rel
+            slots = book.add_all([job.job_id for job in new], half)
+            book.speed[slots] = speeds
+            book.relative[slots] = relative
+            self._workers.update((job.job_id, job.spec.num_gpus) for job in new)
         for job_id in self._known - active:
             self._assignments.pop(job_id, None)
             self._nodes.pop(job_id, None)
             self._workers.pop(job_id, None)
             book.remove(job_id)
-            self._since.pop(job_id, None)
+            credits.forget(job_id)
         if active != self._known:
             self._changed = True
         self._known = active
@@ -213,8 +193,8 @@ class ArtifactGavelRounds(GavelRounds):
     def _reset(self, now: float, elapsed: float) -> None:
         """Gavel's ``_reset_time_run_so_far``: deficits += should-have-had - had (X is
         zero for a job without one), and every job's time back to half a round."""
-        book = self._book
-        assert book is not None
+        book, credits = self._book, self._credits
+        assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         slots = list(book.slot.values())
         had = book.time[slots]
@@ -223,51 +203,80 @@ class ArtifactGavelRounds(GavelRounds):
         total = 0.0
         for _ in slots:  # the type totals as Gavel adds them: half a round per job
             total += half
-        self._worker_time = [total] * len(self._worker_time)
+        credits.worker_time[:] = total
         self._last_reset = now
 
-    def _priorities(self, x: np.ndarray, seconds: np.ndarray, speed: np.ndarray) -> np.ndarray:
+    def _priorities(self, rows: _Rows, seconds: np.ndarray) -> np.ndarray:
         """(jobs, types) priorities from X, each job's seconds per type since the reset and
-        its speeds: element by element what Gavel's ``_update_priorities`` computes."""
-        total = np.array(self._worker_time)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fraction = np.where(total > 0, seconds / total, 0.0)
-            row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
-        return np.where((x > 0) & (speed > 0), row, 0.0)
+        its speeds: element by element what Gavel's ``_update_priorities`` computes (the
+        ``where`` branches taken only where some element needs them)."""
+        assert self._credits is not None
+        total = self._credits.worker_time
+        x = rows.x
+        if (total > 0).all():
+            fraction = seconds / total
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                fraction = np.where(total > 0, seconds / total, 0.0)
+        if (fraction > 0).all():
+            row = x / fraction
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                row = np.where(fraction > 0, x / fraction, x * UNRUN_PRIORITY)
+        return np.where(rows.allowed, row, 0.0)
 
     def seconds_on(self, job_id: str) -> np.ndarray:
         """Seconds the job has run on each GPU type (cluster type order) so far."""
-        return np.array(self._seconds_on.get(job_id, ()), dtype=float)
+        return self._credits.seconds_on(job_id) if self._credits is not None else np.zeros(0)
 
     # -- allocation ---------------------------------------------------------------------
-    def allocate(self, state: CycleState) -> dict[str, Assignment]:
+    def allocate(self, state: CycleState) -> Targets:
+        """The round's targets as a change (``Targets``): jobs that stay on their nodes are
+        kept, the others get an ``Assignment``; nothing changes between rounds."""
         view = self.view(state)
-        running, cluster = state.snapshot.running, state.cluster
-        gpu_node = self._gpu_lookup(cluster)[0]
-        current: dict[str, tuple[int, ...]] = {}
-        known_nodes = self._nodes
-        for job in running:  # ``_nodes_of``, inlined: kept while the job holds the same GPUs
-            held, job_id = job.allocation, job.job_id
-            known = known_nodes.get(job_id)
-            if known is None or known[0] is not held:
-                known = known_nodes[job_id] = (held, tuple(sorted([gpu_node[g] for g in held])))
-            current[job_id] = known[1]
+        snapshot, cluster = state.snapshot, state.cluster
+        current = self._current_nodes(snapshot, self._gpu_lookup(cluster)[0])
         if not view.is_round:  # Gavel's simulator decides only at round boundaries
-            return {job_id: self._target(job_id, nodes) for job_id, nodes in current.items()}
-        room, free = self._free_room(cluster, state.snapshot.down_nodes)
-        candidates = [*running, *state.snapshot.waiting]
+            return Targets({}, frozenset(current))
+        room, free = self._free_room(cluster, snapshot.down_nodes)
+        candidates = [*snapshot.running, *snapshot.waiting]
         workers = self._workers  # every tracked job: the round's candidates
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room)
-        # ``_target`` inlined: a job's last Assignment while its nodes stay the same
-        targets, assignments, has_x = {}, self._assignments, self._x
+        # ``_target`` inlined: a job's last Assignment while its nodes stay the same;
+        # ``place_round`` hands a job that stays its very ``current`` tuple
+        targets, kept, assignments, has_x = {}, [], self._assignments, self._solved
         for job_id, nodes in placed.items():
             if job_id in has_x:
+                if nodes is current.get(job_id):
+                    kept.append(job_id)
+                    continue
                 target = assignments.get(job_id)
                 if target is None or target.nodes != nodes:
                     target = assignments[job_id] = Assignment(nodes)
                 targets[job_id] = target
-        return targets
+        return Targets(targets, frozenset(kept))
+
+    def _current_nodes(self, snapshot: ClusterSnapshot, gpu_node: list[int]
+                       ) -> dict[str, tuple[int, ...]]:
+        """Each running job's nodes (sorted, ``Assignment.of``), kept across cycles: only the
+        jobs in the core's journal of running-job changes since the last cycle are looked at
+        again (all of them when the journal cannot tell)."""
+        journal, current = snapshot.journal, self._current
+        changed = (journal.since(self._journal_count)
+                   if journal is not None and current is not None else None)
+        if changed is None or current is None:
+            current = self._current = {
+                job.job_id: tuple(sorted([gpu_node[g] for g in job.allocation]))
+                for job in snapshot.running}
+        else:
+            for job in changed:
+                if job.run_started is None or job.status is not JobStatus.RUNNING:
+                    current.pop(job.job_id, None)
+                else:
+                    current[job.job_id] = tuple(sorted([gpu_node[g] for g in job.allocation]))
+        self._journal_count = journal.count if journal is not None else -1
+        return current
 
     def _free_room(self, cluster: Cluster, down: frozenset[int]) -> tuple[np.ndarray,
                                                                             np.ndarray]:
@@ -312,18 +321,13 @@ class ArtifactGavelRounds(GavelRounds):
         # ``jobs`` are the view's jobs (running and waiting): ranked in the view's row order
         # (arrival order), which is also the last tie-break
         assert len(jobs) == len(self._cycle_ids)
-        ids = self._cycle_ids
-        book = self._book
-        assert book is not None
-        priority = view.priority
-        keep = view.speed > 0
-        if self.fifo:
-            keep &= priority > 0
+        rows = self._rows
+        assert rows is not None
+        ids, priority = rows.ids, view.priority
+        keep = rows.runnable & (priority > 0) if self.fifo else rows.runnable
         # every type's column at once: the keys make each column's order total (the row
         # last), so it is the order a one-column lexsort gives
-        rows = np.broadcast_to(np.arange(len(ids))[:, None], priority.shape)
-        ranked = np.lexsort((rows, -self._cycle_x, -book.deficit[self._cycle_slots], -priority),
-                            axis=0)
+        ranked = np.lexsort((rows.arrival, rows.neg_x, rows.neg_deficit, -priority), axis=0)
         lists = []
         for kind in order:
             column = ranked[:, kind]
@@ -346,7 +350,7 @@ class ArtifactGavelRounds(GavelRounds):
         if not len(view.speed):
             return list(range(n_types))
         book = self._book
-        assert book is not None
+        assert book is not None and self._rows is not None
         # each job's speeds relative to its fastest type, summed over the round's jobs
-        relative = book.relative[self._cycle_slots]
-        return np.argsort(-relative.sum(axis=0), kind="stable").tolist()
+        relative_sum = book.relative[self._rows.slots].sum(axis=0)
+        return np.argsort(-relative_sum, kind="stable").tolist()

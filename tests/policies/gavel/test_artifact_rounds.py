@@ -98,3 +98,31 @@ def test_each_job_s_speeds_are_computed_once_and_kept_in_its_book_row(
     assert book is not None and not book.slot  # every job finished: no rows tracked
     used = book.speed.max(axis=1) > 0  # rows are reused after a job leaves
     assert used.any() and np.allclose(book.relative[used].max(axis=1), 1.0)
+
+
+@pytest.mark.parametrize("policy", ["gavel-fifo", "gavel-maxmin-agnostic"])
+def test_kept_jobs_and_journal_kept_nodes_match_a_full_rebuild(
+        policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each round names only the jobs that move or start (``Targets``); the jobs it keeps
+    # would keep their GPUs under a full target, and the nodes it keeps per running job from
+    # the core's journal are those every running job holds.
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+    from dlsched.scheduling.allocation import Assignment, Targets
+
+    allocate, seen = ArtifactGavelRounds.allocate, []
+
+    def checked(self, state):  # type: ignore[no-untyped-def]
+        targets = allocate(self, state)
+        running, cluster = state.snapshot.running, state.cluster
+        assert isinstance(targets, Targets) and not targets.kept & targets.keys()
+        assert self._current == {job.job_id: Assignment.of(job, cluster).nodes
+                                 for job in running}
+        for job in running:
+            if job.job_id in targets.kept:
+                assert Assignment(self._current[job.job_id]).keeps(job, cluster)
+        seen.append(len(targets.kept))
+        return targets
+
+    monkeypatch.setattr(ArtifactGavelRounds, "allocate", checked)
+    first_starts(policy, 60, mechanism="artifact")
+    assert len(seen) > 20 and max(seen) > 5

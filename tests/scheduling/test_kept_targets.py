@@ -1,0 +1,62 @@
+"""Targets given as a change (``allocation.Targets``): kept jobs cost the cycle nothing and
+end as a full mapping would; a wrong ``kept`` is the policy's error."""
+
+from __future__ import annotations
+
+import pytest
+from builders import cycle_state, make_cluster, make_job
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.scheduling.allocation import Assignment, Targets
+from dlsched.scheduling.allocation_cycle import AllocationError, run_allocation_cycle
+from dlsched.scheduling.state import ClusterSnapshot, CycleState
+from dlsched.workload.job import Job, JobStatus
+
+
+class Given:
+    """An allocator that returns the same ``Targets`` every time."""
+
+    name = "given"
+
+    def __init__(self, targets: dict[str, tuple[int, ...]], kept: set[str]) -> None:
+        self.targets = Targets({j: Assignment(n) for j, n in targets.items()}, frozenset(kept))
+
+    def allocate(self, state: CycleState) -> Targets:
+        return self.targets
+
+
+def _running(job_id: str, gpus: tuple[int, ...]) -> Job:
+    job = Job(make_job(job_id).gpus(len(gpus)).build())
+    job.set_status(JobStatus.RUNNING)
+    job.allocation, job.shares = gpus, (1.0,) * len(gpus)
+    return job
+
+
+def _snapshot(cluster: Cluster, running: list[Job], waiting: list[Job]) -> ClusterSnapshot:
+    used = {g: 1.0 for job in running for g in job.allocation}
+    return cycle_state(cluster, used, waiting=waiting, running=running).snapshot
+
+
+# Two nodes of 2 GPUs. K holds GPU 0 and is kept; M holds GPU 2 and moves to node 0;
+# P holds GPU 3 and is in neither (preempted); W waits and starts on node 1.
+def test_kept_jobs_stay_others_move_start_or_stop() -> None:
+    cluster = make_cluster(nodes=2, gpus=2)
+    k, m, p = _running("K", (0,)), _running("M", (2,)), _running("P", (3,))
+    w = Job(make_job("W").build())
+    given = Given({"M": (0,), "W": (1,)}, {"K"})
+    result = run_allocation_cycle(given, _snapshot(cluster, [k, m, p], [w]))
+    assert [x.job_id for x in result.preemptions] == ["P"]
+    assert [(x.job_id, x.gpus) for x in result.resizes] == [("M", (1,))]
+    assert [(x.job_id, x.gpus) for x in result.starts] == [("W", (2,))]
+
+
+@pytest.mark.parametrize(("targets", "kept", "message"), [
+    ({}, {"W"}, "not running"),          # only a running job can keep what it holds
+    ({"K": (1,)}, {"K"}, "both kept"),   # kept and moved at once
+], ids=["waiting-kept", "kept-and-targeted"])
+def test_a_wrong_kept_set_is_the_policy_s_error(targets: dict[str, tuple[int, ...]],
+                                                 kept: set[str], message: str) -> None:
+    cluster = make_cluster(nodes=1, gpus=2)
+    k, w = _running("K", (0,)), Job(make_job("W").build())
+    with pytest.raises(AllocationError, match=message):
+        run_allocation_cycle(Given(targets, kept), _snapshot(cluster, [k], [w]))
