@@ -15,9 +15,12 @@ At a lease boundary:
    deadline counts as missed). The admitted jobs the MILP places in the first slot run now.
    HiGHS stops on a deterministic budget of ``milp_nodes`` branch-and-bound nodes, never on
    wall-clock time (the same run gives the same schedule under any load); when the budget
-   runs out the best plan found is used, and with none, nothing is scheduled that lease
-   (``chronus_milp.py``). A wall-clock safety net, if it ever stops a solve, is reported
-   (a warning and ``solver`` in summary.json): that result may depend on load.
+   runs out the best plan found is used (``chronus_milp.py``). A wall-clock safety net, if it
+   ever stops a solve, is reported (a warning and ``solver`` in summary.json): that result
+   may depend on load. If it leaves no plan at all, no admission is decided that lease: new
+   SLO jobs stay undecided (best effort now, tried again at the next lease, not refused for
+   good on a load-dependent stop), admitted jobs that hold GPUs keep them (the previous
+   plan's first slot), the other admitted ones take what is left by earliest deadline.
 2. **Best-effort jobs** (no deadline, or not admitted, not late) fill the GPUs left, the least
    remaining GPU time first (remaining seconds at the requested size x GPUs; ties by arrival),
    each only if its whole gang fits: Chronus's artifact ranks best-effort and unadmitted SLO
@@ -132,9 +135,11 @@ class ChronusAllocator:
         new = sum(1 for j in chosen if j.job_id not in self.admitted)
         weight = np.array([1.0 + new if j.job_id in self.admitted else 1.0 for j in chosen])
         keep = np.array([is_running(j) for j in chosen], dtype=bool)
-        scheduled, first = lease_milp(np.array([j.spec.num_gpus for j in chosen]), inside,
-                                      np.maximum(window, 1), weight, total, keep,
-                                      self.budget, self.solve_log)
+        plan = lease_milp(np.array([j.spec.num_gpus for j in chosen]), inside,
+                          np.maximum(window, 1), weight, total, keep, self.budget, self.solve_log)
+        if plan is None:  # no plan at all: no admission decided, running admitted jobs stay
+            return [j for j in chosen if j.job_id in self.admitted and is_running(j)]
+        scheduled, first = plan
         for job, ok in zip(chosen, scheduled, strict=True):
             if job.job_id not in self.admitted:
                 (self.admitted if ok else self.rejected).add(job.job_id)

@@ -1,6 +1,7 @@
 """The MILPs of Chronus and Sia stop on a deterministic node budget, not on wall-clock time:
 the same run gives the same schedule however slow the machine, the budget's exhaustion keeps
-the best plan found, and the wall-clock safety net, if it ever triggers, is reported."""
+the best plan found, and the wall-clock safety net, if it ever triggers, is reported (and,
+leaving no plan, decides no admission)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from builders import make_cluster, random_preemptive_jobs, records_of
+from builders import cycle_state, make_cluster, make_job, random_preemptive_jobs, records_of
 from test_sia_policy import fast_for, spec, state_of, two_types
 
 from dlsched.policies.elastic import chronus_milp, sia_ilp
@@ -25,7 +26,7 @@ from dlsched.policies.sia import SiaAllocator
 from dlsched.report.output import write_run
 from dlsched.scheduling.registry import build_policy
 from dlsched.sim.simulator import SimConfig, Simulator
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
 from dlsched.workload.trace import Trace
 
 SLOWDOWN = 1e6  # a machine so loaded that a wall-clock second buys a millionth of the work
@@ -124,12 +125,24 @@ def test_lease_milp_budget_exhaustion_keeps_the_best_plan_found() -> None:
     assert again[0].tolist() == y.tolist() and again[1].tolist() == first.tolist()
 
 
-def test_lease_milp_without_a_plan_schedules_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The documented fallback when a solve ends with no feasible solution at all (here: the
-    # safety net before HiGHS started).
+def test_no_plan_decides_no_admission(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A solve that ends with no plan at all (here: the safety net before HiGHS started) gives
+    # None; Chronus then decides no admission: the new SLO job is neither admitted nor refused
+    # for good (it runs best effort, tried again next lease), the running admitted job keeps
+    # its GPUs. Before, "nothing scheduled" refused the new job and best effort took its GPUs.
     monkeypatch.setattr(chronus_milp, "run_budgeted", lambda *args: Stop.WALL)
-    y, first = chronus_milp.lease_milp(GPUS, NEED, HORIZON, WEIGHT, CAPACITY)
-    assert not y.any() and not first.any()
+    assert chronus_milp.lease_milp(GPUS, NEED, HORIZON, WEIGHT, CAPACITY) is None
+    plugin = build_policy("chronus", {"lease_seconds": "100"}).plugins[0]
+    held = Job(make_job("held").gpus(2).work(150).deadline(1000).build())
+    held.set_status(JobStatus.RUNNING)
+    held.allocation, held.shares = (0, 1), (1.0, 1.0)
+    plugin.admitted.add("held")
+    new = Job(make_job("new").at(1).gpus(2).work(100).deadline(500).build())
+    short = Job(make_job("short").at(1).gpus(2).work(10).build())  # best effort, least left
+    state = cycle_state(make_cluster(nodes=1, gpus=4), used={0: 1.0, 1: 1.0}, running=[held],
+                        waiting=[new, short], now=1.0)
+    assert set(plugin.allocate(state)) == {"held", "short"}
+    assert "new" not in plugin.admitted and "new" not in plugin.rejected
 
 
 def test_wall_clock_safety_net_is_counted_and_warned(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,10 +22,10 @@ Budget (``mip_budget.py``): HiGHS stops after ``budget.max_nodes`` branch-and-bo
 never on wall-clock time, so a run's schedule is the same on any machine under any load.
 When the budget runs out, the best plan found so far (HiGHS' incumbent, feasible: every
 scheduled job gets its slots within capacity) is used as if optimal: it may schedule fewer
-new jobs than the optimum, and those it leaves out are refused. If the solve ends with no
-feasible plan at all, nothing is scheduled (all ``y`` and ``first`` False: the new jobs are
-refused; admitted ones stay admitted and, out of the first slot, take what best effort
-leaves this lease, by earliest deadline). On ``chronus-mix2-4h`` every one of
+new jobs than the optimum, and those it leaves out are refused. A solve that ends with no
+feasible plan at all returns None (the empty plan is feasible, so only the wall-clock safety
+net, stopping HiGHS before its trivial heuristics, can do that); the policy then decides no
+admission that lease (``chronus.py``). On ``chronus-mix2-4h`` every one of
 the 419 solves ends at HiGHS' root node, so the budget never binds there; the wall-clock
 safety net (``budget.safety_seconds``) is counted and warned about if it ever triggers.
 """
@@ -43,9 +43,9 @@ LEASE_BUDGET = MipBudget(max_nodes=1000)
 
 def lease_milp(gpus: np.ndarray, need: np.ndarray, horizon: np.ndarray, weight: np.ndarray,
                capacity: int, keep: np.ndarray | None = None, budget: MipBudget = LEASE_BUDGET,
-               log: SolveLog | None = None) -> tuple[np.ndarray, np.ndarray]:
+               log: SolveLog | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """``(y, first)``: which jobs are scheduled and whether each runs in slot 0 (the best plan
-    found within ``budget``; none scheduled if none was found)."""
+    found within ``budget``); None if the solve ended with no plan at all."""
     jobs = len(gpus)
     if jobs == 0:
         return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
@@ -66,7 +66,7 @@ def lease_milp(gpus: np.ndarray, need: np.ndarray, horizon: np.ndarray, weight: 
                       np.concatenate([np.full(jobs, highspy.kHighsInf),
                                       np.full(slots, float(capacity))]), budget, log)
     if solution is None:
-        return np.zeros(jobs, dtype=bool), np.zeros(jobs, dtype=bool)
+        return None
     y = solution[n_x:] > 0.5
     first = np.zeros(jobs, dtype=bool)
     first[owner[(slot == 0) & (solution[:n_x] > 0.5)]] = True

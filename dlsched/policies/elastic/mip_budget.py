@@ -21,6 +21,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class SolverWallClockWarning(RuntimeWarning):
@@ -66,14 +67,14 @@ class SolveLog:
                 ("mip_wall_stops", self.wall_stops))
 
 
-def run_budgeted(highs: object, budget: MipBudget, log: SolveLog | None, what: str) -> Stop:
+def run_budgeted(highs: Any, budget: MipBudget, log: SolveLog | None, what: str) -> Stop:
     """Run the model loaded in ``highs`` under ``budget``; count it in ``log``. ``what``
     names the solve in the warning the safety net gives."""
     highspy_status = _status_enum()
-    highs.setOptionValue("mip_max_nodes", int(budget.max_nodes))  # type: ignore[attr-defined]
-    highs.setOptionValue("time_limit", float(budget.safety_seconds))  # type: ignore[attr-defined]
-    highs.run()  # type: ignore[attr-defined]
-    status = highs.getModelStatus()  # type: ignore[attr-defined]
+    highs.setOptionValue("mip_max_nodes", int(budget.max_nodes))
+    highs.setOptionValue("time_limit", float(budget.safety_seconds))
+    highs.run()
+    status = highs.getModelStatus()
     stop = (Stop.WALL if status == highspy_status.kTimeLimit else
             Stop.BUDGET if status == highspy_status.kSolutionLimit else Stop.FINISHED)
     if log is not None:
