@@ -357,7 +357,10 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
         if simulated is not None:
             simulated()
         summary, fairness, never = _write_files(config, sim, result, trace, cluster, out_dir)
-    own = replace(config, policies=(policy,))
+    # out: this run's folder. A compare's DIR/POLICY/config.yaml said `out: DIR`, so
+    # `simulate --config` on it wrote over the comparison's own summary.json; a sweep's said
+    # `out: runs/latest`, the default
+    own = replace(config, policies=(policy,), out=str(out_dir))
     (out_dir / "config.yaml").write_text(own.with_absolute_paths().to_yaml())
     _record_options(out_dir / "run.json", own, trace)
     return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never)

@@ -370,3 +370,16 @@ def test_compare_refuses_a_policy_listed_twice(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "--policies: fifo listed twice" in " ".join(result.output.split())
     assert not (tmp_path / "fifo").exists()
+
+
+def test_a_compared_policys_config_yaml_repeats_it_in_its_own_folder(tmp_path: Path) -> None:
+    """DIR/fifo/config.yaml said `out: DIR`: `simulate --config` on it wrote a single run's
+    summary.json over the comparison's (one entry per policy) and its files beside them."""
+    invoke("compare", "--trace", "pollux-1", "--cluster", "pollux-64", "--policies",
+           "fifo,srtf", "--limit", "30", "--out", str(tmp_path))
+    compared = (tmp_path / "summary.json").read_text()
+    jobs = (tmp_path / "fifo" / "jobs.csv").read_text()
+    invoke("simulate", "--config", str(tmp_path / "fifo" / "config.yaml"))
+    assert (tmp_path / "summary.json").read_text() == compared
+    assert not (tmp_path / "jobs.csv").exists()
+    assert (tmp_path / "fifo" / "jobs.csv").read_text() == jobs
