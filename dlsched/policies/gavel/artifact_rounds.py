@@ -270,7 +270,7 @@ class ArtifactGavelRounds(GavelRounds):
                 job.job_id: tuple(sorted([gpu_node[g] for g in job.allocation]))
                 for job in snapshot.running}
         else:
-            for job in changed:
+            for job in {id(job): job for job in changed}.values():  # once per job
                 if job.run_started is None or job.status is not JobStatus.RUNNING:
                     current.pop(job.job_id, None)
                 else:
