@@ -108,7 +108,8 @@ def test_jobs_ids_and_queues_that_look_like_numbers_stay_text(tmp_path: Path) ->
     pending_reason as float64: ids are text whatever they look like."""
     trace = tmp_path / "week.sacct"
     trace.write_text(SACCT)
-    jobs = dlsched.simulate(str(trace), "tiny-4", "fifo").jobs
+    with pytest.warns(UserWarning, match="as recorded, its 2 jobs"):
+        jobs = dlsched.simulate(str(trace), "tiny-4", "fifo").jobs
     assert jobs["job_id"].tolist() == ["4101", "4102"]
     assert jobs["queue"].tolist() == ["2024", "2024"]
     text = ["job_id", "queue", "status", "pending_reason", "version"]
