@@ -93,7 +93,13 @@ def kinds(sim: Any) -> None:
         demotions = getattr(plugin, "_demotion_count", 0)
         sizes["waiting"].append(len(core.waiting))
         sizes["running"].append(len(core.running))
+        cycles = core.cycles
         result = original()
+        if core.cycles == cycles:  # nothing waited: no cycle (``Scheduler.cycle``)
+            sizes["waiting"].pop()
+            sizes["running"].pop()
+            events.clear()
+            return result
         sizes["tried"].append(tried.pop("jobs", 0))
         if events.pop("wake-up", 0) and not events["promotion"]:
             demoted = getattr(plugin, "_demotion_count", 0) > demotions
