@@ -36,8 +36,11 @@ Two options put back what the Pollux artifact's simulator does (petuum/adaptdl
   ``np.any(states != base_state)``), so a young job starts less eagerly.
 
 - ``rigid_apps`` (comma-separated applications): their jobs keep their requested size (the
-  artifact caps ncf at one replica, ``get_pollux_job_info``). Without it, dlsched's greedy may
-  give such a job a count that the placement cannot fit beside distributed jobs, and it waits.
+  artifact caps ncf at one replica, ``get_pollux_job_info``).
+
+An elastic job whose count fits on no node, with every node that has room holding a distributed
+job, runs on the node with the most room at fewer workers (``pollux_place.py``, rule 5: the
+artifact's repair step, which bars only a second *distributed* job from a node).
 
 ``elastic="all"`` (the paper: every job adapts) lets a job without declared bounds use
 ``1..min(max_workers, max_batch // min_local_bsz)`` workers; ``"declared"`` keeps rigid jobs at
