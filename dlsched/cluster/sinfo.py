@@ -35,6 +35,7 @@ from typing import Any
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.cluster.hostlist import expand_hostlist, gpus_of_gres
+from dlsched.cluster.loader import MAX_NODES, name_check
 from dlsched.cluster.node_list import known_type
 from dlsched.cluster.warnings import SERVICE_DEFAULT
 from dlsched.errors import InputError, InputLocation
@@ -75,7 +76,8 @@ def looks_like_sinfo(path: Path) -> bool:
 
 def load_sinfo(path: Path) -> Cluster:
     """The cluster of a ``sinfo``/``scontrol`` file (module docstring), named after it."""
-    is_json = path.read_bytes()[:4096].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    with path.open("rb") as f:
+        is_json = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
     entries = _json_entries(path) if is_json else _text_entries(path)
     return Cluster(path.stem, _nodes(path, entries))
 
@@ -86,9 +88,12 @@ def _nodes(path: Path, entries: Iterator[_Entry]) -> tuple[Node, ...]:
     for entry in entries:
         for name in entry.names:
             node = _node(name, entry)
+            _check_names(node, entry)
             known = nodes.get(name)
             if known is None:
                 nodes[name], first_seen[name] = node, entry.where
+                if len(nodes) > MAX_NODES:
+                    raise InputError(_located(entry.where), f"more than {MAX_NODES:,} nodes")
             elif (known.num_gpus, known.gpu_type, known.cpus, known.memory_gb) != (
                     node.num_gpus, node.gpu_type, node.cpus, node.memory_gb):
                 raise InputError(_located(entry.where), f"node {name!r} is listed with other "
@@ -99,9 +104,20 @@ def _nodes(path: Path, entries: Iterator[_Entry]) -> tuple[Node, ...]:
     return tuple(nodes.values())
 
 
+def _check_names(node: Node, entry: _Entry) -> None:
+    """A node's and its partition's names as a cluster YAML takes them (``name_check``)."""
+    for what, name in (("node name", node.name), ("partition", node.pool)):
+        try:
+            if name is not None:
+                name_check(name)
+        except ValueError as exc:
+            raise InputError(_located(entry.where), f"{what} {exc}") from None
+
+
 def _node(name: str, entry: _Entry) -> Node:
-    kind = (known_type(entry.gpu_type) if entry.gpu_type else SERVICE_DEFAULT) \
-        if entry.gpus else ""
+    kind = ""
+    if entry.gpus:  # no type in the GRES: the GPUs the history ran on (``SERVICE_DEFAULT``)
+        kind = known_type(entry.gpu_type) if entry.gpu_type else SERVICE_DEFAULT
     return Node(name, kind, entry.gpus, entry.cpus, entry.memory_mib / 1024,
                 pool=entry.partition or None)
 

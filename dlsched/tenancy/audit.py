@@ -72,10 +72,10 @@ class TenantAudit:
         """The job's reasons in this cycle, one per flavor, logged when they change;
         ``never``: no change of usage can lift them (its request exceeds what its queue may
         ever use in every flavor that serves it, or its queue is unknown)."""
-        kinds = _kinds(reasons)
-        if self._last.get(job_id) == kinds:
+        last = self._last.get(job_id)
+        if last == reasons or (last is not None and _kinds(last) == _kinds(reasons)):
             return
-        self._last[job_id] = kinds
+        self._last[job_id] = reasons
         self.pending += [PendingChange(now, job_id, cq, flavor, reason, detail)
                          for flavor, reason in reasons]
         if never:
@@ -97,7 +97,10 @@ class TenantAudit:
 def _kinds(reasons: tuple[tuple[str, Reason], ...]) -> tuple[tuple[str, Reason], ...]:
     """``reasons`` as compared with the last logged: POLICY_HOLDS reads as NO_NODE_FITS (one
     kind, ``reasons.NOT_PLACED``: the walk by groups skips such jobs without telling which)."""
-    if not any(reason is Reason.POLICY_HOLDS for _, reason in reasons):
+    for _, reason in reasons:
+        if reason is Reason.POLICY_HOLDS:
+            break
+    else:
         return reasons
     return tuple((flavor, Reason.NO_NODE_FITS if reason is Reason.POLICY_HOLDS else reason)
                  for flavor, reason in reasons)

@@ -362,7 +362,12 @@ class GroupWalk:
         self._frontier: tuple = ()
         self._version = -1
         self._evictions = 0
-        self._refused_above: int | None = None  # the refusal's GPUs after the last try
+        # groups a miss dropped while the refusal passed their size -> None, and the quota
+        # version they were last checked at (``_refusal_shrank``)
+        self._passing: dict[Group, None] = {}
+        self._passing_version = -1
+        self._version_seen = -1  # the quota version after the last try
+        self._refusal_at: tuple[int, Refusal | None] | None = None  # (version, refusal)
 
     def release(self) -> None:
         """Forget what reads the cycle (its state): only ``skipped_at`` is asked after it."""
@@ -370,7 +375,7 @@ class GroupWalk:
         self.status = self.free = self.fits_queue = None  # type: ignore[assignment]
         self.carried = self.refusal = None
         self._heap = []
-        self.dropped = {}
+        self.dropped, self._passing = {}, {}
 
     def _is_cold(self, group: Group) -> bool:
         free = self.cold.get(group.cq)
@@ -446,7 +451,12 @@ class GroupWalk:
                 if miss is not None and self.droppable(group):
                     self._drop(group, index, miss)
                     if self.refusal is not None:  # what a try would meet first (``_told``)
-                        self.skipped[group][-1][3] = self.refusal()
+                        known = self._refusal_at  # ``_refusal_now``, its call saved
+                        refusal = self.skipped[group][-1][3] = (
+                            known[1] if known is not None and known[0] == self._version_seen
+                            else self._refusal_now())
+                        if refusal is not None and group.num_gpus <= refusal.gpus:
+                            self._passing[group] = None
                     continue
                 job = group.jobs[index]
                 if mode == _PARTIAL:
@@ -543,7 +553,9 @@ class GroupWalk:
         PreFilter may have changed. An eviction may free GPUs: a miss known before it still
         tells only by its room bound (``_after_eviction``); the other groups come back."""
         bulk, evictions, version = self.status()
-        if self.refusal is not None:
+        self._version_seen = version
+        if self._passing and version != self._passing_version:  # a start may shrink it
+            self._passing_version = version
             self._refusal_shrank()
         evicted = evictions != self._evictions
         if evicted:
@@ -587,16 +599,20 @@ class GroupWalk:
         while the refusal passed its size comes back if it no longer does, so that each
         skipped job's try would have met the refusal that ``_told`` tells (from here on, a
         try of its jobs is refused first, unless they end in time)."""
-        refusal = self.refusal() if self.refusal is not None else None
-        above = None if refusal is None else refusal.gpus
-        if above is None or self._refused_above is None or above >= self._refused_above:
-            self._refused_above = above
+        refusal = self._refusal_now()
+        if refusal is None:
             return
-        for group in list(self.dropped):
-            dropped_at = self.skipped[group][-1][3]
-            if dropped_at is not None and dropped_at.gpus >= group.num_gpus > above:
-                self._resume(group)
-        self._refused_above = above
+        for group in [g for g in self._passing if g.num_gpus > refusal.gpus]:
+            self._resume(group)
+
+    def _refusal_now(self) -> Refusal | None:
+        """The refusal in force, asked again only once the quota version changed since: a
+        start, the only thing that shrinks it, changes the version too."""
+        known = self._refusal_at
+        if known is None or known[0] != self._version_seen:
+            known = self._refusal_at = (self._version_seen,
+                                        self.refusal() if self.refusal is not None else None)
+        return known[1]
 
     def _after_eviction(self) -> None:
         """An eviction may free GPUs: a miss known before it still tells only when it failed
@@ -619,6 +635,7 @@ class GroupWalk:
     def _resume(self, group: Group) -> None:
         """Visit the group again from its first job after the walk's frontier."""
         del self.dropped[group]
+        self._passing.pop(group, None)
         self._run_end.pop(group, None)
         span = self.skipped[group][-1]
         low, high = span[0], len(group.entries)

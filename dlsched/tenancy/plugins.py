@@ -56,7 +56,7 @@ from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
 from dlsched.tenancy.preemption import Victims as Found
 from dlsched.tenancy.quota import EPS, QuotaTree, Usage, request_of
-from dlsched.tenancy.reasons import NOT_PLACED, Pending, PendingBook, Reason, not_placed
+from dlsched.tenancy.reasons import Pending, PendingBook, Reason, not_placed
 from dlsched.tenancy.skip import closes_queue
 from dlsched.tenancy.view import FlavorNodes, Ledger, QuotaView, admitted_of
 from dlsched.workload.job import Job
@@ -899,7 +899,7 @@ class TenantAdmission:
         if self.by_groups:  # steady: a skipped try would log nothing (groups.py)
             flavor = self._one_flavor.get(cq)
             self.groups.mark(job.job_id, flavor is not None and len(reasons) == 1
-                             and reasons[0][0] == flavor and reasons[0][1] in NOT_PLACED
+                             and reasons[0][0] == flavor and _not_placed(reasons[0][1])
                              and groupable(job.spec) and not (
                                  job.preemptions and self.config.requeue.base_seconds))
 
@@ -973,7 +973,10 @@ class TenantAdmission:
         cq = self.config.cluster_queue_of(job.spec.queue)
         if job.job_id not in self.pending:
             text = str(status)
-            self._record(data, job, not_placed(text, self.policy_plugins), text)
+            plugin = status.plugin  # none: the futility memo's text names the last one's
+            held = (plugin in self.policy_plugins if plugin
+                    else not_placed(text, self.policy_plugins) is Reason.POLICY_HOLDS)
+            self._record(data, job, Reason.POLICY_HOLDS if held else Reason.NO_NODE_FITS, text)
             if self.by_groups and status.plugin == "placement":
                 self._missed(state, data, job, str(status))
         if cq is not None and cq.queueing_strategy is QueueingStrategy.STRICT_FIFO and (
@@ -1032,6 +1035,11 @@ class TenantAdmission:
             self._second_cycle_at = state.now
             return state.now
         return min(future) if future else None
+
+
+def _not_placed(reason: Reason) -> bool:
+    """``reason in NOT_PLACED``, without hashing the enum (a Python call) once a failure."""
+    return reason is Reason.NO_NODE_FITS or reason is Reason.POLICY_HOLDS
 
 
 # Reasons that no change of usage lifts: the request exceeds what the queue may ever use (in

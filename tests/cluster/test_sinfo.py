@@ -90,8 +90,10 @@ def test_sinfo_json_modern_and_scontrol_nodes(tmp_path: Path) -> None:
     ("PARTITION AVAIL TIMELIMIT NODES STATE NODELIST\ngpu up infinite 2 idle n[1-2]\n",
      ":1:", "no GRES column"),
     ("NODELIST GRES\nn1 (null)\n", ":", "no node with GPUs"),
+    ("NODELIST GRES\nn1 gpu:2\n" + "x" * 300 + " gpu:2\n", ":3:", "node name is 300 "),
 ], ids=["bad-gres", "bad-cpus", "grouped-nodes-differ", "bad-range", "short-line",
-        "two-gpu-types", "node-listed-twice-differently", "default-sinfo", "no-gpus"])
+        "two-gpu-types", "node-listed-twice-differently", "default-sinfo", "no-gpus",
+        "long-name"])
 def test_sinfo_text_errors_name_file_line_and_field(tmp_path: Path, text: str, where: str,
                                                     words: str) -> None:
     path = _write(tmp_path, "bad.sinfo", text)
