@@ -13,6 +13,7 @@ the driver's non-detached actors) is ``test_ray_executor``'s kill -9 test's busi
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -47,10 +48,11 @@ def ray_cluster() -> Iterator[RayCluster]:
         started.__exit__(None, None, None)
 
 
-def _service(ray_cluster: RayCluster, root: Path, grace: float) -> Service:
+def _service(ray_cluster: RayCluster, root: Path, grace: float,
+             orphan_timeout: float = 600.0) -> Service:
     service = Service(ServiceConfig(ray_cluster.cluster, root / "data", grace_seconds=grace,
                                     poll_seconds=0.05, retry_backoff=0.0,
-                                    ray_cluster=ray_cluster))
+                                    ray_cluster=ray_cluster, orphan_timeout=orphan_timeout))
     service.start()
     return service
 
@@ -149,3 +151,48 @@ def test_a_ray_attempt_that_completed_while_no_service_ran_finishes(
     assert new.store.job(job).status == "finished"  # type: ignore[union-attr]
     assert [(a.number, a.outcome) for a in new.store.attempts(job)] == [(1, "succeeded")]
     assert not _named(new.executor.owner)  # type: ignore[attr-defined]
+
+
+def _groups(owner: str) -> list[str]:
+    """The owner's placement groups that Ray has not removed."""
+    return [info["name"] for info in ray.util.placement_group_table().values()
+            if (info.get("name") or "").startswith(f"{owner}-")
+            and info.get("state") != "REMOVED"]
+
+
+def test_a_crashed_service_never_restarted_loses_its_ray_workers_after_the_orphan_timeout(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path) -> None:
+    """Detached actors outlive the service; before the orphan timeout they kept running and
+    their group held the GPUs in Ray for good. Now the lease releases them all."""
+    old = _service(ray_cluster, tmp_path, grace=1.0, orphan_timeout=3.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=2)).id
+    pid = _pid(out, job)
+    owner = old.executor.owner  # type: ignore[attr-defined]
+    assert len(_named(owner)) == 2 and len(_groups(owner)) == 1
+    crash(old)
+    crashed = time.monotonic()
+    assert alive(pid)
+
+    wait_for(lambda: not alive(pid), 30, "the orphaned worker to be stopped")
+    wait_for(lambda: not _named(owner) and not _groups(owner), 15, "the actors and group to go")
+    assert time.monotonic() - crashed >= 3.0  # not before the timeout
+    wait_for(lambda: ray.available_resources().get("GPU") == 4, 15, "the GPUs to be free")
+
+
+def test_a_restart_within_the_orphan_timeout_still_adopts(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """The restarted service renews the same lease: past the old service's timeout, the
+    adopted attempt still runs."""
+    old = _service(ray_cluster, tmp_path, grace=1.0, orphan_timeout=4.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    pid = _pid(out, job)
+    wait_for(lambda: old.store.attempts(job) and old.store.attempts(job)[0].pids, 10,
+             "the launch to be recorded")
+    crash(old)
+
+    new = _service(ray_cluster, tmp_path, grace=1.0, orphan_timeout=4.0)
+    services.append(new)
+    assert "adopted" in [e.kind for e in new.store.events(job)]
+    time.sleep(6.0)  # past the timeout counted from the crash
+    assert alive(pid) and new.core.jobs[job].status is JobStatus.RUNNING
+    assert len(_named(new.executor.owner)) == 1  # type: ignore[attr-defined]
