@@ -13,6 +13,9 @@ the driver's non-detached actors) is ``test_ray_executor``'s kill -9 test's busi
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,22 +163,46 @@ def _groups(owner: str) -> list[str]:
             and info.get("state") != "REMOVED"]
 
 
-def test_a_crashed_service_never_restarted_loses_its_ray_workers_after_the_orphan_timeout(
+# A service in its own process (its own Ray driver), so that kill -9 is a real one.
+SERVICE = """
+import json, sys, time
+from pathlib import Path
+from dlsched.runtime.commands import submit
+from dlsched.runtime.executors.ray_cluster import connect
+from dlsched.runtime.models import SubmitRequest
+from dlsched.runtime.service import Service, ServiceConfig
+ray_cluster = connect(sys.argv[1])
+service = Service(ServiceConfig(ray_cluster.cluster, Path(sys.argv[2]), grace_seconds=1.0,
+                                poll_seconds=0.05, ray_cluster=ray_cluster, orphan_timeout=3.0))
+service.start()
+job = submit(service, SubmitRequest(command=json.loads(sys.argv[3]), gpus=2)).id
+print(service.executor.owner, job, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_service_killed_and_never_restarted_loses_its_ray_workers_after_the_timeout(
         ray_cluster: RayCluster, tmp_path: Path, out: Path) -> None:
-    """Detached actors outlive the service; before the orphan timeout they kept running and
-    their group held the GPUs in Ray for good. Now the lease releases them all."""
-    old = _service(ray_cluster, tmp_path, grace=1.0, orphan_timeout=3.0)
-    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=2)).id
-    pid = _pid(out, job)
-    owner = old.executor.owner  # type: ignore[attr-defined]
-    assert len(_named(owner)) == 2 and len(_groups(owner)) == 1
-    crash(old)
-    crashed = time.monotonic()
+    """Detached actors outlive the service's kill -9; before the orphan timeout they kept
+    running and their group held the GPUs in Ray for good. Now its lease releases them all."""
+    address = ray.get_runtime_context().gcs_address
+    service = subprocess.Popen(
+        [sys.executable, "-c", SERVICE, address, str(tmp_path / "data"),
+         json.dumps(worker("sleep", out, 60))], stdout=subprocess.PIPE, text=True)
+    try:
+        assert service.stdout is not None
+        owner, job = service.stdout.readline().split()
+        pid = _pid(out, job)
+        assert len(_named(owner)) == 2 and len(_groups(owner)) == 1
+    finally:
+        service.send_signal(signal.SIGKILL)
+        service.wait()
+    killed = time.monotonic()
     assert alive(pid)
 
     wait_for(lambda: not alive(pid), 30, "the orphaned worker to be stopped")
     wait_for(lambda: not _named(owner) and not _groups(owner), 15, "the actors and group to go")
-    assert time.monotonic() - crashed >= 3.0  # not before the timeout
+    assert time.monotonic() - killed >= 3.0  # not before the timeout
     wait_for(lambda: ray.available_resources().get("GPU") == 4, 15, "the GPUs to be free")
 
 
