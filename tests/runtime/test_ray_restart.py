@@ -182,9 +182,10 @@ time.sleep(600)
 
 
 def test_a_service_killed_and_never_restarted_loses_its_ray_workers_after_the_timeout(
-        ray_cluster: RayCluster, tmp_path: Path, out: Path) -> None:
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
     """Detached actors outlive the service's kill -9; before the orphan timeout they kept
-    running and their group held the GPUs in Ray for good. Now its lease releases them all."""
+    running and their group held the GPUs in Ray for good. Now its lease releases them all,
+    and a later restart requeues the job (nothing is left to adopt)."""
     address = ray.get_runtime_context().gcs_address
     service = subprocess.Popen(
         [sys.executable, "-c", SERVICE, address, str(tmp_path / "data"),
@@ -204,6 +205,12 @@ def test_a_service_killed_and_never_restarted_loses_its_ray_workers_after_the_ti
     wait_for(lambda: not _named(owner) and not _groups(owner), 15, "the actors and group to go")
     assert time.monotonic() - killed >= 3.0  # not before the timeout
     wait_for(lambda: ray.available_resources().get("GPU") == 4, 15, "the GPUs to be free")
+
+    new = _service(ray_cluster, tmp_path, grace=1.0)
+    services.append(new)
+    assert [e.kind for e in new.store.events(job)][-1] == "requeued"
+    assert [(a.number, a.outcome) for a in new.store.attempts(job)][0] == (1, "abandoned")
+    wait_for((out / f"{job}-a2-r0.json").exists, 60, "its second attempt to start")
 
 
 def test_a_restart_within_the_orphan_timeout_still_adopts(
