@@ -30,6 +30,7 @@ from test_stop_intent import _die_before_the_signal, _Killed  # noqa: E402
 from dlsched.runtime.commands import cancel, submit  # noqa: E402
 from dlsched.runtime.executors.processes import alive  # noqa: E402
 from dlsched.runtime.executors.ray_cluster import RayCluster, connect  # noqa: E402
+from dlsched.runtime.executors.ray_lease import lease_name  # noqa: E402
 from dlsched.runtime.executors.ray_local import local_ray_cluster  # noqa: E402
 from dlsched.runtime.models import SubmitRequest  # noqa: E402
 from dlsched.runtime.service import Service, ServiceConfig  # noqa: E402
@@ -204,6 +205,8 @@ def test_a_service_killed_and_never_restarted_loses_its_ray_workers_after_the_ti
     wait_for(lambda: not alive(pid), 30, "the orphaned worker to be stopped")
     wait_for(lambda: not _named(owner) and not _groups(owner), 15, "the actors and group to go")
     assert time.monotonic() - killed >= 3.0  # not before the timeout
+    wait_for(lambda: lease_name(owner) not in ray.util.list_named_actors(), 15,
+             "the lease to end itself")
     wait_for(lambda: ray.available_resources().get("GPU") == 4, 15, "the GPUs to be free")
 
     new = _service(ray_cluster, tmp_path, grace=1.0)
@@ -229,4 +232,10 @@ def test_a_restart_within_the_orphan_timeout_still_adopts(
     assert "adopted" in [e.kind for e in new.store.events(job)]
     time.sleep(6.0)  # past the timeout counted from the crash
     assert alive(pid) and new.core.jobs[job].status is JobStatus.RUNNING
-    assert len(_named(new.executor.owner)) == 1  # type: ignore[attr-defined]
+    owner = new.executor.owner  # type: ignore[attr-defined]
+    assert len(_named(owner)) == 1
+    services.remove(new)
+    new.shutdown()  # a clean shutdown releases everything, the lease included
+    assert not alive(pid) and not _named(owner)
+    wait_for(lambda: lease_name(owner) not in ray.util.list_named_actors(), 10,
+             "the lease to be killed")
