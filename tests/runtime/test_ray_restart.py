@@ -199,12 +199,11 @@ def test_a_service_killed_and_never_restarted_loses_its_ray_workers_after_the_ti
     finally:
         service.send_signal(signal.SIGKILL)
         service.wait()
-    killed = time.monotonic()
-    assert alive(pid)
+    time.sleep(1.5)  # the last renewal came at most 1 s before the kill: still in time
+    assert alive(pid) and len(_named(owner)) == 2
 
     wait_for(lambda: not alive(pid), 30, "the orphaned worker to be stopped")
     wait_for(lambda: not _named(owner) and not _groups(owner), 15, "the actors and group to go")
-    assert time.monotonic() - killed >= 3.0  # not before the timeout
     wait_for(lambda: lease_name(owner) not in ray.util.list_named_actors(), 15,
              "the lease to end itself")
     wait_for(lambda: ray.available_resources().get("GPU") == 4, 15, "the GPUs to be free")
