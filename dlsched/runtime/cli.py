@@ -132,6 +132,10 @@ def serve(
     checkpoint_seconds: Annotated[float, typer.Option(
         "--checkpoint-seconds", help="Tell every job's workers to checkpoint at least this "
                                      "often (DLSCHED_CHECKPOINT_SECONDS; 0: they choose).")] = 0.0,
+    orphan_timeout: Annotated[float, typer.Option(
+        "--orphan-timeout", help="--executor ray: seconds after the service died (and was not "
+                                 "restarted) before its Ray workers are stopped and their GPUs "
+                                 "freed; a restart within it adopts them.")] = 600.0,
 ) -> None:
     """Run the scheduler service (REST API, scheduling loop, local or Ray executor). SIGINT or
     SIGTERM stops it: running jobs get SIGTERM and --grace-seconds, and are requeued to resume
@@ -147,7 +151,8 @@ def serve(
             data_dir.expanduser(), gpus, gpu_type, cluster, db, host, port, policy,
             _policy_options(policy_opt), _read_token(token, token_file),
             grace_seconds, max_attempts, executor, ray_address, retry_backoff,
-            retry_backoff_max, tokens_file, tenants, insecure, checkpoint_seconds)
+            retry_backoff_max, tokens_file, tenants, insecure, checkpoint_seconds,
+            orphan_timeout)
         run_service(options)
     except (DlschedError, OSError) as exc:
         _fail(exc)

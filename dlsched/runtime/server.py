@@ -48,6 +48,7 @@ class ServeOptions:
     tenants: Path | None = None  # tenant YAML: every policy runs inside its quotas
     insecure: bool = False  # listen beyond loopback without a token (exposure.py)
     checkpoint_seconds: float = 0.0  # told to the workers (DLSCHED_CHECKPOINT_SECONDS); 0: none
+    orphan_timeout: float = 600.0  # Ray: a dead service's workers are released after this
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
@@ -76,6 +77,8 @@ def check_options(options: ServeOptions) -> None:
             raise ConfigError(f"{flag} must be at least 0, got {value:g}")
     if options.max_attempts < 1:
         raise ConfigError(f"--max-attempts must be at least 1, got {options.max_attempts}")
+    if options.orphan_timeout <= 0:
+        raise ConfigError(f"--orphan-timeout must be more than 0, got {options.orphan_timeout:g}")
 
 
 def service_cluster(options: ServeOptions) -> Cluster:
@@ -211,7 +214,8 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
                                     retry_backoff_max=options.retry_backoff_max,
                                     ray_cluster=ray_cluster, tokens=tokens,
                                     tenants=_tenants(options.tenants),
-                                    checkpoint_seconds=options.checkpoint_seconds or None))
+                                    checkpoint_seconds=options.checkpoint_seconds or None,
+                                    orphan_timeout=options.orphan_timeout))
     with stop_on_sigterm():
         try:
             service.start()

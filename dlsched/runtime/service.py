@@ -72,6 +72,8 @@ class ServiceConfig:
     retry_backoff: float = 10.0  # seconds after the first failure, doubling (0: retry at once)
     retry_backoff_max: float = 360.0
     ray_cluster: RayCluster | None = None  # set: the Ray executor on that cluster
+    # Ray: a service dead this long loses its detached workers and groups (ray_lease.py)
+    orphan_timeout: float = 600.0
     tokens: TokenTable | None = None  # per-tenant tokens (``token`` is then an admin's)
     tenants: TenantConfig | None = None  # set: the policy runs inside this tenant model
     # Seconds between checkpoints the workers are told (DLSCHED_CHECKPOINT_SECONDS; None: none)
@@ -147,7 +149,8 @@ class Service:
     def _executor(self) -> RuntimeExecutor:
         config = self.config
         shared_token = config.token if config.tokens is None else None  # never an admin's
-        settings = ExecutorSettings(config.grace_seconds, config.service_url, shared_token)
+        settings = ExecutorSettings(config.grace_seconds, config.service_url, shared_token,
+                                    config.orphan_timeout)
         if config.ray_cluster is None:
             return LocalExecutor(config.cluster, self._plan_attempt, settings)
         from dlsched.runtime.executors.ray import RayExecutor

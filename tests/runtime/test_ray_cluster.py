@@ -122,3 +122,14 @@ def test_an_address_where_nothing_listens_is_refused_at_once() -> None:
                                           "Connection refused"):
         connect(f"127.0.0.1:{port}")
     assert time.monotonic() - started < 10 and not ray.is_initialized()
+
+
+@pytest.mark.parametrize("timeout", [0.0, -5.0], ids=["zero", "negative"])
+def test_the_orphan_timeout_must_be_positive(timeout: float) -> None:
+    """0 would release a live service's workers between two renewals of its lease."""
+    from pathlib import Path
+
+    from dlsched.runtime.server import ServeOptions, check_options
+
+    with pytest.raises(ConfigError, match="--orphan-timeout must be more than 0"):
+        check_options(ServeOptions(Path("/tmp/x"), executor="ray", orphan_timeout=timeout))

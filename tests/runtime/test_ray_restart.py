@@ -13,6 +13,10 @@ the driver's non-detached actors) is ``test_ray_executor``'s kill -9 test's busi
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +30,7 @@ from test_stop_intent import _die_before_the_signal, _Killed  # noqa: E402
 from dlsched.runtime.commands import cancel, submit  # noqa: E402
 from dlsched.runtime.executors.processes import alive  # noqa: E402
 from dlsched.runtime.executors.ray_cluster import RayCluster, connect  # noqa: E402
+from dlsched.runtime.executors.ray_lease import lease_name  # noqa: E402
 from dlsched.runtime.executors.ray_local import local_ray_cluster  # noqa: E402
 from dlsched.runtime.models import SubmitRequest  # noqa: E402
 from dlsched.runtime.service import Service, ServiceConfig  # noqa: E402
@@ -47,10 +52,11 @@ def ray_cluster() -> Iterator[RayCluster]:
         started.__exit__(None, None, None)
 
 
-def _service(ray_cluster: RayCluster, root: Path, grace: float) -> Service:
+def _service(ray_cluster: RayCluster, root: Path, grace: float,
+             orphan_timeout: float = 600.0) -> Service:
     service = Service(ServiceConfig(ray_cluster.cluster, root / "data", grace_seconds=grace,
                                     poll_seconds=0.05, retry_backoff=0.0,
-                                    ray_cluster=ray_cluster))
+                                    ray_cluster=ray_cluster, orphan_timeout=orphan_timeout))
     service.start()
     return service
 
@@ -149,3 +155,86 @@ def test_a_ray_attempt_that_completed_while_no_service_ran_finishes(
     assert new.store.job(job).status == "finished"  # type: ignore[union-attr]
     assert [(a.number, a.outcome) for a in new.store.attempts(job)] == [(1, "succeeded")]
     assert not _named(new.executor.owner)  # type: ignore[attr-defined]
+
+
+def _groups(owner: str) -> list[str]:
+    """The owner's placement groups that Ray has not removed."""
+    return [info["name"] for info in ray.util.placement_group_table().values()
+            if (info.get("name") or "").startswith(f"{owner}-")
+            and info.get("state") != "REMOVED"]
+
+
+# A service in its own process (its own Ray driver), so that kill -9 is a real one.
+SERVICE = """
+import json, sys, time
+from pathlib import Path
+from dlsched.runtime.commands import submit
+from dlsched.runtime.executors.ray_cluster import connect
+from dlsched.runtime.models import SubmitRequest
+from dlsched.runtime.service import Service, ServiceConfig
+ray_cluster = connect(sys.argv[1])
+service = Service(ServiceConfig(ray_cluster.cluster, Path(sys.argv[2]), grace_seconds=1.0,
+                                poll_seconds=0.05, ray_cluster=ray_cluster, orphan_timeout=3.0))
+service.start()
+job = submit(service, SubmitRequest(command=json.loads(sys.argv[3]), gpus=2)).id
+print(service.executor.owner, job, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_service_killed_and_never_restarted_loses_its_ray_workers_after_the_timeout(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """Detached actors outlive the service's kill -9; before the orphan timeout they kept
+    running and their group held the GPUs in Ray for good. Now its lease releases them all,
+    and a later restart requeues the job (nothing is left to adopt)."""
+    address = ray.get_runtime_context().gcs_address
+    service = subprocess.Popen(
+        [sys.executable, "-c", SERVICE, address, str(tmp_path / "data"),
+         json.dumps(worker("sleep", out, 60))], stdout=subprocess.PIPE, text=True)
+    try:
+        assert service.stdout is not None
+        owner, job = service.stdout.readline().split()
+        pid = _pid(out, job)
+        assert len(_named(owner)) == 2 and len(_groups(owner)) == 1
+    finally:
+        service.send_signal(signal.SIGKILL)
+        service.wait()
+    time.sleep(1.5)  # the last renewal came at most 1 s before the kill: still in time
+    assert alive(pid) and len(_named(owner)) == 2
+
+    wait_for(lambda: not alive(pid), 30, "the orphaned worker to be stopped")
+    wait_for(lambda: not _named(owner) and not _groups(owner), 15, "the actors and group to go")
+    wait_for(lambda: lease_name(owner) not in ray.util.list_named_actors(), 15,
+             "the lease to end itself")
+    wait_for(lambda: ray.available_resources().get("GPU") == 4, 15, "the GPUs to be free")
+
+    new = _service(ray_cluster, tmp_path, grace=1.0)
+    services.append(new)
+    assert [e.kind for e in new.store.events(job)][-1] == "requeued"
+    assert [(a.number, a.outcome) for a in new.store.attempts(job)][0] == (1, "abandoned")
+    wait_for((out / f"{job}-a2-r0.json").exists, 60, "its second attempt to start")
+
+
+def test_a_restart_within_the_orphan_timeout_still_adopts(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """The restarted service renews the same lease: past the old service's timeout, the
+    adopted attempt still runs."""
+    old = _service(ray_cluster, tmp_path, grace=1.0, orphan_timeout=4.0)
+    job = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    pid = _pid(out, job)
+    wait_for(lambda: old.store.attempts(job) and old.store.attempts(job)[0].pids, 10,
+             "the launch to be recorded")
+    crash(old)
+
+    new = _service(ray_cluster, tmp_path, grace=1.0, orphan_timeout=4.0)
+    services.append(new)
+    assert "adopted" in [e.kind for e in new.store.events(job)]
+    time.sleep(6.0)  # past the timeout counted from the crash
+    assert alive(pid) and new.core.jobs[job].status is JobStatus.RUNNING
+    owner = new.executor.owner  # type: ignore[attr-defined]
+    assert len(_named(owner)) == 1
+    services.remove(new)
+    new.shutdown()  # a clean shutdown releases everything, the lease included
+    assert not alive(pid) and not _named(owner)
+    wait_for(lambda: lease_name(owner) not in ray.util.list_named_actors(), 10,
+             "the lease to be killed")

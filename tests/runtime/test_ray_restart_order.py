@@ -10,12 +10,21 @@ from dlsched.runtime.executors.ray import Phase, RayExecutor, _Attempt
 from dlsched.workload.job import Job, JobSpec
 
 
+class NoLease:
+    """The orphan-timeout lease (``ray_lease.py``) without Ray: nothing to renew or end."""
+
+    def renew(self, owner: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
 def bare_executor(reserved: list[tuple[int, ...]]) -> RayExecutor:
     executor = RayExecutor.__new__(RayExecutor)  # no ray.init: nothing below talks to Ray
     executor.settings = ExecutorSettings(grace_seconds=5.0)
     AttemptBook.__init__(executor, _Attempt)  # the queues, as RayExecutor.__init__ sets them
     executor._down, executor._next_node_check = frozenset(), float("inf")
     executor._found, executor._adopting = None, {}  # nothing of an old service to adopt
+    executor.owner, executor.lease = "dlsched-test", NoLease()  # type: ignore[assignment]
     executor._reserve = lambda attempt: reserved.append(attempt.gpus)  # type: ignore[method-assign]
     executor._signal = lambda attempt, signum: None  # type: ignore[method-assign]
     executor._release = lambda attempt: None  # type: ignore[method-assign]

@@ -50,6 +50,8 @@ class ExecutorSettings:
     grace_seconds: float = 10.0
     service_url: str = ""
     token: str | None = None
+    # Ray only: seconds without the service before its detached workers are released
+    orphan_timeout: float = 600.0
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ removed, which frees its GPUs in Ray.
 
 **Restarts**: the group and actors are detached and named after the service (``owner``), so
 they outlive a crashed service; the restarted one adopts the attempts that still run and
-releases the rest (``ray_adopt.py``).
+releases the rest (``ray_adopt.py``). A service that stays dead for ``orphan_timeout`` seconds
+loses them: its lease actor, which ``poll`` renews, releases them (``ray_lease.py``).
 
 **Node loss**: a rank whose actor died (no exit code) ends its attempt as ``lost``: the service
 requeues it without counting a failure. Ray declares the node itself dead a few seconds later
@@ -63,6 +64,7 @@ from dlsched.runtime.executors.base import (
 )
 from dlsched.runtime.executors.ray_adopt import RayAdoption, Reservation
 from dlsched.runtime.executors.ray_cluster import RayCluster
+from dlsched.runtime.executors.ray_lease import LeaseKeeper
 from dlsched.runtime.executors.ray_worker import WorkerProcess
 from dlsched.runtime.executors.sharing import Sharing, add_sharing_env
 from dlsched.workload.job import Job
@@ -124,6 +126,7 @@ class RayExecutor(RayAdoption, AttemptBook):
         self.owner = "dlsched"
         self._found: dict[str, Reservation] | None = None  # the old service's, at a restart
         self._adopting: dict[str, tuple[Reservation, tuple[int, ...], int, Path]] = {}
+        self.lease = LeaseKeeper(ray, settings.orphan_timeout, settings.grace_seconds)
 
     def start(self, job: Job, now: float) -> None:
         attempt = self._adopted(job.job_id, tuple(int(g) for g in job.allocation))
@@ -150,6 +153,7 @@ class RayExecutor(RayAdoption, AttemptBook):
 
     # -- what the service loop calls ------------------------------------------------------
     def poll(self) -> list[AttemptEnd]:
+        self.lease.renew(self.owner)
         self._check_nodes()
         for attempt in list(self._active.values()):
             self._advance(attempt)
@@ -157,6 +161,12 @@ class RayExecutor(RayAdoption, AttemptBook):
             self._advance_stopping(attempt)
         self._launch_ready()
         ended, self._ended = self._ended, []
+        return ended
+
+    def drain(self, timeout: float) -> list[AttemptEnd]:
+        """As every executor's; then the lease ends too (nothing is left for it to release)."""
+        ended = super().drain(timeout)
+        self.lease.end()
         return ended
 
     def _kill_stopping(self) -> None:

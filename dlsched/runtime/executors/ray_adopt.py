@@ -149,9 +149,11 @@ class RayAdoption:
     _found: dict[str, Reservation] | None
     _adopting: dict[str, Any]
     _active: dict[str, Any]
+    lease: Any  # ray_lease.LeaseKeeper
 
     def _discovered(self) -> dict[str, Reservation]:
         if self._found is None:
+            self.lease.renew(self.owner)  # first: the old lease must not expire meanwhile
             self._found = {r.name: r for r in discover(self.ray, self.owner)}
         return self._found
 

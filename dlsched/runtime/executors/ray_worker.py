@@ -7,7 +7,8 @@ at the same time. The process runs in its own session, so a signal reaches every
 started. It is launched from a supervisor thread that lives exactly as long as the process, with
 ``PR_SET_PDEATHSIG`` = SIGKILL on Linux: if the actor dies (``ray.kill``, a lost node), the worker
 dies with it and never runs unsupervised. The executor makes its actors detached: they outlive
-a crashed service, whose restart finds them by name and adopts or stops them (``ray.py``).
+a crashed service, whose restart finds them by name and adopts or stops them (``ray.py``), or
+its lease stops them once the service has been gone for the orphan timeout (``ray_lease.py``).
 
 The module imports nothing from Ray at import time; the actor runs wherever ``dlsched`` is
 installed (every node of the Ray cluster).

@@ -1,0 +1,111 @@
+"""The orphan timeout of the Ray executor's detached groups and actors (``docs/ray.md``).
+
+Detached placement groups and actors outlive a crashed service so that its restart can adopt
+them (``ray_adopt.py``); but a service killed and never restarted would leave its workers
+running and their groups holding the GPUs in Ray for good. So each service keeps a *lease*:
+one small detached actor named ``lease-OWNER`` (``num_cpus=0``, outside every placement group)
+that the service renews about once a second from its loop. If no renewal comes for
+``orphan_timeout`` seconds (``dlsched serve --orphan-timeout``), the lease stops every worker of
+its owner (SIGTERM, ``grace`` seconds, SIGKILL), kills the actors, removes the groups (the
+GPUs are free in Ray again) and then ends itself. A service restarted before that finds the
+same lease by name, renews it, and adopts its attempts as before.
+
+Time is measured on the lease's own monotonic clock, so clocks of different machines never
+matter. The module imports nothing from Ray at import time (the actor runs on any node).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from dlsched.runtime.executors.ray_adopt import discover, release
+
+RENEW_SECONDS = 1.0  # how often the service renews its lease
+CHECK_SECONDS = 0.5  # how often the lease looks at its last renewal
+
+
+def lease_name(owner: str) -> str:
+    """Not ``OWNER-...``: that prefix is the owner's reservations (``ray_adopt.discover``)."""
+    return f"lease-{owner}"
+
+
+class OrphanLease:
+    """A service's lease, inside a detached Ray actor: it releases the owner's groups and
+    actors once the service has not renewed it for ``timeout`` seconds."""
+
+    def __init__(self, owner: str, timeout: float, grace: float) -> None:
+        self._owner = owner
+        self._timeout = timeout
+        self._grace = grace
+        self._renewed = time.monotonic()
+        self._expired = False
+        self._lock = threading.Lock()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def renew(self, timeout: float, grace: float) -> bool:
+        """The service is alive (with these settings); False once the lease has expired: it is
+        releasing everything and about to end, so the service must make a new one."""
+        with self._lock:
+            if self._expired:
+                return False
+            self._renewed = time.monotonic()
+            self._timeout, self._grace = timeout, grace
+            return True
+
+    def _watch(self) -> None:
+        while not self._expire_due():
+            time.sleep(CHECK_SECONDS)
+        import ray
+
+        release(ray, discover(ray, self._owner), self._grace)
+        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+
+    def _expire_due(self) -> bool:
+        with self._lock:
+            self._expired = time.monotonic() - self._renewed > self._timeout
+            return self._expired
+
+
+class LeaseKeeper:
+    """The service's side: renews the lease at most every ``RENEW_SECONDS`` (from
+    ``RayExecutor.poll``), making it on first use and again if it expired or was lost."""
+
+    def __init__(self, ray: Any, timeout: float, grace: float) -> None:
+        self.ray = ray
+        self.timeout = timeout
+        self.grace = grace
+        self._actor_class = ray.remote(num_cpus=0, num_gpus=0, max_concurrency=2)(OrphanLease)
+        self._lease: Any = None
+        self._renewal: Any = None
+        self._next = 0.0
+
+    def renew(self, owner: str) -> None:
+        now = time.monotonic()
+        if now < self._next:
+            return
+        self._next = now + RENEW_SECONDS
+        if self._lease is None or not self._last_renewal_held():
+            self._lease = self._actor_class.options(
+                name=lease_name(owner), lifetime="detached", get_if_exists=True,
+            ).remote(owner, self.timeout, self.grace)
+        self._renewal = self._lease.renew.remote(self.timeout, self.grace)
+
+    def _last_renewal_held(self) -> bool:
+        """False when the last renewal came back refused or failed (the lease is gone)."""
+        if self._renewal is None:
+            return True
+        ready, _ = self.ray.wait([self._renewal], timeout=0)
+        if not ready:
+            return True  # still on its way: a slow lease, not a lost one
+        try:
+            return bool(self.ray.get(self._renewal, timeout=0))
+        except self.ray.exceptions.RayError:
+            return False
+
+    def end(self) -> None:
+        """A clean shutdown released everything itself: the lease is not needed."""
+        if self._lease is not None:
+            self.ray.kill(self._lease, no_restart=True)
+            self._lease = None
