@@ -1050,8 +1050,9 @@ class TenantAdmission:
             reason, assignment, request = turn
             self._hold(data, cq.name, assignment, request)
             self._record(data, job, reason)
+            usage = data.view.sync()  # (the search's evictions given back: the memo's key)
             self._refused(state, data, job, cq, request, self._memo_key(data, job, cq, request),
-                          data.view.sync(), searched=True)
+                          usage, searched=True)
         if job.job_id not in self.pending:
             text = str(status)
             self._record(data, job, not_placed(text, self.policy_plugins), text)
