@@ -67,6 +67,21 @@ def test_policy_preempts_inside_a_full_queue(build) -> None:  # type: ignore[no-
 
 
 
+
+def test_a_demotion_wakes_the_policys_turn() -> None:
+    """The short job arrives at 100 s, before the long ones are demoted (150 s): the queue's
+    quota refuses it and Tiresias has no victim yet. The demotion wakes a cycle (the tenant
+    layer's cycle needed preemption, so it was not quiet) and the short job preempts then,
+    150..250, as alone."""
+    jobs = (*LONG, JobSpec("short", 100.0, 4, 100.0, queue="a"))
+    plain, _ = _run(tiresias(thresholds=(600.0,)), jobs, nodes=1)
+    assert plain["short"] == (150.0, 250.0, 0)
+    wrapped, evictions = _run(with_tenants(tiresias(thresholds=(600.0,)),
+                                           _tenants(cq("a", 8, cohort=None))), jobs, nodes=2)
+    assert wrapped == plain
+    assert [(e[1], e[3]) for e in evictions] == [("short", "policy")]
+
+
 def test_policy_swap_stays_within_the_borrowing_limit() -> None:
     """Queue a (nominal 8, borrowing limit 4) and b (nominal 8) in one cohort, on 24 GPUs.
     a0, a1 (4 GPUs each, demoted at 150 s) and b0 (4 GPUs, demoted too) run from 0. At
