@@ -4,12 +4,15 @@
 - QueueSort: ``ordering.admission_key`` around the wrapped policy's own key;
 - PreFilter: queue known, StrictFIFO, requeue backoff, flavor assignment on quota (Kueue's
   nominate step); ``UNRESOLVABLE`` when no preemption can help, ``UNSCHEDULABLE`` with the
-  victims chosen when the job needs preemption (the cycle then runs PostFilter);
+  victims chosen when the job needs preemption (the cycle then runs PostFilter), or with none
+  chosen when the wrapped policy's own preemption inside the job's queue may free its quota
+  (``_policy_turn``: a swap inside one queue is quota-neutral);
 - Filter: the assigned flavor's nodes;
 - Permit: the quota fits in the assigned flavor (the cycle asks Permit in its victim search,
   so "does it fit now?" counts quota as well as GPUs);
 - PostFilter: the quota victims chosen at PreFilter (the tenant layer decides victims across
-  queues; the wrapped policy's own preemption runs after it, inside the job's own queue);
+  queues; the wrapped policy's own preemption runs after it, inside the job's own queue, for a
+  job whose quota fits and for one whose quota only that preemption may free);
 - Reserve: the quota a started job takes, for later jobs of the same cycle;
 - Blocked: the structured reason, and for a StrictFIFO queue ``skip_queue`` for the rest of
   it (Kueue's heads of queues); Wakeup: minimum runtime, backoff.
@@ -118,6 +121,10 @@ class _Cycle:
         # reclaim waits for a second cycle at this time (``_deferred``)
         self.borrowed: set[str] = set()
         self.deferred = False
+        # Jobs whose quota Kueue's victim search could not free, left to the wrapped policy's
+        # own preemption inside their cluster queue (``_policy_turn``): job -> (reason,
+        # assignment, request), what a failure then records (``on_unschedulable``)
+        self.policy_turn: dict[str, tuple[Reason, Assignment, Mapping[str, float]]] = {}
 
 
 class TenantAdmission:
@@ -172,6 +179,9 @@ class TenantAdmission:
         # The wrapped policy's plugin names (set by with_tenants): a job one of them fails
         # after its quota was reserved waits for POLICY_HOLDS, not NO_NODE_FITS
         self.policy_plugins: frozenset[str] = frozenset()
+        # Whether the wrapped policy's own preemption may find victims for a job (set by
+        # with_tenants; None: the policy does not preempt): ``_policy_turn``
+        self.policy_victims: Callable[[CycleState, Job], bool] | None = None
         self.groups = Groups(self.request)
         if self._submission_order:
             self.lines.on_join, self.lines.on_leave = self.groups.join, self.groups.leave
@@ -669,6 +679,8 @@ class TenantAdmission:
         if cq is None:
             return self._fail(data, job, Reason.UNKNOWN_QUEUE, repr(job.spec.queue))
         data.assigned.pop(job.job_id, None)
+        if data.policy_turn:  # (mostly empty: no call)
+            data.policy_turn.pop(job.job_id, None)
         if cq.name in data.blocked:
             return self._fail(data, job, Reason.STRICT_FIFO, data.blocked[cq.name])
         if job.preemptions and self.config.requeue.base_seconds:
@@ -713,16 +725,46 @@ class TenantAdmission:
                                                 searched if seen is not None else {})
                 if status.ok:  # victims chosen: the cycle's PostFilter step evicts them
                     return _NEEDS_VICTIMS
+                if job.job_id in data.policy_turn:  # the policy's PostFilter may free it
+                    return status
         if not status.ok:
-            reason = self.pending[job.job_id].reason
-            if memo is not None:
-                data.failed[memo] = (data.view.version, request, job.spec.submit_time, reason)
-            if cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO and closes_queue(
-                    cq, job, request, reason, data.least.get(cq.name), usage,
-                    bool(self.evicted_by.get(job.job_id)), self._submission_order):
-                # (a StrictFIFO queue is closed behind its head in ``on_unschedulable``)
-                self._close(state, cq.name, reason, job.job_id)
+            self._refused(state, data, job, cq, request, memo, usage, searched=False)
         return status
+
+    def _refused(self, state: CycleState, data: _Cycle, job: Job, cq: ClusterQueue,
+                 request: Mapping[str, float], memo: tuple | None, usage: Usage,
+                 searched: bool) -> None:
+        """``job`` failed on quota (``searched``: after the wrapped policy's own victim search
+        failed too): what it tells about later jobs of its queue in this cycle, the failure
+        memo and the closing of the queue (``skip.py``), where they hold under the policy's
+        preemption (``_alike_after``)."""
+        reason = self.pending[job.job_id].reason
+        whole = not searched or self._whole(state, job)
+        if memo is not None and whole:
+            data.failed[memo] = (data.view.version, request, job.spec.submit_time, reason)
+        if cq.queueing_strategy is not QueueingStrategy.STRICT_FIFO and whole and closes_queue(
+                cq, job, request, reason, data.least.get(cq.name), usage,
+                bool(self.evicted_by.get(job.job_id)), self._submission_order) and (
+                self._rest_alike(job, cq.name)):
+            # (a StrictFIFO queue is closed behind its head in ``on_unschedulable``)
+            self._close(state, cq.name, reason, job.job_id)
+
+    def _whole(self, state: CycleState, job: Job) -> bool:
+        """Whether a job asking at least ``job``'s GPUs, among fewer victims, fits nowhere
+        ``job`` did not: whole GPUs only (no job asks a fraction: a fraction may fit on a GPU
+        in use where a whole one does not; no MIG instance)."""
+        return not state.snapshot.has_fractional and job.spec.mig_profile is None
+
+    def _rest_alike(self, job: Job, cq: str) -> bool:
+        """Under the wrapped policy's own preemption, whether every later job of ``cq`` in
+        this cycle has at most ``job``'s victims: the queue orders by priority, then the
+        policy's key, and the policy's victims shrink along its key alone (Tiresias: lower
+        queues; SRTF: longer remaining times), so only where the rest of the queue has
+        ``job``'s priority (a later job of a lower one may rank higher by the key)."""
+        if self.policy_victims is None:
+            return True
+        line = self.lines.lines.get(cq)
+        return bool(line) and line[-1].spec.priority == job.spec.priority
 
     def _close(self, state: CycleState, cq: str, reason: Reason, job_id: str) -> None:
         """Skip the rest of ``cq`` in this cycle (``tenancy/skip.py``)."""
@@ -805,8 +847,9 @@ class TenantAdmission:
         victims = (searched[flavor] if flavor in searched
                    else self._search(state, data, job, cq, assignment))
         if victims is None:  # the per-flavor memo's hit
-            self._hold(data, cq, assignment, self.request(job))
-            return self._fail(data, job, assignment.reason or Reason.NEEDS_PREEMPTION)
+            return self._no_victims(state, data, job, cq, assignment,
+                                    assignment.reason or Reason.NEEDS_PREEMPTION,
+                                    self.request(job))
         if victims.targets:
             if data.borrowed and self._deferred(state, data, job, cq, victims.targets):
                 return self._fail(data, job, Reason.RECLAIM_DEFERRED)
@@ -821,9 +864,40 @@ class TenantAdmission:
             self.config, usage, incoming, running, state.now, protect=False).targets)
         if not protected:
             self._remember_failure(data, job, cq, assignment)
-        self._hold(data, cq, assignment, incoming.request)
-        return self._fail(data, job, Reason.MIN_RUNTIME if protected
-                          else assignment.reason or Reason.NEEDS_PREEMPTION)
+        return self._no_victims(state, data, job, cq, assignment, Reason.MIN_RUNTIME
+                                if protected else assignment.reason or Reason.NEEDS_PREEMPTION,
+                                incoming.request)
+
+    def _no_victims(self, state: CycleState, data: _Cycle, job: Job, cq: str,
+                    assignment: Assignment, reason: Reason,
+                    request: Mapping[str, float]) -> Status:
+        """Kueue's victim search freed no quota for ``job`` (``reason``): it waits, holding
+        what its queue may use of its request (``_hold``), unless the wrapped policy's own
+        preemption inside the queue may free it (``_policy_turn``)."""
+        if self._policy_turn(state, data, job, cq, assignment, request):
+            data.bulk = False  # job by job now, as after a failure on quota (``_fail``)
+            data.policy_turn[job.job_id] = (reason, assignment, request)
+            return Status(Code.UNSCHEDULABLE, reason.value, NAME)
+        self._hold(data, cq, assignment, request)
+        return self._fail(data, job, reason)
+
+    def _policy_turn(self, state: CycleState, data: _Cycle, job: Job, cq: str,
+                     assignment: Assignment, request: Mapping[str, float]) -> bool:
+        """Whether the cycle's PostFilter step should run the wrapped policy's preemption for
+        a job whose quota is short (``UNSCHEDULABLE``, not ``UNRESOLVABLE``). Its victims are
+        of the job's own cluster queue (``profile._Stripped``), so the swap is quota-neutral:
+        their quota is freed as they are evicted, and the victim search asks the quota Permit
+        after each eviction, so the job starts only where it then fits (its queue's nominal
+        quota, borrowing limit and the cohort's unused quota: no more than any job of its
+        queue may borrow). Only where Kueue lets the job look for victims at all (``PREEMPT``:
+        ``assignment._may_preempt``), the policy may have some (``policy_victims``), and
+        evicting every job of the queue would leave enough quota available."""
+        if self.policy_victims is None or assignment.flavor is None or (
+                not self.policy_victims(state, job)):
+            return False
+        usage = data.view.usage
+        return all(amount <= usage.available(cq, fr) + usage.usage(cq, fr) + EPS
+                   for fr, amount in ((( assignment.flavor, r), v) for r, v in request.items()))
 
     def _deferred(self, state: CycleState, data: _Cycle, job: Job, cq: str,
                   targets: Sequence[Target]) -> bool:
@@ -971,6 +1045,14 @@ class TenantAdmission:
     def on_unschedulable(self, state: CycleState, job: Job, status: Status) -> None:
         data = self.cycle(state)
         cq = self.config.cluster_queue_of(job.spec.queue)
+        turn = data.policy_turn.pop(job.job_id, None) if data.policy_turn else None
+        if turn is not None and cq is not None:  # the policy's preemption freed no quota
+            reason, assignment, request = turn
+            self._hold(data, cq.name, assignment, request)
+            self._record(data, job, reason)
+            usage = data.view.sync()  # (the search's evictions given back: the memo's key)
+            self._refused(state, data, job, cq, request, self._memo_key(data, job, cq, request),
+                          usage, searched=True)
         if job.job_id not in self.pending:
             text = str(status)
             plugin = status.plugin  # none: the futility memo's text names the last one's

@@ -5,7 +5,7 @@ An allocation policy's ``AllocatePlugin`` runs behind a ``QuotaGate`` (``allocat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dlsched.scheduling.profile import Profile
@@ -87,6 +87,7 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
     # a job one of these fails after its quota was reserved is held by the policy's own rule
     admission.policy_plugins = frozenset(p.name for p in kept)
     admission.scoped_victims = _victims_per_queue(wrapped, admission)
+    admission.policy_victims = _policy_victims(kept)
     admission.by_groups = _walks_by_groups(wrapped, admission)
     if admission.by_groups:
         admission.walk_gates = [p.inner.walk_ready for p in kept
@@ -113,6 +114,26 @@ def with_tenants(profile: Profile, config: TenantConfig) -> Profile:
                 plugin.quiet = admission.quiet
                 admission.left_out.append(plugin.left_out)
     return wrapped
+
+
+def _policy_victims(kept: list[_Stripped]) -> Callable[[CycleState, Job], bool] | None:
+    """Whether the wrapped policy's own preemption may find victims for a job: a PostFilter
+    of it without ``no_victims`` may; one with it, unless it says no (Tiresias' last queue).
+    None: the policy does not preempt (FIFO, backfill)."""
+    told = [getattr(p.inner, "no_victims", None) for p in kept if hasattr(p, "post_filter")]
+    if not told:
+        return None
+    if not all(told):
+        return _may_find_victims
+
+    def may_find(state: CycleState, job: Job) -> bool:
+        return not all(no_victims(state, job) for no_victims in told)
+
+    return may_find
+
+
+def _may_find_victims(state: CycleState, job: Job) -> bool:
+    return True
 
 
 def _victims_per_queue(profile: Profile, admission: TenantAdmission) -> bool:
