@@ -38,6 +38,7 @@ from dlsched.workload.job import Job, JobStatus
 
 DEFAULT_THRESHOLDS = (3600.0,)
 SERVICE_TOLERANCE = 1e-6  # GPU-seconds
+PRUNE_FLOOR = 1024  # promotion entries kept before dead ones are dropped (``_prune_promotions``)
 
 
 class DiscretizedLas:
@@ -61,6 +62,7 @@ class DiscretizedLas:
         self._promoted: set[str] = set()  # waiting jobs starving now (their key says queue 0)
         self._promotions: list[tuple[float, int, Job, float]] = []  # (at, seq, job, queued)
         self._promotion_seq = 0
+        self._prune_above = PRUNE_FLOOR  # entries past which the dead ones are dropped
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
         # Seconds run, and seconds waited after having run, since the job's last promotion
         # (the artifact's ``executed_time`` and ``last_pending_time``); waits still going on
@@ -141,6 +143,21 @@ class DiscretizedLas:
             at = job.queued_since + self._starve_wait(job.job_id)
             self._promotion_seq += 1
             heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
+            if len(self._promotions) > self._prune_above:
+                self._prune_promotions()
+
+    def _prune_promotions(self) -> None:
+        """Drop the promotion entries that can never be due (issue 14: memory follows the jobs
+        alive, not the jobs seen): the job ended, or it has been queued again since (its
+        ``queued_since`` never goes back). Popped, they would be skipped; kept, each held its
+        job after the job ended (31,102 entries, every job, at the end of 10,000 contended
+        Philly jobs). Rebuilt when twice what the last rebuild kept: amortized O(1) a push,
+        and the live entries pop in the same (time, sequence) order."""
+        live = [entry for entry in self._promotions
+                if not entry[2].status.is_terminal and entry[2].queued_since <= entry[3]]
+        heapq.heapify(live)
+        self._promotions[:] = live
+        self._prune_above = 2 * len(live) + PRUNE_FLOOR
 
     def _starve_wait(self, job_id: str) -> float:
         """How long the job may wait from now on before it starves (0 or less: it starves)."""
