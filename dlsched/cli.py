@@ -166,6 +166,7 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
                          f"{duration_text(s.jct_mean)}, makespan {duration_text(s.makespan)}, "
+                         f"mean total wait {duration_text(s.wait_total_mean)}, "
                          f"utilization {(s.utilization or 0) * 100:.1f}%, "
                          f"{s.wall_seconds:.2f} s -> {out}"))
     stalled = outcome.result.stalled_at

@@ -226,7 +226,8 @@ def load_cluster_yaml(path: str | Path) -> Cluster:
 
 
 def dump_cluster_yaml(cluster: Cluster) -> str:
-    """YAML that ``parse_cluster_yaml`` turns back into an equal cluster.
+    """YAML that ``parse_cluster_yaml`` turns back into an equal cluster, host and GPU memory
+    rounded to 0.01 GB (``_memory_gb``; a measured size's 15 digits are noise to a reader).
 
     Runs of nodes that a ``NodeGroup`` reproduces exactly are written as groups; the rest, and
     everything after the first such node (to keep the GPU numbering), one by one.
@@ -285,5 +286,18 @@ def _plain(obj: Any, keep: tuple[str, ...] = ()) -> dict[str, Any]:
     for field in fields(obj):
         key, value = "gpus" if field.name == "num_gpus" else field.name, getattr(obj, field.name)
         if key in keep or value not in (None, "", 0, DEFAULT_RACK):
+            if key.endswith("memory_gb"):
+                value = _memory_gb(value)
             out[key] = int(value) if isinstance(value, float) and value.is_integer() else value
     return out
+
+
+MEMORY_DECIMALS = 2  # GB written to 0.01 (10 MB): a measured 23.540279388427734 as 23.54
+
+
+def _memory_gb(value: float) -> float:
+    """``value`` rounded to ``MEMORY_DECIMALS``; a number with no more decimals (whole, or
+    read from a YAML file) is written as it was read. A positive value that would round to
+    0 (a node with no memory counted) is kept exact."""
+    rounded = round(float(value), MEMORY_DECIMALS)
+    return rounded if rounded or not value else float(value)

@@ -64,6 +64,7 @@ COMPLETION = (
     Column("p95 JCT (h)", _hours("jct_p95"), "low"),
     Column("p99 JCT (h)", _hours("jct_p99"), "low"),
     Column("mean queueing delay (h)", _hours("queueing_delay_mean"), "low"),
+    Column("mean total wait (h)", _hours("wait_total_mean"), "low"),
     Column("makespan (h)", _hours("makespan"), "low"),
     Column("utilization (%)", _percent, "high"),
 )
@@ -97,7 +98,9 @@ TABLES = (("Completion", COMPLETION), ("Fairness and cost", FAIRNESS_AND_COST),
 
 HOW_TO_READ = (
     "How to read: times are hours of simulated time. JCT (job completion time) is finish minus "
-    "submit over finished jobs; queueing delay is submit to first start; utilization is "
+    "submit over finished jobs; queueing delay is submit to first start (waits after a "
+    "preemption are not in it); total wait is every wait of a finished job, after preemptions "
+    "too (JCT minus the time it held GPUs); utilization is "
     "GPU-seconds in use over total GPUs times the span from first submit to last finish. Lower "
     "is better except for jobs finished, utilization and Jain's index; the best value of each "
     "column is highlighted when runs are compared. Wall seconds measure the simulator, not "

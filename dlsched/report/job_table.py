@@ -23,7 +23,7 @@ from dlsched.sim.result import JobRecord
 
 TEXTS = ("job_id", "queue", "status", "pending_reason")
 FLOATS = ("submit_time", "first_start", "finish_time", "gpu_seconds", "deadline",
-          "checkpoint_gpu_seconds")
+          "checkpoint_gpu_seconds", "run_seconds")
 INTS = ("num_gpus", "preemptions", "resizes")
 
 
@@ -41,6 +41,7 @@ class JobTable:
     gpu_seconds: np.ndarray
     deadline: np.ndarray  # NaN: none
     checkpoint_gpu_seconds: np.ndarray
+    run_seconds: np.ndarray  # NaN: not recorded
     num_gpus: np.ndarray
     preemptions: np.ndarray
     resizes: np.ndarray

@@ -69,6 +69,9 @@ class Summary:
     checkpoint_gpu_hours: float = 0.0
     restart_gpu_hours: float = 0.0
     ettr: float | None = None
+    # Every wait of a finished job, those after preemptions included (``total_waits``).
+    wait_total_mean: float | None = None
+    wait_total_p99: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-serialisable dict: options as a mapping, non-finite numbers as ``None``."""
@@ -119,6 +122,20 @@ def finished_jcts(result: SimulationResult, table: JobTable | None = None) -> li
 def queueing_delays(result: SimulationResult) -> list[float]:
     """Submit-to-first-start delay of every job that started at least once."""
     return [float(j.queueing_delay) for j in result.jobs if j.queueing_delay is not None]
+
+
+def total_waits(result: SimulationResult, table: JobTable | None = None) -> list[float]:
+    """Time each finished job spent not holding GPUs: ``finish - submit - run_seconds``, its
+    wait before the first start and after each preemption (``queueing_delays`` sees only
+    the first). Records without ``run_seconds`` (made by hand) are left out."""
+    t = table if table is not None else job_table(result.jobs)
+    return _total_waits(t, t.finished(FINISHED))
+
+
+def _total_waits(t: JobTable, done: np.ndarray) -> list[float]:
+    known = done & ~np.isnan(t.run_seconds)
+    waits = t.finish_time[known] - t.submit_time[known] - t.run_seconds[known]
+    return np.maximum(waits, 0.0).tolist()  # a sum of run lengths may overshoot by an ulp
 
 
 def _finish_times(jobs: Sequence[JobRecord]) -> list[float]:
@@ -212,6 +229,7 @@ def summarize(result: SimulationResult, inputs: FairnessInputs | None = None,
     jct_median, jct_p95, jct_p99 = percentiles(jcts, (50, 95, 99))
     started = ~np.isnan(t.first_start)
     delays = (t.first_start[started] - t.submit_time[started]).tolist()
+    waits = _total_waits(t, done)
     cycle_ms = 1000.0 * result.cycle_seconds / result.cycles if result.cycles else None
     with_deadline = ~np.isnan(t.deadline)
     deadlines = int(with_deadline.sum())
@@ -236,6 +254,7 @@ def summarize(result: SimulationResult, inputs: FairnessInputs | None = None,
         deadline_jobs=deadlines,
         deadline_satisfaction=int(met.sum()) / deadlines if deadlines else None,
         resizes=int(t.resizes.sum()),
+        wait_total_mean=_mean(waits), wait_total_p99=percentiles(waits, (99,))[0],
         **(failure_fields(result) if result.failures_by_category
            or t.checkpoint_gpu_seconds.any() else {}),
     )

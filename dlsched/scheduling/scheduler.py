@@ -669,6 +669,7 @@ class Scheduler:
         total = sum(job.shares)
         job.gpu_seconds += held * total
         job.last_run_seconds = held
+        job.run_seconds += held
         if self.resilience is not None:
             self.resilience.settled(job, job.productive_from, now, total)
         if held > 0:

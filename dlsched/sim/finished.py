@@ -25,7 +25,7 @@ from dlsched.sim.result import JobRecord
 from dlsched.slots import slot_builder
 
 _NAMES = tuple(f.name for f in fields(JobRecord))
-_OPTIONAL = frozenset(("first_start", "finish_time", "deadline"))  # None kept as NaN
+_OPTIONAL = frozenset(("first_start", "finish_time", "deadline", "run_seconds"))  # None: NaN
 _INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures"))
 _TEXTS = frozenset(("queue", "status", "pending_reason"))
 _NAN = math.nan

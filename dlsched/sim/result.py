@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from dlsched import __version__
@@ -40,6 +40,9 @@ class JobRecord:
     checkpoint_gpu_seconds: float = 0.0  # GPU time stalled writing checkpoints
     restart_gpu_seconds: float = 0.0  # GPU time reloading checkpoints after failures
     useful_seconds: float = 0.0  # its kept work at its requested size's rate (for ETTR)
+    # Wall time it held GPUs over all its runs (restarts included); None: not recorded (a
+    # record made by hand). Out of ``repr``, which the benchmarks' schedule digests hash.
+    run_seconds: float | None = field(default=None, repr=False)
 
     @property
     def jct(self) -> float | None:
@@ -94,12 +97,13 @@ _record = slot_builder(JobRecord)  # JobRecord(...) without its frozen __init__:
 def record_of(job: Job, now: float, reason: str | None = None,
               losses: JobLosses | None = None, reference_rate: float = 0.0) -> JobRecord:
     """The job's record at ``now``; a job still running is charged its GPUs up to ``now``."""
-    held = 0.0 if job.run_started is None else (now - job.run_started) * sum(job.shares)
+    running = 0.0 if job.run_started is None else now - job.run_started
+    held = running * sum(job.shares)
     record = _record(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
                        job.first_start, job.finish_time, job.status.value, job.preemptions,
                        job.gpu_seconds + held, job.work_done(now), job.spec.work,
                        job.pending_reason if reason is None else reason, job.resizes,
-                       job.spec.deadline)
+                       job.spec.deadline, run_seconds=job.run_seconds + running)
     if losses is None:
         return record
     useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0
@@ -109,7 +113,7 @@ def record_of(job: Job, now: float, reason: str | None = None,
                    restart_gpu_seconds=losses.restart_gpu_seconds, useful_seconds=useful)
 
 
-_NO_LOSSES = (0, 0.0, 0.0, 0.0, 0.0, 0.0)  # JobRecord's last six fields without failures
+_NO_LOSSES = (0, 0.0, 0.0, 0.0, 0.0, 0.0)  # JobRecord's six loss fields without failures
 
 
 def final_values(core: Scheduler, job: Job, now: float) -> tuple | None:
@@ -119,11 +123,12 @@ def final_values(core: Scheduler, job: Job, now: float) -> tuple | None:
     if core.resilience is not None:
         return None
     spec = job.spec
-    held = 0.0 if job.run_started is None else (now - job.run_started) * sum(job.shares)
+    running = 0.0 if job.run_started is None else now - job.run_started
+    held = running * sum(job.shares)
     return (job.job_id, spec.queue, spec.num_gpus, spec.submit_time, job.first_start,
             job.finish_time, job.status.value, job.preemptions, job.gpu_seconds + held,
             job.work_done(now), spec.work, core.reason_for(job), job.resizes, spec.deadline,
-            *_NO_LOSSES)
+            *_NO_LOSSES, job.run_seconds + running)
 
 
 def final_record(core: Scheduler, job: Job, now: float) -> JobRecord:

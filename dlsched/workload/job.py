@@ -231,6 +231,7 @@ class Job:
     attained_time: float = 0.0
     run_started: float | None = None
     last_run_seconds: float = 0.0
+    run_seconds: float = 0.0  # wall time it held GPUs, over all its runs (settled ones)
     queued_since: float = 0.0
     first_start: float | None = None
     finish_time: float | None = None

@@ -166,3 +166,20 @@ def test_the_example_in_the_docs_loads() -> None:
     assert cluster.num_nodes == 16 + 2 + 4 + 1
     assert [n.name for n in cluster.nodes[18:22]] == ["cpu-0", "cpu-1", "cpu-2", "cpu-3"]
     assert cluster.nodes[8].rack == "t4-rack-1"
+
+
+# A measured host's memory (bytes / 2**30) is written to 0.01 GB; whole and YAML-read values
+# are written as they were, so such a cluster still loads back equal.
+@pytest.mark.parametrize(("memory", "gpu_memory", "written", "loaded"), [
+    (23.540279388427734, 79.15, "memory_gb: 23.54", (23.54, 79.15)),
+    (512.0, 80.0, "memory_gb: 512,", (512.0, 80.0)),
+    (2.25, 15.999999, "gpu_memory_gb: 16}", (2.25, 16.0)),
+    (0.001, 0.0, "memory_gb: 0.001", (0.001, 0.0)),
+], ids=["measured", "whole", "gpu-memory", "tiny-kept"])
+def test_memory_is_written_to_hundredths_of_a_gb(memory: float, gpu_memory: float,
+                                                  written: str, loaded: tuple) -> None:
+    cluster = Cluster("host", (Node("solo", "A100", 8, 64, memory, gpu_memory_gb=gpu_memory),))
+    text = dump_cluster_yaml(cluster)
+    assert written in text, text
+    node = parse_cluster_yaml(text).nodes[0]
+    assert (node.memory_gb, node.gpu_memory_gb) == loaded

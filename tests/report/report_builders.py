@@ -31,7 +31,9 @@ FAIRNESS_KEYS = {"ftf_rho_max", "ftf_rho_mean", "ftf_rho_above_1", "jain_tenants
 ELASTIC_KEYS = {"deadline_jobs", "deadline_satisfaction", "resizes",
                 # failures and checkpoints (docs/llm.md)
                 "node_failures", "job_interruptions", "lost_gpu_hours", "checkpoint_gpu_hours",
-                "restart_gpu_hours", "ettr"}
+                "restart_gpu_hours", "ettr",
+                # every wait, those after preemptions included (metrics.total_waits)
+                "wait_total_mean", "wait_total_p99"}
 
 TINY_JOBS = (JobSpec("a", 0, 8, 100), JobSpec("b", 1, 4, 10), JobSpec("c", 2, 4, 50),
              JobSpec("d", 3, 1, 5))
