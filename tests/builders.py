@@ -26,7 +26,7 @@ from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.state import ClusterSnapshot, CycleState, whole_free_per_node
 from dlsched.sim.result import JobRecord
 from dlsched.sim.simulator import SimConfig, Simulator
-from dlsched.workload.job import Job, JobSpec
+from dlsched.workload.job import Job, JobSpec, JobStatus
 from dlsched.workload.trace import Trace
 
 
@@ -135,6 +135,33 @@ def run(policy: str, cluster: Cluster, jobs: Iterable[JobSpec], *,
         **sim_options: object) -> dict[str, JobRecord]:
     return records_of(simulator(policy, cluster, jobs, options=options, placement=placement,
                                 **sim_options))
+
+
+def schedule_and_cycles(sim: Simulator) -> tuple[tuple, int]:
+    """Run ``sim``: (what two runs that should schedule alike are compared on: records, timeline
+    and segments) and its cycle count, for tests that a skipped wake-up changes nothing."""
+    result = sim.run()
+    records = sorted((r.job_id, r.first_start, r.finish_time, r.preemptions, r.gpu_seconds)
+                     for r in result.jobs)
+    timeline = result.timeline
+    return (records, list(timeline.times), list(timeline.used_gpus), list(timeline.waiting),
+            sim.core.segments.all()), result.cycles
+
+
+def running_job(job_id: str, gpus: tuple[int, ...], elastic: tuple[int, int] | None = None
+                ) -> Job:
+    """A job running on ``gpus`` (whole), elastic within ``elastic`` if given."""
+    builder = make_job(job_id).gpus(len(gpus))
+    job = Job((builder.elastic(*elastic) if elastic else builder).build())
+    job.set_status(JobStatus.RUNNING)
+    job.allocation, job.shares = gpus, (1.0,) * len(gpus)
+    return job
+
+
+def snapshot_of(cluster: Cluster, running: list[Job], waiting: list[Job]) -> ClusterSnapshot:
+    """A snapshot where ``running`` hold their GPUs whole and ``waiting`` wait."""
+    used = {g: 1.0 for job in running for g in job.allocation}
+    return cycle_state(cluster, used, waiting=waiting, running=running).snapshot
 
 
 def random_preemptive_jobs(seed: int, with_deadlines: bool = False) -> list[JobSpec]:

@@ -169,26 +169,20 @@ def test_demotions_while_all_wait_in_the_last_queue_wake_nothing(
     """No wake-up is asked for a demotion while every waiting job is in the last queue (a
     demoted job can only become a victim of a job above it): the same schedule, timeline and
     segments as when every demotion wakes a cycle, with fewer cycles."""
-    from builders import random_preemptive_jobs, simulator
+    from builders import random_preemptive_jobs, schedule_and_cycles, simulator
 
     from dlsched.policies.tiresias import DiscretizedLas
 
-    def outcome(sim: object) -> tuple:
-        result = sim.run()  # type: ignore[attr-defined]
-        records = sorted((r.job_id, r.first_start, r.finish_time, r.preemptions, r.gpu_seconds)
-                         for r in result.jobs)
-        timeline = result.timeline
-        return (records, list(timeline.times), list(timeline.used_gpus),
-                list(timeline.waiting), sim.core.segments.all()), result.cycles  # type: ignore
-
     jobs = random_preemptive_jobs(seed)
     cluster = make_cluster(nodes=2, gpus=4)
-    quiet, quiet_cycles = outcome(simulator("tiresias", cluster, jobs, options=options))
+    quiet, quiet_cycles = schedule_and_cycles(
+        simulator("tiresias", cluster, jobs, options=options))
     monkeypatch.setattr(DiscretizedLas, "_demotions_matter", lambda self, state: True)
     # every demotion, stale ones included (``_first_live_demotion`` drops those since: in
     # seed 2's two queues every demotion that mattered to no one was a stale one)
     monkeypatch.setattr(DiscretizedLas, "_first_live_demotion",
                         lambda self, state: self._demotions[0][0])
-    woken, woken_cycles = outcome(simulator("tiresias", cluster, jobs, options=options))
+    woken, woken_cycles = schedule_and_cycles(
+        simulator("tiresias", cluster, jobs, options=options))
     assert quiet == woken
     assert quiet_cycles < woken_cycles

@@ -5,7 +5,14 @@ woken for (the cycle would decide nothing: its ``_advance`` drops the entry)."""
 from __future__ import annotations
 
 import pytest
-from builders import assert_schedule, make_cluster, make_job, random_preemptive_jobs, simulator
+from builders import (
+    assert_schedule,
+    make_cluster,
+    make_job,
+    random_preemptive_jobs,
+    schedule_and_cycles,
+    simulator,
+)
 
 from dlsched.policies.tiresias import DiscretizedLas
 
@@ -41,18 +48,12 @@ def test_stale_demotions_wake_nothing(options: dict, seed: int,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """The same schedule, timeline and segments as when a stale entry wakes a cycle too."""
 
-    def outcome(sim: object) -> tuple:
-        result = sim.run()  # type: ignore[attr-defined]
-        records = sorted((r.job_id, r.first_start, r.finish_time, r.preemptions, r.gpu_seconds)
-                         for r in result.jobs)
-        timeline = result.timeline
-        return (records, list(timeline.times), list(timeline.used_gpus),
-                list(timeline.waiting), sim.core.segments.all()), result.cycles  # type: ignore
-
     jobs = random_preemptive_jobs(seed)
     cluster = make_cluster(nodes=2, gpus=4)
-    dropped, dropped_cycles = outcome(simulator("tiresias", cluster, jobs, options=options))
+    dropped, dropped_cycles = schedule_and_cycles(
+        simulator("tiresias", cluster, jobs, options=options))
     monkeypatch.setattr(DiscretizedLas, "_first_live_demotion", _first_entry)
-    woken, woken_cycles = outcome(simulator("tiresias", cluster, jobs, options=options))
+    woken, woken_cycles = schedule_and_cycles(
+        simulator("tiresias", cluster, jobs, options=options))
     assert dropped == woken
     assert dropped_cycles < woken_cycles

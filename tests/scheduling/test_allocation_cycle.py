@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pytest
-from builders import cycle_state, make_cluster, make_job
+from builders import make_cluster, make_job, running_job, snapshot_of
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.allocation_cycle import AllocationError, run_allocation_cycle
-from dlsched.scheduling.state import ClusterSnapshot, CycleState
-from dlsched.workload.job import Job, JobStatus
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
 
 
 class Fixed:
@@ -27,15 +27,10 @@ class Fixed:
 
 
 def _running(job_id: str, gpus: tuple[int, ...], lo: int = 1, hi: int = 8) -> Job:
-    job = Job(make_job(job_id).gpus(len(gpus)).elastic(lo, hi).build())
-    job.set_status(JobStatus.RUNNING)
-    job.allocation, job.shares = gpus, (1.0,) * len(gpus)
-    return job
+    return running_job(job_id, gpus, (lo, hi))
 
 
-def _snapshot(cluster: Cluster, running: list[Job], waiting: list[Job]) -> ClusterSnapshot:
-    used = {g: 1.0 for job in running for g in job.allocation}
-    return cycle_state(cluster, used, waiting=waiting, running=running).snapshot
+_snapshot = snapshot_of
 
 
 # Two nodes of 4 GPUs (0-3, 4-7). A holds 0,1 and grows to 3 workers on node 0: it keeps 0,1

@@ -4,13 +4,12 @@ end as a full mapping would; a wrong ``kept`` is the policy's error."""
 from __future__ import annotations
 
 import pytest
-from builders import cycle_state, make_cluster, make_job
+from builders import make_cluster, make_job, running_job, snapshot_of
 
-from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.allocation import Assignment, Targets
 from dlsched.scheduling.allocation_cycle import AllocationError, run_allocation_cycle
-from dlsched.scheduling.state import ClusterSnapshot, CycleState
-from dlsched.workload.job import Job, JobStatus
+from dlsched.scheduling.state import CycleState
+from dlsched.workload.job import Job
 
 
 class Given:
@@ -25,16 +24,7 @@ class Given:
         return self.targets
 
 
-def _running(job_id: str, gpus: tuple[int, ...]) -> Job:
-    job = Job(make_job(job_id).gpus(len(gpus)).build())
-    job.set_status(JobStatus.RUNNING)
-    job.allocation, job.shares = gpus, (1.0,) * len(gpus)
-    return job
-
-
-def _snapshot(cluster: Cluster, running: list[Job], waiting: list[Job]) -> ClusterSnapshot:
-    used = {g: 1.0 for job in running for g in job.allocation}
-    return cycle_state(cluster, used, waiting=waiting, running=running).snapshot
+_running, _snapshot = running_job, snapshot_of
 
 
 # Two nodes of 2 GPUs. K holds GPU 0 and is kept; M holds GPU 2 and moves to node 0;
