@@ -88,9 +88,12 @@ def test_a_preempted_job_stays_preempted_across_a_restart(tmp_path: Path, out: P
     wait_for(lambda: old.core.jobs[first].attained_service(old.clock.now()) > THRESHOLD, 10,
              "the first job to be demoted")
     second = submit(old, SubmitRequest(command=worker("sleep", out, 60), gpus=1)).id
+    # and launched (its attempt begun): "running" is committed when the core starts it, the
+    # launch waits for the first job's workers to exit after the SIGTERM that follows
     wait_for(lambda: (row := old.store.job(second)) and row.status == "running"
+             and row.attempts == 1
              and (first_row := old.store.job(first)) and first_row.status == "preempted",
-             10, "the second job to preempt the first")
+             10, "the second job to preempt the first and launch")
     crash(old)
     kill_strays(tmp_path)  # the machine rebooted: the second job's workers died too
 
