@@ -104,3 +104,28 @@ def test_a_job_page_shows_the_end_of_its_log_and_keeps_it_there(
             assert page.eval_on_selector("pre.log", "(log) => log.scrollTop") == 100
         finally:
             browser.close()
+
+
+def test_job_ids_and_queues_stay_on_one_line(live: Callable[..., Live]) -> None:
+    """Beside a long job name at 1280 px the listing broke ids and queues at their hyphen
+    ('job-' above '000001', 'team-' above '0'): an id one could not read or copy whole."""
+    handle = live()
+    job_id = submit(handle, [sys.executable, "-c", "import time; time.sleep(600)"], 1,
+                    queue="team-0", name="exp-1-a-rather-long-job-name-for-testing-" * 3)
+    # the lines a cell's text takes: one client rect per line box
+    lines = ("(cell) => { const text = document.createRange(); text.selectNodeContents(cell); "
+             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(handle.url + "/")
+            row = f"#row-{job_id}"
+            sync_api.expect(page.locator(row)).to_be_visible(timeout=WAIT_MS)
+            id_lines, name_lines, queue_lines = (
+                page.eval_on_selector(f"{row} td:nth-child({n})", lines) for n in (1, 2, 4))
+            assert name_lines > 1  # the name wraps; the id and the queue do not
+            assert (id_lines, queue_lines) == (1, 1)
+        finally:
+            browser.close()
