@@ -38,7 +38,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (the API's own
 
 
 class State(enum.StrEnum):
-    """The states ``--status`` accepts (a typo is refused, not an empty list)."""
+    """The states ``--status`` accepts (a typo is refused, not an empty list): the API's, and
+    ``retrying``, the listing's word for a failed job waiting out its backoff (the API's
+    ``preempted``; ``shown_status``)."""
 
     pending = "pending"
     running = "running"
@@ -46,6 +48,7 @@ class State(enum.StrEnum):
     finished = "finished"
     failed = "failed"
     cancelled = "cancelled"
+    retrying = "retrying"
 
 
 def _client(verb: str, url: str, token: str | None, wait: float = 0.0) -> Any:
@@ -309,7 +312,9 @@ def _in_file(exc: DlschedError, source: YamlSource | None,
 def jobs(
     job_id: Annotated[str | None, typer.Argument(help="Show one job in detail.")] = None,
     status: Annotated[State | None, typer.Option(
-        "--status", help="Only jobs in this state.", case_sensitive=False)] = None,
+        "--status", help="Only jobs in this state (retrying: failed, waiting out its backoff; "
+                         "the API's preempted, which --status preempted lists too).",
+        case_sensitive=False)] = None,
     queue: Annotated[str | None, typer.Option("--queue", help="Only jobs of this queue.")
                      ] = None,
     as_json: JsonOpt = False,
@@ -326,14 +331,32 @@ def jobs(
                 else:
                     print_job(Console(emoji=False), job, events)
                 return
-            listed = client.jobs(status.value if status else None, queue)
+            listed = _listed(client, status, queue)
     except DlschedError as exc:
         _fail(exc)
         return
     if as_json:
         _print_json([job.model_dump() for job in listed])
-        return
-    Console(emoji=False).print(jobs_table(listed))
+    elif listed:
+        Console(emoji=False).print(jobs_table(listed))
+    else:
+        console.print(_no_jobs(status, queue))
+
+
+def _listed(client: Any, status: State | None, queue: str | None) -> list[Any]:
+    """The service's jobs of ``status`` and ``queue``; ``retrying`` ones are asked for as the
+    API's ``preempted`` and told apart as the listing shows them."""
+    if status is not State.retrying:
+        return client.jobs(status.value if status else None, queue)
+    return [job for job in client.jobs(State.preempted.value, queue)
+            if shown_status(job) == State.retrying]
+
+
+def _no_jobs(status: State | None, queue: str | None) -> str:
+    """What an empty listing says (it printed a table of headers only)."""
+    asked = " ".join(f"{flag} {escape(value)}" for flag, value in (
+        ("--status", status.value if status else None), ("--queue", queue)) if value)
+    return f"no jobs match {asked}" if asked else "no jobs yet"
 
 
 def jobs_table(listed: list[Any]) -> Table:

@@ -242,3 +242,47 @@ def test_job_ids_are_whole_in_an_80_column_listing() -> None:
     console.print(jobs_table(listed))
     text = console.export_text()
     assert all(f"job-00000{n}" in text for n in (1, 2, 3)) and "preempted" in text, text
+
+
+def _listing(monkeypatch: pytest.MonkeyPatch, rows: list[SimpleNamespace],
+             *args: str) -> tuple[list[tuple[str | None, str | None]], int, str]:
+    """``dlsched jobs ARGS`` against a client answering ``rows``: the filters the client was
+    asked for, the exit code and the output."""
+    asked: list[tuple[str | None, str | None]] = []
+
+    def jobs(_self: Client, status: str | None = None, queue: str | None = None) -> list:
+        asked.append((status, queue))
+        return [row for row in rows if status in (None, row.status)]
+
+    monkeypatch.setattr(Client, "jobs", jobs)
+    return (asked, *cli("jobs", *args, "--url", "http://127.0.0.1:9"))
+
+
+def _row(job_id: str, status: str, reason: str = "") -> SimpleNamespace:
+    return SimpleNamespace(id=job_id, name=None, status=status, queue="default", gpus=1,
+                           gpus_held=None, gpu_share=1.0, mig_profile=None, attempts=1,
+                           pending_reason=reason)
+
+
+def test_the_listing_filters_by_the_retrying_it_shows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The listing shows a failed job waiting out its backoff as 'retrying', but
+    ``--status retrying`` was refused ("'retrying' is not one of ..."): only ``--status
+    preempted`` found it."""
+    rows = [_row("job-000001", "preempted", "[retry-backoff] backing off after 1 failed "
+                 "attempt: retries 10 s after the failure"),
+            _row("job-000002", "preempted", "[tiresias] preempted by job-000003")]
+    asked, code, output = _listing(monkeypatch, rows, "--status", "retrying")
+    assert (asked, code) == ([("preempted", None)], 0), output
+    assert "job-000001" in output and "retrying" in output and "job-000002" not in output
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    ((), "no jobs yet"),
+    (("--status", "pending", "--queue", "team-a"), "no jobs match --status pending --queue "
+                                                   "team-a"),
+], ids=["none", "filtered"])
+def test_an_empty_listing_says_so(monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...],
+                                  said: str) -> None:
+    """An empty listing printed a table of headers only, no word of the filter."""
+    _, code, output = _listing(monkeypatch, [], *args)
+    assert code == 0 and said in output and "┃" not in output, output
