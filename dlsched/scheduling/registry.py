@@ -9,6 +9,7 @@ whose builders then register the same way (``--policy-file``, the run config's
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib
 import importlib.util
@@ -142,7 +143,9 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
     """A fresh Profile for ``name``; ``options`` are the builder's keyword arguments as text."""
     known = policies()
     if name not in known:
-        raise ConfigError(f"unknown policy {name!r} (known: {', '.join(known)})")
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown policy {name!r} (known: {', '.join(known)}){hint}")
     builder = known[name].builder
     kwargs = _convert_options(name, builder, dict(options or {}))
     if placement is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -46,7 +46,8 @@ class SweepSpec:
         for key in self.options:
             if key in _OWN or key not in _FIELDS:
                 raise ConfigError(f"sweep option {key!r}: not an option a sweep may set "
-                                  f"(the grid sets {', '.join(sorted(_OWN - {'out'}))})")
+                                  f"(the grid sets {', '.join(sorted(_OWN - {'out'}))})"
+                                  f"{_closest(key, _FIELDS - _OWN)}")
         for key, values in self.vary.items():
             if key in _OWN:
                 raise ConfigError(f"--vary {key}: use the sweep's own axis for it")
@@ -116,7 +117,7 @@ def _check_varied(key: str, policies: tuple[str, ...]) -> None:
     """A ``--vary`` key is a ``RunConfig`` field, ``policy:key`` of a policy being run that has
     that option, or a plain key some policy being run has (the error names ``--vary``, which
     the user typed, not ``--policy-opt``)."""
-    from dlsched.scheduling.registry import accepts
+    from dlsched.scheduling.registry import accepts, option_names
 
     if key in _FIELDS:
         return
@@ -126,10 +127,20 @@ def _check_varied(key: str, policies: tuple[str, ...]) -> None:
                           f"{','.join(policies)})")
     if sep and not accepts(target, name):
         raise ConfigError(f"--vary {key}: policy {target} has no option {name!r} (see "
-                          "`dlsched policies`)")
+                          f"`dlsched policies`){_closest(name, option_names(target))}")
     if not sep and not any(accepts(p, key) for p in policies):
+        known = (_FIELDS - _OWN).union(*(option_names(p) for p in policies))
         raise ConfigError(f"--vary {key}: neither an option of `dlsched simulate` (by field "
-                          f"name, e.g. limit) nor an option of {', '.join(policies)}")
+                          f"name, e.g. limit) nor an option of {', '.join(policies)}"
+                          f"{_closest(key, known)}")
+
+
+def _closest(key: str, names: Iterable[str]) -> str:
+    """``; did you mean 'NAME'?`` for the name most like a mistyped ``key``, or nothing."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(key, sorted(names), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _config(base: RunConfig, trace: str, cluster: str, policy: str, seed: int,

@@ -142,3 +142,9 @@ def test_an_empty_value_is_refused() -> None:
     """``thresholds=`` read as no thresholds at all (one queue) rather than an error."""
     with pytest.raises(ConfigError, match="policy tiresias: option thresholds= has no value"):
         build_policy("tiresias", {"thresholds": ""})
+
+
+def test_a_mistyped_policy_names_the_one_meant() -> None:
+    """``--policy tiresas`` listed 32 policies without saying which was meant."""
+    with pytest.raises(ConfigError, match="; did you mean 'tiresias'\\?$"):
+        build_policy("tiresas")

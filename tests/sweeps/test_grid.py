@@ -177,3 +177,18 @@ def test_a_runs_progress_line_names_only_the_options_that_apply_to_it(tmp_path) 
     assert sorted(lines) == ["pollux-1 pollux-64 fifo 0",
                              "pollux-1 pollux-64 tiresias 0 thresholds=3600",
                              "pollux-1 pollux-64 tiresias 0 thresholds=600"]
+
+
+@pytest.mark.parametrize(("spec", "meant"), [
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), {"synthetic_job": 20}),
+     "synthetic_jobs"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo",), (0,), vary={"limt": (1, 2)}), "limit"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("tiresias",), (0,),
+               vary={"tiresias:threshold": ("60",)}), "thresholds"),
+    (SweepSpec(("pollux-1",), ("pollux-64",), ("fifo", "tiresias"), (0,),
+               vary={"threshold": ("60",)}), "thresholds"),
+], ids=["set-field", "vary-field", "vary-policy-option", "vary-plain-option"])
+def test_a_mistyped_key_names_the_one_meant(spec: SweepSpec, meant: str) -> None:
+    """``--set synthetic_job=20`` said only "not an option a sweep may set"."""
+    with pytest.raises(ConfigError, match=f"; did you mean '{meant}'\\?$"):
+        expand(spec)
