@@ -20,7 +20,7 @@ import yaml
 
 from dlsched.errors import ConfigError
 from dlsched.sweeps.execute import DoneStore, OnDone, execute
-from dlsched.sweeps.grid import SweepRun, SweepSpec, expand
+from dlsched.sweeps.grid import SweepRun, SweepSpec, expand, parse_seeds
 from dlsched.sweeps.preflight import check_inputs
 from dlsched.sweeps.table import plot, results, write_tables
 
@@ -36,7 +36,7 @@ def default_workers() -> int:
 def sweep(traces: Iterable[str] | str = ("philly-sample",),
           clusters: Iterable[str] | str = ("philly",),
           policies: Iterable[str] | str = ("fifo", "tiresias"),
-          seeds: Iterable[int] = (0,), *, options: Mapping[str, Any] | None = None,
+          seeds: Iterable[int] | str = (0,), *, options: Mapping[str, Any] | None = None,
           vary: Mapping[str, Iterable[Any]] | None = None, out: str | Path | None = None,
           workers: int | None = None, ray_address: str | None = None, plots: bool = True,
           on_done: OnDone | None = None) -> pd.DataFrame:
@@ -101,9 +101,17 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _seeds(seeds: Iterable[int]) -> tuple[int, ...]:
+def _seeds(seeds: Iterable[int] | str) -> tuple[int, ...]:
     """Whole numbers, each once: a seed given twice ran once but gave two rows, and its
-    point's interval counted it twice."""
+    point's interval counted it twice. Text reads as ``--seeds`` does (``"0-4"``); one number
+    is refused, naming both readings (``seeds=3`` was Python's "'int' object is not
+    iterable")."""
+    if isinstance(seeds, str):
+        return parse_seeds(seeds)
+    if isinstance(seeds, Integral):
+        raise ConfigError(f"seeds: expected a list of seeds, got {seeds!r} (seeds=range({seeds})"
+                          f" for seeds 0-{int(seeds) - 1}, seeds=[{seeds}] for seed {seeds} "
+                          "alone)")
     for seed in seeds:
         if not isinstance(seed, Integral) or isinstance(seed, bool):
             raise ConfigError(f"seeds: expected whole numbers, got {seed!r}")

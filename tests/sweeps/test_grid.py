@@ -192,3 +192,24 @@ def test_a_mistyped_key_names_the_one_meant(spec: SweepSpec, meant: str) -> None
     """``--set synthetic_job=20`` said only "not an option a sweep may set"."""
     with pytest.raises(ConfigError, match=f"; did you mean '{meant}'\\?$"):
         expand(spec)
+
+
+@pytest.mark.parametrize(("seeds", "outcome"), [
+    (3, "seeds: expected a list of seeds, got 3 \\(seeds=range\\(3\\) for seeds 0-2, "
+        "seeds=\\[3\\] for seed 3 alone\\)"),
+    ("0-1", [0, 1]),
+], ids=["one-number", "the-cli-text"])
+def test_seeds_as_a_number_or_text(tmp_path, seeds: object, outcome: object) -> None:
+    """``dlsched.sweep(..., seeds=3)`` raised Python's "'int' object is not iterable"."""
+    import dlsched
+
+    def run() -> list[int]:
+        return dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=seeds,
+                             options={"limit": 3}, out=tmp_path, workers=1,
+                             plots=False)["seed"].tolist()
+
+    if isinstance(outcome, str):
+        with pytest.raises(ConfigError, match=outcome):
+            run()
+    else:
+        assert run() == outcome
