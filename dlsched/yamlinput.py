@@ -139,6 +139,8 @@ def parse_yaml(text: str, source: str) -> tuple[Any, YamlSource]:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or exc
+        if problem == "but found another document":  # PyYAML's words for a second '---'
+            problem = "a second document starts here (after '---'): give one document"
         raise InputError(InputLocation(source, line, loader.key_path()),
                          f"not valid YAML: {problem}") from None
     finally:

@@ -9,6 +9,7 @@ and cluster queues referred to must exist; cohorts may not form a cycle.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,17 @@ from dlsched.cluster.loader import (
     parse_yaml,
     unknown_key_message,
 )
+from dlsched.errors import InputError, InputLocation
 from dlsched.tenancy import config as c
 from dlsched.textinput import read_text
 
 _NONNEG = number_check(0, False)
 _POSITIVE = number_check(0, False, above=True)
+# Kueue's own objects (ClusterQueue, ResourceFlavor, ... manifests) given as a tenant file
+_MANIFEST = re.compile(r"^apiVersion:", re.MULTILINE)
+_KUEUE_OBJECTS = ("Kubernetes manifests are not read as tenants: write their quotas in "
+                  "dlsched's tenant file (flavors, cluster_queues, cohorts, local_queues; "
+                  "docs/tenancy.md, 'From Kueue's objects')")
 
 
 def load_tenants(path: str | Path) -> c.TenantConfig:
@@ -32,7 +39,15 @@ def load_tenants(path: str | Path) -> c.TenantConfig:
 
 
 def parse_tenants(text: str, source: str = "<string>") -> c.TenantConfig:
-    doc, src = parse_yaml(text, source)
+    try:
+        doc, src = parse_yaml(text, source)
+    except InputError:
+        if _MANIFEST.search(text):
+            raise InputError(InputLocation(source, 1, None), _KUEUE_OBJECTS) from None
+        raise
+    if isinstance(doc, dict) and "apiVersion" in doc:
+        raise src.error("apiVersion", f"a Kubernetes object (kind {doc.get('kind')}): "
+                        + _KUEUE_OBJECTS)
     top = _mapping(doc if doc is not None else {}, "", src, (
         "flavors", "cluster_queues", "cohorts", "local_queues", "fair_sharing", "requeue"))
     flavors = _named(top.get("flavors", []), "flavors", src,

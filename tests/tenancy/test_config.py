@@ -147,3 +147,27 @@ def test_philly_example_quotas_are_vc_sizes() -> None:
             for name, q in config.cluster_queues.items()} == {**sizes, **dict.fromkeys(
                 borrow_only, 0)}
     assert all(q.cohort == "philly" for q in config.cluster_queues.values())
+
+
+KUEUE_CLUSTER_QUEUE = """apiVersion: kueue.x-k8s.io/v1beta1
+kind: ClusterQueue
+metadata: {name: team-ml}
+spec:
+  cohort: org
+"""
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (KUEUE_CLUSTER_QUEUE, "<string>:1:apiVersion: a Kubernetes object (kind ClusterQueue): "
+                          "Kubernetes manifests are not read as tenants"),
+    ("apiVersion: kueue.x-k8s.io/v1beta1\nkind: ResourceFlavor\nmetadata: {name: a100}\n---\n"
+     + KUEUE_CLUSTER_QUEUE, "<string>:1: Kubernetes manifests are not read as tenants"),
+    ("flavors: [{name: a100}]\n---\ncluster_queues: []\n",
+     "<string>:2: not valid YAML: a second document starts here"),
+], ids=["one-object", "several-objects", "two-documents"])
+def test_kueue_manifests_and_several_documents_say_so(body: str, message: str) -> None:
+    """A ClusterQueue manifest said "unknown key 'apiVersion'", several of them "not valid
+    YAML: but found another document"."""
+    with pytest.raises(InputError) as err:
+        parse_tenants(body)
+    assert str(err.value).startswith(message), err.value
