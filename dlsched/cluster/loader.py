@@ -147,7 +147,8 @@ def _checked(raw: Any, kind: str, key_path: str, src: YamlSource) -> dict[str, A
     out: dict[str, Any] = {}
     for key, value in raw.items():
         if key not in checks:
-            raise src.error(prefix + str(key), unknown_key_message(key, checks))
+            raise src.error(prefix + str(key), unknown_key_message(key, checks)
+                            + _other_kind(kind, key))
         try:
             out[key] = checks[key](value)
         except ValueError as exc:
@@ -157,6 +158,17 @@ def _checked(raw: Any, kind: str, key_path: str, src: YamlSource) -> dict[str, A
             raise src.error(key_path, f"missing required key '{key}'")
     _check_node_rules(out, key_path, src)
     return out
+
+
+def _other_kind(kind: str, key: object) -> str:
+    """Where a node's key that only groups take belongs (``count`` under ``nodes:``), and
+    the other way round."""
+    if (kind, key) == ("group", "name"):
+        return " (a group names its nodes PREFIX-0, PREFIX-1, ...: give 'prefix')"
+    other = {"node": ("group", "node_groups"), "group": ("node", "nodes")}.get(kind)
+    if other is None or key not in _CHECKS[other[0]]:
+        return ""
+    return f" ('{key}' is a key of {other[1]}: move the entry there)"
 
 
 def _check_node_rules(values: dict[str, Any], key_path: str, src: YamlSource) -> None:

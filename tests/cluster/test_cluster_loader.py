@@ -138,6 +138,11 @@ BAD = [
     ("node-name-clash", GROUP + "nodes:\n  - {name: t4-1, gpus: 0}\n",
      5, "nodes[0]", "'t4-1' is used twice"),
     ("node-no-name", "name: c\nnodes:\n  - {gpus: 0}\n", 3, "nodes[0]", "'name'"),
+    # a group's key under nodes (and back) said only "unknown key 'count'; known keys: ..."
+    ("count-in-nodes", "name: c\nnodes:\n  - {name: n, count: 2, gpu_type: T4, gpus: 4}\n",
+     3, "nodes[0].count", "('count' is a key of node_groups: move the entry there)"),
+    ("name-in-groups", "name: c\nnode_groups:\n  - {name: n, count: 2, gpu_type: T4, gpus: 4}"
+     "\n", 3, "node_groups[0].name", "give 'prefix')"),
     ("node-empty-rack", "name: c\nnodes:\n  - {name: a, gpus: 0, rack: ''}\n",
      3, "nodes[0].rack", "non-empty string"),
     ("node-not-mapping", "name: c\nnodes:\n  - a\n", 3, "nodes[0]", "must be a mapping"),
