@@ -125,11 +125,21 @@ def _policy_victims(kept: list[_Stripped]) -> Callable[[CycleState, Job], bool] 
         return None
     if not all(told):
         return _may_find_victims
+    return _MayFindVictims(tuple(told))
 
-    def may_find(state: CycleState, job: Job) -> bool:
-        return not all(no_victims(state, job) for no_victims in told)
 
-    return may_find
+class _MayFindVictims:
+    """Not every ``no_victims`` says no. An object, not a closure: a run's profile is a deep
+    copy of the prototype (``Profile.instantiate``), which rebinds bound methods held in an
+    object's fields to the run's plugins but copies no function's closure, so a closure
+    would ask the prototype's plugins, whose state no run updates (Tiresias' queues: it
+    never said no; SRTF's ranks: its per-cycle scratch would shadow the run's index)."""
+
+    def __init__(self, told: tuple[Callable[[CycleState, Job], bool], ...]) -> None:
+        self.told = told
+
+    def __call__(self, state: CycleState, job: Job) -> bool:
+        return not all(no_victims(state, job) for no_victims in self.told)
 
 
 def _may_find_victims(state: CycleState, job: Job) -> bool:
