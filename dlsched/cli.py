@@ -162,13 +162,20 @@ def _run_parallel(config: RunConfig, trace: Any, cluster: Any,
         runs.close()
 
 
+def _slices_used(outcome: RunOutcome) -> str:
+    """A MIG run's slice utilization beside the GPU utilization, which counts a GPU in MIG mode
+    as wholly busy (one 1g instance on a single A100 read "utilization 100.0%")."""
+    used = (outcome.result.mig or {}).get("slice_utilization")
+    return f" (MIG slices {used * 100:.1f}%)" if isinstance(used, int | float) else ""
+
+
 def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
                          f"{duration_text(s.jct_mean)}, makespan {duration_text(s.makespan)}, "
                          f"mean total wait {duration_text(s.wait_total_mean)}, "
-                         f"utilization {(s.utilization or 0) * 100:.1f}%, "
-                         f"{s.wall_seconds:.2f} s -> {out}"))
+                         f"utilization {(s.utilization or 0) * 100:.1f}%"
+                         f"{_slices_used(outcome)}, {s.wall_seconds:.2f} s -> {out}"))
     stalled = outcome.result.stalled_at
     if stalled is not None:
         waiting = s.jobs_submitted - s.jobs_finished
