@@ -29,6 +29,7 @@ from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:
     from dlsched.experiment import RunOutcome
+    from dlsched.report.metrics import Summary
 
 class _App(typer.Typer):
     """The ``dlsched`` app: a module of a missing optional extra ends in one line naming the
@@ -169,13 +170,23 @@ def _slices_used(outcome: RunOutcome) -> str:
     return f" (MIG slices {used * 100:.1f}%)" if isinstance(used, int | float) else ""
 
 
+def _failures_seen(s: Summary) -> str:
+    """A run under ``--failures``: its node failures, the jobs they stopped and the ETTR
+    (docs/llm.md), which the line left to summary.json."""
+    if s.ettr is None:
+        return ""
+    return (f", {count_of(s.node_failures, 'node failure')} stopping "
+            f"{count_of(s.job_interruptions, 'job')}, ETTR {s.ettr * 100:.1f}%")
+
+
 def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
                          f"{duration_text(s.jct_mean)}, makespan {duration_text(s.makespan)}, "
                          f"mean total wait {duration_text(s.wait_total_mean)}, "
                          f"utilization {(s.utilization or 0) * 100:.1f}%"
-                         f"{_slices_used(outcome)}, {s.wall_seconds:.2f} s -> {out}"))
+                         f"{_slices_used(outcome)}{_failures_seen(s)}, "
+                         f"{s.wall_seconds:.2f} s -> {out}"))
     stalled = outcome.result.stalled_at
     if stalled is not None:
         waiting = s.jobs_submitted - s.jobs_finished
