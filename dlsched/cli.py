@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -215,8 +216,25 @@ def fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
+def _in_policy_file(exc: Exception, run: RunConfig | None) -> DlschedError | None:
+    """A ``--policy-file``'s own bug met while running (its sort_key raised): one line at the
+    file's line, not a 150-line traceback through the core; None for any other error."""
+    files = {str(Path(f).expanduser().resolve()): f for f in (run.policy_files if run else ())
+             if f.endswith(".py")}
+    frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+    # a compare worker's error comes back with its traceback as text (concurrent.futures)
+    frames += re.findall(r'File "([^"]+)", line (\d+), in (\S+)', str(exc.__cause__ or ""))
+    mine = [frame for frame in frames if frame[0] in files]
+    if not mine:
+        return None
+    path, line, name = mine[-1]
+    return DlschedError(f"policy file {files[path]}: line {line} in {name}: "
+                        f"{type(exc).__name__}: {exc}")
+
+
 def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
     """Simulate one policy on a trace and cluster; write summary.json and jobs.csv to --out."""
+    run = None
     try:
         run = config_from(config_file, given, "--policy")
         if len(run.policies) != 1:
@@ -233,6 +251,11 @@ def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
             quick_exit.arm()
     except DlschedError as exc:
         fail(exc)
+    except Exception as exc:
+        bug = _in_policy_file(exc, run)
+        if bug is None:
+            raise
+        fail(bug)
 
 
 def _in_file(config_file: Path | None, key: str) -> bool:
@@ -247,6 +270,7 @@ def _in_file(config_file: Path | None, key: str) -> bool:
 def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
+    run = None
     try:
         from dlsched.compare_pool import default_workers
         from dlsched.experiment import write_comparison
@@ -275,6 +299,11 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
         quick_exit.arm()
     except DlschedError as exc:
         fail(exc)
+    except Exception as exc:
+        bug = _in_policy_file(exc, run)
+        if bug is None:
+            raise
+        fail(bug)
 
 
 simulate = app.command("simulate")(run_command(_simulate, "--policy", "Policy name (see "
