@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-import traceback
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,7 @@ from dlsched import __version__, quick_exit
 from dlsched.cli_help import HelpGroup
 from dlsched.cli_options import config_from, run_command, workers_parameter
 from dlsched.data_location import DataWarning
-from dlsched.errors import DlschedError
+from dlsched.errors import DlschedError, policy_file_bug
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
 from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
@@ -216,22 +215,6 @@ def fail(exc: Exception) -> None:
     raise typer.Exit(2)
 
 
-def _in_policy_file(exc: Exception, run: RunConfig | None) -> DlschedError | None:
-    """A ``--policy-file``'s own bug met while running (its sort_key raised): one line at the
-    file's line, not a 150-line traceback through the core; None for any other error."""
-    files = {str(Path(f).expanduser().resolve()): f for f in (run.policy_files if run else ())
-             if f.endswith(".py")}
-    frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(exc.__traceback__)]
-    # a compare worker's error comes back with its traceback as text (concurrent.futures)
-    frames += re.findall(r'File "([^"]+)", line (\d+), in (\S+)', str(exc.__cause__ or ""))
-    mine = [frame for frame in frames if frame[0] in files]
-    if not mine:
-        return None
-    path, line, name = mine[-1]
-    return DlschedError(f"policy file {files[path]}: line {line} in {name}: "
-                        f"{type(exc).__name__}: {exc}")
-
-
 def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
     """Simulate one policy on a trace and cluster; write summary.json and jobs.csv to --out."""
     run = None
@@ -252,7 +235,7 @@ def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
     except DlschedError as exc:
         fail(exc)
     except Exception as exc:
-        bug = _in_policy_file(exc, run)
+        bug = policy_file_bug(exc, run.policy_files if run else ())
         if bug is None:
             raise
         fail(bug)
@@ -300,7 +283,7 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
     except DlschedError as exc:
         fail(exc)
     except Exception as exc:
-        bug = _in_policy_file(exc, run)
+        bug = policy_file_bug(exc, run.policy_files if run else ())
         if bug is None:
             raise
         fail(bug)

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dlsched.errors import DlschedError
+from dlsched.errors import DlschedError, policy_file_bug
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
@@ -58,12 +58,20 @@ def sweep_command(
 ) -> None:
     """Run policies × traces × clusters × seeds × options in parallel (local processes, or a
     Ray cluster); write one row per run to --out/results.csv, with 95% intervals over seeds."""
+    kwargs: dict[str, Any] = {}
     try:
         kwargs = _arguments(config, trace, cluster, policies, seeds, set_, policy_opt, vary,
                             policy_file)
         _run(kwargs, out, workers, ray_address, plots)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except Exception as exc:
+        files = kwargs.get("options", {}).get("policy_files", ())
+        bug = policy_file_bug(exc, [files] if isinstance(files, str) else list(files))
+        if bug is None:
+            raise
+        console.print(f"[red]error:[/] {escape(str(bug))}")
         raise typer.Exit(2) from None
 
 

@@ -203,8 +203,13 @@ def test_a_builder_that_returns_no_profile_is_named(tmp_path: Path) -> None:
                                      ["compare", "--policies", "largest-first,fifo",
                                       "--workers", "1"],
                                      ["compare", "--policies", "largest-first,fifo",
+                                      "--workers", "2"],
+                                     ["sweep", "--policies", "largest-first,fifo",
+                                      "--workers", "1"],
+                                     ["sweep", "--policies", "largest-first,fifo",
                                       "--workers", "2"]],
-                         ids=["simulate", "compare-in-process", "compare-in-workers"])
+                         ids=["simulate", "compare-in-process", "compare-in-workers",
+                              "sweep-in-process", "sweep-in-workers"])
 def test_a_policy_files_own_bug_is_one_line_at_its_line(tmp_path: Path,
                                                         command: list[str]) -> None:
     """A typo in a policy file's sort_key (job.spec.num_gpu) met while running printed a
