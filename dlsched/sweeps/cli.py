@@ -105,6 +105,8 @@ def _arguments(config: Path | None, trace: list[str] | None, cluster: list[str] 
 
 
 def _from_file(path: Path) -> dict[str, Any]:
+    from dlsched.cluster.loader import unknown_key_message
+    from dlsched.sweeps.grid import option_problem
     from dlsched.yamlinput import load_yaml_file
 
     data, src = load_yaml_file(path)
@@ -113,9 +115,12 @@ def _from_file(path: Path) -> dict[str, Any]:
         raise src.error("", "a sweep file is a mapping with keys " + ", ".join(SWEEP_KEYS))
     for key, value in data.items():
         if key not in SWEEP_KEYS:
-            raise src.error(str(key), f"unknown key (known: {', '.join(SWEEP_KEYS)})")
+            raise src.error(str(key), unknown_key_message(key, dict.fromkeys(SWEEP_KEYS)))
         if key in ("options", "vary") and not isinstance(value, dict):
             raise src.error(key, "expected a mapping")
+    for key in data.get("options", {}):  # at its line, not after the file is read
+        if (problem := option_problem(str(key))) is not None:
+            raise src.error(f"options.{key}", problem)
         if key in ("traces", "clusters", "policies", "seeds") and not isinstance(
                 value, list | str | int):
             raise src.error(key, "expected a list")

@@ -213,3 +213,23 @@ def test_seeds_as_a_number_or_text(tmp_path, seeds: object, outcome: object) -> 
             run()
     else:
         assert run() == outcome
+
+
+def test_a_sweep_files_option_typo_is_named_at_its_line(tmp_path) -> None:
+    """``options: {synthetic_job: 50}`` was named without its file and line, and ``seed:``
+    without the key meant."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\noptions:\n  synthetic_job: 50\n")
+    said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                    str(tmp_path / "out")]).output
+    assert " ".join(said.split()).startswith(
+        f"error: {path}:4:options.synthetic_job: not an option a sweep may set"), said
+    assert "did you mean 'synthetic_jobs'?" in " ".join(said.split())
+    path.write_text("traces: [pollux-1]\nseed: [0, 1]\n")
+    said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                    str(tmp_path / "out")]).output
+    assert "did you mean 'seeds'?" in " ".join(said.split()), said
