@@ -233,3 +233,39 @@ def test_a_sweep_files_option_typo_is_named_at_its_line(tmp_path) -> None:
     said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
                                     str(tmp_path / "out")]).output
     assert "did you mean 'seeds'?" in " ".join(said.split()), said
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("options:\n  limit: abc\n", ":4:options.limit: expected an integer (or null), got 'abc'"),
+    ("vary:\n  round_seconds: [60, x]\n",
+     ":4:vary.round_seconds[1]: expected a number (or null), got 'x'"),
+], ids=["option", "varied"])
+def test_a_sweep_files_bad_value_is_named_at_its_line(tmp_path, body: str, said: str) -> None:
+    """'sweep option limit: expected an integer' had no file nor line; one run read '1 runs'."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\n" + body)
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()).endswith(f"{path}{said}"), result.output
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\noptions: {limit: 3}\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out"), "--workers", "1"])
+    assert result.exit_code == 0 and "1 run (1 run now" in result.output, result.output
+
+
+def test_a_sweep_files_axis_that_is_no_list_is_named(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\nclusters: {pollux-64: 1}\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()).endswith(f"{path}:2:clusters: expected a list")
