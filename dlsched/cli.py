@@ -20,7 +20,7 @@ from dlsched import __version__, quick_exit
 from dlsched.cli_help import HelpGroup
 from dlsched.cli_options import config_from, run_command, workers_parameter
 from dlsched.data_location import DataWarning
-from dlsched.errors import DlschedError
+from dlsched.errors import DlschedError, policy_file_bug
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
 from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
@@ -29,6 +29,7 @@ from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:
     from dlsched.experiment import RunOutcome
+    from dlsched.report.metrics import Summary
 
 class _App(typer.Typer):
     """The ``dlsched`` app: a module of a missing optional extra ends in one line naming the
@@ -162,12 +163,29 @@ def _run_parallel(config: RunConfig, trace: Any, cluster: Any,
         runs.close()
 
 
+def _slices_used(outcome: RunOutcome) -> str:
+    """A MIG run's slice utilization beside the GPU utilization, which counts a GPU in MIG mode
+    as wholly busy (one 1g instance on a single A100 read "utilization 100.0%")."""
+    used = (outcome.result.mig or {}).get("slice_utilization")
+    return f" (MIG slices {used * 100:.1f}%)" if isinstance(used, int | float) else ""
+
+
+def _failures_seen(s: Summary) -> str:
+    """A run under ``--failures``: its node failures, the jobs they stopped and the ETTR
+    (docs/llm.md), which the line left to summary.json."""
+    if s.ettr is None:
+        return ""
+    return (f", {count_of(s.node_failures, 'node failure')} stopping "
+            f"{count_of(s.job_interruptions, 'job')}, ETTR {s.ettr * 100:.1f}%")
+
+
 def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
     s = outcome.summary
     console.print(escape(f"{policy}: {s.jobs_finished}/{s.jobs_submitted} finished, mean JCT "
                          f"{duration_text(s.jct_mean)}, makespan {duration_text(s.makespan)}, "
                          f"mean total wait {duration_text(s.wait_total_mean)}, "
-                         f"utilization {(s.utilization or 0) * 100:.1f}%, "
+                         f"utilization {(s.utilization or 0) * 100:.1f}%"
+                         f"{_slices_used(outcome)}{_failures_seen(s)}, "
                          f"{s.wall_seconds:.2f} s -> {out}"))
     stalled = outcome.result.stalled_at
     if stalled is not None:
@@ -199,6 +217,7 @@ def fail(exc: Exception) -> None:
 
 def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
     """Simulate one policy on a trace and cluster; write summary.json and jobs.csv to --out."""
+    run = None
     try:
         run = config_from(config_file, given, "--policy")
         if len(run.policies) != 1:
@@ -215,6 +234,11 @@ def _simulate(config_file: Path | None, given: dict[str, Any]) -> None:
             quick_exit.arm()
     except DlschedError as exc:
         fail(exc)
+    except Exception as exc:
+        bug = policy_file_bug(exc, run.policy_files if run else ())
+        if bug is None:
+            raise
+        fail(bug)
 
 
 def _in_file(config_file: Path | None, key: str) -> bool:
@@ -229,6 +253,7 @@ def _in_file(config_file: Path | None, key: str) -> bool:
 def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
     """Run several policies on the same trace and cluster; write one folder per policy and
     --out/report.html comparing them."""
+    run = None
     try:
         from dlsched.compare_pool import default_workers
         from dlsched.experiment import write_comparison
@@ -257,6 +282,11 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
         quick_exit.arm()
     except DlschedError as exc:
         fail(exc)
+    except Exception as exc:
+        bug = policy_file_bug(exc, run.policy_files if run else ())
+        if bug is None:
+            raise
+        fail(bug)
 
 
 simulate = app.command("simulate")(run_command(_simulate, "--policy", "Policy name (see "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 
@@ -43,3 +44,25 @@ class InputError(DlschedError):
 
 class ConfigError(DlschedError):
     """An inconsistent configuration (cluster, run or tenant file)."""
+
+
+def policy_file_bug(exc: BaseException, policy_files: Sequence[str]) -> DlschedError | None:
+    """A ``--policy-file``'s own bug met while running (its ``sort_key`` raised): one line at
+    the file's line, not a 150-line traceback through the core; None for any other error.
+    A worker process's error comes back with its traceback as text (concurrent.futures'
+    ``__cause__``), searched the same way."""
+    import re
+    import traceback
+    from pathlib import Path
+
+    files = {str(Path(f).expanduser().resolve()): f for f in policy_files if f.endswith(".py")}
+    if not files:
+        return None
+    frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+    frames += re.findall(r'File "([^"]+)", line (\d+), in (\S+)', str(exc.__cause__ or ""))
+    mine = [frame for frame in frames if frame[0] in files]
+    if not mine:
+        return None
+    path, line, name = mine[-1]
+    return DlschedError(f"policy file {files[path]}: line {line} in {name}: "
+                        f"{type(exc).__name__}: {exc}")

@@ -25,6 +25,7 @@ from dlsched.workload.job import Job, JobSpec, JobStatus
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
+    from dlsched.tenancy.config import TenantConfig
 
 # Runtime jobs end when their processes exit, not when a throughput model says so: without an
 # estimate (work_seconds) a job's work is this placeholder, which it never reaches.
@@ -151,8 +152,8 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
         raise RequestError(400, str(exc).removeprefix(f"job {job_id}: ")) from None
     tenants = service.tenants
     if tenants is not None and tenants.cluster_queue_of(spec.queue) is None:
-        raise RequestError(400, f"queue {spec.queue!r} is not a local or cluster queue of the "
-                                f"tenant file")
+        raise RequestError(400, _unknown_queue(spec.queue, tenants,
+                                               "queue" in request.model_fields_set))
     most = _most_gpus(service, spec)
     if spec.num_gpus > most:
         kind = f" of type {request.gpu_type}" if request.gpu_type else ""
@@ -224,6 +225,15 @@ def _directories(service: Service, request: SubmitRequest, job_id: str,
         raise RequestError(400, f"working_dir {request.working_dir!r}: no such directory on "
                                 f"the service's machine")
     return (None if working is None else str(working)), str(checkpoint)
+
+
+def _unknown_queue(queue: str, tenants: TenantConfig, given: bool) -> str:
+    """Why a queue is refused under tenants, with the queues jobs may name (a job that named
+    none was refused for 'default' without a word of --queue)."""
+    names = sorted({*tenants.local_queues, *tenants.cluster_queues})
+    told = "" if given else " (no queue given: give one with --queue or \"queue\")"
+    return (f"queue={queue!r}{told}: not a local or cluster queue of the tenant file; "
+            f"its queues: {', '.join(names)}")
 
 
 def _most_gpus(service: Service, spec: JobSpec) -> int:

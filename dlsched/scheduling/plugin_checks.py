@@ -10,6 +10,7 @@ wrong), or wrap a plugin of the policy's own, so built-in policies pay nothing.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -77,10 +78,15 @@ def unorderable_keys(profile: str, plugin: Any, state: CycleState | None,
 def static_key_error(profile: str, plugin: Any, job: Job, error: Exception) -> PluginError:
     """A ``static = True`` QueueSort whose ``sort_key(None, job)`` failed: the core calls a
     static order without a state (the key may depend on the job only)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    # Only a failure on the missing state is the static flag's; any other is the key's own bug
+    # (an AttributeError on JobSpec read as if static were the cause).
+    hint = ("a key that reads the state (time, running jobs) needs static = False"
+            if "NoneType" in str(error) else "a mistake in sort_key, not in static")
     return PluginError(f"policy {profile}: QueueSort {plugin_label(plugin)} is static (static = "
                        f"True), so the core calls sort_key(None, job), and it raised "
-                       f"{type(error).__name__}: {error} (for {job.job_id}); a key that reads "
-                       "the state (time, running jobs) needs static = False")
+                       f"{type(error).__name__}: {error}{where} (for {job.job_id}); {hint}")
 
 
 def not_a_status(point: str, plugin: Any, value: Any) -> PluginError:

@@ -143,8 +143,7 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
     """A fresh Profile for ``name``; ``options`` are the builder's keyword arguments as text."""
     known = policies()
     if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = _meant(name, known)
         raise ConfigError(f"unknown policy {name!r} (known: {', '.join(known)}){hint}")
     builder = known[name].builder
     kwargs = _convert_options(name, builder, dict(options or {}))
@@ -166,13 +165,20 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
     return profile
 
 
+def _meant(name: str, names: Iterable[str]) -> str:
+    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing."""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _convert_options(policy: str, builder: ProfileBuilder, raw: dict[str, str]) -> dict:
     params = inspect.signature(builder).parameters
     converted: dict[str, object] = {}
     for key, text in raw.items():
         if key not in params:
             allowed = ", ".join(option_names(policy)) or "none"
-            raise ConfigError(f"policy {policy}: unknown option {key!r} (options: {allowed})")
+            raise ConfigError(f"policy {policy}: unknown option {key!r} (options: {allowed})"
+                              + _meant(key, option_names(policy)))
         converted[key] = _parse_value(policy, key, params[key].default, text)
     return converted
 

@@ -11,7 +11,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from dlsched.errors import DlschedError
+from dlsched.errors import DlschedError, policy_file_bug
+from dlsched.wording import count_of
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
@@ -58,12 +59,20 @@ def sweep_command(
 ) -> None:
     """Run policies × traces × clusters × seeds × options in parallel (local processes, or a
     Ray cluster); write one row per run to --out/results.csv, with 95% intervals over seeds."""
+    kwargs: dict[str, Any] = {}
     try:
         kwargs = _arguments(config, trace, cluster, policies, seeds, set_, policy_opt, vary,
                             policy_file)
         _run(kwargs, out, workers, ray_address, plots)
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    except Exception as exc:
+        files = kwargs.get("options", {}).get("policy_files", ())
+        bug = policy_file_bug(exc, [files] if isinstance(files, str) else list(files))
+        if bug is None:
+            raise
+        console.print(f"[red]error:[/] {escape(str(bug))}")
         raise typer.Exit(2) from None
 
 
@@ -97,6 +106,7 @@ def _arguments(config: Path | None, trace: list[str] | None, cluster: list[str] 
 
 
 def _from_file(path: Path) -> dict[str, Any]:
+    from dlsched.cluster.loader import unknown_key_message
     from dlsched.yamlinput import load_yaml_file
 
     data, src = load_yaml_file(path)
@@ -105,12 +115,13 @@ def _from_file(path: Path) -> dict[str, Any]:
         raise src.error("", "a sweep file is a mapping with keys " + ", ".join(SWEEP_KEYS))
     for key, value in data.items():
         if key not in SWEEP_KEYS:
-            raise src.error(str(key), f"unknown key (known: {', '.join(SWEEP_KEYS)})")
+            raise src.error(str(key), unknown_key_message(key, dict.fromkeys(SWEEP_KEYS)))
         if key in ("options", "vary") and not isinstance(value, dict):
             raise src.error(key, "expected a mapping")
         if key in ("traces", "clusters", "policies", "seeds") and not isinstance(
                 value, list | str | int):
             raise src.error(key, "expected a list")
+    _check_values(data, src)
     if "seeds" in data and isinstance(data["seeds"], str | int):
         from dlsched.sweeps.grid import parse_seeds
 
@@ -120,6 +131,33 @@ def _from_file(path: Path) -> dict[str, Any]:
             raise src.error(f"seeds[{i}]", f"expected a whole number, got {seed!r}")
     data["vary"] = {k: v if isinstance(v, list) else [v] for k, v in data.get("vary", {}).items()}
     return data
+
+
+def _check_values(data: dict[str, Any], src: Any) -> None:
+    """The file's options and varied option values, each named at its line (they were named
+    after the file was read: 'sweep option limit: expected an integer', no file nor line)."""
+    from dlsched.run_config import RunConfig
+    from dlsched.sweeps.grid import option_problem
+
+    fields = RunConfig.__dataclass_fields__
+    for key, value in data.get("options", {}).items():
+        if (problem := option_problem(str(key))) is not None:
+            raise src.error(f"options.{key}", problem)
+        _checked_value(src, f"options.{key}", key, value)
+    for key, values in data.get("vary", {}).items():
+        for i, value in enumerate(values if isinstance(values, list) else [values]):
+            if key in fields:
+                _checked_value(src, f"vary.{key}[{i}]", key, value)
+
+
+def _checked_value(src: Any, at: str, key: str, value: Any) -> None:
+    from dlsched.errors import ConfigError
+    from dlsched.run_config import RunConfig
+
+    try:
+        RunConfig().with_values({key: value})
+    except ConfigError as exc:
+        raise src.error(at, str(exc).removeprefix(f"{key}: ")) from None
 
 
 def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: str | None,
@@ -143,11 +181,11 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
         table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
                       on_done=report)
     except KeyboardInterrupt:  # Ctrl-C: the finished runs are kept; say so, and how to resume
-        console.print(escape(f"interrupted: {done[0]} runs finished now are kept in "
+        console.print(escape(f"interrupted: {count_of(done[0], 'run')} finished now are kept in "
                              f"{out / 'done'}; the same command runs the rest"))
         raise typer.Exit(130) from None
     executed, unique = table.attrs["executed"], table["key"].nunique()
-    console.print(escape(f"{len(table)} runs ({executed} run now, {unique - executed} "
+    console.print(escape(f"{count_of(len(table), 'run')} ({executed} run now, {unique - executed} "
                          f"found done) in {time.perf_counter() - started:.1f} s -> "
                          f"{out / 'results.csv'}"))
 

@@ -44,10 +44,9 @@ class SweepSpec:
             if not getattr(self, name):
                 raise ConfigError(f"sweep: name at least one of {name}")
         for key in self.options:
-            if key in _OWN or key not in _FIELDS:
-                raise ConfigError(f"sweep option {key!r}: not an option a sweep may set "
-                                  f"(the grid sets {', '.join(sorted(_OWN - {'out'}))})"
-                                  f"{_closest(key, _FIELDS - _OWN)}")
+            problem = option_problem(key)
+            if problem is not None:
+                raise ConfigError(f"sweep option {key!r}: {problem}")
         for key, values in self.vary.items():
             if key in _OWN:
                 raise ConfigError(f"--vary {key}: use the sweep's own axis for it")
@@ -133,6 +132,14 @@ def _check_varied(key: str, policies: tuple[str, ...]) -> None:
         raise ConfigError(f"--vary {key}: neither an option of `dlsched simulate` (by field "
                           f"name, e.g. limit) nor an option of {', '.join(policies)}"
                           f"{_closest(key, known)}")
+
+
+def option_problem(key: str) -> str | None:
+    """Why a sweep may not fix option ``key`` for every run (None: it may)."""
+    if key in _OWN or key not in _FIELDS:
+        return (f"not an option a sweep may set (the grid sets "
+                f"{', '.join(sorted(_OWN - {'out'}))}){_closest(key, _FIELDS - _OWN)}")
+    return None
 
 
 def _closest(key: str, names: Iterable[str]) -> str:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.errors import DlschedError
+from dlsched.wording import count_of
 
 tenants_app = typer.Typer(add_completion=False)
 console = Console(stderr=True, emoji=False)
@@ -61,7 +62,7 @@ def tenants(
         print(text, end="")
     else:
         out.write_text(text)
-        console.print(escape(f"{len(doc['cluster_queues'])} cluster queues -> {out}"))
+        console.print(escape(f"{count_of(len(doc['cluster_queues']), 'cluster queue')} -> {out}"))
 
 
 def register(app: typer.Typer) -> None:

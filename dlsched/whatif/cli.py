@@ -75,13 +75,15 @@ def export(
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1) from None
-    figures: dict[str, object] = {**measured(rows), "left_out": missing}
+    stats = measured(rows)
+    figures: dict[str, object] = {**stats, "left_out": missing}
     if json_out:
         print(json.dumps(figures, indent=2, sort_keys=True))
-    console.print(escape(f"{figures['jobs']} jobs -> {out}; the service measured mean JCT "
-                         f"{figures['jct_mean']:.1f} s, mean queueing delay "
+    console.print(escape(f"{count_of(stats['jobs'], 'job')} -> {out}; the service measured "
+                         f"mean JCT {figures['jct_mean']:.1f} s, mean queueing delay "
                          f"{figures['queueing_delay_mean']:.1f} s, makespan "
-                         f"{figures['makespan']:.1f} s, {figures['preemptions']} preemptions"))
+                         f"{figures['makespan']:.1f} s, "
+                         f"{count_of(stats['preemptions'], 'preemption')}"))
     if missing:
         console.print(escape(left_out_note(missing)))
 

@@ -63,3 +63,16 @@ def test_the_text_report_reads_as_text_not_python(tmp_path) -> None:  # noqa: AN
     assert lines["placed_by_profile"] == "1g.5gb 1, 3g.20gb 1, 4g.20gb 1, 7g.40gb 1"
     assert lines["waiting_at_end"] == "none"
     assert lines["slice_utilization"] == "0.4783"
+
+
+def test_simulate_prints_the_slices_used_beside_the_gpus(tmp_path) -> None:  # noqa: ANN001
+    """One 1g instance on a single A100 for 100 s printed "utilization 100.0%": a GPU in MIG
+    mode counts as wholly busy, and the line had no word of its 1 slice in 7."""
+    jobs, cluster = tmp_path / "jobs.csv", tmp_path / "a100.yaml"
+    jobs.write_text(HEADER + "a,0,100,1g\n")
+    cluster.write_text("name: a100\nnodes:\n  - {name: n, gpu_type: A100, gpus: 1}\n")
+    result = CliRunner().invoke(app, ["simulate", "--trace", str(jobs), "--cluster",
+                                      str(cluster), "--policy", "fifo", "--out",
+                                      str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    assert "utilization 100.0% (MIG slices 14.3%)" in " ".join(result.output.split())

@@ -258,3 +258,15 @@ def test_jobs_submitted_one_after_another_get_hues_far_apart() -> None:
         for a, b in zip(hues, hues[gap:], strict=False):
             assert min(abs(a - b), 360 - abs(a - b)) >= 50, (gap, a, b)
     assert _hue("job-000007") == _hue("job-000007") and 0 <= _hue("custom id") < 360
+
+
+def test_a_filter_on_a_queue_that_is_not_there_shows_it(live: Callable[..., Live]) -> None:
+    """``/?queue=nope`` said "no jobs match the filter" while the queue list read "any", as if
+    no queue were chosen."""
+    handle = live()
+    html = page(handle, "/?queue=nope&user=nobody").text
+    assert '<option value="nope" selected>nope (no such queue)</option>' in html
+    assert '<option value="nobody" selected>nobody (no jobs)</option>' in html
+    assert "no jobs match the filter" in html
+    plain = page(handle, "/").text
+    assert "(no such queue)" not in plain and "(no jobs)" not in plain

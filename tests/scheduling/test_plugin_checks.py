@@ -64,10 +64,13 @@ class MixedKeys:
     name = "mixed"
 
     def __init__(self, static: bool = False, reads_state: bool = False,
-                 raises: bool = False) -> None:
+                 raises: bool = False, typo: bool = False) -> None:
         self.static, self.reads_state, self.raises = static, reads_state, raises
+        self.typo = typo
 
     def sort_key(self, state: Any, job: Job) -> Any:
+        if self.typo:
+            return job.spec.num_gpu  # type: ignore[attr-defined]  # a typo, not the state
         if self.raises:
             return len(job.spec.num_gpus)  # the plugin's own TypeError
         if self.reads_state:
@@ -92,7 +95,12 @@ def _simulate(order: MixedKeys) -> None:
     (MixedKeys(static=True, reads_state=True),
      r"QueueSort 'mixed' \(MixedKeys\) is static .* sort_key\(None, job\), and it raised "
      r"AttributeError: .*NoneType.* \(for A\); a key that reads the state"),
-], ids=["keys-of-two-types", "static-keys-of-two-types", "static-key-reads-state"])
+    # a typo in a static key read as if static were the cause ("needs static = False")
+    (MixedKeys(static=True, typo=True),
+     r"raised AttributeError: 'JobSpec' object has no attribute 'num_gpu' at "
+     r".*test_plugin_checks\.py:\d+ \(for A\); a mistake in sort_key, not in static$"),
+], ids=["keys-of-two-types", "static-keys-of-two-types", "static-key-reads-state",
+        "static-key-typo"])
 def test_a_queue_sort_whose_keys_do_not_order_is_named(order: MixedKeys, message: str) -> None:
     with pytest.raises(PluginError, match=message):
         _simulate(order)

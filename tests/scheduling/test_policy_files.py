@@ -197,3 +197,30 @@ def test_a_builder_that_returns_no_profile_is_named(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^policy forgot: its builder forgot\(\) returned "
                                           r"NoneType, not a Profile"):
         build_policy("forgot")
+
+
+@pytest.mark.parametrize("command", [["simulate", "--policy", "largest-first"],
+                                     ["compare", "--policies", "largest-first,fifo",
+                                      "--workers", "1"],
+                                     ["compare", "--policies", "largest-first,fifo",
+                                      "--workers", "2"],
+                                     ["sweep", "--policies", "largest-first,fifo",
+                                      "--workers", "1"],
+                                     ["sweep", "--policies", "largest-first,fifo",
+                                      "--workers", "2"]],
+                         ids=["simulate", "compare-in-process", "compare-in-workers",
+                              "sweep-in-process", "sweep-in-workers"])
+def test_a_policy_files_own_bug_is_one_line_at_its_line(tmp_path: Path,
+                                                        command: list[str]) -> None:
+    """A typo in a policy file's sort_key (job.spec.num_gpu) met while running printed a
+    150-line traceback through the core and the process pool."""
+    source, jobs, cluster = _files(tmp_path)
+    source.write_text(LARGEST.replace("static = True", "static = False")
+                      .replace("-job.spec.num_gpus", "-job.spec.num_gpu"))
+    result = CliRunner().invoke(app, [*command, "--trace", str(jobs), "--cluster",
+                                      str(cluster), "--policy-file", str(source), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert (f"error: policy file {source}: line 11 in sort_key: AttributeError: 'JobSpec' "
+            "object has no attribute 'num_gpu'") in said, result.output

@@ -148,3 +148,10 @@ def test_a_mistyped_policy_names_the_one_meant() -> None:
     """``--policy tiresas`` listed 32 policies without saying which was meant."""
     with pytest.raises(ConfigError, match="; did you mean 'tiresias'\\?$"):
         build_policy("tiresas")
+
+
+def test_a_mistyped_option_names_the_one_meant() -> None:
+    """``dlsched serve --policy-opt thresold=5`` listed the options without saying which."""
+    with pytest.raises(ConfigError, match="unknown option 'thresold' .*; did you mean "
+                                          "'thresholds'\\?$"):
+        build_policy("tiresias", {"thresold": "5"})

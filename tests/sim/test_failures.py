@@ -373,3 +373,25 @@ def test_a_job_with_a_fixed_end_does_not_make_up_its_downtime(
 def test_a_fixed_end_must_follow_the_submission() -> None:
     with pytest.raises(ValueError, match="ends_at must be after submit_time 5.0, got 5.0"):
         JobSpec("svc", 5.0, 1, work=10.0, ends_at=5.0)
+
+
+def test_simulate_prints_the_failures_it_drew(tmp_path: Path) -> None:
+    """A run under --failures printed the same line as one without: its node failures, the
+    jobs they stopped and its ETTR were in summary.json only."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    failures = tmp_path / "failures.yaml"
+    failures.write_text("categories:\n  - {name: gpu, rate_per_gpu_day: 0.01, repair_hours: 6}\n")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["simulate", "--trace", "pollux-1", "--cluster",
+                                      "pollux-64", "--policy", "fifo", "--limit", "40",
+                                      "--failures", str(failures), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    said = " ".join(result.output.split())
+    assert (f"{summary['node_failures']} node failure" in said
+            and f"ETTR {summary['ettr'] * 100:.1f}%" in said), said

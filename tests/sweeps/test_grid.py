@@ -213,3 +213,59 @@ def test_seeds_as_a_number_or_text(tmp_path, seeds: object, outcome: object) -> 
             run()
     else:
         assert run() == outcome
+
+
+def test_a_sweep_files_option_typo_is_named_at_its_line(tmp_path) -> None:
+    """``options: {synthetic_job: 50}`` was named without its file and line, and ``seed:``
+    without the key meant."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\noptions:\n  synthetic_job: 50\n")
+    said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                    str(tmp_path / "out")]).output
+    assert " ".join(said.split()).startswith(
+        f"error: {path}:4:options.synthetic_job: not an option a sweep may set"), said
+    assert "did you mean 'synthetic_jobs'?" in " ".join(said.split())
+    path.write_text("traces: [pollux-1]\nseed: [0, 1]\n")
+    said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                    str(tmp_path / "out")]).output
+    assert "did you mean 'seeds'?" in " ".join(said.split()), said
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ("options:\n  limit: abc\n", ":4:options.limit: expected an integer (or null), got 'abc'"),
+    ("vary:\n  round_seconds: [60, x]\n",
+     ":4:vary.round_seconds[1]: expected a number (or null), got 'x'"),
+], ids=["option", "varied"])
+def test_a_sweep_files_bad_value_is_named_at_its_line(tmp_path, body: str, said: str) -> None:
+    """'sweep option limit: expected an integer' had no file nor line; one run read '1 runs'."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\n" + body)
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()).endswith(f"{path}{said}"), result.output
+    path.write_text("traces: [pollux-1]\npolicies: [fifo]\noptions: {limit: 3}\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out"), "--workers", "1"])
+    assert result.exit_code == 0 and "1 run (1 run now" in result.output, result.output
+
+
+def test_a_sweep_files_axis_that_is_no_list_is_named(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text("traces: [pollux-1]\nclusters: {pollux-64: 1}\n")
+    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2
+    assert " ".join(result.output.split()).endswith(f"{path}:2:clusters: expected a list")

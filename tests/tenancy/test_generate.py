@@ -108,3 +108,14 @@ def test_cli_refuses_sizes_that_name_none_of_the_traces_queues(tmp_path: Path) -
     result = CliRunner().invoke(app, ["tenants", "philly-sample", "--cluster", "philly",
                                       "--sizes", str(sizes)])
     assert result.exit_code == 2 and "none of its queues" in " ".join(result.output.split())
+
+
+def test_one_queue_reads_as_one(tmp_path: Path) -> None:
+    """A trace of one queue said "1 cluster queues -> ..."."""
+    trace = tmp_path / "one.csv"
+    trace.write_text("job_id,submit_time,num_gpus,duration,queue\na,0,1,100,team\n"
+                     "b,5,2,50,team\n")
+    result = CliRunner().invoke(app, ["tenants", str(trace), "--cluster", "philly",
+                                      "--out", str(tmp_path / "t.yaml")])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("1 cluster queue ->"), result.output

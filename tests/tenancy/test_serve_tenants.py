@@ -61,3 +61,21 @@ def test_serve_with_tenants_holds_a_queue_to_its_quota(tmp_path: Path) -> None:
         assert len(service.core.jobs) == 2  # nothing stored half-way
     finally:
         service.shutdown()
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"queue": "nobody"}, "queue='nobody': not a local or cluster queue of the tenant file; "
+                          "its queues: a, b, team-a"),
+    ({}, "queue='default' (no queue given: give one with --queue or \"queue\"): not a local "
+         "or cluster queue of the tenant file; its queues: a, b, team-a"),
+], ids=["unknown", "none-given"])
+def test_a_queue_the_tenants_lack_is_refused_with_theirs(tmp_path: Path, fields: dict,
+                                                         message: str) -> None:
+    """'queue 'default' is not a local or cluster queue of the tenant file': no word of the
+    queues there are, nor, for a job that named none, that it had to."""
+    (tmp_path / "t.yaml").write_text(TENANTS)
+    service = Service(ServiceConfig(local_cluster(4, "T4"), tmp_path / "data",
+                                    tenants=load_tenants(tmp_path / "t.yaml")))
+    with pytest.raises(RequestError) as refused:
+        submit(service, SubmitRequest(command=SLEEP, gpus=1, **fields))
+    assert (refused.value.status, str(refused.value)) == (400, message)

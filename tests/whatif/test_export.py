@@ -239,3 +239,15 @@ def _exported(tmp_path: Path, gpus: int, jobs: dict[str, dict]) -> tuple:
     result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
     assert result.exit_code == 0, result.output
     return read_trace(out).jobs
+
+
+def test_counts_read_as_english(tmp_path: Path) -> None:
+    """The export said "1 jobs -> ..." and "1 preemptions"."""
+    url, _ = database(tmp_path / "dlsched.db")
+    out = tmp_path / "history.csv"
+    said = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)]).output
+    assert "2 jobs ->" in said and "1 preemption" in " ".join(said.split())
+    assert "1 preemptions" not in " ".join(said.split())
+    said = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out),
+                                    "--queue", "team-a"]).output
+    assert said.startswith("1 job ->") and "0 preemptions" in " ".join(said.split()), said

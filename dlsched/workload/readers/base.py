@@ -111,8 +111,21 @@ def detect_format(path: Path) -> str:
             raise InputError(InputLocation(str(path), 1), "empty file: no header, no jobs")
         known = ", ".join(sorted(READERS))
         raise InputError(InputLocation(str(path), 1), f"unknown trace format (known: {known}); "
-                         f"columns were {sorted(header)}")
+                         f"columns were {sorted(header)}{_closest_format(header)}")
     return max(matches, key=lambda r: len(r.columns)).name
+
+
+def _closest_format(header: set[str]) -> str:
+    """The format whose required columns the header lacks fewest of (at most two), named with
+    those columns: a CSV of ``job_id,submit_time,num_gpus,duration`` lacks only ``queue`` of
+    ``dlsched-history``, which the bare list of formats did not say."""
+    near = [(len(r.columns - header), r.name, sorted(r.columns - header))
+            for r in READERS.values() if r.columns and r.columns & header]
+    if not near:
+        return ""
+    lacking, name, columns = min(near)
+    return (f"; closest: {name}, which also needs {', '.join(columns)} (docs/traces.md)"
+            if lacking <= 2 else "")
 
 
 REQUEST_TRACE = ("an inference service's request trace (Azure LLM or Mooncake), not a job "

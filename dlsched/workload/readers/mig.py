@@ -23,8 +23,16 @@ def _job(ctx: RowContext) -> JobSpec:
         raise ctx.fail("mig_profile", str(exc)) from None
     return JobSpec(job_id=ctx.text("job_id") or "", submit_time=ctx.number("submit_time",
                                                                            minimum=0) or 0.0,
-                   num_gpus=1, work=ctx.number("duration", positive=True) or 0.0,
-                   gpu_share=share, mig_profile=profile)
+                   num_gpus=1, work=_duration(ctx), gpu_share=share, mig_profile=profile)
+
+
+def _duration(ctx: RowContext) -> float:
+    """``duration`` in seconds; ``inf``, which ``dlsched mig`` takes (an instance held to the
+    end), is refused saying why (it read only "not a finite number: 'inf'")."""
+    if (ctx.text("duration") or "").strip().lower() in ("inf", "+inf", "infinity"):
+        raise ctx.fail("duration", "'inf' is for `dlsched mig` alone: a simulated run ends when "
+                                   "every job has, so give this job's seconds")
+    return ctx.number("duration", positive=True) or 0.0
 
 
 register_reader(CsvRowReader("mig", COLUMNS, _job, gpu_field="mig_profile", id_field="job_id"))
