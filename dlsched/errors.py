@@ -43,3 +43,8 @@ class InputError(DlschedError):
 
 class ConfigError(DlschedError):
     """An inconsistent configuration (cluster, run or tenant file)."""
+
+
+class ClusterWarning(UserWarning):
+    """A cluster file read as dlsched's model allows, not quite as written (a Slurm node with
+    GPUs of two types read as one node per type: ``cluster/sinfo.py``)."""

@@ -17,7 +17,9 @@ show nodes --json`` (and of older ``sinfo --json``: ``name``, ``cpus``, ``real_m
 
 A node's GPUs and type come from its GRES (``gpu:a100:8``: 8 A100; ``gpu:8``: 8 of type
 ``generic``, the GPUs the history ran on; ``nvidia_a100-sxm4-80gb`` names ``A100-80G``:
-``node_list.known_type``); its partition (without sinfo's ``*`` for the default) becomes
+``node_list.known_type``; GPUs of several types, ``gpu:a100:4,gpu:v100:2``: one node per type,
+``NODE:TYPE``, sharing its CPUs and memory by GPU count, with a ``ClusterWarning``); its
+partition (without sinfo's ``*`` for the default) becomes
 its pool, so a tenant file's flavors can select partitions (a node in several partitions
 takes the first listed, as slurm.conf orders them). No topology: one rack, no NVLink. A
 node listed again (once per partition) must list the same resources. Errors name the file,
@@ -28,17 +30,18 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dlsched.cluster.cluster import Cluster, Node
-from dlsched.cluster.hostlist import expand_hostlist, gpus_of_gres
+from dlsched.cluster.hostlist import expand_hostlist, gpu_kinds_of_gres
 from dlsched.cluster.loader import MAX_NODES, name_check
 from dlsched.cluster.node_list import known_type
 from dlsched.cluster.warnings import SERVICE_DEFAULT
-from dlsched.errors import InputError, InputLocation
+from dlsched.errors import ClusterWarning, InputError, InputLocation
 from dlsched.textinput import MAX_YAML_BYTES, TextLines, read_text
 
 NAME_COLUMNS = ("NODELIST", "HOSTNAMES")
@@ -52,12 +55,12 @@ class _Entry:
     (a JSON entry by its key path, its line looked up only for an error: ``_located``)."""
 
     names: tuple[str, ...]
-    gpus: int
-    gpu_type: str
+    gpus: tuple[tuple[str, int], ...]  # (GRES type, count) per type: ``gpu_kinds_of_gres``
     cpus: float
     memory_mib: float
     partition: str
     where: InputLocation
+    gres_at: InputLocation  # its GRES field, for the warning about GPUs of several types
 
 
 def looks_like_sinfo(path: Path) -> bool:
@@ -79,29 +82,50 @@ def load_sinfo(path: Path) -> Cluster:
     with path.open("rb") as f:
         is_json = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
     entries = _json_entries(path) if is_json else _text_entries(path)
-    return Cluster(path.stem, _nodes(path, entries))
+    split: list[tuple[str, _Entry]] = []
+    cluster = Cluster(path.stem, _nodes(path, entries, split))
+    if split:
+        warnings.warn(ClusterWarning(_split_note(split)), stacklevel=2)
+    return cluster
 
 
-def _nodes(path: Path, entries: Iterator[_Entry]) -> tuple[Node, ...]:
+def _nodes(path: Path, entries: Iterator[_Entry], split: list[tuple[str, _Entry]]
+           ) -> tuple[Node, ...]:
+    """The nodes, each once; a node with GPUs of several types as one node per type (its
+    name and the entry added to ``split``, for the warning)."""
     nodes: dict[str, Node] = {}
     first_seen: dict[str, InputLocation] = {}
+    hosts: dict[str, _Entry] = {}  # each host's first entry (its GPUs per type)
     for entry in entries:
-        for name in entry.names:
-            node = _node(name, entry)
-            _check_names(node, entry)
-            known = nodes.get(name)
-            if known is None:
-                nodes[name], first_seen[name] = node, entry.where
-                if len(nodes) > MAX_NODES:
-                    raise InputError(_located(entry.where), f"more than {MAX_NODES:,} nodes")
-            elif (known.num_gpus, known.gpu_type, known.cpus, known.memory_gb) != (
-                    node.num_gpus, node.gpu_type, node.cpus, node.memory_gb):
-                raise InputError(_located(entry.where), f"node {name!r} is listed with other "
-                                 f"resources at {_located(first_seen[name])}")
+        for host in entry.names:
+            parts = _node_parts(host, entry)
+            first = hosts.setdefault(host, entry)
+            if first.gpus != entry.gpus:
+                raise InputError(_located(entry.where), f"node {host!r} is listed with other "
+                                 f"resources at {_located(first.where)}")
+            if len(parts) > 1 and parts[0].name not in nodes:
+                split.append((host, entry))
+            for node in parts:
+                _add(nodes, first_seen, node, entry)
     if not any(node.num_gpus for node in nodes.values()):
         raise InputError(InputLocation(str(path)), "no node with GPUs (no 'gpu' GRES): "
                          f"write the file with {COMMAND}")
     return tuple(nodes.values())
+
+
+def _add(nodes: dict[str, Node], first_seen: dict[str, InputLocation], node: Node,
+         entry: _Entry) -> None:
+    """``node`` once: listed again (once per partition) it must have the same resources."""
+    _check_names(node, entry)
+    name, known = node.name, nodes.get(node.name)
+    if known is None:
+        nodes[name], first_seen[name] = node, entry.where
+        if len(nodes) > MAX_NODES:
+            raise InputError(_located(entry.where), f"more than {MAX_NODES:,} nodes")
+    elif (known.num_gpus, known.gpu_type, known.cpus, known.memory_gb) != (
+            node.num_gpus, node.gpu_type, node.cpus, node.memory_gb):
+        raise InputError(_located(entry.where), f"node {name!r} is listed with other "
+                         f"resources at {_located(first_seen[name])}")
 
 
 def _check_names(node: Node, entry: _Entry) -> None:
@@ -114,12 +138,36 @@ def _check_names(node: Node, entry: _Entry) -> None:
             raise InputError(_located(entry.where), f"{what} {exc}") from None
 
 
-def _node(name: str, entry: _Entry) -> Node:
-    kind = ""
-    if entry.gpus:  # no type in the GRES: the GPUs the history ran on (``SERVICE_DEFAULT``)
-        kind = known_type(entry.gpu_type) if entry.gpu_type else SERVICE_DEFAULT
-    return Node(name, kind, entry.gpus, entry.cpus, entry.memory_mib / 1024,
-                pool=entry.partition or None)
+def _node_parts(name: str, entry: _Entry) -> list[Node]:
+    """The node ``name`` of ``entry``: one node; with GPUs of several types (``gpu:a100:4,
+    gpu:v100:2``) one node per type, ``NAME:TYPE`` (a dlsched node has one GPU type), its CPUs
+    and memory shared out in proportion to their GPUs (the parts hold the whole node's)."""
+    pool = entry.partition or None
+    if len(entry.gpus) < 2:
+        count = entry.gpus[0][1] if entry.gpus else 0
+        kind = _type_of(entry.gpus[0][0]) if entry.gpus else ""
+        return [Node(name, kind, count, entry.cpus, entry.memory_mib / 1024, pool=pool)]
+    total = sum(count for _, count in entry.gpus)
+    return [Node(f"{name}:{gres or SERVICE_DEFAULT}", _type_of(gres), count,
+                 entry.cpus * count / total, entry.memory_mib / 1024 * count / total, pool=pool)
+            for gres, count in entry.gpus]
+
+
+def _type_of(gres: str) -> str:
+    """A GRES type's dlsched GPU type; none named: the GPUs the history ran on
+    (``SERVICE_DEFAULT``)."""
+    return known_type(gres) if gres else SERVICE_DEFAULT
+
+
+def _split_note(split: list[tuple[str, _Entry]]) -> str:
+    host, entry = split[0]
+    kinds = ", ".join(f"{count} {gres or 'untyped'}" for gres, count in entry.gpus)
+    more = f" and {len(split) - 1} more such node{'s' if len(split) > 2 else ''}" \
+        if len(split) > 1 else ""
+    return (f"{_located(entry.gres_at)}: node {host!r} has GPUs of {len(entry.gpus)} types "
+            f"({kinds}){more}: a dlsched node has one GPU type, so each is read as one node "
+            f"per type, named NODE:TYPE ({host}:{entry.gpus[0][0] or SERVICE_DEFAULT}, ...), "
+            "its CPUs and memory shared out by GPU count (docs/clusters.md)")
 
 
 # -- text ---------------------------------------------------------------------------------
@@ -161,11 +209,12 @@ def _check_header(path: Path, columns: list[str]) -> None:
 def _text_entry(values: dict[str, str], where: InputLocation) -> _Entry:
     column = next(c for c in NAME_COLUMNS if c in values)
     names = _hosts(values[column], _at(where, column))
-    gpus, kind = _gres(values["GRES"], _at(where, "GRES"))
+    gres_at = _at(where, "GRES")
+    gpus = _gres(values["GRES"], gres_at)
     cpus = _amount(values.get("CPUS", ""), _at(where, "CPUS"))
     memory = _amount(values.get("MEMORY", ""), _at(where, "MEMORY"))
     partition = values.get("PARTITION", "").rstrip("*")
-    return _Entry(names, gpus, kind, cpus, memory, partition, where)
+    return _Entry(names, gpus, cpus, memory, partition, where, gres_at)
 
 
 def _at(where: InputLocation, field: str) -> InputLocation:
@@ -182,9 +231,9 @@ def _hosts(text: str, where: InputLocation) -> tuple[str, ...]:
     return names
 
 
-def _gres(text: str, where: InputLocation) -> tuple[int, str]:
+def _gres(text: str, where: InputLocation) -> tuple[tuple[str, int], ...]:
     try:
-        return gpus_of_gres(text)
+        return gpu_kinds_of_gres(text)
     except ValueError as exc:
         raise InputError(_located(where), str(exc)) from None
 
@@ -285,9 +334,9 @@ def _sinfo_item(path: Path, prefix: str, raw: Any) -> _Entry:
         if low is not None and high is not None and low != high:
             raise item.fail(f"{kind}.minimum", f"{low} to {high}: this entry's nodes differ; "
                             "write the file with scontrol show nodes --json")
-    gpus, kind = _gres(item.text("gres.total"), item.where("gres.total"))
-    return _Entry(hosts, gpus, kind, item.count("cpus.maximum"), item.count("memory.maximum"),
-                  item.text("partition.name"), item.where())
+    gpus = _gres(item.text("gres.total"), item.where("gres.total"))
+    return _Entry(hosts, gpus, item.count("cpus.maximum"), item.count("memory.maximum"),
+                  item.text("partition.name"), item.where(), item.where("gres.total"))
 
 
 def _node_item(path: Path, prefix: str, raw: Any) -> _Entry:
@@ -298,9 +347,9 @@ def _node_item(path: Path, prefix: str, raw: Any) -> _Entry:
     partitions = item.get("partitions") or []
     if not isinstance(partitions, list) or not all(isinstance(p, str) for p in partitions):
         raise item.fail("partitions", "expected a list of partition names")
-    gpus, kind = _gres(item.text("gres"), item.where("gres"))
-    return _Entry((name,), gpus, kind, item.count("cpus"), item.count("real_memory"),
-                  partitions[0] if partitions else "", item.where())
+    gpus = _gres(item.text("gres"), item.where("gres"))
+    return _Entry((name,), gpus, item.count("cpus"), item.count("real_memory"),
+                  partitions[0] if partitions else "", item.where(), item.where("gres"))
 
 
 def _located(where: InputLocation) -> InputLocation:
