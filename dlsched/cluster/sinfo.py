@@ -32,35 +32,17 @@ import json
 import re
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlsched.cluster.cluster import Cluster, Node
+from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.hostlist import expand_hostlist, gpu_kinds_of_gres
-from dlsched.cluster.loader import MAX_NODES, name_check
-from dlsched.cluster.node_list import known_type
-from dlsched.cluster.warnings import SERVICE_DEFAULT
+from dlsched.cluster.sinfo_nodes import COMMAND, Entry, located, nodes_of, split_note
 from dlsched.errors import ClusterWarning, InputError, InputLocation
-from dlsched.textinput import MAX_YAML_BYTES, TextLines, read_text
+from dlsched.textinput import TextLines
 
 NAME_COLUMNS = ("NODELIST", "HOSTNAMES")
-COMMAND = 'sinfo -N -o "%N %c %m %G %P"'
 MAX_JSON_BYTES = 256 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One line's (or JSON entry's) nodes and what each has; ``where`` names it in errors
-    (a JSON entry by its key path, its line looked up only for an error: ``_located``)."""
-
-    names: tuple[str, ...]
-    gpus: tuple[tuple[str, int], ...]  # (GRES type, count) per type: ``gpu_kinds_of_gres``
-    cpus: float
-    memory_mib: float
-    partition: str
-    where: InputLocation
-    gres_at: InputLocation  # its GRES field, for the warning about GPUs of several types
 
 
 def looks_like_sinfo(path: Path) -> bool:
@@ -82,97 +64,16 @@ def load_sinfo(path: Path) -> Cluster:
     with path.open("rb") as f:
         is_json = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
     entries = _json_entries(path) if is_json else _text_entries(path)
-    split: list[tuple[str, _Entry]] = []
-    cluster = Cluster(path.stem, _nodes(path, entries, split))
+    split: list[tuple[str, Entry]] = []
+    cluster = Cluster(path.stem, nodes_of(path, entries, split))
     if split:
-        warnings.warn(ClusterWarning(_split_note(split)), stacklevel=2)
+        warnings.warn(ClusterWarning(split_note(split)), stacklevel=2)
     return cluster
-
-
-def _nodes(path: Path, entries: Iterator[_Entry], split: list[tuple[str, _Entry]]
-           ) -> tuple[Node, ...]:
-    """The nodes, each once; a node with GPUs of several types as one node per type (its
-    name and the entry added to ``split``, for the warning)."""
-    nodes: dict[str, Node] = {}
-    first_seen: dict[str, InputLocation] = {}
-    hosts: dict[str, _Entry] = {}  # each host's first entry (its GPUs per type)
-    for entry in entries:
-        for host in entry.names:
-            parts = _node_parts(host, entry)
-            first = hosts.setdefault(host, entry)
-            if first.gpus != entry.gpus:
-                raise InputError(_located(entry.where), f"node {host!r} is listed with other "
-                                 f"resources at {_located(first.where)}")
-            if len(parts) > 1 and parts[0].name not in nodes:
-                split.append((host, entry))
-            for node in parts:
-                _add(nodes, first_seen, node, entry)
-    if not any(node.num_gpus for node in nodes.values()):
-        raise InputError(InputLocation(str(path)), "no node with GPUs (no 'gpu' GRES): "
-                         f"write the file with {COMMAND}")
-    return tuple(nodes.values())
-
-
-def _add(nodes: dict[str, Node], first_seen: dict[str, InputLocation], node: Node,
-         entry: _Entry) -> None:
-    """``node`` once: listed again (once per partition) it must have the same resources."""
-    _check_names(node, entry)
-    name, known = node.name, nodes.get(node.name)
-    if known is None:
-        nodes[name], first_seen[name] = node, entry.where
-        if len(nodes) > MAX_NODES:
-            raise InputError(_located(entry.where), f"more than {MAX_NODES:,} nodes")
-    elif (known.num_gpus, known.gpu_type, known.cpus, known.memory_gb) != (
-            node.num_gpus, node.gpu_type, node.cpus, node.memory_gb):
-        raise InputError(_located(entry.where), f"node {name!r} is listed with other "
-                         f"resources at {_located(first_seen[name])}")
-
-
-def _check_names(node: Node, entry: _Entry) -> None:
-    """A node's and its partition's names as a cluster YAML takes them (``name_check``)."""
-    for what, name in (("node name", node.name), ("partition", node.pool)):
-        try:
-            if name is not None:
-                name_check(name)
-        except ValueError as exc:
-            raise InputError(_located(entry.where), f"{what} {exc}") from None
-
-
-def _node_parts(name: str, entry: _Entry) -> list[Node]:
-    """The node ``name`` of ``entry``: one node; with GPUs of several types (``gpu:a100:4,
-    gpu:v100:2``) one node per type, ``NAME:TYPE`` (a dlsched node has one GPU type), its CPUs
-    and memory shared out in proportion to their GPUs (the parts hold the whole node's)."""
-    pool = entry.partition or None
-    if len(entry.gpus) < 2:
-        count = entry.gpus[0][1] if entry.gpus else 0
-        kind = _type_of(entry.gpus[0][0]) if entry.gpus else ""
-        return [Node(name, kind, count, entry.cpus, entry.memory_mib / 1024, pool=pool)]
-    total = sum(count for _, count in entry.gpus)
-    return [Node(f"{name}:{gres or SERVICE_DEFAULT}", _type_of(gres), count,
-                 entry.cpus * count / total, entry.memory_mib / 1024 * count / total, pool=pool)
-            for gres, count in entry.gpus]
-
-
-def _type_of(gres: str) -> str:
-    """A GRES type's dlsched GPU type; none named: the GPUs the history ran on
-    (``SERVICE_DEFAULT``)."""
-    return known_type(gres) if gres else SERVICE_DEFAULT
-
-
-def _split_note(split: list[tuple[str, _Entry]]) -> str:
-    host, entry = split[0]
-    kinds = ", ".join(f"{count} {gres or 'untyped'}" for gres, count in entry.gpus)
-    more = f" and {len(split) - 1} more such node{'s' if len(split) > 2 else ''}" \
-        if len(split) > 1 else ""
-    return (f"{_located(entry.gres_at)}: node {host!r} has GPUs of {len(entry.gpus)} types "
-            f"({kinds}){more}: a dlsched node has one GPU type, so each is read as one node "
-            f"per type, named NODE:TYPE ({host}:{entry.gpus[0][0] or SERVICE_DEFAULT}, ...), "
-            "its CPUs and memory shared out by GPU count (docs/clusters.md)")
 
 
 # -- text ---------------------------------------------------------------------------------
 
-def _text_entries(path: Path) -> Iterator[_Entry]:
+def _text_entries(path: Path) -> Iterator[Entry]:
     lines = TextLines(path)
     columns: list[str] | None = None
     separator: str | None = None
@@ -206,7 +107,7 @@ def _check_header(path: Path, columns: list[str]) -> None:
                          f"{COMMAND}")
 
 
-def _text_entry(values: dict[str, str], where: InputLocation) -> _Entry:
+def _text_entry(values: dict[str, str], where: InputLocation) -> Entry:
     column = next(c for c in NAME_COLUMNS if c in values)
     names = _hosts(values[column], _at(where, column))
     gres_at = _at(where, "GRES")
@@ -214,7 +115,7 @@ def _text_entry(values: dict[str, str], where: InputLocation) -> _Entry:
     cpus = _amount(values.get("CPUS", ""), _at(where, "CPUS"))
     memory = _amount(values.get("MEMORY", ""), _at(where, "MEMORY"))
     partition = values.get("PARTITION", "").rstrip("*")
-    return _Entry(names, gpus, cpus, memory, partition, where, gres_at)
+    return Entry(names, gpus, cpus, memory, partition, where, gres_at)
 
 
 def _at(where: InputLocation, field: str) -> InputLocation:
@@ -225,9 +126,9 @@ def _hosts(text: str, where: InputLocation) -> tuple[str, ...]:
     try:
         names = tuple(expand_hostlist(text))
     except ValueError as exc:
-        raise InputError(_located(where), f"not a host list: {exc}") from None
+        raise InputError(located(where), f"not a host list: {exc}") from None
     if not names:
-        raise InputError(_located(where), "no node name")
+        raise InputError(located(where), "no node name")
     return names
 
 
@@ -235,7 +136,7 @@ def _gres(text: str, where: InputLocation) -> tuple[tuple[str, int], ...]:
     try:
         return gpu_kinds_of_gres(text)
     except ValueError as exc:
-        raise InputError(_located(where), str(exc)) from None
+        raise InputError(located(where), str(exc)) from None
 
 
 def _amount(text: str, where: InputLocation) -> float:
@@ -256,7 +157,7 @@ def _amount(text: str, where: InputLocation) -> float:
 
 # -- JSON ---------------------------------------------------------------------------------
 
-def _json_entries(path: Path) -> Iterator[_Entry]:
+def _json_entries(path: Path) -> Iterator[Entry]:
     doc = _load_json(path)
     if isinstance(doc, dict) and isinstance(doc.get("sinfo"), list):
         for index, item in enumerate(doc["sinfo"]):
@@ -296,12 +197,12 @@ class _Item:
         return value
 
     def where(self, dotted: str = "") -> InputLocation:
-        """Where ``dotted`` is, its line not yet looked up (``_located``)."""
+        """Where ``dotted`` is, its line not yet looked up (``located``)."""
         key = f"{self.prefix}.{dotted}" if dotted else self.prefix
         return InputLocation(str(self.path), None, key)
 
     def fail(self, dotted: str, message: str) -> InputError:
-        return InputError(_located(self.where(dotted)), message)
+        return InputError(located(self.where(dotted)), message)
 
     def count(self, *dotted: str) -> float:
         """The first of ``dotted`` present, a number >= 0 (none present: 0)."""
@@ -323,7 +224,7 @@ class _Item:
         return value
 
 
-def _sinfo_item(path: Path, prefix: str, raw: Any) -> _Entry:
+def _sinfo_item(path: Path, prefix: str, raw: Any) -> Entry:
     item = _Item(path, prefix, raw)
     names = item.get("nodes.nodes")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -335,11 +236,11 @@ def _sinfo_item(path: Path, prefix: str, raw: Any) -> _Entry:
             raise item.fail(f"{kind}.minimum", f"{low} to {high}: this entry's nodes differ; "
                             "write the file with scontrol show nodes --json")
     gpus = _gres(item.text("gres.total"), item.where("gres.total"))
-    return _Entry(hosts, gpus, item.count("cpus.maximum"), item.count("memory.maximum"),
+    return Entry(hosts, gpus, item.count("cpus.maximum"), item.count("memory.maximum"),
                   item.text("partition.name"), item.where(), item.where("gres.total"))
 
 
-def _node_item(path: Path, prefix: str, raw: Any) -> _Entry:
+def _node_item(path: Path, prefix: str, raw: Any) -> Entry:
     item = _Item(path, prefix, raw)
     name = item.text("name") or item.text("hostname")
     if not name:
@@ -348,17 +249,5 @@ def _node_item(path: Path, prefix: str, raw: Any) -> _Entry:
     if not isinstance(partitions, list) or not all(isinstance(p, str) for p in partitions):
         raise item.fail("partitions", "expected a list of partition names")
     gpus = _gres(item.text("gres"), item.where("gres"))
-    return _Entry((name,), gpus, item.count("cpus"), item.count("real_memory"),
+    return Entry((name,), gpus, item.count("cpus"), item.count("real_memory"),
                   partitions[0] if partitions else "", item.where(), item.where("gres"))
-
-
-def _located(where: InputLocation) -> InputLocation:
-    """``where`` with its line: a JSON key path's (``sinfo[3].gres.total``) looked up now,
-    for an error (none in a file too large to map)."""
-    path = Path(where.path)
-    if where.line is not None or where.field is None or path.stat().st_size > MAX_YAML_BYTES:
-        return where
-    from dlsched.yamlinput import parse_yaml
-
-    _, src = parse_yaml(read_text(path), str(path))  # JSON is YAML: each key's line
-    return InputLocation(where.path, src.line(where.field), where.field)
