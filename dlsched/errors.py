@@ -47,4 +47,4 @@ class ConfigError(DlschedError):
 
 class ClusterWarning(UserWarning):
     """A cluster file read as dlsched's model allows, not quite as written (a Slurm node with
-    GPUs of two types read as one node per type: ``cluster/sinfo.py``)."""
+    GPUs of two types read as one node per type: ``cluster/sinfo_nodes.py``)."""
