@@ -20,7 +20,7 @@ from dlsched import __version__, quick_exit
 from dlsched.cli_help import HelpGroup
 from dlsched.cli_options import config_from, run_command, workers_parameter
 from dlsched.data_location import DataWarning
-from dlsched.errors import DlschedError, policy_file_bug
+from dlsched.errors import ClusterWarning, DlschedError, policy_file_bug
 from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
 from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
@@ -55,10 +55,11 @@ class _App(typer.Typer):
 
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, file: Any = None, line: str | None = None) -> None:
-    """A ``DataWarning`` (data missing, a bundled fallback used) or a
-    ``SolverWallClockWarning`` (a MILP cut short by wall clock) as one ``warning:`` line like
+    """A ``DataWarning`` (data missing, a bundled fallback used), a
+    ``SolverWallClockWarning`` (a MILP cut short by wall clock) or a ``ClusterWarning`` (a
+    cluster file read as the model allows) as one ``warning:`` line like
     the CLI's own, not Python's "FILE:LINE: DataWarning: ..." and the source line below it."""
-    if issubclass(category, (DataWarning, SolverWallClockWarning)):
+    if issubclass(category, (DataWarning, SolverWallClockWarning, ClusterWarning)):
         console.print(f"[yellow]warning:[/] {escape(str(message))}")
         return
     _python_showwarning(message, category, filename, lineno, file, line)

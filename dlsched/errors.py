@@ -66,3 +66,8 @@ def policy_file_bug(exc: BaseException, policy_files: Sequence[str]) -> DlschedE
     path, line, name = mine[-1]
     return DlschedError(f"policy file {files[path]}: line {line} in {name}: "
                         f"{type(exc).__name__}: {exc}")
+
+
+class ClusterWarning(UserWarning):
+    """A cluster file read as dlsched's model allows, not quite as written (a Slurm node with
+    GPUs of two types read as one node per type: ``cluster/sinfo_nodes.py``)."""

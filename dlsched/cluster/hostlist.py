@@ -80,11 +80,23 @@ def gpus_of_gres(text: str) -> tuple[int, str]:
     """A node's GPUs and their type from its GRES (``gpu:a100:8``, ``gpu:8``,
     ``gpu:a100:8(S:0-1),nic:2``); ``(null)`` or no ``gpu`` entry: none. The type is empty when
     the GRES names none. ValueError with the reason: a count that is not a number, or GPUs of
-    two types on one node (a dlsched node has one)."""
+    two types on one node (``gpu_kinds_of_gres`` reads those)."""
+    kinds = gpu_kinds_of_gres(text)
+    if len(kinds) > 1:
+        raise ValueError(f"GPUs of {len(kinds)} types on one node "
+                         f"({', '.join(repr(kind) for kind, _ in kinds)})")
+    return (kinds[0][1], kinds[0][0]) if kinds else (0, "")
+
+
+def gpu_kinds_of_gres(text: str) -> tuple[tuple[str, int], ...]:
+    """A node's GPUs per type from its GRES, in the order first named (``gpu:a100:4,
+    gpu:v100:2``: (("a100", 4), ("v100", 2)); a type named twice, as per socket, summed; the
+    type empty where the GRES names none); none for ``(null)`` or no ``gpu`` entry.
+    ValueError with the reason: an entry that is not ``gpu:COUNT`` or ``gpu:TYPE:COUNT``."""
     text = text.strip()
     if text in ("", "(null)", "N/A"):
-        return 0, ""
-    count, kinds = 0, []
+        return ()
+    counts: dict[str, int] = {}
     for item in split_top(text, "(", ")"):
         plain = item.split("(", 1)[0].strip()
         parts = plain.split(":")
@@ -92,12 +104,6 @@ def gpus_of_gres(text: str) -> tuple[int, str]:
             continue
         if len(parts) not in (2, 3) or not parts[-1].isdigit():
             raise ValueError(f"not a GPU GRES (gpu:COUNT or gpu:TYPE:COUNT): {item!r}")
-        count += int(parts[-1])
         kind = parts[1] if len(parts) == 3 else ""
-        if kind not in kinds:
-            kinds.append(kind)
-    if len(kinds) > 1:
-        raise ValueError(f"GPUs of {len(kinds)} types on one node ({', '.join(map(repr, kinds))})"
-                         ": a dlsched node has one GPU type; list the node once per type "
-                         "in a cluster YAML instead")
-    return count, kinds[0] if kinds else ""
+        counts[kind] = counts.get(kind, 0) + int(parts[-1])
+    return tuple((kind, count) for kind, count in counts.items() if count)

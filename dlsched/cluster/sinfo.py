@@ -17,7 +17,9 @@ show nodes --json`` (and of older ``sinfo --json``: ``name``, ``cpus``, ``real_m
 
 A node's GPUs and type come from its GRES (``gpu:a100:8``: 8 A100; ``gpu:8``: 8 of type
 ``generic``, the GPUs the history ran on; ``nvidia_a100-sxm4-80gb`` names ``A100-80G``:
-``node_list.known_type``); its partition (without sinfo's ``*`` for the default) becomes
+``node_list.known_type``; GPUs of several types, ``gpu:a100:4,gpu:v100:2``: one node per type,
+``NODE:TYPE``, sharing its CPUs and memory by GPU count, with a ``ClusterWarning``); its
+partition (without sinfo's ``*`` for the default) becomes
 its pool, so a tenant file's flavors can select partitions (a node in several partitions
 takes the first listed, as slurm.conf orders them). No topology: one rack, no NVLink. A
 node listed again (once per partition) must list the same resources. Errors name the file,
@@ -28,36 +30,19 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlsched.cluster.cluster import Cluster, Node
-from dlsched.cluster.hostlist import expand_hostlist, gpus_of_gres
-from dlsched.cluster.loader import MAX_NODES, name_check
-from dlsched.cluster.node_list import known_type
-from dlsched.cluster.warnings import SERVICE_DEFAULT
-from dlsched.errors import InputError, InputLocation
-from dlsched.textinput import MAX_YAML_BYTES, TextLines, read_text
+from dlsched.cluster.cluster import Cluster
+from dlsched.cluster.hostlist import expand_hostlist, gpu_kinds_of_gres
+from dlsched.cluster.sinfo_nodes import COMMAND, Entry, located, nodes_of, split_note
+from dlsched.errors import ClusterWarning, InputError, InputLocation
+from dlsched.textinput import TextLines
 
 NAME_COLUMNS = ("NODELIST", "HOSTNAMES")
-COMMAND = 'sinfo -N -o "%N %c %m %G %P"'
 MAX_JSON_BYTES = 256 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One line's (or JSON entry's) nodes and what each has; ``where`` names it in errors
-    (a JSON entry by its key path, its line looked up only for an error: ``_located``)."""
-
-    names: tuple[str, ...]
-    gpus: int
-    gpu_type: str
-    cpus: float
-    memory_mib: float
-    partition: str
-    where: InputLocation
 
 
 def looks_like_sinfo(path: Path) -> bool:
@@ -79,52 +64,16 @@ def load_sinfo(path: Path) -> Cluster:
     with path.open("rb") as f:
         is_json = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
     entries = _json_entries(path) if is_json else _text_entries(path)
-    return Cluster(path.stem, _nodes(path, entries))
-
-
-def _nodes(path: Path, entries: Iterator[_Entry]) -> tuple[Node, ...]:
-    nodes: dict[str, Node] = {}
-    first_seen: dict[str, InputLocation] = {}
-    for entry in entries:
-        for name in entry.names:
-            node = _node(name, entry)
-            _check_names(node, entry)
-            known = nodes.get(name)
-            if known is None:
-                nodes[name], first_seen[name] = node, entry.where
-                if len(nodes) > MAX_NODES:
-                    raise InputError(_located(entry.where), f"more than {MAX_NODES:,} nodes")
-            elif (known.num_gpus, known.gpu_type, known.cpus, known.memory_gb) != (
-                    node.num_gpus, node.gpu_type, node.cpus, node.memory_gb):
-                raise InputError(_located(entry.where), f"node {name!r} is listed with other "
-                                 f"resources at {_located(first_seen[name])}")
-    if not any(node.num_gpus for node in nodes.values()):
-        raise InputError(InputLocation(str(path)), "no node with GPUs (no 'gpu' GRES): "
-                         f"write the file with {COMMAND}")
-    return tuple(nodes.values())
-
-
-def _check_names(node: Node, entry: _Entry) -> None:
-    """A node's and its partition's names as a cluster YAML takes them (``name_check``)."""
-    for what, name in (("node name", node.name), ("partition", node.pool)):
-        try:
-            if name is not None:
-                name_check(name)
-        except ValueError as exc:
-            raise InputError(_located(entry.where), f"{what} {exc}") from None
-
-
-def _node(name: str, entry: _Entry) -> Node:
-    kind = ""
-    if entry.gpus:  # no type in the GRES: the GPUs the history ran on (``SERVICE_DEFAULT``)
-        kind = known_type(entry.gpu_type) if entry.gpu_type else SERVICE_DEFAULT
-    return Node(name, kind, entry.gpus, entry.cpus, entry.memory_mib / 1024,
-                pool=entry.partition or None)
+    split: list[tuple[str, Entry]] = []
+    cluster = Cluster(path.stem, nodes_of(path, entries, split))
+    if split:
+        warnings.warn(ClusterWarning(split_note(split)), stacklevel=2)
+    return cluster
 
 
 # -- text ---------------------------------------------------------------------------------
 
-def _text_entries(path: Path) -> Iterator[_Entry]:
+def _text_entries(path: Path) -> Iterator[Entry]:
     lines = TextLines(path)
     columns: list[str] | None = None
     separator: str | None = None
@@ -158,14 +107,15 @@ def _check_header(path: Path, columns: list[str]) -> None:
                          f"{COMMAND}")
 
 
-def _text_entry(values: dict[str, str], where: InputLocation) -> _Entry:
+def _text_entry(values: dict[str, str], where: InputLocation) -> Entry:
     column = next(c for c in NAME_COLUMNS if c in values)
     names = _hosts(values[column], _at(where, column))
-    gpus, kind = _gres(values["GRES"], _at(where, "GRES"))
+    gres_at = _at(where, "GRES")
+    gpus = _gres(values["GRES"], gres_at)
     cpus = _amount(values.get("CPUS", ""), _at(where, "CPUS"))
     memory = _amount(values.get("MEMORY", ""), _at(where, "MEMORY"))
     partition = values.get("PARTITION", "").rstrip("*")
-    return _Entry(names, gpus, kind, cpus, memory, partition, where)
+    return Entry(names, gpus, cpus, memory, partition, where, gres_at)
 
 
 def _at(where: InputLocation, field: str) -> InputLocation:
@@ -176,17 +126,17 @@ def _hosts(text: str, where: InputLocation) -> tuple[str, ...]:
     try:
         names = tuple(expand_hostlist(text))
     except ValueError as exc:
-        raise InputError(_located(where), f"not a host list: {exc}") from None
+        raise InputError(located(where), f"not a host list: {exc}") from None
     if not names:
-        raise InputError(_located(where), "no node name")
+        raise InputError(located(where), "no node name")
     return names
 
 
-def _gres(text: str, where: InputLocation) -> tuple[int, str]:
+def _gres(text: str, where: InputLocation) -> tuple[tuple[str, int], ...]:
     try:
-        return gpus_of_gres(text)
+        return gpu_kinds_of_gres(text)
     except ValueError as exc:
-        raise InputError(_located(where), str(exc)) from None
+        raise InputError(located(where), str(exc)) from None
 
 
 def _amount(text: str, where: InputLocation) -> float:
@@ -207,7 +157,7 @@ def _amount(text: str, where: InputLocation) -> float:
 
 # -- JSON ---------------------------------------------------------------------------------
 
-def _json_entries(path: Path) -> Iterator[_Entry]:
+def _json_entries(path: Path) -> Iterator[Entry]:
     doc = _load_json(path)
     if isinstance(doc, dict) and isinstance(doc.get("sinfo"), list):
         for index, item in enumerate(doc["sinfo"]):
@@ -247,12 +197,12 @@ class _Item:
         return value
 
     def where(self, dotted: str = "") -> InputLocation:
-        """Where ``dotted`` is, its line not yet looked up (``_located``)."""
+        """Where ``dotted`` is, its line not yet looked up (``located``)."""
         key = f"{self.prefix}.{dotted}" if dotted else self.prefix
         return InputLocation(str(self.path), None, key)
 
     def fail(self, dotted: str, message: str) -> InputError:
-        return InputError(_located(self.where(dotted)), message)
+        return InputError(located(self.where(dotted)), message)
 
     def count(self, *dotted: str) -> float:
         """The first of ``dotted`` present, a number >= 0 (none present: 0)."""
@@ -274,7 +224,7 @@ class _Item:
         return value
 
 
-def _sinfo_item(path: Path, prefix: str, raw: Any) -> _Entry:
+def _sinfo_item(path: Path, prefix: str, raw: Any) -> Entry:
     item = _Item(path, prefix, raw)
     names = item.get("nodes.nodes")
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
@@ -285,12 +235,12 @@ def _sinfo_item(path: Path, prefix: str, raw: Any) -> _Entry:
         if low is not None and high is not None and low != high:
             raise item.fail(f"{kind}.minimum", f"{low} to {high}: this entry's nodes differ; "
                             "write the file with scontrol show nodes --json")
-    gpus, kind = _gres(item.text("gres.total"), item.where("gres.total"))
-    return _Entry(hosts, gpus, kind, item.count("cpus.maximum"), item.count("memory.maximum"),
-                  item.text("partition.name"), item.where())
+    gpus = _gres(item.text("gres.total"), item.where("gres.total"))
+    return Entry(hosts, gpus, item.count("cpus.maximum"), item.count("memory.maximum"),
+                  item.text("partition.name"), item.where(), item.where("gres.total"))
 
 
-def _node_item(path: Path, prefix: str, raw: Any) -> _Entry:
+def _node_item(path: Path, prefix: str, raw: Any) -> Entry:
     item = _Item(path, prefix, raw)
     name = item.text("name") or item.text("hostname")
     if not name:
@@ -298,18 +248,6 @@ def _node_item(path: Path, prefix: str, raw: Any) -> _Entry:
     partitions = item.get("partitions") or []
     if not isinstance(partitions, list) or not all(isinstance(p, str) for p in partitions):
         raise item.fail("partitions", "expected a list of partition names")
-    gpus, kind = _gres(item.text("gres"), item.where("gres"))
-    return _Entry((name,), gpus, kind, item.count("cpus"), item.count("real_memory"),
-                  partitions[0] if partitions else "", item.where())
-
-
-def _located(where: InputLocation) -> InputLocation:
-    """``where`` with its line: a JSON key path's (``sinfo[3].gres.total``) looked up now,
-    for an error (none in a file too large to map)."""
-    path = Path(where.path)
-    if where.line is not None or where.field is None or path.stat().st_size > MAX_YAML_BYTES:
-        return where
-    from dlsched.yamlinput import parse_yaml
-
-    _, src = parse_yaml(read_text(path), str(path))  # JSON is YAML: each key's line
-    return InputLocation(where.path, src.line(where.field), where.field)
+    gpus = _gres(item.text("gres"), item.where("gres"))
+    return Entry((name,), gpus, item.count("cpus"), item.count("real_memory"),
+                  partitions[0] if partitions else "", item.where(), item.where("gres"))

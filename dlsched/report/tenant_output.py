@@ -9,8 +9,10 @@ request). With ``--tenants`` also:
   policy's own preemption inside the queue, logged ``InClusterQueue``);
 - ``queue_usage.csv``: each cluster queue's usage per (flavor, resource) over time, a row
   whenever it changes, with its nominal quota and limits (rebuilt from the segments);
-- ``pending_reasons.csv``: each waiting job's reason per flavor, a row whenever it changes
-  (job id empty: the rest of a cluster queue was closed for that cycle with that reason);
+- ``pending_reasons.csv``: each waiting job's reason per flavor, a row whenever it changes,
+  ``NO_NODE_FITS`` and ``POLICY_HOLDS`` counting as one (the row names the one met first:
+  the walk by groups passes over such jobs without telling which; docs/tenancy.md) (job id
+  empty: the rest of a cluster queue was closed for that cycle with that reason);
 - ``tenant_quotas.csv``: the quota tree (queues and cohorts, parent, per flavor and resource:
   nominal, borrowing and lending limits), so the files alone can be checked
   (``benchmarks/check_tenancy_invariants.py``);

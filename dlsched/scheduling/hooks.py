@@ -66,7 +66,8 @@ class RankEpoch(Protocol):
 @runtime_checkable
 class NoVictims(Protocol):
     """A PostFilter that can tell, cheaper than its search, that it has no victims for a job
-    (Tiresias: a waiting job of the last queue has no lower queue to preempt)."""
+    (Tiresias: a waiting job of the last queue has no lower queue to preempt; SRTF and EDF's
+    ``Preemption``: no running job ranks after it, read from the running jobs' index)."""
 
     def no_victims(self, state: CycleState, job: Job) -> bool: ...
 

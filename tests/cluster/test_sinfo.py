@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from dlsched.cluster.builtin import resolve_cluster
-from dlsched.cluster.hostlist import expand_hostlist, gpus_of_gres
+from dlsched.cluster.hostlist import expand_hostlist, gpu_kinds_of_gres, gpus_of_gres
 from dlsched.cluster.loader import dump_cluster_yaml, parse_cluster_yaml
 from dlsched.cluster.sinfo import looks_like_sinfo
-from dlsched.errors import InputError
+from dlsched.errors import ClusterWarning, InputError
 
 # ``sinfo -N -o "%N %c %m %G %P"`` on a small cluster: gpu01 in two partitions (gpu is the
 # default: starred), a CPU node, an untyped GRES and an autodetected (NVML) type name.
@@ -83,8 +83,8 @@ def test_sinfo_json_modern_and_scontrol_nodes(tmp_path: Path) -> None:
     ("NODELIST CPUS MEMORY GRES\nn[1-2] 64+ 1000 gpu:2\n", ":2:CPUS:", "sinfo -N"),
     ("NODELIST CPUS MEMORY GRES\nn[3-1] 64 1000 gpu:2\n", ":2:NODELIST:", "ends before"),
     ("NODELIST CPUS MEMORY GRES\nn1 64 1000\n", ":2:", "expected 4 fields"),
-    ("NODELIST CPUS MEMORY GRES\nn1 64 1000 gpu:a100:4,gpu:v100:2\n", ":2:GRES:",
-     "2 types on one node"),
+    ("NODELIST CPUS MEMORY GRES P\nn1 64 1 gpu:a100:4,gpu:v100:2 a\nn1 64 1 gpu:a100:6 b\n",
+     ":3:", "node 'n1' is listed with other resources at "),
     ("NODELIST CPUS MEMORY GRES P\nn1 64 1 gpu:2 a\nn1 32 1 gpu:2 b\n", ":3:",
      "other resources at "),
     ("PARTITION AVAIL TIMELIMIT NODES STATE NODELIST\ngpu up infinite 2 idle n[1-2]\n",
@@ -92,7 +92,7 @@ def test_sinfo_json_modern_and_scontrol_nodes(tmp_path: Path) -> None:
     ("NODELIST GRES\nn1 (null)\n", ":", "no node with GPUs"),
     ("NODELIST GRES\nn1 gpu:2\n" + "x" * 300 + " gpu:2\n", ":3:", "node name is 300 "),
 ], ids=["bad-gres", "bad-cpus", "grouped-nodes-differ", "bad-range", "short-line",
-        "two-gpu-types", "node-listed-twice-differently", "default-sinfo", "no-gpus",
+        "two-gpu-types-then-one", "node-listed-twice-differently", "default-sinfo", "no-gpus",
         "long-name"])
 def test_sinfo_text_errors_name_file_line_and_field(tmp_path: Path, text: str, where: str,
                                                     words: str) -> None:
@@ -142,3 +142,53 @@ def test_host_lists(hosts: str, want: list[str]) -> None:
 ], ids=["null", "untyped", "typed", "sockets", "same-type-twice", "others", "no-gpu"])
 def test_gres(gres: str, want: tuple[int, str]) -> None:
     assert gpus_of_gres(gres) == want
+
+
+@pytest.mark.parametrize(("gres", "want"), [
+    ("(null)", ()), ("gpu:8", (("", 8),)), ("gpu:a100:4,gpu:v100:2", (("a100", 4), ("v100", 2))),
+    ("gpu:a100:2(S:0),gpu:v100:2(S:1),gpu:a100:2(S:1)", (("a100", 4), ("v100", 2))),
+    ("gpu:a100:4,gpu:2", (("a100", 4), ("", 2))),
+], ids=["null", "untyped", "two-types", "per-socket", "typed-and-untyped"])
+def test_gpu_kinds_of_gres(gres: str, want: tuple[tuple[str, int], ...]) -> None:
+    assert gpu_kinds_of_gres(gres) == want
+
+
+# A node with GPUs of two types (``%G`` ``gpu:a100:4,gpu:v100:2``) was refused; a dlsched node
+# has one GPU type, so it is read as one node per type, NAME:TYPE, its CPUs and memory shared
+# out by GPU count, with one warning naming the first such node's line and how many more.
+MIXED_TYPES = """NODELIST CPUS MEMORY GRES PARTITION
+mix01 60 614400 gpu:a100:4(S:0),gpu:v100:2(S:1) gpu*
+mix01 60 614400 gpu:a100:4(S:0),gpu:v100:2(S:1) debug
+mix02 60 614400 gpu:a100:4,gpu:v100:2 gpu
+one01 32 256000 gpu:a100:8 gpu
+"""
+
+
+def test_a_node_with_two_gpu_types_is_one_node_per_type(tmp_path: Path) -> None:
+    path = _write(tmp_path, "mixed.sinfo", MIXED_TYPES)
+    with pytest.warns(ClusterWarning) as caught:
+        cluster = resolve_cluster(str(path))
+    assert [(n.name, n.gpu_type, n.num_gpus, n.cpus, n.memory_gb, n.pool)
+            for n in cluster.nodes] == [
+        ("mix01:a100", "A100", 4, 40.0, 400.0, "gpu"),
+        ("mix01:v100", "V100", 2, 20.0, 200.0, "gpu"),
+        ("mix02:a100", "A100", 4, 40.0, 400.0, "gpu"),
+        ("mix02:v100", "V100", 2, 20.0, 200.0, "gpu"),
+        ("one01", "A100", 8, 32.0, 256000 / 1024, "gpu")]
+    assert len(caught) == 1
+    text = str(caught[0].message)
+    assert text.startswith(f"{path}:2:GRES: node 'mix01' has GPUs of 2 types (4 a100, 2 v100) "
+                           "and 1 more such node: a dlsched node has one GPU type")
+    assert parse_cluster_yaml(dump_cluster_yaml(cluster)) == cluster
+
+
+def test_a_scontrol_node_with_two_gpu_types(tmp_path: Path) -> None:
+    nodes = {"meta": {}, "errors": [], "nodes": [
+        {"name": "m1", "cpus": 12, "real_memory": 12000, "gres": "gpu:h100:2,gpu:4",
+         "partitions": ["p"]}]}
+    with pytest.warns(ClusterWarning, match="m1:h100, ...") as caught:
+        cluster = resolve_cluster(str(_write(tmp_path, "n.json", json.dumps(nodes, indent=1))))
+    assert [(n.name, n.gpu_type, n.num_gpus, n.cpus) for n in cluster.nodes] == [
+        ("m1:h100", "H100", 2, 4.0), ("m1:generic", "generic", 4, 8.0)]
+    assert ":nodes[0].gres: node 'm1' has GPUs of 2 types (2 h100, 4 untyped)" in str(
+        caught[0].message)

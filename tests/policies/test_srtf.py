@@ -95,3 +95,31 @@ def test_falling_ranks_give_the_same_schedule(min_runtime: str,
     fast = records(True)
     assert fast == records(False)
     assert sum(r[3] for r in fast) > 5  # preemptions happened
+
+
+# ``no_victims`` is exact: asked before every search of a contended run (with and without the
+# index, with and without protection windows), it says True exactly where the search nominates
+# no candidate; and the cycle's shortcut it enables (a job without victims that the free counts
+# rule out fails without the search) leaves the schedule as it was.
+@pytest.mark.parametrize("indexed", [True, False], ids=["index", "sorted"])
+@pytest.mark.parametrize("min_runtime", ["0", "200"])
+def test_no_victims_is_exact(indexed: bool, min_runtime: str,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    jobs, told = random_preemptive_jobs(5), []
+    search, answer = preemption.Preemption.post_filter, preemption.Preemption.no_victims
+
+    def checked(self, state, job):  # type: ignore[no-untyped-def]
+        none = answer(self, state, job)
+        found = tuple(search(self, state, job))
+        told.append((none, not found))
+        return found
+
+    with monkeypatch.context() as patch:
+        if not indexed:
+            patch.setattr(preemption, "FallingRanks", lambda: None)
+        plain = preemption_outline("srtf", jobs, {"min_runtime": min_runtime})
+        patch.setattr(preemption.Preemption, "post_filter", checked)
+        patch.setattr(preemption.Preemption, "no_victims", None)  # no shortcut: every search
+        assert preemption_outline("srtf", jobs, {"min_runtime": min_runtime}) == plain
+    assert sum(none for none, _ in told) > 10 and sum(not none for none, _ in told) > 10
+    assert all(none == empty for none, empty in told)

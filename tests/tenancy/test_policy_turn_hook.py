@@ -18,6 +18,7 @@ import pytest
 from builders import make_cluster, records_of
 from harness import config_yaml, cq
 
+from dlsched.policies.sjf import srtf
 from dlsched.policies.tiresias import tiresias
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import CycleState
@@ -30,7 +31,7 @@ from dlsched.workload.trace import Trace
 JOBS = (JobSpec("long0", 0.0, 4, 1e5, queue="a"), JobSpec("long1", 0.0, 4, 1e5, queue="a"),
         JobSpec("short", 1000.0, 4, 100.0, queue="a"), JobSpec("b1", 1050.0, 1, 10.0, queue="b"))
 POLICIES: dict[str, Callable[[], Profile]] = {
-    "tiresias": lambda: tiresias(thresholds=(600.0,))}
+    "tiresias": lambda: tiresias(thresholds=(600.0,)), "srtf": srtf}
 
 
 def _turns(build: Callable[[], Profile]) -> tuple[dict, list[tuple[str, bool]]]:

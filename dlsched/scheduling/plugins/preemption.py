@@ -64,6 +64,20 @@ class Preemption:
         return tuple(other for other in reversed(jobs[first:])
                      if other.job_id not in state.evicted)
 
+    def no_victims(self, state: CycleState, job: Job) -> bool:
+        """Whether ``post_filter`` would nominate no one for ``job``, exactly: its first
+        candidate, read from the same ranks. With an index that is the running job of the
+        largest key now (SRTF: the longest remaining time), ranked once per cycle and scope,
+        so the answer costs about one comparison; a job that every running job of its scope
+        outranks or ties has none. The tenant layer asks it before giving the policy its
+        turn (``tenancy/plugins.py`` ``_policy_turn``), the cycle after an eviction."""
+        if self._index is not None:
+            return next(self._from_index(state, job), None) is None
+        keys, jobs = self._ranked(state, job)
+        first = bisect.bisect_right(keys, self.queue_sort.sort_key(state, job))
+        evicted = state.evicted
+        return all(other.job_id in evicted for other in jobs[first:])
+
     def next_wakeup(self, state: CycleState) -> float | None:
         return protection_ends(state, self.min_runtime)
 

@@ -18,7 +18,8 @@ type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional
 ``End - Start`` seconds at its GPU count.
 
 A heterogeneous job (``1234+0``, ``1234+1``, ...) is one job ``1234`` of its components'
-GPUs summed (``het_job``; a warning says so). Left out, and counted by reason: job steps
+GPUs summed, queued in its GPU components' partition of the most GPUs (``het_job``; a
+warning says so). Left out, and counted by reason: job steps
 (``123.batch``; ``--allocations`` omits them), jobs that never started (``Start`` is
 ``Unknown`` or ``None``) or are still running or pending
 (or have no ``End`` yet, as ``COMPLETING`` or ``CONFIGURING`` ones), jobs without GPUs, and
@@ -46,7 +47,7 @@ from dlsched.workload.readers.base import (
     register_reader,
 )
 from dlsched.workload.readers.recorded import Recorded
-from dlsched.workload.readers.slurm_het import HetJobs, het_groups
+from dlsched.workload.readers.slurm_het import HetJobs, het_groups, het_partition
 from dlsched.workload.trace import Trace
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State", "AllocTRES")
@@ -102,7 +103,9 @@ def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
     together, as Slurm starts a heterogeneous job's components. It is left out if any
     component is (not finished, never started). Work: the first start to the last end.
     Its GPU type: the components' one type; GPU components of several types, or typed and
-    untyped ones, give it their types or none, and ``het`` says so (``HetJobs.notes``)."""
+    untyped ones, give it their types or none, and ``het`` says so (``HetJobs.notes``).
+    Its queue: the partition of its GPU components, or where they asked several, the one of
+    most GPUs (``het_partition``)."""
     spans = [_span(part) for part in parts]
     gpus = sum(span[3] for span in spans)
     if gpus == 0:
@@ -117,9 +120,10 @@ def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
     if len(kinds) > 1:
         het.mixed.append(job_id)
     recorded.add(job_id, submit, start, end)
+    queue = het_partition([(part.text("Partition", optional=True) or "default", span[3])
+                           for part, span in zip(parts, spans, strict=True)], job_id, het)
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
-                   queue=ctx.text("Partition", optional=True) or "default",
-                   gpu_types=tuple(kinds) if "" not in kinds else ())
+                   queue=queue, gpu_types=tuple(kinds) if "" not in kinds else ())
 
 
 def _span(ctx: RowContext) -> tuple[float, float, float, int, str | None]:

@@ -21,6 +21,7 @@ class HetJobs:
 
     merged: list[str] = field(default_factory=list)
     mixed: list[str] = field(default_factory=list)
+    split: list[str] = field(default_factory=list)  # components in different partitions
 
     def notes(self, path: Path) -> list[str]:
         """The trace's warnings about them: how they are replayed."""
@@ -35,7 +36,26 @@ class HetJobs:
                          f"({_some(self.mixed)}) asked different GPU types in different "
                          "components: each may run on any of them (untyped components: on "
                          "any type)")
+        if self.split:
+            notes.append(f"{path}: {count_of(len(self.split), 'heterogeneous job')} "
+                         f"({_some(self.split)}) asked different partitions in different "
+                         "components: each is queued in its GPU components' partition with the "
+                         "most GPUs (the first such on a tie)")
         return notes
+
+
+def het_partition(parts: list[tuple[str, int]], job_id: str, het: HetJobs) -> str:
+    """A heterogeneous job's one queue (a dlsched job has one) from its components'
+    (partition, GPUs): the partition of its GPU components, or of the most GPUs among them,
+    the first listed on a tie (a CPU-only launcher's partition does not count: the replay
+    schedules GPUs). Where the components asked several partitions ``het`` says so."""
+    if len({partition for partition, _ in parts}) > 1:
+        het.split.append(job_id)
+    gpus: dict[str, int] = {}
+    for partition, count in parts:
+        if count:
+            gpus[partition] = gpus.get(partition, 0) + count
+    return max(gpus, key=lambda partition: gpus[partition]) if gpus else parts[0][0]
 
 
 def _some(ids: list[str], most: int = 3) -> str:

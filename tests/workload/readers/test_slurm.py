@@ -130,6 +130,35 @@ def test_a_heterogeneous_jobs_gpu_types(write: Writer, second: str, types: tuple
     assert any("asked different GPU types" in w for w in trace.warnings) is mixed
 
 
+# Its queue: one partition for the whole job. HET's launcher asked ``cpu``, its GPU components
+# ``gpu``: the first component's (``cpu``) was taken before; now the GPU components'
+# partition with the most GPUs (the first on a tie), with a warning where partitions differ.
+@pytest.mark.parametrize(("second", "queue"), [
+    ("|gpu|", "gpu"),
+    ("|big|", "gpu"),
+    ("|cpu|", "gpu"),
+], ids=["launcher-elsewhere", "fewer-gpus-elsewhere", "fewer-gpus-in-the-launchers"])
+def test_a_heterogeneous_jobs_partition(write: Writer, second: str, queue: str) -> None:
+    rows = HET.replace("200+2|train|ana|gpu|", f"200+2|train|ana{second}")
+    trace = read_trace(write("het.sacct", HEADER + rows))
+    assert trace.jobs[0].queue == queue
+    assert any("1 heterogeneous job (200) asked different partitions" in w
+               for w in trace.warnings)
+
+
+def test_a_heterogeneous_jobs_partition_of_most_gpus_and_no_warning_for_one(
+        write: Writer) -> None:
+    rows = HET.replace("200+0|launch|ana|cpu|", "200+0|launch|ana|gpu|").replace(
+        "cpu=8,gres/gpu:a100=2,gres/gpu=2", "cpu=8,gres/gpu:a100=8,gres/gpu=8").replace(
+        "200+2|train|ana|gpu|", "200+2|train|ana|big|")
+    trace = read_trace(write("het.sacct", HEADER + rows))
+    assert trace.jobs[0].queue == "big"  # 8 GPUs there, 4 in gpu
+    rows = HET.replace("200+0|launch|ana|cpu|", "200+0|launch|ana|gpu|")
+    trace = read_trace(write("het.sacct", HEADER + rows))
+    assert trace.jobs[0].queue == "gpu"
+    assert not any("different partitions" in w for w in trace.warnings)
+
+
 def test_a_heterogeneous_job_with_a_component_unfinished_is_left_out(write: Writer) -> None:
     rows = HET.replace("2026-11-02T11:10:00|COMPLETED|cpu=8,gres/gpu:a100=2",
                        "Unknown|RUNNING|cpu=8,gres/gpu:a100=2")
