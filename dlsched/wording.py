@@ -3,7 +3,7 @@ the unit that shows them: "1.6 s", "2.35 h"."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 
 def count_of(count: float, noun: str, plural: str | None = None) -> str:
@@ -35,3 +35,11 @@ def duration_text(seconds: float | None) -> str:
     if abs(seconds) < SHORT_SECONDS:
         return f"{seconds:.1f} s"
     return f"{seconds / 3600:.2f} h"
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing."""
+    from difflib import get_close_matches
+
+    close = get_close_matches(name, sorted(names), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

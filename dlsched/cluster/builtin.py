@@ -16,6 +16,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.cluster.loader import NodeGroup, load_cluster_yaml
 from dlsched.cluster.topology import Topology
 from dlsched.errors import ConfigError
+from dlsched.wording import did_you_mean
 
 BUILTIN_CLUSTERS: dict[str, Callable[[], Cluster]] = {}
 
@@ -52,7 +53,8 @@ def resolve_cluster(name_or_path: str | Path) -> Cluster:
         return load_cluster_yaml(path)
     known = ", ".join(sorted(BUILTIN_CLUSTERS))
     raise ConfigError(f"unknown cluster '{name_or_path}': not a built-in ({known}), "
-                      "a YAML file, a node-list CSV or sinfo output")
+                      "a YAML file, a node-list CSV or sinfo output"
+                      + did_you_mean(name_or_path, BUILTIN_CLUSTERS))
 
 
 def _grouped(name: str, groups: list[NodeGroup], topology: Topology | None = None) -> Cluster:

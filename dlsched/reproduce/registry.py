@@ -8,6 +8,7 @@ framework joins each measured value with its reference number (``published.csv``
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import math
 import pkgutil
@@ -133,7 +134,7 @@ class Experiment:
         if unknown:
             listed = ", ".join(known) if known else "none"
             raise ConfigError(f"--{kind} {unknown[0]}: not one of experiment {self.name}'s "
-                              f"{kind} ({listed}; or 'all')")
+                              f"{kind} ({listed}; or 'all'){_meant(unknown[0], known)}")
         return asked
 
     def check_options(self, options: Mapping[str, str]) -> None:
@@ -141,7 +142,13 @@ class Experiment:
             if key not in self.options:
                 listed = ", ".join(sorted(self.options)) or "none"
                 raise ConfigError(f"--opt {key}: experiment {self.name} has no such option "
-                                  f"(its options: {listed})")
+                                  f"(its options: {listed}){_meant(key, self.options)}")
+
+
+def _meant(name: str, names: Iterable[str]) -> str:
+    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing."""
+    close = difflib.get_close_matches(name, list(names), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 _EXPERIMENTS: dict[str, Experiment] = {}
@@ -186,5 +193,6 @@ def registered_experiments() -> dict[str, Experiment]:
 def get_experiment(name: str) -> Experiment:
     known = registered_experiments()
     if name not in known:
-        raise ConfigError(f"no experiment {name!r} (known: {', '.join(known) or 'none'})")
+        raise ConfigError(f"no experiment {name!r} (known: {', '.join(known) or 'none'})"
+                          f"{_meant(name, known)}")
     return known[name]

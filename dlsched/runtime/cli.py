@@ -22,7 +22,13 @@ from rich.table import Column, Table
 
 from dlsched.errors import DlschedError
 from dlsched.extras import CLIENT, MissingExtra, require
-from dlsched.runtime.display import listed_gpus, print_job, shared_use, shown_status
+from dlsched.runtime.display import (
+    listed_gpus,
+    print_job,
+    reason_shown,
+    shared_use,
+    shown_status,
+)
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
@@ -371,7 +377,7 @@ def jobs_table(listed: list[Any]) -> Table:
                   "attempts", "pending reason")
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
-                      listed_gpus(job), str(job.attempts), escape(job.pending_reason))
+                      listed_gpus(job), str(job.attempts), escape(reason_shown(job)))
     return table
 
 

@@ -321,19 +321,18 @@ class Store:
              newest_first: bool = False,
              submitted_by: str | None = None) -> list[JobRow]:
         order = JobRow.seq.desc() if newest_first else JobRow.seq
-        query = select(JobRow).order_by(order).limit(limit).offset(offset)
-        if status is not None:
-            query = query.where(JobRow.status == status)
-        if statuses is not None:
-            query = query.where(JobRow.status.in_(tuple(statuses)))
-        if queue is not None:
-            query = query.where(JobRow.queue == queue)
-        if queues is not None:
-            query = query.where(JobRow.queue.in_(tuple(queues)))
-        if submitted_by is not None:
-            query = query.where(JobRow.submitted_by == submitted_by)
+        query = _where(select(JobRow), status, queue, statuses, queues, submitted_by)
         with self.session() as session:
-            return list(session.scalars(query))
+            return list(session.scalars(query.order_by(order).limit(limit).offset(offset)))
+
+    def count_jobs(self, status: str | None = None, queue: str | None = None,
+                   statuses: Iterable[str] | None = None, queues: Iterable[str] | None = None,
+                   submitted_by: str | None = None) -> int:
+        """How many jobs ``jobs`` would list without a limit (the dashboard's "of N")."""
+        query = _where(select(func.count()).select_from(JobRow), status, queue, statuses,
+                       queues, submitted_by)
+        with self.session() as session:
+            return session.scalar(query) or 0
 
     def submitters(self, queues: Iterable[str] | None = None) -> list[str]:
         """Everyone who submitted a job (to one of ``queues``), sorted."""
@@ -415,3 +414,19 @@ def _engine(url: str) -> Engine:
         cursor.close()
 
     return engine
+
+
+def _where(query: Any, status: str | None, queue: str | None, statuses: Iterable[str] | None,
+           queues: Iterable[str] | None, submitted_by: str | None) -> Any:
+    """``query`` narrowed to the jobs of these filters (None: any)."""
+    if status is not None:
+        query = query.where(JobRow.status == status)
+    if statuses is not None:
+        query = query.where(JobRow.status.in_(tuple(statuses)))
+    if queue is not None:
+        query = query.where(JobRow.queue == queue)
+    if queues is not None:
+        query = query.where(JobRow.queue.in_(tuple(queues)))
+    if submitted_by is not None:
+        query = query.where(JobRow.submitted_by == submitted_by)
+    return query

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlsched.errors import DlschedError
+from dlsched.errors import ConfigError, DlschedError
 from dlsched.run_config import RunConfig
 from dlsched.sweeps.grid import SweepRun
 
@@ -130,7 +130,7 @@ def _on_ray(todo: list[SweepRun], address: str) -> Iterator[tuple[SweepRun, dict
     import ray
 
     if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False)
+        _join(ray, address)
     remote = ray.remote(num_cpus=1)(run_one)
     refs = {remote.remote(run.config, None): run for run in todo}
     while refs:
@@ -138,6 +138,19 @@ def _on_ray(todo: list[SweepRun], address: str) -> Iterator[tuple[SweepRun, dict
         for ref in finished:
             run = refs.pop(ref)
             yield run, _result(run, lambda ref=ref: ray.get(ref))
+
+
+def _join(ray: Any, address: str) -> None:
+    """``ray.init`` at ``address``, failing in one line as ``serve --executor ray`` does: no
+    Ray at ``auto`` was a 40-line ConnectionError traceback, nothing listening at HOST:PORT
+    minutes of Ray's own retry warnings."""
+    from dlsched.runtime.executors.ray_cluster import check_reachable
+
+    check_reachable(address)
+    try:
+        ray.init(address=address, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ConfigError(f"--ray-address {address}: cannot connect: {exc}") from None
 
 
 def _result(run: SweepRun, get: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from dlsched.errors import InputError, InputLocation
+from dlsched.wording import did_you_mean
 from dlsched.workload.readers.base import ReaderOptions, read_trace
 from dlsched.workload.trace import Trace
 
@@ -87,7 +88,8 @@ def check_trace_names(names_or_paths: str) -> None:
         if part not in BUNDLED_TRACES and not Path(part).exists():
             known = ", ".join(sorted(BUNDLED_TRACES))
             raise InputError(InputLocation(part),
-                             f"no such file, and not a bundled trace (bundled: {known})")
+                             f"no such file, and not a bundled trace (bundled: {known})"
+                             + did_you_mean(part, BUNDLED_TRACES))
 
 
 def resolve_traces(names_or_paths: str, fmt: str | None = None,

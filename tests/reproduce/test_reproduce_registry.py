@@ -123,3 +123,15 @@ def test_bad_numeric_option_is_a_one_line_error(experiment: str, option: str,
                                  "--out", str(tmp_path)])
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and message in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(("call", "meant"), [
+    (lambda: get_experiment("tiresias-nsdi19x"), "tiresias-nsdi19"),
+    (lambda: get_experiment("llama3-405b").select("cases", ("yuong",)), "young"),
+    (lambda: get_experiment("llama3-405b").check_options({"spare": "1"}), "spares"),
+], ids=["experiment", "case", "option"])
+def test_a_mistyped_name_names_the_one_meant(call, meant: str) -> None:  # noqa: ANN001
+    """'reproduce tiresias-nsdi19x', '--cases yuong', '--opt spare=1' listed the known names
+    without saying which was meant."""
+    with pytest.raises(ConfigError, match=f"; did you mean '{meant}'\\?$"):
+        call()

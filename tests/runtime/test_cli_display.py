@@ -286,3 +286,26 @@ def test_an_empty_listing_says_so(monkeypatch: pytest.MonkeyPatch, args: tuple[s
     """An empty listing printed a table of headers only, no word of the filter."""
     _, code, output = _listing(monkeypatch, [], *args)
     assert code == 0 and said in output and "┃" not in output, output
+
+
+@pytest.mark.parametrize(("status", "reason", "shown"), [
+    ("pending", "", "not reached by the last cycle: jobs ahead of it were considered first"),
+    ("preempted", "", "not reached by the last cycle: jobs ahead of it were considered first"),
+    ("pending", "[placement] needs 2 GPUs, 0 free", "[placement] needs 2 GPUs, 0 free"),
+    ("running", "", ""),
+    ("finished", "", ""),
+], ids=["pending", "preempted", "own-reason", "running", "finished"])
+def test_a_waiting_job_without_a_reason_says_the_cycle_did_not_reach_it(
+        monkeypatch: pytest.MonkeyPatch, status: str, reason: str, shown: str) -> None:
+    """Under Tiresias on 4 GPUs, jobs past the point where the cycle stopped (nothing more could
+    start) had an empty reason: `dlsched jobs` and the dashboard showed places 6..76 with no
+    "why"."""
+    from dlsched.runtime.dashboard.routes import environment
+    from dlsched.runtime.display import reason_shown
+
+    job = _row("job-000007", status, reason)
+    assert reason_shown(job) == shown
+    assert environment().filters["why"](job) == shown  # the dashboard's cells and job page
+    if status == "pending":
+        _, code, output = _listing(monkeypatch, [job])
+        assert code == 0 and shown.split()[1].strip(":,") in output, output  # rich wraps it

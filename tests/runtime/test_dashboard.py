@@ -270,3 +270,19 @@ def test_a_filter_on_a_queue_that_is_not_there_shows_it(live: Callable[..., Live
     assert "no jobs match the filter" in html
     plain = page(handle, "/").text
     assert "(no such queue)" not in plain and "(no jobs)" not in plain
+
+
+def test_the_job_list_says_how_many_it_leaves_out(live: Callable[..., Live], out: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """It said "The newest 200 jobs (at most 200; filter to see others)": never how many there
+    were, and so also when there were exactly 200."""
+    from dlsched.runtime.dashboard import pages
+
+    monkeypatch.setattr(pages, "JOBS_SHOWN", 3)
+    handle = live()
+    for _ in range(5):
+        submit(handle, worker("sleep", out, 600), 1)
+    html = page(handle, "/").text
+    assert "The newest 3 jobs of 5 (filter to see the others)." in html
+    monkeypatch.setattr(pages, "JOBS_SHOWN", 5)
+    assert "The newest 5 jobs. Place" in page(handle, "/").text

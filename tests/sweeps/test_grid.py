@@ -269,3 +269,36 @@ def test_a_sweep_files_axis_that_is_no_list_is_named(tmp_path) -> None:
                                       str(tmp_path / "out")])
     assert result.exit_code == 2
     assert " ".join(result.output.split()).endswith(f"{path}:2:clusters: expected a list")
+
+
+@pytest.mark.parametrize("address", ["auto", "127.0.0.1:{port}"], ids=["auto", "host-port"])
+def test_no_ray_at_the_address_is_one_line(monkeypatch, tmp_path, address: str) -> None:
+    """No Ray at ``auto`` ended in a 40-line ConnectionError traceback, and nothing listening
+    at HOST:PORT in minutes of Ray's own retry warnings (serve --executor ray said one line)."""
+    import importlib.machinery
+    import socket
+    import sys
+    import types
+
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    def init(address: str, **_: object) -> None:
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    fake = types.ModuleType("ray")
+    fake.__spec__ = importlib.machinery.ModuleSpec("ray", None)  # found by find_spec
+    fake.is_initialized = lambda: False  # type: ignore[attr-defined]
+    fake.init = init  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    with socket.socket() as free:  # a port nothing listens on once closed
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    address = address.format(port=port)
+    result = CliRunner().invoke(app, ["sweep", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                      "--policies", "fifo", "--ray-address", address, "--out",
+                                      str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    last = " ".join(result.output.split()).split("error: ")[-1]
+    assert last.startswith(f"--ray-address {address}: cannot connect: "), result.output

@@ -13,6 +13,7 @@ from typing import Any
 
 from dlsched.cluster.loader import parse_yaml, unknown_key_message
 from dlsched.errors import ConfigError, InputError, InputLocation
+from dlsched.wording import did_you_mean
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +119,7 @@ def resolve_model(name_or_path: str | Path) -> LlmModel:
         return load_model_yaml(path)
     known = ", ".join(sorted(BUILTIN_MODELS))
     raise ConfigError(f"unknown model '{name_or_path}': not a built-in ({known}) and not a "
-                      "YAML file")
+                      "YAML file" + did_you_mean(str(name_or_path), BUILTIN_MODELS))
 
 
 def load_model_yaml(path: str | Path) -> LlmModel:

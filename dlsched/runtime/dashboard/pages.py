@@ -64,6 +64,7 @@ class Overview:
     queue_names: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     since_start: bool = False  # the service's first start is within the window
+    jobs_matching: int = 0  # the jobs the filter passes, shown or not ("200 of 210")
 
 
 def overview_page(service: Service, caller: Principal, wanted: JobFilter,
@@ -80,7 +81,17 @@ def overview_page(service: Service, caller: Principal, wanted: JobFilter,
     return Overview(cluster, _types(cluster), queues, overview.tenant_views(service, caller.queues),
                     job_lines(service, caller, wanted), counts, chart, hours, wanted,
                     sorted(q.name for q in queues), service.store.submitters(caller.queues),
-                    usage.end - usage.start < hours * 3600.0 - 1.0)
+                    usage.end - usage.start < hours * 3600.0 - 1.0,
+                    _matching(service, caller, wanted))
+
+
+def _matching(service: Service, caller: Principal, wanted: JobFilter) -> int:
+    """How many jobs pass the filter (``job_lines`` shows the newest ``JOBS_SHOWN``)."""
+    queue = wanted.queue or None
+    if queue is not None and not (caller.queues is None or queue in caller.queues):
+        return 0
+    return service.store.count_jobs(queue=queue, statuses=wanted.statuses(),
+                                    queues=caller.queues, submitted_by=wanted.user or None)
 
 
 def _types(cluster: ClusterView) -> list[TypeLine]:

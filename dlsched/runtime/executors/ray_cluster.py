@@ -105,7 +105,7 @@ def connect(address: str | None) -> RayCluster:
     if not ray.is_initialized():
         if not address:
             raise ConfigError("--executor ray needs --ray-address (e.g. 10.0.0.1:6379 or auto)")
-        _check_reachable(address)
+        check_reachable(address)
         try:
             ray.init(address=address, log_to_driver=False, namespace="dlsched")
         except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -113,7 +113,7 @@ def connect(address: str | None) -> RayCluster:
     return cluster_from_ray_nodes(ray.nodes())
 
 
-def _check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT) -> None:
     """Fail at once, in one line, when nothing listens at ``HOST:PORT``: ``ray.init`` would
     retry for minutes, printing Ray's own warnings. ``auto`` and ``ray://`` are left to Ray."""
     host, sep, port = address.rpartition(":")
