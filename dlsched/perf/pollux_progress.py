@@ -32,6 +32,7 @@ from dlsched.perf.model import Placement, register_throughput_model
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.pollux_work import (
     epoch_ends,
+    placement_epoch_seconds,
     placement_seconds,
     progress_seconds,
     remaining_steps,
@@ -186,4 +187,65 @@ def _step(app: str, batch: int, shape: tuple[int, ...]) -> float:
         return float("inf")
 
 
+class PolluxEpochThroughputs(PolluxProgressThroughputs):
+    """``pollux-epochs``: ``pollux-progress`` timed epoch by epoch on the job's own placement.
+
+    The artifact's ``Job.step`` rounds the time of every epoch a job crosses to whole seconds
+    on the placement it runs on (``delta = round(...)``); ``pollux-progress`` rounds them once,
+    on the reference placement, and scales the whole job by one rate, so an epoch of 6.45 s on
+    8 GPUs (6 s in the artifact) and of 9.78 s on 4 (10 s) both take the job's mean ratio
+    (cifar10 at batch 2048: 9.2 s on 4 GPUs). Here the rate depends on progress and is set
+    again every round (``scheduling/rerating.py``): the reference seconds the job gets through
+    in the next ``horizon`` seconds (the artifact's 60 s interval), each epoch taking its
+    rounded seconds on this placement, over those seconds (to its end if it finishes first)."""
+
+    name = "pollux-epochs"
+    progress_dependent = True
+
+    def __init__(self, horizon: float = 60.0) -> None:
+        self.horizon = horizon
+
+    def rate(self, spec: JobSpec, placement: Placement, progress: float | None = None) -> float:
+        if progress is None or not placement.gpu_types:
+            return super().rate(spec, placement)
+        app, batch = str(spec.model).casefold(), int(spec.batch_size or 0)
+        per_node: dict[int, int] = defaultdict(int)
+        for node in placement.nodes:
+            per_node[node] += 1
+        seconds = _epoch_seconds(app, batch, tuple(sorted(per_node.values())))
+        if seconds is None:
+            return super().rate(spec, placement)
+        return window_rate(epoch_ends(app, batch, spec.num_gpus), seconds, progress,
+                           self.horizon)
+
+
+def window_rate(ends: tuple[float, ...], seconds: tuple[float, ...], progress: float,
+                horizon: float) -> float:
+    """Reference seconds per second over the next ``horizon`` seconds (or to the end) from
+    ``progress`` (a fraction of ``ends[-1]``) when epoch ``e``, ending at ``ends[e]``
+    reference seconds, takes ``seconds[e]`` (a part of it the same part of them)."""
+    position = progress * ends[-1]
+    epoch = int(np.searchsorted(ends, position + 1e-9, side="right"))
+    elapsed = gained = 0.0
+    while epoch < len(ends):
+        length = ends[epoch] - (ends[epoch - 1] if epoch else 0.0)
+        left = ends[epoch] - position
+        took = max(seconds[epoch], 1e-3) * left / length if length > 0 else 0.0
+        if elapsed + took >= horizon:
+            return (gained + left * (horizon - elapsed) / took) / horizon
+        elapsed, gained, position, epoch = elapsed + took, gained + left, ends[epoch], epoch + 1
+    return gained / elapsed if elapsed > 0 else float("inf")
+
+
+@functools.lru_cache(maxsize=65536)
+def _epoch_seconds(app: str, batch: int, shape: tuple[int, ...]) -> tuple[float, ...] | None:
+    """Each epoch's rounded seconds on ``shape``; None where the model has no time for it."""
+    try:
+        seconds = placement_epoch_seconds(app, batch, shape, step_sync)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return tuple(seconds) if all(np.isfinite(seconds)) else None
+
+
 register_throughput_model("pollux-progress", PolluxProgressThroughputs)
+register_throughput_model("pollux-epochs", PolluxEpochThroughputs)

@@ -57,3 +57,41 @@ def test_step_rate_is_zero_above_the_artifacts_replica_cap() -> None:
     assert replica_cap("ncf", 32768) == 1 and replica_cap("cifar10", 2048) == 64
     assert model.step_rate(spec("ncf", 1, 32768), on(1)) > 0
     assert model.step_rate(spec("ncf", 1, 32768), on(2)) == 0.0
+
+
+# The artifact's own cifar10-7 (workload 2 at load 0.5, batch 2048 on 8 GPUs requested), alone
+# on 4 GPUs of one node: its log has it at epoch 93 + 0.3039 at t=4080 and 99 + 0.3069 at 4140,
+# 36.71 of its 865 reference seconds in the 60 s (0.6119 a second): every epoch 10 s there
+# (9.78 s, rounded), where pollux-progress' one ratio for the whole job gives 0.6538 (+6.9%).
+def test_epochs_model_times_the_artifacts_60_seconds() -> None:
+    from dlsched.workload.readers.pollux_work import epoch_ends
+
+    ends = epoch_ends("cifar10", 2048, 8)
+    start = ends[92] + 0.3039380 * (ends[93] - ends[92])
+    end = ends[98] + 0.3068671 * (ends[99] - ends[98])
+    job = JobSpec("j", 0.0, 8, ends[-1], model="cifar10", batch_size=2048)
+    rate = get_throughput_model("pollux-epochs").rate(job, on(4), start / ends[-1])
+    assert rate == pytest.approx((end - start) / 60, rel=1e-3)
+    assert get_throughput_model("pollux-progress").rate(job, on(4)) == pytest.approx(
+        0.6538, rel=1e-3)
+
+
+@pytest.mark.parametrize(("seconds", "progress", "horizon", "expected"), [
+    pytest.param((10.0, 10.0), 0.0, 60.0, 20 / 20, id="finishes-in-window"),
+    pytest.param((5.0, 20.0), 0.0, 15.0, (10 + 10 * 10 / 20) / 15, id="crosses-an-epoch"),
+    pytest.param((5.0, 20.0), 0.25, 10.0, (5 + 10 * 7.5 / 20) / 10, id="starts-mid-epoch"),
+    pytest.param((0.0, 10.0), 0.0, 5.0, (10 + 10 * (5 - 1e-3) / 10) / 5, id="zero-second-epoch"),
+])
+def test_window_rate(seconds: tuple[float, ...], progress: float, horizon: float,
+                     expected: float) -> None:
+    """Two epochs of 10 reference seconds each (ends 10, 20) taking ``seconds``."""
+    from dlsched.perf.pollux_progress import window_rate
+
+    assert window_rate((10.0, 20.0), seconds, progress, horizon) == pytest.approx(expected)
+
+
+def test_epochs_model_without_progress_is_pollux_progress() -> None:
+    job = spec("bert", 6, 384)
+    epochs, progress = (get_throughput_model(n) for n in ("pollux-epochs", "pollux-progress"))
+    assert epochs.rate(job, on(4, 4, 4, 4)) == progress.rate(job, on(4, 4, 4, 4))
+    assert getattr(epochs, "progress_dependent", False)

@@ -54,6 +54,13 @@ def placement_seconds(application: str, batch_size: int, shape: tuple[int, ...],
                       step_sync: StepSync) -> float:
     """Seconds to the progress target on ``shape`` (GPUs per node) with ``step_sync`` giving
     the step and all-reduce seconds of one micro-step at a per-GPU batch."""
+    return float(sum(placement_epoch_seconds(application, batch_size, shape, step_sync)))
+
+
+def placement_epoch_seconds(application: str, batch_size: int, shape: tuple[int, ...],
+                            step_sync: StepSync) -> list[float]:
+    """Each epoch's seconds on ``shape`` (GPUs per node), rounded to whole seconds as the
+    artifact's ``Job.step`` rounds every epoch it crosses (``delta = round(...)``)."""
     profile = load_profile()
     stats = load_grad_stats()[application]
     replicas = sum(shape)
@@ -61,7 +68,7 @@ def placement_seconds(application: str, batch_size: int, shape: tuple[int, ...],
     step, sync = step_sync(application, shape, micro)
     seconds_per_step = step + (step - sync) * accum
     batch = replicas * micro * (accum + 1)
-    return float(sum(_epoch_seconds(stats, batch, seconds_per_step)))
+    return _epoch_seconds(stats, batch, seconds_per_step)
 
 
 def _epoch_seconds(stats: GradientStats, batch: int, seconds_per_step: float) -> list[float]:
