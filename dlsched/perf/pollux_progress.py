@@ -75,9 +75,11 @@ def _fallback(app: str) -> LinearNDInterpolator:
     return LinearNDInterpolator(np.array(xs, dtype=float), np.array(ys, dtype=float))
 
 
-def step_sync(app: str, shape: tuple[int, ...], micro: float) -> tuple[float, float]:
-    """Step and all-reduce seconds of one micro-step of ``micro`` samples per GPU."""
-    digits = "".join(str(n) for n in sorted(shape))
+def step_sync(app: str, shape: tuple[int, ...], micro: float,
+              ordered: bool = False) -> tuple[float, float]:
+    """Step and all-reduce seconds of one micro-step of ``micro`` samples per GPU; the
+    measured row of ``shape`` with its GPUs per node ascending, or as given when ``ordered``."""
+    digits = "".join(str(n) for n in (shape if ordered else sorted(shape)))
     measured = _measured(app).get(digits)
     if measured is not None:
         local, step, sync = measured
@@ -197,7 +199,9 @@ class PolluxEpochThroughputs(PolluxProgressThroughputs):
     (cifar10 at batch 2048: 9.2 s on 4 GPUs). Here the rate depends on progress and is set
     again every round (``scheduling/rerating.py``): the reference seconds the job gets through
     in the next ``horizon`` seconds (the artifact's 60 s interval), each epoch taking its
-    rounded seconds on this placement, over those seconds (to its end if it finishes first)."""
+    rounded seconds on this placement, over those seconds (to its end if it finishes first);
+    after a restart only the rest of the round counts (``rate_after_pause``). A placement's
+    measured row is looked up in the artifact's order (``artifact_shape``), not ascending."""
 
     name = "pollux-epochs"
     progress_dependent = True
@@ -206,17 +210,25 @@ class PolluxEpochThroughputs(PolluxProgressThroughputs):
         self.horizon = horizon
 
     def rate(self, spec: JobSpec, placement: Placement, progress: float | None = None) -> float:
-        if progress is None or not placement.gpu_types:
+        if progress is None:
+            return super().rate(spec, placement)
+        return self.rate_after_pause(spec, placement, progress, 0.0)
+
+    def rate_after_pause(self, spec: JobSpec, placement: Placement, progress: float,
+                         paused: float) -> float:
+        """The rate over what is left of the round after ``paused`` seconds of restart (the
+        artifact's 30 s rescale: a resized job's round has 30 productive seconds)."""
+        if not placement.gpu_types:
             return super().rate(spec, placement)
         app, batch = str(spec.model).casefold(), int(spec.batch_size or 0)
         per_node: dict[int, int] = defaultdict(int)
         for node in placement.nodes:
             per_node[node] += 1
-        seconds = _epoch_seconds(app, batch, tuple(sorted(per_node.values())))
+        seconds = _epoch_seconds(app, batch, artifact_shape(tuple(per_node.values())))
         if seconds is None:
             return super().rate(spec, placement)
         return window_rate(epoch_ends(app, batch, spec.num_gpus), seconds, progress,
-                           self.horizon)
+                           max(self.horizon - paused, 1.0))
 
 
 def window_rate(ends: tuple[float, ...], seconds: tuple[float, ...], progress: float,
@@ -237,11 +249,23 @@ def window_rate(ends: tuple[float, ...], seconds: tuple[float, ...], progress: f
     return gained / elapsed if elapsed > 0 else float("inf")
 
 
+def artifact_shape(per_node: tuple[int, ...]) -> tuple[int, ...]:
+    """GPUs per node in the order the artifact looks its placement up: its most-free
+    placement takes the nodes largest share first, and ``get_throughput`` turns that list to
+    its smallest rotation (4, 4, 2, 1 -> 1, 4, 4, 2: the measured row ``1442``, not ``1244``)."""
+    largest_first = tuple(sorted(per_node, reverse=True))
+    return min(largest_first[i:] + largest_first[:i] for i in range(len(largest_first)))
+
+
+def _ordered_step_sync(app: str, shape: tuple[int, ...], micro: float) -> tuple[float, float]:
+    return step_sync(app, shape, micro, ordered=True)
+
+
 @functools.lru_cache(maxsize=65536)
 def _epoch_seconds(app: str, batch: int, shape: tuple[int, ...]) -> tuple[float, ...] | None:
     """Each epoch's rounded seconds on ``shape``; None where the model has no time for it."""
     try:
-        seconds = placement_epoch_seconds(app, batch, shape, step_sync)
+        seconds = placement_epoch_seconds(app, batch, shape, _ordered_step_sync)
     except (ValueError, ZeroDivisionError):
         return None
     return tuple(seconds) if all(np.isfinite(seconds)) else None

@@ -45,6 +45,9 @@ def progress_rate(model: ThroughputModel, job: Job, placement: Placement, now: f
     """The job's rate on ``placement`` at its progress at ``now`` (a fraction of its work)."""
     work = job.spec.work
     done = 0.0 if work <= 0 else min(max(job.work_done(now) / work, 0.0), 1.0)
+    paused = getattr(model, "rate_after_pause", None)  # a model timing the round ahead
+    if paused is not None:
+        return float(paused(job.spec, placement, done, max(0.0, job.productive_from - now)))
     return float(model.rate(job.spec, placement, done))  # type: ignore[call-arg]
 
 

@@ -95,3 +95,45 @@ def test_epochs_model_without_progress_is_pollux_progress() -> None:
     epochs, progress = (get_throughput_model(n) for n in ("pollux-epochs", "pollux-progress"))
     assert epochs.rate(job, on(4, 4, 4, 4)) == progress.rate(job, on(4, 4, 4, 4))
     assert getattr(epochs, "progress_dependent", False)
+
+
+@pytest.mark.parametrize(("per_node", "expected"), [
+    pytest.param((1, 2, 4, 4), (1, 4, 4, 2), id="4421-looked-up-as-1442"),
+    pytest.param((1, 2, 4), (1, 4, 2), id="421-as-142"),
+    pytest.param((1, 1, 2, 2), (1, 1, 2, 2), id="2211-as-1122"),
+    pytest.param((4, 2), (2, 4), id="two-nodes"),
+    pytest.param((3,), (3,), id="one-node"),
+])
+def test_artifact_shape(per_node: tuple[int, ...], expected: tuple[int, ...]) -> None:
+    from dlsched.perf.pollux_progress import artifact_shape
+
+    assert artifact_shape(per_node) == expected
+
+
+def test_ordered_step_sync_is_the_artifacts_get_throughput() -> None:
+    """The artifact's ``get_throughput((4, 4, 2, 1), 373)`` for cifar10 (its most-free list
+    for 11 GPUs), printed by the artifact: 0.329235 s a step (its ``(1, 2, 4, 4)``: 0.309761)."""
+    from dlsched.perf.pollux_progress import artifact_shape, step_sync
+
+    shape = artifact_shape((4, 4, 2, 1))
+    assert step_sync("cifar10", shape, 373, ordered=True)[0] == pytest.approx(0.329235, abs=1e-6)
+    assert step_sync("cifar10", shape, 373)[0] == pytest.approx(0.309761, abs=1e-6)
+
+
+class _PausedModel:
+    progress_dependent = True
+
+    def rate_after_pause(self, spec: JobSpec, placement: Placement, progress: float,
+                         paused: float) -> float:
+        return paused
+
+
+def test_rerating_tells_the_model_the_restart_pause() -> None:
+    """A job re-rated during its 30 s restart gets the rate of the rest of the round."""
+    from dlsched.scheduling.rerating import progress_rate
+    from dlsched.workload.job import Job
+
+    job = Job(spec("cifar10", 8, 2048))
+    job.productive_from = 130.0
+    assert progress_rate(_PausedModel(), job, on(4), 100.0) == 30.0
+    assert progress_rate(_PausedModel(), job, on(4), 140.0) == 0.0
