@@ -32,9 +32,11 @@ def test_pollux_artifact_optimus_on_workload_6() -> None:
 
 
 def test_pollux_artifact_pollux_on_workload_3() -> None:
-    # workload 3: the quickest Pollux run (~4 CPU s); the band for Pollux is 10%
+    # workload 3: the quickest Pollux run (~4 CPU s). The band for Pollux is 10%; 5%
+    # since the setting explores and penalises starts as the artifact does (-3.0%; -9.9%
+    # without: benchmarks/RESULTS.md, session 28 helper P)
     diffs = cells("pollux-osdi21", "workload-3", "1.0", "pollux")
-    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.10, diffs
+    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.05, diffs
 
 
 @pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])
