@@ -25,7 +25,7 @@ node placement (``policies/elastic/pollux_place.py``). Single-node goodput is us
 that fit on a node, multi-node goodput above. Pollux is heterogeneity-oblivious: it evaluates
 every job on the cluster's most common GPU type.
 
-Two options put back what the Pollux artifact's simulator does (petuum/adaptdl
+These options put back what the Pollux artifact's simulator does (petuum/adaptdl
 ``osdi21-artifact``, ``simulator.py`` and ``pollux.py``), off by default:
 
 - ``explore``: a job may take at most twice the most workers it has run on (1 before its first
@@ -34,13 +34,11 @@ Two options put back what the Pollux artifact's simulator does (petuum/adaptdl
 - ``penalize_start``: the re-allocation factor applies to a waiting job's start too (the
   artifact penalises every allocation that differs from the current one,
   ``np.any(states != base_state)``), so a young job starts less eagerly.
-
 - ``learn_sync``: the scheduler values a job with the synchronisation cost it could have
   learned from the sizes it has run on (none after one GPU only; cross-node guessed from
   within-node until it has run on more than a node): the artifact's jobs fit their model online
   from their own steps, with priors for what they have not seen
   (``policies/elastic/sync_prior.py``).
-
 - ``rigid_apps`` (comma-separated applications): their jobs keep their requested size (the
   artifact caps ncf at one replica, ``get_pollux_job_info``).
 
