@@ -36,7 +36,7 @@ These options put back what the Pollux artifact's simulator does (petuum/adaptdl
   ``np.any(states != base_state)``), so a young job starts less eagerly.
 - ``learn_sync``: the scheduler values a job with the synchronisation cost it could have
   learned from the sizes it has run on (none after one GPU only; cross-node guessed from
-  within-node until it has run on more than a node): the artifact's jobs fit their model online
+  within-node until it has run across nodes): the artifact's jobs fit their model online
   from their own steps, with priors for what they have not seen
   (``policies/elastic/sync_prior.py``).
 - ``rigid_apps`` (comma-separated applications): their jobs keep their requested size (the
@@ -113,6 +113,7 @@ class PolluxAllocator:
         self.rigid_apps = frozenset(a.strip().casefold() for a in rigid_apps.split(",")
                                     if a.strip())
         self.most_run: dict[str, int] = {}  # most workers each active job has run on
+        self.spanned: set[str] = set()  # active jobs that have run on more than one node
 
     def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
         """The fewest and most workers this policy may give ``job``."""
@@ -171,6 +172,8 @@ class PolluxAllocator:
         most = {job.job_id: max(self.most_run.get(job.job_id, 0), sum(h.values()))
                 for job, h in zip(jobs, held, strict=True)}
         self.most_run = most
+        self.spanned = {job.job_id for job, h in zip(jobs, held, strict=True)
+                        if job.job_id in self.spanned or sum(k > 0 for k in h.values()) > 1}
         return np.array([most[job.job_id] for job in jobs], dtype=np.int64)
 
     def _goodput(self, state: CycleState, jobs: list[Job], kmax: int,
@@ -180,7 +183,8 @@ class PolluxAllocator:
         node_size = int(cluster.node_gpus.max())
         stable = max(kmax, self.max_workers)  # one cache key whatever the round's largest job
         params = [None] * len(jobs) if seen is None else [
-            _learned_params(job, gpu, int(k), node_size) for job, k in zip(jobs, seen, strict=True)]
+            _learned_params(job, gpu, int(k), node_size, job.job_id in self.spanned)
+            for job, k in zip(jobs, seen, strict=True)]
         curves = [job_curves(job, state.now, gpu, stable, p)
                   for job, p in zip(jobs, params, strict=True)]
         single = np.stack([c.single[:kmax + 1] for c in curves])
@@ -204,14 +208,15 @@ class PolluxAllocator:
 
 
 
-def _learned_params(job: Job, gpu: str, most_workers: int,
-                    node_size: int) -> dict[tuple[str, str], PerfParams] | None:
+def _learned_params(job: Job, gpu: str, most_workers: int, node_size: int,
+                    spanned: bool) -> dict[tuple[str, str], PerfParams] | None:
     """``learn_sync``: the job's iteration-time parameters with the sync terms it could not
     have measured yet at their priors (``sync_prior.py``); None without a goodput profile."""
     app = app_of(job)
     if app is None:
         return None
-    return {(app, gpu): learned_sync(goodput_function(app, gpu).params, most_workers, node_size)}
+    params = goodput_function(app, gpu).params
+    return {(app, gpu): learned_sync(params, most_workers, node_size, spanned)}
 
 
 def _allowed(state: CycleState, job: Job) -> NDArray[np.bool_] | None:

@@ -318,13 +318,16 @@ def test_learned_sync_keeps_what_a_job_could_have_measured(
         assert learned.beta_n == pytest.approx(1.1 * learned.beta_r)
     if most > 4:
         assert learned == true
+    assert learned_sync(true, most, node_size=4, ran_across_nodes=True) == true
 
 
 def test_learn_sync_values_a_job_by_the_sizes_it_ran_on() -> None:
     # Ran on one GPU: valued as if it synchronised for free (it would grow more eagerly); ran
-    # on more GPUs than a node holds: valued with the true model, as without the option
+    # across nodes (on 2 GPUs of two nodes, or on more GPUs than a node holds): valued with
+    # the true model, as without the option; on 2 GPUs of one node: cross-node sync guessed
     cluster = make_cluster(nodes=2, gpus=4, gpu_type="T4")
-    for gpus, same in (((0,), False), ((0, 1, 2, 3, 4), True)):
+    for gpus, same in (((0,), False), ((0, 1), False), ((0, 4), True),
+                       ((0, 1, 2, 3, 4), True)):
         job = running(spec("img", "imagenet"), gpus)
         state, held = state_of(cluster, [job], now=600.0), [Counter(Assignment.of(
             job, cluster).per_node())]

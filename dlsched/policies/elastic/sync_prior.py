@@ -11,8 +11,8 @@ has run across nodes.
 
 dlsched knows the true (bundled) parameters; ``learned_sync`` keeps them for the terms the job
 could have measured and applies the priors above to the others. The observed terms are the
-true ones, not a fit to noisy steps, and "ran across nodes" is read as "ran on more workers
-than one node holds" (dlsched's placement packs a job onto the fewest nodes it can).
+true ones, not a fit to noisy steps; a job "ran across nodes" once the policy has held it on
+more than one node (which it must be to run on more workers than a node holds).
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ UNOBSERVED = 1e-8  # the artifact's lower bound for a term it has no observation
 CROSS_NODE_PRIOR = 1.1  # cross-node terms at least 1.1 x within-node after a one-node fit
 
 
-def learned_sync(true: PerfParams, most_workers: int, node_size: int) -> PerfParams:
+def learned_sync(true: PerfParams, most_workers: int, node_size: int,
+                 ran_across_nodes: bool = False) -> PerfParams:
     """``true`` with the sync terms a job that ran on at most ``most_workers`` workers (nodes
-    of ``node_size`` GPUs) could not have measured replaced by the artifact's priors."""
-    if most_workers > node_size:
+    of ``node_size`` GPUs), across nodes or not, could not have measured replaced by the
+    artifact's priors."""
+    if ran_across_nodes or most_workers > node_size:
         return true
     if most_workers <= 1:
         return replace(true, alpha_r=UNOBSERVED, beta_r=UNOBSERVED, alpha_n=UNOBSERVED,
