@@ -112,6 +112,9 @@ class Scheduler:
         self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
         # Read-only views of the three books for snapshots (made once: they see every change).
         self._views = tuple(_read_only(a) for a in (self.free, self.node_free, self.node_version))
+        # The same books as memoryviews, for the core's own GPU-by-GPU writes (``_adjust``).
+        self._books = tuple(memoryview(a) for a in (self.free, self.node_free,
+                                                    self.node_version))
         # CPUs, host memory and GPU memory (resources.py), shown to cycles once a job asks.
         self.resources = ResourceBook.of(cluster)
         self._resources_view = self.resources.read_only()
@@ -747,14 +750,15 @@ class Scheduler:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts;
         ``booked``: the free arrays already show it (count the use and the node versions).
         ``state.shift_free``'s steps, inlined; a node's version moves once by its GPUs of the
-        job (the same counts: nothing reads them in between)."""
-        gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
-                                                   self.node_version)
+        job (the same counts: nothing reads them in between). The books are read and written
+        through memoryviews of the arrays (``_books``): Python floats and ints a GPU, not
+        numpy scalars."""
+        gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
         if len(gpus) == 1:  # the common job: the loop's steps for one GPU
             gpu = gpus[0]
             node, step = gpu_node[gpu], sign * shares[0]
             if not booked:
-                old = free.item(gpu)
+                old = free[gpu]
                 new = old + step
                 new = _FULL if new > _FULL else (0.0 if new < 0.0 else new)
                 free[gpu] = new
@@ -775,7 +779,7 @@ class Scheduler:
             count += 1
             step = sign * share
             if not booked:
-                old = free.item(gpu)
+                old = free[gpu]
                 new = old + step
                 new = _FULL if new > _FULL else (0.0 if new < 0.0 else new)
                 free[gpu] = new
