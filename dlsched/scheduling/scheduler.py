@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
-from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState, core_snapshot
 from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.slots import slot_builder
@@ -148,6 +148,7 @@ class Scheduler:
         # A lone waiting job that fits starts without a full cycle (fast_start.py).
         self._lane = FastLane(self) if lane_applies(self.profile) else None
         self.mig: MigBook | None = None  # MIG instances (dlsched/mig/book.py), once a job asks
+        self._snapshot_fields = self._kept_snapshot_fields()
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -450,21 +451,39 @@ class Scheduler:
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
-        if running and self._key_changes is not None and self.waiting.is_static:
-            for job in self._key_changes(self.clock.now()):
+        if not running:
+            return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, (), (),
+                                   self.throughput, by_queue=self.waiting.by_queue(),
+                                   has_fractional=self.fractional_jobs > 0,
+                                   buckets=self.waiting.buckets(),
+                                   own_reason=self.own_reason if self._bucketed else None,
+                                   resources=(self._resources_view if self.beyond_gpu_jobs
+                                              else None), mig=self.mig)
+        now = self.clock.now()
+        if self._key_changes is not None and self.waiting.is_static:
+            for job in self._key_changes(now):
                 self.waiting.rekey(job)
-        jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
-        return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, *jobs,
-                               self.throughput,
-                               down_nodes=self.down_nodes if running else frozenset(),
-                               by_queue=self.waiting.by_queue(),
-                               has_fractional=self.fractional_jobs > 0,
-                               buckets=self.waiting.buckets(),
-                               own_reason=self.own_reason if self._bucketed else None,
-                               resources=self._resources_view if self.beyond_gpu_jobs else None,
-                               mig=self.mig,
-                               running_changes=self.running_changes if running else None,
-                               journal=self.journal if running else None)
+        # The fields that do not change between cycles are kept (live views, bound
+        # methods); those that may are set here (``state.core_snapshot``).
+        fields = self._snapshot_fields
+        fields["now"] = now
+        fields["waiting"] = self.waiting.ordered()
+        fields["down_nodes"] = self.down_nodes
+        fields["has_fractional"] = self.fractional_jobs > 0
+        fields["resources"] = self._resources_view if self.beyond_gpu_jobs else None
+        fields["mig"] = self.mig
+        fields["running_changes"] = self.journal.count
+        return core_snapshot(fields)
+
+    def _kept_snapshot_fields(self) -> dict[str, Any]:
+        """The snapshot's fields that stay the same objects from cycle to cycle."""
+        free, node_free, node_version = self._views
+        return {"cluster": self.cluster, "free": free, "node_free": node_free,
+                "node_version": node_version, "running": self.running.values(),
+                "throughput": self.throughput, "by_queue": self.waiting.by_queue(),
+                "buckets": self.waiting.buckets(),
+                "own_reason": self.own_reason if self._bucketed else None,
+                "journal": self.journal}
 
     def cycle(self) -> CycleResult:
         if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):
