@@ -12,6 +12,9 @@ from __future__ import annotations
 from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.workload.job import Job
 
+_FINISH = Priority.FINISH
+_tuple = tuple.__new__  # Event(...) without its Python-level ``__new__``: one a start
+
 
 class SimExecutor:
     def __init__(self, events: EventQueue) -> None:
@@ -25,7 +28,7 @@ class SimExecutor:
             finish = max(now, ends_at)
         else:
             finish = max(now, job.productive_from) + job.remaining_work(now) / job.rate
-        self.events.schedule(finish, Event(Priority.FINISH, job.job_id, job.epoch))
+        self.events.schedule(finish, _tuple(Event, (_FINISH, job.job_id, job.epoch)))
 
     def rerate(self, job: Job, now: float) -> None:
         """The job's rate changed while it runs (a GPU partner came or went): its completion
