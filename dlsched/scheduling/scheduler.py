@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from dlsched.mig.book import MigBook
 
 IDLE_RESULT = CycleResult()
+_RUNNING = JobStatus.RUNNING
 _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this is whole
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 # Each core counts its running-job changes from its own base: two cores' counts never meet, so
@@ -73,6 +74,8 @@ class Scheduler:
         self.cluster = cluster
         self.profile = profile = profile.instantiate()  # this run's plugins (profile.py)
         self.throughput = throughput
+        # A model whose rate follows the worker count alone (``_launch``); None: ask ``rate``.
+        self._rate_by_count = getattr(throughput, "rate_by_count", None)
         self.clock = clock
         self.executor = executor
         self.config = config or CoreConfig()
@@ -542,15 +545,8 @@ class Scheduler:
         now = self.clock.now()
         for preempt in result.preemptions:
             self._preempt(self.running[preempt.job_id], now, preempt.reason)
-        # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
-        moving = [(self.running[r.job_id], r) for r in result.resizes]
-        for job, _ in moving:
-            self._halt(job, now)
-        for job, resize in moving:
-            job.resizes += 1
-            self._sized_by_policy(job, len(resize.gpus))
-            job.host = resize.host
-            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
+        if result.resizes:
+            self._resize(result, now)
         for start in result.starts:
             self._start(self.waiting.pop(start.job_id), start, now)
         self.note_reasons(result.reasons)
@@ -560,6 +556,17 @@ class Scheduler:
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
+
+    def _resize(self, result: CycleResult, now: float) -> None:
+        # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
+        moving = [(self.running[r.job_id], r) for r in result.resizes]
+        for job, _ in moving:
+            self._halt(job, now)
+        for job, resize in moving:
+            job.resizes += 1
+            self._sized_by_policy(job, len(resize.gpus))
+            job.host = resize.host
+            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
 
     def note_reasons(self, reasons: dict[str, str]) -> None:
         """Why each job a cycle looked at still waits, stamped with the cycle's number."""
@@ -613,8 +620,9 @@ class Scheduler:
 
     def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
         job.set_status(JobStatus.RUNNING)
-        self.reshaped.discard(job.job_id)
-        self._sized_by_policy(job, len(start.gpus))
+        if self.reconfigurer is not None:  # (only a reconfigurer reshapes or sizes jobs)
+            self.reshaped.discard(job.job_id)
+            self._sized_by_policy(job, len(start.gpus))
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
@@ -627,7 +635,8 @@ class Scheduler:
         """Give a running job its GPUs and start its workers (after a start or a resize);
         ``booked``: its GPU shares are already taken from ``free`` (the fast lane)."""
         spec = job.spec
-        if spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
+        if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
+            # it refuses (Overbooked) before anything is booked
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, self._mig_take(job, now) if spec.mig_profile else shares, -1.0,
@@ -647,7 +656,7 @@ class Scheduler:
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
             # scaling on one type) is asked without a Placement, for an unshared job.
-            by_count = getattr(self.throughput, "rate_by_count", None)
+            by_count = self._rate_by_count
             job.rate = (by_count(spec, len(gpus)) if by_count is not None and not shared
                         and job.host is None
                         else self.throughput.rate(spec, self.placement_of(job)))
@@ -670,7 +679,8 @@ class Scheduler:
         self._settle(job, now)
         self._release(job)
         del self.running[job.job_id]
-        self.reshaped.discard(job.job_id)
+        if self.reshaped:
+            self.reshaped.discard(job.job_id)
         job.set_status(JobStatus.PREEMPTED)
         job.preemptions += counted
         job.queued_since = now
@@ -681,12 +691,17 @@ class Scheduler:
 
     def _settle(self, job: Job, now: float, done: bool = False) -> None:
         """Fold progress and service up to ``now`` into the job's counters (``done``: the
-        job finishes, its work is done: the caller sets ``done_work``)."""
-        if not done:
-            job.done_work = job.work_done(now)
+        job finishes, its work is done: the caller sets ``done_work``). ``Job.work_done`` and
+        ``Job.attained_service``, inlined (the same operations): both leave a job that does
+        not run as it is."""
+        if job.status is _RUNNING:
+            if not done:
+                since = max(job.progress_time, job.productive_from)
+                job.done_work = min(job.spec.work,
+                                    job.done_work + job.rate * max(0.0, now - since))
+            job.attained += len(job.allocation) * (now - job.attained_time)
         job.progress_time = now
         held = now - (job.run_started if job.run_started is not None else now)
-        job.attained = job.attained_service(now)
         job.attained_time = now
         total = sum(job.shares)
         job.gpu_seconds += held * total
@@ -721,7 +736,8 @@ class Scheduler:
     def _release(self, job: Job) -> None:
         self._adjust(job.allocation, self._mig_give(job) if job.spec.mig_profile
                      else job.shares, 1.0)
-        if job.spec.asks_beyond_gpus or job.host is not None:
+        # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
+        if (self.beyond_gpu_jobs and job.spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
         self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
