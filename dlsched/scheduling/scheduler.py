@@ -803,6 +803,9 @@ class Scheduler:
             node_version[node] += 1
             self.used_gpus -= step
             return
+        if not booked and shares.count(_FULL) == len(gpus):
+            self._adjust_whole(gpus, sign)
+            return
         used = self.used_gpus  # a local: the same float steps, without attribute writes
         last, count = -1, 0
         for gpu, share in zip(gpus, shares, strict=True):
@@ -822,6 +825,30 @@ class Scheduler:
                 if was_whole != (new >= _WHOLE):
                     node_free[node] += -1 if was_whole else 1
             used -= step
+        if count:
+            node_version[last] += count
+        self.used_gpus = used
+
+    def _adjust_whole(self, gpus: tuple[int, ...], sign: float) -> None:
+        """``_adjust`` of whole GPUs (every share 1), its steps worked out: a free share is
+        within [0, 1], so one taken leaves 0 and one given back leaves 1 (the clamp), and a
+        node's whole-free count moves where the GPU was (taking) or was not (giving) whole."""
+        gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
+        given = sign > 0
+        value, change = (_FULL, 1) if given else (0.0, -1)
+        used = self.used_gpus
+        last, count = -1, 0
+        for gpu in gpus:
+            node = gpu_node[gpu]
+            if node != last:
+                if count:
+                    node_version[last] += count
+                last, count = node, 0
+            count += 1
+            if (free[gpu] >= _WHOLE) is not given:
+                node_free[node] += change
+            free[gpu] = value
+            used -= sign  # ``sign * 1.0``: the same float step
         if count:
             node_version[last] += count
         self.used_gpus = used
