@@ -62,6 +62,8 @@ def test_the_direct_walk_picks_what_assign_types_picks_over_the_entries(
         return direct
 
     monkeypatch.setattr(ArtifactGavelRounds, "_walk", checked)
+    # every round walked (none told by ``artifact_settled``)
+    monkeypatch.setattr(ArtifactGavelRounds, "_settled", lambda *_args: False)
     first_starts(policy, 60, mechanism="artifact")
     assert len(rounds) > 20 and max(rounds) > 0
 
@@ -126,3 +128,34 @@ def test_kept_jobs_and_journal_kept_nodes_match_a_full_rebuild(
     monkeypatch.setattr(ArtifactGavelRounds, "allocate", checked)
     first_starts(policy, 60, mechanism="artifact")
     assert len(seen) > 20 and max(seen) > 5
+
+
+def test_fifo_rounds_that_keep_every_job_are_told_without_the_walk(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``artifact_settled``: a FIFO round whose running jobs are its solved jobs, each on its
+    # one type, is answered without priorities, lists, walk or placement; each such answer is
+    # the full round's (run here too), and most rounds between resets are such rounds.
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+
+    settled, walk, told, walked = ArtifactGavelRounds._settled, ArtifactGavelRounds._walk, [], []
+
+    def checked(self, current, down, cluster):  # type: ignore[no-untyped-def]
+        answer = settled(self, current, down, cluster)
+        if answer:
+            view = self._ranked(True)
+            workers = self._workers
+            room, free = self._free_room(cluster, down)
+            types = walk(self, view, [None] * len(self._ids), workers, free)
+            assert types == {job_id: self._single[job_id] for job_id in types}
+            assert set(types) == set(current)
+            told.append(len(current))
+        return answer
+
+    def counted(self, view, jobs, workers, free):  # type: ignore[no-untyped-def]
+        walked.append(len(jobs))
+        return walk(self, view, jobs, workers, free)
+
+    monkeypatch.setattr(ArtifactGavelRounds, "_settled", checked)
+    monkeypatch.setattr(ArtifactGavelRounds, "_walk", counted)
+    first_starts("gavel-fifo", 60, mechanism="artifact")
+    assert len(told) > 2 * len(walked) and max(told) > 5
