@@ -139,7 +139,7 @@ class ArtifactGavelRounds(GavelRounds):
         if self._book is None or self._credits is None:
             self._book, self._credits = Book(n_types), Credits(n_types)
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
-        self._credits.credit(now, running, self._gpu_kinds(cluster), book)
+        self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
         jobs: list[Job] | None = None
         if active != self._known or self._rows is None:

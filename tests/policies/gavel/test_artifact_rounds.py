@@ -159,3 +159,26 @@ def test_fifo_rounds_that_keep_every_job_are_told_without_the_walk(
     monkeypatch.setattr(ArtifactGavelRounds, "_walk", counted)
     first_starts("gavel-fifo", 60, mechanism="artifact")
     assert len(told) > 2 * len(walked) and max(told) > 5
+
+
+def test_credits_reuse_the_running_columns_while_only_stopped_jobs_changed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``Credits`` keeps the running jobs' columns across cycles while the core's journal
+    # tells that only jobs that stopped running changed: most FIFO rounds; the seconds per
+    # job and type, and the schedule, are those of reading every job again each cycle.
+    from dlsched.policies.gavel.artifact_book import _Running
+
+    def run() -> tuple[dict[str, object], dict[str, list[float]], int, int]:
+        trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=60))
+        sim = Simulator(resolve_cluster("gavel-108"), trace,
+                        build_policy("gavel-fifo", {"mechanism": "artifact"}),
+                        SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+        records = records_of(sim)
+        rounds = sim.core.profile.allocators[0]
+        seconds = {job_id: rounds.seconds_on(job_id).tolist() for job_id in records}
+        return records, seconds, rounds._credits.reused, sim.core.cycles
+
+    records, seconds, reused, cycles = run()
+    monkeypatch.setattr(_Running, "after", lambda *_args: None)
+    assert run() == (records, seconds, 0, cycles)
+    assert reused > cycles // 2
