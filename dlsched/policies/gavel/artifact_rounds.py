@@ -95,7 +95,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._solved: frozenset[str] = frozenset()  # the jobs of the last solve
         # FIFO: each solved job's one type (``artifact_settled``), while it is tracked
         self._single: dict[str, int] | None = None
-        self._ids: list[str] = []  # the tracked jobs in arrival order, when last sorted
+        self._ids: list[str] | None = None  # the jobs in arrival order, sorted at a solve
         self._node_kind: tuple[object, list[int]] | None = None  # each node's type
         self.settled_rounds = 0  # rounds told by ``artifact_settled`` (counted for tests)
         self._journal_count = -1
@@ -114,7 +114,7 @@ class ArtifactGavelRounds(GavelRounds):
     def view(self, state: CycleState) -> _Round:
         cached = state.scratch.get(self.name)
         if cached is None:
-            cached = state.scratch[self.name] = self._ranked(self._is_round(state))
+            cached = state.scratch[self.name] = self._ranked(state, self._is_round(state))
         return cached
 
     def _is_round(self, state: CycleState) -> bool:
@@ -141,31 +141,31 @@ class ArtifactGavelRounds(GavelRounds):
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
-        jobs: list[Job] | None = None
         if active != self._known or self._rows is None:
-            jobs = sorted((*running, *waiting), key=_ARRIVAL)
-            self._track(state, jobs, active)
-            self._rows = None
+            self._track(state, active)
+            self._rows, self._ids = None, None
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
-            if jobs is None:
-                jobs = sorted((*running, *waiting), key=_ARRIVAL)
+            jobs = sorted((*running, *waiting), key=_ARRIVAL)
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
-            self._rows = None
-        if jobs is not None:
-            self._ids = [j.job_id for j in jobs]
+            self._rows, self._ids = None, [j.job_id for j in jobs]
         return is_round
 
-    def _ranked(self, is_round: bool) -> _Round:
-        """The cycle's view: its jobs' rows (``_ids``, sorted by ``_update`` whenever the
-        rows were dropped) and their priorities."""
+    def _ranked(self, state: CycleState, is_round: bool) -> _Round:
+        """The cycle's view: its jobs' rows (in arrival order: sorted only when the rows
+        were dropped, and not again after a solve sorted them) and their priorities."""
         book, rows = self._book, self._rows
         assert book is not None
         if rows is None:
-            rows = self._rows = _Rows(self._ids, book)
+            ids = self._ids
+            if ids is None:
+                snapshot = state.snapshot
+                ids = [j.job_id for j in sorted((*snapshot.running, *snapshot.waiting),
+                                                key=_ARRIVAL)]
+            rows = self._rows = _Rows(ids, book)
         priority = self._priorities(rows, book.time[rows.slots])
         # No per-job type preferences: the walk (``_walk``) orders the entries itself.
         return _Round(rows.row, priority, [], rows.allocated, rows.speed, is_round)
@@ -200,15 +200,17 @@ class ArtifactGavelRounds(GavelRounds):
         self._solved = frozenset()
         super()._solve(state, jobs)
 
-    def _track(self, state: CycleState, jobs: Sequence[Job], active: frozenset[str]) -> None:
-        """Add the jobs that arrived (Gavel's ``add_job``: half a round on every type; their
-        speed rows from ``_speed``, once) and drop those that left."""
+    def _track(self, state: CycleState, active: frozenset[str]) -> None:
+        """Add the jobs that arrived (Gavel's ``add_job``, in arrival order: half a round on
+        every type; their speed rows from ``_speed``, once) and drop those that left."""
         book, credits = self._book, self._credits
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         arrived = active - self._known
         if arrived:
-            new = [job for job in jobs if job.job_id in arrived]
+            snapshot = state.snapshot
+            new = sorted((job for job in (*snapshot.running, *snapshot.waiting)
+                          if job.job_id in arrived), key=_ARRIVAL)
             speeds = self._speed(state, new)
             top = speeds.max(axis=1, keepdims=True)
             relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
@@ -282,7 +284,7 @@ class ArtifactGavelRounds(GavelRounds):
             if self._settled(current, snapshot.down_nodes, cluster):
                 self.settled_rounds += 1
                 return Targets({}, frozenset(current))
-            view = state.scratch[self.name] = self._ranked(is_round)
+            view = state.scratch[self.name] = self._ranked(state, is_round)
         room, free = self._free_room(cluster, snapshot.down_nodes)
         candidates = [*snapshot.running, *snapshot.waiting]
         workers = self._workers  # every tracked job: the round's candidates

@@ -138,14 +138,19 @@ def test_fifo_rounds_that_keep_every_job_are_told_without_the_walk(
     from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
 
     settled, walk, told, walked = ArtifactGavelRounds._settled, ArtifactGavelRounds._walk, [], []
+    is_round, states = ArtifactGavelRounds._is_round, []
+
+    def noted(self, state):  # type: ignore[no-untyped-def]
+        states.append(state)
+        return is_round(self, state)
 
     def checked(self, current, down, cluster):  # type: ignore[no-untyped-def]
         answer = settled(self, current, down, cluster)
         if answer:
-            view = self._ranked(True)
+            view = self._ranked(states[-1], True)
             workers = self._workers
             room, free = self._free_room(cluster, down)
-            types = walk(self, view, [None] * len(self._ids), workers, free)
+            types = walk(self, view, [None] * len(self._rows.ids), workers, free)
             assert types == {job_id: self._single[job_id] for job_id in types}
             assert set(types) == set(current)
             told.append(len(current))
@@ -157,6 +162,7 @@ def test_fifo_rounds_that_keep_every_job_are_told_without_the_walk(
 
     monkeypatch.setattr(ArtifactGavelRounds, "_settled", checked)
     monkeypatch.setattr(ArtifactGavelRounds, "_walk", counted)
+    monkeypatch.setattr(ArtifactGavelRounds, "_is_round", noted)
     first_starts("gavel-fifo", 60, mechanism="artifact")
     assert len(told) > 2 * len(walked) and max(told) > 5
 
@@ -182,3 +188,22 @@ def test_credits_reuse_the_running_columns_while_only_stopped_jobs_changed(
     monkeypatch.setattr(_Running, "after", lambda *_args: None)
     assert run() == (records, seconds, 0, cycles)
     assert reused > cycles // 2
+
+
+def test_a_round_told_settled_sorts_only_the_jobs_that_arrived(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The rows' arrival order is sorted when a walk needs it (or a solve); a settled FIFO
+    # round tracks the arrivals alone: few jobs keyed for a sort beside the cycles' jobs.
+    import dlsched.policies.gavel.artifact_rounds as rounds
+
+    keyed, arrival, active = [], rounds._ARRIVAL, []
+    monkeypatch.setattr(rounds, "_ARRIVAL", lambda job: keyed.append(1) or arrival(job))
+    settled = rounds.ArtifactGavelRounds._settled
+
+    def counted(self, current, down, cluster):  # type: ignore[no-untyped-def]
+        active.append(len(self._known))
+        return settled(self, current, down, cluster)
+
+    monkeypatch.setattr(rounds.ArtifactGavelRounds, "_settled", counted)
+    first_starts("gavel-fifo", 60, mechanism="artifact")
+    assert 60 <= len(keyed) < sum(active) // 2
