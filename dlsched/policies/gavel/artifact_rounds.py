@@ -141,13 +141,18 @@ class ArtifactGavelRounds(GavelRounds):
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
+        jobs: list[Job] | None = None
         if active != self._known or self._rows is None:
-            self._track(state, active)
-            self._rows, self._ids = None, None
+            if self._single is None:  # no round told settled: its walk needs them all
+                jobs = sorted((*running, *waiting), key=_ARRIVAL)
+            self._track(state, active, jobs)
+            self._rows = None
+            self._ids = [j.job_id for j in jobs] if jobs is not None else None
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
-            jobs = sorted((*running, *waiting), key=_ARRIVAL)
+            if jobs is None:
+                jobs = sorted((*running, *waiting), key=_ARRIVAL)
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
@@ -200,17 +205,20 @@ class ArtifactGavelRounds(GavelRounds):
         self._solved = frozenset()
         super()._solve(state, jobs)
 
-    def _track(self, state: CycleState, active: frozenset[str]) -> None:
+    def _track(self, state: CycleState, active: frozenset[str],
+               jobs: Sequence[Job] | None) -> None:
         """Add the jobs that arrived (Gavel's ``add_job``, in arrival order: half a round on
-        every type; their speed rows from ``_speed``, once) and drop those that left."""
+        every type; their speed rows from ``_speed``, once) and drop those that left.
+        ``jobs``: the cycle's jobs in arrival order, when sorted already."""
         book, credits = self._book, self._credits
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         arrived = active - self._known
         if arrived:
             snapshot = state.snapshot
-            new = sorted((job for job in (*snapshot.running, *snapshot.waiting)
-                          if job.job_id in arrived), key=_ARRIVAL)
+            new = ([job for job in jobs if job.job_id in arrived] if jobs is not None else
+                   sorted((job for job in (*snapshot.running, *snapshot.waiting)
+                           if job.job_id in arrived), key=_ARRIVAL))
             speeds = self._speed(state, new)
             top = speeds.max(axis=1, keepdims=True)
             relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
