@@ -72,7 +72,8 @@ class Credits:
     and to the job's seconds per type for reports (``seconds_on``: every job ever seen, a row
     each, kept after it leaves)."""
 
-    def __init__(self, n_types: int) -> None:
+    def __init__(self, n_types: int, keep_columns: bool = True) -> None:
+        self.keep_columns = keep_columns  # try ``_Running.after`` (else read jobs each time)
         self.worker_time = np.zeros(n_types)  # per type: all jobs' seconds since the reset
         self._since: dict[str, float] = {}  # each running job's last credited time
         self._row: dict[str, int] = {}  # a row of ``_on`` per job ever running
@@ -125,7 +126,8 @@ class Credits:
                                                            self._on.shape[1]))])
         slots = np.array([slot_of.get(job_id, -1) for job_id in ids])
         # a job's slot may come later (tracked after its first credit): read again then
-        reuse = bool((slots >= 0).all()) and not any(j.run_started is None for j in running)
+        reuse = self.keep_columns and bool((slots >= 0).all()) and not any(
+            j.run_started is None for j in running)
         count = journal.count if journal is not None and reuse else None
         return _Running(ids, started, kinds, on_rows, slots, count)
 

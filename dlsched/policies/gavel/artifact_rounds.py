@@ -137,7 +137,10 @@ class ArtifactGavelRounds(GavelRounds):
         if is_round:
             self._round_start = now
         if self._book is None or self._credits is None:
-            self._book, self._credits = Book(n_types), Credits(n_types)
+            # columns kept where rounds mostly keep their jobs (FIFO: ``artifact_settled``);
+            # elsewhere a round that moves jobs changes them, and checking costs more
+            self._book = Book(n_types)
+            self._credits = Credits(n_types, self.fifo and not self.shuffle_types)
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
