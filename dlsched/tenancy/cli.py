@@ -31,6 +31,9 @@ def tenants(
             "--strict", help="No cohort: queues never borrow or lend.")] = False,
         trace_format: Annotated[str | None, typer.Option(
             "--format", help="Trace format, when it cannot be told from the columns.")] = None,
+        sacct_queue: Annotated[str, typer.Option(
+            "--sacct-queue", help="A Slurm sacct export's field that is each job's queue: "
+            "partition, account, qos or user (docs/what-if.md).")] = "partition",
         out: Annotated[Path | None, typer.Option(help="Write here (default: stdout).")] = None,
 ) -> None:
     """Write a tenant file for a trace: one cluster queue per queue (VC) of its jobs, quotas
@@ -43,7 +46,8 @@ def tenants(
 
     try:
         target = resolve_cluster(cluster)
-        jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus))
+        jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus,
+                                                                 sacct_queue=sacct_queue))
         table = read_sizes(sizes, scale) if sizes is not None else None
         if table is not None and not {j.queue for j in jobs.jobs} & set(table):
             raise DlschedError(f"{sizes}: none of its queues ({', '.join(sorted(table)[:3])}, "
