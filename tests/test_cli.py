@@ -416,7 +416,7 @@ def test_sacct_queue_account_replays_quotas_per_account(tmp_path: Path) -> None:
     assert "sacct_queue: account" in (tmp_path / "out" / "config.yaml").read_text()
     made = invoke("tenants", str(tmp_path / "week.sacct"), "--cluster", str(tmp_path / "c.yaml"),
                   "--sacct-queue", "account")
-    assert "name: vision" in made and "name: gpu" not in made
+    assert "name: vision" in made and "name: gpu" not in made and "--sacct-queue account:" in made
     bad = runner.invoke(app, [*args, "--sacct-queue", "cluster"])
     assert bad.exit_code == 2
     assert "--sacct-queue: 'cluster' is not one of partition, account, qos, user" in bad.output

@@ -55,9 +55,11 @@ def tenants(
         doc = tenants_for(jobs, target, table, borrowing=not strict)
         rule = (f"sizes from {sizes}" + (f" x {scale:g}" if scale != 1 else "")
                 if sizes is not None else "quotas in proportion to each queue's GPU-seconds")
-        text = (f"# dlsched tenants {trace} --cluster {cluster}: one cluster queue per queue of "
-                f"the trace;\n# {rule}; {'strict quotas' if strict else 'one cohort, borrowing'}"
-                f" (docs/tenancy.md).\n" + yaml.safe_dump(doc, sort_keys=False))
+        asked = "" if sacct_queue == "partition" else f" --sacct-queue {sacct_queue}"
+        text = (f"# dlsched tenants {trace} --cluster {cluster}{asked}: one cluster queue per "
+                f"queue of the trace;\n# {rule}; "
+                f"{'strict quotas' if strict else 'one cohort, borrowing'} (docs/tenancy.md).\n"
+                + yaml.safe_dump(doc, sort_keys=False))
         parse_tenants(text)  # what we write loads
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
