@@ -18,7 +18,8 @@ unit) is the submitted batch on the requested GPUs packed, split as the artifact
 4% of the artifact's time to its progress target (``--work-definition progress``) but yolov3
 (+24%: statistics interpolated in progress here, per epoch there). As in the artifact, ncf
 keeps its submitted batch. The batch is chosen knowing the true times (the artifact's job picks
-it with the model it fitted to its own steps): an upper bound on the artifact's goodput.
+it with the model it fitted to its own steps): an upper bound on the artifact's goodput
+(``goodput-measured-fit``, ``fitted_choice.py``, chooses by a fitted model).
 """
 
 from __future__ import annotations
