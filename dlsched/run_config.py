@@ -48,6 +48,9 @@ class RunConfig:
     seed: int = _opt(0, "Seed (synthetic traces).", low=0, high=2**63 - 1)
     format: str | None = _opt(None, "Trace format when a path's columns do not tell (e.g. "
                               "philly, pollux).")
+    sacct_queue: str = _opt("partition", "Which field of a Slurm sacct export (slurm-sacct "
+                            "trace) is each job's queue: partition, account, qos or user "
+                            "(docs/what-if.md).")
     skip_invalid: bool = _opt(False, "Skip malformed rows with a counted warning instead of "
                               "stopping at the first.", flag="--skip-invalid/--strict-input")
     limit: int | None = _opt(None, "Read at most N jobs.", low=1, high=10**9)
@@ -166,6 +169,7 @@ class RunConfig:
         does not."""
         from dlsched.report.output import FORMATS
         from dlsched.scheduling.profile import PLACEMENTS, SHARING_PLACEMENTS
+        from dlsched.workload.readers.slurm import QUEUE_FIELDS
 
         for f in fields(self):
             try:
@@ -181,7 +185,8 @@ class RunConfig:
                                      (*PLACEMENTS, *SHARING_PLACEMENTS)),
                                     ("work_definition", self.work_definition,
                                      WORK_DEFINITIONS),
-                                    ("mig_placement", self.mig_placement, MIG_PLACEMENTS)):
+                                    ("mig_placement", self.mig_placement, MIG_PLACEMENTS),
+                                    ("sacct_queue", self.sacct_queue, tuple(QUEUE_FIELDS))):
             if value is not None and value not in allowed:
                 raise ConfigError(f"{where(key)}: {value!r} is not one of "
                                   f"{', '.join(allowed)}")

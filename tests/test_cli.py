@@ -383,3 +383,40 @@ def test_a_compared_policys_config_yaml_repeats_it_in_its_own_folder(tmp_path: P
     assert (tmp_path / "summary.json").read_text() == compared
     assert not (tmp_path / "jobs.csv").exists()
     assert (tmp_path / "fifo" / "jobs.csv").read_text() == jobs
+
+
+# -- --sacct-queue: a Slurm job's queue from its account ----------------------------------
+# One partition, two accounts with a strict quota of 2 of the node's 4 GPUs each: vision's
+# second job waits for its first, though nlp's quota is idle.
+_ACCOUNTS = """JobID|User|Account|Partition|Submit|Start|End|State|AllocTRES
+1|ana|vision|gpu|2026-11-01T10:00:00|2026-11-01T10:00:00|2026-11-01T11:00:00|COMPLETED|gres/gpu=2
+2|ana|vision|gpu|2026-11-01T10:00:00|2026-11-01T10:00:00|2026-11-01T11:00:00|COMPLETED|gres/gpu=2
+"""
+_PER_ACCOUNT = """flavors: [{name: a100}]
+cluster_queues:
+  - {name: vision, quotas: {a100: {gpu: 2}}}
+  - {name: nlp, quotas: {a100: {gpu: 2}}}
+"""
+
+
+def test_sacct_queue_account_replays_quotas_per_account(tmp_path: Path) -> None:
+    """The queue was always the partition: a tenant file of one queue per account (how Slurm
+    sites set quotas and fair share) could not be used with a sacct export."""
+    for name, text in (("week.sacct", _ACCOUNTS), ("q.yaml", _PER_ACCOUNT),
+                       ("c.yaml", "name: one\nnodes:\n  - {name: n, gpu_type: A100, gpus: 4}\n")):
+        (tmp_path / name).write_text(text)
+    args = ["simulate", "--trace", str(tmp_path / "week.sacct"), "--cluster",
+            str(tmp_path / "c.yaml"), "--policy", "fifo", "--tenants", str(tmp_path / "q.yaml"),
+            "--out", str(tmp_path / "out")]
+    by_partition = runner.invoke(app, args)
+    assert by_partition.exit_code == 2
+    assert "use queue 'gpu' (2 jobs)" in " ".join(by_partition.output.split())
+    invoke(*args, "--sacct-queue", "account")
+    assert _first_starts(tmp_path / "out") == [0.0, 3600.0]
+    assert "sacct_queue: account" in (tmp_path / "out" / "config.yaml").read_text()
+    made = invoke("tenants", str(tmp_path / "week.sacct"), "--cluster", str(tmp_path / "c.yaml"),
+                  "--sacct-queue", "account")
+    assert "name: vision" in made and "name: gpu" not in made and "--sacct-queue account:" in made
+    bad = runner.invoke(app, [*args, "--sacct-queue", "cluster"])
+    assert bad.exit_code == 2
+    assert "--sacct-queue: 'cluster' is not one of partition, account, qos, user" in bad.output

@@ -117,6 +117,17 @@ def test_jobs_ids_and_queues_that_look_like_numbers_stay_text(tmp_path: Path) ->
     assert jobs["submit_time"].dtype == "float64" and jobs["pending_reason"].isna().all()
 
 
+def test_sacct_queue_takes_the_queue_from_the_account(tmp_path: Path) -> None:
+    """``sacct_queue`` (``--sacct-queue``) reaches the notebook too: a sacct export's queue
+    from its Account field, a job whose Account is empty in ``default``."""
+    trace = tmp_path / "week.sacct"
+    trace.write_text(SACCT.replace("JobID|", "JobID|Account|").replace("4101|", "4101|nlp|")
+                     .replace("4102|", "4102||"))
+    with pytest.warns(UserWarning, match="as recorded"):
+        jobs = dlsched.simulate(str(trace), "tiny-4", "fifo", sacct_queue="account").jobs
+    assert jobs["queue"].tolist() == ["nlp", "default"]
+
+
 
 def test_compare_with_tenants_is_indexed_by_the_policies_asked_for() -> None:
     """With tenants= a run's label is 'fifo+tenants': cmp['fifo'] raised KeyError."""

@@ -101,6 +101,8 @@ _LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "Goodput
                    "goodput-fixed": ("dlsched.perf.goodput.throughput_model", "fixed_batch"),
                    "goodput-measured": ("dlsched.perf.goodput.measured",
                                         "MeasuredGoodputThroughputs"),
+                   "goodput-measured-fit": ("dlsched.perf.goodput.fitted_choice",
+                                            "FittedChoiceGoodputThroughputs"),
                    "llm": ("dlsched.perf.llm.throughput", "LlmThroughput"),
                    "interference": ("dlsched.perf.interference", "InterferenceThroughputs"),
                    "interference-mps": ("dlsched.perf.interference", "mps_model"),

@@ -25,7 +25,7 @@ node placement (``policies/elastic/pollux_place.py``). Single-node goodput is us
 that fit on a node, multi-node goodput above. Pollux is heterogeneity-oblivious: it evaluates
 every job on the cluster's most common GPU type.
 
-Two options put back what the Pollux artifact's simulator does (petuum/adaptdl
+These options put back what the Pollux artifact's simulator does (petuum/adaptdl
 ``osdi21-artifact``, ``simulator.py`` and ``pollux.py``), off by default:
 
 - ``explore``: a job may take at most twice the most workers it has run on (1 before its first
@@ -34,7 +34,11 @@ Two options put back what the Pollux artifact's simulator does (petuum/adaptdl
 - ``penalize_start``: the re-allocation factor applies to a waiting job's start too (the
   artifact penalises every allocation that differs from the current one,
   ``np.any(states != base_state)``), so a young job starts less eagerly.
-
+- ``learn_sync``: the scheduler values a job with the synchronisation cost it could have
+  learned from the sizes it has run on (none after one GPU only; cross-node guessed from
+  within-node until it has run across nodes): the artifact's jobs fit their model online
+  from their own steps, with priors for what they have not seen
+  (``policies/elastic/sync_prior.py``).
 - ``rigid_apps`` (comma-separated applications): their jobs keep their requested size (the
   artifact caps ncf at one replica, ``get_pollux_job_info``).
 
@@ -55,10 +59,13 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import NDArray
 
+from dlsched.perf.goodput.iteration_time import PerfParams
+from dlsched.perf.goodput.throughput_model import goodput_function
 from dlsched.policies.elastic.configs import (
     STAY_TIE_BREAK,
     UNLIMITED,
     RestartLog,
+    app_of,
     goodput_bounds,
     job_curves,
     power_utility,
@@ -71,6 +78,7 @@ from dlsched.policies.elastic.speed import (
     check_elastic,
     node_capacity,
 )
+from dlsched.policies.elastic.sync_prior import learned_sync
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.plugins.filters import allowed_nodes
@@ -91,7 +99,7 @@ class PolluxAllocator:
                  max_workers: int = DEFAULT_MAX_WORKERS, baseline: str = "fair",
                  interference: bool = True, zero_speedup: float = 0.01,
                  explore: bool = False, penalize_start: bool = False,
-                 rigid_apps: str = "") -> None:
+                 rigid_apps: str = "", learn_sync: bool = False) -> None:
         if baseline not in BASELINES:
             raise ValueError(f"baseline={baseline!r}: expected one of {', '.join(BASELINES)}")
         if max_workers < 1 or zero_speedup <= 0:
@@ -101,9 +109,11 @@ class PolluxAllocator:
         self.baseline, self.interference, self.zero_speedup = baseline, interference, zero_speedup
         self.restarts = RestartLog()
         self.explore, self.penalize_start = explore, penalize_start
+        self.learn_sync = learn_sync
         self.rigid_apps = frozenset(a.strip().casefold() for a in rigid_apps.split(",")
                                     if a.strip())
         self.most_run: dict[str, int] = {}  # most workers each active job has run on
+        self.spanned: set[str] = set()  # active jobs that have run on more than one node
 
     def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
         """The fewest and most workers this policy may give ``job``."""
@@ -133,10 +143,11 @@ class PolluxAllocator:
         each job's fewest workers."""
         bounds = np.array([self.worker_bounds(job, total) for job in jobs], dtype=np.int64)
         low, high = bounds[:, 0], np.minimum(bounds[:, 1], total)
-        if self.explore:
-            high = np.minimum(high, self.explored(jobs, held))
+        seen = self.seen(jobs, held) if self.explore or self.learn_sync else None
+        if self.explore and seen is not None:
+            high = np.minimum(high, np.maximum(2 * seen, 1))
         width = int(max(high.max(), 1)) + 1
-        goodput = self._goodput(state, jobs, width - 1)
+        goodput = self._goodput(state, jobs, width - 1, seen if self.learn_sync else None)
         ks = np.arange(width)
         allowed = (ks == 0) | ((ks >= low[:, None]) & (ks <= high[:, None]))
         allowed &= np.isfinite(goodput)
@@ -153,21 +164,29 @@ class PolluxAllocator:
         speedup = np.where(stays, speedup * (1 + STAY_TIE_BREAK), speedup)
         return np.where(allowed, power_utility(speedup, self.p), -np.inf), low
 
-    def explored(self, jobs: list[Job], held: list[Counter[int]]) -> NDArray[np.int64]:
-        """``explore``: at most twice the most workers a job has run on, 1 before it has run
-        (the Pollux artifact's ``max_replicas = 2 * job.max_profiled_replicas``: a job only
-        knows its throughput at the sizes it has run at, ``simulator.py``)."""
-        seen = {job.job_id: max(self.most_run.get(job.job_id, 0), sum(h.values()))
+    def seen(self, jobs: list[Job], held: list[Counter[int]]) -> NDArray[np.int64]:
+        """The most workers each job has run on (0 before it has run). ``explore`` allows
+        twice that, 1 before a run (the Pollux artifact's ``max_replicas = 2 *
+        job.max_profiled_replicas``: a job only knows its throughput at the sizes it has run
+        at, ``simulator.py``); ``learn_sync`` values the job with what it could have learned."""
+        most = {job.job_id: max(self.most_run.get(job.job_id, 0), sum(h.values()))
                 for job, h in zip(jobs, held, strict=True)}
-        self.most_run = seen
-        return np.array([max(2 * seen[job.job_id], 1) for job in jobs], dtype=np.int64)
+        self.most_run = most
+        self.spanned = {job.job_id for job, h in zip(jobs, held, strict=True)
+                        if job.job_id in self.spanned or sum(k > 0 for k in h.values()) > 1}
+        return np.array([most[job.job_id] for job in jobs], dtype=np.int64)
 
-    def _goodput(self, state: CycleState, jobs: list[Job], kmax: int) -> NDArray[np.float64]:
+    def _goodput(self, state: CycleState, jobs: list[Job], kmax: int,
+                 seen: NDArray[np.int64] | None = None) -> NDArray[np.float64]:
         cluster = state.cluster
         gpu = max(cluster.gpus_by_type().items(), key=lambda item: item[1])[0]
         node_size = int(cluster.node_gpus.max())
         stable = max(kmax, self.max_workers)  # one cache key whatever the round's largest job
-        curves = [job_curves(job, state.now, gpu, stable) for job in jobs]
+        params = [None] * len(jobs) if seen is None else [
+            _learned_params(job, gpu, int(k), node_size, job.job_id in self.spanned)
+            for job, k in zip(jobs, seen, strict=True)]
+        curves = [job_curves(job, state.now, gpu, stable, p)
+                  for job, p in zip(jobs, params, strict=True)]
         single = np.stack([c.single[:kmax + 1] for c in curves])
         multi = np.stack([c.multi[:kmax + 1] for c in curves])
         return np.where(np.arange(kmax + 1) <= node_size, single, multi)
@@ -189,6 +208,17 @@ class PolluxAllocator:
 
 
 
+def _learned_params(job: Job, gpu: str, most_workers: int, node_size: int,
+                    spanned: bool) -> dict[tuple[str, str], PerfParams] | None:
+    """``learn_sync``: the job's iteration-time parameters with the sync terms it could not
+    have measured yet at their priors (``sync_prior.py``); None without a goodput profile."""
+    app = app_of(job)
+    if app is None:
+        return None
+    params = goodput_function(app, gpu).params
+    return {(app, gpu): learned_sync(params, most_workers, node_size, spanned)}
+
+
 def _allowed(state: CycleState, job: Job) -> NDArray[np.bool_] | None:
     """The nodes the job's GPU-type pins and pool allow (None: every node)."""
     if not job.spec.gpu_types and job.spec.pool not in state.cluster.pools:
@@ -201,11 +231,11 @@ def pollux(p: float = -1.0, round_seconds: float = 60.0, restart_seconds: float 
            elastic: str = "all", max_workers: int = DEFAULT_MAX_WORKERS,
            baseline: str = "fair", interference: bool = True,
            explore: bool = False, penalize_start: bool = False,
-           rigid_apps: str = "") -> Profile:
+           rigid_apps: str = "", learn_sync: bool = False) -> Profile:
     """Pollux (OSDI'21): goodput-optimal elastic allocation, power-mean fairness (p)."""
     at_least(0, restart_seconds=restart_seconds)
     allocator = PolluxAllocator(p, restart_seconds, elastic, max_workers, baseline, interference,
                                 explore=explore, penalize_start=penalize_start,
-                                rigid_apps=rigid_apps)
+                                rigid_apps=rigid_apps, learn_sync=learn_sync)
     return Profile("pollux", SubmitOrder(), plugins=(allocator,), round_seconds=round_seconds,
                    acts_on_running=True)

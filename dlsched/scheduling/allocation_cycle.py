@@ -196,16 +196,18 @@ def _reason(why: Callable[[str], str | None] | None, job_id: str) -> str | None:
 def _check(allocator: AllocatePlugin, state: CycleState,
            targets: Mapping[str, Assignment]) -> None:
     name = allocator.name
-    # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.
-    bounded = optional(allocator, BoundedAllocator)
-    bounds = bounded.worker_bounds if bounded is not None else None
-    active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
     num_nodes = state.cluster.num_nodes
     if not isinstance(targets, Mapping):
         raise AllocationError(f"{name}: allocate() returned {type(targets).__name__}, not a "
                               "mapping of job id -> Assignment")
     if type(targets) is Targets and targets.kept:
         _check_kept(name, state, targets)
+    if not targets:  # a round that keeps or stops every job: nothing more to check
+        return
+    active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
+    # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.
+    bounded = optional(allocator, BoundedAllocator)
+    bounds = bounded.worker_bounds if bounded is not None else None
     for job_id, target in targets.items():
         job = active.get(job_id)
         if job is None:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
-from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState, core_snapshot
 from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.slots import slot_builder
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from dlsched.mig.book import MigBook
 
 IDLE_RESULT = CycleResult()
+_RUNNING = JobStatus.RUNNING
 _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this is whole
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 # Each core counts its running-job changes from its own base: two cores' counts never meet, so
@@ -73,6 +74,8 @@ class Scheduler:
         self.cluster = cluster
         self.profile = profile = profile.instantiate()  # this run's plugins (profile.py)
         self.throughput = throughput
+        # A model whose rate follows the worker count alone (``_launch``); None: ask ``rate``.
+        self._rate_by_count = getattr(throughput, "rate_by_count", None)
         self.clock = clock
         self.executor = executor
         self.config = config or CoreConfig()
@@ -112,6 +115,9 @@ class Scheduler:
         self.node_version = np.zeros(cluster.num_nodes, dtype=np.int64)
         # Read-only views of the three books for snapshots (made once: they see every change).
         self._views = tuple(_read_only(a) for a in (self.free, self.node_free, self.node_version))
+        # The same books as memoryviews, for the core's own GPU-by-GPU writes (``_adjust``).
+        self._books = tuple(memoryview(a) for a in (self.free, self.node_free,
+                                                    self.node_version))
         # CPUs, host memory and GPU memory (resources.py), shown to cycles once a job asks.
         self.resources = ResourceBook.of(cluster)
         self._resources_view = self.resources.read_only()
@@ -145,6 +151,7 @@ class Scheduler:
         # A lone waiting job that fits starts without a full cycle (fast_start.py).
         self._lane = FastLane(self) if lane_applies(self.profile) else None
         self.mig: MigBook | None = None  # MIG instances (dlsched/mig/book.py), once a job asks
+        self._snapshot_fields = self._kept_snapshot_fields()
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -447,21 +454,39 @@ class Scheduler:
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
-        if running and self._key_changes is not None and self.waiting.is_static:
-            for job in self._key_changes(self.clock.now()):
+        if not running:
+            return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, (), (),
+                                   self.throughput, by_queue=self.waiting.by_queue(),
+                                   has_fractional=self.fractional_jobs > 0,
+                                   buckets=self.waiting.buckets(),
+                                   own_reason=self.own_reason if self._bucketed else None,
+                                   resources=(self._resources_view if self.beyond_gpu_jobs
+                                              else None), mig=self.mig)
+        now = self.clock.now()
+        if self._key_changes is not None and self.waiting.is_static:
+            for job in self._key_changes(now):
                 self.waiting.rekey(job)
-        jobs = (self.running.values(), self.waiting.ordered()) if running else ((), ())
-        return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, *jobs,
-                               self.throughput,
-                               down_nodes=self.down_nodes if running else frozenset(),
-                               by_queue=self.waiting.by_queue(),
-                               has_fractional=self.fractional_jobs > 0,
-                               buckets=self.waiting.buckets(),
-                               own_reason=self.own_reason if self._bucketed else None,
-                               resources=self._resources_view if self.beyond_gpu_jobs else None,
-                               mig=self.mig,
-                               running_changes=self.running_changes if running else None,
-                               journal=self.journal if running else None)
+        # The fields that do not change between cycles are kept (live views, bound
+        # methods); those that may are set here (``state.core_snapshot``).
+        fields = self._snapshot_fields
+        fields["now"] = now
+        fields["waiting"] = self.waiting.ordered()
+        fields["down_nodes"] = self.down_nodes
+        fields["has_fractional"] = self.fractional_jobs > 0
+        fields["resources"] = self._resources_view if self.beyond_gpu_jobs else None
+        fields["mig"] = self.mig
+        fields["running_changes"] = self.journal.count
+        return core_snapshot(fields)
+
+    def _kept_snapshot_fields(self) -> dict[str, Any]:
+        """The snapshot's fields that stay the same objects from cycle to cycle."""
+        free, node_free, node_version = self._views
+        return {"cluster": self.cluster, "free": free, "node_free": node_free,
+                "node_version": node_version, "running": self.running.values(),
+                "throughput": self.throughput, "by_queue": self.waiting.by_queue(),
+                "buckets": self.waiting.buckets(),
+                "own_reason": self.own_reason if self._bucketed else None,
+                "journal": self.journal}
 
     def cycle(self) -> CycleResult:
         if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):
@@ -520,15 +545,8 @@ class Scheduler:
         now = self.clock.now()
         for preempt in result.preemptions:
             self._preempt(self.running[preempt.job_id], now, preempt.reason)
-        # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
-        moving = [(self.running[r.job_id], r) for r in result.resizes]
-        for job, _ in moving:
-            self._halt(job, now)
-        for job, resize in moving:
-            job.resizes += 1
-            self._sized_by_policy(job, len(resize.gpus))
-            job.host = resize.host
-            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
+        if result.resizes:
+            self._resize(result, now)
         for start in result.starts:
             self._start(self.waiting.pop(start.job_id), start, now)
         self.note_reasons(result.reasons)
@@ -538,6 +556,17 @@ class Scheduler:
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
+
+    def _resize(self, result: CycleResult, now: float) -> None:
+        # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
+        moving = [(self.running[r.job_id], r) for r in result.resizes]
+        for job, _ in moving:
+            self._halt(job, now)
+        for job, resize in moving:
+            job.resizes += 1
+            self._sized_by_policy(job, len(resize.gpus))
+            job.host = resize.host
+            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
 
     def note_reasons(self, reasons: dict[str, str]) -> None:
         """Why each job a cycle looked at still waits, stamped with the cycle's number."""
@@ -591,8 +620,9 @@ class Scheduler:
 
     def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
         job.set_status(JobStatus.RUNNING)
-        self.reshaped.discard(job.job_id)
-        self._sized_by_policy(job, len(start.gpus))
+        if self.reconfigurer is not None:  # (only a reconfigurer reshapes or sizes jobs)
+            self.reshaped.discard(job.job_id)
+            self._sized_by_policy(job, len(start.gpus))
         resumed = job.first_start is not None
         overhead = self.config.restart_overhead if resumed else self.config.start_overhead
         job.first_start = now if job.first_start is None else job.first_start
@@ -605,7 +635,8 @@ class Scheduler:
         """Give a running job its GPUs and start its workers (after a start or a resize);
         ``booked``: its GPU shares are already taken from ``free`` (the fast lane)."""
         spec = job.spec
-        if spec.asks_beyond_gpus or job.host is not None:  # refuses (Overbooked) first
+        if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
+            # it refuses (Overbooked) before anything is booked
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
         self._adjust(gpus, self._mig_take(job, now) if spec.mig_profile else shares, -1.0,
@@ -625,7 +656,7 @@ class Scheduler:
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
             # scaling on one type) is asked without a Placement, for an unshared job.
-            by_count = getattr(self.throughput, "rate_by_count", None)
+            by_count = self._rate_by_count
             job.rate = (by_count(spec, len(gpus)) if by_count is not None and not shared
                         and job.host is None
                         else self.throughput.rate(spec, self.placement_of(job)))
@@ -648,7 +679,8 @@ class Scheduler:
         self._settle(job, now)
         self._release(job)
         del self.running[job.job_id]
-        self.reshaped.discard(job.job_id)
+        if self.reshaped:
+            self.reshaped.discard(job.job_id)
         job.set_status(JobStatus.PREEMPTED)
         job.preemptions += counted
         job.queued_since = now
@@ -659,12 +691,17 @@ class Scheduler:
 
     def _settle(self, job: Job, now: float, done: bool = False) -> None:
         """Fold progress and service up to ``now`` into the job's counters (``done``: the
-        job finishes, its work is done: the caller sets ``done_work``)."""
-        if not done:
-            job.done_work = job.work_done(now)
+        job finishes, its work is done: the caller sets ``done_work``). ``Job.work_done`` and
+        ``Job.attained_service``, inlined (the same operations): both leave a job that does
+        not run as it is."""
+        if job.status is _RUNNING:
+            if not done:
+                since = max(job.progress_time, job.productive_from)
+                job.done_work = min(job.spec.work,
+                                    job.done_work + job.rate * max(0.0, now - since))
+            job.attained += len(job.allocation) * (now - job.attained_time)
         job.progress_time = now
         held = now - (job.run_started if job.run_started is not None else now)
-        job.attained = job.attained_service(now)
         job.attained_time = now
         total = sum(job.shares)
         job.gpu_seconds += held * total
@@ -699,7 +736,8 @@ class Scheduler:
     def _release(self, job: Job) -> None:
         self._adjust(job.allocation, self._mig_give(job) if job.spec.mig_profile
                      else job.shares, 1.0)
-        if job.spec.asks_beyond_gpus or job.host is not None:
+        # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
+        if (self.beyond_gpu_jobs and job.spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
         self.segments.ended(job.job_id, self.clock.now())
         job.rate = 0.0
@@ -747,14 +785,15 @@ class Scheduler:
         """Give (sign=1) or take (sign=-1) GPU shares, keeping per-node whole-GPU counts;
         ``booked``: the free arrays already show it (count the use and the node versions).
         ``state.shift_free``'s steps, inlined; a node's version moves once by its GPUs of the
-        job (the same counts: nothing reads them in between)."""
-        gpu_node, free, node_free, node_version = (self._gpu_node, self.free, self.node_free,
-                                                   self.node_version)
+        job (the same counts: nothing reads them in between). The books are read and written
+        through memoryviews of the arrays (``_books``): Python floats and ints a GPU, not
+        numpy scalars."""
+        gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
         if len(gpus) == 1:  # the common job: the loop's steps for one GPU
             gpu = gpus[0]
             node, step = gpu_node[gpu], sign * shares[0]
             if not booked:
-                old = free.item(gpu)
+                old = free[gpu]
                 new = old + step
                 new = _FULL if new > _FULL else (0.0 if new < 0.0 else new)
                 free[gpu] = new
@@ -763,6 +802,9 @@ class Scheduler:
                     node_free[node] += -1 if was_whole else 1
             node_version[node] += 1
             self.used_gpus -= step
+            return
+        if not booked and shares.count(_FULL) == len(gpus):
+            self._adjust_whole(gpus, sign)
             return
         used = self.used_gpus  # a local: the same float steps, without attribute writes
         last, count = -1, 0
@@ -775,7 +817,7 @@ class Scheduler:
             count += 1
             step = sign * share
             if not booked:
-                old = free.item(gpu)
+                old = free[gpu]
                 new = old + step
                 new = _FULL if new > _FULL else (0.0 if new < 0.0 else new)
                 free[gpu] = new
@@ -783,6 +825,30 @@ class Scheduler:
                 if was_whole != (new >= _WHOLE):
                     node_free[node] += -1 if was_whole else 1
             used -= step
+        if count:
+            node_version[last] += count
+        self.used_gpus = used
+
+    def _adjust_whole(self, gpus: tuple[int, ...], sign: float) -> None:
+        """``_adjust`` of whole GPUs (every share 1), its steps worked out: a free share is
+        within [0, 1], so one taken leaves 0 and one given back leaves 1 (the clamp), and a
+        node's whole-free count moves where the GPU was (taking) or was not (giving) whole."""
+        gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
+        given = sign > 0
+        value, change = (_FULL, 1) if given else (0.0, -1)
+        used = self.used_gpus
+        last, count = -1, 0
+        for gpu in gpus:
+            node = gpu_node[gpu]
+            if node != last:
+                if count:
+                    node_version[last] += count
+                last, count = node, 0
+            count += 1
+            if (free[gpu] >= _WHOLE) is not given:
+                node_free[node] += change
+            free[gpu] = value
+            used -= sign  # ``sign * 1.0``: the same float step
         if count:
             node_version[last] += count
         self.used_gpus = used

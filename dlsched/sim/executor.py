@@ -10,7 +10,11 @@ the heap); so is that of a job whose rate changed while running (``rerate``: spa
 from __future__ import annotations
 
 from dlsched.sim.events import Event, EventQueue, Priority
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
+
+_FINISH = Priority.FINISH
+_RUNNING = JobStatus.RUNNING
+_tuple = tuple.__new__  # Event(...) without its Python-level ``__new__``: one a start
 
 
 class SimExecutor:
@@ -20,12 +24,18 @@ class SimExecutor:
     def start(self, job: Job, now: float) -> None:
         if job.rate <= 0:
             return  # cannot progress here; a policy that allows this will preempt it later
-        ends_at = job.spec.ends_at
+        spec = job.spec
+        ends_at = spec.ends_at
         if ends_at is not None:
             finish = max(now, ends_at)
         else:
-            finish = max(now, job.productive_from) + job.remaining_work(now) / job.rate
-        self.events.schedule(finish, Event(Priority.FINISH, job.job_id, job.epoch))
+            # ``Job.remaining_work``, inlined (the same operations): a call a start
+            done = job.done_work
+            if job.status is _RUNNING:
+                since = max(job.progress_time, job.productive_from)
+                done = min(spec.work, done + job.rate * max(0.0, now - since))
+            finish = max(now, job.productive_from) + max(0.0, spec.work - done) / job.rate
+        self.events.schedule(finish, _tuple(Event, (_FINISH, job.job_id, job.epoch)))
 
     def rerate(self, job: Job, now: float) -> None:
         """The job's rate changed while it runs (a GPU partner came or went): its completion

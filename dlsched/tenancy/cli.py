@@ -31,6 +31,9 @@ def tenants(
             "--strict", help="No cohort: queues never borrow or lend.")] = False,
         trace_format: Annotated[str | None, typer.Option(
             "--format", help="Trace format, when it cannot be told from the columns.")] = None,
+        sacct_queue: Annotated[str, typer.Option(
+            "--sacct-queue", help="A Slurm sacct export's field that is each job's queue: "
+            "partition, account, qos or user (docs/what-if.md).")] = "partition",
         out: Annotated[Path | None, typer.Option(help="Write here (default: stdout).")] = None,
 ) -> None:
     """Write a tenant file for a trace: one cluster queue per queue (VC) of its jobs, quotas
@@ -43,7 +46,8 @@ def tenants(
 
     try:
         target = resolve_cluster(cluster)
-        jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus))
+        jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus,
+                                                                 sacct_queue=sacct_queue))
         table = read_sizes(sizes, scale) if sizes is not None else None
         if table is not None and not {j.queue for j in jobs.jobs} & set(table):
             raise DlschedError(f"{sizes}: none of its queues ({', '.join(sorted(table)[:3])}, "
@@ -51,9 +55,11 @@ def tenants(
         doc = tenants_for(jobs, target, table, borrowing=not strict)
         rule = (f"sizes from {sizes}" + (f" x {scale:g}" if scale != 1 else "")
                 if sizes is not None else "quotas in proportion to each queue's GPU-seconds")
-        text = (f"# dlsched tenants {trace} --cluster {cluster}: one cluster queue per queue of "
-                f"the trace;\n# {rule}; {'strict quotas' if strict else 'one cohort, borrowing'}"
-                f" (docs/tenancy.md).\n" + yaml.safe_dump(doc, sort_keys=False))
+        asked = "" if sacct_queue == "partition" else f" --sacct-queue {sacct_queue}"
+        text = (f"# dlsched tenants {trace} --cluster {cluster}{asked}: one cluster queue per "
+                f"queue of the trace;\n# {rule}; "
+                f"{'strict quotas' if strict else 'one cohort, borrowing'} (docs/tenancy.md).\n"
+                + yaml.safe_dump(doc, sort_keys=False))
         parse_tenants(text)  # what we write loads
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")

@@ -292,3 +292,45 @@ def test_a_job_pinned_to_a_gpu_type_runs_only_there(trace: str) -> None:
     sim = simulator("pollux", cluster, jobs)
     assert {r.status for r in records_of(sim).values()} == {"finished"}
     assert {g for s in sim.core.segments.all() for g in s.gpus} == {2, 3}
+
+
+@pytest.mark.parametrize(("most", "unobserved", "cross_from_within"), [
+    (0, ("alpha_r", "beta_r", "alpha_n", "beta_n"), False),
+    (1, ("alpha_r", "beta_r", "alpha_n", "beta_n"), False),
+    (2, ("beta_r",), True),
+    (4, (), True),
+    (5, (), False),
+], ids=["never-ran", "one-gpu", "two-gpus", "one-node", "across-nodes"])
+def test_learned_sync_keeps_what_a_job_could_have_measured(
+        most: int, unobserved: tuple[str, ...], cross_from_within: bool) -> None:
+    # The artifact's fit_perf_params: unobserved terms at 1e-8, cross-node >= 1.1 x within-node
+    from dlsched.perf.goodput.throughput_model import goodput_function
+    from dlsched.policies.elastic.sync_prior import UNOBSERVED, learned_sync
+
+    true = goodput_function("imagenet", "T4").params
+    learned = learned_sync(true, most, node_size=4)
+    for name in ("alpha_c", "beta_c", "gamma"):
+        assert getattr(learned, name) == getattr(true, name)
+    for name in unobserved:
+        assert getattr(learned, name) == UNOBSERVED
+    if cross_from_within:
+        assert learned.alpha_n == pytest.approx(1.1 * learned.alpha_r)
+        assert learned.beta_n == pytest.approx(1.1 * learned.beta_r)
+    if most > 4:
+        assert learned == true
+    assert learned_sync(true, most, node_size=4, ran_across_nodes=True) == true
+
+
+def test_learn_sync_values_a_job_by_the_sizes_it_ran_on() -> None:
+    # Ran on one GPU: valued as if it synchronised for free (it would grow more eagerly); ran
+    # across nodes (on 2 GPUs of two nodes, or on more GPUs than a node holds): valued with
+    # the true model, as without the option; on 2 GPUs of one node: cross-node sync guessed
+    cluster = make_cluster(nodes=2, gpus=4, gpu_type="T4")
+    for gpus, same in (((0,), False), ((0, 1), False), ((0, 4), True),
+                       ((0, 1, 2, 3, 4), True)):
+        job = running(spec("img", "imagenet"), gpus)
+        state, held = state_of(cluster, [job], now=600.0), [Counter(Assignment.of(
+            job, cluster).per_node())]
+        plain = PolluxAllocator().utilities(state, [job], held, 8)[0]
+        learned = PolluxAllocator(learn_sync=True).utilities(state, [job], held, 8)[0]
+        assert np.allclose(plain, learned) == same, (gpus, plain, learned)

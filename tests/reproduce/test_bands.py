@@ -41,9 +41,26 @@ def test_pollux_artifact_optimus_at_half_load(workload: str) -> None:
 
 
 def test_pollux_artifact_pollux_on_workload_3() -> None:
-    # workload 3: the quickest Pollux run (~4 CPU s); the band for Pollux is 10%
+    # workload 3: the quickest Pollux run (~4 CPU s). The band for Pollux is 10%; 5%
+    # since the setting explores, penalises starts and learns sync as the artifact does
+    # (-3.0%; -9.9% before: benchmarks/RESULTS.md, session 28 helper P)
     diffs = cells("pollux-osdi21", "workload-3", "1.0", "pollux")
-    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.10, diffs
+    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.05, diffs
+
+
+def test_pollux_artifact_pollux_on_workload_3_at_half_load() -> None:
+    # -1.5% with learn_sync; +6.0% without it (jobs grew one doubling at a time, valued with
+    # their true sync cost), -11.8% without explore (session 28 helper P)
+    diffs = cells("pollux-osdi21", "workload-3", "0.5", "pollux")
+    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.05, diffs
+
+
+def test_pollux_artifact_pollux_on_workload_3_at_load_1_5() -> None:
+    # -2.1% since each job picks its batch by the fitted model among the artifact's candidates
+    # (goodput-measured-fit); -8.4% when it chose knowing the true step times (session 28
+    # helper P2)
+    diffs = cells("pollux-osdi21", "workload-3", "1.5", "pollux")
+    assert abs(diffs[("pollux", "jct_mean_s")]) <= 0.05, diffs
 
 
 @pytest.mark.parametrize("policy", ["fifo", "srtf", "tiresias"])

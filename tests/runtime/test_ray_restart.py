@@ -238,3 +238,27 @@ def test_a_restart_within_the_orphan_timeout_still_adopts(
     assert not alive(pid) and not _named(owner)
     wait_for(lambda: lease_name(owner) not in ray.util.list_named_actors(), 10,
              "the lease to be killed")
+
+
+def test_a_restart_while_the_expired_lease_releases_waits_for_it_instead_of_adopting(
+        ray_cluster: RayCluster, tmp_path: Path, out: Path, services: list[Service]) -> None:
+    """The old service's lease has expired and is stopping its worker (``stubborn``: ignores
+    SIGTERM, so it lives through the lease's 8 s grace). A restart in that window used to adopt
+    the attempt, whose actors the lease then killed: attempt 1 ended ``lost``. Now the restart
+    waits until the lease has ended and finds nothing to adopt, as after any expiry."""
+    old = _service(ray_cluster, tmp_path, grace=8.0, orphan_timeout=2.0)
+    job = submit(old, SubmitRequest(command=worker("stubborn", out), gpus=1)).id
+    pid = _pid(out, job)
+    wait_for(lambda: old.store.attempts(job) and old.store.attempts(job)[0].pids, 10,
+             "the launch to be recorded")
+    crash(old)
+    time.sleep(4.0)  # last renewal <= 1 s before the crash, timeout 2 s, checked every 0.5 s
+    assert alive(pid)  # SIGTERMed by the lease, ignored: SIGKILL comes after the grace
+
+    new = _service(ray_cluster, tmp_path, grace=1.0)
+    services.append(new)
+    assert not alive(pid)
+    assert "adopted" not in [e.kind for e in new.store.events(job)]
+    assert [(a.number, a.outcome) for a in new.store.attempts(job)][0] == (1, "abandoned")
+    wait_for((out / f"{job}-a2-r0.json").exists, 60, "its second attempt to start")
+    assert lease_name(new.executor.owner) in ray.util.list_named_actors()  # type: ignore[attr-defined]

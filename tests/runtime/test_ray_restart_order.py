@@ -25,6 +25,7 @@ def bare_executor(reserved: list[tuple[int, ...]]) -> RayExecutor:
     executor._down, executor._next_node_check = frozenset(), float("inf")
     executor._found, executor._adopting = None, {}  # nothing of an old service to adopt
     executor.owner, executor.lease = "dlsched-test", NoLease()  # type: ignore[assignment]
+    executor.ray = None  # handed to the attempts' calls; with no actors they never use it
     executor._reserve = lambda attempt: reserved.append(attempt.gpus)  # type: ignore[method-assign]
     executor._signal = lambda attempt, signum: None  # type: ignore[method-assign]
     executor._release = lambda attempt: None  # type: ignore[method-assign]

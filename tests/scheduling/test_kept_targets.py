@@ -50,3 +50,27 @@ def test_a_wrong_kept_set_is_the_policy_s_error(targets: dict[str, tuple[int, ..
     k, w = _running("K", (0,)), Job(make_job("W").build())
     with pytest.raises(AllocationError, match=message):
         run_allocation_cycle(Given(targets, kept), _snapshot(cluster, [k], [w]))
+
+
+@pytest.mark.parametrize(("targets", "checked"), [
+    ({}, False),          # every running job kept: no target to check against the jobs
+    ({"W": (1,)}, True),  # a start: its size checked (the policy's bounds asked for)
+], ids=["all-kept", "one-start"])
+def test_a_round_that_keeps_every_job_checks_no_target(
+        targets: dict[str, tuple[int, ...]], checked: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import dlsched.scheduling.allocation_cycle as cycle
+    from dlsched.scheduling.hooks import BoundedAllocator
+
+    asked: list[type] = []
+    optional = cycle.optional
+
+    def counted(plugin, hook):  # type: ignore[no-untyped-def]
+        asked.append(hook)
+        return optional(plugin, hook)
+
+    monkeypatch.setattr(cycle, "optional", counted)
+    cluster = make_cluster(nodes=2, gpus=2)
+    k, w = _running("K", (0,)), Job(make_job("W").build())
+    result = run_allocation_cycle(Given(targets, {"K"}), _snapshot(cluster, [k], [w]))
+    assert not result.preemptions and (BoundedAllocator in asked) == checked

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from builders import make_cluster, make_job, records_of, simulator
+from builders import (
+    make_cluster,
+    make_job,
+    random_preemptive_jobs,
+    records_of,
+    schedule_and_cycles,
+    simulator,
+)
 
+from dlsched.sim import simulator as simulator_module
 from dlsched.sim.events import Event, EventQueue, Priority
 
 
@@ -93,3 +101,35 @@ def test_completion_frees_gpus_before_same_time_arrival() -> None:
     records = records_of(sim)
     assert records["B"].first_start == 10.0 and records["B"].finish_time == 15.0
     assert cycle_times == [0.0, 10.0, 15.0]  # one cycle at 10 for the finish and the arrival
+
+
+def _run_compacted_above(policy: str, floor: int, monkeypatch: pytest.MonkeyPatch
+                         ) -> tuple[tuple, float, int]:
+    """(schedule and cycles, end time, heap entries after each cycle, summed) of a contended
+    run whose heap is rid of stale entries once it holds over ``floor``."""
+    monkeypatch.setattr(simulator_module, "_COMPACT_FLOOR", floor)
+    sim = simulator(policy, make_cluster(nodes=2, gpus=4), random_preemptive_jobs(3),
+                    options={"promote_knob": 2} if policy == "tiresias" else None)
+    sizes, cycle = [], sim.core.cycle
+
+    def sized_cycle():  # noqa: ANN202
+        result = cycle()
+        sizes.append(len(sim.events))
+        return result
+
+    sim.core.cycle = sized_cycle
+    outcome = schedule_and_cycles(sim)
+    return outcome, sim.clock.time, sum(sizes)
+
+
+# Stale completions (preempted jobs') and wake-ups (armed over) dropped after every cycle
+# (``Simulator._compact`` with a floor below zero) leave the run as it was: the same
+# schedule, cycles and end time (the latest stale entry is kept: a run's last time step may
+# be its).
+@pytest.mark.parametrize("policy", ["srtf", "tiresias"])
+def test_dropping_stale_entries_keeps_the_run(policy: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    compacted, end, entries = _run_compacted_above(policy, -10**9, monkeypatch)  # always
+    kept, kept_end, kept_entries = _run_compacted_above(policy, 10**9, monkeypatch)
+    assert compacted == kept and end == kept_end
+    assert entries < kept_entries

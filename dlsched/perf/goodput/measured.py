@@ -18,7 +18,8 @@ unit) is the submitted batch on the requested GPUs packed, split as the artifact
 4% of the artifact's time to its progress target (``--work-definition progress``) but yolov3
 (+24%: statistics interpolated in progress here, per epoch there). As in the artifact, ncf
 keeps its submitted batch. The batch is chosen knowing the true times (the artifact's job picks
-it with the model it fitted to its own steps): an upper bound on the artifact's goodput.
+it with the model it fitted to its own steps): an upper bound on the artifact's goodput
+(``goodput-measured-fit``, ``fitted_choice.py``, chooses by a fitted model).
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ def measured_run(app: str, shape: tuple[int, ...], batch: int, adaptive: bool) -
     knots = knots_of(fn)
     atomic, accum = micro_batch(app, batch, replicas)
     fixed_batch = replicas * atomic * (accum + 1)
-    good = _rates(app, shape, np.array([atomic]), np.array([accum]))[0] * \
+    good = measured_rates(app, shape, np.array([atomic]), np.array([accum]))[0] * \
         batch_efficiency(fn.stats, knots, np.array([fixed_batch]))[:, 0]
     batches = np.full(len(knots), float(fixed_batch))
     if adaptive:
         table = _candidates(app, replicas)
         if len(table.atomic):
-            rates = _rates(app, shape, table.atomic, table.accum)
+            rates = measured_rates(app, shape, table.atomic, table.accum)
             all_good = table.efficiency * rates[None, :]
             best = all_good.argmax(axis=1)
             best_good = all_good[np.arange(len(knots)), best]
@@ -99,7 +100,7 @@ def batch_efficiency(stats: GradientStats, progress: np.ndarray,
     return efficiency(phi, stats.init_batch, np.asarray(batches, dtype=float)[None, :])
 
 
-def _rates(app: str, shape: tuple[int, ...], atomic: np.ndarray,
+def measured_rates(app: str, shape: tuple[int, ...], atomic: np.ndarray,
            accum: np.ndarray) -> np.ndarray:
     """Examples per second of each ``(atomic, accum)`` configuration on ``shape``."""
     replicas = sum(shape)
@@ -108,6 +109,14 @@ def _rates(app: str, shape: tuple[int, ...], atomic: np.ndarray,
     with np.errstate(divide="ignore", invalid="ignore"):
         rate = replicas * atomic * (accum + 1) / total
     return np.where(np.isfinite(rate) & (rate > 0), rate, -np.inf)
+
+
+def shape_of(placement: Placement) -> tuple[int, ...]:
+    """The placement's GPUs per node, sorted."""
+    per_node: dict[int, int] = defaultdict(int)
+    for node in placement.nodes:
+        per_node[node] += 1
+    return tuple(sorted(per_node.values()))
 
 
 FIXED_BATCH = frozenset({"ncf"})  # the artifact runs ncf at 32,768 under Pollux too
@@ -119,11 +128,8 @@ class MeasuredGoodputThroughputs(GoodputThroughputs):
     name = "goodput-measured"
 
     def run_on(self, app: str, batch: int, placement: Placement) -> RunTable:
-        per_node: dict[int, int] = defaultdict(int)
-        for node in placement.nodes:
-            per_node[node] += 1
         adaptive = self.adaptive_batch and app not in FIXED_BATCH
-        return measured_run(app, tuple(sorted(per_node.values())), batch, adaptive)
+        return measured_run(app, shape_of(placement), batch, adaptive)
 
     def reference_run(self, app: str, batch: int, num_gpus: int) -> RunTable:
         shape = packed_placement(max(num_gpus, 1), self.gpus_per_node)

@@ -32,6 +32,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.policies.gavel.artifact_book import Book, Credits
+from dlsched.policies.gavel.artifact_settled import keeps_all, single_types
 from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
@@ -41,6 +42,7 @@ from dlsched.workload.job import Job, JobStatus
 
 _ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arrival, then id
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
+_UPDATED = "gavel-artifact-updated"  # the cycle's scratch: ``_update`` ran (is it a round)
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
 
 
@@ -91,6 +93,11 @@ class ArtifactGavelRounds(GavelRounds):
         self._kind_of_gpu: tuple[object, np.ndarray] | None = None  # each GPU's type
         self._current: dict[str, tuple[int, ...]] | None = None  # ``_current_nodes``
         self._solved: frozenset[str] = frozenset()  # the jobs of the last solve
+        # FIFO: each solved job's one type (``artifact_settled``), while it is tracked
+        self._single: dict[str, int] | None = None
+        self._ids: list[str] | None = None  # the jobs in arrival order, sorted at a solve
+        self._node_kind: tuple[object, list[int]] | None = None  # each node's type
+        self.settled_rounds = 0  # rounds told by ``artifact_settled`` (counted for tests)
         self._journal_count = -1
 
     @property
@@ -104,7 +111,25 @@ class ArtifactGavelRounds(GavelRounds):
         return self._rows.slots if self._rows is not None else np.zeros(0, dtype=np.intp)
 
     # -- bookkeeping --------------------------------------------------------------------
+    def view(self, state: CycleState) -> _Round:
+        cached = state.scratch.get(self.name)
+        if cached is None:
+            cached = state.scratch[self.name] = self._ranked(state, self._is_round(state))
+        return cached
+
+    def _is_round(self, state: CycleState) -> bool:
+        """``_update``, once per cycle (``allocate`` may answer without the view)."""
+        is_round = state.scratch.get(_UPDATED)
+        if is_round is None:
+            is_round = state.scratch[_UPDATED] = self._update(state)
+        return is_round
+
     def _refresh(self, state: CycleState) -> _Round:
+        return self.view(state)
+
+    def _update(self, state: CycleState) -> bool:
+        """The cycle's bookkeeping: credits, arrivals and departures, a reset with its solve
+        when due. Whether the cycle is a round."""
         now, cluster, snapshot = state.now, state.cluster, state.snapshot
         n_types = len(cluster.type_names)
         is_round = self._round_start is None or (
@@ -112,15 +137,20 @@ class ArtifactGavelRounds(GavelRounds):
         if is_round:
             self._round_start = now
         if self._book is None or self._credits is None:
-            self._book, self._credits = Book(n_types), Credits(n_types)
+            # columns kept where rounds mostly keep their jobs (FIFO: ``artifact_settled``);
+            # elsewhere a round that moves jobs changes them, and checking costs more
+            self._book = Book(n_types)
+            self._credits = Credits(n_types, self.fifo and not self.shuffle_types)
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
-        self._credits.credit(now, running, self._gpu_kinds(cluster), book)
+        self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
         jobs: list[Job] | None = None
         if active != self._known or self._rows is None:
-            jobs = sorted((*running, *waiting), key=_ARRIVAL)
-            self._track(state, jobs, active)
+            if self._single is None:  # no round told settled: its walk needs them all
+                jobs = sorted((*running, *waiting), key=_ARRIVAL)
+            self._track(state, active, jobs)
             self._rows = None
+            self._ids = [j.job_id for j in jobs] if jobs is not None else None
         elapsed = now - self._last_reset
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
@@ -129,10 +159,20 @@ class ArtifactGavelRounds(GavelRounds):
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
-            self._rows = None
-        rows = self._rows
+            self._rows, self._ids = None, [j.job_id for j in jobs]
+        return is_round
+
+    def _ranked(self, state: CycleState, is_round: bool) -> _Round:
+        """The cycle's view: its jobs' rows (in arrival order: sorted only when the rows
+        were dropped, and not again after a solve sorted them) and their priorities."""
+        book, rows = self._book, self._rows
+        assert book is not None
         if rows is None:
-            ids = [j.job_id for j in jobs] if jobs is not None else []
+            ids = self._ids
+            if ids is None:
+                snapshot = state.snapshot
+                ids = [j.job_id for j in sorted((*snapshot.running, *snapshot.waiting),
+                                                key=_ARRIVAL)]
             rows = self._rows = _Rows(ids, book)
         priority = self._priorities(rows, book.time[rows.slots])
         # No per-job type preferences: the walk (``_walk``) orders the entries itself.
@@ -156,23 +196,32 @@ class ArtifactGavelRounds(GavelRounds):
         slot_of = book.slot
         solved = [(i, slot_of[job_id]) for i, job_id in enumerate(problem.job_ids)
                   if job_id in slot_of]
+        self._single = None
         if solved:
             rows, slots = zip(*solved, strict=True)
             book.x[list(slots)] = allocation.x[list(rows)]
+            if self.fifo and not self.shuffle_types:
+                self._single = single_types([problem.job_ids[i] for i in rows],
+                                            book.x[list(slots)], book.speed[list(slots)])
 
     def _solve(self, state: CycleState, jobs: Sequence[Job]) -> None:
         self._solved = frozenset()
         super()._solve(state, jobs)
 
-    def _track(self, state: CycleState, jobs: Sequence[Job], active: frozenset[str]) -> None:
-        """Add the jobs that arrived (Gavel's ``add_job``: half a round on every type; their
-        speed rows from ``_speed``, once) and drop those that left."""
+    def _track(self, state: CycleState, active: frozenset[str],
+               jobs: Sequence[Job] | None) -> None:
+        """Add the jobs that arrived (Gavel's ``add_job``, in arrival order: half a round on
+        every type; their speed rows from ``_speed``, once) and drop those that left.
+        ``jobs``: the cycle's jobs in arrival order, when sorted already."""
         book, credits = self._book, self._credits
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         arrived = active - self._known
         if arrived:
-            new = [job for job in jobs if job.job_id in arrived]
+            snapshot = state.snapshot
+            new = ([job for job in jobs if job.job_id in arrived] if jobs is not None else
+                   sorted((job for job in (*snapshot.running, *snapshot.waiting)
+                           if job.job_id in arrived), key=_ARRIVAL))
             speeds = self._speed(state, new)
             top = speeds.max(axis=1, keepdims=True)
             relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
@@ -186,6 +235,8 @@ class ArtifactGavelRounds(GavelRounds):
             self._workers.pop(job_id, None)
             book.remove(job_id)
             credits.forget(job_id)
+            if self._single is not None:
+                self._single.pop(job_id, None)
         if active != self._known:
             self._changed = True
         self._known = active
@@ -232,12 +283,19 @@ class ArtifactGavelRounds(GavelRounds):
     # -- allocation ---------------------------------------------------------------------
     def allocate(self, state: CycleState) -> Targets:
         """The round's targets as a change (``Targets``): jobs that stay on their nodes are
-        kept, the others get an ``Assignment``; nothing changes between rounds."""
-        view = self.view(state)
+        kept, the others get an ``Assignment``; nothing changes between rounds, nor in a
+        FIFO round that ``artifact_settled`` tells keeps every running job."""
         snapshot, cluster = state.snapshot, state.cluster
+        view = state.scratch.get(self.name)
+        is_round = self._is_round(state)
         current = self._current_nodes(snapshot, self._gpu_lookup(cluster)[0])
-        if not view.is_round:  # Gavel's simulator decides only at round boundaries
+        if not is_round:  # Gavel's simulator decides only at round boundaries
             return Targets({}, frozenset(current))
+        if view is None:
+            if self._settled(current, snapshot.down_nodes, cluster):
+                self.settled_rounds += 1
+                return Targets({}, frozenset(current))
+            view = state.scratch[self.name] = self._ranked(state, is_round)
         room, free = self._free_room(cluster, snapshot.down_nodes)
         candidates = [*snapshot.running, *snapshot.waiting]
         workers = self._workers  # every tracked job: the round's candidates
@@ -256,6 +314,17 @@ class ArtifactGavelRounds(GavelRounds):
                     target = assignments[job_id] = Assignment(nodes)
                 targets[job_id] = target
         return Targets(targets, frozenset(kept))
+
+    def _settled(self, current: dict[str, tuple[int, ...]], down: frozenset[int],
+                 cluster: Cluster) -> bool:
+        """Whether this round keeps every running job as it is (``artifact_settled``)."""
+        single = self._single
+        if single is None or down:
+            return False
+        cached = self._node_kind
+        if cached is None or cached[0] is not cluster:
+            cached = self._node_kind = (cluster, cluster.node_type.tolist())
+        return keeps_all(single, current, self._workers, cached[1])
 
     def _current_nodes(self, snapshot: ClusterSnapshot, gpu_node: list[int]
                        ) -> dict[str, tuple[int, ...]]:

@@ -39,7 +39,9 @@ def from_gavel(jobs: Sequence[JobSpec], cluster_counts: Mapping[str, float], *,
     model = model or GavelThroughputs()
     types = tuple(worker_type(name) for name in cluster_counts)
     keys = [(model.job_type(spec), max(spec.num_gpus, 1)) for spec in jobs]
-    classes = sorted(set(keys), key=repr)
+    # the classes' order names the co-location classes; without them it changes nothing
+    # (the rows are looked up by class), so the ``repr`` sort is skipped
+    classes = sorted(set(keys), key=repr) if colocation else list(dict.fromkeys(keys))
     index = {key: i for i, key in enumerate(classes)}
     job_class = np.array([index[key] for key in keys], dtype=np.int64)
     scaled = model.scaled

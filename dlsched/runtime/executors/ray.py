@@ -23,7 +23,8 @@ for more than a short RPC):
    once the grace period has passed; when all have exited -> stopped.
 
 An ended attempt's leftover processes are killed, its actors killed and its placement group
-removed, which frees its GPUs in Ray.
+removed, which frees its GPUs in Ray. What is done to an attempt's group and actors (reserve,
+signal, read exit codes, release) is ``ray_attempt.py``; this module decides when.
 
 **Restarts**: the group and actors are detached and named after the service (``owner``), so
 they outlive a crashed service; the restarted one adopts the attempts that still run and
@@ -42,13 +43,10 @@ node again.
 
 from __future__ import annotations
 
-import enum
 import signal
 import time
 import uuid
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dlsched.runtime.executors.base import (
     AttemptBook,
@@ -59,50 +57,20 @@ from dlsched.runtime.executors.base import (
     Planner,
     contract_env,
     describe_stopped,
-    exit_text,
     rank_envs,
 )
 from dlsched.runtime.executors.ray_adopt import RayAdoption, Reservation
+from dlsched.runtime.executors.ray_attempt import RPC_TIMEOUT, Phase, RayAttempt, all_ready, cause
 from dlsched.runtime.executors.ray_cluster import RayCluster
 from dlsched.runtime.executors.ray_lease import LeaseKeeper
 from dlsched.runtime.executors.ray_worker import WorkerProcess
-from dlsched.runtime.executors.sharing import Sharing, add_sharing_env
+from dlsched.runtime.executors.sharing import add_sharing_env
 from dlsched.workload.job import Job
 
-NODE_LABEL = "ray.io/node-id"
-RPC_TIMEOUT = 5.0
 NODE_CHECK_SECONDS = 1.0
 RESERVING = ("waiting for Ray to reserve its GPUs (another Ray user holds them, or their node "
              "lacks a resource its workers ask for)")
-
-
-class Phase(enum.Enum):
-    RESERVING = "reserving"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-
-
-@dataclass(eq=False)
-class _Attempt:
-    job_id: str
-    gpus: tuple[int, ...]
-    phase: Phase = Phase.RESERVING
-    number: int = 0
-    group: Any = None  # the placement group
-    actors: list[Any] = field(default_factory=list)
-    where: Any = None  # rank 0's node(): (node id, address, port)
-    pid_refs: list[Any] = field(default_factory=list)
-    exit_refs: list[Any] = field(default_factory=list)
-    codes: dict[int, int | None] = field(default_factory=dict)  # rank -> code (None: lost)
-    lost: dict[int, str] = field(default_factory=dict)
-    log_path: Path | None = None
-    launched: bool = False
-    kill_at: float | None = None
-    sharing: Sharing | None = None  # a fractional, MIG or CPU-asking job's (sharing.py)
-
-    def exited(self) -> bool:
-        return len(self.codes) == len(self.gpus)
+_Attempt = RayAttempt  # its name before ray_attempt.py (tests/runtime/test_ray_restart_order.py)
 
 
 class RayExecutor(RayAdoption, AttemptBook):
@@ -120,7 +88,7 @@ class RayExecutor(RayAdoption, AttemptBook):
         self.plan = plan
         self.settings = settings
         self._actor = ray.remote(num_cpus=0, num_gpus=0, max_concurrency=4)(WorkerProcess)
-        super().__init__(_Attempt)
+        super().__init__(RayAttempt)
         self._down: frozenset[int] = frozenset()
         self._next_node_check = 0.0
         self.owner = "dlsched"
@@ -136,13 +104,13 @@ class RayExecutor(RayAdoption, AttemptBook):
         super().start(job, now)
 
     def _adopted_attempt(self, found: Reservation, gpus: tuple[int, ...], number: int,
-                         log_path: Path) -> _Attempt:
+                         log_path: Path) -> RayAttempt:
         """A running attempt of the old service, its actors and group taken over."""
-        return _Attempt(found.job_id or "", gpus, Phase.RUNNING, number, found.group,
-                        list(found.actors), log_path=log_path, launched=True,
-                        exit_refs=[actor.wait.remote() for actor in found.actors])
+        return RayAttempt(found.job_id or "", gpus, Phase.RUNNING, number, found.group,
+                          list(found.actors), log_path=log_path, launched=True,
+                          exit_refs=[actor.wait.remote() for actor in found.actors])
 
-    def _terminate(self, attempt: _Attempt) -> None:
+    def _terminate(self, attempt: RayAttempt) -> None:
         if attempt.phase is Phase.RESERVING:
             self._release(attempt)  # nothing started yet: nothing to tell
             return
@@ -202,13 +170,13 @@ class RayExecutor(RayAdoption, AttemptBook):
             if lost is not None:
                 self._abandon(attempt, lost)
 
-    def _lost_node(self, attempt: _Attempt) -> str | None:
+    def _lost_node(self, attempt: RayAttempt) -> str | None:
         for gpu in attempt.gpus:
             if int(self.cluster.gpu_node[gpu]) in self._down:
                 return self.ray_cluster.node_of_gpu(gpu).name
         return None
 
-    def _abandon(self, attempt: _Attempt, node: str) -> None:
+    def _abandon(self, attempt: RayAttempt, node: str) -> None:
         """End an attempt that had a worker on a dead node; kill its surviving ranks."""
         stopping = attempt in self._stopping
         self._active.pop(attempt.job_id, None)
@@ -222,47 +190,34 @@ class RayExecutor(RayAdoption, AttemptBook):
         self._end(attempt, outcome, f"node {node} died (Ray lost it)")
 
     # -- phases ---------------------------------------------------------------------------
-    def _launch(self, attempt: _Attempt) -> None:
+    def _launch(self, attempt: RayAttempt) -> None:
         self._reserve(attempt)
         self._active[attempt.job_id] = attempt
 
-    def _reserve(self, attempt: _Attempt) -> None:
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
-
+    def _reserve(self, attempt: RayAttempt) -> None:
         node_ids = [self.ray_cluster.node_of_gpu(gpu).node_id for gpu in attempt.gpus]
-        bundle = {"GPU": 1} if attempt.sharing is None else attempt.sharing.ray_bundle()
-        # Detached and named: they outlive a crashed service, whose restart finds them.
-        name = f"{self.owner}-{attempt.job_id}-{uuid.uuid4().hex[:8]}"
-        attempt.group = placement_group(
-            [bundle for _ in node_ids], strategy="PACK", name=name, lifetime="detached",
-            bundle_label_selector=[{NODE_LABEL: node_id} for node_id in node_ids])
-        attempt.actors = [
-            self._actor.options(name=f"{name}-r{index}", lifetime="detached",
-                                scheduling_strategy=PlacementGroupSchedulingStrategy(
-                                    attempt.group, placement_group_bundle_index=index)).remote()
-            for index in range(len(node_ids))]
-        attempt.where = attempt.actors[0].node.remote()
+        attempt.reserve(self._actor, f"{self.owner}-{attempt.job_id}-{uuid.uuid4().hex[:8]}",
+                        node_ids)
 
-    def _advance(self, attempt: _Attempt) -> None:
-        if attempt.phase is Phase.RESERVING and self._ready([attempt.where]):
+    def _advance(self, attempt: RayAttempt) -> None:
+        if attempt.phase is Phase.RESERVING and all_ready(self.ray, [attempt.where]):
             self._start_workers(attempt)
         if attempt.phase is Phase.STARTING:
             self._collect_pids(attempt)
         if attempt.phase is Phase.RUNNING:
-            self._collect_exits(attempt)
-            failed = next(((r, c) for r, c in sorted(attempt.codes.items()) if c != 0), None)
+            attempt.collect_exits(self.ray)
+            failed = attempt.first_failure()
             if failed is not None:
                 del self._active[attempt.job_id]
                 self._signal(attempt, signal.SIGKILL)  # the others cannot go on without it
                 # No exit code: the actor itself died (its node did, most often), not the job.
                 outcome = Outcome.LOST if failed[1] is None else Outcome.FAILED
-                self._end(attempt, outcome, self._failure_text(attempt, *failed))
+                self._end(attempt, outcome, attempt.failure_text(*failed))
             elif attempt.exited():
                 del self._active[attempt.job_id]
                 self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0")
 
-    def _start_workers(self, attempt: _Attempt) -> None:
+    def _start_workers(self, attempt: RayAttempt) -> None:
         plan = self.plan(attempt.job_id)
         attempt.number, attempt.log_path = plan.attempt, plan.log_path
         try:
@@ -272,7 +227,7 @@ class RayExecutor(RayAdoption, AttemptBook):
             self._record_launch(attempt, ())
             died = isinstance(exc, self.ray.exceptions.ActorDiedError)  # with its node, mostly
             self._end(attempt, Outcome.LOST if died else Outcome.FAILED,
-                      f"its Ray actors did not start: {_cause(exc)}")
+                      f"its Ray actors did not start: {cause(exc)}")
             return
         shared = {**plan.env, **contract_env(attempt.job_id, plan, len(attempt.gpus),
                                              (address, port), self.settings)}
@@ -286,15 +241,15 @@ class RayExecutor(RayAdoption, AttemptBook):
             attempt.exit_refs.append(actor.wait.remote())
         attempt.phase = Phase.STARTING
 
-    def _collect_pids(self, attempt: _Attempt) -> None:
-        if not self._ready(attempt.pid_refs):
+    def _collect_pids(self, attempt: RayAttempt) -> None:
+        if not all_ready(self.ray, attempt.pid_refs):
             return
         pids, errors = [], []
         for ref in attempt.pid_refs:
             try:
                 pids.append(int(self.ray.get(ref, timeout=RPC_TIMEOUT)))
             except self.ray.exceptions.RayError as exc:
-                errors.append(_cause(exc))
+                errors.append(cause(exc))
         self._record_launch(attempt, tuple(pids))
         if errors:
             self._active.pop(attempt.job_id, None)
@@ -304,27 +259,12 @@ class RayExecutor(RayAdoption, AttemptBook):
         elif attempt.phase is Phase.STARTING:
             attempt.phase = Phase.RUNNING
 
-    def _collect_exits(self, attempt: _Attempt) -> None:
-        waiting = [(rank, ref) for rank, ref in enumerate(attempt.exit_refs)
-                   if rank not in attempt.codes]
-        if not waiting:
-            return
-        ready, _ = self.ray.wait([ref for _, ref in waiting], num_returns=len(waiting),
-                                 timeout=0)
-        for rank, ref in waiting:
-            if ref in ready:
-                try:
-                    attempt.codes[rank] = int(self.ray.get(ref, timeout=RPC_TIMEOUT))
-                except self.ray.exceptions.RayError as exc:
-                    attempt.codes[rank] = None
-                    attempt.lost[rank] = _cause(exc)
-
-    def _advance_stopping(self, attempt: _Attempt) -> None:
+    def _advance_stopping(self, attempt: RayAttempt) -> None:
         if not attempt.launched:
             self._collect_pids(attempt)
             if not attempt.launched or attempt not in self._stopping:
                 return
-        self._collect_exits(attempt)
+        attempt.collect_exits(self.ray)
         if attempt.exited():
             self._stopping.remove(attempt)
             self._end(attempt, Outcome.STOPPED,
@@ -334,47 +274,22 @@ class RayExecutor(RayAdoption, AttemptBook):
             self._signal(attempt, signal.SIGKILL)
 
     # -- helpers --------------------------------------------------------------------------
-    def _record_launch(self, attempt: _Attempt, pids: tuple[int, ...]) -> None:
+    def _record_launch(self, attempt: RayAttempt, pids: tuple[int, ...]) -> None:
         assert attempt.log_path is not None
         self._launched.append(AttemptLaunch(attempt.job_id, attempt.number, attempt.gpus, pids,
                                             attempt.log_path))
         attempt.launched = True
 
-    def _ready(self, refs: list[Any]) -> bool:
-        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
-        return len(ready) == len(refs)
+    # ``_reserve``, ``_signal`` and ``_release`` stay methods: a test without Ray replaces them.
+    def _signal(self, attempt: RayAttempt, signum: signal.Signals) -> None:
+        attempt.signal(signum)
 
-    def _signal(self, attempt: _Attempt, signum: signal.Signals) -> None:
-        if attempt.phase is not Phase.RESERVING:
-            for actor in attempt.actors:
-                actor.signal.remote(int(signum))
-
-    def _failure_text(self, attempt: _Attempt, rank: int, code: int | None) -> str:
-        if code is None:
-            return f"rank {rank} was lost ({attempt.lost.get(rank, 'its actor died')})"
-        return f"rank {rank} {exit_text(code)}"
-
-    def _end(self, attempt: _Attempt, outcome: Outcome, message: str) -> None:
+    def _end(self, attempt: RayAttempt, outcome: Outcome, message: str) -> None:
         if attempt in self._stopping:
             self._stopping.remove(attempt)
         self._release(attempt)
         if attempt.launched:
             self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message))
 
-    def _release(self, attempt: _Attempt) -> None:
-        """Kill what the workers left behind, then the actors, then free the GPUs in Ray."""
-        from ray.util.placement_group import remove_placement_group
-
-        if attempt.phase is not Phase.RESERVING:
-            refs = [actor.cleanup.remote() for actor in attempt.actors]
-            self.ray.wait(refs, num_returns=len(refs), timeout=RPC_TIMEOUT)
-        for actor in attempt.actors:
-            self.ray.kill(actor, no_restart=True)
-        if attempt.group is not None:
-            remove_placement_group(attempt.group)
-            attempt.group = None
-
-
-def _cause(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
+    def _release(self, attempt: RayAttempt) -> None:
+        attempt.release(self.ray)

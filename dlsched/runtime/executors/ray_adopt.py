@@ -153,7 +153,8 @@ class RayAdoption:
 
     def _discovered(self) -> dict[str, Reservation]:
         if self._found is None:
-            self.lease.renew(self.owner)  # first: the old lease must not expire meanwhile
+            # First: the old lease must not expire meanwhile, nor be releasing what is found.
+            self.lease.take_over(self.owner)
             self._found = {r.name: r for r in discover(self.ray, self.owner)}
         return self._found
 

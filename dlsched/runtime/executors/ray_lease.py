@@ -8,7 +8,11 @@ that the service renews about once a second from its loop. If no renewal comes f
 ``orphan_timeout`` seconds (``dlsched serve --orphan-timeout``), the lease stops every worker of
 its owner (SIGTERM, ``grace`` seconds, SIGKILL), kills the actors, removes the groups (the
 GPUs are free in Ray again) and then ends itself. A service restarted before that finds the
-same lease by name, renews it, and adopts its attempts as before.
+same lease by name, renews it, and adopts its attempts as before. A service restarted while
+an expired lease is still releasing waits until the lease has ended (``take_over``) before it
+looks for anything to adopt: otherwise it adopted workers the lease was about to kill (the
+attempt then ended ``lost``), and the lease's own search, which lists groups after asking
+every actor, could remove a placement group the restart had just made.
 
 Time is measured on the lease's own monotonic clock, so clocks of different machines never
 matter. The module imports nothing from Ray at import time (the actor runs on any node).
@@ -24,6 +28,10 @@ from dlsched.runtime.executors.ray_adopt import discover, release
 
 RENEW_SECONDS = 1.0  # how often the service renews its lease
 CHECK_SECONDS = 0.5  # how often the lease looks at its last renewal
+RPC_TIMEOUT = 5.0
+# How long a restart waits for an expired lease to end, beyond the grace period: its search
+# asks every actor (RPC_TIMEOUT at most per reservation) before the grace period starts.
+RELEASE_SLACK = 60.0
 
 
 def lease_name(owner: str) -> str:
@@ -91,6 +99,42 @@ class LeaseKeeper:
                 name=lease_name(owner), lifetime="detached", get_if_exists=True,
             ).remote(owner, self.timeout, self.grace)
         self._renewal = self._lease.renew.remote(self.timeout, self.grace)
+
+    def take_over(self, owner: str) -> None:
+        """At a restart, before the old service's groups and actors are looked up: hold the
+        lease now. If it expired and is releasing them, wait until it has ended (it kills
+        itself once done; one that has not after ``grace`` + ``RELEASE_SLACK`` s is killed),
+        then make a new one: what is found afterwards is not being released by anyone."""
+        deadline = time.monotonic() + self.grace + RELEASE_SLACK
+        while True:
+            lease = self._actor_class.options(
+                name=lease_name(owner), lifetime="detached", get_if_exists=True,
+            ).remote(owner, self.timeout, self.grace)
+            if self._renewed_by(lease, deadline):
+                self._lease, self._renewal = lease, None
+                self._next = time.monotonic() + RENEW_SECONDS
+                return
+            self._wait_gone(lease_name(owner), deadline)
+
+    def _renewed_by(self, lease: Any, deadline: float) -> bool:
+        """Whether ``lease`` took a renewal (a new one may take a while to start)."""
+        try:
+            return bool(self.ray.get(lease.renew.remote(self.timeout, self.grace),
+                                     timeout=max(RPC_TIMEOUT, deadline - time.monotonic())))
+        except self.ray.exceptions.RayError:  # it ended meanwhile, or never answered
+            return False
+
+    def _wait_gone(self, name: str, deadline: float) -> None:
+        """Until no actor is called ``name``; past ``deadline``, kill the one that is."""
+        while True:
+            try:
+                lease = self.ray.get_actor(name)
+            except ValueError:
+                return
+            if time.monotonic() >= deadline:
+                self.ray.kill(lease, no_restart=True)
+                deadline = float("inf")
+            time.sleep(CHECK_SECONDS)
 
     def _last_renewal_held(self) -> bool:
         """False when the last renewal came back refused or failed (the lease is gone)."""

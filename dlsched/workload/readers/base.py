@@ -27,13 +27,17 @@ from dlsched.workload.trace import Trace
 if TYPE_CHECKING:
     from dlsched.cluster.cluster import Cluster
 
+# The one reader-specific option: the sacct field that is a job's queue (slurm.QUEUE_FIELDS).
+SACCT, SACCT_DEFAULT_QUEUE = "slurm-sacct", "partition"
+
 
 @dataclass(frozen=True)
 class ReaderOptions:
     """``max_gpus``: the cluster's GPU count; a job asking for more is impossible.
     ``max_cpus``, ``max_memory_gb``, ``max_gpu_memory_gb``: the most CPUs and host memory
     (GiB) any node has and the most memory any GPU has; a worker asking for more is impossible
-    (None: not checked)."""
+    (None: not checked). ``sacct_queue``: which ``sacct`` field is a Slurm job's queue
+    (``slurm.QUEUE_FIELDS``; other formats refuse any but the default)."""
 
     skip_invalid: bool = False
     max_gpus: int | None = None
@@ -42,6 +46,7 @@ class ReaderOptions:
     max_memory_gb: float | None = None
     max_gpu_memory_gb: float | None = None
     rebase: bool = True  # move the first submission to t=0 (RunConfig.keep_trace_clock)
+    sacct_queue: str = SACCT_DEFAULT_QUEUE  # RunConfig.sacct_queue
 
     @classmethod
     def for_cluster(cls, cluster: Cluster, **kwargs: Any) -> ReaderOptions:
@@ -160,8 +165,13 @@ def read_trace(path: str | Path, fmt: str | None = None,
     if fmt not in READERS:
         raise InputError(InputLocation(str(path)), f"unknown format {fmt!r} "
                          f"(known: {', '.join(sorted(READERS))})")
+    options = options or ReaderOptions()
+    if options.sacct_queue != SACCT_DEFAULT_QUEUE and fmt != SACCT:
+        raise InputError(InputLocation(str(path)), f"sacct_queue {options.sacct_queue!r} "
+                         f"(--sacct-queue) names the queue field of a Slurm sacct export "
+                         f"(format {SACCT}); this trace is {fmt}")
     with gc_paused():
-        return READERS[fmt].read(path, options or ReaderOptions())
+        return READERS[fmt].read(path, options)
 
 
 MAX_MAGNITUDE = 1e15  # any number a trace gives: 31 million years in seconds, 10^15 GPUs

@@ -17,9 +17,14 @@ type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional
 ``Partition`` (the job's queue; else ``default``), any other field (ignored). A job's work is
 ``End - Start`` seconds at its GPU count.
 
+Slurm sites set quotas and fair share per account (``sacctmgr`` associations), sometimes per
+QOS: ``ReaderOptions.sacct_queue`` (``--sacct-queue account``) makes ``Account`` the queue
+instead, or ``QOS`` or ``User`` (``QUEUE_FIELDS``); the file must then have that field (a
+missing one fails on line 1, naming it), and an empty cell is ``default``.
+
 A heterogeneous job (``1234+0``, ``1234+1``, ...) is one job ``1234`` of its components'
-GPUs summed, queued in its GPU components' partition of the most GPUs (``het_job``; a
-warning says so). Left out, and counted by reason: job steps
+GPUs summed, queued in its GPU components' partition (or account, ...) of the most GPUs
+(``het_job``; a warning says so). Left out, and counted by reason: job steps
 (``123.batch``; ``--allocations`` omits them), jobs that never started (``Start`` is
 ``Unknown`` or ``None``) or are still running or pending
 (or have no ``End`` yet, as ``COMPLETING`` or ``CONFIGURING`` ones), jobs without GPUs, and
@@ -35,8 +40,11 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+from dlsched.errors import InputError, InputLocation
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
+    SACCT,
+    SACCT_DEFAULT_QUEUE,
     DropRow,
     ReaderOptions,
     RowCollector,
@@ -47,7 +55,7 @@ from dlsched.workload.readers.base import (
     register_reader,
 )
 from dlsched.workload.readers.recorded import Recorded
-from dlsched.workload.readers.slurm_het import HetJobs, het_groups, het_partition
+from dlsched.workload.readers.slurm_het import HetJobs, het_groups, het_queue
 from dlsched.workload.trace import Trace
 
 REQUIRED = ("JobID", "Submit", "Start", "End", "State", "AllocTRES")
@@ -56,6 +64,9 @@ UNFINISHED = ("RUNNING", "PENDING", "REQUEUED", "RESIZING", "SUSPENDED")
 _GPU = re.compile(r"^gres/gpu(?::([^=]+))?=(.*)$")
 # The GRES spelling squeue, scontrol and ReqGRES use (``gres/gpu:a100:4``, ``gres/gpu:4``).
 _GRES = re.compile(r"^gres/gpu(?::([^=:]+))?:(\d+)$")
+# The sacct field that is a job's queue, by the name ``--sacct-queue`` gives it.
+QUEUE_FIELDS = {SACCT_DEFAULT_QUEUE: "Partition", "account": "Account", "qos": "QOS",
+                "user": "User"}
 
 
 def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
@@ -82,7 +93,8 @@ def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
     return (typed if total is None else total), kind
 
 
-def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
+def _job(ctx: RowContext, recorded: Recorded | None = None,
+         queue_field: str = "Partition") -> JobSpec:
     job_id = ctx.text("JobID")
     submit, start, end, gpus, kind = _span(ctx)
     if gpus == 0:
@@ -92,7 +104,7 @@ def _job(ctx: RowContext, recorded: Recorded | None = None) -> JobSpec:
     if recorded is not None:
         recorded.add(job_id, submit, start, end)
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
-                   queue=ctx.text("Partition", optional=True) or "default",
+                   queue=ctx.text(queue_field, optional=True) or "default",
                    gpu_types=(kind,) if kind else ())
 
 
@@ -104,8 +116,8 @@ def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
     component is (not finished, never started). Work: the first start to the last end.
     Its GPU type: the components' one type; GPU components of several types, or typed and
     untyped ones, give it their types or none, and ``het`` says so (``HetJobs.notes``).
-    Its queue: the partition of its GPU components, or where they asked several, the one of
-    most GPUs (``het_partition``)."""
+    Its queue: the partition (or the field ``het.queue_field`` names) of its GPU components,
+    or where they asked several, the one of most GPUs (``het_queue``)."""
     spans = [_span(part) for part in parts]
     gpus = sum(span[3] for span in spans)
     if gpus == 0:
@@ -120,8 +132,9 @@ def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
     if len(kinds) > 1:
         het.mixed.append(job_id)
     recorded.add(job_id, submit, start, end)
-    queue = het_partition([(part.text("Partition", optional=True) or "default", span[3])
-                           for part, span in zip(parts, spans, strict=True)], job_id, het)
+    field = QUEUE_FIELDS[het.queue_field]
+    queue = het_queue([(part.text(field, optional=True) or "default", span[3])
+                       for part, span in zip(parts, spans, strict=True)], job_id, het)
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
                    queue=queue, gpu_types=tuple(kinds) if "" not in kinds else ())
 
@@ -163,8 +176,23 @@ def _zone_hint(ctx: RowContext, first: str, then: str) -> str:
 _OFFSET = re.compile(r"(Z|[+-]\d\d:?\d\d)$")
 
 
+def queue_field(path: Path, header: list[str], choice: str) -> str:
+    """The field of ``header`` that ``choice`` (``--sacct-queue``) makes the queue; an
+    InputError for an unknown choice, or a field other than ``Partition`` the file lacks
+    (``Partition`` stays optional: without it every job is in ``default``)."""
+    field = QUEUE_FIELDS.get(choice)
+    if field is None:
+        raise InputError(InputLocation(str(path)), f"sacct_queue {choice!r} (--sacct-queue) is "
+                         f"not one of {', '.join(QUEUE_FIELDS)}")
+    if choice != SACCT_DEFAULT_QUEUE and field not in header:
+        raise InputError(InputLocation(str(path), 1, field), f"missing field: --sacct-queue "
+                         f"{choice} makes each job's queue its {field}; add {field} to "
+                         "sacct's --format (docs/what-if.md)")
+    return field
+
+
 class SacctReader:
-    name = "slurm-sacct"
+    name = SACCT
     columns: frozenset[str] = frozenset()  # no comma header: ``sniff`` recognises it
 
     @staticmethod
@@ -174,11 +202,12 @@ class SacctReader:
 
     def read(self, path: Path, options: ReaderOptions) -> Trace:
         header = [c.strip() for c in first_line(path).split("|")]
+        queue = queue_field(path, header, options.sacct_queue)
         extra = frozenset(c for c in header if c not in REQUIRED)
         rows = iter_csv_rows(path, REQUIRED, delimiter="|", allow_extra=extra)
-        recorded, het = Recorded(), HetJobs()
+        recorded, het = Recorded(), HetJobs(queue_field=options.sacct_queue)
         collector = RowCollector.start(path, options, gpu_field="AllocTRES", id_field="JobID")
-        single = functools.partial(_job, recorded=recorded)
+        single = functools.partial(_job, recorded=recorded, queue_field=queue)
         for first, parts in ([] if options.limit is not None and options.limit < 1
                              else het_groups(rows, collector)):
             build = single if parts is None else functools.partial(

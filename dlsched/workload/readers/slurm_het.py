@@ -21,7 +21,8 @@ class HetJobs:
 
     merged: list[str] = field(default_factory=list)
     mixed: list[str] = field(default_factory=list)
-    split: list[str] = field(default_factory=list)  # components in different partitions
+    split: list[str] = field(default_factory=list)  # components in different queues
+    queue_field: str = "partition"  # which sacct field is the queue (slurm.QUEUE_FIELDS)
 
     def notes(self, path: Path) -> list[str]:
         """The trace's warnings about them: how they are replayed."""
@@ -37,25 +38,32 @@ class HetJobs:
                          "components: each may run on any of them (untyped components: on "
                          "any type)")
         if self.split:
+            one, several = _WORDS[self.queue_field]
             notes.append(f"{path}: {count_of(len(self.split), 'heterogeneous job')} "
-                         f"({_some(self.split)}) asked different partitions in different "
-                         "components: each is queued in its GPU components' partition with the "
+                         f"({_some(self.split)}) asked different {several} in different "
+                         f"components: each is queued in its GPU components' {one} with the "
                          "most GPUs (the first such on a tie)")
         return notes
 
 
-def het_partition(parts: list[tuple[str, int]], job_id: str, het: HetJobs) -> str:
+# How the notes name each queue field (slurm.QUEUE_FIELDS): one, several.
+_WORDS = {"partition": ("partition", "partitions"), "account": ("account", "accounts"),
+          "qos": ("QOS", "QOS"), "user": ("user", "users")}
+
+
+def het_queue(parts: list[tuple[str, int]], job_id: str, het: HetJobs) -> str:
     """A heterogeneous job's one queue (a dlsched job has one) from its components'
-    (partition, GPUs): the partition of its GPU components, or of the most GPUs among them,
-    the first listed on a tie (a CPU-only launcher's partition does not count: the replay
-    schedules GPUs). Where the components asked several partitions ``het`` says so."""
-    if len({partition for partition, _ in parts}) > 1:
+    (queue, GPUs), the queue being the field ``het.queue_field`` names (its partition unless
+    told otherwise): that of its GPU components, or of the most GPUs among them, the first
+    listed on a tie (a CPU-only launcher's does not count: the replay schedules GPUs). Where
+    the components asked several ``het`` says so."""
+    if len({queue for queue, _ in parts}) > 1:
         het.split.append(job_id)
     gpus: dict[str, int] = {}
-    for partition, count in parts:
+    for queue, count in parts:
         if count:
-            gpus[partition] = gpus.get(partition, 0) + count
-    return max(gpus, key=lambda partition: gpus[partition]) if gpus else parts[0][0]
+            gpus[queue] = gpus.get(queue, 0) + count
+    return max(gpus, key=lambda queue: gpus[queue]) if gpus else parts[0][0]
 
 
 def _some(ids: list[str], most: int = 3) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from reader_checks import Writer, expect_error
 
-from dlsched.workload.readers import read_trace
+from dlsched.errors import InputError
+from dlsched.workload.readers import ReaderOptions, read_trace
 
 HEADER = "JobID|JobName|User|Partition|Submit|Start|End|State|AllocTRES\n"
 ROWS = (
@@ -165,3 +166,74 @@ def test_a_heterogeneous_job_with_a_component_unfinished_is_left_out(write: Writ
     trace = read_trace(write("het.sacct", HEADER + rows))
     assert [j.job_id for j in trace.jobs] == ["201"]
     assert any("not finished (RUNNING)" in w for w in trace.warnings)
+
+
+# The queue from another field (--sacct-queue): Slurm sites set quotas and fair share per
+# account (sacctmgr associations), sometimes per QOS; the queue was always the partition.
+ACCOUNTS = ("JobID|User|Account|QOS|Partition|Submit|Start|End|State|AllocTRES\n"
+            "1|ana|vision|high|gpu|2026-11-02T10:00:00|2026-11-02T10:00:00|"
+            "2026-11-02T11:00:00|COMPLETED|gres/gpu=4\n"
+            "2|bo|nlp|normal|gpu|2026-11-02T10:01:00|2026-11-02T10:05:00|"
+            "2026-11-02T10:35:00|COMPLETED|gres/gpu=2\n"
+            "3|cy||normal|big|2026-11-02T10:02:00|2026-11-02T10:05:00|"
+            "2026-11-02T10:15:00|FAILED|gres/gpu=1\n")
+
+
+@pytest.mark.parametrize(("choice", "queues"), [
+    ("partition", ["gpu", "gpu", "big"]),
+    ("account", ["vision", "nlp", "default"]),
+    ("qos", ["high", "normal", "normal"]),
+    ("user", ["ana", "bo", "cy"]),
+], ids=["partition", "account", "qos", "user"])
+def test_the_queue_is_the_field_asked_for(write: Writer, choice: str,
+                                          queues: list[str]) -> None:
+    trace = read_trace(write("acct.sacct", ACCOUNTS), None, ReaderOptions(sacct_queue=choice))
+    assert [j.queue for j in trace.jobs] == queues  # an empty Account: default
+
+
+def test_the_default_queue_is_the_partition(write: Writer) -> None:
+    assert [j.queue for j in read_trace(write("acct.sacct", ACCOUNTS)).jobs] == [
+        "gpu", "gpu", "big"]
+
+
+@pytest.mark.parametrize(("choice", "field"), [("account", "Account"), ("qos", "QOS"),
+                                               ("user", "User")])
+def test_a_queue_field_the_file_lacks_fails_on_the_header(write: Writer, choice: str,
+                                                          field: str) -> None:
+    header, *rows = ACCOUNTS.splitlines(keepends=True)
+    at = header.split("|").index(field)
+    text = "".join("|".join(p for i, p in enumerate(line.split("|")) if i != at)
+                   for line in (header, *rows))
+    error = expect_error(write("thin.sacct", text), None, 1, field,
+                         ReaderOptions(sacct_queue=choice))
+    assert f"--sacct-queue {choice}" in str(error) and "--format" in str(error)
+
+
+def test_an_unknown_queue_field_and_another_format_are_refused(write: Writer) -> None:
+    path = write("acct.sacct", ACCOUNTS)
+    with pytest.raises(InputError, match="'cluster' .* not one of partition, account, qos, "
+                                         "user"):
+        read_trace(path, None, ReaderOptions(sacct_queue="cluster"))
+    other = write("jobs.csv", "job_id,submit_time,num_gpus,duration,queue\n1,0,1,60,a\n")
+    with pytest.raises(InputError, match="slurm-sacct.*this trace is dlsched-history"):
+        read_trace(other, None, ReaderOptions(sacct_queue="account"))
+
+
+def test_a_heterogeneous_jobs_account_of_most_gpus(write: Writer) -> None:
+    """The het rule (GPU components' queue of the most GPUs) picks among the chosen field's
+    values: the launcher's account does not count, the 4-GPU component's wins."""
+    header = HEADER.replace("|User|", "|User|Account|")
+    accounts = ["ops", "vision", "vision", "nlp", "nlp"]  # 200+0, 200+1, its step, 200+2, 201
+    rows = "".join(_with_field(line, 3, account)
+                   for line, account in zip(HET.splitlines(keepends=True), accounts, strict=True))
+    trace = read_trace(write("het.sacct", header + rows), None,
+                       ReaderOptions(sacct_queue="account"))
+    assert [j.queue for j in trace.jobs] == ["vision", "nlp"]
+    assert any("1 heterogeneous job (200) asked different accounts" in w
+               and "components' account with the most GPUs" in w for w in trace.warnings)
+
+
+def _with_field(line: str, at: int, value: str) -> str:
+    """``line`` with ``value`` inserted as its field ``at`` (0-based)."""
+    fields = line.split("|")
+    return "|".join([*fields[:at], value, *fields[at:]])
