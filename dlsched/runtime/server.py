@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlsched.cluster.cluster import Cluster, Node
-from dlsched.errors import ConfigError
+from dlsched.errors import ConfigError, DlschedError
 from dlsched.runtime.confine import open_private
 from dlsched.runtime.datadir import check_free
 from dlsched.runtime.exposure import exposure_warnings, print_warnings
@@ -165,6 +165,7 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
     (FastAPI, SQLAlchemy): a client that connects while the service starts waits in the
     backlog instead of being refused."""
     check_options(options)
+    tenants = check_policy(options)  # before the port is bound and the warnings printed
     _exposure(options, options.port)  # refuses an open service before anything starts
     cluster = service_cluster(options)
     check_free(options.data_dir, database_url(options))
@@ -182,9 +183,26 @@ def serve(options: ServeOptions, announce: bool = True) -> None:
     sock = bind(options.host, options.port)
     print_warnings(_exposure(options, sock.getsockname()[1]))  # --port 0: the one chosen
     try:
-        _serve_on(sock, options, cluster, ray_cluster, tokens, announce)
+        _serve_on(sock, options, cluster, ray_cluster, tokens, tenants, announce)
     finally:
         sock.close()
+
+
+def check_policy(options: ServeOptions) -> TenantConfig | None:
+    """``--policy``, ``--policy-opt`` and ``--tenants`` checked before anything is bound or
+    printed, so that a typo gives its error alone, naming the flag (it came after the no-token
+    warning and the bind). Returns the tenant model, None without ``--tenants``."""
+    from dlsched.scheduling.registry import build_policy, policies
+
+    flag = "--policy-opt" if options.policy in policies() else "--policy"
+    try:
+        build_policy(options.policy, dict(options.policy_options))  # the service builds its own
+    except ConfigError as exc:
+        raise ConfigError(f"{flag}: {exc}") from None
+    try:
+        return _tenants(options.tenants)
+    except DlschedError as exc:
+        raise ConfigError(f"--tenants: {exc}") from None
 
 
 def _exposure(options: ServeOptions, port: int) -> list[str]:
@@ -198,7 +216,7 @@ def database_url(options: ServeOptions) -> str:
 
 
 def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_cluster: Any,
-              tokens: Any, announce: bool) -> None:
+              tokens: Any, tenants: TenantConfig | None, announce: bool) -> None:
     import uvicorn
 
     from dlsched.runtime.api import create_app
@@ -213,7 +231,7 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
                                     retry_backoff=options.retry_backoff,
                                     retry_backoff_max=options.retry_backoff_max,
                                     ray_cluster=ray_cluster, tokens=tokens,
-                                    tenants=_tenants(options.tenants),
+                                    tenants=tenants,
                                     checkpoint_seconds=options.checkpoint_seconds or None,
                                     orphan_timeout=options.orphan_timeout))
     with stop_on_sigterm():

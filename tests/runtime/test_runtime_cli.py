@@ -137,6 +137,32 @@ def test_serve_refuses_bad_executor_options(args: list[str], message: str,
     assert message in " ".join(result.output.split())
 
 
+@pytest.mark.parametrize(("args", "message"), [
+    (["--policy", "fifoo"], "error: --policy: unknown policy 'fifoo'"),
+    (["--policy", "fifo", "--policy-opt", "bogus=1"],
+     "error: --policy-opt: policy fifo: unknown option 'bogus'"),
+    (["--tenants", "missing.yaml"], "error: --tenants: missing.yaml"),
+    (["--tenants", "bad.yaml"], "error: --tenants: "),
+], ids=["unknown-policy", "unknown-option", "tenants-missing", "tenants-bad"])
+def test_serve_checks_policy_and_tenants_before_binding(
+        args: list[str], message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mistyped --policy or --tenants gives its one-line error alone: no port bound and no
+    no-token warning before it (both came first)."""
+    from dlsched.runtime import server
+
+    def no_bind(host: str, port: int) -> None:
+        raise AssertionError(f"bound {host}:{port} before checking the policy")
+
+    monkeypatch.setattr(server, "bind", no_bind)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.yaml").write_text("cluster_queues: 3\n")
+    result = runner.invoke(runtime_app, ["serve", "--gpus", "1", "--port", "0",
+                                         "--data-dir", str(tmp_path / "data"), *args])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.output
+
+
 def test_serve_with_ray_needs_an_address(tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     ray = pytest.importorskip("ray")
