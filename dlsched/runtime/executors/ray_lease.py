@@ -12,7 +12,11 @@ same lease by name, renews it, and adopts its attempts as before. A service rest
 an expired lease is still releasing waits until the lease has ended (``take_over``) before it
 looks for anything to adopt: otherwise it adopted workers the lease was about to kill (the
 attempt then ended ``lost``), and the lease's own search, which lists groups after asking
-every actor, could remove a placement group the restart had just made.
+every actor, could remove a placement group the restart had just made. A release that raises
+(a Ray error halfway) is logged and kept (``last_release_error``) and the lease is live again:
+renewals are taken (a stalled service, a restart adopt what is left) and, without one, it tries
+again after another ``orphan_timeout``. It stayed expired and refused every renewal: the service
+kept calling the same stuck lease and had no orphan timeout any more.
 
 Time is measured on the lease's own monotonic clock, so clocks of different machines never
 matter. The module imports nothing from Ray at import time (the actor runs on any node).
@@ -20,6 +24,7 @@ matter. The module imports nothing from Ray at import time (the actor runs on an
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any
@@ -32,6 +37,8 @@ RPC_TIMEOUT = 5.0
 # How long a restart waits for an expired lease to end, beyond the grace period: its search
 # asks every actor (RPC_TIMEOUT at most per reservation) before the grace period starts.
 RELEASE_SLACK = 60.0
+
+log = logging.getLogger("dlsched.runtime")
 
 
 def lease_name(owner: str) -> str:
@@ -49,6 +56,7 @@ class OrphanLease:
         self._grace = grace
         self._renewed = time.monotonic()
         self._expired = False
+        self._release_error: str | None = None
         self._lock = threading.Lock()
         threading.Thread(target=self._watch, daemon=True).start()
 
@@ -62,13 +70,39 @@ class OrphanLease:
             self._timeout, self._grace = timeout, grace
             return True
 
+    def releasing(self) -> bool:
+        """Whether it expired and is releasing (renewals refused until it ends or fails)."""
+        with self._lock:
+            return self._expired
+
+    def last_release_error(self) -> str | None:
+        """What the last failed release raised (also logged), None if none failed."""
+        with self._lock:
+            return self._release_error
+
     def _watch(self) -> None:
-        while not self._expire_due():
-            time.sleep(CHECK_SECONDS)
         import ray
 
-        release(ray, discover(ray, self._owner), self._grace)
-        ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+        while True:
+            while not self._expire_due():
+                time.sleep(CHECK_SECONDS)
+            try:
+                release(ray, discover(ray, self._owner), self._grace)
+            except Exception as exc:  # any error: live again, not stuck expired
+                self._rearm(exc)
+                continue
+            ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
+            return
+
+    def _rearm(self, exc: Exception) -> None:
+        """After a failed release: log and keep the error, take renewals again, and try again
+        after another timeout without one."""
+        log.warning("lease of %s: releasing its groups and actors failed: %r (tried again "
+                    "after %g s without a renewal)", self._owner, exc, self._timeout)
+        with self._lock:
+            self._release_error = repr(exc)
+            self._renewed = time.monotonic()
+            self._expired = False
 
     def _expire_due(self) -> bool:
         with self._lock:
@@ -114,7 +148,7 @@ class LeaseKeeper:
                 self._lease, self._renewal = lease, None
                 self._next = time.monotonic() + RENEW_SECONDS
                 return
-            self._wait_gone(lease_name(owner), deadline)
+            self._wait_released(lease_name(owner), deadline)
 
     def _renewed_by(self, lease: Any, deadline: float) -> bool:
         """Whether ``lease`` took a renewal (a new one may take a while to start)."""
@@ -124,17 +158,26 @@ class LeaseKeeper:
         except self.ray.exceptions.RayError:  # it ended meanwhile, or never answered
             return False
 
-    def _wait_gone(self, name: str, deadline: float) -> None:
-        """Until no actor is called ``name``; past ``deadline``, kill the one that is."""
+    def _wait_released(self, name: str, deadline: float) -> None:
+        """Until no actor is called ``name``, or it is no longer releasing (its release failed:
+        it takes renewals again); past ``deadline``, kill the one that is."""
         while True:
             try:
                 lease = self.ray.get_actor(name)
             except ValueError:
                 return
+            if not self._releasing(lease):
+                return
             if time.monotonic() >= deadline:
                 self.ray.kill(lease, no_restart=True)
                 deadline = float("inf")
             time.sleep(CHECK_SECONDS)
+
+    def _releasing(self, lease: Any) -> bool:
+        try:
+            return bool(self.ray.get(lease.releasing.remote(), timeout=RPC_TIMEOUT))
+        except self.ray.exceptions.RayError:  # ending, or too busy to answer: still there
+            return True
 
     def _last_renewal_held(self) -> bool:
         """False when the last renewal came back refused or failed (the lease is gone)."""
