@@ -14,6 +14,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from dashboard_scenario import populate, tenants
@@ -32,6 +33,13 @@ pytestmark = pytest.mark.skipif(
                              "chromium; .ci/run does it)")
 
 
+def headless_chromium(playwright: Any) -> Any:
+    """Debian's chromium, headless. --no-sandbox: CI runs as root, where Chromium's sandbox
+    refuses to start; --disable-dev-shm-usage: a container's /dev/shm may be too small for it."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+
+
 def test_the_dashboard_in_chromium(live: Callable[..., Live], out: Path, tmp_path: Path,
                                    request: pytest.FixtureRequest) -> None:
     handle = live(token=TOKEN, tenants=tenants())
@@ -39,10 +47,7 @@ def test_the_dashboard_in_chromium(live: Callable[..., Live], out: Path, tmp_pat
     expect = sync_api.expect
     expect.set_options(timeout=30_000)  # not the default 5 s: 2 loaded cores
     with sync_api.sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start; a
-        # container's /dev/shm may be too small for it.
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        browser = headless_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(handle.url + "/")
@@ -92,8 +97,7 @@ def test_a_job_page_shows_the_end_of_its_log_and_keeps_it_there(
              "the job's log")
     place = "(log) => log.scrollHeight - log.scrollTop - log.clientHeight"
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        browser = headless_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{handle.url}/jobs/{job_id}")
@@ -116,8 +120,7 @@ def test_job_ids_and_queues_stay_on_one_line(live: Callable[..., Live]) -> None:
     lines = ("(cell) => { const text = document.createRange(); text.selectNodeContents(cell); "
              "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
     with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        browser = headless_chromium(playwright)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(handle.url + "/")

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+from click.testing import Result
 
 from dlsched.errors import ConfigError
 from dlsched.sweeps.grid import SweepSpec, expand, parse_assignments, parse_seeds, run_key
+
+
+def run_sweep_file(path: Path, tmp_path: Path, *extra: str) -> Result:
+    """``dlsched sweep --config PATH --out TMP/out [extra]`` through typer's runner."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    return CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
+                                    str(tmp_path / "out"), *extra])
 
 
 def test_the_grid_is_the_product_of_its_axes() -> None:
@@ -94,14 +107,9 @@ def test_assignments_are_yaml_scalars_but_policy_options_stay_text() -> None:
 
 
 def test_a_sweep_file_error_names_file_line_and_key(tmp_path) -> None:
-    from typer.testing import CliRunner
-
-    from dlsched.cli import app
-
     path = tmp_path / "sweep.yaml"
     path.write_text("traces: [pollux-1]\npolicies: [fifo]\nseed: [0, 1]\n")
-    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
-                                      str(tmp_path / "out")])
+    result = run_sweep_file(path, tmp_path)
     assert result.exit_code == 2
     assert f"{path}:3:seed: unknown key" in result.output
 
@@ -130,13 +138,8 @@ def test_ray_address_without_ray_is_one_line(monkeypatch, tmp_path) -> None:
 def test_a_sweep_file_seed_that_is_not_a_whole_number(tmp_path, seeds: str,
                                                       message: str) -> None:
     """``seeds: [a]`` ended in int()'s ValueError traceback."""
-    from typer.testing import CliRunner
-
-    from dlsched.cli import app
-
     (tmp_path / "sweep.yaml").write_text(f"traces: [pollux-1]\npolicies: [fifo]\nseeds: {seeds}\n")
-    result = CliRunner().invoke(app, ["sweep", "--config", str(tmp_path / "sweep.yaml"),
-                                      "--out", str(tmp_path / "out")])
+    result = run_sweep_file(tmp_path / "sweep.yaml", tmp_path)
     assert result.exit_code == 2
     assert result.output.strip().splitlines()[-1].endswith(message)
 
@@ -218,20 +221,14 @@ def test_seeds_as_a_number_or_text(tmp_path, seeds: object, outcome: object) -> 
 def test_a_sweep_files_option_typo_is_named_at_its_line(tmp_path) -> None:
     """``options: {synthetic_job: 50}`` was named without its file and line, and ``seed:``
     without the key meant."""
-    from typer.testing import CliRunner
-
-    from dlsched.cli import app
-
     path = tmp_path / "sweep.yaml"
     path.write_text("traces: [pollux-1]\npolicies: [fifo]\noptions:\n  synthetic_job: 50\n")
-    said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
-                                    str(tmp_path / "out")]).output
+    said = run_sweep_file(path, tmp_path).output
     assert " ".join(said.split()).startswith(
         f"error: {path}:4:options.synthetic_job: not an option a sweep may set"), said
     assert "did you mean 'synthetic_jobs'?" in " ".join(said.split())
     path.write_text("traces: [pollux-1]\nseed: [0, 1]\n")
-    said = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
-                                    str(tmp_path / "out")]).output
+    said = run_sweep_file(path, tmp_path).output
     assert "did you mean 'seeds'?" in " ".join(said.split()), said
 
 
@@ -242,31 +239,20 @@ def test_a_sweep_files_option_typo_is_named_at_its_line(tmp_path) -> None:
 ], ids=["option", "varied"])
 def test_a_sweep_files_bad_value_is_named_at_its_line(tmp_path, body: str, said: str) -> None:
     """'sweep option limit: expected an integer' had no file nor line; one run read '1 runs'."""
-    from typer.testing import CliRunner
-
-    from dlsched.cli import app
-
     path = tmp_path / "sweep.yaml"
     path.write_text("traces: [pollux-1]\npolicies: [fifo]\n" + body)
-    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
-                                      str(tmp_path / "out")])
+    result = run_sweep_file(path, tmp_path)
     assert result.exit_code == 2
     assert " ".join(result.output.split()).endswith(f"{path}{said}"), result.output
     path.write_text("traces: [pollux-1]\npolicies: [fifo]\noptions: {limit: 3}\n")
-    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
-                                      str(tmp_path / "out"), "--workers", "1"])
+    result = run_sweep_file(path, tmp_path, "--workers", "1")
     assert result.exit_code == 0 and "1 run (1 run now" in result.output, result.output
 
 
 def test_a_sweep_files_axis_that_is_no_list_is_named(tmp_path) -> None:
-    from typer.testing import CliRunner
-
-    from dlsched.cli import app
-
     path = tmp_path / "sweep.yaml"
     path.write_text("traces: [pollux-1]\nclusters: {pollux-64: 1}\n")
-    result = CliRunner().invoke(app, ["sweep", "--config", str(path), "--out",
-                                      str(tmp_path / "out")])
+    result = run_sweep_file(path, tmp_path)
     assert result.exit_code == 2
     assert " ".join(result.output.split()).endswith(f"{path}:2:clusters: expected a list")
 
