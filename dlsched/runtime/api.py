@@ -10,6 +10,7 @@ own, 404 for another queue's job); a job's workers may only report that job's pr
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
@@ -46,6 +47,7 @@ from dlsched.runtime.models import (
     UtilizationView,
 )
 from dlsched.runtime.service import Service
+from dlsched.wording import did_you_mean
 from dlsched.workload.job import JobStatus as JobState
 
 
@@ -134,8 +136,39 @@ def _idempotency_key(header: str | None, field: str | None,
     return None if key is None else IdempotencyKey(caller.tenant, key)
 
 
+def _known_query(request: Request) -> None:
+    """400 for a query parameter the endpoint does not take (``?statu=pending`` would
+    otherwise list every job), naming it and the closest one it takes. Names that start with
+    ``_`` are left to the client (cache busters such as jQuery's ``_=``)."""
+    route = request.scope.get("route")
+    if route is None:
+        return
+    known = _query_names(route)
+    for name in request.query_params:
+        if name not in known and not name.startswith("_"):
+            takes = ", ".join(sorted(known)) or "none"
+            raise RequestError(400, f"unknown query parameter {name!r}"
+                                    f"{did_you_mean(name, known)} (this endpoint takes: "
+                                    f"{takes})")
+
+
+def _query_names(route: Any) -> frozenset[str]:
+    """The query parameters a route declares, its dependencies' included (kept per route)."""
+    names = getattr(route, "_dlsched_query", None)
+    if names is None:
+        names = frozenset(_declared(route.dependant))
+        route._dlsched_query = names
+    return names
+
+
+def _declared(dependant: Any) -> Iterator[str]:
+    yield from (param.alias for param in dependant.query_params)
+    for sub in dependant.dependencies:
+        yield from _declared(sub)
+
+
 def _v1(service: Service) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(dependencies=[Depends(_known_query)])
 
     def visible(caller: Principal, job_id: str) -> None:
         """Another queue's job answers as a job that does not exist."""

@@ -35,14 +35,18 @@ def _error(status: int, detail: str) -> dict[str, Any]:
 
 # What each status code means, for the routes' ``responses`` (the OpenAPI schema).
 BAD_REQUEST = {400: _error(400, "The request cannot be served (e.g. more GPUs than the "
-                                "cluster has, an unknown GPU type or queue), or the body "
-                                "is not valid JSON.")}
+                                "cluster has, an unknown GPU type or queue), the body "
+                                "is not valid JSON, or a query parameter is not one the "
+                                "endpoint takes.")}
+UNKNOWN_QUERY = {400: _error(400, "A query parameter is not one the endpoint takes (the "
+                                  "detail names it; names starting with '_' are ignored).")}
 UNAUTHORIZED = {401: _error(401, "Missing or wrong token.")}
 FORBIDDEN = {403: _error(403, "The caller's tenant may not use that queue.")}
 NOT_FOUND = {404: _error(404, "No such job (or another tenant's).")}
 CONFLICT = {409: _error(409, "The job has already ended, or the report is from an attempt "
                              "that is no longer the job's (fenced).")}
-BODY = {400: _error(400, "The body is not valid JSON (or not UTF-8)."),
+BODY = {400: _error(400, "The body is not valid JSON (or not UTF-8), or a query parameter "
+                         "is not one the endpoint takes."),
         413: _error(413, f"The body is larger than {MAX_BODY_BYTES} bytes."),
         415: _error(415, "The body is not JSON (Content-Type: application/json).")}
 UNPROCESSABLE = {422: {"description": "A field is missing, of the wrong type, out of range "
@@ -51,7 +55,7 @@ UNPROCESSABLE = {422: {"description": "A field is missing, of the wrong type, ou
 
 def responses(*groups: dict[int, dict[str, Any]]) -> dict[int | str, dict[str, Any]]:
     merged: dict[int | str, dict[str, Any]] = {}
-    for group in (UNAUTHORIZED, UNPROCESSABLE, *groups):
+    for group in (UNKNOWN_QUERY, UNAUTHORIZED, UNPROCESSABLE, *groups):
         merged.update(group)
     return merged
 

@@ -143,3 +143,31 @@ def test_cluster_view_carries_what_the_scheduler_accounts(live: Callable[..., Li
     for name in ("node_cpus", "node_memory_gb", "gpu_memory_gb", "node_rack", "gpu_node"):
         assert getattr(replayed, name).tolist() == getattr(served, name).tolist(), name
     assert [(n.nvlink_domain, n.pool) for n in replayed.nodes] == [(4, "big"), (0, None)]
+
+
+@pytest.mark.parametrize(("path", "params", "message"), [
+    pytest.param("/v1/jobs", {"statu": "pending"},
+                 "unknown query parameter 'statu'; did you mean 'status'? (this endpoint takes: "
+                 "limit, offset, queue, status, submitted_by)", id="typo-in-a-filter"),
+    pytest.param("/v1/cluster", {"verbose": "1"},
+                 "unknown query parameter 'verbose' (this endpoint takes: none)",
+                 id="endpoint-without-parameters"),
+    pytest.param("/v1/jobs/job-000001/logs", {"max_byte": "10"},
+                 "unknown query parameter 'max_byte'; did you mean 'max_bytes'?",
+                 id="typo-beside-a-path-parameter"),
+])
+def test_an_unknown_query_parameter_is_a_400_naming_it(
+        live: Callable[..., Live], path: str, params: dict[str, str], message: str) -> None:
+    """A mistyped filter listed every job (``?statu=pending``), as if it had matched."""
+    response = live().http.get(path, params=params)
+    assert response.status_code == 400
+    assert message in response.json()["detail"]
+
+
+def test_query_parameters_the_endpoint_takes_and_client_underscores_pass(
+        live: Callable[..., Live]) -> None:
+    client = live().http
+    client.post("/v1/jobs", json={"gpus": 1, "command": ["sleep", "30"]})
+    listed = client.get("/v1/jobs", params={"status": "running", "limit": 5, "_": "1712"})
+    assert listed.status_code == 200
+    assert client.get("/v1/utilization", params={"hours": 1, "points": 4}).status_code == 200
