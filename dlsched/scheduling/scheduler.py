@@ -239,6 +239,7 @@ class Scheduler:
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
         self._release(job)
+        self.waiting.forget(job_id)
         if self.reconfigurer is not None:
             self.reconfigurer.sizes.pop(job_id, None)
         if self.reshaped:
@@ -446,6 +447,7 @@ class Scheduler:
             del self.running[job_id]
             self.reshaped.discard(job_id)
         self.waiting.discard(job_id)
+        self.waiting.forget(job_id)
         job.set_status(status)
         job.finish_time = now
         job.pending_reason = reason
