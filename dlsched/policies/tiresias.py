@@ -38,6 +38,7 @@ from dlsched.workload.job import Job, JobStatus
 
 DEFAULT_THRESHOLDS = (3600.0,)
 SERVICE_TOLERANCE = 1e-6  # GPU-seconds
+_RUNNING = JobStatus.RUNNING
 PRUNE_FLOOR = 1024  # promotion entries kept before dead ones are dropped (``_prune_promotions``)
 
 
@@ -130,17 +131,27 @@ class DiscretizedLas:
     def on_waiting(self, job: Job) -> None:
         """The core tells of a job that starts waiting (submitted, or stopped after a run of
         ``last_run_seconds``): note when it will starve, if it can."""
-        self._promoted.discard(job.job_id)
-        queue = self.queue_of(None, job)  # its service's level: it is not promoted now
+        job_id = job.job_id
+        self._promoted.discard(job_id)
+        # Its service's level (it is not promoted now): ``queue_of(None, job)``, inlined, as
+        # the attained service of a job that does not run (a call less a stop: issue 14)
+        service = (job.attained if job.status is not _RUNNING
+                   else job.attained_service(job.attained_time))
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        queue = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
         self._file_waiting(job, queue)
-        if not self.promote_knob:
+        knob = self.promote_knob
+        if not knob:
             return
-        executed = self._executed.get(job.job_id, 0.0) + job.last_run_seconds
+        executed = self._executed.get(job_id, 0.0) + job.last_run_seconds
         if executed <= 0:
             return
-        self._executed[job.job_id] = executed
+        self._executed[job_id] = executed
         if queue > 0:  # queue 0 is never promoted
-            at = job.queued_since + self._starve_wait(job.job_id)
+            # ``_starve_wait(job_id)``, inlined (the same operations)
+            at = job.queued_since + (knob * executed - self._waited.get(job_id, 0.0))
             self._promotion_seq += 1
             heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
             if len(self._promotions) > self._prune_above:

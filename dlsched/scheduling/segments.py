@@ -19,6 +19,9 @@ class Segment:
     shares: tuple[float, ...]
 
 
+_FOLD_EVERY = 1024
+
+
 class RunSegments:
     def __init__(self) -> None:
         self._ids: list[str] = []
@@ -26,6 +29,11 @@ class RunSegments:
         self._gpus, self._shares = array("q"), array("d")
         self._bounds = array("q", [0])  # segment i's GPUs: _gpus[_bounds[i]:_bounds[i + 1]]
         self._open: dict[str, tuple[float, tuple[int, ...], tuple[float, ...]]] = {}
+        # Segments closed since the last fold into the columns, as (job id, opening, end):
+        # one append a segment; folded a batch at a time (``_fold``), so the columns stay the
+        # run's memory (a contended Philly run closes ~10^6 segments).
+        self._closing: list[tuple[str, tuple[float, tuple[int, ...], tuple[float, ...]],
+                                  float]] = []
 
     def opened(self, job_id: str, now: float, gpus: tuple[int, ...],
                shares: tuple[float, ...]) -> None:
@@ -34,16 +42,27 @@ class RunSegments:
     def ended(self, job_id: str, now: float) -> None:
         began = self._open.pop(job_id, None)
         if began is not None:
-            self._ids.append(job_id)
-            self._start.append(began[0])
-            self._end.append(now)
-            self._gpus.extend(began[1])
-            self._shares.extend(began[2])
-            self._bounds.append(len(self._gpus))
+            closing = self._closing
+            closing.append((job_id, began, now))
+            if len(closing) >= _FOLD_EVERY:
+                self._fold()
+
+    def _fold(self) -> None:
+        """Move the segments closed since the last fold into the columns, in order."""
+        closing, gpus, shares, bounds = self._closing, self._gpus, self._shares, self._bounds
+        self._ids.extend([job_id for job_id, _, _ in closing])
+        self._start.extend([began[0] for _, began, _ in closing])
+        self._end.extend([end for _, _, end in closing])
+        for _, (_, held, parts), _ in closing:
+            gpus.extend(held)
+            shares.extend(parts)
+            bounds.append(len(gpus))
+        closing.clear()
 
     @property
     def closed(self) -> list[Segment]:
         """The closed segments in the order they closed."""
+        self._fold()
         bounds, gpus, shares = self._bounds, self._gpus, self._shares
         return [Segment(job_id, start, end, tuple(gpus[bounds[i]:bounds[i + 1]]),
                         tuple(shares[bounds[i]:bounds[i + 1]]))
@@ -54,6 +73,7 @@ class RunSegments:
                                list[tuple[int, ...]], list[float]]:
         """``all()`` as columns: job ids, starts, ends (None: open), GPUs and each segment's
         first share (1.0 without GPUs), without making a ``Segment`` per row."""
+        self._fold()
         bounds, flat, flat_shares = self._bounds, self._gpus, self._shares
         ids = self._ids + list(self._open)
         starts = list(self._start) + [began[0] for began in self._open.values()]
