@@ -141,7 +141,14 @@ class DiscretizedLas:
         if offsets:
             service -= offsets.get(job_id, 0.0)
         queue = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
-        self._file_waiting(job, queue)
+        if self.victim_scope is None:  # ``_file_waiting(job, queue)``'s steps, inlined
+            before = self._waiting_queue.pop(job_id, None)
+            if before is not None:
+                self._waiting_in[before] -= 1
+            self._waiting_queue[job_id] = queue
+            self._waiting_in[queue] += 1
+        else:
+            self._file_waiting(job, queue)
         knob = self.promote_knob
         if not knob:
             return
@@ -179,7 +186,8 @@ class DiscretizedLas:
         """Waiting jobs that starve by ``now`` (the same test as ``_starving``), promoted once:
         the core re-files them under their new key."""
         heap, changed, early = self._promotions, [], []
-        slack = 1e-9 * max(1.0, abs(now))  # the heap's time and the test may round apart
+        # the heap's time and the test may round apart (``max(1.0, abs(now))``, a call less)
+        slack = 1e-9 * (magnitude if (magnitude := abs(now)) > 1.0 else 1.0)
         while heap and heap[0][0] <= now + slack:
             entry = heapq.heappop(heap)
             job = entry[2]

@@ -33,10 +33,11 @@ class WaitingQueue:
         self._by_queue: dict[str, list[Job]] = {}
         self._queues_kept = False  # ``_by_queue`` kept up to date (it was read)
         self._queues_view = _QueuesView(self)
-        self._key_of: dict[str, Any] = {}  # each job's static key, as computed when it came
+        # Each waiting job's static key, as computed when it came, and its bucket (None: no
+        # buckets): one entry a job
+        self._filed: dict[str, tuple[Any, Hashable | None]] = {}
         self._bucket_of = bucket_of if static_key is not None else None
         self._buckets: dict[Hashable, tuple[list[Any], list[Job]]] = {}
-        self._bucket_named: dict[str, Hashable] = {}  # each job's bucket, as filed
         # Each job's bucket, kept after it leaves the queue (a preempted job comes back to the
         # same bucket: its spec does not change) until ``forget``.
         self._bucket_known: dict[str, Hashable] = {}
@@ -46,15 +47,17 @@ class WaitingQueue:
         self._jobs[job_id] = job
         if self._static_key is None:
             return
-        key = self._key_of[job_id] = self._static_key(job)
+        key = self._static_key(job)
         _insert(self._keys, self._ordered, key, job)
         if self._queues_kept:
             self._file_in_queue(job, key)
-        if self._bucket_of is not None:
+        if self._bucket_of is None:
+            self._filed[job_id] = (key, None)
+        else:
             name = self._bucket_known.get(job_id)
             if name is None:
                 name = self._bucket_known[job_id] = self._bucket_of(job)
-            self._bucket_named[job_id] = name
+            self._filed[job_id] = (key, name)
             bucket = self._buckets.get(name)
             if bucket is None:
                 bucket = self._buckets[name] = ([], [])
@@ -72,7 +75,8 @@ class WaitingQueue:
         job = self._jobs.pop(job_id)
         if self._static_key is None:
             return job
-        key = self._key_of.pop(job_id)  # a static key does not change while a job waits
+        # a static key does not change while a job waits, nor does its bucket
+        key, name = self._filed.pop(job_id)
         _remove(self._keys, self._ordered, key, job)
         if self._queues_kept:
             queue = job.spec.queue
@@ -80,7 +84,6 @@ class WaitingQueue:
             if not self._by_queue[queue]:
                 del self._queue_keys[queue], self._by_queue[queue]
         if self._bucket_of is not None:
-            name = self._bucket_named.pop(job_id)  # a job's bucket does not change either
             bucket = self._buckets[name]
             _remove(bucket[0], bucket[1], key, job)
             if not bucket[1]:
@@ -129,7 +132,8 @@ class WaitingQueue:
 
     def bucket_named(self, job_id: str) -> Hashable | None:
         """The bucket a waiting job is filed in (None: not waiting, or no buckets)."""
-        return self._bucket_named.get(job_id)
+        filed = self._filed.get(job_id)
+        return None if filed is None else filed[1]
 
     def buckets(self) -> dict[Hashable, tuple[list[Any], list[Job]]]:
         """Each bucket's (static keys, jobs) in the static order (live lists, as ``by_queue``);
