@@ -7,8 +7,8 @@ of all segments end to end): ~50 bytes a segment instead of ~230 as objects."""
 from __future__ import annotations
 
 from array import array
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -57,7 +57,7 @@ class RunSegments:
         closing = self._closing
         if not closing:
             return
-        ids, opened, ends = zip(*closing)
+        ids, opened, ends = zip(*closing, strict=True)
         self._ids.extend(ids)
         self._start.frombytes(np.array([began[0] for began in opened], np.float64).tobytes())
         self._end.frombytes(np.array(ends, np.float64).tobytes())
