@@ -448,7 +448,6 @@ class Scheduler:
             del self.running[job_id]
             self.reshaped.discard(job_id)
         self.waiting.discard(job_id)
-        self.waiting.forget(job_id)
         job.set_status(status)
         job.finish_time = now
         job.pending_reason = reason

@@ -104,8 +104,11 @@ class WaitingQueue:
         self.add(job)
 
     def discard(self, job_id: str) -> None:
+        """Take the job out if it waits (it ended, or left the queue by another way than a
+        start): its bucket is forgotten too."""
         if job_id in self._jobs:
             self.pop(job_id)
+        self._bucket_known.pop(job_id, None)
 
     def ordered(self) -> tuple[Job, ...]:
         """The jobs, in the static order when there is one, else in arrival order."""

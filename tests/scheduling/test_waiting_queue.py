@@ -104,3 +104,26 @@ def test_per_queue_lists_wait_for_a_read() -> None:
         "x": ["j2", "j0"], "y": ["j1"]}
     queue.pop("j2")
     assert [j.job_id for j in queue._by_queue["x"]] == ["j0"]
+
+
+def test_a_job_bucket_is_kept_while_it_may_come_back() -> None:
+    """A started job's bucket is kept for its return; an ended one's is not (``forget`` after
+    a finish, ``discard`` for any other way out)."""
+    calls: list[str] = []
+
+    def bucket(job: Job) -> Hashable:
+        calls.append(job.job_id)
+        return _bucket(job)
+
+    queue = WaitingQueue(lambda job: 0, bucket)
+    jobs = [Job(make_job(f"j{n}").build()) for n in range(3)]
+    for job in jobs:
+        queue.add(job)
+    for job in jobs:
+        queue.pop(job.job_id)  # started
+        queue.add(job)  # preempted: the same bucket, not asked again
+    assert calls == ["j0", "j1", "j2"]
+    queue.pop("j0")
+    queue.forget("j0")  # finished
+    queue.discard("j1")  # cancelled while waiting
+    assert queue._bucket_known == {"j2": _bucket(jobs[2])}
