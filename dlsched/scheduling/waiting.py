@@ -16,7 +16,7 @@ order: equal keys stay in the order they were filed, in the whole order and in e
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from dlsched.workload.job import Job
@@ -181,13 +181,14 @@ class _QueuesView(Mapping[str, list[Job]]):
     def __contains__(self, queue: object) -> bool:
         return queue in self._waiting._queues()
 
-    def values(self):  # type: ignore[override]  # the dict's own view: no wrapper a call
+    # The dict's own views: no Python step an item
+    def values(self) -> ValuesView[list[Job]]:
         return self._waiting._queues().values()
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> ItemsView[str, list[Job]]:
         return self._waiting._queues().items()
 
-    def keys(self):  # type: ignore[override]
+    def keys(self) -> KeysView[str]:
         return self._waiting._queues().keys()
 
     def get(self, queue: str, default: Any = None) -> Any:
