@@ -38,6 +38,7 @@ from dlsched.workload.job import Job, JobStatus
 
 DEFAULT_THRESHOLDS = (3600.0,)
 SERVICE_TOLERANCE = 1e-6  # GPU-seconds
+_RUNNING = JobStatus.RUNNING
 PRUNE_FLOOR = 1024  # promotion entries kept before dead ones are dropped (``_prune_promotions``)
 
 
@@ -130,17 +131,34 @@ class DiscretizedLas:
     def on_waiting(self, job: Job) -> None:
         """The core tells of a job that starts waiting (submitted, or stopped after a run of
         ``last_run_seconds``): note when it will starve, if it can."""
-        self._promoted.discard(job.job_id)
-        queue = self.queue_of(None, job)  # its service's level: it is not promoted now
-        self._file_waiting(job, queue)
-        if not self.promote_knob:
+        job_id = job.job_id
+        self._promoted.discard(job_id)
+        # Its service's level (it is not promoted now): ``queue_of(None, job)``, inlined, as
+        # the attained service of a job that does not run (a call less a stop: issue 14)
+        service = (job.attained if job.status is not _RUNNING
+                   else job.attained_service(job.attained_time))
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        queue = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
+        if self.victim_scope is None:  # ``_file_waiting(job, queue)``'s steps, inlined
+            before = self._waiting_queue.pop(job_id, None)
+            if before is not None:
+                self._waiting_in[before] -= 1
+            self._waiting_queue[job_id] = queue
+            self._waiting_in[queue] += 1
+        else:
+            self._file_waiting(job, queue)
+        knob = self.promote_knob
+        if not knob:
             return
-        executed = self._executed.get(job.job_id, 0.0) + job.last_run_seconds
+        executed = self._executed.get(job_id, 0.0) + job.last_run_seconds
         if executed <= 0:
             return
-        self._executed[job.job_id] = executed
+        self._executed[job_id] = executed
         if queue > 0:  # queue 0 is never promoted
-            at = job.queued_since + self._starve_wait(job.job_id)
+            # ``_starve_wait(job_id)``, inlined (the same operations)
+            at = job.queued_since + (knob * executed - self._waited.get(job_id, 0.0))
             self._promotion_seq += 1
             heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
             if len(self._promotions) > self._prune_above:
@@ -168,7 +186,8 @@ class DiscretizedLas:
         """Waiting jobs that starve by ``now`` (the same test as ``_starving``), promoted once:
         the core re-files them under their new key."""
         heap, changed, early = self._promotions, [], []
-        slack = 1e-9 * max(1.0, abs(now))  # the heap's time and the test may round apart
+        # the heap's time and the test may round apart (``max(1.0, abs(now))``, a call less)
+        slack = 1e-9 * (magnitude if (magnitude := abs(now)) > 1.0 else 1.0)
         while heap and heap[0][0] <= now + slack:
             entry = heapq.heappop(heap)
             job = entry[2]

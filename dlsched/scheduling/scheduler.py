@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from dlsched.mig.book import MigBook
 
 IDLE_RESULT = CycleResult()
-_RUNNING = JobStatus.RUNNING
+_RUNNING, _PREEMPTED, _PENDING = JobStatus.RUNNING, JobStatus.PREEMPTED, JobStatus.PENDING
 _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this is whole
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 # Each core counts its running-job changes from its own base: two cores' counts never meet, so
@@ -152,6 +152,7 @@ class Scheduler:
         self._lane = FastLane(self) if lane_applies(self.profile) else None
         self.mig: MigBook | None = None  # MIG instances (dlsched/mig/book.py), once a job asks
         self._snapshot_fields = self._kept_snapshot_fields()
+        self._grouped = self.waiting.is_static  # the snapshot's ``by_queue`` is the queue's
 
     # -- events ---------------------------------------------------------------------------
     def submit(self, spec: JobSpec) -> Job:
@@ -238,7 +239,8 @@ class Scheduler:
             self._settle(job, now)
         job.set_status(JobStatus.FINISHED)
         job.finish_time = now
-        self._release(job)
+        self._release(job, now)
+        self.waiting.forget(job_id)
         if self.reconfigurer is not None:
             self.reconfigurer.sizes.pop(job_id, None)
         if self.reshaped:
@@ -442,7 +444,7 @@ class Scheduler:
         if job.status is JobStatus.RUNNING:
             self.executor.stop(job, now)
             self._settle(job, now)
-            self._release(job)
+            self._release(job, now)
             del self.running[job_id]
             self.reshaped.discard(job_id)
         self.waiting.discard(job_id)
@@ -476,7 +478,7 @@ class Scheduler:
         fields["resources"] = self._resources_view if self.beyond_gpu_jobs else None
         fields["mig"] = self.mig
         fields["running_changes"] = self.journal.count
-        return core_snapshot(fields)
+        return core_snapshot(fields, self._grouped)
 
     def _kept_snapshot_fields(self) -> dict[str, Any]:
         """The snapshot's fields that stay the same objects from cycle to cycle."""
@@ -619,7 +621,11 @@ class Scheduler:
             self.reshaped.discard(job.job_id)
 
     def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
-        job.set_status(JobStatus.RUNNING)
+        status = job.status
+        if status is _PREEMPTED or status is _PENDING:  # ``set_status``'s check, inlined
+            job.status = _RUNNING
+        else:
+            job.set_status(_RUNNING)  # it raises
         if self.reconfigurer is not None:  # (only a reconfigurer reshapes or sizes jobs)
             self.reshaped.discard(job.job_id)
             self._sized_by_policy(job, len(start.gpus))
@@ -643,7 +649,9 @@ class Scheduler:
                      booked)
         self.segments.opened(job.job_id, now, gpus, shares)
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
-        shared = self.sharing.share(job) if min(shares, default=1.0) < 1.0 else None
+        # (``min(shares) < 1.0``, told without ``min``'s argument parsing when all are whole)
+        shared = (None if shares.count(_FULL) == len(shares) or min(shares) >= 1.0
+                  else self.sharing.share(job))
         job.run_started = now
         self.journal.note(job)
         job.progress_time = job.attained_time = now
@@ -672,16 +680,16 @@ class Scheduler:
         """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
         self.executor.stop(job, now)
         self._settle(job, now)
-        self._release(job)
+        self._release(job, now)
 
     def _preempt(self, job: Job, now: float, reason: str, counted: bool = True) -> None:
         self.executor.stop(job, now)
         self._settle(job, now)
-        self._release(job)
+        self._release(job, now)
         del self.running[job.job_id]
         if self.reshaped:
             self.reshaped.discard(job.job_id)
-        job.set_status(JobStatus.PREEMPTED)
+        job.status = _PREEMPTED  # ``set_status``'s check: a running job may be preempted
         job.preemptions += counted
         job.queued_since = now
         job.pending_reason = reason
@@ -696,9 +704,14 @@ class Scheduler:
         not run as it is."""
         if job.status is _RUNNING:
             if not done:
-                since = max(job.progress_time, job.productive_from)
-                job.done_work = min(job.spec.work,
-                                    job.done_work + job.rate * max(0.0, now - since))
+                # ``max`` and ``min`` of two, as conditionals (the same values: each
+                # builtin call parses its arguments, ~10^6 stops on a contended run)
+                since, productive = job.progress_time, job.productive_from
+                if productive > since:
+                    since = productive
+                ran = now - since
+                done, work = job.done_work + job.rate * (ran if ran > 0.0 else 0.0), job.spec.work
+                job.done_work = done if done < work else work
             job.attained += len(job.allocation) * (now - job.attained_time)
         job.progress_time = now
         held = now - (job.run_started if job.run_started is not None else now)
@@ -710,7 +723,15 @@ class Scheduler:
         if self.resilience is not None:
             self.resilience.settled(job, job.productive_from, now, total)
         if held > 0:
-            self._charge_types(job, held, self.type_seconds)
+            spent = self.type_seconds
+            if len(spent) == 1:  # ``_charge_types``' first case, inlined: a call a stop
+                kind = next(iter(spent))
+                charged = spent[kind]
+                for share in job.shares:
+                    charged += held * share
+                spent[kind] = charged
+            else:
+                self._charge_types(job, held, spent)
 
     def _charge_types(self, job: Job, held: float, spent: dict[str, float]) -> None:
         if len(spent) == 1:  # one GPU type: the same additions, in the same order
@@ -733,18 +754,18 @@ class Scheduler:
                 self._charge_types(job, now - job.run_started, spent)
         return spent
 
-    def _release(self, job: Job) -> None:
+    def _release(self, job: Job, now: float) -> None:
         self._adjust(job.allocation, self._mig_give(job) if job.spec.mig_profile
                      else job.shares, 1.0)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
         if (self.beyond_gpu_jobs and job.spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
-        self.segments.ended(job.job_id, self.clock.now())
+        self.segments.ended(job.job_id, now)
         job.rate = 0.0
         job.run_started = None
         self.journal.note(job)
         if self.sharing:  # nothing is shared (the common case): no partner to re-rate
-            self._rerate_partners(self.sharing.unshare(job), self.clock.now())
+            self._rerate_partners(self.sharing.unshare(job), now)
 
     # -- MIG (dlsched/mig/book.py): a GPU is booked whole while it holds an instance --------
     def _mig_take(self, job: Job, now: float) -> tuple[float, ...]:

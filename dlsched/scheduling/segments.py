@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,6 +22,9 @@ class Segment:
     shares: tuple[float, ...]
 
 
+_FOLD_EVERY = 1024
+
+
 class RunSegments:
     def __init__(self) -> None:
         self._ids: list[str] = []
@@ -26,6 +32,11 @@ class RunSegments:
         self._gpus, self._shares = array("q"), array("d")
         self._bounds = array("q", [0])  # segment i's GPUs: _gpus[_bounds[i]:_bounds[i + 1]]
         self._open: dict[str, tuple[float, tuple[int, ...], tuple[float, ...]]] = {}
+        # Segments closed since the last fold into the columns, as (job id, opening, end):
+        # one append a segment; folded a batch at a time (``_fold``), so the columns stay the
+        # run's memory (a contended Philly run closes ~10^6 segments).
+        self._closing: list[tuple[str, tuple[float, tuple[int, ...], tuple[float, ...]],
+                                  float]] = []
 
     def opened(self, job_id: str, now: float, gpus: tuple[int, ...],
                shares: tuple[float, ...]) -> None:
@@ -34,16 +45,35 @@ class RunSegments:
     def ended(self, job_id: str, now: float) -> None:
         began = self._open.pop(job_id, None)
         if began is not None:
-            self._ids.append(job_id)
-            self._start.append(began[0])
-            self._end.append(now)
-            self._gpus.extend(began[1])
-            self._shares.extend(began[2])
-            self._bounds.append(len(self._gpus))
+            closing = self._closing
+            closing.append((job_id, began, now))
+            if len(closing) >= _FOLD_EVERY:
+                self._fold()
+
+    def _fold(self) -> None:
+        """Move the segments closed since the last fold into the columns, in order. The
+        numbers go in as bytes numpy made (an array's own ``extend`` parses each item as a
+        call's argument); the same values."""
+        closing = self._closing
+        if not closing:
+            return
+        ids, opened, ends = zip(*closing, strict=True)
+        self._ids.extend(ids)
+        self._start.frombytes(np.array([began[0] for began in opened], np.float64).tobytes())
+        self._end.frombytes(np.array(ends, np.float64).tobytes())
+        held = [began[1] for began in opened]
+        sizes = np.fromiter(map(len, held), np.int64, len(held))
+        count = int(sizes.sum())
+        self._gpus.frombytes(np.fromiter(chain.from_iterable(held), np.int64, count).tobytes())
+        self._shares.frombytes(np.fromiter(chain.from_iterable(began[2] for began in opened),
+                                           np.float64, count).tobytes())
+        self._bounds.frombytes((np.cumsum(sizes) + self._bounds[-1]).tobytes())
+        closing.clear()
 
     @property
     def closed(self) -> list[Segment]:
         """The closed segments in the order they closed."""
+        self._fold()
         bounds, gpus, shares = self._bounds, self._gpus, self._shares
         return [Segment(job_id, start, end, tuple(gpus[bounds[i]:bounds[i + 1]]),
                         tuple(shares[bounds[i]:bounds[i + 1]]))
@@ -54,6 +84,7 @@ class RunSegments:
                                list[tuple[int, ...]], list[float]]:
         """``all()`` as columns: job ids, starts, ends (None: open), GPUs and each segment's
         first share (1.0 without GPUs), without making a ``Segment`` per row."""
+        self._fold()
         bounds, flat, flat_shares = self._bounds, self._gpus, self._shares
         ids = self._ids + list(self._open)
         starts = list(self._start) + [began[0] for began in self._open.values()]

@@ -72,16 +72,16 @@ class ClusterSnapshot:
             object.__setattr__(self, "by_queue", _ByQueue(self.waiting))
 
 
-def core_snapshot(fields: dict[str, Any]) -> ClusterSnapshot:
+def core_snapshot(fields: dict[str, Any], grouped: bool = False) -> ClusterSnapshot:
     """``ClusterSnapshot(**fields)`` for the core's cycle (``Scheduler.snapshot``): ``fields``
     names every field, its arrays already read-only views. The frozen ``__init__`` sets each
     of the 18 fields through ``object.__setattr__``; this fills the instance's dict at once
     (a snapshot a cycle: ~10^6 of them on a contended Philly run). ``__post_init__``'s one
     step that such fields still need is kept: a queue without a static order has no
-    ``by_queue`` of its own."""
+    ``by_queue`` of its own (``grouped``: it has, the core's)."""
     snapshot = _new(ClusterSnapshot)
     snapshot.__dict__.update(fields)
-    if not fields["by_queue"] and fields["waiting"]:
+    if not grouped and not fields["by_queue"] and fields["waiting"]:
         snapshot.__dict__["by_queue"] = _ByQueue(fields["waiting"])
     return snapshot
 

@@ -5,12 +5,18 @@ on insert spares every cycle a full sort: O(log n) per insert instead of O(n log
 With a ``bucket_of`` function it also keeps each bucket (jobs that fit or fail alike: same GPU
 count and the same static shape) sorted, so a cycle can skip a whole bucket once one of its jobs
 failed, instead of visiting every waiting job (see ``bucket_scan.py``).
+
+Each tenant queue's jobs in the static order (``by_queue``) are kept only once something reads
+them (strict FIFO and the fast lane do, every cycle; a bucket walk never does): until then a job
+is filed in two sorted lists, not three (issue 14: a contended Tiresias run files ~10^6
+preempted jobs). Built at the first read, they are the whole order's jobs of each queue in that
+order: equal keys stay in the order they were filed, in the whole order and in each queue.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Any
 
 from dlsched.workload.job import Job
@@ -25,43 +31,68 @@ class WaitingQueue:
         self._ordered: list[Job] = []
         self._queue_keys: dict[str, list[Any]] = {}
         self._by_queue: dict[str, list[Job]] = {}
-        self._key_of: dict[str, Any] = {}  # each job's static key, as computed when it came
+        self._queues_kept = False  # ``_by_queue`` kept up to date (it was read)
+        self._queues_view = _QueuesView(self)
+        # Each waiting job's static key, as computed when it came, and its bucket (None: no
+        # buckets): one entry a job
+        self._filed: dict[str, tuple[Any, Hashable | None]] = {}
         self._bucket_of = bucket_of if static_key is not None else None
         self._buckets: dict[Hashable, tuple[list[Any], list[Job]]] = {}
-        self._bucket_named: dict[str, Hashable] = {}  # each job's bucket, as filed
+        # Each job's bucket, kept after it leaves the queue (a preempted job comes back to the
+        # same bucket: its spec does not change) until ``forget``.
+        self._bucket_known: dict[str, Hashable] = {}
 
     def add(self, job: Job) -> None:
-        self._jobs[job.job_id] = job
-        if self._static_key is not None:
-            key = self._key_of[job.job_id] = self._static_key(job)
-            _insert(self._keys, self._ordered, key, job)
-            queue = job.spec.queue
-            keys = self._queue_keys.get(queue)
-            if keys is None:
-                keys = self._queue_keys[queue] = []
-                self._by_queue[queue] = []
-            _insert(keys, self._by_queue[queue], key, job)
-            if self._bucket_of is not None:
-                name = self._bucket_named[job.job_id] = self._bucket_of(job)
-                bucket = self._buckets.setdefault(name, ([], []))
-                _insert(bucket[0], bucket[1], key, job)
+        job_id = job.job_id
+        self._jobs[job_id] = job
+        if self._static_key is None:
+            return
+        key = self._static_key(job)
+        _insert(self._keys, self._ordered, key, job)
+        if self._queues_kept:
+            self._file_in_queue(job, key)
+        if self._bucket_of is None:
+            self._filed[job_id] = (key, None)
+        else:
+            name = self._bucket_known.get(job_id)
+            if name is None:
+                name = self._bucket_known[job_id] = self._bucket_of(job)
+            self._filed[job_id] = (key, name)
+            bucket = self._buckets.get(name)
+            if bucket is None:
+                bucket = self._buckets[name] = ([], [])
+            _insert(bucket[0], bucket[1], key, job)
+
+    def _file_in_queue(self, job: Job, key: Any) -> None:
+        queue = job.spec.queue
+        keys = self._queue_keys.get(queue)
+        if keys is None:
+            keys = self._queue_keys[queue] = []
+            self._by_queue[queue] = []
+        _insert(keys, self._by_queue[queue], key, job)
 
     def pop(self, job_id: str) -> Job:
         job = self._jobs.pop(job_id)
-        if self._static_key is not None:
-            key = self._key_of.pop(job_id)  # a static key does not change while a job waits
-            _remove(self._keys, self._ordered, key, job)
+        if self._static_key is None:
+            return job
+        # a static key does not change while a job waits, nor does its bucket
+        key, name = self._filed.pop(job_id)
+        _remove(self._keys, self._ordered, key, job)
+        if self._queues_kept:
             queue = job.spec.queue
             _remove(self._queue_keys[queue], self._by_queue[queue], key, job)
             if not self._by_queue[queue]:
                 del self._queue_keys[queue], self._by_queue[queue]
-            if self._bucket_of is not None:
-                name = self._bucket_named.pop(job_id)  # a job's bucket does not change either
-                bucket = self._buckets[name]
-                _remove(bucket[0], bucket[1], key, job)
-                if not bucket[1]:
-                    del self._buckets[name]
+        if self._bucket_of is not None:
+            bucket = self._buckets[name]
+            _remove(bucket[0], bucket[1], key, job)
+            if not bucket[1]:
+                del self._buckets[name]
         return job
+
+    def forget(self, job_id: str) -> None:
+        """The job ended: its bucket need not be kept for a return."""
+        self._bucket_known.pop(job_id, None)
 
     @property
     def is_static(self) -> bool:
@@ -73,8 +104,11 @@ class WaitingQueue:
         self.add(job)
 
     def discard(self, job_id: str) -> None:
+        """Take the job out if it waits (it ended, or left the queue by another way than a
+        start): its bucket is forgotten too."""
         if job_id in self._jobs:
             self.pop(job_id)
+        self._bucket_known.pop(job_id, None)
 
     def ordered(self) -> tuple[Job, ...]:
         """The jobs, in the static order when there is one, else in arrival order."""
@@ -86,13 +120,23 @@ class WaitingQueue:
         """``ordered`` without a copy: iterate it only while the queue does not change."""
         return iter(self._ordered if self._static_key is not None else self._jobs.values())
 
-    def by_queue(self) -> dict[str, list[Job]]:
-        """Each queue's jobs in the static order (live lists: read them, do not keep them)."""
+    def by_queue(self) -> Mapping[str, list[Job]]:
+        """Each queue's jobs in the static order (live lists: read them, do not keep them);
+        empty without a static order."""
+        return self._queues_view if self._static_key is not None else self._by_queue
+
+    def _queues(self) -> dict[str, list[Job]]:
+        """``_by_queue``, built from the whole order at the first read and kept from then on."""
+        if not self._queues_kept:
+            self._queues_kept = True
+            for key, job in zip(self._keys, self._ordered, strict=True):
+                self._file_in_queue(job, key)  # in order: each goes last
         return self._by_queue
 
     def bucket_named(self, job_id: str) -> Hashable | None:
         """The bucket a waiting job is filed in (None: not waiting, or no buckets)."""
-        return self._bucket_named.get(job_id)
+        filed = self._filed.get(job_id)
+        return None if filed is None else filed[1]
 
     def buckets(self) -> dict[Hashable, tuple[list[Any], list[Job]]]:
         """Each bucket's (static keys, jobs) in the static order (live lists, as ``by_queue``);
@@ -113,6 +157,42 @@ class WaitingQueue:
 
     def values(self) -> Iterator[Job]:
         return iter(self._jobs.values())
+
+
+class _QueuesView(Mapping[str, list[Job]]):
+    """``WaitingQueue.by_queue`` of a static order: the per-queue lists, made and kept from the
+    first read on. Its truth needs no lists: some queue has jobs exactly when the queue has."""
+
+    def __init__(self, waiting: WaitingQueue) -> None:
+        self._waiting = waiting
+
+    def __getitem__(self, queue: str) -> list[Job]:
+        return self._waiting._queues()[queue]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._waiting._queues())
+
+    def __len__(self) -> int:
+        return len(self._waiting._queues())
+
+    def __bool__(self) -> bool:
+        return bool(self._waiting._jobs)
+
+    def __contains__(self, queue: object) -> bool:
+        return queue in self._waiting._queues()
+
+    # The dict's own views: no Python step an item
+    def values(self) -> ValuesView[list[Job]]:
+        return self._waiting._queues().values()
+
+    def items(self) -> ItemsView[str, list[Job]]:
+        return self._waiting._queues().items()
+
+    def keys(self) -> KeysView[str]:
+        return self._waiting._queues().keys()
+
+    def get(self, queue: str, default: Any = None) -> Any:
+        return self._waiting._queues().get(queue, default)
 
 
 def _insert(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:

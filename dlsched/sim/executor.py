@@ -27,14 +27,20 @@ class SimExecutor:
         spec = job.spec
         ends_at = spec.ends_at
         if ends_at is not None:
-            finish = max(now, ends_at)
+            finish = ends_at if ends_at > now else now
         else:
             # ``Job.remaining_work``, inlined (the same operations): a call a start
-            done = job.done_work
+            # (``max`` and ``min`` of two as conditionals, the same values: no argument
+            # parsing a call)
+            done, work, productive = job.done_work, spec.work, job.productive_from
             if job.status is _RUNNING:
-                since = max(job.progress_time, job.productive_from)
-                done = min(spec.work, done + job.rate * max(0.0, now - since))
-            finish = max(now, job.productive_from) + max(0.0, spec.work - done) / job.rate
+                since = productive if productive > job.progress_time else job.progress_time
+                ran = now - since
+                done = done + job.rate * (ran if ran > 0.0 else 0.0)
+                done = done if done < work else work
+            left = work - done
+            finish = ((productive if productive > now else now)
+                      + (left if left > 0.0 else 0.0) / job.rate)
         self.events.schedule(finish, _tuple(Event, (_FINISH, job.job_id, job.epoch)))
 
     def rerate(self, job: Job, now: float) -> None:

@@ -1,0 +1,129 @@
+"""The waiting queue's orders against a model of them (issue 14: its lists were cut).
+
+The model: a job filed under a static key goes after every job filed before it under an equal
+key (``bisect_right``), so each order (the whole queue, each tenant queue, each bucket) is the
+jobs sorted by (key, filing number). The per-queue lists are kept only once read, so the test
+reads them at random points too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from builders import make_job
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dlsched.scheduling.waiting import WaitingQueue
+from dlsched.workload.job import Job
+
+QUEUES = ("a", "b", "c")
+STEPS = st.lists(st.tuples(st.sampled_from(("add", "pop", "rekey", "read", "forget")),
+                           st.integers(0, 11), st.integers(0, 3)), max_size=80)
+
+
+class _Model:
+    """Every order is the waiting jobs sorted by (static key, filing number)."""
+
+    def __init__(self) -> None:
+        self.filed: dict[str, tuple[int, int]] = {}  # job -> (key, filing number)
+        self.count = 0
+
+    def add(self, job_id: str, key: int) -> None:
+        self.count += 1
+        self.filed[job_id] = (key, self.count)
+
+    def order(self, jobs: dict[str, Job], keep: object = None) -> list[str]:
+        chosen = [j for j in self.filed if keep is None or keep(jobs[j])]  # type: ignore
+        return sorted(chosen, key=self.filed.__getitem__)
+
+
+def _bucket(job: Job) -> Hashable:
+    return int(job.job_id[1:]) % 3
+
+
+@settings(max_examples=300, deadline=None)
+@given(STEPS, st.booleans())
+def test_orders_match_the_model(steps: list[tuple[str, int, int]], bucketed: bool) -> None:
+    keys: dict[str, int] = {}
+    queue = WaitingQueue(lambda job: keys[job.job_id], _bucket if bucketed else None)
+    jobs = {f"j{n}": Job(make_job(f"j{n}").queue(QUEUES[n % 3]).build()) for n in range(12)}
+    model = _Model()
+    for action, n, key in steps:
+        job_id = f"j{n}"
+        if action == "add" and job_id not in queue:
+            keys[job_id] = key
+            queue.add(jobs[job_id])
+            model.add(job_id, key)
+        elif action == "pop" and job_id in queue:
+            assert queue.pop(job_id) is jobs[job_id]
+            del model.filed[job_id]
+        elif action == "rekey" and job_id in queue:
+            keys[job_id] = key
+            queue.rekey(jobs[job_id])
+            model.add(job_id, key)
+        elif action == "read":
+            _check_queues(queue, model, jobs)
+        elif action == "forget" and job_id not in queue:
+            queue.forget(job_id)
+        assert [j.job_id for j in queue.ordered()] == model.order(jobs)
+    _check_queues(queue, model, jobs)
+    _check_buckets(queue, model, jobs, bucketed)
+
+
+def _check_queues(queue: WaitingQueue, model: _Model, jobs: dict[str, Job]) -> None:
+    by_queue = queue.by_queue()
+    assert bool(by_queue) == bool(model.filed)
+    expected = {name: model.order(jobs, lambda j, q=name: j.spec.queue == q) for name in QUEUES}
+    assert {name: [j.job_id for j in lst] for name, lst in by_queue.items()} == {
+        name: order for name, order in expected.items() if order}
+
+
+def _check_buckets(queue: WaitingQueue, model: _Model, jobs: dict[str, Job],
+                   bucketed: bool) -> None:
+    if not bucketed:
+        assert queue.buckets() == {}
+        return
+    expected = {b: model.order(jobs, lambda j, b=b: _bucket(j) == b) for b in range(3)}
+    assert {b: [j.job_id for j in lst] for b, (_, lst) in queue.buckets().items()} == {
+        b: order for b, order in expected.items() if order}
+    for b, (bucket_keys, lst) in queue.buckets().items():
+        assert bucket_keys == [model.filed[j.job_id][0] for j in lst]
+        assert all(queue.bucket_named(j.job_id) == b for j in lst)
+
+
+def test_per_queue_lists_wait_for_a_read() -> None:
+    """A queue whose per-queue lists nobody read files each job in its order and its bucket
+    only; the first read makes them, and from then on they are kept."""
+    keys = {"j0": 2, "j1": 1, "j2": 1}
+    queue = WaitingQueue(lambda job: keys[job.job_id], _bucket)
+    for n, name in enumerate(("x", "y", "x")):
+        queue.add(Job(make_job(f"j{n}").queue(name).build()))
+    assert queue._by_queue == {}
+    assert {q: [j.job_id for j in lst] for q, lst in queue.by_queue().items()} == {
+        "x": ["j2", "j0"], "y": ["j1"]}
+    queue.pop("j2")
+    assert [j.job_id for j in queue._by_queue["x"]] == ["j0"]
+
+
+def test_a_job_bucket_is_kept_while_it_may_come_back() -> None:
+    """A started job's bucket is kept for its return; an ended one's is not (``forget`` after
+    a finish, ``discard`` for any other way out)."""
+    calls: list[str] = []
+
+    def bucket(job: Job) -> Hashable:
+        calls.append(job.job_id)
+        return _bucket(job)
+
+    queue = WaitingQueue(lambda job: 0, bucket)
+    jobs = [Job(make_job(f"j{n}").build()) for n in range(3)]
+    for job in jobs:
+        queue.add(job)
+    for job in jobs:
+        queue.pop(job.job_id)  # started
+        queue.add(job)  # preempted: the same bucket, not asked again
+    assert calls == ["j0", "j1", "j2"]
+    queue.pop("j0")
+    queue.forget("j0")  # finished
+    queue.discard("j1")  # cancelled while waiting
+    assert queue._bucket_known == {"j2": _bucket(jobs[2])}
