@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-from dlsched.policies.gavel.lp import MaxMinLP, job_classes, single_columns
+from dlsched.policies.gavel.lp import MaxMinLP, job_classes, single_columns, thread_solver
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem, effective_throughput
 
 DEFAULT_HORIZON = 360.0  # seconds: Gavel's round length, LAS's look-ahead
@@ -24,10 +24,13 @@ def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
     """``max_X min_j offset_j + sum_t value[j, t] X[j, t]`` under Gavel's constraints.
 
     Jobs with identical data share one LP row (``job_classes``). Returns ``X``, the optimum and
-    the number of LP solves."""
-    reps, inverse, counts = job_classes(np.column_stack([value, offset, gpus]))
+    the number of LP solves. The LP is dropped here: it is held by the thread's solver."""
+    n, n_types = value.shape
+    key = np.empty((n, n_types + 2))
+    key[:, :n_types], key[:, n_types], key[:, n_types + 1] = value, offset, gpus
+    reps, inverse, counts = job_classes(key)
     columns, jobs, types = single_columns(value[reps], gpus[reps] * counts)
-    lp = MaxMinLP(columns, capacity, offset[reps])
+    lp = MaxMinLP(columns, capacity, offset[reps], highs=thread_solver())
     x_cols, best = lp.solve()
     if pareto:
         x_cols = lp.maximize_total(best, counts.astype(float), first=x_cols)

@@ -10,6 +10,7 @@ POP's many small sub-problems, ``scipy.sparse`` block assembly cost more than th
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,12 +49,32 @@ class Entries:
         """``weights @ A``."""
         return np.bincount(self.cols, self.values * weights[self.rows], minlength=self.shape[1])
 
+    def column_form(self) -> ColumnMatrix:
+        """The same matrix in compressed column form (entries of a column in their order)."""
+        n_cols = self.shape[1]
+        order = np.argsort(self.cols, kind="stable")
+        start = np.zeros(n_cols + 1, dtype=np.int32)
+        np.cumsum(np.bincount(self.cols, minlength=n_cols), out=start[1:])
+        return ColumnMatrix(start, self.rows[order].astype(np.int32),
+                            self.values[order].astype(float), self.shape)
+
     def then(self, other: Entries) -> Entries:
         """``[A, B]`` (same rows)."""
         return Entries(np.concatenate([self.rows, other.rows]),
                        np.concatenate([self.cols, other.cols + self.shape[1]]),
                        np.concatenate([self.values, other.values]),
                        (self.shape[0], self.shape[1] + other.shape[1]))
+
+
+@dataclass(frozen=True)
+class ColumnMatrix:
+    """A sparse matrix as HiGHS takes it: column ``c``'s entries are ``start[c]:start[c + 1]``
+    of ``index`` (rows, int32) and ``values``."""
+
+    start: np.ndarray
+    index: np.ndarray
+    values: np.ndarray
+    shape: tuple[int, int]
 
 
 def stack(*blocks: Entries) -> Entries:
@@ -73,6 +94,9 @@ class Columns:
     value: Entries
     usage: Entries
     gpus: Entries
+    # ``single_columns``' columns: each one job's value and time and one type's GPUs, in
+    # (job, type) order; ``MaxMinLP`` then writes its column form directly
+    single: bool = False
 
     @property
     def n_cols(self) -> int:
@@ -93,7 +117,8 @@ def single_columns(value: np.ndarray, gpus: np.ndarray) -> tuple[Columns, np.nda
     shape = (n, len(jobs))
     return (Columns(Entries(jobs, cols, value[jobs, types], shape),
                     Entries(jobs, cols, np.ones(len(jobs)), shape),
-                    Entries(types, cols, gpus[jobs].astype(float), (n_types, len(jobs)))),
+                    Entries(types, cols, gpus[jobs].astype(float), (n_types, len(jobs))),
+                    single=True),
             jobs, types)
 
 
@@ -103,35 +128,72 @@ def job_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Identical jobs get identical rows in an optimal solution of a max-min or sum LP (averaging
     an optimum over them keeps it feasible and optimal), so one variable row per class is exact.
     """
-    _, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True,
-                                          return_counts=True)
-    return first, inverse.ravel(), counts
+    n = len(key)
+    if n == 0 or key.shape[1] == 0:
+        _, first, inverse, counts = np.unique(key, axis=0, return_index=True,
+                                              return_inverse=True, return_counts=True)
+        return first, inverse.ravel(), counts
+    # ``np.unique(key, axis=0, return_index, return_inverse, return_counts)``'s answer
+    # (classes in the rows' lexicographic order, each represented by its first job), from one
+    # stable lexsort: np.unique views the rows as records first, which costs more here
+    order = np.lexsort(key.T[::-1])
+    ranked = key[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=new[1:])
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    return order[starts], inverse, np.diff(np.append(starts, n))
+
+
+def new_solver() -> object:
+    """A HiGHS solver, the core class (no Python callback on every solver event), silent."""
+    highs = highs_solver()
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+_THREAD = threading.local()
+
+
+def thread_solver() -> object:
+    """This thread's kept HiGHS solver (``new_solver``), for an LP that is built, solved and
+    dropped before the next one on the same thread: a new solver per LP cost more than
+    passing the model (a model passed in replaces the last one with its basis and solution:
+    the same answers as a new solver's)."""
+    highs = getattr(_THREAD, "highs", None)
+    if highs is None:
+        highs = _THREAD.highs = new_solver()
+    return highs
 
 
 class LinearProgram:
     """``min cost @ x`` s.t. ``row_lower <= A x <= row_upper`` and column bounds, kept in HiGHS so
     that changed costs, bounds or coefficients re-solve from the last basis."""
 
-    def __init__(self, cost: np.ndarray, matrix: Entries, col_bounds: tuple[np.ndarray, ...],
-                 row_bounds: tuple[np.ndarray, ...]) -> None:
+    def __init__(self, cost: np.ndarray, matrix: Entries | ColumnMatrix,
+                 col_bounds: tuple[np.ndarray, ...], row_bounds: tuple[np.ndarray, ...],
+                 highs: object | None = None) -> None:
+        """``highs``: a solver to hold the model (``thread_solver()``: one per thread, which
+        then holds no other model while this one is used), else a new one."""
         n_rows, n_cols = matrix.shape
-        order = np.argsort(matrix.cols, kind="stable")
-        start = np.zeros(n_cols + 1, dtype=np.int32)
-        np.cumsum(np.bincount(matrix.cols, minlength=n_cols), out=start[1:])
+        if isinstance(matrix, Entries):
+            matrix = matrix.column_form()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = n_cols, n_rows
         lp.col_cost_ = np.asarray(cost, dtype=float)
         lp.col_lower_, lp.col_upper_ = (np.asarray(b, dtype=float) for b in col_bounds)
         lp.row_lower_, lp.row_upper_ = (np.asarray(b, dtype=float) for b in row_bounds)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = start
-        lp.a_matrix_.index_ = matrix.rows[order].astype(np.int32)
-        lp.a_matrix_.value_ = matrix.values[order].astype(float)
-        # The core class: no Python callback on every solver event, no banner on stdout.
-        self.highs = highs_solver()
-        self.highs.setOptionValue("output_flag", False)
-        if n_rows > LARGE_LP_ROWS:
-            self.highs.setOptionValue("solver", "ipm")
+        lp.a_matrix_.start_ = matrix.start
+        lp.a_matrix_.index_ = matrix.index
+        lp.a_matrix_.value_ = matrix.values
+        if highs is None:
+            highs = new_solver()
+        # a kept solver's last model may have left "simplex" (``solve``): a new one's default
+        highs.setOptionValue("solver", "ipm" if n_rows > LARGE_LP_ROWS else "choose")
+        self.highs = highs
         self.highs.passModel(lp)
         self.solves = 0
 
@@ -172,22 +234,26 @@ class MaxMinLP:
     ``gpus @ x <= capacity``, ``0 <= x <= 1`` (Gavel §4.1's max-min LP, in matrix form)."""
 
     def __init__(self, columns: Columns, capacity: np.ndarray, offset: np.ndarray,
-                 z_coef: np.ndarray | None = None) -> None:
+                 z_coef: np.ndarray | None = None, highs: object | None = None) -> None:
         n, n_types = columns.value.shape[0], len(capacity)
         self.columns, self.n, self.z_col = columns, n, columns.n_cols
         z_coef = np.ones(n) if z_coef is None else z_coef
-        z_column = Entries(np.arange(n), np.zeros(n, dtype=np.int64), -z_coef, (n, 1))
-        empty = np.zeros(0, dtype=np.int64)
-        matrix = stack(columns.value.then(z_column),
-                       columns.usage.then(Entries(empty, empty, np.zeros(0), (n, 1))),
-                       columns.gpus.then(Entries(empty, empty, np.zeros(0), (n_types, 1))))
+        matrix: Entries | ColumnMatrix
+        if columns.single:
+            matrix = _single_matrix(columns, n, n_types, z_coef)
+        else:
+            z_column = Entries(np.arange(n), np.zeros(n, dtype=np.int64), -z_coef, (n, 1))
+            empty = np.zeros(0, dtype=np.int64)
+            matrix = stack(columns.value.then(z_column),
+                           columns.usage.then(Entries(empty, empty, np.zeros(0), (n, 1))),
+                           columns.gpus.then(Entries(empty, empty, np.zeros(0), (n_types, 1))))
         cost = np.zeros(self.z_col + 1)
         cost[-1] = -1.0
         col_upper = np.append(np.ones(self.z_col), INF)
         row_lower = np.concatenate([-offset, np.full(n + n_types, -INF)])
         row_upper = np.concatenate([np.full(n, INF), np.ones(n), capacity])
         self.lp = LinearProgram(cost, matrix, (np.zeros(self.z_col + 1), col_upper),
-                                (row_lower, row_upper))
+                                (row_lower, row_upper), highs)
 
     def solve(self) -> tuple[np.ndarray, float]:
         """The allocation columns and ``z*``."""
@@ -220,3 +286,25 @@ class MaxMinLP:
     @property
     def solves(self) -> int:
         return self.lp.solves
+
+
+def _single_matrix(columns: Columns, n: int, n_types: int, z_coef: np.ndarray) -> ColumnMatrix:
+    """``MaxMinLP``'s matrix for ``single_columns``, in column form: the value row, time row
+    and GPU row of each (job, type) column, then the z column (what ``stack`` and
+    ``Entries.column_form`` give, without sorting)."""
+    k = columns.n_cols
+    index = np.empty(3 * k + n, dtype=np.int32)
+    values = np.empty(3 * k + n)
+    jobs = columns.value.rows
+    index[0:3 * k:3] = jobs
+    index[1:3 * k:3] = jobs + n
+    index[2:3 * k:3] = columns.gpus.rows + 2 * n
+    index[3 * k:] = np.arange(n)
+    values[0:3 * k:3] = columns.value.values
+    values[1:3 * k:3] = columns.usage.values
+    values[2:3 * k:3] = columns.gpus.values
+    values[3 * k:] = -z_coef
+    start = np.empty(k + 2, dtype=np.int32)
+    start[:k + 1] = np.arange(0, 3 * k + 1, 3)
+    start[k + 1] = 3 * k + n
+    return ColumnMatrix(start, index, values, (2 * n + n_types, k + 1))
