@@ -308,3 +308,54 @@ def _single_matrix(columns: Columns, n: int, n_types: int, z_coef: np.ndarray) -
     start[:k + 1] = np.arange(0, 3 * k + 1, 3)
     start[k + 1] = 3 * k + n
     return ColumnMatrix(start, index, values, (2 * n + n_types, k + 1))
+
+
+class WarmStart:
+    """First-stage bases of max-min LPs solved one after another for mostly the same jobs
+    (Gavel's allocation resets), kept by job: the next LP starts from its jobs' last statuses
+    (rows, and columns by GPU type) instead of from scratch. HiGHS takes the result as an
+    "alien" basis (any number of basic variables: it keeps an independent subset and fills
+    in slacks) and skips presolve. Another start may end at another optimal vertex of a
+    degenerate LP: an equally optimal allocation, not the same one."""
+
+    def __init__(self) -> None:
+        self.by_job: dict[str, tuple[object, object, dict[int, object]]] = {}
+        self.types: list[object] = []  # the GPU-type rows' statuses
+        self.z: object = None
+
+    def start(self, lp: MaxMinLP, ids: list[str], jobs: np.ndarray, types: np.ndarray,
+              n_types: int) -> None:
+        """Give ``lp`` (classes represented by the jobs ``ids``; column ``c`` is class
+        ``jobs[c]`` on type ``types[c]``) the kept statuses, where there are any."""
+        if not self.by_job or len(self.types) != n_types:
+            return
+        status = highspy.HighsBasisStatus
+        basic, lower = status.kBasic, status.kLower
+        n = len(ids)
+        kept = [self.by_job.get(job_id) for job_id in ids]
+        rows = [basic] * (2 * n) + self.types
+        for c, found in enumerate(kept):
+            if found is not None:
+                rows[c], rows[n + c] = found[0], found[1]
+        cols = [lower if found is None else found[2].get(t, lower)
+                for found, t in zip((kept[j] for j in jobs.tolist()), types.tolist(),
+                                    strict=True)]
+        cols.append(self.z)
+        basis = highspy.HighsBasis()
+        basis.col_status, basis.row_status = cols, rows
+        basis.alien = basis.valid = True
+        lp.lp.highs.setBasis(basis)
+
+    def keep(self, lp: MaxMinLP, ids: list[str], inverse: np.ndarray,
+             jobs: np.ndarray, types: np.ndarray, n_types: int) -> None:
+        """Keep ``lp``'s basis for every job (``inverse``: each job's class)."""
+        basis = lp.lp.highs.getBasis()
+        cols, rows = basis.col_status, basis.row_status
+        n = (len(rows) - n_types) // 2
+        by_type: list[dict[int, object]] = [{} for _ in range(n)]
+        for c, (j, t) in enumerate(zip(jobs.tolist(), types.tolist(), strict=True)):
+            by_type[j][t] = cols[c]
+        classes = [(rows[c], rows[n + c], by_type[c]) for c in range(n)]
+        self.by_job = {job_id: classes[c] for job_id, c in zip(ids, inverse.tolist(),
+                                                                 strict=True)}
+        self.types, self.z = list(rows[2 * n:]), cols[-1]

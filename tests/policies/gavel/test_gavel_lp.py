@@ -1,5 +1,6 @@
 """The max-min LP's fast paths give HiGHS exactly the model (and so the answers) of the generic
-build: job classes by one lexsort, the column form written directly, one kept solver."""
+build: job classes by one lexsort, the column form written directly, one kept solver; a warm
+start from the last LP's basis reaches the same optimum."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ import numpy as np
 import pytest
 from gavel_cases import random_problem
 
-from dlsched.policies.gavel.fairness import solve_max_min
+from dlsched.errors import ConfigError
+from dlsched.policies.gavel.fairness import las, max_min_fairness, solve_max_min
 from dlsched.policies.gavel.lp import (
     MaxMinLP,
+    WarmStart,
     job_classes,
     new_solver,
     single_columns,
     thread_solver,
 )
+from dlsched.policies.gavel.problem import AllocationProblem, violations
+from dlsched.scheduling.registry import build_policy
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -76,3 +81,33 @@ def test_each_thread_keeps_its_own_solver():
     thread.start()
     thread.join()
     assert thread_solver() is mine and other[0] is not mine
+
+
+def _window(start: int) -> AllocationProblem:
+    """Jobs ``j{start}..j{start + 11}`` of one random problem: successive windows share most
+    of their jobs, as Gavel's allocation resets do."""
+    return BIG.subproblem(np.arange(start, start + 12), 1.0)
+
+
+BIG = random_problem(7, n_jobs=30)
+
+
+@pytest.mark.parametrize("policy", [max_min_fairness, las])
+def test_a_warm_start_reaches_the_optimum_of_a_cold_one(policy):
+    warm = WarmStart()
+    for start in range(0, 18, 3):
+        problem = _window(start)
+        cold, hot = policy(problem), policy(problem, warm=warm)
+        assert hot.objective == pytest.approx(cold.objective, rel=1e-6)
+        assert not violations(problem, hot)
+        assert set(warm.by_job) == set(problem.job_ids)
+
+
+def test_warm_start_is_a_policy_option_of_max_min_and_las():
+    for name in ("gavel-maxmin", "gavel-las"):
+        assert build_policy(name).plugins[0]._warm is None
+        assert isinstance(build_policy(name, {"warm_start": "true"}).plugins[0]._warm,
+                          WarmStart)
+    # the agnostic LP is degenerate in every type: a warm start keeps a job where it ran
+    with pytest.raises(ConfigError, match="warm_start"):
+        build_policy("gavel-maxmin-agnostic", {"warm_start": "true"})
