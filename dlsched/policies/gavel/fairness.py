@@ -32,21 +32,26 @@ def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
 
     Jobs with identical data share one LP row (``job_classes``). Returns ``X``, the optimum and
     the number of LP solves. The LP is dropped here: it is held by the thread's solver.
-    ``warm``: start from the bases of the jobs ``ids`` (one per row) kept by the last solve
-    (``WarmStart``), and keep this one's."""
+    ``warm``: start each stage from the bases of the jobs ``ids`` (one per row) kept by the
+    last solve (``WarmStart``), and keep this one's."""
     n, n_types = value.shape
     key = np.empty((n, n_types + 2))
     key[:, :n_types], key[:, n_types], key[:, n_types + 1] = value, offset, gpus
     reps, inverse, counts = job_classes(key)
     columns, jobs, types = single_columns(value[reps], gpus[reps] * counts)
     lp = MaxMinLP(columns, capacity, offset[reps], highs=thread_solver())
+    rep_ids = [ids[r] for r in reps.tolist()] if warm is not None else []
     if warm is not None:
-        warm.start(lp, [ids[r] for r in reps.tolist()], jobs, types, n_types)
+        warm.first.start(lp, rep_ids, jobs, types, n_types)
     x_cols, best = lp.solve()
     if warm is not None:
-        warm.keep(lp, list(ids), inverse, jobs, types, n_types)
+        warm.first.keep(lp, list(ids), inverse, jobs, types, n_types)
     if pareto:
+        if warm is not None:  # HiGHS keeps a basis through the changed costs and bounds
+            warm.second.start(lp, rep_ids, jobs, types, n_types)
         x_cols = lp.maximize_total(best, counts.astype(float), first=x_cols)
+        if warm is not None:
+            warm.second.keep(lp, list(ids), inverse, jobs, types, n_types)
     x_cols = np.clip(x_cols, 0.0, 1.0)
     x_reps = np.zeros((len(reps), value.shape[1]))
     x_reps[jobs, types] = x_cols

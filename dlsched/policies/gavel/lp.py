@@ -311,12 +311,21 @@ def _single_matrix(columns: Columns, n: int, n_types: int, z_coef: np.ndarray) -
 
 
 class WarmStart:
-    """First-stage bases of max-min LPs solved one after another for mostly the same jobs
-    (Gavel's allocation resets), kept by job: the next LP starts from its jobs' last statuses
-    (rows, and columns by GPU type) instead of from scratch. HiGHS takes the result as an
-    "alien" basis (any number of basic variables: it keeps an independent subset and fills
-    in slacks) and skips presolve. Another start may end at another optimal vertex of a
-    degenerate LP: an equally optimal allocation, not the same one."""
+    """Bases of max-min LPs solved one after another for mostly the same jobs (Gavel's
+    allocation resets), kept by job for each stage (``first``: max z; ``second``: the sum at
+    z's floor, ``MaxMinLP.maximize_total``): each stage of the next LP starts from its jobs'
+    last statuses instead of from scratch (the first) or from the first stage's optimum (the
+    second). Another start may end at another optimal vertex of a degenerate LP: an equally
+    optimal allocation, not the same one."""
+
+    def __init__(self) -> None:
+        self.first, self.second = StageBasis(), StageBasis()
+
+
+class StageBasis:
+    """One stage's last basis, by job: its rows' statuses and its columns' by GPU type. HiGHS
+    takes it as an "alien" basis (any number of basic variables: it keeps an independent
+    subset and fills in slacks) and skips presolve."""
 
     def __init__(self) -> None:
         self.by_job: dict[str, tuple[object, object, dict[int, object]]] = {}
