@@ -252,8 +252,11 @@ class MaxMinLP:
         col_upper = np.append(np.ones(self.z_col), INF)
         row_lower = np.concatenate([-offset, np.full(n + n_types, -INF)])
         row_upper = np.concatenate([np.full(n, INF), np.ones(n), capacity])
-        self.lp = LinearProgram(cost, matrix, (np.zeros(self.z_col + 1), col_upper),
-                                (row_lower, row_upper), highs)
+        col_lower = np.zeros(self.z_col + 1)
+        self.lp = LinearProgram(cost, matrix, (col_lower, col_upper), (row_lower, row_upper),
+                                highs)
+        # the bounds in HiGHS (``maximize_total`` raises z's lower one), for ``StageBasis``
+        self.col_bounds, self.row_bounds = (col_lower, col_upper), (row_lower, row_upper)
 
     def solve(self) -> tuple[np.ndarray, float]:
         """The allocation columns and ``z*``."""
@@ -274,7 +277,8 @@ class MaxMinLP:
         cost = np.append(-self.columns.value.weighted_columns(weights), 0.0)
         self.lp.change_costs(cost)
         for slack in (PARETO_SLACK, *LOOSER_SLACKS):
-            self.lp.change_bounds(self.z_col, z_floor - slack * abs(z_floor), INF)
+            self.col_bounds[0][self.z_col] = z_floor - slack * abs(z_floor)
+            self.lp.change_bounds(self.z_col, self.col_bounds[0][self.z_col], INF)
             try:
                 return self.lp.solve()[:-1]
             except SolverError:
@@ -323,48 +327,77 @@ class WarmStart:
 
 
 class StageBasis:
-    """One stage's last basis, by job: its rows' statuses and its columns' by GPU type. HiGHS
-    takes it as an "alien" basis (any number of basic variables: it keeps an independent
-    subset and fills in slacks) and skips presolve."""
+    """One stage's last basis, by job: its rows' statuses and its columns' by GPU type, kept
+    as codes (``_LOWER``, ``_BASIC``, ``_UPPER``) read from HiGHS' basic variables and the
+    solution (a nonbasic variable sits at the bound nearest its value): reading the basis as
+    statuses costs a Python object per status. HiGHS takes them as an "alien" basis (any
+    number of basic variables: it keeps an independent subset and fills in slacks) and skips
+    presolve."""
 
     def __init__(self) -> None:
-        self.by_job: dict[str, tuple[object, object, dict[int, object]]] = {}
-        self.types: list[object] = []  # the GPU-type rows' statuses
-        self.z: object = None
+        self.index: dict[str, int] = {}  # each job's class in the kept LP
+        self.col_of = np.zeros((0, 0), dtype=np.intp)  # (class, type): its column, or -1
+        self.cols = np.zeros(0, dtype=np.intp)  # status codes, z's last
+        self.rows = np.zeros(0, dtype=np.intp)  # value rows, time rows, GPU-type rows
+        self.n = 0
 
     def start(self, lp: MaxMinLP, ids: list[str], jobs: np.ndarray, types: np.ndarray,
               n_types: int) -> None:
         """Give ``lp`` (classes represented by the jobs ``ids``; column ``c`` is class
         ``jobs[c]`` on type ``types[c]``) the kept statuses, where there are any."""
-        if not self.by_job or len(self.types) != n_types:
+        if not self.index or self.col_of.shape[1] != n_types:
             return
-        status = highspy.HighsBasisStatus
-        basic, lower = status.kBasic, status.kLower
-        n = len(ids)
-        kept = [self.by_job.get(job_id) for job_id in ids]
-        rows = [basic] * (2 * n) + self.types
-        for c, found in enumerate(kept):
-            if found is not None:
-                rows[c], rows[n + c] = found[0], found[1]
-        cols = [lower if found is None else found[2].get(t, lower)
-                for found, t in zip((kept[j] for j in jobs.tolist()), types.tolist(),
-                                    strict=True)]
-        cols.append(self.z)
+        n, k, kept = len(ids), len(jobs), self.n
+        old = np.fromiter((self.index.get(job_id, -1) for job_id in ids), dtype=np.intp,
+                          count=n)
+        known = old >= 0
+        rows = np.full(2 * n + n_types, _BASIC, dtype=np.intp)
+        rows[:n][known] = self.rows[old[known]]
+        rows[n:2 * n][known] = self.rows[kept + old[known]]
+        rows[2 * n:] = self.rows[2 * kept:]
+        column = np.where(known[jobs], self.col_of[old[jobs], types], -1)
+        cols = np.full(k + 1, _LOWER, dtype=np.intp)
+        cols[:k] = np.where(column >= 0, self.cols[column], _LOWER)
+        cols[k] = self.cols[-1]
+        status = _statuses()
         basis = highspy.HighsBasis()
-        basis.col_status, basis.row_status = cols, rows
+        basis.col_status, basis.row_status = status[cols].tolist(), status[rows].tolist()
         basis.alien = basis.valid = True
         lp.lp.highs.setBasis(basis)
 
     def keep(self, lp: MaxMinLP, ids: list[str], inverse: np.ndarray,
              jobs: np.ndarray, types: np.ndarray, n_types: int) -> None:
-        """Keep ``lp``'s basis for every job (``inverse``: each job's class)."""
-        basis = lp.lp.highs.getBasis()
-        cols, rows = basis.col_status, basis.row_status
-        n = (len(rows) - n_types) // 2
-        by_type: list[dict[int, object]] = [{} for _ in range(n)]
-        for c, (j, t) in enumerate(zip(jobs.tolist(), types.tolist(), strict=True)):
-            by_type[j][t] = cols[c]
-        classes = [(rows[c], rows[n + c], by_type[c]) for c in range(n)]
-        self.by_job = {job_id: classes[c] for job_id, c in zip(ids, inverse.tolist(),
-                                                                 strict=True)}
-        self.types, self.z = list(rows[2 * n:]), cols[-1]
+        """Keep ``lp``'s basis for every job (``inverse``: its class)."""
+        highs = lp.lp.highs
+        solution = highs.getSolution()
+        basic = np.asarray(highs.getBasicVariables()[1])
+        self.cols = _codes(np.asarray(solution.col_value), *lp.col_bounds, basic[basic >= 0])
+        self.rows = _codes(np.asarray(solution.row_value), *lp.row_bounds,
+                           -1 - basic[basic < 0])
+        self.n = n = (len(self.rows) - n_types) // 2
+        self.col_of = np.full((n, n_types), -1, dtype=np.intp)
+        self.col_of[jobs, types] = np.arange(len(jobs))
+        self.index = dict(zip(ids, inverse.tolist(), strict=True))
+
+
+_LOWER, _BASIC, _UPPER = 0, 1, 2
+_STATUS: list[np.ndarray] = []  # HiGHS' statuses of the codes, by code (made once)
+
+
+def _statuses() -> np.ndarray:
+    if not _STATUS:
+        status = highspy.HighsBasisStatus
+        array = np.empty(3, dtype=object)
+        array[:] = [status.kLower, status.kBasic, status.kUpper]
+        _STATUS.append(array)
+    return _STATUS[0]
+
+
+def _codes(value: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+           basic: np.ndarray) -> np.ndarray:
+    """Status codes: ``_BASIC`` for the basic variables (or rows), else the bound nearest the
+    value (every nonbasic one here has a finite bound on that side)."""
+    with np.errstate(invalid="ignore"):  # inf - inf: that side is no bound
+        codes = np.where(np.abs(value - lower) <= np.abs(upper - value), _LOWER, _UPPER)
+    codes[basic] = _BASIC
+    return codes

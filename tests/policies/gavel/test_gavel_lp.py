@@ -100,7 +100,7 @@ def test_a_warm_start_reaches_the_optimum_of_a_cold_one(policy):
         cold, hot = policy(problem), policy(problem, warm=warm)
         assert hot.objective == pytest.approx(cold.objective, rel=1e-6)
         assert not violations(problem, hot)
-        assert set(warm.first.by_job) == set(warm.second.by_job) == set(problem.job_ids)
+        assert set(warm.first.index) == set(warm.second.index) == set(problem.job_ids)
 
 
 def test_warm_start_is_a_policy_option_of_max_min_and_las():
