@@ -68,10 +68,13 @@ def gavel_profile(name: str, objective: Objective, round_seconds: float, pop_k: 
 
 @register_policy("gavel-maxmin")
 def gavel_maxmin(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-                 placement: str = "consolidated", mechanism: str = "paper") -> Profile:
-    """Gavel heterogeneity-aware max-min fairness (OSDI'20 §4.1), in 6-minute rounds (§5)."""
+                 placement: str = "consolidated", mechanism: str = "paper",
+                 warm_start: bool = False) -> Profile:
+    """Gavel heterogeneity-aware max-min fairness (OSDI'20 §4.1), in 6-minute rounds (§5).
+    ``warm_start=true``: each LP starts from the last one's basis (faster; where the optimum
+    is not unique, possibly another optimal allocation)."""
     return gavel_profile("gavel-maxmin", max_min_fairness, round_seconds, pop_k, placement,
-                         mechanism=mechanism)
+                         mechanism=mechanism, warm_start=warm_start)
 
 
 @register_policy("gavel-maxmin-agnostic")
@@ -105,11 +108,13 @@ def gavel_ftf(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
 
 @register_policy("gavel-las")
 def gavel_las(round_seconds: float = ROUND_SECONDS, pop_k: int = 1,
-              placement: str = "consolidated", mechanism: str = "paper") -> Profile:
-    """Gavel least attained service as an LP (OSDI'20 §4.1), in rounds."""
+              placement: str = "consolidated", mechanism: str = "paper",
+              warm_start: bool = False) -> Profile:
+    """Gavel least attained service as an LP (OSDI'20 §4.1), in rounds; ``warm_start`` as
+    for gavel-maxmin."""
     return gavel_profile("gavel-las", las, round_seconds, pop_k, placement,
                          options={"horizon": round_seconds},
-                         mechanism=mechanism)
+                         mechanism=mechanism, warm_start=warm_start)
 
 
 @register_policy("gavel-makespan")

@@ -30,6 +30,7 @@ from dlsched.perf.gavel_table import GavelThroughputs, worker_type
 from dlsched.perf.model import Placement
 from dlsched.policies.gavel.assign import Entry, assign_types, place_round, room_by_type
 from dlsched.policies.gavel.inputs import from_gavel, from_rates
+from dlsched.policies.gavel.lp import WarmStart
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.scheduling.allocation import Assignment
@@ -58,7 +59,10 @@ class GavelRounds:
 
     ``objective(problem, **options)`` gives X (with POP over ``pop_k`` sub-problems when
     ``pop_k > 1``); ``options`` may be a function of the problem (prices per its types);
-    ``refine(problem, jobs)`` may add data to the problem (tenants, weights)."""
+    ``refine(problem, jobs)`` may add data to the problem (tenants, weights).
+    ``warm_start``: max-min fairness and LAS start each solve from the last one's basis
+    (``gavel.lp.WarmStart``; exact, not POP): fewer simplex iterations, and on a degenerate LP
+    possibly another, equally optimal allocation than a solve from scratch gives."""
 
     name = "gavel-rounds"
     static = False  # the filter and the order change every round
@@ -68,7 +72,7 @@ class GavelRounds:
                  options: dict | Callable[[AllocationProblem], dict] | None = None,
                  round_seconds: float = 360.0, pop_k: int = 1,
                  refine: Callable[[AllocationProblem, Sequence[Job]], AllocationProblem]
-                 | None = None) -> None:
+                 | None = None, warm_start: bool = False) -> None:
         if round_seconds <= 0 or pop_k < 1:
             raise ValueError("round_seconds must be > 0 and pop_k >= 1")
         self.policy, self.objective, self.options = policy, objective, options or {}
@@ -90,6 +94,9 @@ class GavelRounds:
         self._kind_rates: dict[tuple[object, ...], np.ndarray] = {}  # see ``_speed``
         self._nodes: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}  # ``_nodes_of``
         self._assignments: dict[str, Assignment] = {}  # each job's last target (``_target``)
+        # max-min and LAS: each solve starts from the last one's basis (``WarmStart``)
+        self._warm = WarmStart() if warm_start and pop_k == 1 and warm_starts(objective) \
+            else None
 
     # -- per-cycle view -----------------------------------------------------------------
     def view(self, state: CycleState) -> _Round:
@@ -195,6 +202,8 @@ class GavelRounds:
         if self._reads_isolated:
             problem = self._with_isolated_time(problem)
         options = self.options(problem) if callable(self.options) else self.options
+        if self._warm is not None:
+            options = {**options, "warm": self._warm}
         if self.pop_k > 1:
             allocation = solve_with_pop(self.objective, problem, self.pop_k, **options)
         else:
@@ -334,6 +343,13 @@ def reads_isolated_time(objective: Objective) -> bool:
 
     return objective not in (fifo_hetero, min_cost, min_makespan, las, max_min_fairness,
                              weighted_fairness)
+
+
+def warm_starts(objective: Objective) -> bool:
+    """Whether ``objective`` takes a ``WarmStart`` (``warm=``): max-min fairness and LAS."""
+    from dlsched.policies.gavel.fairness import las, max_min_fairness
+
+    return objective in (las, max_min_fairness)
 
 
 def _pinned_to(cluster: Cluster, gpu_types: tuple[str, ...]) -> np.ndarray:

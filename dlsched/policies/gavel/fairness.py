@@ -13,24 +13,45 @@ import time
 
 import numpy as np
 
-from dlsched.policies.gavel.lp import MaxMinLP, job_classes, single_columns
+from dlsched.policies.gavel.lp import (
+    MaxMinLP,
+    WarmStart,
+    job_classes,
+    single_columns,
+    thread_solver,
+)
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem, effective_throughput
 
 DEFAULT_HORIZON = 360.0  # seconds: Gavel's round length, LAS's look-ahead
 
 
 def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
-                  capacity: np.ndarray, pareto: bool) -> tuple[np.ndarray, float, int]:
+                  capacity: np.ndarray, pareto: bool, warm: WarmStart | None = None,
+                  ids: tuple[str, ...] = ()) -> tuple[np.ndarray, float, int]:
     """``max_X min_j offset_j + sum_t value[j, t] X[j, t]`` under Gavel's constraints.
 
     Jobs with identical data share one LP row (``job_classes``). Returns ``X``, the optimum and
-    the number of LP solves."""
-    reps, inverse, counts = job_classes(np.column_stack([value, offset, gpus]))
+    the number of LP solves. The LP is dropped here: it is held by the thread's solver.
+    ``warm``: start each stage from the bases of the jobs ``ids`` (one per row) kept by the
+    last solve (``WarmStart``), and keep this one's."""
+    n, n_types = value.shape
+    key = np.empty((n, n_types + 2))
+    key[:, :n_types], key[:, n_types], key[:, n_types + 1] = value, offset, gpus
+    reps, inverse, counts = job_classes(key)
     columns, jobs, types = single_columns(value[reps], gpus[reps] * counts)
-    lp = MaxMinLP(columns, capacity, offset[reps])
+    lp = MaxMinLP(columns, capacity, offset[reps], highs=thread_solver())
+    rep_ids = [ids[r] for r in reps.tolist()] if warm is not None else []
+    if warm is not None:
+        warm.first.start(lp, rep_ids, jobs, types, n_types)
     x_cols, best = lp.solve()
+    if warm is not None:
+        warm.first.keep(lp, list(ids), inverse, jobs, types, n_types)
     if pareto:
+        if warm is not None:  # HiGHS keeps a basis through the changed costs and bounds
+            warm.second.start(lp, rep_ids, jobs, types, n_types)
         x_cols = lp.maximize_total(best, counts.astype(float), first=x_cols)
+        if warm is not None:
+            warm.second.keep(lp, list(ids), inverse, jobs, types, n_types)
     x_cols = np.clip(x_cols, 0.0, 1.0)
     x_reps = np.zeros((len(reps), value.shape[1]))
     x_reps[jobs, types] = x_cols
@@ -52,7 +73,7 @@ def normalized_throughput(problem: AllocationProblem, throughput: np.ndarray) ->
 
 
 def max_min_fairness(problem: AllocationProblem, heterogeneity_aware: bool = True,
-                     pareto: bool = True) -> Allocation:
+                     pareto: bool = True, warm: WarmStart | None = None) -> Allocation:
     """Gavel §4.1, weighted max-min fairness (LAS in the paper)::
 
         max_X min_j  throughput(j, X) / (w_j * throughput(j, X^equal))
@@ -68,7 +89,7 @@ def max_min_fairness(problem: AllocationProblem, heterogeneity_aware: bool = Tru
         problem = dataclasses.replace(problem, throughput=agnostic_throughput(problem))
     value = problem.throughput / (problem.weights * problem.equal_share_throughput())[:, None]
     x, best, solves = solve_max_min(value, np.zeros(problem.n_jobs), problem.scale,
-                                    problem.counts, pareto)
+                                    problem.counts, pareto, warm, problem.job_ids)
     name = "max_min_fairness" if heterogeneity_aware else "max_min_fairness_agnostic"
     return Allocation(name, x, best, time.perf_counter() - started, lp_solves=solves)
 
@@ -94,7 +115,7 @@ def weighted_fairness(problem: AllocationProblem, pareto: bool = True) -> Alloca
 
 
 def las(problem: AllocationProblem, horizon: float = DEFAULT_HORIZON,
-        pareto: bool = True) -> Allocation:
+        pareto: bool = True, warm: WarmStart | None = None) -> Allocation:
     """Least attained service as an LP: max-min of each job's attained service after the next
     ``horizon`` seconds, weighted by priority::
 
@@ -110,7 +131,7 @@ def las(problem: AllocationProblem, horizon: float = DEFAULT_HORIZON,
     per_round = problem.scale / (problem.mix_throughput() * problem.weights)
     value = problem.throughput * per_round[:, None]
     x, best, solves = solve_max_min(value, attained / (horizon * problem.weights),
-                                    problem.scale, problem.counts, pareto)
+                                    problem.scale, problem.counts, pareto, warm, problem.job_ids)
     return Allocation("las", x, best * horizon, time.perf_counter() - started, lp_solves=solves)
 
 

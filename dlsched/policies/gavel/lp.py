@@ -10,6 +10,7 @@ POP's many small sub-problems, ``scipy.sparse`` block assembly cost more than th
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,12 +49,32 @@ class Entries:
         """``weights @ A``."""
         return np.bincount(self.cols, self.values * weights[self.rows], minlength=self.shape[1])
 
+    def column_form(self) -> ColumnMatrix:
+        """The same matrix in compressed column form (entries of a column in their order)."""
+        n_cols = self.shape[1]
+        order = np.argsort(self.cols, kind="stable")
+        start = np.zeros(n_cols + 1, dtype=np.int32)
+        np.cumsum(np.bincount(self.cols, minlength=n_cols), out=start[1:])
+        return ColumnMatrix(start, self.rows[order].astype(np.int32),
+                            self.values[order].astype(float), self.shape)
+
     def then(self, other: Entries) -> Entries:
         """``[A, B]`` (same rows)."""
         return Entries(np.concatenate([self.rows, other.rows]),
                        np.concatenate([self.cols, other.cols + self.shape[1]]),
                        np.concatenate([self.values, other.values]),
                        (self.shape[0], self.shape[1] + other.shape[1]))
+
+
+@dataclass(frozen=True)
+class ColumnMatrix:
+    """A sparse matrix as HiGHS takes it: column ``c``'s entries are ``start[c]:start[c + 1]``
+    of ``index`` (rows, int32) and ``values``."""
+
+    start: np.ndarray
+    index: np.ndarray
+    values: np.ndarray
+    shape: tuple[int, int]
 
 
 def stack(*blocks: Entries) -> Entries:
@@ -73,6 +94,9 @@ class Columns:
     value: Entries
     usage: Entries
     gpus: Entries
+    # ``single_columns``' columns: each one job's value and time and one type's GPUs, in
+    # (job, type) order; ``MaxMinLP`` then writes its column form directly
+    single: bool = False
 
     @property
     def n_cols(self) -> int:
@@ -93,7 +117,8 @@ def single_columns(value: np.ndarray, gpus: np.ndarray) -> tuple[Columns, np.nda
     shape = (n, len(jobs))
     return (Columns(Entries(jobs, cols, value[jobs, types], shape),
                     Entries(jobs, cols, np.ones(len(jobs)), shape),
-                    Entries(types, cols, gpus[jobs].astype(float), (n_types, len(jobs)))),
+                    Entries(types, cols, gpus[jobs].astype(float), (n_types, len(jobs))),
+                    single=True),
             jobs, types)
 
 
@@ -103,35 +128,72 @@ def job_classes(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Identical jobs get identical rows in an optimal solution of a max-min or sum LP (averaging
     an optimum over them keeps it feasible and optimal), so one variable row per class is exact.
     """
-    _, first, inverse, counts = np.unique(key, axis=0, return_index=True, return_inverse=True,
-                                          return_counts=True)
-    return first, inverse.ravel(), counts
+    n = len(key)
+    if n == 0 or key.shape[1] == 0:
+        _, first, inverse, counts = np.unique(key, axis=0, return_index=True,
+                                              return_inverse=True, return_counts=True)
+        return first, inverse.ravel(), counts
+    # ``np.unique(key, axis=0, return_index, return_inverse, return_counts)``'s answer
+    # (classes in the rows' lexicographic order, each represented by its first job), from one
+    # stable lexsort: np.unique views the rows as records first, which costs more here
+    order = np.lexsort(key.T[::-1])
+    ranked = key[order]
+    new = np.empty(n, dtype=bool)
+    new[0] = True
+    np.any(ranked[1:] != ranked[:-1], axis=1, out=new[1:])
+    inverse = np.empty(n, dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    starts = np.flatnonzero(new)
+    return order[starts], inverse, np.diff(np.append(starts, n))
+
+
+def new_solver() -> object:
+    """A HiGHS solver, the core class (no Python callback on every solver event), silent."""
+    highs = highs_solver()
+    highs.setOptionValue("output_flag", False)
+    return highs
+
+
+_THREAD = threading.local()
+
+
+def thread_solver() -> object:
+    """This thread's kept HiGHS solver (``new_solver``), for an LP that is built, solved and
+    dropped before the next one on the same thread: a new solver per LP cost more than
+    passing the model (a model passed in replaces the last one with its basis and solution:
+    the same answers as a new solver's)."""
+    highs = getattr(_THREAD, "highs", None)
+    if highs is None:
+        highs = _THREAD.highs = new_solver()
+    return highs
 
 
 class LinearProgram:
     """``min cost @ x`` s.t. ``row_lower <= A x <= row_upper`` and column bounds, kept in HiGHS so
     that changed costs, bounds or coefficients re-solve from the last basis."""
 
-    def __init__(self, cost: np.ndarray, matrix: Entries, col_bounds: tuple[np.ndarray, ...],
-                 row_bounds: tuple[np.ndarray, ...]) -> None:
+    def __init__(self, cost: np.ndarray, matrix: Entries | ColumnMatrix,
+                 col_bounds: tuple[np.ndarray, ...], row_bounds: tuple[np.ndarray, ...],
+                 highs: object | None = None) -> None:
+        """``highs``: a solver to hold the model (``thread_solver()``: one per thread, which
+        then holds no other model while this one is used), else a new one."""
         n_rows, n_cols = matrix.shape
-        order = np.argsort(matrix.cols, kind="stable")
-        start = np.zeros(n_cols + 1, dtype=np.int32)
-        np.cumsum(np.bincount(matrix.cols, minlength=n_cols), out=start[1:])
+        if isinstance(matrix, Entries):
+            matrix = matrix.column_form()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = n_cols, n_rows
         lp.col_cost_ = np.asarray(cost, dtype=float)
         lp.col_lower_, lp.col_upper_ = (np.asarray(b, dtype=float) for b in col_bounds)
         lp.row_lower_, lp.row_upper_ = (np.asarray(b, dtype=float) for b in row_bounds)
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = start
-        lp.a_matrix_.index_ = matrix.rows[order].astype(np.int32)
-        lp.a_matrix_.value_ = matrix.values[order].astype(float)
-        # The core class: no Python callback on every solver event, no banner on stdout.
-        self.highs = highs_solver()
-        self.highs.setOptionValue("output_flag", False)
-        if n_rows > LARGE_LP_ROWS:
-            self.highs.setOptionValue("solver", "ipm")
+        lp.a_matrix_.start_ = matrix.start
+        lp.a_matrix_.index_ = matrix.index
+        lp.a_matrix_.value_ = matrix.values
+        if highs is None:
+            highs = new_solver()
+        # a kept solver's last model may have left "simplex" (``solve``): a new one's default
+        highs.setOptionValue("solver", "ipm" if n_rows > LARGE_LP_ROWS else "choose")
+        self.highs = highs
         self.highs.passModel(lp)
         self.solves = 0
 
@@ -172,22 +234,29 @@ class MaxMinLP:
     ``gpus @ x <= capacity``, ``0 <= x <= 1`` (Gavel §4.1's max-min LP, in matrix form)."""
 
     def __init__(self, columns: Columns, capacity: np.ndarray, offset: np.ndarray,
-                 z_coef: np.ndarray | None = None) -> None:
+                 z_coef: np.ndarray | None = None, highs: object | None = None) -> None:
         n, n_types = columns.value.shape[0], len(capacity)
         self.columns, self.n, self.z_col = columns, n, columns.n_cols
         z_coef = np.ones(n) if z_coef is None else z_coef
-        z_column = Entries(np.arange(n), np.zeros(n, dtype=np.int64), -z_coef, (n, 1))
-        empty = np.zeros(0, dtype=np.int64)
-        matrix = stack(columns.value.then(z_column),
-                       columns.usage.then(Entries(empty, empty, np.zeros(0), (n, 1))),
-                       columns.gpus.then(Entries(empty, empty, np.zeros(0), (n_types, 1))))
+        matrix: Entries | ColumnMatrix
+        if columns.single:
+            matrix = _single_matrix(columns, n, n_types, z_coef)
+        else:
+            z_column = Entries(np.arange(n), np.zeros(n, dtype=np.int64), -z_coef, (n, 1))
+            empty = np.zeros(0, dtype=np.int64)
+            matrix = stack(columns.value.then(z_column),
+                           columns.usage.then(Entries(empty, empty, np.zeros(0), (n, 1))),
+                           columns.gpus.then(Entries(empty, empty, np.zeros(0), (n_types, 1))))
         cost = np.zeros(self.z_col + 1)
         cost[-1] = -1.0
         col_upper = np.append(np.ones(self.z_col), INF)
         row_lower = np.concatenate([-offset, np.full(n + n_types, -INF)])
         row_upper = np.concatenate([np.full(n, INF), np.ones(n), capacity])
-        self.lp = LinearProgram(cost, matrix, (np.zeros(self.z_col + 1), col_upper),
-                                (row_lower, row_upper))
+        col_lower = np.zeros(self.z_col + 1)
+        self.lp = LinearProgram(cost, matrix, (col_lower, col_upper), (row_lower, row_upper),
+                                highs)
+        # the bounds in HiGHS (``maximize_total`` raises z's lower one), for ``StageBasis``
+        self.col_bounds, self.row_bounds = (col_lower, col_upper), (row_lower, row_upper)
 
     def solve(self) -> tuple[np.ndarray, float]:
         """The allocation columns and ``z*``."""
@@ -208,7 +277,8 @@ class MaxMinLP:
         cost = np.append(-self.columns.value.weighted_columns(weights), 0.0)
         self.lp.change_costs(cost)
         for slack in (PARETO_SLACK, *LOOSER_SLACKS):
-            self.lp.change_bounds(self.z_col, z_floor - slack * abs(z_floor), INF)
+            self.col_bounds[0][self.z_col] = z_floor - slack * abs(z_floor)
+            self.lp.change_bounds(self.z_col, self.col_bounds[0][self.z_col], INF)
             try:
                 return self.lp.solve()[:-1]
             except SolverError:
@@ -220,3 +290,114 @@ class MaxMinLP:
     @property
     def solves(self) -> int:
         return self.lp.solves
+
+
+def _single_matrix(columns: Columns, n: int, n_types: int, z_coef: np.ndarray) -> ColumnMatrix:
+    """``MaxMinLP``'s matrix for ``single_columns``, in column form: the value row, time row
+    and GPU row of each (job, type) column, then the z column (what ``stack`` and
+    ``Entries.column_form`` give, without sorting)."""
+    k = columns.n_cols
+    index = np.empty(3 * k + n, dtype=np.int32)
+    values = np.empty(3 * k + n)
+    jobs = columns.value.rows
+    index[0:3 * k:3] = jobs
+    index[1:3 * k:3] = jobs + n
+    index[2:3 * k:3] = columns.gpus.rows + 2 * n
+    index[3 * k:] = np.arange(n)
+    values[0:3 * k:3] = columns.value.values
+    values[1:3 * k:3] = columns.usage.values
+    values[2:3 * k:3] = columns.gpus.values
+    values[3 * k:] = -z_coef
+    start = np.empty(k + 2, dtype=np.int32)
+    start[:k + 1] = np.arange(0, 3 * k + 1, 3)
+    start[k + 1] = 3 * k + n
+    return ColumnMatrix(start, index, values, (2 * n + n_types, k + 1))
+
+
+class WarmStart:
+    """Bases of max-min LPs solved one after another for mostly the same jobs (Gavel's
+    allocation resets), kept by job for each stage (``first``: max z; ``second``: the sum at
+    z's floor, ``MaxMinLP.maximize_total``): each stage of the next LP starts from its jobs'
+    last statuses instead of from scratch (the first) or from the first stage's optimum (the
+    second). Another start may end at another optimal vertex of a degenerate LP: an equally
+    optimal allocation, not the same one."""
+
+    def __init__(self) -> None:
+        self.first, self.second = StageBasis(), StageBasis()
+
+
+class StageBasis:
+    """One stage's last basis, by job: its rows' statuses and its columns' by GPU type, kept
+    as codes (``_LOWER``, ``_BASIC``, ``_UPPER``) read from HiGHS' basic variables and the
+    solution (a nonbasic variable sits at the bound nearest its value): reading the basis as
+    statuses costs a Python object per status. HiGHS takes them as an "alien" basis (any
+    number of basic variables: it keeps an independent subset and fills in slacks) and skips
+    presolve."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}  # each job's class in the kept LP
+        self.col_of = np.zeros((0, 0), dtype=np.intp)  # (class, type): its column, or -1
+        self.cols = np.zeros(0, dtype=np.intp)  # status codes, z's last
+        self.rows = np.zeros(0, dtype=np.intp)  # value rows, time rows, GPU-type rows
+        self.n = 0
+
+    def start(self, lp: MaxMinLP, ids: list[str], jobs: np.ndarray, types: np.ndarray,
+              n_types: int) -> None:
+        """Give ``lp`` (classes represented by the jobs ``ids``; column ``c`` is class
+        ``jobs[c]`` on type ``types[c]``) the kept statuses, where there are any."""
+        if not self.index or self.col_of.shape[1] != n_types:
+            return
+        n, k, kept = len(ids), len(jobs), self.n
+        old = np.fromiter((self.index.get(job_id, -1) for job_id in ids), dtype=np.intp,
+                          count=n)
+        known = old >= 0
+        rows = np.full(2 * n + n_types, _BASIC, dtype=np.intp)
+        rows[:n][known] = self.rows[old[known]]
+        rows[n:2 * n][known] = self.rows[kept + old[known]]
+        rows[2 * n:] = self.rows[2 * kept:]
+        column = np.where(known[jobs], self.col_of[old[jobs], types], -1)
+        cols = np.full(k + 1, _LOWER, dtype=np.intp)
+        cols[:k] = np.where(column >= 0, self.cols[column], _LOWER)
+        cols[k] = self.cols[-1]
+        status = _statuses()
+        basis = highspy.HighsBasis()
+        basis.col_status, basis.row_status = status[cols].tolist(), status[rows].tolist()
+        basis.alien = basis.valid = True
+        lp.lp.highs.setBasis(basis)
+
+    def keep(self, lp: MaxMinLP, ids: list[str], inverse: np.ndarray,
+             jobs: np.ndarray, types: np.ndarray, n_types: int) -> None:
+        """Keep ``lp``'s basis for every job (``inverse``: its class)."""
+        highs = lp.lp.highs
+        solution = highs.getSolution()
+        basic = np.asarray(highs.getBasicVariables()[1])
+        self.cols = _codes(np.asarray(solution.col_value), *lp.col_bounds, basic[basic >= 0])
+        self.rows = _codes(np.asarray(solution.row_value), *lp.row_bounds,
+                           -1 - basic[basic < 0])
+        self.n = n = (len(self.rows) - n_types) // 2
+        self.col_of = np.full((n, n_types), -1, dtype=np.intp)
+        self.col_of[jobs, types] = np.arange(len(jobs))
+        self.index = dict(zip(ids, inverse.tolist(), strict=True))
+
+
+_LOWER, _BASIC, _UPPER = 0, 1, 2
+_STATUS: list[np.ndarray] = []  # HiGHS' statuses of the codes, by code (made once)
+
+
+def _statuses() -> np.ndarray:
+    if not _STATUS:
+        status = highspy.HighsBasisStatus
+        array = np.empty(3, dtype=object)
+        array[:] = [status.kLower, status.kBasic, status.kUpper]
+        _STATUS.append(array)
+    return _STATUS[0]
+
+
+def _codes(value: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+           basic: np.ndarray) -> np.ndarray:
+    """Status codes: ``_BASIC`` for the basic variables (or rows), else the bound nearest the
+    value (every nonbasic one here has a finite bound on that side)."""
+    with np.errstate(invalid="ignore"):  # inf - inf: that side is no bound
+        codes = np.where(np.abs(value - lower) <= np.abs(upper - value), _LOWER, _UPPER)
+    codes[basic] = _BASIC
+    return codes
