@@ -1,0 +1,338 @@
+"""The cycle's lane for Tiresias on one pool of whole GPUs (issue 14).
+
+Under starvation promotion (Tiresias §3.2, PROMOTEKNOB) a contended cluster runs one cycle per
+promotion, and nearly every one has one shape: the promoted job evicts jobs of the last queue
+and starts on their GPUs, then the last queue's bucket heads fail by the free counts. The full
+cycle (``cycle.py``: ``scan_buckets``, ``consider``, ``_try_job``, ``_attempt``,
+``_fewest_victims``, ``place``) reaches those decisions through generic steps: numpy books,
+``Status`` objects, per-job shape and mask lookups, Permit calls. Here the same walk is made
+for the one case where each of those steps reduces to arithmetic on Python lists:
+
+- the profile is Tiresias alone (``DiscretizedLas``: QueueSort, PostFilter, Reserve, wake-up)
+  with its gang Permit, static filters and the consolidated placement; no same-queue
+  preemption, protection, victim scope or tenant layer (``_plugin_plain``);
+- every waiting job's bucket is whole GPUs on every node (one pool, no MIG, no demands beyond
+  GPUs, no tensor-parallel groups), no job asks a fraction, no node is down and no node has an
+  NVLink domain (``pick_gpus``' plain branch).
+
+Then, as the full cycle finds: a whole job fits exactly when it asks no more than the GPUs
+wholly free (``count_fits``; every node usable); ``place`` takes the tightest node holding it
+all, else the consolidated score's node-by-node spread; every job has the same static shape,
+so the known misses are one number. Tiresias' own hooks (``post_filter``, ``no_victims``,
+``reserve``, ``rank_epoch`` through the futility memo, ``next_wakeup``) are called as the full
+cycle calls them, in the same order, on a ``CycleState`` with the same evictions and starts;
+the futility memo (``profile.futile``) is kept alike. The lane returns the ``CycleResult`` the
+full cycle returns (``tests/policies/test_tiresias_lane.py`` compares every cycle of random
+runs); for anything else it returns None and the full cycle decides.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from bisect import bisect_right
+from collections.abc import Hashable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from dlsched.policies.tiresias import DiscretizedLas
+from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT, _futility_key
+from dlsched.scheduling.decisions import CycleResult, Preempt, Start
+from dlsched.scheduling.placement import _NO_SINGLE
+from dlsched.scheduling.plugins.gang import GangPermit
+from dlsched.scheduling.plugins.scores import Consolidated
+from dlsched.scheduling.profile import Profile
+from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState, Layout, layout_of
+from dlsched.workload.job import Job
+
+ENABLED = True  # tests compare the lane with the full cycle by turning it off
+_NEVER = 1 << 62
+_WHOLE = 1.0 - EPS  # a free share at least this is a whole free GPU
+_NO_SINGLE_TEXT = str(_NO_SINGLE)
+_RESULT_DEFAULTS = CycleResult().__dict__
+
+
+def lane_of(profile: Profile) -> TiresiasLane | None:
+    """The profile's lane, made when first asked (None: the profile is not the plain
+    Tiresias one, and every cycle is the full one)."""
+    lane = profile.__dict__.get("_tiresias_lane", False)
+    if lane is False:
+        lane = TiresiasLane(profile) if _profile_plain(profile) else None
+        profile.__dict__["_tiresias_lane"] = lane
+    return lane
+
+
+def _profile_plain(profile: Profile) -> bool:
+    """Tiresias alone, bucketed walk, gang Permit, static filters, consolidated placement."""
+    sort = profile.queue_sort
+    return (type(sort) is DiscretizedLas and not profile.strict_fifo
+            and profile.static_order and not profile.allocators and not profile.pre_filters
+            and not profile.dynamic_filters and not profile.blocked
+            and profile.lazy_order is None and profile.victim_miss is None
+            and profile.post_filters == (sort,) and profile.reserves == (sort,)
+            and profile.wakeups == (sort,) and profile.no_victims == (sort,)
+            and all(type(p) is GangPermit for p in profile.permits)
+            and len(profile.scores) == 1 and type(profile.scores[0][0]) is Consolidated
+            and profile.take_limit is None)
+
+
+def _plugin_plain(sort: DiscretizedLas) -> bool:
+    """Options the lane leaves to the full cycle (read each cycle: the tenant layer sets
+    some of them on the plugin after the profile is built)."""
+    return (not sort.same_queue_preemption and not sort.min_runtime
+            and sort.victim_scope is None and sort.quiet is None and sort.own_preemption_only)
+
+
+class TiresiasLane:
+    """One profile's lane: the checks made once per cluster, and ``decide`` per cycle."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.sort: DiscretizedLas = profile.queue_sort  # type: ignore[assignment]
+        self._cluster: Any = None
+        self._layout: Layout | None = None
+        self._plain_shape: tuple | None = None  # the static shape of a whole job, any node
+        self.spread = profile.scores[0][0].spread  # the consolidated score's node-by-node picks
+
+    def _cluster_plain(self, snapshot: ClusterSnapshot) -> bool:
+        """Whether the cluster's nodes have no NVLink domain; notes its layout and the shape
+        of a whole-GPU job every node allows (``placement.static_shape``)."""
+        cluster = snapshot.cluster
+        if cluster is not self._cluster:
+            self._cluster, layout = cluster, layout_of(cluster)
+            plain = not any(layout.nvlink_domain)
+            self._layout = layout if plain else None
+            signature = np.packbits(np.ones(cluster.num_nodes, dtype=bool)).tobytes()
+            self._plain_shape = (1.0, signature)
+        return self._layout is not None
+
+    def decide(self, snapshot: ClusterSnapshot) -> CycleResult | None:
+        """The cycle's result, or None where the full cycle must decide."""
+        buckets = snapshot.buckets
+        if (not buckets or snapshot.has_fractional or snapshot.resources is not None
+                or snapshot.mig is not None or snapshot.down_nodes
+                or not _plugin_plain(self.sort) or not self._cluster_plain(snapshot)):
+            return None
+        plain = self._plain_shape
+        for name in buckets:
+            if name[1] != plain:  # (GPU count, static shape): ``Scheduler._bucket_of``
+                return None
+        return _Walk(self, snapshot).run(buckets)
+
+
+class _Walk:
+    """One cycle's walk (``bucket_scan.scan_buckets`` and the attempts it makes) on books kept
+    as Python lists: ``free`` per GPU, ``node_free`` (wholly free GPUs) per node, ``whole``."""
+
+    def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
+        self.profile, self.sort, self.spread = lane.profile, lane.sort, lane.spread
+        self.snapshot = snapshot
+        # The scratchpad Tiresias' hooks read (time, evictions, starts); its arrays are the
+        # snapshot's read-only ones: the lane books in its lists.
+        self.state = CycleState(snapshot, snapshot.free, snapshot.node_free)
+        self.layout: Layout = lane._layout  # type: ignore[assignment]
+        self.free: list[float] = snapshot.free.tolist()
+        self.node_free: list[int] = snapshot.node_free.tolist()
+        self.whole = sum(self.node_free)
+        self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
+        self.starts: list[Start] = []
+        self.preemptions: list[Preempt] = []
+        self.reasons: dict[str, str] = {}
+
+    def run(self, buckets: Any) -> CycleResult:
+        dropped = self._scan(buckets)
+        wakeup = self.sort.next_wakeup(self.state)
+        result = object.__new__(CycleResult)  # the frozen ``__init__`` sets field by field
+        result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
+                               preemptions=tuple(self.preemptions), reasons=self.reasons,
+                               next_wakeup=wakeup, blocked={}, bulk_reasons=tuple(
+                                   (name, _SMALLER_FAILED_TEXT) for name in dropped))
+        return result
+
+    def _scan(self, buckets: Any) -> list[Hashable]:
+        """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job
+        asking at least the known miss, and comes back after an eviction clears it."""
+        names = [name for name, (_, jobs) in buckets.items() if jobs]
+        lists = [buckets[name] for name in names]
+        heap = [(keys[0], n, 0) for n, (keys, _) in enumerate(lists)]
+        heapq.heapify(heap)
+        dropped: list[int] = []
+        ever_dropped: dict[int, None] = {}
+        evicted = self.state.evicted
+        while heap:
+            key, n, index = heap[0]
+            keys, jobs = lists[n]
+            job = jobs[index]
+            need = job.spec.num_gpus
+            if need >= self.miss:
+                heapq.heappop(heap)
+                dropped.append(n)
+                ever_dropped[n] = None
+                continue
+            if not self._consider(job, need) and need == 1 and not evicted:
+                break  # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
+            if dropped and self.miss == _NEVER:
+                for m in dropped:
+                    m_keys = lists[m][0]
+                    at = bisect_right(m_keys, key)
+                    if at < len(m_keys):
+                        heapq.heappush(heap, (m_keys[at], m, at))
+                dropped.clear()
+            if index + 1 < len(keys):
+                heapq.heapreplace(heap, (keys[index + 1], n, index + 1))
+            else:
+                heapq.heappop(heap)
+        return [names[n] for n in ever_dropped]
+
+    def _consider(self, job: Job, need: int) -> bool:
+        """``_CycleRun.consider`` and ``_try_job`` for a whole job on any node."""
+        state, futile, job_id = self.state, self.profile.futile, job.job_id
+        counted = False
+        if state.evicted and self.sort.no_victims(state, job):  # ``_victimless_miss``
+            if need > self.whole:
+                futile[job_id] = None
+                return self._failed(job_id, need, self._miss_text(need))
+            counted = True
+        memo = None
+        if futile.get(job_id) is not None and not state.evicted:
+            memo = _futility_key(self.profile, state, job)
+            if memo is not None and memo == futile[job_id]:
+                own = self.snapshot.own_reason
+                reason = (own(job) if own is not None else job.pending_reason) or _NO_CHANGE
+                self.reasons[job_id] = reason
+                return False
+        victims: tuple[Job, ...] = ()
+        if not counted and need > self.whole:
+            text = self._miss_text(need)
+            victims = self._fewest_victims(need, self.sort.post_filter(state, job))
+            if not victims:
+                futile[job_id] = memo or _futility_key(self.profile, state, job)
+                return self._failed(job_id, need, text)
+        gpus = self._place(need)
+        state.started[job_id] = gpus
+        self.sort.reserve(state, job, gpus)
+        futile.pop(job_id, None)
+        self.starts.append(Start(job_id, gpus, (job.spec.gpu_share,) * need))
+        if victims:
+            reason = f"preempted by {job_id}"
+            self.preemptions.extend(Preempt(v.job_id, reason) for v in victims)
+            self.miss = _NEVER  # evictions may leave spare GPUs a failed job could use
+        return True
+
+    def _failed(self, job_id: str, need: int, reason: str) -> bool:
+        if need < self.miss:
+            self.miss = need
+        self.reasons[job_id] = reason
+        return False
+
+    def _miss_text(self, need: int) -> str:
+        """``count_miss``'s reason for a whole job on any node asking more than is free."""
+        if need == 1:
+            return _NO_SINGLE_TEXT
+        return f"[placement] needs {need} GPUs, {self.whole} free on fitting nodes"
+
+    # -- the victim search (``_fewest_victims`` with ``_enough_room``, every node usable) --
+    def _fewest_victims(self, need: int, candidates: Iterable[Job]) -> tuple[Job, ...]:
+        if isinstance(candidates, tuple | list) and not candidates:
+            return ()
+        pool = _enough_room(need - self.whole, iter(candidates))
+        if pool is None:
+            return ()
+        evicted: list[Job] = []
+        for victim in pool:
+            self._evict(victim)
+            evicted.append(victim)
+            if self.whole >= need:
+                break
+        else:
+            for victim in evicted:
+                self._restore(victim)
+            return ()
+        for victim in list(reversed(evicted[:-1])):
+            self._restore(victim)
+            if self.whole < need:
+                self._evict(victim)
+            else:
+                evicted.remove(victim)
+        return tuple(evicted)
+
+    def _evict(self, victim: Job) -> None:
+        """``CycleState.evict``: its GPUs given back (``shift_free`` each)."""
+        self.state.evicted[victim.job_id] = victim
+        free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
+        for gpu, share in zip(victim.allocation, victim.shares, strict=True):
+            old = free[gpu]
+            new = old + share
+            new = 1.0 if new > 1.0 else (0.0 if new < 0.0 else new)
+            free[gpu] = new
+            if old < _WHOLE <= new:
+                node_free[gpu_node[gpu]] += 1
+                self.whole += 1
+            elif new < _WHOLE <= old:
+                node_free[gpu_node[gpu]] -= 1
+                self.whole -= 1
+
+    def _restore(self, victim: Job) -> None:
+        """``cycle._restore``: its GPUs taken again, no longer evicted."""
+        self._take(victim.allocation, victim.spec.gpu_share)
+        del self.state.evicted[victim.job_id]
+
+    def _take(self, gpus: Sequence[int], share: float) -> None:
+        """``CycleState.take``."""
+        free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
+        for gpu in gpus:
+            old = free[gpu]
+            new = old - share
+            new = 1.0 if new > 1.0 else (0.0 if new < 0.0 else new)
+            free[gpu] = new
+            if old >= _WHOLE > new:
+                node_free[gpu_node[gpu]] -= 1
+                self.whole -= 1
+            elif new >= _WHOLE > old:
+                node_free[gpu_node[gpu]] += 1
+                self.whole += 1
+
+    # -- placement (``place`` with the consolidated score, every node usable) ------------
+    def _place(self, need: int) -> tuple[int, ...]:
+        """The GPUs ``place`` gives a whole job that fits (``need`` <= ``whole``): the
+        tightest node holding it all (``_tightest``, lowest index on ties), else the
+        consolidated score's spread over the nodes with room."""
+        node_free = self.node_free
+        best, best_room = -1, _NEVER
+        for node, room in enumerate(node_free):
+            if need <= room < best_room:
+                best, best_room = node, room
+                if room == need:
+                    break
+        if best >= 0:
+            return self._pick(best, need)
+        nodes = [node for node, room in enumerate(node_free) if room > 0]
+        chosen: list[int] = []
+        for position, take in self.spread([node_free[n] for n in nodes], need):
+            chosen.extend(self._pick(nodes[position], take))
+        return tuple(chosen)
+
+    def _pick(self, node: int, count: int) -> tuple[int, ...]:
+        """``pick_gpus`` for whole GPUs on a node without NVLink domains (its lowest wholly
+        free GPUs), taken."""
+        layout, free = self.layout, self.free
+        first = layout.first_gpu[node]
+        gpus = [gpu for gpu in range(first, first + layout.gpus[node])
+                if free[gpu] >= _WHOLE][:count]
+        self._take(gpus, 1.0)
+        return tuple(gpus)
+
+
+def _enough_room(short: int, candidates: Any) -> Iterable[Job] | None:
+    """``cycle._enough_room`` for whole GPUs on every node: the candidates to try, or None
+    when all of them hold fewer than the ``short`` GPUs missing."""
+    pulled: list[Job] = []
+    need = short
+    for victim in candidates:
+        if need <= 0:
+            return itertools.chain(pulled, [victim], candidates)
+        pulled.append(victim)
+        need -= len(victim.allocation)
+    return pulled if need <= 0 else None
+
