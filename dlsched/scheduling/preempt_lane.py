@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.policies.tiresias import DiscretizedLas
-from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT, _futility_key
+from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.placement import _NO_SINGLE
 from dlsched.scheduling.plugins.gang import GangPermit
@@ -92,8 +92,10 @@ class TiresiasLane:
         self.sort: DiscretizedLas = profile.queue_sort  # type: ignore[assignment]
         self._cluster: Any = None
         self._layout: Layout | None = None
+        self.largest = 0  # the most GPUs a node has
+        self.every_node = np.ones(0, dtype=bool)  # the cluster's nodes, all (a mask)
+        self._state: CycleState | None = None  # the scratchpad, kept from cycle to cycle
         self._plain_shape: tuple | None = None  # the static shape of a whole job, any node
-        self.spread = profile.scores[0][0].spread  # the consolidated score's node-by-node picks
 
     def _cluster_plain(self, snapshot: ClusterSnapshot) -> bool:
         """Whether the cluster's nodes have no NVLink domain; notes its layout and the shape
@@ -103,9 +105,27 @@ class TiresiasLane:
             self._cluster, layout = cluster, layout_of(cluster)
             plain = not any(layout.nvlink_domain)
             self._layout = layout if plain else None
-            signature = np.packbits(np.ones(cluster.num_nodes, dtype=bool)).tobytes()
+            self.largest = max(layout.gpus, default=0)
+            self._state = None
+            every_node = np.ones(cluster.num_nodes, dtype=bool)
+            every_node.flags.writeable = False
+            self.every_node = every_node
+            signature = np.packbits(every_node).tobytes()
             self._plain_shape = (1.0, signature)
         return self._layout is not None
+
+    def scratchpad(self, snapshot: ClusterSnapshot) -> CycleState:
+        """The scratchpad Tiresias' hooks read (time, evictions, starts), as a new cycle's:
+        its arrays are the snapshot's read-only ones (the lane books in its lists); one
+        object for the run, its fields set afresh each cycle."""
+        state = self._state
+        if state is None:
+            state = self._state = CycleState(snapshot, snapshot.free, snapshot.node_free)
+            return state
+        state.snapshot, state.free, state.node_free = (snapshot, snapshot.free,
+                                                      snapshot.node_free)
+        state.evicted, state.started, state.scratch = {}, {}, {}
+        return state
 
     def decide(self, snapshot: ClusterSnapshot) -> CycleResult | None:
         """The cycle's result, or None where the full cycle must decide."""
@@ -126,16 +146,20 @@ class _Walk:
     as Python lists: ``free`` per GPU, ``node_free`` (wholly free GPUs) per node, ``whole``."""
 
     def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
-        self.profile, self.sort, self.spread = lane.profile, lane.sort, lane.spread
+        self.profile, self.sort = lane.profile, lane.sort
+        self.largest = lane.largest
         self.snapshot = snapshot
-        # The scratchpad Tiresias' hooks read (time, evictions, starts); its arrays are the
-        # snapshot's read-only ones: the lane books in its lists.
-        self.state = CycleState(snapshot, snapshot.free, snapshot.node_free)
+        self.state = lane.scratchpad(snapshot)
         self.layout: Layout = lane._layout  # type: ignore[assignment]
-        self.free: list[float] = snapshot.free.tolist()
+        self.snapshot_free = snapshot.free
+        # Each node's GPUs' free shares, read from the snapshot when the walk first touches
+        # the node (a cycle touches a few of its nodes).
+        self.node_gpus: dict[int, list[float]] = {}
         self.node_free: list[int] = snapshot.node_free.tolist()
         self.whole = sum(self.node_free)
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
+        self.every_node = lane.every_node  # the static mask of a whole job on any node
+        self.versions: int | None = None  # starts and stops on every node, when first asked
         self.starts: list[Start] = []
         self.preemptions: list[Preempt] = []
         self.reasons: dict[str, str] = {}
@@ -196,7 +220,7 @@ class _Walk:
             counted = True
         memo = None
         if futile.get(job_id) is not None and not state.evicted:
-            memo = _futility_key(self.profile, state, job)
+            memo = self._memo(job)
             if memo is not None and memo == futile[job_id]:
                 own = self.snapshot.own_reason
                 reason = (own(job) if own is not None else job.pending_reason) or _NO_CHANGE
@@ -207,7 +231,7 @@ class _Walk:
             text = self._miss_text(need)
             victims = self._fewest_victims(need, self.sort.post_filter(state, job))
             if not victims:
-                futile[job_id] = memo or _futility_key(self.profile, state, job)
+                futile[job_id] = memo or self._memo(job)
                 return self._failed(job_id, need, text)
         gpus = self._place(need)
         state.started[job_id] = gpus
@@ -219,6 +243,20 @@ class _Walk:
             self.preemptions.extend(Preempt(v.job_id, reason) for v in victims)
             self.miss = _NEVER  # evictions may leave spare GPUs a failed job could use
         return True
+
+    def _memo(self, job: Job) -> tuple | None:
+        """``cycle._futility_key`` for a whole job on any node: the starts and stops on every
+        node (``_version_sum`` over all of them) and Tiresias' ``rank_epoch`` there; None
+        while jobs are evicted in this cycle, or when the epoch is None."""
+        state = self.state
+        if state.evicted:
+            return None
+        epoch = self.sort.rank_epoch(state, job, self.every_node)
+        if epoch is None:
+            return None
+        if self.versions is None:
+            self.versions = int(self.snapshot.node_version.sum())
+        return (self.versions, epoch)
 
     def _failed(self, job_id: str, need: int, reason: str) -> bool:
         if need < self.miss:
@@ -260,68 +298,76 @@ class _Walk:
     def _evict(self, victim: Job) -> None:
         """``CycleState.evict``: its GPUs given back (``shift_free`` each)."""
         self.state.evicted[victim.job_id] = victim
-        free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
-        for gpu, share in zip(victim.allocation, victim.shares, strict=True):
-            old = free[gpu]
-            new = old + share
-            new = 1.0 if new > 1.0 else (0.0 if new < 0.0 else new)
-            free[gpu] = new
-            if old < _WHOLE <= new:
-                node_free[gpu_node[gpu]] += 1
-                self.whole += 1
-            elif new < _WHOLE <= old:
-                node_free[gpu_node[gpu]] -= 1
-                self.whole -= 1
+        self._shift(victim.allocation, victim.shares)
 
     def _restore(self, victim: Job) -> None:
-        """``cycle._restore``: its GPUs taken again, no longer evicted."""
-        self._take(victim.allocation, victim.spec.gpu_share)
+        """``cycle._restore``: its GPUs taken again (``CycleState.take``), no longer
+        evicted."""
+        share = -victim.spec.gpu_share
+        self._shift(victim.allocation, (share,) * len(victim.allocation))
         del self.state.evicted[victim.job_id]
 
-    def _take(self, gpus: Sequence[int], share: float) -> None:
-        """``CycleState.take``."""
-        free, node_free, gpu_node = self.free, self.node_free, self.layout.gpu_node
-        for gpu in gpus:
-            old = free[gpu]
-            new = old - share
+    def _gpus_of(self, node: int) -> list[float]:
+        """The node's GPUs' free shares as the walk has left them."""
+        gpus = self.node_gpus.get(node)
+        if gpus is None:
+            first = self.layout.first_gpu[node]
+            gpus = self.node_gpus[node] = self.snapshot_free[
+                first:first + self.layout.gpus[node]].tolist()
+        return gpus
+
+    def _shift(self, gpus: Sequence[int], deltas: Sequence[float]) -> None:
+        """``shift_free`` for each GPU: its delta added to its free share, clamped to 0..1,
+        its node's whole count kept in step."""
+        layout, node_free = self.layout, self.node_free
+        gpu_node, first_gpu = layout.gpu_node, layout.first_gpu
+        node, shares, first = -1, [], 0
+        for gpu, delta in zip(gpus, deltas, strict=True):
+            if gpu_node[gpu] != node:
+                node = gpu_node[gpu]
+                shares, first = self._gpus_of(node), first_gpu[node]
+            old = shares[gpu - first]
+            new = old + delta
             new = 1.0 if new > 1.0 else (0.0 if new < 0.0 else new)
-            free[gpu] = new
-            if old >= _WHOLE > new:
-                node_free[gpu_node[gpu]] -= 1
-                self.whole -= 1
-            elif new >= _WHOLE > old:
-                node_free[gpu_node[gpu]] += 1
+            shares[gpu - first] = new
+            if old < _WHOLE <= new:
+                node_free[node] += 1
                 self.whole += 1
+            elif new < _WHOLE <= old:
+                node_free[node] -= 1
+                self.whole -= 1
 
     # -- placement (``place`` with the consolidated score, every node usable) ------------
     def _place(self, need: int) -> tuple[int, ...]:
         """The GPUs ``place`` gives a whole job that fits (``need`` <= ``whole``): the
         tightest node holding it all (``_tightest``, lowest index on ties), else the
-        consolidated score's spread over the nodes with room."""
-        node_free = self.node_free
-        best, best_room = -1, _NEVER
-        for node, room in enumerate(node_free):
-            if need <= room < best_room:
-                best, best_room = node, room
-                if room == need:
-                    break
-        if best >= 0:
-            return self._pick(best, need)
-        nodes = [node for node, room in enumerate(node_free) if room > 0]
-        chosen: list[int] = []
-        for position, take in self.spread([node_free[n] for n in nodes], need):
-            chosen.extend(self._pick(nodes[position], take))
-        return tuple(chosen)
+        consolidated score's ``spread``: the roomiest node (lowest index on ties) gives all
+        it has while none holds the rest, then the tightest node holding the rest takes it
+        (a node given all it had has no room left, so it is not met again)."""
+        node_free, chosen, remaining = self.node_free, (), need
+        while True:
+            for room in range(remaining, self.largest + 1):  # the least room holding the rest
+                if room in node_free:  # the lowest such node: ``list.index`` scans in C
+                    return chosen + self._pick(node_free.index(room), remaining)
+            most = max(node_free)
+            chosen += self._pick(node_free.index(most), most)
+            remaining -= most
 
     def _pick(self, node: int, count: int) -> tuple[int, ...]:
         """``pick_gpus`` for whole GPUs on a node without NVLink domains (its lowest wholly
-        free GPUs), taken."""
-        layout, free = self.layout, self.free
-        first = layout.first_gpu[node]
-        gpus = [gpu for gpu in range(first, first + layout.gpus[node])
-                if free[gpu] >= _WHOLE][:count]
-        self._take(gpus, 1.0)
-        return tuple(gpus)
+        free GPUs), taken: their free share 0 (``take`` of a whole share clamps there)."""
+        gpus = self._gpus_of(node)
+        first = self.layout.first_gpu[node]
+        chosen = []
+        for at, free in enumerate(gpus):
+            if free >= _WHOLE:
+                gpus[at] = 0.0
+                chosen.append(first + at)
+                if len(chosen) == count:
+                    break
+        self.node_free[node] -= count
+        self.whole -= count
+        return tuple(chosen)
 
 
 def _enough_room(short: int, candidates: Any) -> Iterable[Job] | None:
