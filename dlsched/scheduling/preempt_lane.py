@@ -98,12 +98,12 @@ class TiresiasLane:
         self._plain_shape: tuple | None = None  # the static shape of a whole job, any node
 
     def _cluster_plain(self, snapshot: ClusterSnapshot) -> bool:
-        """Whether the cluster's nodes have no NVLink domain; notes its layout and the shape
-        of a whole-GPU job every node allows (``placement.static_shape``)."""
+        """Whether the cluster's nodes have no NVLink domain and at most 255 GPUs each; notes
+        its layout and the shape of a whole-GPU job every node allows (``static_shape``)."""
         cluster = snapshot.cluster
         if cluster is not self._cluster:
             self._cluster, layout = cluster, layout_of(cluster)
-            plain = not any(layout.nvlink_domain)
+            plain = not any(layout.nvlink_domain) and max(layout.gpus, default=0) < 256
             self._layout = layout if plain else None
             self.largest = max(layout.gpus, default=0)
             self._state = None
@@ -143,7 +143,8 @@ class TiresiasLane:
 
 class _Walk:
     """One cycle's walk (``bucket_scan.scan_buckets`` and the attempts it makes) on books kept
-    as Python lists: ``free`` per GPU, ``node_free`` (wholly free GPUs) per node, ``whole``."""
+    in Python: each touched node's free shares, ``node_free`` (wholly free GPUs) per node,
+    ``whole``."""
 
     def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
         self.profile, self.sort = lane.profile, lane.sort
@@ -155,8 +156,10 @@ class _Walk:
         # Each node's GPUs' free shares, read from the snapshot when the walk first touches
         # the node (a cycle touches a few of its nodes).
         self.node_gpus: dict[int, list[float]] = {}
-        self.node_free: list[int] = snapshot.node_free.tolist()
-        self.whole = sum(self.node_free)
+        # Wholly free GPUs per node as bytes (a node has at most 255 GPUs: ``_cluster_plain``),
+        # so that the lowest node with a given count is found by ``find`` in C.
+        self.node_free = bytearray(snapshot.node_free.astype(np.uint8).tobytes())
+        self.whole = int(snapshot.node_free.sum())
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
         self.every_node = lane.every_node  # the static mask of a whole job on any node
         self.versions: int | None = None  # starts and stops on every node, when first asked
@@ -347,10 +350,11 @@ class _Walk:
         node_free, chosen, remaining = self.node_free, (), need
         while True:
             for room in range(remaining, self.largest + 1):  # the least room holding the rest
-                if room in node_free:  # the lowest such node: ``list.index`` scans in C
-                    return chosen + self._pick(node_free.index(room), remaining)
+                node = node_free.find(room)  # the lowest such node
+                if node >= 0:
+                    return chosen + self._pick(node, remaining)
             most = max(node_free)
-            chosen += self._pick(node_free.index(most), most)
+            chosen += self._pick(node_free.find(most), most)
             remaining -= most
 
     def _pick(self, node: int, count: int) -> tuple[int, ...]:
