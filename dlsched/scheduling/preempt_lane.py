@@ -158,8 +158,8 @@ class _Walk:
         self.node_gpus: dict[int, list[float]] = {}
         # Wholly free GPUs per node as bytes (a node has at most 255 GPUs: ``_cluster_plain``),
         # so that the lowest node with a given count is found by ``find`` in C.
-        self.node_free = bytearray(snapshot.node_free.astype(np.uint8).tobytes())
-        self.whole = int(snapshot.node_free.sum())
+        self.node_free = bytearray(snapshot.node_free.tolist())
+        self.whole = sum(self.node_free)
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
         self.every_node = lane.every_node  # the static mask of a whole job on any node
         self.versions: int | None = None  # starts and stops on every node, when first asked
@@ -322,13 +322,13 @@ class _Walk:
     def _shift(self, gpus: Sequence[int], deltas: Sequence[float]) -> None:
         """``shift_free`` for each GPU: its delta added to its free share, clamped to 0..1,
         its node's whole count kept in step."""
-        layout, node_free = self.layout, self.node_free
+        layout, node_free, node_gpus = self.layout, self.node_free, self.node_gpus
         gpu_node, first_gpu = layout.gpu_node, layout.first_gpu
         node, shares, first = -1, [], 0
         for gpu, delta in zip(gpus, deltas, strict=True):
             if gpu_node[gpu] != node:
                 node = gpu_node[gpu]
-                shares, first = self._gpus_of(node), first_gpu[node]
+                shares, first = node_gpus.get(node) or self._gpus_of(node), first_gpu[node]
             old = shares[gpu - first]
             new = old + delta
             new = 1.0 if new > 1.0 else (0.0 if new < 0.0 else new)
@@ -348,19 +348,23 @@ class _Walk:
         it has while none holds the rest, then the tightest node holding the rest takes it
         (a node given all it had has no room left, so it is not met again)."""
         node_free, chosen, remaining = self.node_free, (), need
+        find, largest = node_free.find, self.largest
         while True:
-            for room in range(remaining, self.largest + 1):  # the least room holding the rest
-                node = node_free.find(room)  # the lowest such node
+            for room in range(remaining, largest + 1):  # the least room holding the rest
+                node = find(room)  # the lowest such node
                 if node >= 0:
                     return chosen + self._pick(node, remaining)
-            most = max(node_free)
-            chosen += self._pick(node_free.find(most), most)
-            remaining -= most
+            for room in range(min(remaining - 1, largest), 0, -1):  # the most room
+                node = find(room)
+                if node >= 0:
+                    chosen += self._pick(node, room)
+                    remaining -= room
+                    break
 
     def _pick(self, node: int, count: int) -> tuple[int, ...]:
         """``pick_gpus`` for whole GPUs on a node without NVLink domains (its lowest wholly
         free GPUs), taken: their free share 0 (``take`` of a whole share clamps there)."""
-        gpus = self._gpus_of(node)
+        gpus = self.node_gpus.get(node) or self._gpus_of(node)
         first = self.layout.first_gpu[node]
         chosen = []
         for at, free in enumerate(gpus):
