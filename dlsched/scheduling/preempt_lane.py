@@ -275,40 +275,39 @@ class _Walk:
 
     # -- the victim search (``_fewest_victims`` with ``_enough_room``, every node usable) --
     def _fewest_victims(self, need: int, candidates: Iterable[Job]) -> tuple[Job, ...]:
+        """Evict candidates in order until the job fits, then give back each victim it does
+        not need, the most important first. Told by counts: no job asks a fraction, so a
+        running job's GPUs are wholly taken and evicting it frees exactly its GPU count
+        (giving it back takes them again). ``state.evicted`` follows each step, as the
+        candidates are read lazily against it; only the victims kept free their GPUs."""
         if isinstance(candidates, tuple | list) and not candidates:
             return ()
         pool = _enough_room(need - self.whole, iter(candidates))
         if pool is None:
             return ()
         evicted: list[Job] = []
+        marked, whole = self.state.evicted, self.whole
         for victim in pool:
-            self._evict(victim)
+            marked[victim.job_id] = victim
             evicted.append(victim)
-            if self.whole >= need:
+            whole += len(victim.allocation)
+            if whole >= need:
                 break
         else:
             for victim in evicted:
-                self._restore(victim)
+                del marked[victim.job_id]
             return ()
         for victim in list(reversed(evicted[:-1])):
-            self._restore(victim)
-            if self.whole < need:
-                self._evict(victim)
+            del marked[victim.job_id]
+            whole -= len(victim.allocation)
+            if whole < need:
+                marked[victim.job_id] = victim
+                whole += len(victim.allocation)
             else:
                 evicted.remove(victim)
+        for victim in evicted:  # ``CycleState.evict``: the GPUs given back
+            self._shift(victim.allocation, victim.shares)
         return tuple(evicted)
-
-    def _evict(self, victim: Job) -> None:
-        """``CycleState.evict``: its GPUs given back (``shift_free`` each)."""
-        self.state.evicted[victim.job_id] = victim
-        self._shift(victim.allocation, victim.shares)
-
-    def _restore(self, victim: Job) -> None:
-        """``cycle._restore``: its GPUs taken again (``CycleState.take``), no longer
-        evicted."""
-        share = -victim.spec.gpu_share
-        self._shift(victim.allocation, (share,) * len(victim.allocation))
-        del self.state.evicted[victim.job_id]
 
     def _gpus_of(self, node: int) -> list[float]:
         """The node's GPUs' free shares as the walk has left them."""
