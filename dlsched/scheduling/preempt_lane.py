@@ -114,6 +114,11 @@ class TiresiasLane:
             self._plain_shape = (1.0, signature)
         return self._layout is not None
 
+    def __deepcopy__(self, memo: dict) -> bool:
+        """``Profile.instantiate`` copies a profile's fields: a run's copy makes its own lane
+        (``lane_of``'s "not made yet")."""
+        return False
+
     def scratchpad(self, snapshot: ClusterSnapshot) -> CycleState:
         """The scratchpad Tiresias' hooks read (time, evictions, starts), as a new cycle's:
         its arrays are the snapshot's read-only ones (the lane books in its lists); one

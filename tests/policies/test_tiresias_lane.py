@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from unittest import mock
 
+import pytest
 from builders import make_cluster, make_job, simulator
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from dlsched.report.output import write_run
 from dlsched.scheduling import cycle, preempt_lane, scheduler
 from dlsched.scheduling.decisions import CycleResult
+from dlsched.scheduling.registry import build_policy
 from dlsched.workload.job import JobSpec
 
 _jobs = st.lists(st.tuples(st.integers(0, 3000), st.sampled_from([1, 1, 1, 2, 2, 3, 4, 8]),
@@ -91,3 +94,42 @@ def test_lane_decides_a_contended_run_and_leaves_other_profiles_to_the_full_cycl
     _, decided, _ = _run(specs, 2, 4, {**options, "same_queue_preemption": "true"}, True,
                          tmp_path / "b", None)
     assert decided and not any(decided)
+
+
+def _decided(cluster: object, specs: list[JobSpec]) -> list[bool]:
+    sim = simulator("tiresias", cluster, specs,  # type: ignore[arg-type]
+                    options={"thresholds": "100", "promote_knob": "2"}, restart_overhead=5.0)
+    with _recorded(True) as (_, decided):
+        sim.run()
+    return decided
+
+
+def _contended(**changes: object) -> list[JobSpec]:
+    return [replace(make_job(f"j{i:02d}").at(i * 13).gpus((1, 2, 4, 1)[i % 4]).work(
+        300 + 47 * (i % 9)).build(), **(changes if i == 5 else {})) for i in range(30)]
+
+
+@pytest.mark.parametrize(("cluster", "changes"), [
+    (make_cluster(nodes=2, gpus=4, nvlink=2), {}),
+    (make_cluster(nodes=2, gpus=4, pools=["a", "b"]), {"pool": "a"}),
+    (make_cluster(nodes=2, gpus=4), {"gpu_share": 0.5}),
+], ids=["nvlink-domains", "a-job-bound-to-a-pool", "a-fractional-job"])
+def test_cycles_the_lane_does_not_handle_go_to_the_full_cycle(cluster: object,
+                                                              changes: dict) -> None:
+    """NVLink domains (``pick_gpus`` keeps a job inside one), a waiting job that not every
+    node allows, a job asking a fraction: the lane answers None, the full cycle decides."""
+    decided = _decided(cluster, _contended(**changes))
+    if changes:  # the lane decides until that job arrives (or from when it no longer waits)
+        assert not all(decided)
+    else:
+        assert decided and not any(decided)
+
+
+def test_a_runs_profile_makes_its_own_lane() -> None:
+    """``Profile.instantiate`` does not carry a lane made on the prototype into a run's copy:
+    the copy's lane reads the copy's plugin."""
+    prototype = build_policy("tiresias", {"promote_knob": "2"})
+    assert preempt_lane.lane_of(prototype) is not None
+    run_copy = prototype.instantiate()
+    lane = preempt_lane.lane_of(run_copy)
+    assert lane is not None and lane.sort is run_copy.queue_sort
