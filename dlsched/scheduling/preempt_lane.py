@@ -185,8 +185,11 @@ class _Walk:
     def _scan(self, buckets: Any) -> list[Hashable]:
         """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job
         asking at least the known miss, and comes back after an eviction clears it."""
-        names = [name for name, (_, jobs) in buckets.items() if jobs]
-        lists = [buckets[name] for name in names]
+        names, lists = [], []
+        for name, entry in buckets.items():
+            if entry[1]:
+                names.append(name)
+                lists.append(entry)
         heap = [(keys[0], n, 0) for n, (keys, _) in enumerate(lists)]
         heapq.heapify(heap)
         dropped: list[int] = []
@@ -219,12 +222,17 @@ class _Walk:
 
     def _consider(self, job: Job, need: int) -> bool:
         """``_CycleRun.consider`` and ``_try_job`` for a whole job on any node."""
-        state, futile, job_id = self.state, self.profile.futile, job.job_id
+        state, futile, job_id, sort = self.state, self.profile.futile, job.job_id, self.sort
         counted = False
-        if state.evicted and self.sort.no_victims(state, job):  # ``_victimless_miss``
-            if need > self.whole:
+        if state.evicted and sort.no_victims(state, job):  # ``_victimless_miss``
+            if need > self.whole:  # the last queue's heads after an eviction, mostly
                 futile[job_id] = None
-                return self._failed(job_id, need, self._miss_text(need))
+                if need < self.miss:
+                    self.miss = need
+                self.reasons[job_id] = (_NO_SINGLE_TEXT if need == 1 else
+                                        f"[placement] needs {need} GPUs, {self.whole} free "
+                                        "on fitting nodes")
+                return False
             counted = True
         memo = None
         if futile.get(job_id) is not None and not state.evicted:
@@ -237,13 +245,13 @@ class _Walk:
         victims: tuple[Job, ...] = ()
         if not counted and need > self.whole:
             text = self._miss_text(need)
-            victims = self._fewest_victims(need, self.sort.post_filter(state, job))
+            victims = self._fewest_victims(need, sort.post_filter(state, job))
             if not victims:
                 futile[job_id] = memo or self._memo(job)
                 return self._failed(job_id, need, text)
         gpus = self._place(need)
         state.started[job_id] = gpus
-        self.sort.reserve(state, job, gpus)
+        sort.reserve(state, job, gpus)
         futile.pop(job_id, None)
         self.starts.append(Start(job_id, gpus, (job.spec.gpu_share,) * need))
         if victims:
