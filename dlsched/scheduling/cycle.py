@@ -55,6 +55,10 @@ def skip_queue(state: CycleState, queue: str, reason: str) -> None:
 def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     if profile.allocators:
         return run_allocation_cycle(profile.allocators[0], snapshot, profile.wakeups)
+    if _preempt_lane.ENABLED and (lane := _preempt_lane.lane_of(profile)) is not None:
+        decided = lane.decide(snapshot)  # Tiresias on one pool of whole GPUs
+        if decided is not None:
+            return decided
     state = CycleState.begin(snapshot)
     run = _CycleRun(profile, state)
     bulk: list = []
@@ -504,3 +508,7 @@ def _shape(profile: Profile, state: CycleState, job: Job) -> tuple | None:
     if profile.dynamic_filters:
         return None
     return static_shape(state, job, profile.filters)
+
+
+# Last: the lane reads this module's memo helpers.
+from dlsched.scheduling import preempt_lane as _preempt_lane  # noqa: E402
