@@ -559,14 +559,17 @@ class Scheduler:
 
     def _resize(self, result: CycleResult, now: float) -> None:
         # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
-        moving = [(self.running[r.job_id], r) for r in result.resizes]
+        running = self.running
+        moving = [(running[r.job_id], r) for r in result.resizes]
         for job, _ in moving:
             self._halt(job, now)
+        overhead, sized = self.config.restart_overhead, self.reconfigurer is not None
         for job, resize in moving:
             job.resizes += 1
-            self._sized_by_policy(job, len(resize.gpus))
+            if sized:  # (only a reconfigurer keeps sizes: ``_sized_by_policy``)
+                self._sized_by_policy(job, len(resize.gpus))
             job.host = resize.host
-            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
+            self._launch(job, resize.gpus, resize.shares, now, overhead)
 
     def note_reasons(self, reasons: dict[str, str]) -> None:
         """Why each job a cycle looked at still waits, stamped with the cycle's number."""
@@ -643,7 +646,8 @@ class Scheduler:
                      booked)
         self.segments.opened(job.job_id, now, gpus, shares)
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
-        shared = self.sharing.share(job) if min(shares, default=1.0) < 1.0 else None
+        shared = (self.sharing.share(job) if (shares[0] < 1.0 if len(shares) == 1
+                                              else min(shares, default=1.0) < 1.0) else None)
         job.run_started = now
         self.journal.note(job)
         job.progress_time = job.attained_time = now
@@ -672,7 +676,7 @@ class Scheduler:
         """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
         self.executor.stop(job, now)
         self._settle(job, now)
-        self._release(job)
+        self._release(job, now)
 
     def _preempt(self, job: Job, now: float, reason: str, counted: bool = True) -> None:
         self.executor.stop(job, now)
@@ -720,8 +724,11 @@ class Scheduler:
                 total += held * share
             spent[kind] = total
             return
-        node_of, type_of = self._gpu_node, self._node_type
-        for gpu, share in zip(job.allocation, job.shares, strict=True):
+        node_of, type_of, allocation = self._gpu_node, self._node_type, job.allocation
+        if len(allocation) == 1:  # most jobs: the loop's one step, without a zip
+            spent[type_of[node_of[allocation[0]]]] += held * job.shares[0]
+            return
+        for gpu, share in zip(allocation, job.shares, strict=True):
             spent[type_of[node_of[gpu]]] += held * share
 
     def gpu_seconds_by_type(self, now: float) -> dict[str, float]:
@@ -733,18 +740,23 @@ class Scheduler:
                 self._charge_types(job, now - job.run_started, spent)
         return spent
 
-    def _release(self, job: Job) -> None:
-        self._adjust(job.allocation, self._mig_give(job) if job.spec.mig_profile
+    def _release(self, job: Job, now: float | None = None) -> None:
+        """Give a job's GPUs back and close its segment (``now``: the clock's, if given)."""
+        if now is None:
+            now = self.clock.now()
+        spec = job.spec
+        self._adjust(job.allocation, self._mig_give(job) if spec.mig_profile
                      else job.shares, 1.0)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
-        if (self.beyond_gpu_jobs and job.spec.asks_beyond_gpus) or job.host is not None:
+        if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
-        self.segments.ended(job.job_id, self.clock.now())
+        self.segments.ended(job.job_id, now)
         job.rate = 0.0
         job.run_started = None
         self.journal.note(job)
-        if self.sharing:  # nothing is shared (the common case): no partner to re-rate
-            self._rerate_partners(self.sharing.unshare(job), self.clock.now())
+        sharing = self.sharing
+        if sharing._holders:  # nothing is shared (the common case): no partner to re-rate
+            self._rerate_partners(sharing.unshare(job), now)
 
     # -- MIG (dlsched/mig/book.py): a GPU is booked whole while it holds an instance --------
     def _mig_take(self, job: Job, now: float) -> tuple[float, ...]:
@@ -856,9 +868,15 @@ class Scheduler:
     def placement_of(self, job: Job) -> Placement:
         """Type and node of each worker and, on shared GPUs, the job sharing it (the first
         other holder)."""
-        nodes = tuple(map(self._gpu_node.__getitem__, job.allocation))
-        types = tuple(map(self._node_type.__getitem__, nodes))
-        partners = self.sharing.partners_of(job) if self.sharing else None
+        allocation = job.allocation
+        if len(allocation) == 1:  # most jobs: no ``map`` objects
+            node = self._gpu_node[allocation[0]]
+            nodes, types = (node,), (self._node_type[node],)
+        else:
+            nodes = tuple(map(self._gpu_node.__getitem__, allocation))
+            types = tuple(map(self._node_type.__getitem__, nodes))
+        sharing = self.sharing
+        partners = sharing.partners_of(job) if sharing._holders else None
         if job.host is not None:
             return Placement(types, nodes, partners or (), job.host)
         return _placement(types, nodes, () if partners is None else partners, None)
