@@ -76,6 +76,9 @@ class Scheduler:
         self.throughput = throughput
         # A model whose rate follows the worker count alone (``_launch``); None: ask ``rate``.
         self._rate_by_count = getattr(throughput, "rate_by_count", None)
+        # A model whose rate follows the workers' GPU types and nodes alone, for a job that
+        # shares no GPU (``rate_alone``: Gavel's table); None: ask ``rate``.
+        self._rate_alone = getattr(throughput, "rate_alone", None)
         self.clock = clock
         self.executor = executor
         self.config = config or CoreConfig()
@@ -657,13 +660,13 @@ class Scheduler:
                                          or job.job_id in self.reshaped):
             job.rate = reconfigurer.rate(spec, self.placement_of(job),
                                          reconfigurer.size_of(job))
+        elif shared or job.host is not None:
+            job.rate = self.throughput.rate(spec, self.placement_of(job))
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
-            # scaling on one type) is asked without a Placement, for an unshared job.
-            by_count = self._rate_by_count
-            job.rate = (by_count(spec, len(gpus)) if by_count is not None and not shared
-                        and job.host is None
-                        else self.throughput.rate(spec, self.placement_of(job)))
+            # scaling on one type), or the workers' types and nodes alone (``rate_alone``),
+            # is asked without a Placement, for an unshared job.
+            job.rate = self._unshared_rate(spec, gpus)
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
@@ -671,6 +674,21 @@ class Scheduler:
         self.executor.start(job, now)
         if shared:
             self._rerate_partners(shared, now)
+
+    def _unshared_rate(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
+        """The rate of a job on ``gpus`` that shares none of them and holds no host share."""
+        if self._rate_by_count is not None:
+            return self._rate_by_count(spec, len(gpus))
+        gpu_node, node_type = self._gpu_node, self._node_type
+        if len(gpus) == 1:  # most jobs: no ``map`` objects
+            node = gpu_node[gpus[0]]
+            nodes, types = (node,), (node_type[node],)
+        else:
+            nodes = tuple(map(gpu_node.__getitem__, gpus))
+            types = tuple(map(node_type.__getitem__, nodes))
+        if self._rate_alone is not None:
+            return self._rate_alone(spec, types, nodes)
+        return self.throughput.rate(spec, _placement(types, nodes, (), None))
 
     def _halt(self, job: Job, now: float) -> None:
         """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
@@ -755,7 +773,7 @@ class Scheduler:
         job.run_started = None
         self.journal.note(job)
         sharing = self.sharing
-        if sharing._holders:  # nothing is shared (the common case): no partner to re-rate
+        if sharing.by_gpu:  # nothing is shared (the common case): no partner to re-rate
             self._rerate_partners(sharing.unshare(job), now)
 
     # -- MIG (dlsched/mig/book.py): a GPU is booked whole while it holds an instance --------
@@ -876,7 +894,7 @@ class Scheduler:
             nodes = tuple(map(self._gpu_node.__getitem__, allocation))
             types = tuple(map(self._node_type.__getitem__, nodes))
         sharing = self.sharing
-        partners = sharing.partners_of(job) if sharing._holders else None
+        partners = sharing.partners_of(job) if sharing.by_gpu else None
         if job.host is not None:
             return Placement(types, nodes, partners or (), job.host)
         return _placement(types, nodes, () if partners is None else partners, None)
