@@ -212,6 +212,15 @@ class GavelThroughputs:
                    for kind, partner in zip(placement.gpu_types, placement.partners,
                                             strict=True))
 
+    def rate_alone(self, spec: JobSpec, gpu_types: tuple[str, ...],
+                   nodes: tuple[int, ...]) -> float:
+        """``rate(spec, Placement(gpu_types, nodes))`` of a job that shares no GPU and holds
+        no host share: the core asks this at each start and resize without building a
+        Placement (``Scheduler._launch``); the kept value once ``rate`` has found it."""
+        spread = len(nodes) > 1 and len(set(nodes)) > 1
+        known = self._alone_rates.get((spec.model, spec.batch_size, gpu_types, spread))
+        return known if known is not None else self.rate(spec, Placement(gpu_types, nodes))
+
     def _shared_rate(self, spec: JobSpec, partner: JobSpec, kind: str, workers: int,
                      alone: float) -> float:
         """Co-located steps/s of ``spec`` beside ``partner`` (half ``alone`` if unmeasured)."""

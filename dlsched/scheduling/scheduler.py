@@ -76,6 +76,9 @@ class Scheduler:
         self.throughput = throughput
         # A model whose rate follows the worker count alone (``_launch``); None: ask ``rate``.
         self._rate_by_count = getattr(throughput, "rate_by_count", None)
+        # A model whose rate follows the workers' GPU types and nodes alone, for a job that
+        # shares no GPU (``rate_alone``: Gavel's table); None: ask ``rate``.
+        self._rate_alone = getattr(throughput, "rate_alone", None)
         self.clock = clock
         self.executor = executor
         self.config = config or CoreConfig()
@@ -561,14 +564,17 @@ class Scheduler:
 
     def _resize(self, result: CycleResult, now: float) -> None:
         # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
-        moving = [(self.running[r.job_id], r) for r in result.resizes]
+        running = self.running
+        moving = [(running[r.job_id], r) for r in result.resizes]
         for job, _ in moving:
             self._halt(job, now)
+        overhead, sized = self.config.restart_overhead, self.reconfigurer is not None
         for job, resize in moving:
             job.resizes += 1
-            self._sized_by_policy(job, len(resize.gpus))
+            if sized:  # (only a reconfigurer keeps sizes: ``_sized_by_policy``)
+                self._sized_by_policy(job, len(resize.gpus))
             job.host = resize.host
-            self._launch(job, resize.gpus, resize.shares, now, self.config.restart_overhead)
+            self._launch(job, resize.gpus, resize.shares, now, overhead)
 
     def note_reasons(self, reasons: dict[str, str]) -> None:
         """Why each job a cycle looked at still waits, stamped with the cycle's number."""
@@ -661,13 +667,13 @@ class Scheduler:
                                          or job.job_id in self.reshaped):
             job.rate = reconfigurer.rate(spec, self.placement_of(job),
                                          reconfigurer.size_of(job))
+        elif shared or job.host is not None:
+            job.rate = self.throughput.rate(spec, self.placement_of(job))
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
-            # scaling on one type) is asked without a Placement, for an unshared job.
-            by_count = self._rate_by_count
-            job.rate = (by_count(spec, len(gpus)) if by_count is not None and not shared
-                        and job.host is None
-                        else self.throughput.rate(spec, self.placement_of(job)))
+            # scaling on one type), or the workers' types and nodes alone (``rate_alone``),
+            # is asked without a Placement, for an unshared job.
+            job.rate = self._unshared_rate(spec, gpus)
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
@@ -675,6 +681,21 @@ class Scheduler:
         self.executor.start(job, now)
         if shared:
             self._rerate_partners(shared, now)
+
+    def _unshared_rate(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
+        """The rate of a job on ``gpus`` that shares none of them and holds no host share."""
+        if self._rate_by_count is not None:
+            return self._rate_by_count(spec, len(gpus))
+        gpu_node, node_type = self._gpu_node, self._node_type
+        if len(gpus) == 1:  # most jobs: no ``map`` objects
+            node = gpu_node[gpus[0]]
+            nodes, types = (node,), (node_type[node],)
+        else:
+            nodes = tuple(map(gpu_node.__getitem__, gpus))
+            types = tuple(map(node_type.__getitem__, nodes))
+        if self._rate_alone is not None:
+            return self._rate_alone(spec, types, nodes)
+        return self.throughput.rate(spec, _placement(types, nodes, (), None))
 
     def _halt(self, job: Job, now: float) -> None:
         """Stop a running job's workers and give its GPUs back; it stays running (a resize)."""
@@ -741,8 +762,11 @@ class Scheduler:
                 total += held * share
             spent[kind] = total
             return
-        node_of, type_of = self._gpu_node, self._node_type
-        for gpu, share in zip(job.allocation, job.shares, strict=True):
+        node_of, type_of, allocation = self._gpu_node, self._node_type, job.allocation
+        if len(allocation) == 1:  # most jobs: the loop's one step, without a zip
+            spent[type_of[node_of[allocation[0]]]] += held * job.shares[0]
+            return
+        for gpu, share in zip(allocation, job.shares, strict=True):
             spent[type_of[node_of[gpu]]] += held * share
 
     def gpu_seconds_by_type(self, now: float) -> dict[str, float]:
@@ -754,18 +778,23 @@ class Scheduler:
                 self._charge_types(job, now - job.run_started, spent)
         return spent
 
-    def _release(self, job: Job, now: float) -> None:
-        self._adjust(job.allocation, self._mig_give(job) if job.spec.mig_profile
+    def _release(self, job: Job, now: float | None = None) -> None:
+        """Give a job's GPUs back and close its segment (``now``: the clock's, if given)."""
+        if now is None:
+            now = self.clock.now()
+        spec = job.spec
+        self._adjust(job.allocation, self._mig_give(job) if spec.mig_profile
                      else job.shares, 1.0)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
-        if (self.beyond_gpu_jobs and job.spec.asks_beyond_gpus) or job.host is not None:
+        if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
         self.segments.ended(job.job_id, now)
         job.rate = 0.0
         job.run_started = None
         self.journal.note(job)
-        if self.sharing:  # nothing is shared (the common case): no partner to re-rate
-            self._rerate_partners(self.sharing.unshare(job), now)
+        sharing = self.sharing
+        if sharing.by_gpu:  # nothing is shared (the common case): no partner to re-rate
+            self._rerate_partners(sharing.unshare(job), now)
 
     # -- MIG (dlsched/mig/book.py): a GPU is booked whole while it holds an instance --------
     def _mig_take(self, job: Job, now: float) -> tuple[float, ...]:
@@ -877,9 +906,15 @@ class Scheduler:
     def placement_of(self, job: Job) -> Placement:
         """Type and node of each worker and, on shared GPUs, the job sharing it (the first
         other holder)."""
-        nodes = tuple(map(self._gpu_node.__getitem__, job.allocation))
-        types = tuple(map(self._node_type.__getitem__, nodes))
-        partners = self.sharing.partners_of(job) if self.sharing else None
+        allocation = job.allocation
+        if len(allocation) == 1:  # most jobs: no ``map`` objects
+            node = self._gpu_node[allocation[0]]
+            nodes, types = (node,), (self._node_type[node],)
+        else:
+            nodes = tuple(map(self._gpu_node.__getitem__, allocation))
+            types = tuple(map(self._node_type.__getitem__, nodes))
+        sharing = self.sharing
+        partners = sharing.partners_of(job) if sharing.by_gpu else None
         if job.host is not None:
             return Placement(types, nodes, partners or (), job.host)
         return _placement(types, nodes, () if partners is None else partners, None)

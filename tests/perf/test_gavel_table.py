@@ -254,3 +254,22 @@ def test_scaled_is_the_estimate_on_the_curve_kept_once_computed(
                                                                       workers)
     monkeypatch.setattr(table, "estimate", lambda *_: pytest.fail("not kept"))
     assert model.scaled(job, "k80", 3) > 0
+
+
+@pytest.mark.parametrize("placement_sensitive", [False, True], ids=["consolidated", "placed"])
+@pytest.mark.parametrize(
+    ("types", "nodes"),
+    [(("V100",), (3,)), (("K80",), (0,)), (("P100",) * 4, (1, 1, 1, 1)),
+     (("V100",) * 4, (0, 0, 1, 1)), (("V100", "K80"), (0, 5)), ((), ())],
+    ids=["one-v100", "one-k80", "one-node", "two-nodes", "mixed", "none"],
+)
+def test_rate_alone_is_rate_without_a_placement(types, nodes, placement_sensitive):
+    """The core's rate of an unshared job (``Scheduler._launch``): the same value as ``rate``
+    of its Placement, asked first (nothing kept) and again (the kept value)."""
+    for model, batch in (("ResNet-50", 64), ("Transformer", 128), ("A3C", None)):
+        job = spec(model, batch, max(len(types), 1))
+        fresh = GavelThroughputs(placement_sensitive=placement_sensitive)
+        expected = GavelThroughputs(placement_sensitive=placement_sensitive).rate(
+            job, Placement(types, nodes))
+        assert fresh.rate_alone(job, types, nodes) == expected
+        assert fresh.rate_alone(job, types, nodes) == expected
