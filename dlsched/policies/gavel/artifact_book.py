@@ -45,6 +45,17 @@ class Book:
         self.x[slots] = 0.0
         return slots
 
+    def add_row(self, job_id: str, half: float, speed: np.ndarray,
+                relative: np.ndarray) -> int:
+        """``add`` with the job's speed rows written."""
+        slot = self._slot_for(job_id)
+        self.time[slot] = half
+        self.deficit[slot] = 0.0
+        self.x[slot] = 0.0
+        self.speed[slot] = speed
+        self.relative[slot] = relative
+        return slot
+
     def _slot_for(self, job_id: str) -> int:
         """A free slot for a new job (the arrays doubled when full)."""
         if self._free:

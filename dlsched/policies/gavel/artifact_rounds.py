@@ -89,6 +89,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._known: frozenset[str] = frozenset()
         self._rows: _Rows | None = None  # the cycle's jobs' rows, while jobs and X stay
         self._workers: dict[str, int] = {}  # each tracked job's gang (its spec's GPUs)
+        self._relatives: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # ``_relative``
         self._room: tuple[object, np.ndarray, np.ndarray] | None = None  # see ``_free_room``
         self._kind_of_gpu: tuple[object, np.ndarray] | None = None  # each GPU's type
         self._current: dict[str, tuple[int, ...]] | None = None  # ``_current_nodes``
@@ -222,13 +223,10 @@ class ArtifactGavelRounds(GavelRounds):
             new = ([job for job in jobs if job.job_id in arrived] if jobs is not None else
                    sorted((job for job in (*snapshot.running, *snapshot.waiting)
                            if job.job_id in arrived), key=_ARRIVAL))
-            speeds = self._speed(state, new)
-            top = speeds.max(axis=1, keepdims=True)
-            relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
-            slots = book.add_all([job.job_id for job in new], half)
-            book.speed[slots] = speeds
-            book.relative[slots] = relative
-            self._workers.update((job.job_id, job.spec.num_gpus) for job in new)
+            workers = self._workers
+            for job, speed in zip(new, self._speed_rows(state, new), strict=True):
+                book.add_row(job.job_id, half, speed, self._relative(speed))
+                workers[job.job_id] = job.spec.num_gpus
         for job_id in self._known - active:
             self._assignments.pop(job_id, None)
             self._nodes.pop(job_id, None)
@@ -240,6 +238,16 @@ class ArtifactGavelRounds(GavelRounds):
         if active != self._known:
             self._changed = True
         self._known = active
+
+    def _relative(self, speed: np.ndarray) -> np.ndarray:
+        """A job's speeds relative to its fastest type (0 where it cannot run), once per
+        speed row (``_speed_rows``: one array per kind; kept, so an id is never reused)."""
+        known = self._relatives.get(id(speed))
+        if known is None:
+            top = speed.max()
+            known = self._relatives[id(speed)] = (speed, np.divide(
+                speed, top, out=np.zeros_like(speed), where=top > 0))
+        return known[1]
 
     def _reset(self, now: float, elapsed: float) -> None:
         """Gavel's ``_reset_time_run_so_far``: deficits += should-have-had - had (X is

@@ -70,21 +70,21 @@ def test_the_direct_walk_picks_what_assign_types_picks_over_the_entries(
 
 def test_each_job_s_speeds_are_computed_once_and_kept_in_its_book_row(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # ``_speed`` runs on the jobs that arrived, not on every job each round; the rows the
-    # rounds read are the speeds it gave (relative: each over the job's fastest type).
+    # ``_speed_rows`` runs on the jobs that arrived, not on every job each round; the rows
+    # the rounds read are the speeds it gave (relative: each over the job's fastest type).
     import numpy as np
 
     from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
     from dlsched.policies.gavel_round import GavelRounds
 
     asked: list[str] = []
-    speed = GavelRounds._speed
+    speed = GavelRounds._speed_rows
 
     def counted(self, state, jobs):  # type: ignore[no-untyped-def]
         asked.extend(job.job_id for job in jobs)
         return speed(self, state, jobs)
 
-    monkeypatch.setattr(GavelRounds, "_speed", counted)
+    monkeypatch.setattr(GavelRounds, "_speed_rows", counted)
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=40))
     profile = build_policy("gavel-fifo", {"mechanism": "artifact"})
     sim = Simulator(resolve_cluster("gavel-108"), trace, profile,
@@ -223,3 +223,21 @@ def test_credit_columns_are_kept_only_where_rounds_mostly_keep_their_jobs(
     sim.run()
     credits = sim.core.profile.allocators[0]._credits
     assert credits.keep_columns == kept and (credits.reused > 0) == kept
+
+
+def test_relative_speeds_are_computed_once_per_kind_of_job() -> None:
+    # Arrivals write their book rows one job at a time from the per-kind speed rows
+    # (``_speed_rows``), each row's ratios to its fastest type computed once per kind.
+    import numpy as np
+
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=80))
+    sim = Simulator(resolve_cluster("gavel-108"), trace,
+                    build_policy("gavel-fifo", {"mechanism": "artifact"}),
+                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim.run()
+    rounds = sim.core.profile.allocators[0]
+    kinds = {(spec.model, spec.batch_size, spec.num_gpus) for spec in trace.jobs}
+    assert len(rounds._relatives) == len(kinds) < len(trace.jobs)
+    for speed, relative in rounds._relatives.values():
+        assert relative.tolist() == (speed / speed.max()).tolist()
+        assert np.all(relative <= 1.0)
