@@ -32,7 +32,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.policies.gavel.artifact_book import Book, Credits
-from dlsched.policies.gavel.artifact_settled import keeps_all, single_types
+from dlsched.policies.gavel.artifact_settled import held_type, single_types
 from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
@@ -81,6 +81,8 @@ class ArtifactGavelRounds(GavelRounds):
                  **kwargs: object) -> None:
         super().__init__(policy, objective, **kwargs)  # type: ignore[arg-type]
         self.shuffle_types, self.fifo, self.reset_seconds = shuffle_types, fifo, reset_seconds
+        # FIFO in a fixed type order: its rounds may be told settled (``artifact_settled``)
+        self._tells_settled = fifo and not shuffle_types
         self._rng = np.random.default_rng(seed)
         self._book: Book | None = None  # per-job seconds, deficits and X (``Book``)
         self._credits: Credits | None = None  # per-type totals, seconds per job (``Credits``)
@@ -93,6 +95,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._room: tuple[object, np.ndarray, np.ndarray] | None = None  # see ``_free_room``
         self._kind_of_gpu: tuple[object, np.ndarray] | None = None  # each GPU's type
         self._current: dict[str, tuple[int, ...]] | None = None  # ``_current_nodes``
+        self._held: dict[str, int] = {}  # each running job's ``held_type`` (the same jobs)
         self._solved: frozenset[str] = frozenset()  # the jobs of the last solve
         # FIFO: each solved job's one type (``artifact_settled``), while it is tracked
         self._single: dict[str, int] | None = None
@@ -201,7 +204,7 @@ class ArtifactGavelRounds(GavelRounds):
         if solved:
             rows, slots = zip(*solved, strict=True)
             book.x[list(slots)] = allocation.x[list(rows)]
-            if self.fifo and not self.shuffle_types:
+            if self._tells_settled:
                 self._single = single_types([problem.job_ids[i] for i in rows],
                                             book.x[list(slots)], book.speed[list(slots)])
 
@@ -296,7 +299,7 @@ class ArtifactGavelRounds(GavelRounds):
         snapshot, cluster = state.snapshot, state.cluster
         view = state.scratch.get(self.name)
         is_round = self._is_round(state)
-        current = self._current_nodes(snapshot, self._gpu_lookup(cluster)[0])
+        current = self._current_nodes(snapshot, cluster)
         if not is_round:  # Gavel's simulator decides only at round boundaries
             return Targets({}, frozenset(current))
         if view is None:
@@ -325,33 +328,48 @@ class ArtifactGavelRounds(GavelRounds):
 
     def _settled(self, current: dict[str, tuple[int, ...]], down: frozenset[int],
                  cluster: Cluster) -> bool:
-        """Whether this round keeps every running job as it is (``artifact_settled``)."""
+        """Whether this round keeps every running job as it is (``artifact_settled``):
+        each running job holds its gang on nodes of its single type, and no other job has
+        one (``keeps_all`` as ``single == held types``)."""
         single = self._single
-        if single is None or down:
-            return False
+        return single is not None and not down and single == self._held
+
+    def _node_kinds(self, cluster: Cluster) -> list[int]:
+        """Each node's GPU type (a list, built once per cluster)."""
         cached = self._node_kind
         if cached is None or cached[0] is not cluster:
             cached = self._node_kind = (cluster, cluster.node_type.tolist())
-        return keeps_all(single, current, self._workers, cached[1])
+        return cached[1]
 
-    def _current_nodes(self, snapshot: ClusterSnapshot, gpu_node: list[int]
+    def _current_nodes(self, snapshot: ClusterSnapshot, cluster: Cluster
                        ) -> dict[str, tuple[int, ...]]:
-        """Each running job's nodes (sorted, ``Assignment.of``), kept across cycles: only the
-        jobs in the core's journal of running-job changes since the last cycle are looked at
-        again (all of them when the journal cannot tell)."""
-        journal, current = snapshot.journal, self._current
+        """Each running job's nodes (sorted, ``Assignment.of``) and their ``held_type``,
+        kept across cycles: only the jobs in the core's journal of running-job changes
+        since the last cycle are looked at again (all of them when the journal cannot
+        tell)."""
+        gpu_node, node_kind = self._gpu_lookup(cluster)[0], self._node_kinds(cluster)
+        journal, current, held, workers = snapshot.journal, self._current, self._held, \
+            self._workers
         changed = (journal.since(self._journal_count)
                    if journal is not None and current is not None else None)
         if changed is None or current is None:
             current = self._current = {
                 job.job_id: tuple(sorted([gpu_node[g] for g in job.allocation]))
                 for job in snapshot.running}
-        else:
-            for job in {id(job): job for job in changed}.values():  # once per job
-                if job.run_started is None or job.status is not JobStatus.RUNNING:
-                    current.pop(job.job_id, None)
-                else:
-                    current[job.job_id] = tuple(sorted([gpu_node[g] for g in job.allocation]))
+            held.clear()
+            if self._tells_settled:
+                held.update((job_id, held_type(nodes, workers.get(job_id), node_kind))
+                            for job_id, nodes in current.items())
+            changed = ()
+        for job in {id(job): job for job in changed}.values():  # once per job
+            job_id = job.job_id
+            if job.run_started is None or job.status is not JobStatus.RUNNING:
+                current.pop(job_id, None)
+                held.pop(job_id, None)
+            else:
+                nodes = current[job_id] = tuple(sorted([gpu_node[g] for g in job.allocation]))
+                if self._tells_settled:
+                    held[job_id] = held_type(nodes, workers.get(job_id), node_kind)
         self._journal_count = journal.count if journal is not None else -1
         return current
 

@@ -241,3 +241,33 @@ def test_relative_speeds_are_computed_once_per_kind_of_job() -> None:
     for speed, relative in rounds._relatives.values():
         assert relative.tolist() == (speed / speed.max()).tolist()
         assert np.all(relative <= 1.0)
+
+
+def test_settled_rounds_compare_held_types_kept_as_jobs_move(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``_settled`` compares ``_single`` with each running job's ``held_type``, kept as the
+    # core's journal names jobs: the answer of ``keeps_all`` over every running job, while
+    # ``held_type`` runs on a few jobs a round, not on every running job each round.
+    from dlsched.policies.gavel import artifact_rounds, artifact_settled
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+
+    tested, answers = [], []
+    held_type, settled = artifact_settled.held_type, ArtifactGavelRounds._settled
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        tested.append(1)
+        return held_type(*args)
+
+    def checked(self, current, down, cluster):  # type: ignore[no-untyped-def]
+        answer = settled(self, current, down, cluster)
+        full = self._single is not None and not down and artifact_settled.keeps_all(
+            self._single, current, self._workers, cluster.node_type.tolist())
+        answers.append((answer, full, len(current)))
+        return answer
+
+    monkeypatch.setattr(artifact_rounds, "held_type", counted)
+    monkeypatch.setattr(ArtifactGavelRounds, "_settled", checked)
+    first_starts("gavel-fifo", 200, mechanism="artifact")
+    assert all(answer == full for answer, full, _ in answers)
+    assert sum(answer for answer, _, _ in answers) > len(answers) // 2
+    assert len(tested) < sum(running for _, _, running in answers) // 4
