@@ -44,6 +44,7 @@ _ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arriva
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 _UPDATED = "gavel-artifact-updated"  # the cycle's scratch: ``_update`` ran (is it a round)
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
+_ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED)  # by identity, no hash
 
 
 class _Rows:
@@ -103,6 +104,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._node_kind: tuple[object, list[int]] | None = None  # each node's type
         self.settled_rounds = 0  # rounds told by ``artifact_settled`` (counted for tests)
         self._journal_count = -1
+        self._seen = -1  # the journal's count at the last ``_arrivals``
 
     @property
     def _cycle_ids(self) -> list[str]:
@@ -147,12 +149,18 @@ class ArtifactGavelRounds(GavelRounds):
             self._credits = Credits(n_types, self.fifo and not self.shuffle_types)
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
-        active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
         jobs: list[Job] | None = None
+        arrivals = self._arrivals(snapshot)
+        if arrivals is None:
+            active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
+        else:
+            arrivals, departed = arrivals
+            active = ((self._known - departed) | {job.job_id for job in arrivals}
+                      if arrivals or departed else self._known)
         if active != self._known or self._rows is None:
             if self._single is None:  # no round told settled: its walk needs them all
                 jobs = sorted((*running, *waiting), key=_ARRIVAL)
-            self._track(state, active, jobs)
+            self._track(state, active, jobs, arrivals)
             self._rows = None
             self._ids = [j.job_id for j in jobs] if jobs is not None else None
         elapsed = now - self._last_reset
@@ -165,6 +173,35 @@ class ArtifactGavelRounds(GavelRounds):
             self._changed = False
             self._rows, self._ids = None, [j.job_id for j in jobs]
         return is_round
+
+    def _arrivals(self, snapshot: ClusterSnapshot) -> tuple[list[Job], set[str]] | None:
+        """The jobs that arrived since the last cycle and the ids of those that left, told
+        without reading every job: arrivals are the waiting jobs not tracked; the jobs that
+        left, the tracked jobs the core's journal names that ended. None when that may not
+        be all (no journal, a job running now that is not tracked, or counts that do not
+        add up: e.g. a waiting job cancelled), or when the journal names more changes than
+        half the running jobs: the caller reads every job then."""
+        journal, known = snapshot.journal, self._known
+        if journal is None:
+            return None
+        count, self._seen = self._seen, journal.count
+        if count < 0 or journal.count - count > len(snapshot.running) // 2:
+            return None  # rounds that move many jobs: reading every job costs less
+        changed = journal.since(count)
+        if changed is None:
+            return None
+        arrivals = [job for job in snapshot.waiting if job.job_id not in known]
+        departed = set()
+        for job in changed:
+            if job.job_id not in known:
+                if job.status is JobStatus.RUNNING:
+                    return None
+            elif job.status in _ENDED:
+                departed.add(job.job_id)
+        jobs = len(snapshot.running) + len(snapshot.waiting)
+        if len(known) - len(departed) + len(arrivals) != jobs:
+            return None
+        return arrivals, departed
 
     def _ranked(self, state: CycleState, is_round: bool) -> _Round:
         """The cycle's view: its jobs' rows (in arrival order: sorted only when the rows
@@ -213,19 +250,24 @@ class ArtifactGavelRounds(GavelRounds):
         super()._solve(state, jobs)
 
     def _track(self, state: CycleState, active: frozenset[str],
-               jobs: Sequence[Job] | None) -> None:
+               jobs: Sequence[Job] | None, arrivals: list[Job] | None = None) -> None:
         """Add the jobs that arrived (Gavel's ``add_job``, in arrival order: half a round on
         every type; their speed rows from ``_speed``, once) and drop those that left.
-        ``jobs``: the cycle's jobs in arrival order, when sorted already."""
+        ``jobs``: the cycle's jobs in arrival order, when sorted already; ``arrivals``: the
+        jobs that arrived, when known (``_arrivals``)."""
         book, credits = self._book, self._credits
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         arrived = active - self._known
         if arrived:
             snapshot = state.snapshot
-            new = ([job for job in jobs if job.job_id in arrived] if jobs is not None else
-                   sorted((job for job in (*snapshot.running, *snapshot.waiting)
-                           if job.job_id in arrived), key=_ARRIVAL))
+            if jobs is not None:
+                new = [job for job in jobs if job.job_id in arrived]
+            elif arrivals is not None:
+                new = sorted(arrivals, key=_ARRIVAL)
+            else:
+                new = sorted((job for job in (*snapshot.running, *snapshot.waiting)
+                              if job.job_id in arrived), key=_ARRIVAL)
             workers = self._workers
             for job, speed in zip(new, self._speed_rows(state, new), strict=True):
                 book.add_row(job.job_id, half, speed, self._relative(speed))

@@ -271,3 +271,28 @@ def test_settled_rounds_compare_held_types_kept_as_jobs_move(
     assert all(answer == full for answer, full, _ in answers)
     assert sum(answer for answer, _, _ in answers) > len(answers) // 2
     assert len(tested) < sum(running for _, _, running in answers) // 4
+
+
+@pytest.mark.parametrize(("policy", "most"), [("gavel-fifo", 0.8), ("gavel-maxmin", 0.0)])
+def test_arrivals_and_departures_are_told_by_the_waiting_jobs_and_the_journal(
+        monkeypatch: pytest.MonkeyPatch, policy: str, most: float) -> None:
+    # ``_arrivals`` reads the waiting jobs and the jobs the core's journal names, not every
+    # job each cycle: the active set it gives is the one read from every job. Most FIFO
+    # cycles are told so; max-min rounds move many jobs (then every job is read).
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+
+    told, arrivals = [], ArtifactGavelRounds._arrivals
+
+    def checked(self, snapshot):  # type: ignore[no-untyped-def]
+        known, answer = self._known, arrivals(self, snapshot)
+        if answer is not None:
+            came, left = answer
+            every = frozenset(job.job_id for job in (*snapshot.running, *snapshot.waiting))
+            assert (known - left) | {job.job_id for job in came} == every
+            assert left <= known and not {job.job_id for job in came} & known
+        told.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(ArtifactGavelRounds, "_arrivals", checked)
+    first_starts(policy, 150, mechanism="artifact")
+    assert sum(told) > most * len(told)
