@@ -168,6 +168,12 @@ class GavelRounds:
     def _speed(self, state: CycleState, jobs: Sequence[Job]) -> np.ndarray:
         """(jobs, types): each job's throughput per type at its size (0: it cannot run
         there), from the throughput model, once per job."""
+        return np.array(self._speed_rows(state, jobs)).reshape(
+            len(jobs), len(state.cluster.type_names))
+
+    def _speed_rows(self, state: CycleState, jobs: Sequence[Job]) -> list[np.ndarray]:
+        """``_speed``'s rows, not stacked: jobs of one kind without pins share one array
+        (never written to)."""
         rates, cluster = self._rates, state.cluster
         model = state.snapshot.throughput
         # Gavel's table rates a job by its model, batch size and size alone: once per kind.
@@ -189,8 +195,7 @@ class GavelRounds:
                 # no pins: every type (``known`` is never written to)
                 rates[job.job_id] = (known * _pinned_to(cluster, spec.gpu_types)
                                      if spec.gpu_types else known)
-        return np.array([rates[j.job_id] for j in jobs]).reshape(len(jobs),
-                                                                 len(cluster.type_names))
+        return [rates[j.job_id] for j in jobs]
 
     def _solve(self, state: CycleState, jobs: Sequence[Job]) -> None:
         if not jobs:

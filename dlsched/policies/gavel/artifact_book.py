@@ -45,6 +45,17 @@ class Book:
         self.x[slots] = 0.0
         return slots
 
+    def add_row(self, job_id: str, half: float, speed: np.ndarray,
+                relative: np.ndarray) -> int:
+        """``add`` with the job's speed rows written."""
+        slot = self._slot_for(job_id)
+        self.time[slot] = half
+        self.deficit[slot] = 0.0
+        self.x[slot] = 0.0
+        self.speed[slot] = speed
+        self.relative[slot] = relative
+        return slot
+
     def _slot_for(self, job_id: str) -> int:
         """A free slot for a new job (the arrays doubled when full)."""
         if self._free:
@@ -85,36 +96,29 @@ class Credits:
                book: Book, journal: RunningJournal | None = None) -> None:
         """What ``ArtifactGavelRounds`` credits at each cycle (class docstring); the type
         totals are summed job by job in the running order (``np.add.at``: the same sums).
-        The running jobs' columns are kept from the last credit while the core's ``journal``
-        tells that only jobs that stopped running changed (``_Running.after``)."""
-        if not running:
-            self._kept = None
-            return
-        kept = self._kept.after(journal, len(running)) if self._kept is not None else None
-        if kept is None:
-            kept = self._columns(now, running, gpu_kind, book, journal)
-            since = np.array([self._since.get(job_id, -np.inf) for job_id in kept.ids])
-        else:  # every job was credited at the last credit, ``kept.when``
-            since = kept.when
+        The running jobs' cells are kept from the last credit while the core's ``journal``
+        tells that only jobs that stopped running changed (``_Running.after``): each job
+        then ran the same seconds since that credit, one number for all (``_credit_all``).
+        Each job's last credit time is the kept cells' ``when`` while they are kept."""
+        last = self._kept
+        kept = (last.after(journal, len(running), self._since)
+                if last is not None and running else None)
+        if kept is not None:
             self.reused += 1
-        self._kept, kept.when = kept, now
-        ids, kinds, slots = kept.ids, kept.kinds, kept.slots
-        seconds = now - np.maximum(since, kept.started)
-        on_rows = kept.on_rows
-        ran = seconds > 0.0
-        if ran.all():
-            self._on[on_rows, kinds] += seconds
-        else:
-            self._on[on_rows[ran], kinds[ran]] += seconds[ran]
-        tracked = ran & (slots >= 0)  # not on its first cycle
-        if tracked.any():  # one (slot, type) cell per job
-            book.time[slots[tracked], kinds[tracked]] += seconds[tracked]
-            np.add.at(self.worker_time, kinds[tracked], seconds[tracked])
-        self._since.update(dict.fromkeys(ids, now))
+            if now > kept.when:
+                self._credit_all(now - kept.when, kept, book)
+            self._kept, kept.when = kept, now
+            return
+        if last is not None:  # its jobs were all credited at ``last.when``
+            self._since.update(dict.fromkeys(last.ids, last.when))
+        self._kept = None
+        if running:
+            self._kept = self._credit_each(now, running, gpu_kind, book, journal)
 
-    def _columns(self, now: float, running: Collection[Job], gpu_kind: np.ndarray,
-                 book: Book, journal: RunningJournal | None) -> _Running:
-        """The running jobs' columns, read job by job."""
+    def _credit_each(self, now: float, running: Collection[Job], gpu_kind: np.ndarray,
+                     book: Book, journal: RunningJournal | None) -> _Running:
+        """Each running job's seconds since its last credit or its start, whichever is
+        later, read job by job; the cells to keep for the next credit."""
         ids = [job.job_id for job in running]
         rows, slot_of = self._row, book.slot
         started = np.array([now if job.run_started is None else job.run_started
@@ -125,11 +129,34 @@ class Credits:
             self._on = np.concatenate([self._on, np.zeros((len(rows) + len(self._on),
                                                            self._on.shape[1]))])
         slots = np.array([slot_of.get(job_id, -1) for job_id in ids])
+        since = np.array([self._since.get(job_id, -np.inf) for job_id in ids])
+        seconds = now - np.maximum(since, started)
+        ran = seconds > 0.0
+        if ran.all():
+            self._on[on_rows, kinds] += seconds
+        else:
+            self._on[on_rows[ran], kinds[ran]] += seconds[ran]
+        tracked = ran & (slots >= 0)  # not on its first cycle
+        if tracked.any():  # one (slot, type) cell per job
+            book.time[slots[tracked], kinds[tracked]] += seconds[tracked]
+            np.add.at(self.worker_time, kinds[tracked], seconds[tracked])
         # a job's slot may come later (tracked after its first credit): read again then
-        reuse = self.keep_columns and bool((slots >= 0).all()) and not any(
-            j.run_started is None for j in running)
-        count = journal.count if journal is not None and reuse else None
-        return _Running(ids, started, kinds, on_rows, slots, count)
+        reuse = self.keep_columns and journal is not None and bool((slots >= 0).all()) and \
+            not any(j.run_started is None for j in running)
+        n_types = self._on.shape[1]
+        return _Running(ids, kinds.tolist(), on_rows * n_types + kinds,
+                        slots * n_types + kinds, journal.count if reuse else None, now)
+
+    def _credit_all(self, seconds: float, kept: _Running, book: Book) -> None:
+        """``_credit_each`` where every job ran ``seconds`` since ``kept.when`` and has a
+        book slot: the same cells get the same sums, the type totals added job by job in
+        the running order as ``np.add.at`` adds them."""
+        self._on.reshape(-1)[kept.on_cells] += seconds
+        book.time.reshape(-1)[kept.time_cells] += seconds
+        total = self.worker_time.tolist()
+        for kind in kept.kinds:
+            total[kind] += seconds
+        self.worker_time[:] = total
 
     def forget(self, job_id: str) -> None:
         """A job left: no credit start kept (its report row stays)."""
@@ -143,34 +170,50 @@ class Credits:
 
 
 class _Running:
-    """The running jobs' columns of a credit, in the running order: ids, run starts, GPU
-    types, report rows, book slots; ``count``: the journal's count they were read at (None:
-    never reused). ``when``: the time of the credit that last used them."""
+    """The running jobs of a credit, in the running order: ids, GPU types, and their cells in
+    the flattened report rows (``Credits._on``) and book times (one per job: distinct);
+    ``count``: the journal's count they were read at (None: never reused); ``when``: the
+    time of the credit that last used them (every job's last credit)."""
 
-    def __init__(self, ids: list[str], started: np.ndarray, kinds: np.ndarray,
-                 on_rows: np.ndarray, slots: np.ndarray, count: int | None) -> None:
-        self.ids, self.started, self.kinds = ids, started, kinds
-        self.on_rows, self.slots, self.count = on_rows, slots, count
-        self.when = 0.0
+    def __init__(self, ids: list[str], kinds: list[int], on_cells: np.ndarray,
+                 time_cells: np.ndarray, count: int | None, when: float) -> None:
+        self.ids, self.kinds, self.count, self.when = ids, kinds, count, when
+        self.on_cells, self.time_cells = on_cells, time_cells
 
-    def after(self, journal: RunningJournal | None, running: int) -> _Running | None:
-        """These columns for the running jobs now, when every change since ``count`` was of
-        a job that no longer runs (a completion, a preemption: its column is dropped, the
-        others keep their order, as the core's running jobs do); else None."""
+    def after(self, journal: RunningJournal | None, running: int,
+              since: dict[str, float]) -> _Running | None:
+        """These cells for the running jobs now, when every change since ``count`` was of
+        a job that no longer runs (a completion, a preemption: its cells are dropped, its
+        last credit written to ``since``, the others keep their order, as the core's running
+        jobs do); else None."""
         if journal is None or self.count is None:
             return None
         changed = journal.since(self.count)
         if changed is None:
             return None
-        if changed:
-            if any(job.status is JobStatus.RUNNING for job in changed):
-                return None
-            gone = {job.job_id for job in changed}
-            keep = np.array([job_id not in gone for job_id in self.ids])
-            kept = _Running([job_id for job_id in self.ids if job_id not in gone],
-                            self.started[keep], self.kinds[keep], self.on_rows[keep],
-                            self.slots[keep], journal.count)
-            kept.when = self.when
-        else:
-            kept = self
-        return kept if len(kept.ids) == running else None
+        if not changed:
+            return self if len(self.ids) == running else None
+        if any(job.status is JobStatus.RUNNING for job in changed):
+            return None
+        positions = sorted(self._positions({job.job_id for job in changed}))
+        if len(self.ids) - len(positions) != running:
+            return None
+        ids, kinds = self.ids.copy(), self.kinds.copy()
+        for position in reversed(positions):
+            del ids[position], kinds[position]
+        since.update(dict.fromkeys([self.ids[p] for p in positions], self.when))
+        keep = np.ones(len(self.ids), dtype=bool)
+        keep[positions] = False
+        return _Running(ids, kinds, self.on_cells[keep], self.time_cells[keep],
+                        journal.count, self.when)
+
+    def _positions(self, gone: set[str]) -> list[int]:
+        """Where the jobs of ``gone`` are in ``ids`` (a job may have started and stopped
+        since: it is in none)."""
+        found = []
+        for job_id in gone:
+            try:
+                found.append(self.ids.index(job_id))
+            except ValueError:
+                continue
+        return found

@@ -32,7 +32,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.policies.gavel.artifact_book import Book, Credits
-from dlsched.policies.gavel.artifact_settled import keeps_all, single_types
+from dlsched.policies.gavel.artifact_settled import held_type, single_types
 from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
@@ -44,6 +44,7 @@ _ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arriva
 RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 _UPDATED = "gavel-artifact-updated"  # the cycle's scratch: ``_update`` ran (is it a round)
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
+_ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED)  # by identity, no hash
 
 
 class _Rows:
@@ -81,6 +82,8 @@ class ArtifactGavelRounds(GavelRounds):
                  **kwargs: object) -> None:
         super().__init__(policy, objective, **kwargs)  # type: ignore[arg-type]
         self.shuffle_types, self.fifo, self.reset_seconds = shuffle_types, fifo, reset_seconds
+        # FIFO in a fixed type order: its rounds may be told settled (``artifact_settled``)
+        self._tells_settled = fifo and not shuffle_types
         self._rng = np.random.default_rng(seed)
         self._book: Book | None = None  # per-job seconds, deficits and X (``Book``)
         self._credits: Credits | None = None  # per-type totals, seconds per job (``Credits``)
@@ -89,9 +92,11 @@ class ArtifactGavelRounds(GavelRounds):
         self._known: frozenset[str] = frozenset()
         self._rows: _Rows | None = None  # the cycle's jobs' rows, while jobs and X stay
         self._workers: dict[str, int] = {}  # each tracked job's gang (its spec's GPUs)
+        self._relatives: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # ``_relative``
         self._room: tuple[object, np.ndarray, np.ndarray] | None = None  # see ``_free_room``
         self._kind_of_gpu: tuple[object, np.ndarray] | None = None  # each GPU's type
         self._current: dict[str, tuple[int, ...]] | None = None  # ``_current_nodes``
+        self._held: dict[str, int] = {}  # each running job's ``held_type`` (the same jobs)
         self._solved: frozenset[str] = frozenset()  # the jobs of the last solve
         # FIFO: each solved job's one type (``artifact_settled``), while it is tracked
         self._single: dict[str, int] | None = None
@@ -99,6 +104,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._node_kind: tuple[object, list[int]] | None = None  # each node's type
         self.settled_rounds = 0  # rounds told by ``artifact_settled`` (counted for tests)
         self._journal_count = -1
+        self._seen = -1  # the journal's count at the last ``_arrivals``
 
     @property
     def _cycle_ids(self) -> list[str]:
@@ -143,12 +149,18 @@ class ArtifactGavelRounds(GavelRounds):
             self._credits = Credits(n_types, self.fifo and not self.shuffle_types)
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
-        active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
         jobs: list[Job] | None = None
+        arrivals = self._arrivals(snapshot)
+        if arrivals is None:
+            active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
+        else:
+            arrivals, departed = arrivals
+            active = ((self._known - departed) | {job.job_id for job in arrivals}
+                      if arrivals or departed else self._known)
         if active != self._known or self._rows is None:
             if self._single is None:  # no round told settled: its walk needs them all
                 jobs = sorted((*running, *waiting), key=_ARRIVAL)
-            self._track(state, active, jobs)
+            self._track(state, active, jobs, arrivals)
             self._rows = None
             self._ids = [j.job_id for j in jobs] if jobs is not None else None
         elapsed = now - self._last_reset
@@ -161,6 +173,35 @@ class ArtifactGavelRounds(GavelRounds):
             self._changed = False
             self._rows, self._ids = None, [j.job_id for j in jobs]
         return is_round
+
+    def _arrivals(self, snapshot: ClusterSnapshot) -> tuple[list[Job], set[str]] | None:
+        """The jobs that arrived since the last cycle and the ids of those that left, told
+        without reading every job: arrivals are the waiting jobs not tracked; the jobs that
+        left, the tracked jobs the core's journal names that ended. None when that may not
+        be all (no journal, a job running now that is not tracked, or counts that do not
+        add up: e.g. a waiting job cancelled), or when the journal names more changes than
+        half the running jobs: the caller reads every job then."""
+        journal, known = snapshot.journal, self._known
+        if journal is None:
+            return None
+        count, self._seen = self._seen, journal.count
+        if count < 0 or journal.count - count > len(snapshot.running) // 2:
+            return None  # rounds that move many jobs: reading every job costs less
+        changed = journal.since(count)
+        if changed is None:
+            return None
+        arrivals = [job for job in snapshot.waiting if job.job_id not in known]
+        departed = set()
+        for job in changed:
+            if job.job_id not in known:
+                if job.status is JobStatus.RUNNING:
+                    return None
+            elif job.status in _ENDED:
+                departed.add(job.job_id)
+        jobs = len(snapshot.running) + len(snapshot.waiting)
+        if len(known) - len(departed) + len(arrivals) != jobs:
+            return None
+        return arrivals, departed
 
     def _ranked(self, state: CycleState, is_round: bool) -> _Round:
         """The cycle's view: its jobs' rows (in arrival order: sorted only when the rows
@@ -200,7 +241,7 @@ class ArtifactGavelRounds(GavelRounds):
         if solved:
             rows, slots = zip(*solved, strict=True)
             book.x[list(slots)] = allocation.x[list(rows)]
-            if self.fifo and not self.shuffle_types:
+            if self._tells_settled:
                 self._single = single_types([problem.job_ids[i] for i in rows],
                                             book.x[list(slots)], book.speed[list(slots)])
 
@@ -209,26 +250,28 @@ class ArtifactGavelRounds(GavelRounds):
         super()._solve(state, jobs)
 
     def _track(self, state: CycleState, active: frozenset[str],
-               jobs: Sequence[Job] | None) -> None:
+               jobs: Sequence[Job] | None, arrivals: list[Job] | None = None) -> None:
         """Add the jobs that arrived (Gavel's ``add_job``, in arrival order: half a round on
         every type; their speed rows from ``_speed``, once) and drop those that left.
-        ``jobs``: the cycle's jobs in arrival order, when sorted already."""
+        ``jobs``: the cycle's jobs in arrival order, when sorted already; ``arrivals``: the
+        jobs that arrived, when known (``_arrivals``)."""
         book, credits = self._book, self._credits
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         arrived = active - self._known
         if arrived:
             snapshot = state.snapshot
-            new = ([job for job in jobs if job.job_id in arrived] if jobs is not None else
-                   sorted((job for job in (*snapshot.running, *snapshot.waiting)
-                           if job.job_id in arrived), key=_ARRIVAL))
-            speeds = self._speed(state, new)
-            top = speeds.max(axis=1, keepdims=True)
-            relative = np.divide(speeds, top, out=np.zeros_like(speeds), where=top > 0)
-            slots = book.add_all([job.job_id for job in new], half)
-            book.speed[slots] = speeds
-            book.relative[slots] = relative
-            self._workers.update((job.job_id, job.spec.num_gpus) for job in new)
+            if jobs is not None:
+                new = [job for job in jobs if job.job_id in arrived]
+            elif arrivals is not None:
+                new = sorted(arrivals, key=_ARRIVAL)
+            else:
+                new = sorted((job for job in (*snapshot.running, *snapshot.waiting)
+                              if job.job_id in arrived), key=_ARRIVAL)
+            workers = self._workers
+            for job, speed in zip(new, self._speed_rows(state, new), strict=True):
+                book.add_row(job.job_id, half, speed, self._relative(speed))
+                workers[job.job_id] = job.spec.num_gpus
         for job_id in self._known - active:
             self._assignments.pop(job_id, None)
             self._nodes.pop(job_id, None)
@@ -240,6 +283,16 @@ class ArtifactGavelRounds(GavelRounds):
         if active != self._known:
             self._changed = True
         self._known = active
+
+    def _relative(self, speed: np.ndarray) -> np.ndarray:
+        """A job's speeds relative to its fastest type (0 where it cannot run), once per
+        speed row (``_speed_rows``: one array per kind; kept, so an id is never reused)."""
+        known = self._relatives.get(id(speed))
+        if known is None:
+            top = speed.max()
+            known = self._relatives[id(speed)] = (speed, np.divide(
+                speed, top, out=np.zeros_like(speed), where=top > 0))
+        return known[1]
 
     def _reset(self, now: float, elapsed: float) -> None:
         """Gavel's ``_reset_time_run_so_far``: deficits += should-have-had - had (X is
@@ -288,7 +341,7 @@ class ArtifactGavelRounds(GavelRounds):
         snapshot, cluster = state.snapshot, state.cluster
         view = state.scratch.get(self.name)
         is_round = self._is_round(state)
-        current = self._current_nodes(snapshot, self._gpu_lookup(cluster)[0])
+        current = self._current_nodes(snapshot, cluster)
         if not is_round:  # Gavel's simulator decides only at round boundaries
             return Targets({}, frozenset(current))
         if view is None:
@@ -317,33 +370,48 @@ class ArtifactGavelRounds(GavelRounds):
 
     def _settled(self, current: dict[str, tuple[int, ...]], down: frozenset[int],
                  cluster: Cluster) -> bool:
-        """Whether this round keeps every running job as it is (``artifact_settled``)."""
+        """Whether this round keeps every running job as it is (``artifact_settled``):
+        each running job holds its gang on nodes of its single type, and no other job has
+        one (``keeps_all`` as ``single == held types``)."""
         single = self._single
-        if single is None or down:
-            return False
+        return single is not None and not down and single == self._held
+
+    def _node_kinds(self, cluster: Cluster) -> list[int]:
+        """Each node's GPU type (a list, built once per cluster)."""
         cached = self._node_kind
         if cached is None or cached[0] is not cluster:
             cached = self._node_kind = (cluster, cluster.node_type.tolist())
-        return keeps_all(single, current, self._workers, cached[1])
+        return cached[1]
 
-    def _current_nodes(self, snapshot: ClusterSnapshot, gpu_node: list[int]
+    def _current_nodes(self, snapshot: ClusterSnapshot, cluster: Cluster
                        ) -> dict[str, tuple[int, ...]]:
-        """Each running job's nodes (sorted, ``Assignment.of``), kept across cycles: only the
-        jobs in the core's journal of running-job changes since the last cycle are looked at
-        again (all of them when the journal cannot tell)."""
-        journal, current = snapshot.journal, self._current
+        """Each running job's nodes (sorted, ``Assignment.of``) and their ``held_type``,
+        kept across cycles: only the jobs in the core's journal of running-job changes
+        since the last cycle are looked at again (all of them when the journal cannot
+        tell)."""
+        gpu_node, node_kind = self._gpu_lookup(cluster)[0], self._node_kinds(cluster)
+        journal, current, held, workers = snapshot.journal, self._current, self._held, \
+            self._workers
         changed = (journal.since(self._journal_count)
                    if journal is not None and current is not None else None)
         if changed is None or current is None:
             current = self._current = {
                 job.job_id: tuple(sorted([gpu_node[g] for g in job.allocation]))
                 for job in snapshot.running}
-        else:
-            for job in {id(job): job for job in changed}.values():  # once per job
-                if job.run_started is None or job.status is not JobStatus.RUNNING:
-                    current.pop(job.job_id, None)
-                else:
-                    current[job.job_id] = tuple(sorted([gpu_node[g] for g in job.allocation]))
+            held.clear()
+            if self._tells_settled:
+                held.update((job_id, held_type(nodes, workers.get(job_id), node_kind))
+                            for job_id, nodes in current.items())
+            changed = ()
+        for job in {id(job): job for job in changed}.values():  # once per job
+            job_id = job.job_id
+            if job.run_started is None or job.status is not JobStatus.RUNNING:
+                current.pop(job_id, None)
+                held.pop(job_id, None)
+            else:
+                nodes = current[job_id] = tuple(sorted([gpu_node[g] for g in job.allocation]))
+                if self._tells_settled:
+                    held[job_id] = held_type(nodes, workers.get(job_id), node_kind)
         self._journal_count = journal.count if journal is not None else -1
         return current
 

@@ -109,13 +109,23 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
         elif _keeps(held, kind, kinds, left):
             placed[job_id] = held
     by_type: dict[int, list[int]] = {}  # a type's nodes, listed when a job moves there
-    moving = sorted((j for j in types if j not in placed), key=lambda j: (-workers[j], j))
-    for job_id in moving:
+    moving = sorted([(-workers[j], j) for j in types if j not in placed])  # largest first
+    for minus_need, job_id in moving:
         kind = types[job_id]
         of_kind = by_type.get(kind)
         if of_kind is None:
             of_kind = by_type[kind] = [n for n, k in enumerate(kinds) if k == kind]
-        nodes = _place_listed(workers[job_id], of_kind, left)
+        if minus_need == -1:  # ``_place_listed`` of one worker, inlined (most jobs)
+            best, tightest = -1, 0
+            for node in of_kind:  # the tightest node with room (the first of equals)
+                space = left[node]
+                if space >= 1 and (best < 0 or space < tightest):
+                    best, tightest = node, space
+            if best >= 0:
+                left[best] -= 1
+                placed[job_id] = (best,)
+            continue
+        nodes = _place_listed(-minus_need, of_kind, left)
         if nodes is not None:
             placed[job_id] = nodes
     room[:] = left

@@ -348,15 +348,32 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
         raise _csv_problem(lines, start, exc) from None
 
 
-def iter_headerless_rows(path: Path, columns: Sequence[str], *,
-                         delimiter: str = "\t") -> Iterator[RowContext]:
-    """Rows of a header-less file, named by ``columns``; a row with another field count fails."""
+def headerless_values(path: Path, columns: Sequence[str], *, delimiter: str = "\t"
+                      ) -> Iterator[tuple[int, list[str], bool]]:
+    """Each non-blank line of a header-less file: its number, its values, and whether they
+    need screening (``TextLines.suspect``: a clean line's values cannot hold a control
+    character, a line end or more than ``MAX_FIELD_CHARS``)."""
     lines = TextLines(path, delimiter)
     lines.names = columns
     for text in lines:
         text = text.rstrip("\r\n")
         if text.strip(" \t"):
-            yield _checked_row(str(path), lines.line, columns, text.split(delimiter))
+            yield lines.line, text.split(delimiter), lines.suspect
+        lines.suspect = False
+
+
+def checked_row(path: str, line: int, names: Sequence[str], values: list[str],
+                screen: bool) -> RowContext:
+    """A row of ``headerless_values`` as ``iter_headerless_rows`` yields it."""
+    return _checked_row(path, line, names, values, screen)
+
+
+def iter_headerless_rows(path: Path, columns: Sequence[str], *,
+                         delimiter: str = "\t") -> Iterator[RowContext]:
+    """Rows of a header-less file, named by ``columns``; a row with another field count fails."""
+    where = str(path)
+    for line, values, suspect in headerless_values(path, columns, delimiter=delimiter):
+        yield _checked_row(where, line, columns, values, suspect)
 
 
 def first_line(path: Path) -> str:
@@ -436,6 +453,17 @@ class RowCollector:
         """Build one job; False once ``limit`` jobs are collected."""
         self.count_row(ctx)
         return self.accept(ctx, build)
+
+    def add_built(self, line: int, spec: JobSpec) -> bool:
+        """``add`` of a job its reader built without a ``RowContext`` after making every
+        check ``add`` would (GPUs within ``max_gpus``, nothing asked beyond GPUs, an id not
+        used before): e.g. ``gavel``'s clean rows. False once ``limit`` jobs are collected."""
+        self.rows += 1
+        self.first_row = self.first_row or line
+        self.jobs.append(spec)
+        self.lines[spec.job_id] = line
+        limit = self.options.limit
+        return limit is None or len(self.jobs) < limit
 
     def count_row(self, ctx: RowContext) -> None:
         """Count a row read (for the message of a file that gives no job)."""

@@ -22,13 +22,16 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from dlsched.slots import slot_builder
 from dlsched.workload.job import JobSpec, WorkUnit
 from dlsched.workload.readers.base import (
+    MAX_MAGNITUDE,
     ReaderOptions,
+    RowCollector,
     RowContext,
-    collect,
+    checked_row,
     first_line,
-    iter_headerless_rows,
+    headerless_values,
     register_reader,
 )
 from dlsched.workload.trace import Trace
@@ -105,10 +108,74 @@ def _sniff(path: Path, columns: tuple[str, ...]) -> bool:
         return False
 
 
+# ``JobSpec(job_id, submit_time, num_gpus, work, work_unit, model, batch_size, priority)``
+# without its ``__post_init__``: the fast rows below pass its test of the common spec
+_PHYSICAL_SPEC = slot_builder(JobSpec, ("job_id", "submit_time", "num_gpus", "work",
+                                        "work_unit", "model", "batch_size", "priority"))
+
+
+class _CleanRows:
+    """``_physical_job`` of a row whose every check passes, without a ``RowContext``: a row of
+    a clean line (``headerless_values``) whose values all read as the checks want, else
+    None and the row goes through ``_physical_job`` itself (same job or same error). Each job
+    type string is parsed and looked up in the measured table once."""
+
+    def __init__(self, stem: str, max_gpus: int | None) -> None:
+        self.stem = stem
+        self.max_gpus = MAX_MAGNITUDE if max_gpus is None else min(max_gpus, MAX_MAGNITUDE)
+        self.types: dict[str, tuple[str, int | None] | None] = {}
+
+    def job(self, values: list[str], line: int) -> JobSpec | None:
+        if len(values) != len(PHYSICAL_COLUMNS):
+            return None
+        job_type, command, directory, steps_arg, data_dir, total, scale, weight, slo, \
+            arrival = values
+        kind = self.types.get(job_type, False)
+        if kind is False:
+            kind = self.types[job_type] = _measured_type(job_type)
+        if kind is None or not (command.strip() and steps_arg.strip() and directory.strip()):
+            return None
+        try:  # float() skips the same surrounding whitespace as ``RowContext.text`` strips
+            submit, gpus, steps = float(arrival), float(scale), float(total)
+            flag, priority, multiplier = float(data_dir), float(weight), float(slo)
+        except ValueError:
+            return None
+        # comparisons are False for NaN; each bound is the one ``RowContext.number`` checks
+        if not (0 <= submit <= MAX_MAGNITUDE and 1 <= gpus <= self.max_gpus
+                and 1 <= steps <= MAX_MAGNITUDE and 0 < priority <= MAX_MAGNITUDE
+                and -MAX_MAGNITUDE <= multiplier <= 0 and (flag == 0 or flag == 1)):
+            return None
+        if gpus != int(gpus) or steps != int(steps) or priority != int(priority):
+            return None
+        model, batch_size = kind
+        return _PHYSICAL_SPEC(f"{self.stem}-{line - 1}", submit, int(gpus), steps,
+                              WorkUnit.ITERATIONS, model, batch_size, int(priority))
+
+
+def _measured_type(job_type: str) -> tuple[str, int | None] | None:
+    """``parse_job_type`` of a job type Gavel measured, else None (``_common`` refuses it)."""
+    stripped = job_type.strip()
+    if not stripped:
+        return None
+    model, batch_size = parse_job_type(stripped)
+    return (model, batch_size) if (model.casefold(), batch_size) in _measured() else None
+
+
 def _read(path: Path, options: ReaderOptions, columns: tuple[str, ...],
-          build: Callable[[RowContext], JobSpec], fmt: str) -> Trace:
-    rows = iter_headerless_rows(path, columns)
-    collector = collect(path, options, rows, build, gpu_field="scale_factor")
+          build: Callable[[RowContext], JobSpec], fmt: str,
+          clean: _CleanRows | None = None) -> Trace:
+    """The jobs of each non-blank line, ``clean``'s where it vouches for the row."""
+    collector = RowCollector.start(path, options, "scale_factor")
+    where = str(path)
+    for line, values, suspect in (headerless_values(path, columns)
+                                  if options.limit is None or options.limit >= 1 else ()):
+        spec = None if suspect or clean is None else clean.job(values, line)
+        if spec is not None:
+            more = collector.add_built(line, spec)
+        else:
+            more = collector.add(checked_row(where, line, columns, values, suspect), build)
+        if not more:
+            break
     return collector.trace(path.stem, fmt, throughput="gavel")
 
 
@@ -120,7 +187,8 @@ class GavelReader:
         return _sniff(path, PHYSICAL_COLUMNS)
 
     def read(self, path: Path, options: ReaderOptions) -> Trace:
-        return _read(path, options, PHYSICAL_COLUMNS, _physical_job, self.name)
+        return _read(path, options, PHYSICAL_COLUMNS, _physical_job, self.name,
+                     _CleanRows(path.stem, options.max_gpus))
 
 
 class GavelPhillyReader:

@@ -70,21 +70,21 @@ def test_the_direct_walk_picks_what_assign_types_picks_over_the_entries(
 
 def test_each_job_s_speeds_are_computed_once_and_kept_in_its_book_row(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    # ``_speed`` runs on the jobs that arrived, not on every job each round; the rows the
-    # rounds read are the speeds it gave (relative: each over the job's fastest type).
+    # ``_speed_rows`` runs on the jobs that arrived, not on every job each round; the rows
+    # the rounds read are the speeds it gave (relative: each over the job's fastest type).
     import numpy as np
 
     from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
     from dlsched.policies.gavel_round import GavelRounds
 
     asked: list[str] = []
-    speed = GavelRounds._speed
+    speed = GavelRounds._speed_rows
 
     def counted(self, state, jobs):  # type: ignore[no-untyped-def]
         asked.extend(job.job_id for job in jobs)
         return speed(self, state, jobs)
 
-    monkeypatch.setattr(GavelRounds, "_speed", counted)
+    monkeypatch.setattr(GavelRounds, "_speed_rows", counted)
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=40))
     profile = build_policy("gavel-fifo", {"mechanism": "artifact"})
     sim = Simulator(resolve_cluster("gavel-108"), trace, profile,
@@ -223,3 +223,76 @@ def test_credit_columns_are_kept_only_where_rounds_mostly_keep_their_jobs(
     sim.run()
     credits = sim.core.profile.allocators[0]._credits
     assert credits.keep_columns == kept and (credits.reused > 0) == kept
+
+
+def test_relative_speeds_are_computed_once_per_kind_of_job() -> None:
+    # Arrivals write their book rows one job at a time from the per-kind speed rows
+    # (``_speed_rows``), each row's ratios to its fastest type computed once per kind.
+    import numpy as np
+
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=80))
+    sim = Simulator(resolve_cluster("gavel-108"), trace,
+                    build_policy("gavel-fifo", {"mechanism": "artifact"}),
+                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim.run()
+    rounds = sim.core.profile.allocators[0]
+    kinds = {(spec.model, spec.batch_size, spec.num_gpus) for spec in trace.jobs}
+    assert len(rounds._relatives) == len(kinds) < len(trace.jobs)
+    for speed, relative in rounds._relatives.values():
+        assert relative.tolist() == (speed / speed.max()).tolist()
+        assert np.all(relative <= 1.0)
+
+
+def test_settled_rounds_compare_held_types_kept_as_jobs_move(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``_settled`` compares ``_single`` with each running job's ``held_type``, kept as the
+    # core's journal names jobs: the answer of ``keeps_all`` over every running job, while
+    # ``held_type`` runs on a few jobs a round, not on every running job each round.
+    from dlsched.policies.gavel import artifact_rounds, artifact_settled
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+
+    tested, answers = [], []
+    held_type, settled = artifact_settled.held_type, ArtifactGavelRounds._settled
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        tested.append(1)
+        return held_type(*args)
+
+    def checked(self, current, down, cluster):  # type: ignore[no-untyped-def]
+        answer = settled(self, current, down, cluster)
+        full = self._single is not None and not down and artifact_settled.keeps_all(
+            self._single, current, self._workers, cluster.node_type.tolist())
+        answers.append((answer, full, len(current)))
+        return answer
+
+    monkeypatch.setattr(artifact_rounds, "held_type", counted)
+    monkeypatch.setattr(ArtifactGavelRounds, "_settled", checked)
+    first_starts("gavel-fifo", 200, mechanism="artifact")
+    assert all(answer == full for answer, full, _ in answers)
+    assert sum(answer for answer, _, _ in answers) > len(answers) // 2
+    assert len(tested) < sum(running for _, _, running in answers) // 4
+
+
+@pytest.mark.parametrize(("policy", "most"), [("gavel-fifo", 0.8), ("gavel-maxmin", 0.0)])
+def test_arrivals_and_departures_are_told_by_the_waiting_jobs_and_the_journal(
+        monkeypatch: pytest.MonkeyPatch, policy: str, most: float) -> None:
+    # ``_arrivals`` reads the waiting jobs and the jobs the core's journal names, not every
+    # job each cycle: the active set it gives is the one read from every job. Most FIFO
+    # cycles are told so; max-min rounds move many jobs (then every job is read).
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+
+    told, arrivals = [], ArtifactGavelRounds._arrivals
+
+    def checked(self, snapshot):  # type: ignore[no-untyped-def]
+        known, answer = self._known, arrivals(self, snapshot)
+        if answer is not None:
+            came, left = answer
+            every = frozenset(job.job_id for job in (*snapshot.running, *snapshot.waiting))
+            assert (known - left) | {job.job_id for job in came} == every
+            assert left <= known and not {job.job_id for job in came} & known
+        told.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(ArtifactGavelRounds, "_arrivals", checked)
+    first_starts(policy, 150, mechanism="artifact")
+    assert sum(told) > most * len(told)
