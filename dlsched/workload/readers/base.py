@@ -254,17 +254,19 @@ def date_time(ctx: RowContext, field: str) -> float:
 
 
 def _checked_row(path: str, line: int, names: Sequence[str], values: list[str],
-                 screen: bool = True) -> RowContext:
+                 screen: bool = True, headerless: bool = False) -> RowContext:
     """A row whose values are all readable text, or one that carries the first problem.
-    ``screen`` False: its lines are known clean (``TextLines.suspect``), skip the values."""
+    ``screen`` False: its lines are known clean (``TextLines.suspect``), skip the values.
+    ``headerless``: the field count is the format's, not a header's (a Gavel trace has none)."""
     for index, value in enumerate(values if screen else ()):
         problem = value_problem(value)
         if problem is not None:
             name = names[index] if index < len(names) else None
             return RowContext(path, line, {}, problem, name or None)
     if len(values) < len(names):  # blame the first column the row does not reach
-        return RowContext(path, line, {}, f"missing: the row has {len(values)} fields, the "
-                          f"header {len(names)}", names[len(values)] or None)
+        source = "the format" if headerless else "the header"
+        return RowContext(path, line, {}, f"missing: the row has {len(values)} fields, {source} "
+                          f"{len(names)}", names[len(values)] or None)
     if len(values) > len(names):
         return RowContext(path, line, {}, f"expected {len(names)} fields, found "
                           f"{len(values)}: values after the last column", names[-1] or None)
@@ -341,7 +343,7 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
         for values in reader:
             if any(v.strip(" \t") for v in values):  # not str.strip: \x1f is "space"
                 screen = lines.suspect or reader.line_num != start  # several lines: a quote
-                yield _checked_row(str(path), start, names, values, screen)
+                yield _checked_row(str(path), start, names, values, screen, headerless)
             start = lines.remember = reader.line_num + 1
             lines.suspect = False
     except csv.Error as exc:
@@ -356,7 +358,8 @@ def iter_headerless_rows(path: Path, columns: Sequence[str], *,
     for text in lines:
         text = text.rstrip("\r\n")
         if text.strip(" \t"):
-            yield _checked_row(str(path), lines.line, columns, text.split(delimiter))
+            yield _checked_row(str(path), lines.line, columns, text.split(delimiter),
+                               headerless=True)
 
 
 def first_line(path: Path) -> str:
