@@ -112,8 +112,20 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
     output = invoke("simulate", "--trace", str(trace), "--format", "philly", "--cluster",
                     "philly", "--policy", "fifo", "--skip-invalid", "--out",
                     str(tmp_path / "out"))
-    assert "skipped 1 invalid rows" in output
+    assert "skipped 1 invalid row (first:" in output  # not '1 invalid rows'
+    assert "trace bad: 2 jobs;" in output
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["jobs_submitted"] == 2
+
+
+@pytest.mark.parametrize(("limit", "told"), [("1", "1 job;"), ("2", "2 jobs;")],
+                         ids=["one", "two"])
+def test_the_trace_line_counts_jobs_in_english(tmp_path: Path, limit: str, told: str) -> None:
+    """'trace itp: 1 jobs' read wrong; the noun follows the count."""
+    trace = tmp_path / "itp.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\na1,0,100,1\na2,10,100,1\n")
+    output = invoke("simulate", "--trace", str(trace), "--limit", limit, "--cluster", "philly",
+                    "--policy", "fifo", "--out", str(tmp_path / "out"))
+    assert f"trace itp: {told}" in output
 
 
 @pytest.mark.parametrize(("args", "message"), [

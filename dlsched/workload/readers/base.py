@@ -514,8 +514,10 @@ class RowCollector:
                               "most a header): nothing to simulate")
         where = InputLocation(str(self.path), self.first_row)
         if self.warnings:
-            return InputError(where, f"no valid job: all {len(self.warnings)} invalid rows were "
-                              f"skipped (--skip-invalid); the first: {self.warnings[0]}")
+            skipped = len(self.warnings)
+            which = "the 1 invalid row was skipped (--skip-invalid):" if skipped == 1 else \
+                f"all {skipped} invalid rows were skipped (--skip-invalid); the first:"
+            return InputError(where, f"no valid job: {which} {self.warnings[0]}")
         reasons = "; ".join(f"{n} {reason}" for reason, n in self.dropped.items())
         return InputError(where, f"no job to simulate: every row was left out ({reasons})")
 

@@ -91,7 +91,11 @@ def test_a_time_zone_offset_is_honoured(tmp_path: Path) -> None:
 def test_rows_all_left_out_or_skipped_are_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path, "job_id,submission_time,duration,num_gpu\na,0,-1,1\n")
     message = _error(path, "itp", ReaderOptions(skip_invalid=True))
-    assert f"{path}:2: no valid job: all 1 invalid rows were skipped" in message
+    assert f"{path}:2: no valid job: the 1 invalid row was skipped (--skip-invalid): " in message
+    path = _write(tmp_path, "job_id,submission_time,duration,num_gpu\na,0,-1,1\nb,0,-1,1\n")
+    message = _error(path, "itp", ReaderOptions(skip_invalid=True))
+    assert f"{path}:2: no valid job: all 2 invalid rows were skipped (--skip-invalid); the first: "\
+        in message
 
 
 def test_a_gavel_job_type_without_throughputs_is_refused_at_its_line(tmp_path: Path) -> None:
