@@ -146,6 +146,16 @@ BAD = [
     ("node-empty-rack", "name: c\nnodes:\n  - {name: a, gpus: 0, rack: ''}\n",
      3, "nodes[0].rack", "non-empty string"),
     ("node-not-mapping", "name: c\nnodes:\n  - a\n", 3, "nodes[0]", "must be a mapping"),
+    # YAML 1.1 reads 1e3 as text: "must be a number, got '1e3'" and nothing more
+    ("exponent-as-text", GROUP + "  - {count: 1, gpus: 0, memory_gb: 1e3}\n", 4,
+     "node_groups[1].memory_gb", "got '1e3' (YAML reads 1e3 as text: write the number in full, "
+     "or with a point and a signed exponent, 1.0e+3)"),
+    ("integer-exponent-as-text", GROUP + "  - {count: 2e1, gpus: 0}\n", 4,
+     "node_groups[1].count", "got '2e1' (YAML reads 2e1 as text: write the number in full)"),
+    ("quoted-number", GROUP + "  - {count: 1, gpus: 0, cpus: '64'}\n", 4,
+     "node_groups[1].cpus", "got '64' (a quoted number is text: drop the quotes)"),
+    ("nan-memory", GROUP + "  - {count: 1, gpus: 0, memory_gb: .nan}\n", 4,
+     "node_groups[1].memory_gb", "must be a finite number, got nan"),  # was 'must be >= 0'
 ]
 
 
