@@ -236,13 +236,24 @@ def _nodes(doc: dict[str, Any], src: YamlSource) -> list[Node]:
                for i, raw in enumerate(doc.get("nodes", []))]
     if not placed:
         raise src.error("", "the cluster has no nodes: give 'node_groups' or 'nodes'")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for node, key_path in placed:
         if node.name in seen:
-            raise src.error(key_path, f"node name '{node.name}' is used twice (groups: give "
-                                      "each a distinct 'prefix')")
-        seen.add(node.name)
+            raise src.error(key_path, _name_clash(node.name, seen[node.name], key_path))
+        seen[node.name] = key_path
     return [node for node, _ in placed]
+
+
+def _name_clash(name: str, first: str, again: str) -> str:
+    """Where a node name is used twice, and the way out (a 'prefix' hint alone sent users with
+    two explicit nodes looking for a key that nodes do not have)."""
+    if not first.startswith("node_groups"):
+        hint = "each node needs a name of its own"
+    elif again.startswith("node_groups"):
+        hint = "groups: give each a distinct 'prefix'"
+    else:
+        hint = f"rename {again} or give {first} a 'prefix'"
+    return f"node name '{name}' is used twice, by {first} and {again} ({hint})"
 
 
 def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:

@@ -134,9 +134,15 @@ BAD = [
     ("zero-per-rack", "name: c\nnode_groups:\n  - {count: 1, gpu_type: T4, gpus: 4, "
      "nodes_per_rack: 0}\n", 3, "node_groups[0].nodes_per_rack", ">= 1"),
     ("group-name-clash", GROUP + "  - {count: 1, gpu_type: T4, gpus: 2}\n",
-     4, "node_groups[1]", "'t4-0' is used twice"),
-    ("node-name-clash", GROUP + "nodes:\n  - {name: t4-1, gpus: 0}\n",
-     5, "nodes[0]", "'t4-1' is used twice"),
+     4, "node_groups[1]", "'t4-0' is used twice, by node_groups[0] and node_groups[1] (groups: "
+     "give each a distinct 'prefix')"),
+    ("node-name-clash", GROUP + "nodes:\n  - {name: t4-1, gpus: 0}\n", 5, "nodes[0]",
+     "'t4-1' is used twice, by node_groups[0] and nodes[0] (rename nodes[0] or give "
+     "node_groups[0] a 'prefix')"),
+    # two explicit nodes were told "(groups: give each a distinct 'prefix')"
+    ("two-nodes-one-name", "name: c\nnodes:\n  - {name: a, gpus: 0}\n  - {name: a, gpus: 0}\n",
+     4, "nodes[1]", "'a' is used twice, by nodes[0] and nodes[1] (each node needs a name of its "
+     "own)"),
     ("node-no-name", "name: c\nnodes:\n  - {gpus: 0}\n", 3, "nodes[0]", "'name'"),
     # a group's key under nodes (and back) said only "unknown key 'count'; known keys: ..."
     ("count-in-nodes", "name: c\nnodes:\n  - {name: n, count: 2, gpu_type: T4, gpus: 4}\n",
