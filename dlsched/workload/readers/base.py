@@ -429,6 +429,8 @@ class RowCollector:
     # The columns blamed for a worker's CPUs, host memory and GPU memory beyond any node's.
     resource_fields: tuple[str, str, str] = ("cpus_per_gpu", "memory_gb_per_gpu",
                                              "gpu_memory_gb")
+    # Where and how a file of no records is told: a CSV's header, a JSON file's empty list.
+    empty: tuple[int, str] = (2, "no job rows (the file has at most a header)")
 
     @classmethod
     def start(cls, path: Path, options: ReaderOptions, gpu_field: str = "num_gpus",
@@ -510,8 +512,8 @@ class RowCollector:
             return InputError(InputLocation(str(self.path)),
                               f"no jobs read: the limit is {self.options.limit}")
         if self.rows == 0:
-            return InputError(InputLocation(str(self.path), 2), "no job rows (the file has at "
-                              "most a header): nothing to simulate")
+            line, told = self.empty
+            return InputError(InputLocation(str(self.path), line), f"{told}: nothing to simulate")
         where = InputLocation(str(self.path), self.first_row)
         if self.warnings:
             skipped = len(self.warnings)
@@ -531,12 +533,19 @@ def _built(ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> Jo
         raise ctx.fail(None, str(exc)) from None
 
 
+JSON_EMPTY = (1, "no jobs (the file's JSON list is empty)")  # not "at most a header"
+
+
 def collect(path: Path, options: ReaderOptions, rows: Iterable[RowContext],
             build: Callable[[RowContext], JobSpec | None], *,
             gpu_field: str = "num_gpus", id_field: str | None = None,
-            resource_fields: tuple[str, str, str] | None = None) -> RowCollector:
-    """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected."""
+            resource_fields: tuple[str, str, str] | None = None,
+            empty: tuple[int, str] | None = None) -> RowCollector:
+    """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected (``empty``:
+    the line and words for a file of no records, ``RowCollector.empty``)."""
     collector = RowCollector.start(path, options, gpu_field, id_field)
+    if empty is not None:
+        collector.empty = empty
     if resource_fields is not None:
         collector.resource_fields = resource_fields
     if options.limit is not None and options.limit < 1:
