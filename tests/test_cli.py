@@ -139,11 +139,19 @@ def test_the_trace_line_counts_jobs_in_english(tmp_path: Path, limit: str, told:
     (["--policy", "fifo", "--throughput", "nope"], "unknown throughput model 'nope'"),
     (["--policy", "fifo", "--trace", "philly-sample", "--throughput", "goodput"],
      ": the goodput model needs spec.model"),
+    # Gavel's steps ran as seconds under linear: 925,982 steps took 10.7 days, silently
+    (["--policy", "fifo", "--trace", "gavel-continuous-1000", "--cluster", "gavel-108",
+      "--limit", "5", "--throughput", "linear"],
+     "--throughput linear counts work in reference seconds, but trace gavel-continuous-1000's "
+     "job continuous-1000-0 counts it in iterations (its model: gavel)"),
+    (["--policy", "fifo", "--throughput", "gavel"], "--throughput gavel counts work in "
+     "iterations, but trace pollux-1's job cifar10-0 counts it in reference seconds"),
     # ":x:" is an emoji code to rich: the console must print it as text
     (["--policy", "fifo", "--policy-opt", "srtf:x=1"],
      "--policy-opt srtf:x: policy 'srtf' is not being run"),
 ], ids=["unknown-policy", "option-of-no-policy", "option-typo", "bad-placement", "bad-jobs-format",
         "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job",
+        "steps-as-seconds", "seconds-as-steps",
         "emoji-code-in-a-message"])
 def test_bad_options_get_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
     base = ["simulate", "--trace", "pollux-1", "--cluster", "pollux-64", "--out", str(tmp_path)]
