@@ -67,6 +67,9 @@ class NodeGroup:
 
 MAX_NODES = 100_000  # nodes of one cluster (a group's count, or all of them)
 MAX_GPUS_PER_NODE = 1_024
+# GPUs of one cluster: 100,000 nodes of 1,024 would be 102 M, whose per-GPU tables took the
+# core 5.5 GB and 20 s before a MemoryError. 2^20 is 64 x the largest built-in (16,384 H100).
+MAX_GPUS = 1_048_576
 MAX_NUMBER = 1e15  # any other number (CPUs, memory, bandwidths, quotas)
 
 
@@ -222,18 +225,29 @@ def _node(raw: Any, key_path: str, src: YamlSource) -> Node:
     return Node(**{"gpu_type": "", **values})
 
 
+def _check_gpus(total: int, key_path: str, src: YamlSource) -> None:
+    if total > MAX_GPUS:
+        raise src.error(key_path, f"the cluster would have more than {MAX_GPUS:,} GPUs "
+                                  f"({total:,} so far)")
+
+
 def _nodes(doc: dict[str, Any], src: YamlSource) -> list[Node]:
     groups = [(_group(raw, f"node_groups[{i}]", src), f"node_groups[{i}]")
               for i, raw in enumerate(doc.get("node_groups", []))]
     total = len(doc.get("nodes", []))
+    gpus = 0
     for group, key_path in groups:  # before any node is made
         total += group.count
+        gpus += group.count * group.gpus
         if total > MAX_NODES:
             raise src.error(f"{key_path}.count", f"the cluster would have more than "
                                                  f"{MAX_NODES:,} nodes")
+        _check_gpus(gpus, f"{key_path}.count", src)
     placed = [(node, key_path) for group, key_path in groups for node in group.expand()]
-    placed += [(_node(raw, f"nodes[{i}]", src), f"nodes[{i}]")
-               for i, raw in enumerate(doc.get("nodes", []))]
+    for i, raw in enumerate(doc.get("nodes", [])):
+        placed.append((_node(raw, f"nodes[{i}]", src), f"nodes[{i}]"))
+        gpus += placed[-1][0].num_gpus
+        _check_gpus(gpus, f"nodes[{i}].gpus", src)
     if not placed:
         raise src.error("", "the cluster has no nodes: give 'node_groups' or 'nodes'")
     seen: dict[str, str] = {}

@@ -160,6 +160,13 @@ BAD = [
      "node_groups[1].count", "got '2e1' (YAML reads 2e1 as text: write the number in full)"),
     ("quoted-number", GROUP + "  - {count: 1, gpus: 0, cpus: '64'}\n", 4,
      "node_groups[1].cpus", "got '64' (a quoted number is text: drop the quotes)"),
+    # 100,000 nodes of 1,024 GPUs passed both limits and ran the core out of memory
+    ("too-many-gpus-in-groups", "name: c\nnode_groups:\n  - {count: 100000, gpu_type: T4, "
+     "gpus: 1024}\n", 3, "node_groups[0].count",
+     "the cluster would have more than 1,048,576 GPUs (102,400,000 so far)"),
+    ("too-many-gpus-with-nodes", "name: c\nnode_groups:\n  - {count: 1024, gpu_type: T4, "
+     "gpus: 1024}\nnodes:\n  - {name: a, gpu_type: T4, gpus: 1}\n", 5, "nodes[0].gpus",
+     "more than 1,048,576 GPUs (1,048,577 so far)"),
     ("nan-memory", GROUP + "  - {count: 1, gpus: 0, memory_gb: .nan}\n", 4,
      "node_groups[1].memory_gb", "must be a finite number, got nan"),  # was 'must be >= 0'
 ]
