@@ -42,3 +42,13 @@ def test_synthetic_where_only_a_file_or_bundled_name_goes(tmp_path, args) -> Non
     assert result.exit_code == 2, text
     assert "synthetic: made only by --trace synthetic alone" in text
     assert "bundled:" not in text
+
+
+def test_a_mistyped_format_names_the_one_meant(tmp_path) -> None:  # noqa: ANN001
+    """'--format helio' listed the 17 formats and left the reader to find 'helios'."""
+    from dlsched.workload.readers import read_trace
+
+    path = tmp_path / "cluster_log.csv"
+    path.write_text("job_id\n1\n")
+    with pytest.raises(DlschedError, match="unknown format 'helio' .*; did you mean 'helios'\\?"):
+        read_trace(path, "helio")

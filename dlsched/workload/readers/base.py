@@ -21,6 +21,7 @@ from dlsched.errors import InputError, InputLocation
 from dlsched.gcpause import gc_paused
 from dlsched.textinput import MAX_FIELD_CHARS, TextLines, field_at, value_problem
 from dlsched.textinput import first_line as text_first_line
+from dlsched.wording import did_you_mean
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -164,7 +165,7 @@ def read_trace(path: str | Path, fmt: str | None = None,
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(InputLocation(str(path)), f"unknown format {fmt!r} "
-                         f"(known: {', '.join(sorted(READERS))})")
+                         f"(known: {', '.join(sorted(READERS))}){did_you_mean(fmt, READERS)}")
     options = options or ReaderOptions()
     if options.sacct_queue != SACCT_DEFAULT_QUEUE and fmt != SACCT:
         raise InputError(InputLocation(str(path)), f"sacct_queue {options.sacct_queue!r} "
