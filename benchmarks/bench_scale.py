@@ -91,6 +91,22 @@ def schedule_digest(result: object) -> str:
     return digest.hexdigest()[:16]
 
 
+def arguments_problem(jobs: int, gpus: int, load: float, summary: str) -> str | None:
+    """What stops the trace from being made (a size, or the summary file at its line and
+    column), or None."""
+    from dlsched.errors import InputError
+    from dlsched.workload.helios_like import fit_summary, generation_problem
+
+    problem = generation_problem(jobs, gpus, load)
+    if problem is not None:
+        return "--" + problem.replace("n_jobs", "jobs", 1)
+    try:
+        fit_summary(Path(summary))
+    except InputError as error:
+        return str(error)
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--jobs", type=int, default=100_000)
@@ -104,6 +120,9 @@ def main() -> None:
     if args.one:
         run_one(args.one, args.jobs, args.gpus, args.load, args.seed, args.summary)
         return
+    problem = arguments_problem(args.jobs, args.gpus, args.load, args.summary)
+    if problem is not None:  # one line here, not a traceback from each policy's process
+        sys.exit(f"error: {problem}")
     for policy in args.policies.split(","):
         load = " ".join(f"{x:.2f}" for x in os.getloadavg())
         print(f"(load before {policy}: {load})", flush=True)

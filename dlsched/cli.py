@@ -85,11 +85,12 @@ def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutc
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     check_run(config)
     if trace.skipped:
-        console.print(f"[yellow]skipped {trace.skipped} invalid rows[/] (first: "
+        console.print(f"[yellow]skipped {count_of(trace.skipped, 'invalid row')}[/] (first: "
                       f"{escape(str(trace.warnings[0]))})")
     for note in trace.warnings[trace.skipped:]:  # rows the reader left out, by reason
         console.print(f"[yellow]note:[/] {escape(note)}")
-    console.print(escape(f"trace {trace.name}: {len(trace)} jobs; cluster {cluster.describe()}"
+    console.print(escape(f"trace {trace.name}: {count_of(len(trace), 'job')}; cluster "
+                         f"{cluster.describe()}"
                          + (f"; tenants {config.tenants}" if config.tenants else "")))
     out = Path(config.out)
 

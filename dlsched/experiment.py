@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
 from dlsched.gcpause import gc_paused
-from dlsched.perf.model import get_throughput_model
+from dlsched.perf.model import WORK_UNITS, get_throughput_model
 from dlsched.report.aside import aside
 from dlsched.report.fairness import FairnessInputs, isolated_seconds
 from dlsched.report.html import write_report
@@ -38,6 +38,7 @@ from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace, resolve_traces
 from dlsched.workload.gpu_pins import unknown_pins, with_cluster_spelling
+from dlsched.workload.job import WorkUnit
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.readers.pollux_work import progress_seconds
@@ -148,7 +149,8 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         trace = resolve_traces(config.trace, config.format, options)
     trace = with_cluster_spelling(trace, cluster)  # gres/gpu:a100 means the cluster's A100
     if config.throughput is not None:
-        trace = replace(trace, throughput=_known_model(config.throughput))
+        _check_work_unit(trace, _known_model(config.throughput))
+        trace = replace(trace, throughput=config.throughput)
     if config.work_definition == "progress":
         trace = with_progress_work(trace)
     if config.single_queue:
@@ -180,6 +182,20 @@ def in_one_queue(trace: Trace) -> Trace:
                          pool=None if spec.pool == spec.queue else spec.pool)
                  for spec in trace.jobs)
     return replace(trace, jobs=jobs)
+
+
+def _check_work_unit(trace: Trace, model: str) -> None:
+    """A ConfigError where ``model`` counts work in another unit than the trace's jobs (a
+    Gavel trace's steps under ``linear`` ran as seconds: 925,982 steps, 10.7 days)."""
+    unit = WORK_UNITS.get(model)
+    other = next((s for s in trace.jobs if s.work_unit is not unit), None) if unit else None
+    if other is not None:
+        def words(u: WorkUnit) -> str:
+            return u.value.replace("_", " ")
+        raise ConfigError(
+            f"--throughput {model} counts work in {words(unit)}, but trace {trace.name}'s job "
+            f"{other.job_id} counts it in {words(other.work_unit)} (its model: "
+            f"{trace.throughput}): give a model of the same unit (docs/throughput-models.md)")
 
 
 def _known_model(name: str) -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlsched.run_config import RunConfig
-from dlsched.wording import duration_text
+from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -193,7 +193,8 @@ def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | Non
         warnings.warn(warning, stacklevel=3)
     check_run(config)
     if trace.skipped:
-        warnings.warn(f"skipped {trace.skipped} invalid rows (first: {trace.warnings[0]})",
+        warnings.warn(f"skipped {count_of(trace.skipped, 'invalid row')} (first: "
+                      f"{trace.warnings[0]})",
                       stacklevel=3)
     for note in trace.warnings[trace.skipped:]:  # rows the reader left out, by reason
         warnings.warn(note, stacklevel=3)

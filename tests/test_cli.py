@@ -112,8 +112,20 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
     output = invoke("simulate", "--trace", str(trace), "--format", "philly", "--cluster",
                     "philly", "--policy", "fifo", "--skip-invalid", "--out",
                     str(tmp_path / "out"))
-    assert "skipped 1 invalid rows" in output
+    assert "skipped 1 invalid row (first:" in output  # not '1 invalid rows'
+    assert "trace bad: 2 jobs;" in output
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["jobs_submitted"] == 2
+
+
+@pytest.mark.parametrize(("limit", "told"), [("1", "1 job;"), ("2", "2 jobs;")],
+                         ids=["one", "two"])
+def test_the_trace_line_counts_jobs_in_english(tmp_path: Path, limit: str, told: str) -> None:
+    """'trace itp: 1 jobs' read wrong; the noun follows the count."""
+    trace = tmp_path / "itp.csv"
+    trace.write_text("job_id,submission_time,duration,num_gpu\na1,0,100,1\na2,10,100,1\n")
+    output = invoke("simulate", "--trace", str(trace), "--limit", limit, "--cluster", "philly",
+                    "--policy", "fifo", "--out", str(tmp_path / "out"))
+    assert f"trace itp: {told}" in output
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -127,11 +139,19 @@ def test_skip_invalid_counts_the_bad_row_and_runs_the_rest(tmp_path: Path) -> No
     (["--policy", "fifo", "--throughput", "nope"], "unknown throughput model 'nope'"),
     (["--policy", "fifo", "--trace", "philly-sample", "--throughput", "goodput"],
      ": the goodput model needs spec.model"),
+    # Gavel's steps ran as seconds under linear: 925,982 steps took 10.7 days, silently
+    (["--policy", "fifo", "--trace", "gavel-continuous-1000", "--cluster", "gavel-108",
+      "--limit", "5", "--throughput", "linear"],
+     "--throughput linear counts work in reference seconds, but trace gavel-continuous-1000's "
+     "job continuous-1000-0 counts it in iterations (its model: gavel)"),
+    (["--policy", "fifo", "--throughput", "gavel"], "--throughput gavel counts work in "
+     "iterations, but trace pollux-1's job cifar10-0 counts it in reference seconds"),
     # ":x:" is an emoji code to rich: the console must print it as text
     (["--policy", "fifo", "--policy-opt", "srtf:x=1"],
      "--policy-opt srtf:x: policy 'srtf' is not being run"),
 ], ids=["unknown-policy", "option-of-no-policy", "option-typo", "bad-placement", "bad-jobs-format",
         "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job",
+        "steps-as-seconds", "seconds-as-steps",
         "emoji-code-in-a-message"])
 def test_bad_options_get_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:
     base = ["simulate", "--trace", "pollux-1", "--cluster", "pollux-64", "--out", str(tmp_path)]

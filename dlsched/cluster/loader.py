@@ -7,6 +7,7 @@ Every mistake raises ``InputError`` naming the file, the line and the key path
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -66,6 +67,9 @@ class NodeGroup:
 
 MAX_NODES = 100_000  # nodes of one cluster (a group's count, or all of them)
 MAX_GPUS_PER_NODE = 1_024
+# GPUs of one cluster: 100,000 nodes of 1,024 would be 102 M, whose per-GPU tables took the
+# core 5.5 GB and 20 s before a MemoryError. 2^20 is 64 x the largest built-in (16,384 H100).
+MAX_GPUS = 1_048_576
 MAX_NUMBER = 1e15  # any other number (CPUs, memory, bandwidths, quotas)
 
 
@@ -77,13 +81,35 @@ def number_check(low: int, integer: bool, above: bool = False,
 
     def check(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
-            raise ValueError(f"must be {kind}, got {_short(value)}")
-        if not value >= low or (above and value == low):  # also rejects NaN
+            raise ValueError(f"must be {kind}, got {_short(value)}{_read_as_text(value, integer)}")
+        if value != value:  # NaN (.nan)
+            raise ValueError(f"must be a finite number, got {_short(value)}")
+        if not value >= low or (above and value == low):
             raise ValueError(f"must be {'>' if above else '>='} {low}, got {_short(value)}")
         if not value <= high:
             raise ValueError(f"must be at most {high:,g}, got {_short(value)}")
         return value
     return check
+
+
+# YAML 1.1 (PyYAML's safe loader) reads a float only with a '.' and a signed exponent:
+# 1e3 and 1.5e3 are text, 1.0e+3 is 1000.0.
+_EXPONENT_AS_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def _read_as_text(value: Any, integer: bool) -> str:
+    """Why a number the user wrote is text to the YAML reader, or ''."""
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if _EXPONENT_AS_TEXT.fullmatch(text):
+        return f" (YAML reads {text} as text: write the number in full" + (
+            ")" if integer else ", or with a point and a signed exponent, 1.0e+3)")
+    try:
+        float(text)
+    except ValueError:
+        return ""
+    return " (a quoted number is text: drop the quotes)"
 
 
 def _short(value: Any, limit: int = 80) -> str:
@@ -199,27 +225,49 @@ def _node(raw: Any, key_path: str, src: YamlSource) -> Node:
     return Node(**{"gpu_type": "", **values})
 
 
+def _check_gpus(total: int, key_path: str, src: YamlSource) -> None:
+    if total > MAX_GPUS:
+        raise src.error(key_path, f"the cluster would have more than {MAX_GPUS:,} GPUs "
+                                  f"({total:,} so far)")
+
+
 def _nodes(doc: dict[str, Any], src: YamlSource) -> list[Node]:
     groups = [(_group(raw, f"node_groups[{i}]", src), f"node_groups[{i}]")
               for i, raw in enumerate(doc.get("node_groups", []))]
     total = len(doc.get("nodes", []))
+    gpus = 0
     for group, key_path in groups:  # before any node is made
         total += group.count
+        gpus += group.count * group.gpus
         if total > MAX_NODES:
             raise src.error(f"{key_path}.count", f"the cluster would have more than "
                                                  f"{MAX_NODES:,} nodes")
+        _check_gpus(gpus, f"{key_path}.count", src)
     placed = [(node, key_path) for group, key_path in groups for node in group.expand()]
-    placed += [(_node(raw, f"nodes[{i}]", src), f"nodes[{i}]")
-               for i, raw in enumerate(doc.get("nodes", []))]
+    for i, raw in enumerate(doc.get("nodes", [])):
+        placed.append((_node(raw, f"nodes[{i}]", src), f"nodes[{i}]"))
+        gpus += placed[-1][0].num_gpus
+        _check_gpus(gpus, f"nodes[{i}].gpus", src)
     if not placed:
         raise src.error("", "the cluster has no nodes: give 'node_groups' or 'nodes'")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for node, key_path in placed:
         if node.name in seen:
-            raise src.error(key_path, f"node name '{node.name}' is used twice (groups: give "
-                                      "each a distinct 'prefix')")
-        seen.add(node.name)
+            raise src.error(key_path, _name_clash(node.name, seen[node.name], key_path))
+        seen[node.name] = key_path
     return [node for node, _ in placed]
+
+
+def _name_clash(name: str, first: str, again: str) -> str:
+    """Where a node name is used twice, and the way out (a 'prefix' hint alone sent users with
+    two explicit nodes looking for a key that nodes do not have)."""
+    if not first.startswith("node_groups"):
+        hint = "each node needs a name of its own"
+    elif again.startswith("node_groups"):
+        hint = "groups: give each a distinct 'prefix'"
+    else:
+        hint = f"rename {again} or give {first} a 'prefix'"
+    return f"node name '{name}' is used twice, by {first} and {again} ({hint})"
 
 
 def parse_cluster_yaml(text: str, source: str = "<string>") -> Cluster:

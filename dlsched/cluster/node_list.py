@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.cluster.gpu_types import GPU_TYPES
+from dlsched.cluster.loader import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES
 from dlsched.errors import InputError, InputLocation
 from dlsched.textinput import TextLines
 
@@ -59,9 +60,17 @@ class _Row:
             raise self.fail(field, f"not a whole number: {self.text(field)!r}")
         return int(value)
 
+    def gpus(self, field: str) -> int:
+        """A node's GPU count, within a cluster YAML's limit per node."""
+        value = self.whole(field)
+        if value > MAX_GPUS_PER_NODE:
+            raise self.fail(field, f"{value:,} GPUs on one node; the limit is "
+                                   f"{MAX_GPUS_PER_NODE:,}")
+        return value
+
 
 def _openb(row: _Row) -> Node:
-    gpus, model = row.whole("gpu"), row.text("model")
+    gpus, model = row.gpus("gpu"), row.text("model")
     if gpus and not model:
         raise row.fail("model", f"a node with {gpus} GPUs needs its GPU model")
     return Node(row.text("sn"), known_type(model) if gpus else "", gpus,
@@ -69,13 +78,13 @@ def _openb(row: _Row) -> Node:
 
 
 def _pai(row: _Row) -> Node:
-    gpus, model = row.whole("cap_gpu"), row.text("gpu_type")
+    gpus, model = row.gpus("cap_gpu"), row.text("gpu_type")
     return Node(row.text("machine"), known_type(model) if gpus else "", gpus,
                 row.number("cap_cpu"), row.number("cap_mem"))
 
 
 def _spot(row: _Row) -> Node:
-    gpus, model = row.whole("gpu_capacity_num"), row.text("gpu_model")
+    gpus, model = row.gpus("gpu_capacity_num"), row.text("gpu_model")
     return Node(f"node-{row.text('node_name')}", known_type(model) if gpus else "", gpus,
                 row.number("cpu_num"))
 
@@ -104,6 +113,7 @@ def load_node_list(path: Path) -> Cluster:
     """The cluster of a node-list CSV (module docstring); named after the file."""
     nodes: list[Node] = []
     seen: dict[str, int] = {}
+    gpus = 0
     for build, row in _rows(path):
         try:
             node = build(row)
@@ -116,6 +126,10 @@ def load_node_list(path: Path) -> Cluster:
                                  f"{seen[node.name]} and on line {row.line}")
         seen[node.name] = row.line
         nodes.append(node)
+        gpus += node.num_gpus
+        if len(nodes) > MAX_NODES or gpus > MAX_GPUS:
+            raise row.fail(None, f"more than {MAX_NODES:,} nodes or {MAX_GPUS:,} GPUs in all "
+                                 "(a cluster YAML's limits)")
     if not any(n.num_gpus for n in nodes):
         raise InputError(InputLocation(str(path)), "no GPU node in this node list")
     return Cluster(path.stem, tuple(nodes))

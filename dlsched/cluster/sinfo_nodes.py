@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlsched.cluster.cluster import Node
-from dlsched.cluster.loader import MAX_NODES, name_check
+from dlsched.cluster.loader import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES, name_check
 from dlsched.cluster.node_list import known_type
 from dlsched.cluster.warnings import SERVICE_DEFAULT
 from dlsched.errors import InputError, InputLocation
@@ -50,6 +50,10 @@ def nodes_of(path: Path, entries: Iterator[Entry], split: list[tuple[str, Entry]
                 split.append((host, entry))
             for node in parts:
                 _add(nodes, first_seen, node, entry)
+    total = sum(node.num_gpus for node in nodes.values())
+    if total > MAX_GPUS:
+        raise InputError(InputLocation(str(path)), f"{total:,} GPUs in all; the limit is "
+                         f"{MAX_GPUS:,} (as a cluster YAML's)")
     if not any(node.num_gpus for node in nodes.values()):
         raise InputError(InputLocation(str(path)), "no node with GPUs (no 'gpu' GRES): "
                          f"write the file with {COMMAND}")
@@ -60,6 +64,9 @@ def _add(nodes: dict[str, Node], first_seen: dict[str, InputLocation], node: Nod
          entry: Entry) -> None:
     """``node`` once: listed again (once per partition) it must have the same resources."""
     _check_names(node, entry)
+    if node.num_gpus > MAX_GPUS_PER_NODE:
+        raise InputError(located(entry.gres_at), f"{node.num_gpus:,} GPUs on node "
+                         f"{node.name!r}; the limit is {MAX_GPUS_PER_NODE:,} (as a cluster YAML's)")
     name, known = node.name, nodes.get(node.name)
     if known is None:
         nodes[name], first_seen[name] = node, entry.where

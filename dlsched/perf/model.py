@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dlsched.cluster.gpu_types import gpu_type
-from dlsched.workload.job import HostShare, JobSpec
+from dlsched.workload.job import HostShare, JobSpec, WorkUnit
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +108,16 @@ _LAZY_FACTORIES = {"goodput": ("dlsched.perf.goodput.throughput_model", "Goodput
                    "interference-mps": ("dlsched.perf.interference", "mps_model"),
                    "gavel-interference": ("dlsched.perf.interference", "gavel_model"),
                    "synergy": ("dlsched.perf.synergy", "SynergyThroughputs")}
+
+
+# The unit of ``spec.work`` each built-in model rates (docs/throughput-models.md's table), so
+# that ``--throughput`` cannot run a trace's iterations as seconds; a model not named here (a
+# user's, or one a reproduction times its own way) is not checked.
+WORK_UNITS: dict[str, WorkUnit] = {
+    **dict.fromkeys(("gavel", "gavel-physical", "gavel-placement", "gavel-interference", "llm"),
+                    WorkUnit.ITERATIONS),
+    **dict.fromkeys(("linear", "pollux", "interference", "interference-mps", "synergy",
+                     "goodput", "goodput-sia", "goodput-fixed"), WorkUnit.REFERENCE_SECONDS)}
 
 
 def register_throughput_model(name: str, factory: Callable[[], ThroughputModel]) -> None:

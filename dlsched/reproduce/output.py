@@ -131,28 +131,39 @@ def _svg(figure: Figure) -> str:
 
 
 def render_html(rows: Sequence[ReproduceRow], title: str, command: str, svg: str) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    head = "".join(f"<th class='{kind}'>{html.escape(name)}</th>"
+                   for kind, name in zip(_CELL_CLASS, COLUMNS, strict=True))
     body = "\n".join(_html_row(r) for r in rows)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<p>dlsched {html.escape(__version__)}: <code>{html.escape(command)}</code>. "
             f"rel_diff = dlsched / reference − 1; green within 5%, amber within 10%.</p>"
-            f"<figure>{svg}</figure><table><tr>{head}</tr>\n{body}</table></body></html>\n")
+            f"<figure>{svg}</figure><div class='rows'><table><tr>{head}</tr>\n{body}</table>"
+            "</div></body></html>\n")
+
+
+# Each column's cell class: names stay on one line (a browser broke 'gavel-osdi20' and
+# 'continuous-100' at their hyphen beside a wide source column), numbers line up on the right.
+_CELL_CLASS = ("name", "name", "name", "name", "num", "num", "num", "source")
 
 
 def _html_row(row: ReproduceRow) -> str:
-    cells = row.cells(exact=False)
+    cells = list(row.cells(exact=False))
     diff = row.rel_diff
-    tone = "" if diff is None else "ok" if abs(diff) <= 0.05 else "near" if abs(diff) <= 0.1 \
-        else "off"
-    shown = [html.escape(c) for c in cells[:6]]
-    shown.append(f"<td class='{tone}'>" + ("" if diff is None else f"{diff * 100:+.1f}%"))
-    return ("<tr>" + "".join(f"<td>{c}</td>" for c in shown[:6]) + shown[6] + "</td>"
-            f"<td>{html.escape(cells[7])}</td></tr>")
+    cells[6] = "" if diff is None else f"{diff * 100:+.1f}%"
+    classes = list(_CELL_CLASS)
+    classes[6] += "" if diff is None else " ok" if abs(diff) <= 0.05 else \
+        " near" if abs(diff) <= 0.1 else " off"
+    return "<tr>" + "".join(f"<td class='{kind}'>{html.escape(text)}</td>"
+                            for kind, text in zip(classes, cells, strict=True)) + "</tr>"
 
 
 _STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
           "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}.ok{background:#dfd}"
           ".near{background:#ffd}.off{background:#fdd}"
+          ".name{white-space:nowrap}.num{white-space:nowrap;text-align:right;"
+          "font-variant-numeric:tabular-nums}"
+          # on a narrow window the table scrolls sideways rather than breaking names
+          ".rows{overflow-x:auto}"
           # the figure shrinks to a narrow window instead of running off it
           "figure{margin:1em 0}figure svg{max-width:100%;height:auto}")

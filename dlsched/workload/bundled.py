@@ -85,6 +85,10 @@ def resolve_trace(name_or_path: str, fmt: str | None = None,
 def check_trace_names(names_or_paths: str) -> None:
     """Each comma-separated part a bundled trace or an existing file (nothing is read)."""
     for part in (p.strip() for p in names_or_paths.split(",") if p.strip()):
+        if part == "synthetic" and not Path(part).exists():  # the CLI's --trace synthetic
+            raise InputError(InputLocation(part), "made only by --trace synthetic alone (its "
+                             "jobs drawn from --synthetic-from's trace); it cannot be one of "
+                             "several traces nor a --synthetic-from source")
         if part not in BUNDLED_TRACES and not Path(part).exists():
             known = ", ".join(sorted(BUNDLED_TRACES))
             raise InputError(InputLocation(part),

@@ -19,7 +19,6 @@ columns (``SyntheticJobs``): a ``JobSpec`` is made when the simulator reads it, 
 
 from __future__ import annotations
 
-import csv
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -28,11 +27,14 @@ from typing import overload
 
 import numpy as np
 
+from dlsched.errors import InputError, InputLocation
 from dlsched.workload.job import JobSpec, plain_spec
+from dlsched.workload.readers.base import RowContext, iter_csv_rows
 from dlsched.workload.trace import Trace
 
 HELIOS_JOBS = 3_362_981  # every job of the four clusters (the summary's ``total`` row)
 HELIOS_GPUS = 6_416  # issue 14's figure for the four clusters (the summary's rows add to 6,220)
+MAX_JOBS = 100_000_000  # ~2.4 GB of columns: a typo's extra zeros, not a trace
 
 
 @dataclass(frozen=True)
@@ -63,22 +65,51 @@ def _phi(x: float) -> float:
     return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
 
 
+SUMMARY_COLUMNS = ("id", "avg_run_time_gpu", "med_run_time_gpu", "avg_gpu_num")
+# The other columns of HeliosData's helios_cluster_summary.csv (read, not used).
+SUMMARY_EXTRA = frozenset((
+    "gpu_num", "job_num", "cpu_job_num", "gpu_job_num", "avg_run_time_cpu", "avg_que_time_cpu",
+    "avg_que_time_gpu", "med_run_time_cpu", "med_que_time_cpu", "med_que_time_gpu",
+    "med_gpu_num", "complete_rate", "cancel_rate", "fail_rate", "complete_rate_cpu",
+    "cancel_rate_cpu", "fail_rate_cpu", "complete_rate_gpu", "cancel_rate_gpu", "fail_rate_gpu",
+    "complete_gpu_time", "cancel_gpu_time", "fail_gpu_time"))
+
+
 def fit_summary(path: Path, cluster: str = "total", max_gpus: int = 64,
                 max_seconds: float = 14 * 86400.0) -> ShapeFit:
-    """Fit one row (``id`` = ``cluster``) of ``helios_cluster_summary.csv``."""
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = {row["id"]: row for row in csv.DictReader(handle)}
-    if cluster not in rows:
-        raise ValueError(f"{path}: no row with id {cluster!r} (rows: {', '.join(rows)})")
-    row = rows[cluster]
-    mean, median = float(row["avg_run_time_gpu"]), float(row["med_run_time_gpu"])
-    if not mean > median > 0:
-        raise ValueError(f"{path}: row {cluster}: avg_run_time_gpu {mean} must exceed "
-                         f"med_run_time_gpu {median} > 0 (a lognormal fit)")
+    """Fit one row (``id`` = ``cluster``) of ``helios_cluster_summary.csv``. A bad file, row
+    or value is an ``InputError`` at its file, line and column, as a trace's is."""
+    row = _summary_row(path, cluster)
+    mean = row.number("avg_run_time_gpu", positive=True)
+    median = row.number("med_run_time_gpu", positive=True)
+    assert mean is not None and median is not None  # not optional
+    if not mean > median:
+        raise row.fail("avg_run_time_gpu", f"{mean:g} must exceed med_run_time_gpu {median:g} "
+                                           "(a lognormal fit: the mean above the median)")
     counts = tuple(2**i for i in range(int(math.log2(max_gpus)) + 1))
-    probs = _geometric_probs(counts, float(row["avg_gpu_num"]))
+    gpus = row.number("avg_gpu_num")
+    assert gpus is not None
+    if not counts[0] <= gpus <= counts[-1]:
+        raise row.fail("avg_gpu_num", f"mean GPU count {gpus:g} outside {counts[0]}.."
+                                      f"{counts[-1]} (powers of two up to max_gpus)")
     return ShapeFit(f"{path.name}:{cluster}", math.log(median),
-                    math.sqrt(2.0 * math.log(mean / median)), counts, probs, max_seconds)
+                    math.sqrt(2.0 * math.log(mean / median)), counts,
+                    _geometric_probs(counts, gpus), max_seconds)
+
+
+def _summary_row(path: Path, cluster: str) -> RowContext:
+    """The row whose ``id`` is ``cluster``; every row up to it is checked."""
+    ids: list[str] = []
+    for row in iter_csv_rows(path, SUMMARY_COLUMNS, allow_extra=SUMMARY_EXTRA):
+        if row.problem is not None:
+            raise row.fail(row.problem_field, row.problem)
+        ids.append(row.text("id") or "")
+        if ids[-1] == cluster:
+            return row
+    if not ids:
+        raise InputError(InputLocation(str(path), 2), "no rows (the file has at most a header)")
+    raise InputError(InputLocation(str(path)),
+                     f"no row with id {cluster!r} (rows: {', '.join(ids)})")
 
 
 def _geometric_probs(counts: Sequence[int], mean: float) -> tuple[float, ...]:
@@ -145,13 +176,24 @@ class SyntheticJobs(Sequence[JobSpec]):
         return float(np.dot(self._gpus.astype(float), self._seconds))
 
 
+def generation_problem(n_jobs: int, gpus: int, load: float, queues: int = 1) -> str | None:
+    """What is wrong with ``generate``'s sizes, named as its arguments, or None."""
+    for name, value, ok, rule in (
+            ("n_jobs", n_jobs, 1 <= n_jobs <= MAX_JOBS, f"1..{MAX_JOBS:,}"),
+            ("gpus", gpus, gpus >= 1, ">= 1"), ("load", load, 0 < load <= 10, "in (0, 10]"),
+            ("queues", queues, queues >= 1, ">= 1")):
+        if not ok:
+            return f"{name} must be {rule}, got {value:,}"
+    return None
+
+
 def generate(n_jobs: int, gpus: int, load: float, seed: int, fit: ShapeFit,
              queues: int = 1) -> Trace:
     """A synthetic trace of ``n_jobs`` jobs offering ``load`` to a cluster of ``gpus`` GPUs
     (module docstring); jobs spread uniformly over ``queues`` queues (``vc0``, ...)."""
-    if n_jobs < 1 or gpus < 1 or not 0 < load <= 10 or queues < 1:
-        raise ValueError(f"need n_jobs >= 1, gpus >= 1, 0 < load <= 10, queues >= 1 (got "
-                         f"{n_jobs}, {gpus}, {load}, {queues})")
+    problem = generation_problem(n_jobs, gpus, load, queues)
+    if problem is not None:
+        raise ValueError(problem)
     rng = np.random.default_rng(seed)
     rate = load * gpus / (fit.mean_gpus * fit.mean_seconds)  # jobs per second
     gaps = rng.exponential(1.0 / rate, size=n_jobs - 1)

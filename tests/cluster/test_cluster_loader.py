@@ -134,9 +134,15 @@ BAD = [
     ("zero-per-rack", "name: c\nnode_groups:\n  - {count: 1, gpu_type: T4, gpus: 4, "
      "nodes_per_rack: 0}\n", 3, "node_groups[0].nodes_per_rack", ">= 1"),
     ("group-name-clash", GROUP + "  - {count: 1, gpu_type: T4, gpus: 2}\n",
-     4, "node_groups[1]", "'t4-0' is used twice"),
-    ("node-name-clash", GROUP + "nodes:\n  - {name: t4-1, gpus: 0}\n",
-     5, "nodes[0]", "'t4-1' is used twice"),
+     4, "node_groups[1]", "'t4-0' is used twice, by node_groups[0] and node_groups[1] (groups: "
+     "give each a distinct 'prefix')"),
+    ("node-name-clash", GROUP + "nodes:\n  - {name: t4-1, gpus: 0}\n", 5, "nodes[0]",
+     "'t4-1' is used twice, by node_groups[0] and nodes[0] (rename nodes[0] or give "
+     "node_groups[0] a 'prefix')"),
+    # two explicit nodes were told "(groups: give each a distinct 'prefix')"
+    ("two-nodes-one-name", "name: c\nnodes:\n  - {name: a, gpus: 0}\n  - {name: a, gpus: 0}\n",
+     4, "nodes[1]", "'a' is used twice, by nodes[0] and nodes[1] (each node needs a name of its "
+     "own)"),
     ("node-no-name", "name: c\nnodes:\n  - {gpus: 0}\n", 3, "nodes[0]", "'name'"),
     # a group's key under nodes (and back) said only "unknown key 'count'; known keys: ..."
     ("count-in-nodes", "name: c\nnodes:\n  - {name: n, count: 2, gpu_type: T4, gpus: 4}\n",
@@ -146,6 +152,23 @@ BAD = [
     ("node-empty-rack", "name: c\nnodes:\n  - {name: a, gpus: 0, rack: ''}\n",
      3, "nodes[0].rack", "non-empty string"),
     ("node-not-mapping", "name: c\nnodes:\n  - a\n", 3, "nodes[0]", "must be a mapping"),
+    # YAML 1.1 reads 1e3 as text: "must be a number, got '1e3'" and nothing more
+    ("exponent-as-text", GROUP + "  - {count: 1, gpus: 0, memory_gb: 1e3}\n", 4,
+     "node_groups[1].memory_gb", "got '1e3' (YAML reads 1e3 as text: write the number in full, "
+     "or with a point and a signed exponent, 1.0e+3)"),
+    ("integer-exponent-as-text", GROUP + "  - {count: 2e1, gpus: 0}\n", 4,
+     "node_groups[1].count", "got '2e1' (YAML reads 2e1 as text: write the number in full)"),
+    ("quoted-number", GROUP + "  - {count: 1, gpus: 0, cpus: '64'}\n", 4,
+     "node_groups[1].cpus", "got '64' (a quoted number is text: drop the quotes)"),
+    # 100,000 nodes of 1,024 GPUs passed both limits and ran the core out of memory
+    ("too-many-gpus-in-groups", "name: c\nnode_groups:\n  - {count: 100000, gpu_type: T4, "
+     "gpus: 1024}\n", 3, "node_groups[0].count",
+     "the cluster would have more than 1,048,576 GPUs (102,400,000 so far)"),
+    ("too-many-gpus-with-nodes", "name: c\nnode_groups:\n  - {count: 1024, gpu_type: T4, "
+     "gpus: 1024}\nnodes:\n  - {name: a, gpu_type: T4, gpus: 1}\n", 5, "nodes[0].gpus",
+     "more than 1,048,576 GPUs (1,048,577 so far)"),
+    ("nan-memory", GROUP + "  - {count: 1, gpus: 0, memory_gb: .nan}\n", 4,
+     "node_groups[1].memory_gb", "must be a finite number, got nan"),  # was 'must be >= 0'
 ]
 
 

@@ -58,6 +58,12 @@ def test_spot_node_info_maps_product_names(tmp_path: Path) -> None:
     pytest.param("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,0,\n", ": no GPU node",
                  id="no-gpu-node"),
     pytest.param("a,CPU,96,512,0\nb,V100,96,384,x\n", ":2:cap_gpu", id="pai-bad-gpus"),
+    # 10^8 GPUs on a node ran the core out of memory (a cluster YAML stops at 1,024 a node)
+    pytest.param("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,100000000,P100\n",
+                 ":2:gpu: 100,000,000 GPUs on one node; the limit is 1,024", id="huge-node"),
+    pytest.param("sn,cpu_milli,memory_mib,gpu,model\n"
+                 + "".join(f"n{i},1,1,1024,P100\n" for i in range(1025)),
+                 ":1026: more than 100,000 nodes or 1,048,576 GPUs in all", id="too-many-gpus"),
 ])
 def test_bad_node_lists_name_the_line_and_field(tmp_path: Path, text: str, where: str) -> None:
     path = _write(tmp_path, "nodes.csv", text)

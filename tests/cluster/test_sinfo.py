@@ -91,9 +91,14 @@ def test_sinfo_json_modern_and_scontrol_nodes(tmp_path: Path) -> None:
      ":1:", "no GRES column"),
     ("NODELIST GRES\nn1 (null)\n", ":", "no node with GPUs"),
     ("NODELIST GRES\nn1 gpu:2\n" + "x" * 300 + " gpu:2\n", ":3:", "node name is 300 "),
+    # 10^8 GPUs on a node, or 10 M over a host list: the core ran out of memory
+    ("NODELIST GRES\nn1 gpu:a100:99999999\n", ":2:GRES:",
+     "99,999,999 GPUs on node 'n1'; the limit is 1,024"),
+    ("NODELIST GRES\nn[0001-9999] gpu:a100:1024\n", ":",
+     "10,238,976 GPUs in all; the limit is 1,048,576"),
 ], ids=["bad-gres", "bad-cpus", "grouped-nodes-differ", "bad-range", "short-line",
         "two-gpu-types-then-one", "node-listed-twice-differently", "default-sinfo", "no-gpus",
-        "long-name"])
+        "long-name", "huge-node", "too-many-gpus"])
 def test_sinfo_text_errors_name_file_line_and_field(tmp_path: Path, text: str, where: str,
                                                     words: str) -> None:
     path = _write(tmp_path, "bad.sinfo", text)

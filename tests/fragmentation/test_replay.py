@@ -92,6 +92,17 @@ def test_experiment_rows(data: Path) -> None:
             assert 0 < row.value <= 100
 
 
+@pytest.mark.parametrize("seeds", [(1,), (1, 2)], ids=["one-seed", "two-seeds"])
+def test_a_spread_needs_two_seeds(data: Path, seeds: tuple[int, ...]) -> None:
+    """One seed's *_std cells were 0 (no spread measured, shown as none); now empty."""
+    options = ExperimentOptions((), ("default",), seeds=seeds,
+                                options={"data": str(data), "arrived": "30",
+                                         "policies": "random"})
+    spreads = [r.value for r in fgd_atc23(options) if r.metric.endswith("_std")]
+    assert len(spreads) == 2
+    assert all((value is None) == (len(seeds) == 1) for value in spreads), spreads
+
+
 @pytest.mark.parametrize("row, field", [
     pytest.param("p,1000,100,1,1200,", "gpu_milli", id="impossible-share"),
     pytest.param("p,1000,100,2,500,", "gpu_milli", id="shared-multi-gpu"),

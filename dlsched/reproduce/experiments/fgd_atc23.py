@@ -166,8 +166,8 @@ def _rows(variant: str, policy: str, replays: list[Replay],
         case = f"{variant}@{share}"
         yield Measured(case, policy, "gpu_alloc_ratio_pct", round(statistics.fmean(alloc), 3))
         yield Measured(case, policy, "unallocated_gpus", round(statistics.fmean(unallocated), 1))
-        yield Measured(case, policy, "gpu_alloc_ratio_pct_std", round(_std(alloc), 3))
-        yield Measured(case, policy, "unallocated_gpus_std", round(_std(unallocated), 1))
+        yield Measured(case, policy, "gpu_alloc_ratio_pct_std", _round(_std(alloc)))
+        yield Measured(case, policy, "unallocated_gpus_std", _round(_std(unallocated), 1))
 
 
 def _write_raw(path: Path, arrived: tuple[int, ...], raw: list[tuple[object, ...]]) -> None:
@@ -181,9 +181,11 @@ def _write_raw(path: Path, arrived: tuple[int, ...], raw: list[tuple[object, ...
         writer.writerows(raw)
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+def _round(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
 
 
-def _std(values: list[float]) -> float:
-    return statistics.stdev(values) if len(values) > 1 else 0.0
+def _std(values: list[float]) -> float | None:
+    """The sample standard deviation over the seeds; None (an empty cell) for one seed, whose
+    spread is unknown, not 0 (`--seeds 42` printed 0 beside a mean over the artifact's ten)."""
+    return statistics.stdev(values) if len(values) > 1 else None

@@ -21,6 +21,7 @@ from dlsched.errors import InputError, InputLocation
 from dlsched.gcpause import gc_paused
 from dlsched.textinput import MAX_FIELD_CHARS, TextLines, field_at, value_problem
 from dlsched.textinput import first_line as text_first_line
+from dlsched.wording import did_you_mean
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -164,7 +165,7 @@ def read_trace(path: str | Path, fmt: str | None = None,
     fmt = fmt or detect_format(path)
     if fmt not in READERS:
         raise InputError(InputLocation(str(path)), f"unknown format {fmt!r} "
-                         f"(known: {', '.join(sorted(READERS))})")
+                         f"(known: {', '.join(sorted(READERS))}){did_you_mean(fmt, READERS)}")
     options = options or ReaderOptions()
     if options.sacct_queue != SACCT_DEFAULT_QUEUE and fmt != SACCT:
         raise InputError(InputLocation(str(path)), f"sacct_queue {options.sacct_queue!r} "
@@ -254,17 +255,19 @@ def date_time(ctx: RowContext, field: str) -> float:
 
 
 def _checked_row(path: str, line: int, names: Sequence[str], values: list[str],
-                 screen: bool = True) -> RowContext:
+                 screen: bool = True, headerless: bool = False) -> RowContext:
     """A row whose values are all readable text, or one that carries the first problem.
-    ``screen`` False: its lines are known clean (``TextLines.suspect``), skip the values."""
+    ``screen`` False: its lines are known clean (``TextLines.suspect``), skip the values.
+    ``headerless``: the field count is the format's, not a header's (a Gavel trace has none)."""
     for index, value in enumerate(values if screen else ()):
         problem = value_problem(value)
         if problem is not None:
             name = names[index] if index < len(names) else None
             return RowContext(path, line, {}, problem, name or None)
     if len(values) < len(names):  # blame the first column the row does not reach
-        return RowContext(path, line, {}, f"missing: the row has {len(values)} fields, the "
-                          f"header {len(names)}", names[len(values)] or None)
+        source = "the format" if headerless else "the header"
+        return RowContext(path, line, {}, f"missing: the row has {len(values)} fields, {source} "
+                          f"{len(names)}", names[len(values)] or None)
     if len(values) > len(names):
         return RowContext(path, line, {}, f"expected {len(names)} fields, found "
                           f"{len(values)}: values after the last column", names[-1] or None)
@@ -341,7 +344,7 @@ def iter_csv_rows(path: Path, expected: Sequence[str], *, delimiter: str = ",",
         for values in reader:
             if any(v.strip(" \t") for v in values):  # not str.strip: \x1f is "space"
                 screen = lines.suspect or reader.line_num != start  # several lines: a quote
-                yield _checked_row(str(path), start, names, values, screen)
+                yield _checked_row(str(path), start, names, values, screen, headerless)
             start = lines.remember = reader.line_num + 1
             lines.suspect = False
     except csv.Error as exc:
@@ -358,6 +361,7 @@ def headerless_values(path: Path, columns: Sequence[str], *, delimiter: str = "\
     for text in lines:
         text = text.rstrip("\r\n")
         if text.strip(" \t"):
+<<<<<<< HEAD
             yield lines.line, text.split(delimiter), lines.suspect
         lines.suspect = False
 
@@ -374,6 +378,10 @@ def iter_headerless_rows(path: Path, columns: Sequence[str], *,
     where = str(path)
     for line, values, suspect in headerless_values(path, columns, delimiter=delimiter):
         yield _checked_row(where, line, columns, values, suspect)
+=======
+            yield _checked_row(str(path), lines.line, columns, text.split(delimiter),
+                               headerless=True)
+>>>>>>> s29U
 
 
 def first_line(path: Path) -> str:
@@ -443,6 +451,8 @@ class RowCollector:
     # The columns blamed for a worker's CPUs, host memory and GPU memory beyond any node's.
     resource_fields: tuple[str, str, str] = ("cpus_per_gpu", "memory_gb_per_gpu",
                                              "gpu_memory_gb")
+    # Where and how a file of no records is told: a CSV's header, a JSON file's empty list.
+    empty: tuple[int, str] = (2, "no job rows (the file has at most a header)")
 
     @classmethod
     def start(cls, path: Path, options: ReaderOptions, gpu_field: str = "num_gpus",
@@ -535,12 +545,14 @@ class RowCollector:
             return InputError(InputLocation(str(self.path)),
                               f"no jobs read: the limit is {self.options.limit}")
         if self.rows == 0:
-            return InputError(InputLocation(str(self.path), 2), "no job rows (the file has at "
-                              "most a header): nothing to simulate")
+            line, told = self.empty
+            return InputError(InputLocation(str(self.path), line), f"{told}: nothing to simulate")
         where = InputLocation(str(self.path), self.first_row)
         if self.warnings:
-            return InputError(where, f"no valid job: all {len(self.warnings)} invalid rows were "
-                              f"skipped (--skip-invalid); the first: {self.warnings[0]}")
+            skipped = len(self.warnings)
+            which = "the 1 invalid row was skipped (--skip-invalid):" if skipped == 1 else \
+                f"all {skipped} invalid rows were skipped (--skip-invalid); the first:"
+            return InputError(where, f"no valid job: {which} {self.warnings[0]}")
         reasons = "; ".join(f"{n} {reason}" for reason, n in self.dropped.items())
         return InputError(where, f"no job to simulate: every row was left out ({reasons})")
 
@@ -554,12 +566,19 @@ def _built(ctx: RowContext, build: Callable[[RowContext], JobSpec | None]) -> Jo
         raise ctx.fail(None, str(exc)) from None
 
 
+JSON_EMPTY = (1, "no jobs (the file's JSON list is empty)")  # not "at most a header"
+
+
 def collect(path: Path, options: ReaderOptions, rows: Iterable[RowContext],
             build: Callable[[RowContext], JobSpec | None], *,
             gpu_field: str = "num_gpus", id_field: str | None = None,
-            resource_fields: tuple[str, str, str] | None = None) -> RowCollector:
-    """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected."""
+            resource_fields: tuple[str, str, str] | None = None,
+            empty: tuple[int, str] | None = None) -> RowCollector:
+    """Feed ``rows`` through ``build`` until ``options.limit`` jobs are collected (``empty``:
+    the line and words for a file of no records, ``RowCollector.empty``)."""
     collector = RowCollector.start(path, options, gpu_field, id_field)
+    if empty is not None:
+        collector.empty = empty
     if resource_fields is not None:
         collector.resource_fields = resource_fields
     if options.limit is not None and options.limit < 1:

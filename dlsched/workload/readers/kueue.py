@@ -41,6 +41,7 @@ from dlsched.errors import InputError, InputLocation
 from dlsched.mig.profiles import UnknownMigProfile, profile_share
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
+    JSON_EMPTY,
     DropRow,
     ReaderOptions,
     RowContext,
@@ -298,7 +299,7 @@ class KubernetesReader:
         recorded = Recorded()
         collector = collect(path, options, self._items(path),
                             functools.partial(_build, recorded=recorded), gpu_field="",
-                            id_field="metadata.name")
+                            id_field="metadata.name", empty=JSON_EMPTY)
         return recorded.noted(collector.trace(path.stem, self.name), path)
 
     @staticmethod

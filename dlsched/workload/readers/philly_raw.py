@@ -34,6 +34,7 @@ from typing import Any
 from dlsched.errors import InputError, InputLocation
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
+    JSON_EMPTY,
     DropRow,
     ReaderOptions,
     RowContext,
@@ -92,7 +93,7 @@ class PhillyLogReader:
 
     def read(self, path: Path, options: ReaderOptions) -> Trace:
         collector = collect(path, options, _jobs(path), _job, gpu_field="attempts",
-                            id_field="jobid")
+                            id_field="jobid", empty=JSON_EMPTY)
         return collector.trace(path.stem, self.name)
 
 

@@ -91,7 +91,11 @@ def test_a_time_zone_offset_is_honoured(tmp_path: Path) -> None:
 def test_rows_all_left_out_or_skipped_are_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path, "job_id,submission_time,duration,num_gpu\na,0,-1,1\n")
     message = _error(path, "itp", ReaderOptions(skip_invalid=True))
-    assert f"{path}:2: no valid job: all 1 invalid rows were skipped" in message
+    assert f"{path}:2: no valid job: the 1 invalid row was skipped (--skip-invalid): " in message
+    path = _write(tmp_path, "job_id,submission_time,duration,num_gpu\na,0,-1,1\nb,0,-1,1\n")
+    message = _error(path, "itp", ReaderOptions(skip_invalid=True))
+    assert f"{path}:2: no valid job: all 2 invalid rows were skipped (--skip-invalid); the first: "\
+        in message
 
 
 def test_a_gavel_job_type_without_throughputs_is_refused_at_its_line(tmp_path: Path) -> None:
@@ -107,3 +111,12 @@ def test_gavel_rows_with_control_characters_name_their_field(tmp_path: Path) -> 
     bad = "\t".join([*row[:1], "c\x1bmd", *row[2:]]) + "\n"
     path = _write(tmp_path, good + bad, "vc.trace")
     assert f"{path}:2:command: control character U+001B" in _error(path, "gavel-philly")
+
+
+@pytest.mark.parametrize("fmt", [None, "philly"], ids=["detected", "given"])
+def test_a_bad_byte_names_its_field_whether_the_format_is_given_or_detected(
+        tmp_path: Path, fmt: str | None) -> None:
+    """Detecting the format read a block ahead and failed on line 3 first, without the
+    header's names: 'u.csv:3: not UTF-8 text' (with --format: 'u.csv:3:cluster: ...')."""
+    path = _write(tmp_path, PHILLY.encode() + b"2017-10-03 14:00:00,100,1,100,v\xe9c\n")
+    assert f"{path}:4:cluster: not UTF-8 text: byte 0xe9 at column 32" in _error(path, fmt)
