@@ -361,7 +361,6 @@ def headerless_values(path: Path, columns: Sequence[str], *, delimiter: str = "\
     for text in lines:
         text = text.rstrip("\r\n")
         if text.strip(" \t"):
-<<<<<<< HEAD
             yield lines.line, text.split(delimiter), lines.suspect
         lines.suspect = False
 
@@ -369,7 +368,7 @@ def headerless_values(path: Path, columns: Sequence[str], *, delimiter: str = "\
 def checked_row(path: str, line: int, names: Sequence[str], values: list[str],
                 screen: bool) -> RowContext:
     """A row of ``headerless_values`` as ``iter_headerless_rows`` yields it."""
-    return _checked_row(path, line, names, values, screen)
+    return _checked_row(path, line, names, values, screen, headerless=True)
 
 
 def iter_headerless_rows(path: Path, columns: Sequence[str], *,
@@ -377,11 +376,7 @@ def iter_headerless_rows(path: Path, columns: Sequence[str], *,
     """Rows of a header-less file, named by ``columns``; a row with another field count fails."""
     where = str(path)
     for line, values, suspect in headerless_values(path, columns, delimiter=delimiter):
-        yield _checked_row(where, line, columns, values, suspect)
-=======
-            yield _checked_row(str(path), lines.line, columns, text.split(delimiter),
-                               headerless=True)
->>>>>>> s29U
+        yield _checked_row(where, line, columns, values, suspect, headerless=True)
 
 
 def first_line(path: Path) -> str:
