@@ -31,6 +31,10 @@ def k80_stalls(policy: str) -> tuple[list[str], int]:
     pytest.param("pack-aware", id="colocate-aware"),
     pytest.param("pack-naive", id="colocate-naive"),
     pytest.param("llm-size", id="fewest-nodes-placement"),
+    # elastic allocators: the speed curve was taken on K80 (most GPUs, ties by name), all 0
+    pytest.param("afs", id="elastic-afs"),
+    pytest.param("optimus", id="elastic-optimus"),
+    pytest.param("elasticflow", id="elastic-elasticflow"),
 ])
 def test_a_job_rated_0_on_a_gpu_type_never_runs_there(policy: str) -> None:
     assert k80_stalls(policy) == ([], 6)
