@@ -195,6 +195,8 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
         console.print("[yellow]warning:[/] " + escape(
             f"{policy}: stopped at t={stalled:.0f} s: nothing ran and nothing could start "
             f"({count_of(waiting, 'job')} not finished; see pending_reason in jobs.csv)"))
+    if outcome.left_unfinished:
+        console.print("[yellow]warning:[/] " + escape(left_unfinished_text(policy, outcome)))
     wall_stops = dict(outcome.result.solver).get("mip_wall_stops", 0)
     if wall_stops:
         console.print("[yellow]warning:[/] " + escape(
@@ -208,6 +210,16 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
             f"{policy}: {count_of(len(outcome.never_admitted), 'job')} can never be admitted "
             f"(they ask more than their queue may ever use): {named}"
             f"{f' and {more} more' if more > 0 else ''}; see never_admitted.csv"))
+
+
+def left_unfinished_text(policy: str, outcome: RunOutcome) -> str:
+    """The warning for training jobs left unfinished when the run ran out of events."""
+    left = outcome.left_unfinished
+    named = ", ".join(left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+    return (f"{policy}: {count_of(len(left), 'training job')} never finished: the run ran out "
+            f"of events with {'it' if len(left) == 1 else 'them'} still running or waiting "
+            f"({named}); a job that makes no progress never ends (see status and "
+            f"pending_reason in jobs.csv)")
 
 
 def fail(exc: Exception) -> None:

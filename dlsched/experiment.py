@@ -38,7 +38,7 @@ from dlsched.sim.result import SimulationResult
 from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace, resolve_traces
 from dlsched.workload.gpu_pins import unknown_pins, with_cluster_spelling
-from dlsched.workload.job import WorkUnit
+from dlsched.workload.job import JobKind, JobStatus, WorkUnit
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.readers.philly import without_vc_pins
 from dlsched.workload.readers.pollux_work import progress_seconds
@@ -351,6 +351,22 @@ class RunOutcome:
     fairness: FairnessInputs | None = None
     throughput: str = ""  # the throughput model that rated the jobs
     never_admitted: list[tuple[str, str, str]] = field(default_factory=list)
+    # Training jobs not finished when the run ran out of events (not a stall: ``stalled_at``)
+    left_unfinished: tuple[str, ...] = ()
+
+
+def unfinished_training(result: SimulationResult, trace: Trace) -> tuple[str, ...]:
+    """Training jobs still running or waiting at the end of a run that ran out of events: a
+    finite job left so never progresses (placed where its rate is 0, say). Services run until
+    their end on purpose and a stalled run is told apart (``stalled_at``): neither is listed."""
+    if result.stalled_at is not None:
+        return ()
+    services = {s.job_id for s in trace.jobs if s.kind is JobKind.SERVICE}
+    return tuple(r.job_id for r in result.jobs
+                 if r.finish_time is None and r.status in _LEFT and r.job_id not in services)
+
+
+_LEFT = frozenset(s.value for s in (JobStatus.RUNNING, JobStatus.PENDING, JobStatus.PREEMPTED))
 
 
 def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, out_dir: Path,
@@ -380,7 +396,8 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     own = replace(config, policies=(policy,), out=str(out_dir))
     (out_dir / "config.yaml").write_text(own.with_absolute_paths().to_yaml())
     _record_options(out_dir / "run.json", own, trace)
-    return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never)
+    return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never,
+                      unfinished_training(result, trace))
 
 
 ASIDE_MIN_JOBS = 10_000  # runs with fewer jobs write every file on this process

@@ -57,15 +57,21 @@ def _percent(summary: Summary) -> float | None:
     return _percent_of(summary.utilization)
 
 
-COMPLETION = (
-    Column("jobs finished", lambda s: s.jobs_finished, "high", integer=True),
+# Columns over finished jobs only: runs that finished different numbers of jobs are not
+# compared on them (a run that leaves its slowest jobs unfinished would look best).
+FINISHED_ONLY = (
     Column("mean JCT (h)", _hours("jct_mean"), "low"),
     Column("median JCT (h)", _hours("jct_median"), "low"),
     Column("p95 JCT (h)", _hours("jct_p95"), "low"),
     Column("p99 JCT (h)", _hours("jct_p99"), "low"),
-    Column("mean queueing delay (h)", _hours("queueing_delay_mean"), "low"),
     Column("mean total wait (h)", _hours("wait_total_mean"), "low"),
     Column("makespan (h)", _hours("makespan"), "low"),
+)
+COMPLETION = (
+    Column("jobs finished", lambda s: s.jobs_finished, "high", integer=True),
+    *FINISHED_ONLY[:4],
+    Column("mean queueing delay (h)", _hours("queueing_delay_mean"), "low"),
+    *FINISHED_ONLY[4:],
     Column("utilization (%)", _percent, "high"),
 )
 JAIN = Column("Jain's index (tenants)", lambda s: s.jain_tenants, "high")
@@ -148,16 +154,34 @@ figure svg { max-width: 100%; height: auto; }
 def best_texts(summaries: Sequence[Summary],
                columns: Sequence[Column] = COLUMNS) -> list[str | None]:
     """Per column, the displayed text of the best value (``None`` if no run has one). Texts are
-    compared as shown, so runs that tie on screen are highlighted together."""
+    compared as shown, so runs that tie on screen are highlighted together. Columns over
+    finished jobs only (``FINISHED_ONLY``) have none when the runs finished different numbers
+    of jobs: each is then over a different set of jobs."""
     best: list[str | None] = []
+    uneven = not finished_alike(summaries)
     for column in columns:
         values = [v for v in (column.value(s) for s in summaries) if v is not None]
-        if not values:
+        if not values or (uneven and column in FINISHED_ONLY):
             best.append(None)
             continue
         top = max(values) if column.better == "high" else min(values)
         best.append(column.format(top))
     return best
+
+
+def finished_alike(summaries: Sequence[Summary]) -> bool:
+    """Whether every run finished the same number of jobs."""
+    return len({s.jobs_finished for s in summaries}) <= 1
+
+
+def uneven_note(summaries: Sequence[Summary]) -> str:
+    """A note under the summary when runs finished different numbers of jobs ('' if not)."""
+    if finished_alike(summaries):
+        return ""
+    counts = ", ".join(str(s.jobs_finished) for s in summaries)
+    return (f"<p>The runs finished different numbers of jobs ({counts}): JCT, "
+            "total wait and makespan are each over that run's finished jobs only, so no best "
+            "value is highlighted in those columns.</p>")
 
 
 def _row(summary: Summary, label: str, columns: Sequence[Column],
@@ -226,7 +250,8 @@ def summary_table(results: Sequence[SimulationResult],
         tables.append(f"<h3>{escape(title)}</h3>\n<div class=\"table\"><table>\n<thead><tr>"
                       f"<th>policy</th>{head}</tr></thead>\n<tbody>\n" + "\n".join(rows)
                       + "\n</tbody>\n</table></div>")
-    return "\n".join(tables)
+    note = uneven_note(summaries) if len(summaries) > 1 else ""
+    return "\n".join(tables + ([note] if note else []))
 
 
 def _distinct(values: Iterable[object]) -> str:

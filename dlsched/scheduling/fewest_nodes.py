@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import runnable_nodes
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -74,11 +75,14 @@ def _keep(state: CycleState, job: Job, count: int, room: np.ndarray) -> Assignme
 
 
 def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
+    """Nodes of the job's GPU types that the throughput model rates above 0 for it (the core's
+    ``runnable`` filter: an allocation there would never progress)."""
     cluster = state.cluster
     types = job.spec.gpu_types
+    runnable = runnable_nodes(state, job)
     if not types:
-        return np.ones(cluster.num_nodes, dtype=bool)
-    return np.array([node.gpu_type in types for node in cluster.nodes], dtype=bool)
+        return runnable.copy()
+    return np.array([node.gpu_type in types for node in cluster.nodes], dtype=bool) & runnable
 
 
 def fit_nodes(count: int, room: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:

@@ -26,6 +26,7 @@ import numpy as np
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import Placement
 from dlsched.scheduling.allocation import worker_bounds
+from dlsched.scheduling.plugins.filters import runnable_nodes
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -73,7 +74,8 @@ def usable_gpus(state: CycleState, job: Job, capacity: np.ndarray,
     be placed, and wait for good. ``cache``: one round's, by pinned types."""
     types = job.spec.gpu_types
     if not types:
-        return int(capacity.sum())
+        runnable = runnable_nodes(state, job)  # a type rated 0 for the job holds none of it
+        return int(capacity.sum() if runnable.all() else capacity[runnable].sum())
     if types not in cache:
         from dlsched.scheduling.fewest_nodes import allowed_nodes
 
@@ -83,8 +85,16 @@ def usable_gpus(state: CycleState, job: Job, capacity: np.ndarray,
 
 def reference_type(state: CycleState, job: Job) -> tuple[str, int]:
     """The GPU type a job's speed is estimated on: of the types it may use, the one with the
-    most GPUs (ties by name); and the most GPUs a node of that type has."""
-    return _reference_type(state.cluster, job.spec.gpu_types)
+    most GPUs (ties by name); and the most GPUs a node of that type has. Types the throughput
+    model rates 0 for the job (the core's ``runnable`` filter) are left out while another is
+    left: a curve of zeros there (ResNet-50 b128 on K80) gave the job no GPU, ever."""
+    runnable = runnable_nodes(state, job)
+    if runnable.all() or not runnable.any():
+        return _reference_type(state.cluster, job.spec.gpu_types)
+    cluster = state.cluster
+    rated = {cluster.type_names[c] for c in np.unique(cluster.node_type[runnable])}
+    types = tuple(t for t in (job.spec.gpu_types or cluster.type_names) if t in rated)
+    return _reference_type(cluster, types)
 
 
 def _reference_type(cluster: Cluster, gpu_types: tuple[str, ...]) -> tuple[str, int]:

@@ -73,11 +73,33 @@ class RunnableFilter:
         return mask & ~np.isin(cluster.node_type, bad)
 
 
-_TYPES, _POOLS = GpuTypeFilter(), NodePoolFilter()
+_TYPES, _POOLS, _RUNNABLE = GpuTypeFilter(), NodePoolFilter(), RunnableFilter()
+
+# (cluster, model, what the rate reads of a spec) -> the nodes the job can run on; the key
+# holds the cluster and model so their ids stay unique while an entry lives.
+_RUNNABLE_MASKS: dict[tuple, tuple[Cluster, object, np.ndarray]] = {}
+
+
+def runnable_nodes(state: CycleState, job: Job) -> np.ndarray:
+    """Read-only node mask of the GPU types the throughput model rates above 0 for the job at
+    its size (the core's ``runnable`` filter), cached per model and spec shape."""
+    spec, model = job.spec, state.snapshot.throughput
+    key = (id(state.cluster), id(model), spec.model, spec.batch_size, spec.num_gpus)
+    hit = _RUNNABLE_MASKS.get(key)
+    if hit is None or hit[0] is not state.cluster or hit[1] is not model:
+        mask = _RUNNABLE.filter(state, job, np.ones(state.cluster.num_nodes, dtype=bool))
+        mask.flags.writeable = False
+        if len(_RUNNABLE_MASKS) > 100_000:
+            _RUNNABLE_MASKS.clear()
+        hit = _RUNNABLE_MASKS[key] = (state.cluster, model, mask)
+    return hit[2]
 
 
 def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
-    """The nodes the job's GPU types and pool allow, by the core's own filters' rules (a pool
-    the cluster does not define restricts nothing): for a policy that places jobs itself."""
+    """The nodes the core's own filters allow the job: its GPU types, its pool (a pool the
+    cluster does not define restricts nothing) and the GPU types the throughput model rates
+    above 0 (``runnable``): for a policy that places jobs itself, which must not put a job
+    where it cannot progress (pack-aware once ran ResNet-50 b128 on K80, rated 0, for ever)."""
     mask = np.ones(state.cluster.num_nodes, dtype=bool)
-    return _POOLS.filter(state, job, _TYPES.filter(state, job, mask))
+    return _POOLS.filter(state, job, _TYPES.filter(state, job, mask)) & runnable_nodes(state,
+                                                                                       job)
