@@ -11,7 +11,7 @@ are dropped unsorted.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 from dlsched.workload.job import Job, JobStatus
 
@@ -64,23 +64,36 @@ class RunningByQueue:
         filed = self._filed.get(job.job_id)
         return filed[0] if filed is not None and self._valid(job, filed) else None
 
-    def ranked_below(self, queue: int, key: tuple[float, str] | None) -> Iterator[Job]:
-        """Running jobs ranked after (queue, key), the lowest-ranked first; with ``key``
-        None, those of the queues below ``queue`` only."""
+    def ranked_below(self, queue: int, key: tuple[float, str] | None,
+                     evicted: Container[str] = ()) -> Iterator[Job]:
+        """Running jobs ranked after (queue, key), the lowest-ranked first, less those whose
+        id is in ``evicted`` when met (read as the search goes: it marks its victims); with
+        ``key`` None, those of the queues below ``queue`` only."""
         self._sort_pending()
+        running = JobStatus.RUNNING
         for lower in range(len(self._entries) - 1, queue, -1):
-            yield from self._valid_in(lower, 0)
+            # ``_valid_in(lower, 0, evicted)``, inlined: one generator fewer per victim read
+            entries, filed = self._entries[lower], self._filed
+            for index in range(len(entries) - 1, -1, -1):
+                job, started = entries[index]
+                if job.status is running and job.run_started == started:
+                    where = filed.get(job.job_id)
+                    if (where is not None and where[0] == lower and where[1] == started
+                            and job.job_id not in evicted):
+                        yield job
         if key is not None:
-            yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key))
+            yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key),
+                                      evicted)
 
-    def _valid_in(self, queue: int, first: int) -> Iterator[Job]:
+    def _valid_in(self, queue: int, first: int, evicted: Container[str]) -> Iterator[Job]:
         entries, filed, running = self._entries[queue], self._filed, JobStatus.RUNNING
         for index in range(len(entries) - 1, first - 1, -1):
             job, started = entries[index]
             # ``_valid``, inlined: victim searches read many entries, stale ones included.
             if job.status is running and job.run_started == started:
                 where = filed.get(job.job_id)
-                if where is not None and where[0] == queue and where[1] == started:
+                if (where is not None and where[0] == queue and where[1] == started
+                        and job.job_id not in evicted):
                     yield job
 
     def _valid(self, job: Job, filed: tuple[int, float]) -> bool:
