@@ -355,7 +355,9 @@ class DiscretizedLas:
         demotions of jobs there and the job's own queue (see the cycle's futility memo)."""
         if self.min_runtime:
             return None  # protection ends with time alone
-        self._advance(state)
+        heap = self._demotions
+        if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
+            self._advance(state)
         return (self._demotions_on(nodes), self.queue_of(state, job))
 
     def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
@@ -533,17 +535,27 @@ class DiscretizedLas:
                                           job.run_started or 0.0, now)
                 self._push_demotion(state, job, job.run_started)
         popped = self._popped_since_quiet if self._quiet_since is not None else None
+        offsets, thresholds = self._offsets, self.thresholds
         while heap and heap[0][0] <= now:
-            at, _, started, job = heapq.heappop(heap)
+            at, job_id, started, job = heapq.heappop(heap)
             if popped is not None:
                 popped.append(at)
-            just_started = job.job_id in state.started and started == now
-            if just_started or (job.run_started == started
-                                and job.status is JobStatus.RUNNING
-                                and job.job_id not in state.evicted):
-                self._running_of(job).file(job, self.queue_of(state, job), started or 0.0,
-                                          now)
-                self._push_demotion(state, job, started)
+            status = job.status
+            if (job_id in state.started and started == now) or (
+                    job.run_started == started and status is _RUNNING
+                    and job_id not in state.evicted):
+                # ``_service``/``_level`` once, for the queue and the next crossing: a
+                # running job's queue is its level (only a waiting one starves)
+                service = job.attained_service(now)
+                if offsets:
+                    service -= offsets.get(job_id, 0.0)
+                level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
+                queue = level if status is _RUNNING else self.queue_of(state, job)
+                self._running_of(job).file(job, queue, started or 0.0, now)
+                count = len(job.allocation) or job.spec.num_gpus  # ``_push_demotion``
+                if level < len(thresholds) and count:
+                    heapq.heappush(heap, (now + (thresholds[level] - service) / count,
+                                          job_id, started, job))
                 demotions, gpu_node = self._node_demotions, state.layout.gpu_node
                 for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node
                     demotions[node] += 1
