@@ -111,7 +111,18 @@ class DiscretizedLas:
 
     # -- QueueSort ------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
-        return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
+        if state is not None:
+            return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
+        # ``queue_of(None, job)``, inlined: the core's waiting queue asks it at every filing
+        job_id = job.job_id
+        if self.promote_knob and self._promoted and job_id in self._promoted:
+            return (0, job.spec.submit_time, job_id)
+        service = job.attained_service(job.attained_time)
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        return (bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE),
+                job.spec.submit_time, job_id)
 
     def queue_of(self, state: CycleState | None, job: Job) -> int:
         """The job's queue now: its service's level, or 0 while it starves (§3.2). With a
@@ -221,10 +232,13 @@ class DiscretizedLas:
 
     def _next_promotion(self, now: float) -> float | None:
         """The earliest time a waiting job not yet starving will starve, after ``now``."""
-        heap, seen, found = self._promotions, [], None
+        heap, seen, found, promoted = self._promotions, [], None, self._promoted
         while heap:
             entry = heap[0]
-            if not self._waiting_since(entry[2], entry[3]) or entry[2].job_id in self._promoted:
+            job = entry[2]
+            # ``_waiting_since(job, entry[3])``, inlined: asked every cycle
+            if (job.status not in _WAITING or job.queued_since != entry[3]
+                    or job.job_id in promoted):
                 heapq.heappop(heap)  # stale: it started, or it was promoted already
                 continue
             if entry[0] > now:
@@ -473,8 +487,16 @@ class DiscretizedLas:
         last = len(self.thresholds)
         if any(self._waiting_in[:last]):
             return True
-        return bool(state.evicted) and any(self._level(self._service(state, job)) < last
-                                           for job in state.evicted.values())
+        if not state.evicted:
+            return False
+        now, offsets, thresholds = state.snapshot.now, self._offsets, self.thresholds
+        for job in state.evicted.values():  # ``_level(self._service(...))``, inlined
+            service = job.attained_service(now)
+            if offsets:
+                service -= offsets.get(job.job_id, 0.0)
+            if bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE) < last:
+                return True
+        return False
 
     def _may_sleep(self, state: CycleState) -> bool:
         """Whether this cycle may leave out the wake-ups of demotions that matter to no one:
