@@ -214,10 +214,14 @@ class DiscretizedLas:
         while heap and heap[0][0] <= now + slack:
             entry = heapq.heappop(heap)
             job = entry[2]
-            if not self._waiting_since(job, entry[3]) or job.job_id in self._promoted:
+            job_id = job.job_id
+            # still waiting since it was filed, not promoted yet; ``_starve_wait``, inlined
+            if (job.status not in _WAITING or job.queued_since != entry[3]
+                    or job_id in self._promoted):
                 continue
-            if now - job.queued_since >= self._starve_wait(job.job_id):
-                self._promoted.add(job.job_id)
+            if (now - job.queued_since >= self.promote_knob * self._executed.get(job_id, 0.0)
+                    - self._waited.get(job_id, 0.0)):
+                self._promoted.add(job_id)
                 self._file_waiting(job, 0)
                 changed.append(job)
             else:
@@ -226,17 +230,13 @@ class DiscretizedLas:
             heapq.heappush(heap, entry)
         return changed
 
-    @staticmethod
-    def _waiting_since(job: Job, queued_since: float) -> bool:
-        return job.status.is_waiting and job.queued_since == queued_since
-
     def _next_promotion(self, now: float) -> float | None:
         """The earliest time a waiting job not yet starving will starve, after ``now``."""
         heap, seen, found, promoted = self._promotions, [], None, self._promoted
         while heap:
             entry = heap[0]
             job = entry[2]
-            # ``_waiting_since(job, entry[3])``, inlined: asked every cycle
+            # still waiting since it was filed (its ``queued_since``), not promoted yet
             if (job.status not in _WAITING or job.queued_since != entry[3]
                     or job.job_id in promoted):
                 heapq.heappop(heap)  # stale: it started, or it was promoted already
@@ -310,16 +310,15 @@ class DiscretizedLas:
                 self._waiting_in[before] -= 1
         else:
             self._file_waiting(job, None)
-        if self.promote_knob:
-            self._count_wait(job, now)
-        self._promoted.discard(job_id)
-        # ``_service`` and ``_level``, inlined; a promoted job's service is now 0, so its
+        # ``_service`` and ``_level``, inlined; a promoted job's service is then 0, so its
         # level is its queue (0) here too.
         service = job.attained_service(now)
-        offsets = self._offsets
+        offsets, thresholds = self._offsets, self.thresholds
         if offsets:
             service -= offsets.get(job_id, 0.0)
-        thresholds = self.thresholds
+        if self.promote_knob and self._count_wait(job, now, service):
+            service = job.attained_service(now) - offsets.get(job_id, 0.0)
+        self._promoted.discard(job_id)
         level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
         self._running_of(job).file(job, level, now)
         count = len(gpus) or len(job.allocation) or job.spec.num_gpus
@@ -327,17 +326,25 @@ class DiscretizedLas:
             at = now + (thresholds[level] - service) / count
             heapq.heappush(self._demotions, (at, job_id, now, job))
 
-    def _count_wait(self, job: Job, now: float) -> None:
-        """The job starts: a starving one is promoted now (its service, run and wait counts
-        start again from 0); another adds this wait to its waits since its last promotion if
-        it has run since then (the artifact counts ``last_pending_time`` only then)."""
+    def _count_wait(self, job: Job, now: float, service: float) -> bool:
+        """The job starts with ``service``: a starving one is promoted now (its service, run
+        and wait counts start again from 0; told True); another adds this wait to its waits
+        since its last promotion if it has run since then (the artifact counts
+        ``last_pending_time`` only then). ``_starves``' test, inlined."""
         job_id = job.job_id
-        if self._starves(job, now):
+        executed = self._executed.get(job_id, 0.0)
+        if executed <= 0:  # neither starving nor counting its waits
+            return False
+        waited = self._waited.get(job_id, 0.0)
+        if job.status in _WAITING and (job_id in self._promoted or (
+                now - job.queued_since >= self.promote_knob * executed - waited
+                and bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE) > 0)):
             self._offsets[job_id] = job.attained_service(now)
             self._executed.pop(job_id, None)
             self._waited.pop(job_id, None)
-        elif self._executed.get(job_id, 0.0) > 0:
-            self._waited[job_id] = self._waited.get(job_id, 0.0) + (now - job.queued_since)
+            return True
+        self._waited[job_id] = waited + (now - job.queued_since)
+        return False
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterable[Job]:
@@ -361,8 +368,10 @@ class DiscretizedLas:
         same test ``queue_of`` makes), told without a search."""
         if self.same_queue_preemption:
             return False
-        return (self._waiting_queue.get(job.job_id) == len(self.thresholds)
-                and not self._starves(job, state.snapshot.now))
+        job_id = job.job_id
+        if self._waiting_queue.get(job_id) != len(self.thresholds):
+            return False
+        return not self._starves(job, state.snapshot.now)
 
     def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
         """What decides this job's victims on ``nodes`` besides starts and stops: the
