@@ -39,6 +39,7 @@ from dlsched.workload.job import Job, JobStatus
 DEFAULT_THRESHOLDS = (3600.0,)
 SERVICE_TOLERANCE = 1e-6  # GPU-seconds
 _RUNNING = JobStatus.RUNNING
+_WAITING = (JobStatus.PENDING, JobStatus.PREEMPTED)  # ``JobStatus.is_waiting``, a call less
 PRUNE_FLOOR = 1024  # promotion entries kept before dead ones are dropped (``_prune_promotions``)
 
 
@@ -110,22 +111,44 @@ class DiscretizedLas:
 
     # -- QueueSort ------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
-        return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
-
-    def queue_of(self, state: CycleState | None, job: Job) -> int:
-        if self.promote_knob:
-            if state is not None:
-                if self._starving(state, job):
-                    return 0
-            elif self._promoted and job.job_id in self._promoted:
-                return 0
-        # ``_level(self._service(state, job))``, inlined: asked several times a cycle
-        service = job.attained_service(state.snapshot.now if state is not None
-                                       else job.attained_time)
+        if state is not None:
+            return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
+        # ``queue_of(None, job)``, inlined: the core's waiting queue asks it at every filing
+        job_id = job.job_id
+        if self.promote_knob and self._promoted and job_id in self._promoted:
+            return (0, job.spec.submit_time, job_id)
+        service = job.attained_service(job.attained_time)
         offsets = self._offsets
         if offsets:
-            service -= offsets.get(job.job_id, 0.0)
-        return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
+            service -= offsets.get(job_id, 0.0)
+        return (bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE),
+                job.spec.submit_time, job_id)
+
+    def queue_of(self, state: CycleState | None, job: Job) -> int:
+        """The job's queue now: its service's level, or 0 while it starves (§3.2). With a
+        state, ``_starves``' test inlined and made only above queue 0, where its answer
+        matters (a starving job's level is above 0 by that test): asked several times a
+        cycle (issue 14)."""
+        if state is None:
+            if self.promote_knob and self._promoted and job.job_id in self._promoted:
+                return 0
+            now = job.attained_time
+        else:
+            now = state.snapshot.now
+        job_id = job.job_id
+        # ``_level(self._service(state, job))``, inlined
+        service = job.attained_service(now)
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        queue = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
+        if queue and state is not None and self.promote_knob and job.status in _WAITING:
+            executed = self._executed.get(job_id, 0.0)
+            if executed > 0 and (job_id in self._promoted or now - job.queued_since
+                                 >= self.promote_knob * executed
+                                 - self._waited.get(job_id, 0.0)):
+                return 0
+        return queue
 
     # -- promotions as key changes ---------------------------------------------------------
     def on_waiting(self, job: Job) -> None:
@@ -183,7 +206,7 @@ class DiscretizedLas:
                 - self._waited.get(job_id, 0.0))
 
     def key_changes(self, now: float) -> list[Job]:
-        """Waiting jobs that starve by ``now`` (the same test as ``_starving``), promoted once:
+        """Waiting jobs that starve by ``now`` (the same test as ``_starves``), promoted once:
         the core re-files them under their new key."""
         heap, changed, early = self._promotions, [], []
         # the heap's time and the test may round apart (``max(1.0, abs(now))``, a call less)
@@ -191,10 +214,14 @@ class DiscretizedLas:
         while heap and heap[0][0] <= now + slack:
             entry = heapq.heappop(heap)
             job = entry[2]
-            if not self._waiting_since(job, entry[3]) or job.job_id in self._promoted:
+            job_id = job.job_id
+            # still waiting since it was filed, not promoted yet; ``_starve_wait``, inlined
+            if (job.status not in _WAITING or job.queued_since != entry[3]
+                    or job_id in self._promoted):
                 continue
-            if now - job.queued_since >= self._starve_wait(job.job_id):
-                self._promoted.add(job.job_id)
+            if (now - job.queued_since >= self.promote_knob * self._executed.get(job_id, 0.0)
+                    - self._waited.get(job_id, 0.0)):
+                self._promoted.add(job_id)
                 self._file_waiting(job, 0)
                 changed.append(job)
             else:
@@ -203,16 +230,15 @@ class DiscretizedLas:
             heapq.heappush(heap, entry)
         return changed
 
-    @staticmethod
-    def _waiting_since(job: Job, queued_since: float) -> bool:
-        return job.status.is_waiting and job.queued_since == queued_since
-
     def _next_promotion(self, now: float) -> float | None:
         """The earliest time a waiting job not yet starving will starve, after ``now``."""
-        heap, seen, found = self._promotions, [], None
+        heap, seen, found, promoted = self._promotions, [], None, self._promoted
         while heap:
             entry = heap[0]
-            if not self._waiting_since(entry[2], entry[3]) or entry[2].job_id in self._promoted:
+            job = entry[2]
+            # still waiting since it was filed (its ``queued_since``), not promoted yet
+            if (job.status not in _WAITING or job.queued_since != entry[3]
+                    or job.job_id in promoted):
                 heapq.heappop(heap)  # stale: it started, or it was promoted already
                 continue
             if entry[0] > now:
@@ -236,8 +262,10 @@ class DiscretizedLas:
         # rounding); the tolerance makes the demotion happen at the wake-up, not never.
         return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
 
-    def _starving(self, state: CycleState, job: Job) -> bool:
-        if not self.promote_knob or not job.status.is_waiting:
+    def _starves(self, job: Job, now: float) -> bool:
+        """Whether the waiting job starves at ``now`` (the test ``queue_of`` makes): promoted
+        already, or it has waited ``promote_knob`` times what it ran, above queue 0."""
+        if not self.promote_knob or job.status not in _WAITING:
             return False
         job_id = job.job_id
         executed = self._executed.get(job_id, 0.0)
@@ -245,10 +273,15 @@ class DiscretizedLas:
             return False
         if job_id in self._promoted:
             return True
-        # ``_starve_wait(job_id)``, inlined (the same operations)
-        return (state.snapshot.now - job.queued_since
-                >= self.promote_knob * executed - self._waited.get(job_id, 0.0)
-                and self._level(self._service(state, job)) > 0)
+        # ``_starve_wait(job_id)`` and ``_level(self._service(state, job))``, inlined
+        if (now - job.queued_since
+                < self.promote_knob * executed - self._waited.get(job_id, 0.0)):
+            return False
+        service = job.attained_service(now)
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE) > 0
 
     def _file_waiting(self, job: Job, queue: int | None) -> None:
         """Count a waiting job in ``queue`` (None: it no longer waits)."""
@@ -270,28 +303,48 @@ class DiscretizedLas:
     def reserve(self, state: CycleState, job: Job, gpus: tuple[int, ...]) -> None:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
-        now = state.snapshot.now
-        self._file_waiting(job, None)
-        if self.promote_knob:
-            self._count_wait(state, job, now)
-        self._promoted.discard(job.job_id)
-        # A promoted job's service is now 0, so its level is its queue (0) here too.
-        service = self._service(state, job)
-        level = self._level(service)
+        now, job_id = state.snapshot.now, job.job_id
+        if self.victim_scope is None:  # ``_file_waiting(job, None)``'s steps, inlined
+            before = self._waiting_queue.pop(job_id, None)
+            if before is not None:
+                self._waiting_in[before] -= 1
+        else:
+            self._file_waiting(job, None)
+        # ``_service`` and ``_level``, inlined; a promoted job's service is then 0, so its
+        # level is its queue (0) here too.
+        service = job.attained_service(now)
+        offsets, thresholds = self._offsets, self.thresholds
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        if self.promote_knob and self._count_wait(job, now, service):
+            service = job.attained_service(now) - offsets.get(job_id, 0.0)
+        self._promoted.discard(job_id)
+        level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
         self._running_of(job).file(job, level, now)
-        self._push_demotion(state, job, now, len(gpus), service, level)
+        count = len(gpus) or len(job.allocation) or job.spec.num_gpus
+        if level < len(thresholds) and count:  # ``_push_demotion``'s steps, inlined
+            at = now + (thresholds[level] - service) / count
+            heapq.heappush(self._demotions, (at, job_id, now, job))
 
-    def _count_wait(self, state: CycleState, job: Job, now: float) -> None:
-        """The job starts: a starving one is promoted now (its service, run and wait counts
-        start again from 0); another adds this wait to its waits since its last promotion if
-        it has run since then (the artifact counts ``last_pending_time`` only then)."""
+    def _count_wait(self, job: Job, now: float, service: float) -> bool:
+        """The job starts with ``service``: a starving one is promoted now (its service, run
+        and wait counts start again from 0; told True); another adds this wait to its waits
+        since its last promotion if it has run since then (the artifact counts
+        ``last_pending_time`` only then). ``_starves``' test, inlined."""
         job_id = job.job_id
-        if self._starving(state, job):
+        executed = self._executed.get(job_id, 0.0)
+        if executed <= 0:  # neither starving nor counting its waits
+            return False
+        waited = self._waited.get(job_id, 0.0)
+        if job.status in _WAITING and (job_id in self._promoted or (
+                now - job.queued_since >= self.promote_knob * executed - waited
+                and bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE) > 0)):
             self._offsets[job_id] = job.attained_service(now)
             self._executed.pop(job_id, None)
             self._waited.pop(job_id, None)
-        elif self._executed.get(job_id, 0.0) > 0:
-            self._waited[job_id] = self._waited.get(job_id, 0.0) + (now - job.queued_since)
+            return True
+        self._waited[job_id] = waited + (now - job.queued_since)
+        return False
 
     # -- PostFilter -----------------------------------------------------------------------
     def post_filter(self, state: CycleState, job: Job) -> Iterable[Job]:
@@ -299,11 +352,15 @@ class DiscretizedLas:
         the same queue), the lowest first (Tiresias §3.2: a job of a higher queue preempts
         jobs of lower ones); lazily, since the cycle reads only as many as it needs. A job of
         the last queue has none (told as an empty tuple: the cycle then looks no further)."""
-        self._advance(state)
+        heap = self._demotions
+        if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
+            self._advance(state)  # (its own test, ahead of the call: asked every attempt)
         queue = self.queue_of(state, job)
-        if queue == len(self.thresholds) and not self.same_queue_preemption:
+        if self.same_queue_preemption or self.min_runtime:
+            return self._victims(state, job, queue)
+        if queue == len(self.thresholds):
             return ()
-        return self._victims(state, job, queue)
+        return self._running_of(job).ranked_below(queue, None, state.evicted)
 
     def no_victims(self, state: CycleState, job: Job) -> bool:
         """Whether ``post_filter`` would find no victims for a waiting job because it is in
@@ -311,15 +368,19 @@ class DiscretizedLas:
         same test ``queue_of`` makes), told without a search."""
         if self.same_queue_preemption:
             return False
-        return (self._waiting_queue.get(job.job_id) == len(self.thresholds)
-                and not self._starving(state, job))
+        job_id = job.job_id
+        if self._waiting_queue.get(job_id) != len(self.thresholds):
+            return False
+        return not self._starves(job, state.snapshot.now)
 
     def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
         """What decides this job's victims on ``nodes`` besides starts and stops: the
         demotions of jobs there and the job's own queue (see the cycle's futility memo)."""
         if self.min_runtime:
             return None  # protection ends with time alone
-        self._advance(state)
+        heap = self._demotions
+        if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
+            self._advance(state)
         return (self._demotions_on(nodes), self.queue_of(state, job))
 
     def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
@@ -365,16 +426,38 @@ class DiscretizedLas:
             if first is not None and self._may_sleep(state):
                 first = self._next_demotion_that_matters(state)
             return first if first is not None and first > state.snapshot.now else None
+        now = state.snapshot.now
         times = [first]
         if self.min_runtime:
             times.append(protection_ends(state, self.min_runtime))
         if self.promote_knob:
-            times.append(self._next_promotion(state.now))
-            times += [state.now + self._victim_starves(state, job)
-                      for job in state.evicted.values() if job.run_started is not None
-                      and self._level(self._service(state, job)) > 0]
-        future = [t for t in times if t is not None and t > state.now]
-        return min(future) if future else None
+            times.append(self._next_promotion(now))
+            if state.evicted:
+                times += self._evicted_starve_at(state, now)
+        soonest = None  # ``min`` of the times after now, without the lists
+        for at in times:
+            if at is not None and at > now and (soonest is None or at < soonest):
+                soonest = at
+        return soonest
+
+    def _evicted_starve_at(self, state: CycleState, now: float) -> list[float]:
+        """When each job evicted in this cycle above queue 0 starves (it has run
+        ``now - run_started`` more by then), ``_level`` and ``_service`` inlined."""
+        knob, executed, waited, offsets = (self.promote_knob, self._executed, self._waited,
+                                           self._offsets)
+        thresholds, times = self.thresholds, []
+        for job in state.evicted.values():
+            started = job.run_started
+            if started is None:
+                continue
+            job_id = job.job_id
+            service = job.attained_service(now)
+            if offsets:
+                service -= offsets.get(job_id, 0.0)
+            if bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE) > 0:
+                times.append(now + ((knob * executed.get(job_id, 0.0)
+                                     - waited.get(job_id, 0.0)) + knob * (now - started)))
+        return times
 
     def _first_live_demotion(self, state: CycleState) -> float | None:
         """The time of the first demotion still due to a running job: entries of jobs that
@@ -413,8 +496,16 @@ class DiscretizedLas:
         last = len(self.thresholds)
         if any(self._waiting_in[:last]):
             return True
-        return bool(state.evicted) and any(self._level(self._service(state, job)) < last
-                                           for job in state.evicted.values())
+        if not state.evicted:
+            return False
+        now, offsets, thresholds = state.snapshot.now, self._offsets, self.thresholds
+        for job in state.evicted.values():  # ``_level(self._service(...))``, inlined
+            service = job.attained_service(now)
+            if offsets:
+                service -= offsets.get(job.job_id, 0.0)
+            if bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE) < last:
+                return True
+        return False
 
     def _may_sleep(self, state: CycleState) -> bool:
         """Whether this cycle may leave out the wake-ups of demotions that matter to no one:
@@ -462,12 +553,6 @@ class DiscretizedLas:
         self._quiet_since, self._popped_since_quiet = None, []
         return times
 
-    def _victim_starves(self, state: CycleState, job: Job) -> float:
-        """How long a job evicted in this cycle may wait before it starves (it has run
-        ``now - run_started`` more by then)."""
-        ran = state.now - job.run_started if job.run_started is not None else 0.0
-        return self._starve_wait(job.job_id) + self.promote_knob * ran
-
     def _advance(self, state: CycleState) -> None:
         """Apply every threshold crossing due by now, from a heap of (time, job id, start
         time, job) kept since each job started; stale entries (the job stopped or restarted
@@ -481,17 +566,27 @@ class DiscretizedLas:
                                           job.run_started or 0.0, now)
                 self._push_demotion(state, job, job.run_started)
         popped = self._popped_since_quiet if self._quiet_since is not None else None
+        offsets, thresholds = self._offsets, self.thresholds
         while heap and heap[0][0] <= now:
-            at, _, started, job = heapq.heappop(heap)
+            at, job_id, started, job = heapq.heappop(heap)
             if popped is not None:
                 popped.append(at)
-            just_started = job.job_id in state.started and started == now
-            if just_started or (job.run_started == started
-                                and job.status is JobStatus.RUNNING
-                                and job.job_id not in state.evicted):
-                self._running_of(job).file(job, self.queue_of(state, job), started or 0.0,
-                                          now)
-                self._push_demotion(state, job, started)
+            status = job.status
+            if (job_id in state.started and started == now) or (
+                    job.run_started == started and status is _RUNNING
+                    and job_id not in state.evicted):
+                # ``_service``/``_level`` once, for the queue and the next crossing: a
+                # running job's queue is its level (only a waiting one starves)
+                service = job.attained_service(now)
+                if offsets:
+                    service -= offsets.get(job_id, 0.0)
+                level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
+                queue = level if status is _RUNNING else self.queue_of(state, job)
+                self._running_of(job).file(job, queue, started or 0.0, now)
+                count = len(job.allocation) or job.spec.num_gpus  # ``_push_demotion``
+                if level < len(thresholds) and count:
+                    heapq.heappush(heap, (now + (thresholds[level] - service) / count,
+                                          job_id, started, job))
                 demotions, gpu_node = self._node_demotions, state.layout.gpu_node
                 for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node
                     demotions[node] += 1

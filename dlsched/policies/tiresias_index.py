@@ -11,11 +11,16 @@ are dropped unsorted.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
+from itertools import compress
 
 from dlsched.workload.job import Job, JobStatus
 
 Entry = tuple[Job, float]  # the job and the start time of the attempt it was filed for
+# ``JobStatus.is_waiting`` and ``is_terminal`` as tuples read in place (a property call less
+# per entry: compactions and sorts read every entry)
+WAITING = (JobStatus.PENDING, JobStatus.PREEMPTED)
+TERMINAL = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
 class RunningByQueue:
@@ -25,7 +30,7 @@ class RunningByQueue:
         self._filed: dict[str, tuple[int, float]] = {}
         self._pending: list[tuple[Job, int, float]] = []  # filed, not in the lists yet
         self._size = 0  # entries, valid or not, pending ones included
-        self._live_at_compaction = 0
+        self._compact_above = 16  # ``_size`` past which ``file`` compacts
 
     def file(self, job: Job, queue: int, started: float, now: float | None = None) -> None:
         """Record that ``job``'s attempt begun at ``started`` is now in ``queue``; ``now`` is
@@ -36,7 +41,7 @@ class RunningByQueue:
         # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
         # scans start: compact once they reach half the live ones (a compaction reads every
         # entry; scans skip stale ones cheaply, and few scans happen between compactions).
-        if self._size > self._live_at_compaction + self._live_at_compaction // 2 + 16:
+        if self._size > self._compact_above:  # live + live // 2 + 16
             self._sort_pending()
             self._compact(started if now is None else now)
 
@@ -48,39 +53,54 @@ class RunningByQueue:
         if not pending:
             return
         self._pending = []
+        all_keys, all_entries, position, dropped = self._keys, self._entries, bisect.bisect_right, 0
         for job, queue, started in pending:
-            status = job.status
-            if (filed.get(job.job_id) != (queue, started)
+            status, job_id = job.status, job.job_id
+            if (filed.get(job_id) != (queue, started)
                     or (status is running and job.run_started != started)
-                    or status.is_terminal):
-                self._size -= 1
+                    or status in TERMINAL):
+                dropped += 1
                 continue
-            key = (job.spec.submit_time, job.job_id)
-            at = bisect.bisect_right(self._keys[queue], key)
-            self._keys[queue].insert(at, key)
-            self._entries[queue].insert(at, (job, started))
+            key, keys = (job.spec.submit_time, job_id), all_keys[queue]
+            at = position(keys, key)
+            keys.insert(at, key)
+            all_entries[queue].insert(at, (job, started))
+        self._size -= dropped
 
     def queue_of(self, job: Job) -> int | None:
         filed = self._filed.get(job.job_id)
         return filed[0] if filed is not None and self._valid(job, filed) else None
 
-    def ranked_below(self, queue: int, key: tuple[float, str] | None) -> Iterator[Job]:
-        """Running jobs ranked after (queue, key), the lowest-ranked first; with ``key``
-        None, those of the queues below ``queue`` only."""
+    def ranked_below(self, queue: int, key: tuple[float, str] | None,
+                     evicted: Container[str] = ()) -> Iterator[Job]:
+        """Running jobs ranked after (queue, key), the lowest-ranked first, less those whose
+        id is in ``evicted`` when met (read as the search goes: it marks its victims); with
+        ``key`` None, those of the queues below ``queue`` only."""
         self._sort_pending()
+        running = JobStatus.RUNNING
         for lower in range(len(self._entries) - 1, queue, -1):
-            yield from self._valid_in(lower, 0)
+            # ``_valid_in(lower, 0, evicted)``, inlined: one generator fewer per victim read
+            entries, filed = self._entries[lower], self._filed
+            for index in range(len(entries) - 1, -1, -1):
+                job, started = entries[index]
+                if job.status is running and job.run_started == started:
+                    where = filed.get(job.job_id)
+                    if (where is not None and where[0] == lower and where[1] == started
+                            and job.job_id not in evicted):
+                        yield job
         if key is not None:
-            yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key))
+            yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key),
+                                      evicted)
 
-    def _valid_in(self, queue: int, first: int) -> Iterator[Job]:
+    def _valid_in(self, queue: int, first: int, evicted: Container[str]) -> Iterator[Job]:
         entries, filed, running = self._entries[queue], self._filed, JobStatus.RUNNING
         for index in range(len(entries) - 1, first - 1, -1):
             job, started = entries[index]
             # ``_valid``, inlined: victim searches read many entries, stale ones included.
             if job.status is running and job.run_started == started:
                 where = filed.get(job.job_id)
-                if where is not None and where[0] == queue and where[1] == started:
+                if (where is not None and where[0] == queue and where[1] == started
+                        and job.job_id not in evicted):
                     yield job
 
     def _valid(self, job: Job, filed: tuple[int, float]) -> bool:
@@ -93,12 +113,15 @@ class RunningByQueue:
         job waited, and under contention such entries outnumbered the running jobs)."""
         filed, running = self._filed, JobStatus.RUNNING
         for queue, entries in enumerate(self._entries):
-            keep = [i for i, (job, started) in enumerate(entries)
-                    if filed.get(job.job_id) == (queue, started)
-                    and ((job.status is running and job.run_started == started)
-                         or (job.status.is_waiting and started == now))]
-            self._entries[queue] = [entries[i] for i in keep]
-            self._keys[queue] = [self._keys[queue][i] for i in keep]
+            # one pass telling each entry kept or not; both lists taken by it in C
+            keep = [(where := filed.get(job.job_id)) is not None and where[0] == queue
+                    and where[1] == started
+                    and ((job.run_started == started and job.status is running)
+                         or (started == now and job.status in WAITING))
+                    for job, started in entries]
+            self._entries[queue] = list(compress(entries, keep))
+            self._keys[queue] = list(compress(self._keys[queue], keep))
         self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
                        for job, started in entries}
-        self._size = self._live_at_compaction = len(self._filed)
+        live = self._size = len(self._filed)
+        self._compact_above = live + live // 2 + 16

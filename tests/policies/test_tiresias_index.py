@@ -61,3 +61,20 @@ def test_jobs_filed_are_sorted_in_only_when_a_search_asks() -> None:
     assert [len(entries) for entries in index._entries] == [0, 0]  # nothing sorted yet
     assert [j.job_id for j in index.ranked_below(0, (-1.0, ""))] == ["b", "a"]
     assert [[job.job_id for job, _ in entries] for entries in index._entries] == [["a"], ["b"]]
+
+
+def test_victims_skip_the_evicted_as_the_search_marks_them() -> None:
+    """``ranked_below(..., evicted)`` reads the evictions as it goes (a victim search marks
+    each victim before it pulls the next), in the lower queues and in the job's own."""
+    index = RunningByQueue(3)
+    jobs = {name: _running(name, submit, 5.0)
+            for name, submit in (("a", 0), ("b", 1), ("c", 2), ("d", 3))}
+    for name, queue in (("a", 2), ("b", 2), ("c", 1), ("d", 1)):
+        index.file(jobs[name], queue, 5.0)
+    evicted: dict[str, Job] = {"b": jobs["b"]}
+    search = index.ranked_below(0, None, evicted)
+    assert next(search).job_id == "a"
+    evicted["d"] = jobs["d"]  # marked while the search is under way
+    assert [j.job_id for j in search] == ["c"]
+    assert [j.job_id for j in index.ranked_below(1, (0.5, "x"), {"c": jobs["c"]})] == [
+        "b", "a", "d"]
