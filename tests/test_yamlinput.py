@@ -69,7 +69,8 @@ def test_many_groups_cannot_add_up_past_the_node_limit(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("value", "message"), [
-    (".inf", "must be at most"), ("1.0e+400", "must be at most"), (".nan", "must be >= 0"),
+    (".inf", "must be at most"), ("1.0e+400", "must be at most"),
+    (".nan", "must be a finite number, got nan"),
     ("10000000000000000000000000", "must be at most")])
 def test_numbers_are_finite_and_bounded(tmp_path: Path, value: str, message: str) -> None:
     path = tmp_path / "c.yaml"
