@@ -109,6 +109,12 @@ def _static_entry_by_shape(state: CycleState, job: Job, filters: Sequence[Filter
     return cached
 
 
+def static_mask(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> np.ndarray:
+    """The read-only node mask of ``filters``' static plugins for the job, from the cache the
+    cycle keeps by spec shape (a policy that places jobs itself asks it with its own tuple)."""
+    return _static_entry_by_shape(state, job, filters)[0]
+
+
 def mask_signature(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> bytes:
     """The nodes a job's static filters allow, as bytes: jobs with equal signatures (and the
     same GPU share) compete for the same GPUs, whatever else differs in their specs."""

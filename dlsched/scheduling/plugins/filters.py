@@ -74,25 +74,15 @@ class RunnableFilter:
 
 
 _TYPES, _POOLS, _RUNNABLE = GpuTypeFilter(), NodePoolFilter(), RunnableFilter()
-
-# (cluster, model, what the rate reads of a spec) -> the nodes the job can run on; the key
-# holds the cluster and model so their ids stay unique while an entry lives.
-_RUNNABLE_MASKS: dict[tuple, tuple[Cluster, object, np.ndarray]] = {}
+_RUNNABLE_ONLY = (_RUNNABLE,)  # one tuple: the shape cache keys it by identity
 
 
 def runnable_nodes(state: CycleState, job: Job) -> np.ndarray:
     """Read-only node mask of the GPU types the throughput model rates above 0 for the job at
-    its size (the core's ``runnable`` filter), cached per model and spec shape."""
-    spec, model = job.spec, state.snapshot.throughput
-    key = (id(state.cluster), id(model), spec.model, spec.batch_size, spec.num_gpus)
-    hit = _RUNNABLE_MASKS.get(key)
-    if hit is None or hit[0] is not state.cluster or hit[1] is not model:
-        mask = _RUNNABLE.filter(state, job, np.ones(state.cluster.num_nodes, dtype=bool))
-        mask.flags.writeable = False
-        if len(_RUNNABLE_MASKS) > 100_000:
-            _RUNNABLE_MASKS.clear()
-        hit = _RUNNABLE_MASKS[key] = (state.cluster, model, mask)
-    return hit[2]
+    its size (the core's ``runnable`` filter), from the cycle's static-mask cache."""
+    from dlsched.scheduling.placement import static_mask
+
+    return static_mask(state, job, _RUNNABLE_ONLY)
 
 
 def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
