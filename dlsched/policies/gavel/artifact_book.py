@@ -9,7 +9,7 @@ the jobs makes: a round of ~70 jobs then costs a few numpy calls, not ~70 Python
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
@@ -83,8 +83,12 @@ class Credits:
     and to the job's seconds per type for reports (``seconds_on``: every job ever seen, a row
     each, kept after it leaves)."""
 
-    def __init__(self, n_types: int, keep_columns: bool = True) -> None:
+    def __init__(self, n_types: int, keep_columns: bool = True,
+                 keep_moves: bool = False) -> None:
         self.keep_columns = keep_columns  # try ``_Running.after`` (else read jobs each time)
+        # ``after`` also patches the columns of jobs that started or moved (rounds that
+        # move a few jobs: max-min, LAS), instead of reading every job again
+        self.keep_moves = keep_columns and keep_moves
         self.worker_time = np.zeros(n_types)  # per type: all jobs' seconds since the reset
         self._since: dict[str, float] = {}  # each running job's last credited time
         self._row: dict[str, int] = {}  # a row of ``_on`` per job ever running
@@ -101,7 +105,7 @@ class Credits:
         then ran the same seconds since that credit, one number for all (``_credit_all``).
         Each job's last credit time is the kept cells' ``when`` while they are kept."""
         last = self._kept
-        kept = (last.after(journal, len(running), self._since)
+        kept = (last.after(journal, running, self._since, self._moved_cells(gpu_kind, book))
                 if last is not None and running else None)
         if kept is not None:
             self.reused += 1
@@ -147,6 +151,27 @@ class Credits:
         return _Running(ids, kinds.tolist(), on_rows * n_types + kinds,
                         slots * n_types + kinds, journal.count if reuse else None, now)
 
+    def _moved_cells(self, gpu_kind: np.ndarray, book: Book
+                     ) -> Callable[[Job, float], tuple[int, int, int] | None] | None:
+        """How ``_Running.after`` reads a job that started or moved since the kept credit
+        (None: it does not; the caller reads every job then): the job's type and its report
+        and book cells, or None when the job cannot share the kept credit (it has no book
+        slot yet, or it did not start at the kept credit's time)."""
+        if not self.keep_moves:
+            return None
+        rows, slot_of, since, n_types = self._row, book.slot, self._since, self._on.shape[1]
+
+        def cells(job: Job, when: float) -> tuple[int, int, int] | None:
+            slot = slot_of.get(job.job_id)
+            if slot is None or job.run_started != when or since.get(job.job_id, when) > when:
+                return None
+            kind = int(gpu_kind[job.allocation[0]])
+            row = rows.setdefault(job.job_id, len(rows))
+            if row >= len(self._on):
+                self._on = np.concatenate([self._on, np.zeros_like(self._on)])
+            return kind, row * n_types + kind, slot * n_types + kind
+        return cells
+
     def _credit_all(self, seconds: float, kept: _Running, book: Book) -> None:
         """``_credit_each`` where every job ran ``seconds`` since ``kept.when`` and has a
         book slot: the same cells get the same sums, the type totals added job by job in
@@ -180,23 +205,29 @@ class _Running:
         self.ids, self.kinds, self.count, self.when = ids, kinds, count, when
         self.on_cells, self.time_cells = on_cells, time_cells
 
-    def after(self, journal: RunningJournal | None, running: int,
-              since: dict[str, float]) -> _Running | None:
+    def after(self, journal: RunningJournal | None, running: Collection[Job],
+              since: dict[str, float],
+              moved: Callable[[Job, float], tuple[int, int, int] | None] | None = None
+              ) -> _Running | None:
         """These cells for the running jobs now, when every change since ``count`` was of
         a job that no longer runs (a completion, a preemption: its cells are dropped, its
         last credit written to ``since``, the others keep their order, as the core's running
-        jobs do); else None."""
+        jobs do); with ``moved`` (``Credits._moved_cells``), also when jobs started or
+        moved at this credit's time (``_patched``); else None."""
         if journal is None or self.count is None:
             return None
         changed = journal.since(self.count)
         if changed is None:
             return None
         if not changed:
-            return self if len(self.ids) == running else None
+            return self if len(self.ids) == len(running) else None
         if any(job.status is JobStatus.RUNNING for job in changed):
-            return None
+            named = {job.job_id for job in changed}  # a move is noted twice: stop, start
+            if moved is None or len(named) > len(running) // 2:
+                return None  # rounds that move many jobs: reading every job costs less
+            return self._patched(named, running, since, moved, journal.count)
         positions = sorted(self._positions({job.job_id for job in changed}))
-        if len(self.ids) - len(positions) != running:
+        if len(self.ids) - len(positions) != len(running):
             return None
         ids, kinds = self.ids.copy(), self.kinds.copy()
         for position in reversed(positions):
@@ -206,6 +237,36 @@ class _Running:
         keep[positions] = False
         return _Running(ids, kinds, self.on_cells[keep], self.time_cells[keep],
                         journal.count, self.when)
+
+    def _patched(self, named: set[str], running: Collection[Job],
+                 since: dict[str, float],
+                 moved: Callable[[Job, float], tuple[int, int, int] | None],
+                 count: int) -> _Running | None:
+        """The cells in the running order now: a job the journal does not name (``named``)
+        keeps its cells, one that runs now and is named (started, or moved to other GPUs)
+        gets them read again (``moved``: None when it cannot share this credit, then so does
+        the answer), and the jobs that left are dropped, their last credit written to
+        ``since`` as ``_credit_each`` would have read it."""
+        position = dict(zip(self.ids, range(len(self.ids)), strict=True))
+        old_on, old_time = self.on_cells.tolist(), self.time_cells.tolist()
+        ids, kinds, on_cells, time_cells = [], [], [], []
+        for job in running:
+            job_id = job.job_id
+            at = position.pop(job_id, None)
+            if at is None or job_id in named:
+                cells = moved(job, self.when)
+                if cells is None:
+                    return None
+                kind, on_cell, time_cell = cells
+            else:
+                kind, on_cell, time_cell = self.kinds[at], old_on[at], old_time[at]
+            ids.append(job_id)
+            kinds.append(kind)
+            on_cells.append(on_cell)
+            time_cells.append(time_cell)
+        since.update(dict.fromkeys(position, self.when))  # the jobs that left
+        return _Running(ids, kinds, np.array(on_cells, dtype=np.intp),
+                        np.array(time_cells, dtype=np.intp), count, self.when)
 
     def _positions(self, gone: set[str]) -> list[int]:
         """Where the jobs of ``gone`` are in ``ids`` (a job may have started and stopped

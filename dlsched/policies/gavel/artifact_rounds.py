@@ -71,7 +71,14 @@ class _Rows:
             arrival = self._arrivals[shape] = np.repeat(np.arange(shape[0]), shape[1]
                                                         ).reshape(shape)
         self.arrival = arrival
+        self._needs: list[int] | None = None
+        self.type_order: list[int] | None = None  # ``_type_order``'s, types not shuffled
 
+    def needs(self, workers: dict[str, int]) -> list[int]:
+        """Each row's gang (GPUs), read once while the rows stay."""
+        if self._needs is None:
+            self._needs = [workers[job_id] for job_id in self.ids]
+        return self._needs
 
 
 class ArtifactGavelRounds(GavelRounds):
@@ -143,10 +150,10 @@ class ArtifactGavelRounds(GavelRounds):
         if is_round:
             self._round_start = now
         if self._book is None or self._credits is None:
-            # columns kept where rounds mostly keep their jobs (FIFO: ``artifact_settled``);
-            # elsewhere a round that moves jobs changes them, and checking costs more
+            # the running jobs' credit columns kept from cycle to cycle, those of the jobs
+            # that start or move read again (``Credits``)
             self._book = Book(n_types)
-            self._credits = Credits(n_types, self.fifo and not self.shuffle_types)
+            self._credits = Credits(n_types, keep_columns=True, keep_moves=True)
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         jobs: list[Job] | None = None
@@ -435,20 +442,44 @@ class ArtifactGavelRounds(GavelRounds):
               free: np.ndarray) -> dict[str, int]:
         """Each job's GPU type: the per-type lists walked one after another, a job on the
         first entry with room for its gang (``assign_types`` over ``_entries``, whose
-        priorities are the walk's positions, without building and sorting the entries)."""
+        priorities are the walk's positions, without building and sorting the entries).
+        The lists as ``_lists`` orders them, walked by row number: a type's list is read
+        only while the type has room for the smallest gang, and no id list is built."""
+        assert len(jobs) == len(self._cycle_ids)
+        rows = self._rows
+        assert rows is not None
+        ids, need = rows.ids, rows.needs(workers)
+        ranked, keep = self._ranked_rows(view, rows)
         left = free.astype(np.int64).tolist()
-        chosen: dict[str, int] = {}
         smallest = min(workers.values(), default=1)
-        for kind, job_ids in self._lists(view, jobs):
-            for job_id in job_ids:
-                if left[kind] < smallest:
+        taken = bytearray(len(ids))
+        chosen: dict[str, int] = {}
+        for kind in self._type_order(view):
+            room = left[kind]
+            if room < smallest:
+                continue
+            column = ranked[:, kind]
+            for row in column[keep[column, kind]].tolist():
+                if room < smallest:
                     break
-                need = workers[job_id]
-                if job_id in chosen or left[kind] < need:
+                gang = need[row]
+                if taken[row] or room < gang:
                     continue
-                chosen[job_id] = kind
-                left[kind] -= need
+                taken[row] = 1
+                chosen[ids[row]] = kind
+                room -= gang
+            left[kind] = room
         return chosen
+
+    def _ranked_rows(self, view: _Round, rows: _Rows) -> tuple[np.ndarray, np.ndarray]:
+        """Every type's rows in walk order (highest priority first, then deficit, then X;
+        ties in arrival order) and which entries the lists hold (runnable; FIFO: priority
+        above 0). The keys make each column's order total (the row last), so one lexsort
+        gives every column the order a one-column lexsort gives."""
+        priority = view.priority
+        keep = rows.runnable & (priority > 0) if self.fifo else rows.runnable
+        ranked = np.lexsort((rows.arrival, rows.neg_x, rows.neg_deficit, -priority), axis=0)
+        return ranked, keep
 
     def _lists(self, view: _Round, jobs: Sequence[Job]) -> list[tuple[int, list[str]]]:
         """One list of job ids per GPU type, in walk order (``_type_order``): highest
@@ -460,11 +491,8 @@ class ArtifactGavelRounds(GavelRounds):
         assert len(jobs) == len(self._cycle_ids)
         rows = self._rows
         assert rows is not None
-        ids, priority = rows.ids, view.priority
-        keep = rows.runnable & (priority > 0) if self.fifo else rows.runnable
-        # every type's column at once: the keys make each column's order total (the row
-        # last), so it is the order a one-column lexsort gives
-        ranked = np.lexsort((rows.arrival, rows.neg_x, rows.neg_deficit, -priority), axis=0)
+        ids = rows.ids
+        ranked, keep = self._ranked_rows(view, rows)
         lists = []
         for kind in order:
             column = ranked[:, kind]
@@ -486,8 +514,10 @@ class ArtifactGavelRounds(GavelRounds):
             return self._rng.permutation(n_types).tolist()
         if not len(view.speed):
             return list(range(n_types))
-        book = self._book
-        assert book is not None and self._rows is not None
-        # each job's speeds relative to its fastest type, summed over the round's jobs
-        relative_sum = book.relative[self._rows.slots].sum(axis=0)
-        return np.argsort(-relative_sum, kind="stable").tolist()
+        book, rows = self._book, self._rows
+        assert book is not None and rows is not None
+        if rows.type_order is None:  # fixed while the rows stay (the same jobs)
+            # each job's speeds relative to its fastest type, summed over the round's jobs
+            relative_sum = book.relative[rows.slots].sum(axis=0)
+            rows.type_order = np.argsort(-relative_sum, kind="stable").tolist()
+        return rows.type_order

@@ -97,19 +97,24 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
     tens of jobs on a few nodes each, where numpy's per-call cost dominates."""
     placed: dict[str, tuple[int, ...]] = {}
     kinds, left = node_type.tolist(), room.tolist()
+    moving = []  # (minus gang, job id): placed largest first, after every job that stays
     for job_id, kind in types.items():
-        held = current.get(job_id, ())
-        if not held:
-            continue
-        if len(held) == 1:  # ``_keeps`` for one worker, inlined (most jobs)
+        held = current.get(job_id)
+        if held is None:
+            moving.append((-workers[job_id], job_id))
+        elif len(held) == 1:  # ``_keeps`` for one worker, inlined (most jobs)
             node = held[0]
             if kinds[node] == kind and left[node] >= 1:
                 left[node] -= 1
                 placed[job_id] = held
-        elif _keeps(held, kind, kinds, left):
+            else:
+                moving.append((-workers[job_id], job_id))
+        elif held and _keeps(held, kind, kinds, left):
             placed[job_id] = held
+        else:
+            moving.append((-workers[job_id], job_id))
+    moving.sort()
     by_type: dict[int, list[int]] = {}  # a type's nodes, listed when a job moves there
-    moving = sorted([(-workers[j], j) for j in types if j not in placed])  # largest first
     for minus_need, job_id in moving:
         kind = types[job_id]
         of_kind = by_type.get(kind)

@@ -55,3 +55,49 @@ def test_a_reused_credit_adds_the_type_totals_without_numpy_add_at(
         at=lambda *args: calls.append(1) or add_at(*args)))
     credits, _ = _credited(True)
     assert credits.reused == 4 and len(calls) == 1
+
+
+def _moving(keep_moves: bool) -> tuple[Credits, Book]:
+    """Four jobs credited at uneven times; at the credits' times one moves to another type,
+    one starts, one stops, one is preempted and started again (the end of the running
+    order), and one starts between two credits (its cells cannot be shared)."""
+    jobs = [_job(f"j{i}", gpu) for i, gpu in enumerate([0, 2, 6, 4, 7, 5])]
+    book, journal = Book(3), RunningJournal(0)
+    credits = Credits(3, keep_columns=True, keep_moves=keep_moves)
+    book.add_all([job.job_id for job in jobs], 180.1)
+    running = jobs[:4]
+    times = [0.3, 0.7, 1.3, 2.9, 3.7, 4.1, 5.3]
+    for step, now in enumerate(times):
+        credits.credit(now, running, GPU_KIND, book, journal)
+        if step == 1:  # j0 moves from type 0 to type 2
+            _relaunch(jobs[0], 5, now, journal)
+        elif step == 2:  # j4 starts
+            _relaunch(jobs[4], 7, now, journal)
+            running.append(jobs[4])
+        elif step == 3:  # j2 stops; j1 preempted and started again
+            jobs[2].status = JobStatus.FINISHED
+            running.remove(jobs[2])
+            journal.note(jobs[2])
+            running.remove(jobs[1])
+            _relaunch(jobs[1], 3, now, journal)
+            running.append(jobs[1])
+        elif step == 4:  # j5 starts after this credit, before the next
+            _relaunch(jobs[5], 1, now + 0.2, journal)
+            running.append(jobs[5])
+    return credits, book
+
+
+def _relaunch(job: SimpleNamespace, gpu: int, now: float, journal: RunningJournal) -> None:
+    journal.note(job)  # the core notes a stop and a start
+    job.allocation, job.run_started = (gpu,), now
+    journal.note(job)
+
+
+def test_cells_of_jobs_that_start_or_move_are_read_again_to_the_same_sums() -> None:
+    patched, patched_book = _moving(True)
+    each, each_book = _moving(False)
+    assert patched.reused == 5 and each.reused == 2
+    assert patched.worker_time.tolist() == each.worker_time.tolist()
+    assert patched_book.time.tolist() == each_book.time.tolist()
+    for i in range(6):
+        assert patched.seconds_on(f"j{i}").tolist() == each.seconds_on(f"j{i}").tolist()

@@ -52,9 +52,9 @@ def test_the_direct_walk_picks_what_assign_types_picks_over_the_entries(
     walk, rounds = ArtifactGavelRounds._walk, []
 
     def checked(self, view, jobs, workers, free):  # type: ignore[no-untyped-def]
-        lists = self._lists(view, jobs)  # one draw of the (random) type order for both
+        order = self._type_order(view)  # one draw of the (random) type order for both
         with monkeypatch.context() as patch:
-            patch.setattr(self, "_lists", lambda _view, _jobs: lists)
+            patch.setattr(self, "_type_order", lambda _view: order)
             direct = walk(self, view, jobs, workers, free)
             sorted_entries = assign_types(self._entries(view, jobs), workers, free)
         assert list(direct.items()) == list(sorted_entries.items())
@@ -209,20 +209,23 @@ def test_a_round_told_settled_sorts_only_the_jobs_that_arrived(
     assert 60 <= len(keyed) < sum(active) // 2
 
 
-@pytest.mark.parametrize(("policy", "kept"), [
-    ("gavel-fifo", True), ("gavel-maxmin", False), ("gavel-maxmin-agnostic", False),
+@pytest.mark.parametrize(("policy", "most"), [
+    ("gavel-fifo", True), ("gavel-maxmin", True), ("gavel-las", True),
+    ("gavel-maxmin-agnostic", False),
 ])
-def test_credit_columns_are_kept_only_where_rounds_mostly_keep_their_jobs(
-        policy: str, kept: bool) -> None:
-    # Max-min rounds move jobs most rounds: the columns would rarely be reusable, and trying
-    # cost 0.4-0.6% of their instructions at 1,000 jobs.
+def test_credit_columns_are_kept_across_rounds_that_move_a_few_jobs(
+        policy: str, most: bool) -> None:
+    # The columns are kept from credit to credit, those of the jobs that started or moved
+    # read again (``_Running._patched``): most max-min and LAS credits too (none before
+    # session 30), not the agnostic rounds, which move most running jobs (read anew).
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=30))
     sim = Simulator(resolve_cluster("gavel-108"), trace,
                     build_policy(policy, {"mechanism": "artifact"}),
                     SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
-    sim.run()
+    result = sim.run()
     credits = sim.core.profile.allocators[0]._credits
-    assert credits.keep_columns == kept and (credits.reused > 0) == kept
+    assert (credits.reused >= 0.8 * result.cycles) == most
+    assert credits.reused >= 0.25 * result.cycles
 
 
 def test_relative_speeds_are_computed_once_per_kind_of_job() -> None:
