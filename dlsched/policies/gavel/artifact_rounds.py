@@ -38,6 +38,7 @@ from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment, Targets
 from dlsched.scheduling.state import ClusterSnapshot, CycleState
+from dlsched.slots import slot_builder
 from dlsched.workload.job import Job, JobStatus
 
 _ARRIVAL = attrgetter("spec.submit_time", "job_id")  # Gavel's job order: arrival, then id
@@ -45,6 +46,9 @@ RESET_SECONDS = 1920.0  # Gavel's minimum_time_between_allocation_resets
 _UPDATED = "gavel-artifact-updated"  # the cycle's scratch: ``_update`` ran (is it a round)
 UNRUN_PRIORITY = 1e9  # Gavel: "Don't use inf so 2*new_priority > new_priority"
 _ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELLED)  # by identity, no hash
+# ``Assignment(nodes)`` without ``__post_init__``: ``place_round``'s node tuples are sorted
+# (a round moves ~17 jobs in max-min, ~60 in the agnostic one)
+_assignment = slot_builder(Assignment, ("nodes",))
 
 
 class _Rows:
@@ -371,7 +375,7 @@ class ArtifactGavelRounds(GavelRounds):
                     continue
                 target = assignments.get(job_id)
                 if target is None or target.nodes != nodes:
-                    target = assignments[job_id] = Assignment(nodes)
+                    target = assignments[job_id] = _assignment(nodes)
                 targets[job_id] = target
         return Targets(targets, frozenset(kept))
 

@@ -299,3 +299,31 @@ def test_arrivals_and_departures_are_told_by_the_waiting_jobs_and_the_journal(
     monkeypatch.setattr(ArtifactGavelRounds, "_arrivals", checked)
     first_starts(policy, 150, mechanism="artifact")
     assert sum(told) > most * len(told)
+
+
+@pytest.mark.parametrize("policy", ["gavel-maxmin", "gavel-maxmin-agnostic"])
+def test_round_targets_are_built_without_the_assignment_checks(
+        policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A moved job's ``Assignment`` is built without ``__post_init__`` (``place_round``'s
+    # nodes are sorted): each target equals the checked one, and no check ran in ``allocate``.
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+    from dlsched.scheduling.allocation import Assignment
+
+    checks, targets, allocate = [], [], ArtifactGavelRounds.allocate
+    post_init = Assignment.__post_init__
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        checks.append(1)
+        post_init(self)
+
+    def allocated(self, state):  # type: ignore[no-untyped-def]
+        with monkeypatch.context() as patch:
+            patch.setattr(Assignment, "__post_init__", counted)
+            answer = allocate(self, state)
+        targets.extend(answer.values())
+        return answer
+
+    monkeypatch.setattr(ArtifactGavelRounds, "allocate", allocated)
+    first_starts(policy, 60, mechanism="artifact")
+    assert len(targets) > 50 and not checks
+    assert all(target == Assignment(target.nodes) for target in targets)
