@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import signal
 import socket
@@ -69,16 +70,23 @@ def _memory_gb() -> float:
 
 
 def check_options(options: ServeOptions) -> None:
+    """Every number of the options in range before anything starts: a port beyond 0-65535 was
+    Python's OverflowError from ``bind``, and ``nan`` passed every ``< 0`` test (typer reads
+    'nan' and 'inf' as floats)."""
     for flag, value in (("--grace-seconds", options.grace_seconds),
                         ("--checkpoint-seconds", options.checkpoint_seconds),
                         ("--retry-backoff", options.retry_backoff),
                         ("--retry-backoff-max", options.retry_backoff_max)):
+        _check_finite(flag, value)
         if value < 0:
             raise ConfigError(f"{flag} must be at least 0, got {value:g}")
     if options.max_attempts < 1:
         raise ConfigError(f"--max-attempts must be at least 1, got {options.max_attempts}")
+    _check_finite("--orphan-timeout", options.orphan_timeout)
     if options.orphan_timeout <= 0:
         raise ConfigError(f"--orphan-timeout must be more than 0, got {options.orphan_timeout:g}")
+    if not 0 <= options.port <= 65535:
+        raise ConfigError(f"--port must be 0 to 65535 (0: a free port), got {options.port}")
 
 
 def service_cluster(options: ServeOptions) -> Cluster:
@@ -96,6 +104,11 @@ def service_cluster(options: ServeOptions) -> Cluster:
 
         return resolve_cluster(options.cluster)
     return local_cluster(options.gpus or 0, options.gpu_type)
+
+
+def _check_finite(flag: str, seconds: float) -> None:
+    if not math.isfinite(seconds):
+        raise ConfigError(f"{flag} must be a finite number of seconds, got {seconds:g}")
 
 
 def bind(host: str, port: int) -> socket.socket:
