@@ -95,12 +95,15 @@ def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: s
          opt: list[str] | None, workers: int | None = None) -> None:
     from dlsched.compare_pool import available_cpus
     from dlsched.reproduce.output import write_outputs
-    from dlsched.reproduce.registry import ExperimentOptions, get_experiment
+    from dlsched.reproduce.registry import ExperimentOptions, get_experiment, registered_experiments
     from dlsched.reproduce.runner import run_experiment
 
     experiment = get_experiment(name)
+    chosen_seeds = _seeds(seeds)
+    experiment.check_seeds(chosen_seeds, [known.name for known in
+                                          registered_experiments().values() if known.seeded])
     options = ExperimentOptions(experiment.select("cases", _split(cases)),
-                                experiment.select("variants", _split(variants)), _seeds(seeds),
+                                experiment.select("variants", _split(variants)), chosen_seeds,
                                 _pairs(opt), out, log=lambda m: console.print(m))
     started = time.perf_counter()
     rows = run_experiment(experiment, options, workers or available_cpus())
@@ -123,6 +126,8 @@ def _print_list(known: Mapping[str, Experiment]) -> None:
         lines = [experiment.summary,
                  f"cases: {_listed(experiment.cases, experiment.default_cases)}",
                  f"variants: {_listed(experiment.variants, experiment.default_variants)}"]
+        if experiment.seeded:
+            lines.append("--seeds: yes (comma-separated; averaged over)")
         lines += [f"--opt {key}: {text}" for key, text in experiment.options.items()]
         say(f"\n{experiment.name}")
         for line in lines:
