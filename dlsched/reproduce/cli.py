@@ -94,6 +94,7 @@ def reproduce(
 def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: str | None,
          opt: list[str] | None, workers: int | None = None) -> None:
     from dlsched.compare_pool import available_cpus
+    from dlsched.experiment import check_out
     from dlsched.reproduce.output import write_outputs
     from dlsched.reproduce.registry import ExperimentOptions, get_experiment, registered_experiments
     from dlsched.reproduce.runner import run_experiment
@@ -105,6 +106,8 @@ def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: s
     options = ExperimentOptions(experiment.select("cases", _split(cases)),
                                 experiment.select("variants", _split(variants)), chosen_seeds,
                                 _pairs(opt), out, log=lambda m: console.print(m))
+    experiment.check_options(options.options)
+    check_out(out)  # before the runs: `--out FILE` was a traceback once they had run
     started = time.perf_counter()
     rows = run_experiment(experiment, options, workers or available_cpus())
     command = "dlsched " + " ".join(shlex.quote(a) for a in sys.argv[1:])

@@ -69,7 +69,11 @@ def tenants(
     if out is None:
         print(text, end="")
     else:
-        out.write_text(text)
+        try:
+            out.write_text(text)
+        except OSError as exc:
+            console.print(f"[red]error:[/] {escape(f'--out {out}: cannot write: {exc.strerror}')}")
+            raise typer.Exit(2) from None
         console.print(escape(f"{count_of(len(doc['cluster_queues']), 'cluster queue')} -> {out}"))
 
 
