@@ -21,7 +21,7 @@ from dlsched.errors import ConfigError, DlschedError
 from dlsched.runtime.confine import open_private
 from dlsched.runtime.datadir import check_free
 from dlsched.runtime.exposure import exposure_warnings, print_warnings
-from dlsched.wording import count_of
+from dlsched.wording import count_of, did_you_mean
 
 if TYPE_CHECKING:
     from dlsched.tenancy.config import TenantConfig
@@ -96,7 +96,8 @@ def service_cluster(options: ServeOptions) -> Cluster:
                               "--gpus/--cluster")
         return Cluster("ray", ())  # replaced by the Ray cluster's nodes in serve()
     if options.executor != "local":
-        raise ConfigError(f"--executor: unknown executor {options.executor!r} (local, ray)")
+        raise ConfigError(f"--executor: unknown executor {options.executor!r} (local, ray)"
+                          f"{did_you_mean(options.executor, ('local', 'ray'))}")
     if (options.gpus is None) == (options.cluster is None):
         raise ConfigError("give either --gpus N (one local node) or --cluster FILE.yaml")
     if options.cluster is not None:
