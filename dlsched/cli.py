@@ -208,8 +208,15 @@ def _print_outcome(policy: str, outcome: RunOutcome, out: Path) -> None:
         more = len(outcome.never_admitted) - 10
         console.print("[yellow]warning:[/] " + escape(
             f"{policy}: {count_of(len(outcome.never_admitted), 'job')} can never be admitted "
-            f"(they ask more than their queue may ever use): {named}"
+            f"({_asks_beyond_queue(len(outcome.never_admitted))}): {named}"
             f"{f' and {more} more' if more > 0 else ''}; see never_admitted.csv"))
+
+
+def _asks_beyond_queue(jobs: int) -> str:
+    """Why jobs can never be admitted, in the number of the count ('1 job ... (they ask' read
+    wrong)."""
+    return ("it asks more than its queue may ever use" if jobs == 1
+            else "they ask more than their queue may ever use")
 
 
 def left_unfinished_text(policy: str, outcome: RunOutcome) -> str:

@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from dlsched.errors import ConfigError, InputLocation
+from dlsched.wording import did_you_mean
 
 WORK_DEFINITIONS = ("steps", "progress")
 MIG_PLACEMENTS = ("mig-aware", "first-fit")  # mig/placement.py's placers
@@ -189,7 +190,7 @@ class RunConfig:
                                     ("sacct_queue", self.sacct_queue, tuple(QUEUE_FIELDS))):
             if value is not None and value not in allowed:
                 raise ConfigError(f"{where(key)}: {value!r} is not one of "
-                                  f"{', '.join(allowed)}")
+                                  f"{', '.join(allowed)}{did_you_mean(value, allowed)}")
         return self
 
     def _check_failure_options(self, where: Callable[[str], str]) -> None:
@@ -203,7 +204,7 @@ class RunConfig:
 
         if self.resilience not in POLICIES:
             raise ConfigError(f"{where('resilience')}: {self.resilience!r} is not one of "
-                              f"{', '.join(POLICIES)}")
+                              f"{', '.join(POLICIES)}{did_you_mean(self.resilience, POLICIES)}")
         for key in ("checkpoint_seconds", "hot_spares"):
             if not getattr(self, key) >= 0:
                 raise ConfigError(f"{where(key)}: must be >= 0, got {getattr(self, key)}")

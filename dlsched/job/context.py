@@ -7,6 +7,7 @@ of 1, so the same script works under the service and by hand.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import tempfile
@@ -74,8 +75,15 @@ class JobContext:
             raise JobEnvError(f"RANK must be in [0, {self.world_size}), got {self.rank}")
         if not 0 < self.master_port < 65536:
             raise JobEnvError(f"MASTER_PORT must be in 1..65535, got {self.master_port}")
+        if not 0 <= self.local_rank < self.world_size:
+            raise JobEnvError(f"LOCAL_RANK must be in [0, {self.world_size}), got "
+                              f"{self.local_rank}")
         if self.attempt < 1:
             raise JobEnvError(f"{ATTEMPT} is 1-based, got {self.attempt}")
+        # a grace period of -3 s or nan was taken as given (the service sends a finite one)
+        if not (math.isfinite(self.grace_seconds) and self.grace_seconds >= 0):
+            raise JobEnvError(f"{GRACE_SECONDS} must be a finite number of seconds >= 0, got "
+                              f"{self.grace_seconds:g}")
         if self.checkpoint_seconds is not None and not self.checkpoint_seconds > 0:
             raise JobEnvError(f"{CHECKPOINT_SECONDS} must be > 0 seconds, got "
                               f"{self.checkpoint_seconds:g}")

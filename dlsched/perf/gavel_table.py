@@ -128,7 +128,10 @@ def worker_type(gpu_type_name: str) -> str:
     name = gpu_type_name.casefold()
     name = GPU_ALIASES.get(name, name)
     if name not in WORKER_TYPES:
-        raise KeyError(f"gavel table has no GPU type {gpu_type_name!r} (known: {WORKER_TYPES})")
+        # the tuple's repr read "(known: ('k80', 'p100', 'v100'))", with no way forward
+        raise KeyError(f"gavel table has no GPU type {gpu_type_name!r} (known: "
+                       f"{', '.join(WORKER_TYPES)}): Gavel measured its jobs on those "
+                       f"alone; run them on a cluster of these types, e.g. gavel-108")
     return name
 
 

@@ -94,14 +94,20 @@ def reproduce(
 def _run(name: str, out: Path, cases: str | None, variants: str | None, seeds: str | None,
          opt: list[str] | None, workers: int | None = None) -> None:
     from dlsched.compare_pool import available_cpus
+    from dlsched.experiment import check_out
     from dlsched.reproduce.output import write_outputs
-    from dlsched.reproduce.registry import ExperimentOptions, get_experiment
+    from dlsched.reproduce.registry import ExperimentOptions, get_experiment, registered_experiments
     from dlsched.reproduce.runner import run_experiment
 
     experiment = get_experiment(name)
+    chosen_seeds = _seeds(seeds)
+    experiment.check_seeds(chosen_seeds, [known.name for known in
+                                          registered_experiments().values() if known.seeded])
     options = ExperimentOptions(experiment.select("cases", _split(cases)),
-                                experiment.select("variants", _split(variants)), _seeds(seeds),
+                                experiment.select("variants", _split(variants)), chosen_seeds,
                                 _pairs(opt), out, log=lambda m: console.print(m))
+    experiment.check_options(options.options)
+    check_out(out)  # before the runs: `--out FILE` was a traceback once they had run
     started = time.perf_counter()
     rows = run_experiment(experiment, options, workers or available_cpus())
     command = "dlsched " + " ".join(shlex.quote(a) for a in sys.argv[1:])
@@ -123,6 +129,8 @@ def _print_list(known: Mapping[str, Experiment]) -> None:
         lines = [experiment.summary,
                  f"cases: {_listed(experiment.cases, experiment.default_cases)}",
                  f"variants: {_listed(experiment.variants, experiment.default_variants)}"]
+        if experiment.seeded:
+            lines.append("--seeds: yes (comma-separated; averaged over)")
         lines += [f"--opt {key}: {text}" for key, text in experiment.options.items()]
         say(f"\n{experiment.name}")
         for line in lines:

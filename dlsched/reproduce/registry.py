@@ -120,6 +120,7 @@ class Experiment:
     default_variants: tuple[str, ...] | None = None
     options: Mapping[str, str] = field(default_factory=dict)
     pooled: bool = False  # register_experiment's
+    seeded: bool = False  # it reads ``ExperimentOptions.seeds`` (register_experiment's)
 
     def select(self, kind: str, asked: tuple[str, ...] | None) -> tuple[str, ...]:
         """The ``kind`` ("cases" or "variants") to run: ``asked`` (``all`` for every one),
@@ -130,12 +131,26 @@ class Experiment:
             return known if default is None else default
         if asked == ("all",):
             return known
+        if not asked:  # `--cases ''` ran nothing and wrote an empty table
+            raise ConfigError(f"--{kind}: name at least one of experiment {self.name}'s "
+                              f"{kind}, or 'all'")
         unknown = [a for a in asked if a not in known]
         if unknown:
             listed = ", ".join(known) if known else "none"
             raise ConfigError(f"--{kind} {unknown[0]}: not one of experiment {self.name}'s "
                               f"{kind} ({listed}; or 'all'){_meant(unknown[0], known)}")
         return asked
+
+    def check_seeds(self, seeds: tuple[int, ...] | None,
+                    seeded: Iterable[str] = ()) -> None:
+        """``--seeds`` only for an experiment that reads them (``seeded``: the names of
+        those that do); elsewhere they were ignored without a word."""
+        if seeds is not None and not seeds:
+            raise ConfigError("--seeds: name at least one seed")
+        if seeds is not None and not self.seeded:
+            others = f" (experiments with seeds: {', '.join(seeded)})" if seeded else ""
+            raise ConfigError(f"--seeds: experiment {self.name} draws no random numbers, so "
+                              f"it has no seeds to average over{others}")
 
     def check_options(self, options: Mapping[str, str]) -> None:
         for key in options:
@@ -159,11 +174,13 @@ def register_experiment(name: str, summary: str, *, cases: Iterable[str] = (),
                         variants: Iterable[str] = (),
                         default_variants: Iterable[str] | None = None,
                         options: Mapping[str, str] | None = None,
-                        pooled: bool = False) -> Callable[[Runner], Runner]:
+                        pooled: bool = False,
+                        seeded: bool = False) -> Callable[[Runner], Runner]:
     """Register ``run`` as experiment ``name`` (a module under ``dlsched/reproduce/experiments``
     is imported, hence registered, when the registry is first read). ``pooled``: its
     simulations all go through ``run_setting`` (and nothing else it does is costly), so
-    ``--workers`` may run them on a pool of processes (prefetch.py)."""
+    ``--workers`` may run them on a pool of processes (prefetch.py). ``seeded``: it reads
+    ``--seeds`` (the others refuse them)."""
 
     def decorate(run: Runner) -> Runner:
         if name in _EXPERIMENTS and _EXPERIMENTS[name].run is not run:
@@ -172,7 +189,7 @@ def register_experiment(name: str, summary: str, *, cases: Iterable[str] = (),
             name, summary, run, tuple(cases),
             None if default_cases is None else tuple(default_cases), tuple(variants),
             None if default_variants is None else tuple(default_variants), dict(options or {}),
-            pooled)
+            pooled, seeded)
         return run
 
     return decorate

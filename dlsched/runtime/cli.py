@@ -218,6 +218,9 @@ def submit(
                                "one) on one node: spread replicas (docs/sharing.md).")] = None,
     group: Annotated[str | None, typer.Option(
         "--group", help="The jobs whose workers --max-per-node counts together.")] = None,
+    env: Annotated[list[str] | None, typer.Option(
+        "--env", metavar="KEY=VALUE", help="A variable of the job's environment; repeatable; "
+                                           "over the --file's env.")] = None,
     job_dir: Annotated[bool, typer.Option(
         "--job-dir", help="Send no working directory (default: the current one): the "
                           "service chooses it, DATA_DIR/jobs/ID/work for a tenant's job (a "
@@ -238,6 +241,9 @@ def submit(
                  "memory_gb_per_gpu": memory_gb_per_gpu, "max_per_node": max_per_node,
                  "group": group}
         body.update({k: v for k, v in flags.items() if v is not None})
+        if env:
+            given = body.get("env")
+            body["env"] = {**(given if isinstance(given, dict) else {}), **_env_pairs(env)}
         asked = body.get("gpus")
         if gpus is None and isinstance(asked, float) and 0 < asked < 1:  # the file's gpus: 0.5
             body["gpus"], body["gpu_share"] = _workers_and_share(
@@ -290,6 +296,17 @@ def _workers_and_share(gpus: float | None, gpu_share: float | None,
         raise DlschedError(f"{names[0]} {gpus:g} asks for a share of {gpus:g}, {names[1]} "
                            f"{gpu_share:g} for another: give one of them")
     return 1, gpus
+
+
+def _env_pairs(pairs: list[str]) -> dict[str, str]:
+    """``--env KEY=VALUE`` flags as a mapping (the value may hold ``=``; a later key wins)."""
+    env = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise DlschedError(f"--env expects KEY=VALUE, got {pair!r}")
+        env[key] = value
+    return env
 
 
 def _load_job_file(path: Path) -> tuple[dict[str, Any], YamlSource]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import signal
 import socket
@@ -20,7 +21,7 @@ from dlsched.errors import ConfigError, DlschedError
 from dlsched.runtime.confine import open_private
 from dlsched.runtime.datadir import check_free
 from dlsched.runtime.exposure import exposure_warnings, print_warnings
-from dlsched.wording import count_of
+from dlsched.wording import count_of, did_you_mean
 
 if TYPE_CHECKING:
     from dlsched.tenancy.config import TenantConfig
@@ -69,16 +70,23 @@ def _memory_gb() -> float:
 
 
 def check_options(options: ServeOptions) -> None:
+    """Every number of the options in range before anything starts: a port beyond 0-65535 was
+    Python's OverflowError from ``bind``, and ``nan`` passed every ``< 0`` test (typer reads
+    'nan' and 'inf' as floats)."""
     for flag, value in (("--grace-seconds", options.grace_seconds),
                         ("--checkpoint-seconds", options.checkpoint_seconds),
                         ("--retry-backoff", options.retry_backoff),
                         ("--retry-backoff-max", options.retry_backoff_max)):
+        _check_finite(flag, value)
         if value < 0:
             raise ConfigError(f"{flag} must be at least 0, got {value:g}")
     if options.max_attempts < 1:
         raise ConfigError(f"--max-attempts must be at least 1, got {options.max_attempts}")
+    _check_finite("--orphan-timeout", options.orphan_timeout)
     if options.orphan_timeout <= 0:
         raise ConfigError(f"--orphan-timeout must be more than 0, got {options.orphan_timeout:g}")
+    if not 0 <= options.port <= 65535:
+        raise ConfigError(f"--port must be 0 to 65535 (0: a free port), got {options.port}")
 
 
 def service_cluster(options: ServeOptions) -> Cluster:
@@ -88,7 +96,8 @@ def service_cluster(options: ServeOptions) -> Cluster:
                               "--gpus/--cluster")
         return Cluster("ray", ())  # replaced by the Ray cluster's nodes in serve()
     if options.executor != "local":
-        raise ConfigError(f"--executor: unknown executor {options.executor!r} (local, ray)")
+        raise ConfigError(f"--executor: unknown executor {options.executor!r} (local, ray)"
+                          f"{did_you_mean(options.executor, ('local', 'ray'))}")
     if (options.gpus is None) == (options.cluster is None):
         raise ConfigError("give either --gpus N (one local node) or --cluster FILE.yaml")
     if options.cluster is not None:
@@ -96,6 +105,11 @@ def service_cluster(options: ServeOptions) -> Cluster:
 
         return resolve_cluster(options.cluster)
     return local_cluster(options.gpus or 0, options.gpu_type)
+
+
+def _check_finite(flag: str, seconds: float) -> None:
+    if not math.isfinite(seconds):
+        raise ConfigError(f"{flag} must be a finite number of seconds, got {seconds:g}")
 
 
 def bind(host: str, port: int) -> socket.socket:

@@ -342,7 +342,9 @@ class Service:
         number is never used twice, even if the service dies in the next instant)."""
         record = self.active[job_id]
         number = record.attempts + 1
-        log_path = self.config.data_dir / "jobs" / job_id / f"attempt-{number}.log"
+        # Absolute, as the checkpoint directory (commands._directories): a Ray actor opens the
+        # log in its own working directory, and the recorded path outlives this one's.
+        log_path = self.config.data_dir.resolve() / "jobs" / job_id / f"attempt-{number}.log"
         gpus = [int(gpu) for gpu in self.core.jobs[job_id].allocation]
         slot = None if self.core.mig is None else self.core.mig.slot(job_id)
         self.store.begin_attempt(job_id, number, self.generation, self.clock.now(), gpus,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -45,6 +46,7 @@ def tenants(
     from dlsched.workload.readers.base import ReaderOptions
 
     try:
+        _check_scale(scale, sizes)
         target = resolve_cluster(cluster)
         jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus,
                                                                  sacct_queue=sacct_queue))
@@ -67,8 +69,24 @@ def tenants(
     if out is None:
         print(text, end="")
     else:
-        out.write_text(text)
+        try:
+            out.write_text(text)
+        except OSError as exc:
+            console.print(f"[red]error:[/] {escape(f'--out {out}: cannot write: {exc.strerror}')}")
+            raise typer.Exit(2) from None
         console.print(escape(f"{count_of(len(doc['cluster_queues']), 'cluster queue')} -> {out}"))
+
+
+def _check_scale(scale: float, sizes: Path | None) -> None:
+    """``--scale`` multiplies ``--sizes``' numbers: without them it was ignored without a word,
+    and 0 or a negative scale gave quotas of 0 or a loader error at '<string>:13'."""
+    from dlsched.errors import ConfigError
+
+    if not (math.isfinite(scale) and scale > 0):
+        raise ConfigError(f"--scale: must be a finite number > 0, got {scale:g}")
+    if scale != 1 and sizes is None:
+        raise ConfigError("--scale multiplies the sizes of --sizes FILE; without --sizes the "
+                          "quotas follow the queues' demand and there is nothing to scale")
 
 
 def register(app: typer.Typer) -> None:

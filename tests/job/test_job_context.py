@@ -49,6 +49,14 @@ def test_from_env(env: dict[str, str], expected: dict[str, object]) -> None:
     pytest.param({"MASTER_PORT": "70000"}, "MASTER_PORT must be in 1..65535", id="port-range"),
     pytest.param({"DLSCHED_ATTEMPT": "0"}, "1-based", id="attempt-0"),
     pytest.param({"DLSCHED_GRACE_SECONDS": "soon"}, "must be a number", id="bad-grace"),
+    pytest.param({"DLSCHED_GRACE_SECONDS": "-3"}, "DLSCHED_GRACE_SECONDS must be a finite "
+                 "number of seconds >= 0, got -3", id="negative-grace"),
+    pytest.param({"DLSCHED_GRACE_SECONDS": "nan"}, "DLSCHED_GRACE_SECONDS must be a finite "
+                 "number of seconds >= 0, got nan", id="nan-grace"),
+    pytest.param({"LOCAL_RANK": "3"}, "LOCAL_RANK must be in [0, 1), got 3",
+                 id="local-rank-beyond-the-world"),
+    pytest.param({"LOCAL_RANK": "-1", "WORLD_SIZE": "2"}, "LOCAL_RANK must be in [0, 2), got -1",
+                 id="negative-local-rank"),
 ])
 def test_bad_env_is_a_clear_error(env: dict[str, str], message: str) -> None:
     with pytest.raises(JobEnvError, match=re.escape(message)):

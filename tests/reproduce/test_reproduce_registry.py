@@ -23,7 +23,8 @@ runner = CliRunner()
 @pytest.fixture
 def toy() -> Iterator[str]:
     @register_experiment("toy-test", "a toy", cases=("a", "b", "c"), default_cases=("a",),
-                         variants=("1", "2"), options={"scale": "multiply values"})
+                         variants=("1", "2"), options={"scale": "multiply values"},
+                         seeded=True)
     def run(options: ExperimentOptions) -> Iterator[Measured]:
         scale = float(options.options.get("scale", "1"))
         for case in options.cases:

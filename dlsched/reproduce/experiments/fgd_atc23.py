@@ -63,7 +63,7 @@ DATA = "traces/alibaba-gpu-2023"  # under the data directory ($DLSCHED_DATA; not
                         f"{','.join(map(str, ARRIVED))})",
              "workers": "local processes to run the seeds in (default 1; results identical)",
              "data": f"folder of the openb node and pod lists (default: {DATA} in the data "
-                     "directory, $DLSCHED_DATA)"})
+                     "directory, $DLSCHED_DATA)"}, seeded=True)
 def fgd_atc23(options: ExperimentOptions) -> Iterator[Measured]:
     opts = options.options
     policies = chosen_policies(opts.get("policies"), POLICIES)

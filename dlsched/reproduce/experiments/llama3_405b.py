@@ -98,7 +98,7 @@ def simulate_case(case: str, seed: int, restart_minutes: float = 10.0,
     "lost under the Llama 3 failure model, by checkpoint interval and resilience policy",
     cases=CASES, default_cases=INTERVAL_CASES,
     options={"restart_minutes": "minutes a restart takes (default 10)",
-             "spares": f"hot-spare nodes (default {SPARES})"})
+             "spares": f"hot-spare nodes (default {SPARES})"}, seeded=True)
 def llama3_405b(options: ExperimentOptions) -> Iterator[Measured]:
     restart = number_option(options.options, "restart_minutes", 10.0)
     spares = whole_option(options.options, "spares", SPARES, minimum=0)

@@ -105,7 +105,8 @@ def simulate_tenants(case: str, seed: int, days: float = DAYS, rate: float = RES
     "resilience policy", cases=CASES,
     default_cases=("restart", "elastic", "oobleck"),
     options={"days": f"simulated days (default {DAYS})",
-             "research_rate": f"research jobs an hour (default {RESEARCH_RATE:g})"})
+             "research_rate": f"research jobs an hour (default {RESEARCH_RATE:g})"},
+    seeded=True)
 def llama3_tenants(options: ExperimentOptions) -> Iterator[Measured]:
     days = number_option(options.options, "days", DAYS, above=True)
     rate = number_option(options.options, "research_rate", RESEARCH_RATE)

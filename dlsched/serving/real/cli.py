@@ -26,7 +26,8 @@ from dlsched.wording import count_of
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 inference_app = typer.Typer(add_completion=False, no_args_is_help=True,
-                            help="A real LLM service on CPU: serve, profile, loadgen, validate.")
+                            help="A real LLM service on CPU: serve, profile, loadgen, "
+                                 "validate, resimulate.")
 
 Replicas = Annotated[int, typer.Option("--replicas", min=1, help="Replica processes.")]
 Layers = Annotated[int, typer.Option("--layers", min=1, help="Transformer blocks.")]
