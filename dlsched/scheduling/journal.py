@@ -27,14 +27,17 @@ class RunningJournal:
         self._unknown = count  # ``since`` answers None below this count
         self._jobs: list[Job | None] = []
         self._keep = keep
+        self._most = 2 * keep  # entries held before the oldest are dropped down to ``keep``
 
     def note(self, job: Job | None) -> None:
-        """A change of ``job`` (None: of jobs not told, ``note_unknown``)."""
-        self._jobs.append(job)
+        """A change of ``job`` (None: of jobs not told, ``note_unknown``): two a preemption
+        and a start (issue 14)."""
+        jobs = self._jobs
+        jobs.append(job)
         self.count += 1
-        if len(self._jobs) > 2 * self._keep:
-            drop = len(self._jobs) - self._keep
-            del self._jobs[:drop]
+        if len(jobs) > self._most:
+            drop = len(jobs) - self._keep
+            del jobs[:drop]
             self._base += drop
 
     def note_unknown(self) -> None:

@@ -166,7 +166,11 @@ class Simulator:
                 changed = True
             self._next_arrival = arrival
             while heap and heap[0][0] == now:
-                changed |= handle(pop(heap)[3])
+                event = pop(heap)[3]
+                if event.kind is _TIMER and event.payload is WAKEUP:  # ``_handle``'s test of
+                    changed |= event.token == self._wakeup_token  # a wake-up, inlined
+                else:
+                    changed |= handle(event)
             if not changed:
                 continue
             if rounds_only and not self._at_tick(now):

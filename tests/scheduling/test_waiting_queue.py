@@ -67,6 +67,9 @@ def test_orders_match_the_model(steps: list[tuple[str, int, int]], bucketed: boo
         elif action == "forget" and job_id not in queue:
             queue.forget(job_id)
         assert [j.job_id for j in queue.ordered()] == model.order(jobs)
+        # arrival order (``values``, the runtime's per-queue counts): by filing, a re-keyed
+        # job last, as a new filing
+        assert list(queue) == sorted(model.filed, key=lambda j: model.filed[j][1])
     _check_queues(queue, model, jobs)
     _check_buckets(queue, model, jobs, bucketed)
 
