@@ -29,6 +29,7 @@ from dlsched.runtime.display import (
     shared_use,
     shown_status,
 )
+from dlsched.wording import did_you_mean
 from dlsched.yamlinput import YamlSource, load_yaml_file
 
 runtime_app = typer.Typer(help="The dlsched service: run jobs for real (local GPUs or Ray).",
@@ -55,6 +56,19 @@ class State(enum.StrEnum):
     failed = "failed"
     cancelled = "cancelled"
     retrying = "retrying"
+
+
+def _state(value: str | State) -> State:
+    """``--status``'s state, in any case; a typo names the closest state, as every other
+    mistyped choice of the CLI does (``runing``: did you mean 'running'?)."""
+    if isinstance(value, State):
+        return value
+    try:
+        return State(value.casefold())
+    except ValueError:
+        names = [state.value for state in State]
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(names)}"
+                                 f"{did_you_mean(value.casefold(), names)}") from None
 
 
 def _client(verb: str, url: str, token: str | None, wait: float = 0.0) -> Any:
@@ -337,7 +351,7 @@ def jobs(
     status: Annotated[State | None, typer.Option(
         "--status", help="Only jobs in this state (retrying: failed, waiting out its backoff; "
                          "the API's preempted, which --status preempted lists too).",
-        case_sensitive=False)] = None,
+        parser=_state, metavar=f"<{'|'.join(State)}>")] = None,
     queue: Annotated[str | None, typer.Option("--queue", help="Only jobs of this queue.")
                      ] = None,
     as_json: JsonOpt = False,

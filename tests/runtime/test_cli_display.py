@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from dlsched.cli import app
 from dlsched.errors import ConfigError
 from dlsched.runtime.backoff import RetryBackoff
+from dlsched.runtime.cli import State, _state
 from dlsched.runtime.client import Client, ClientError
 from dlsched.runtime.display import progress_text, shown_status
 from dlsched.runtime.server import bind
@@ -32,9 +33,21 @@ def cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def test_an_unknown_state_is_refused() -> None:
-    code, output = cli("jobs", "--status", "runing", "--url", "http://127.0.0.1:9")
-    assert code == 2 and "'runing' is not one of" in output
+@pytest.mark.parametrize(("typed", "closest"), [
+    ("runing", "running"), ("canceled", "cancelled"), ("Retry", "retrying"),
+], ids=["running", "cancelled", "retrying-any-case"])
+def test_an_unknown_state_is_refused_naming_the_closest(typed: str, closest: str) -> None:
+    """Session 30: typer's own message listed the states and left the reader to find
+    'running', where every other mistyped choice of the CLI names the closest."""
+    code, output = cli("jobs", "--status", typed, "--url", "http://127.0.0.1:9")
+    text = " ".join(output.split())
+    assert code == 2 and f"{typed!r} is not one of pending, running," in text, text
+    assert f"did you mean {closest!r}?" in text, text
+
+
+@pytest.mark.parametrize("typed", ["retrying", "RUNNING", "Cancelled"])
+def test_a_state_is_read_in_any_case(typed: str) -> None:
+    assert _state(typed) is State(typed.lower())
 
 
 def test_submit_without_gpus_says_so_before_calling_the_service() -> None:
