@@ -158,14 +158,18 @@ def test_plan_on_a_mixed_cluster_uses_its_largest_known_gpu_type() -> None:
     assert "cluster philly: none of its GPU types (P100) has peak FLOP/s known" in result.output
 
 
-def test_plan_says_when_no_split_of_the_gpus_exists() -> None:
+@pytest.mark.parametrize(("model", "gpus", "message"), [
+    ("gpt3-175b", 1000, "no way to split 1000 GPUs for gpt3-175b"),
+    ("megatron-1t", 8, "no configuration of megatron-1t fits on 8 GPUs"),
+    ("gpt3-175b", 7, "no configuration of gpt3-175b fits on 7 GPUs (A100-80G, 80 GB)"),
+], ids=["no-split", "no-fit", "seven-gpus"])
+def test_plan_with_no_configuration_exits_2_saying_why(model: str, gpus: int,
+                                                       message: str) -> None:
     """1,000 GPUs for gpt3-175b: no dp x tp x pp divides its batch and layers; the error said
-    'no configuration fits on 1000 GPUs (A100-80G, 80 GB)', as if memory were the limit."""
-    result = runner.invoke(app, ["plan", "gpt3-175b", "--gpus", "1000", "--cluster",
-                                 "megatron-selene"])
-    assert result.exit_code == 1
-    assert "no way to split 1000 GPUs for gpt3-175b" in " ".join(result.output.split())
-    result = runner.invoke(app, ["plan", "megatron-1t", "--gpus", "8", "--cluster",
-                                 "megatron-selene"])
-    assert result.exit_code == 1 and "no configuration of megatron-1t fits on 8 GPUs" in \
-        " ".join(result.output.split())
+    'no configuration fits on 1000 GPUs (A100-80G, 80 GB)', as if memory were the limit.
+    Session 30: a --gpus N the model cannot use exited 1 where --gpus beyond the cluster, and
+    every other input plan cannot plan for, exit 2 (docs/cli.md, docs/llm.md)."""
+    result = runner.invoke(app, ["plan", model, "--gpus", str(gpus), "--cluster",
+                                 "megatron-selene", "--json"])
+    assert result.exit_code == 2, result.output
+    assert f"error: {message}" in " ".join(result.output.split())

@@ -51,12 +51,11 @@ def plan_command(
         fabric = fabric_of(resolve_cluster(cluster))
         found = plan(llm, gpus, fabric, MEGATRON_2021 if megatron_2021 else MODERN,
                      limit=top or None)
+        if not found:  # --gpus N this model cannot use, as --gpus beyond the cluster: exit 2
+            raise ConfigError(no_plan_reason(llm, gpus, fabric))
     except DlschedError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from None
-    if not found:
-        console.print(f"[red]error:[/] {escape(no_plan_reason(llm, gpus, fabric))}")
-        raise typer.Exit(1)
     rows = [row(e) for e in found]
     if as_json:
         print(json.dumps(rows, indent=2))
