@@ -398,14 +398,16 @@ def _no_jobs(status: State | None, queue: str | None) -> str:
 
 def jobs_table(listed: list[Any]) -> Table:
     """The job listing. Ids and states never wrap nor shrink (an 80-column terminal showed
-    ``job-0000…`` beside a long pending reason: an id no one could copy); the reason wraps."""
+    ``job-0000…`` beside a long pending reason: an id no one could copy); the reason wraps.
+    Its last column is why a job waits or why it ended (a failure), as on the dashboard: a
+    failed job's "pending reason" was its failure."""
     def fixed(title: str, values: list[str]) -> Column:
         width = max([len(title), *map(len, values)])
         return Column(title, no_wrap=True, min_width=width)
 
     table = Table(fixed("id", [job.id for job in listed]), "name",
                   fixed("status", [shown_status(job) for job in listed]), "queue", "GPUs",
-                  "attempts", "pending reason")
+                  "attempts", "why it waits (or ended)")
     for job in listed:
         table.add_row(job.id, escape(job.name or ""), shown_status(job), escape(job.queue),
                       listed_gpus(job), str(job.attempts), escape(reason_shown(job)))

@@ -136,7 +136,9 @@ class JobSummary(BaseModel):
     submitted_at: float
     finished_at: float | None
     attempts: int
-    pending_reason: str
+    pending_reason: str = Field(description="Why it waits (the cycle's filter or placement "
+                                            "reason); once it ended, why (a failure's "
+                                            "message; 'cancelled'); '' when finished.")
     submitted_by: str | None = Field(None, description="The tenant whose token submitted it "
                                                        "(admin: --token; anyone: no token).")
     gpus_held: int | None = Field(None, description="GPUs (workers) it holds while running: "

@@ -307,12 +307,16 @@ def test_an_empty_listing_says_so(monkeypatch: pytest.MonkeyPatch, args: tuple[s
     ("pending", "[placement] needs 2 GPUs, 0 free", "[placement] needs 2 GPUs, 0 free"),
     ("running", "", ""),
     ("finished", "", ""),
-], ids=["pending", "preempted", "own-reason", "running", "finished"])
+    ("cancelled", "cancelled", ""),
+    ("failed", "rank 0 exited with code 1", "rank 0 exited with code 1"),
+], ids=["pending", "preempted", "own-reason", "running", "finished",
+        "cancelled-only-repeats-its-status", "failed-says-why"])
 def test_a_waiting_job_without_a_reason_says_the_cycle_did_not_reach_it(
         monkeypatch: pytest.MonkeyPatch, status: str, reason: str, shown: str) -> None:
     """Under Tiresias on 4 GPUs, jobs past the point where the cycle stopped (nothing more could
     start) had an empty reason: `dlsched jobs` and the dashboard showed places 6..76 with no
-    "why"."""
+    "why". Session 30: a cancelled job's "pending reason" read "cancelled" (the core's word)
+    beside its status, as if it still waited."""
     from dlsched.runtime.dashboard.routes import environment
     from dlsched.runtime.display import reason_shown
 
@@ -322,3 +326,18 @@ def test_a_waiting_job_without_a_reason_says_the_cycle_did_not_reach_it(
     if status == "pending":
         _, code, output = _listing(monkeypatch, [job])
         assert code == 0 and shown.split()[1].strip(":,") in output, output  # rich wraps it
+
+
+def test_the_listing_column_is_why_a_job_waits_or_ended() -> None:
+    """Session 30: the column was "pending reason" and held a failed job's failure; it is why
+    a job waits or why it ended, as the dashboard's column says."""
+    from rich.console import Console
+
+    from dlsched.runtime.cli import jobs_table
+
+    console = Console(record=True, width=300)
+    console.print(jobs_table([_row("job-000001", "failed", "rank 0 exited with code 1")]))
+    header, row = (line.split("│" if "│" in line else "┃")
+                   for line in console.export_text().splitlines()[1:4:2])
+    assert (header[-2].strip(), row[-2].strip()) == ("why it waits (or ended)",
+                                                     "rank 0 exited with code 1")
