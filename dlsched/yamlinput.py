@@ -10,7 +10,7 @@ aliases, and any recursive alias, naming the line. Every error is an ``InputErro
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -94,10 +94,13 @@ def _segment(parent: yaml.Node | None, index: Any) -> str:
 
 @dataclass(frozen=True)
 class YamlSource:
-    """A parsed file: where it came from and the line of every key path."""
+    """A parsed file: where it came from, the line of every key path and, when asked for
+    (``parse_yaml(keep_texts=True)``), each scalar's text as written (``1.10``, ``yes``: what
+    YAML 1.1 reads as the float 1.1 and the boolean true)."""
 
     path: str
     lines: Mapping[str, int]
+    texts: Mapping[str, str] = field(default_factory=dict)
 
     def error(self, key_path: str, message: str) -> InputError:
         """An error at ``key_path``'s line (else its nearest parent's, else line 1)."""
@@ -111,12 +114,16 @@ class YamlSource:
         return self.lines.get(at, 1)
 
 
-def _line_map(node: yaml.Node, key_path: str, lines: dict[str, int], src_path: str) -> None:
-    """Record the 1-based line of every key path; reject duplicate keys, which YAML allows."""
+def _line_map(node: yaml.Node, key_path: str, lines: dict[str, int], src_path: str,
+              texts: dict[str, str] | None = None) -> None:
+    """Record the 1-based line of every key path (and into ``texts``, if given, each scalar's
+    text); reject duplicate keys, which YAML allows."""
     lines.setdefault(key_path, node.start_mark.line + 1)
+    if texts is not None and isinstance(node, yaml.ScalarNode):
+        texts[key_path] = node.value
     if isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, f"{key_path}[{i}]", lines, src_path)
+            _line_map(item, f"{key_path}[{i}]", lines, src_path, texts)
     elif isinstance(node, yaml.MappingNode):
         keys: set[str] = set()
         for key_node, value_node in node.value:
@@ -126,11 +133,12 @@ def _line_map(node: yaml.Node, key_path: str, lines: dict[str, int], src_path: s
             if name in keys:
                 raise InputError(InputLocation(src_path, lines[child], child), "duplicate key")
             keys.add(name)
-            _line_map(value_node, child, lines, src_path)
+            _line_map(value_node, child, lines, src_path, texts)
 
 
-def parse_yaml(text: str, source: str) -> tuple[Any, YamlSource]:
-    """The YAML document, parsed once with limits, and the line of every key path in it."""
+def parse_yaml(text: str, source: str, keep_texts: bool = False) -> tuple[Any, YamlSource]:
+    """The YAML document, parsed once with limits, and the line of every key path in it
+    (``keep_texts``: and each scalar's text as written)."""
     loader = BoundedLoader(text)
     try:
         root = loader.get_single_node()
@@ -146,11 +154,12 @@ def parse_yaml(text: str, source: str) -> tuple[Any, YamlSource]:
     finally:
         loader.dispose()
     lines: dict[str, int] = {}
+    texts: dict[str, str] | None = {} if keep_texts else None
     if root is not None:
-        _line_map(root, "", lines, source)
-    return doc, YamlSource(source, lines)
+        _line_map(root, "", lines, source, texts)
+    return doc, YamlSource(source, lines, texts or {})
 
 
-def load_yaml_file(path: str | Path) -> tuple[Any, YamlSource]:
+def load_yaml_file(path: str | Path, keep_texts: bool = False) -> tuple[Any, YamlSource]:
     """``parse_yaml`` of a file read as checked text (UTF-8, BOM allowed, size-capped)."""
-    return parse_yaml(read_text(path), str(path))
+    return parse_yaml(read_text(path), str(path), keep_texts)

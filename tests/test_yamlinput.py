@@ -90,3 +90,16 @@ def test_names_may_not_hide_control_characters(tmp_path: Path) -> None:
     path.write_text('name: "c\\0"\nnodes:\n  - {name: a, gpus: 0}\n')
     with pytest.raises(InputError, match=r"c.yaml:1:name: has a control character U\+0000"):
         load_cluster_yaml(path)
+
+
+def test_scalar_texts_are_kept_only_when_asked() -> None:
+    """``keep_texts``: a job file's ``env`` sends ``1.10`` as written, not YAML 1.1's float
+    1.1; other inputs (a cluster of thousands of nodes) keep no texts they never read."""
+    from dlsched.yamlinput import parse_yaml
+
+    text = "env:\n  VERSION: 1.10\n  DEBUG: yes\nlist: [010]\n"
+    doc, source = parse_yaml(text, "job.yaml", keep_texts=True)
+    assert doc["env"] == {"VERSION": 1.1, "DEBUG": True} and doc["list"] == [8]
+    assert {key: source.texts[key] for key in ("env.VERSION", "env.DEBUG", "list[0]")} == {
+        "env.VERSION": "1.10", "env.DEBUG": "yes", "list[0]": "010"}
+    assert parse_yaml(text, "job.yaml")[1].texts == {}

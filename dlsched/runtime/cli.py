@@ -325,10 +325,15 @@ def _env_pairs(pairs: list[str]) -> dict[str, str]:
 
 def _load_job_file(path: Path) -> tuple[dict[str, Any], YamlSource]:
     """The job file's fields and where each is; a file that cannot be read or parsed is one
-    located line (``job.yaml:2: not valid YAML: ...``), as every YAML input's errors are."""
-    doc, source = load_yaml_file(path)
+    located line (``job.yaml:2: not valid YAML: ...``), as every YAML input's errors are;
+    its ``env`` values are strings (``STEPS: 4`` is ``"4"``: ``job_env``)."""
+    from dlsched.runtime.job_env import file_env
+
+    doc, source = load_yaml_file(path, keep_texts=True)
     if not isinstance(doc, dict):
         raise DlschedError(f"{path}: expected a mapping of job fields")
+    if "env" in doc:
+        doc["env"] = file_env(doc["env"], source)
     return doc, source
 
 
