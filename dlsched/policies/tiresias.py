@@ -156,6 +156,10 @@ class DiscretizedLas:
         ``last_run_seconds``): note when it will starve, if it can."""
         job_id = job.job_id
         self._promoted.discard(job_id)
+        if self.victim_scope is None:  # a stopped job leaves the victim index now
+            self._running.drop(job)
+        else:
+            self._running_of(job).drop(job)
         # Its service's level (it is not promoted now): ``queue_of(None, job)``, inlined, as
         # the attained service of a job that does not run (a call less a stop: issue 14)
         service = (job.attained if job.status is not _RUNNING
