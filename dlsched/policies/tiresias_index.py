@@ -53,9 +53,20 @@ class RunningByQueue:
         """The core stopped ``job`` (it waits again): its entry goes now. Left in place it
         would sit at the tail of its queue, where victim searches start, until a compaction
         (the Philly table under contention: ~5 stale entries read per victim found)."""
-        filed = self._filed.pop(job.job_id, None)
-        if filed is not None and job.status is not JobStatus.RUNNING:
-            self._unlist(job, filed)
+        job_id = job.job_id
+        filed = self._filed.pop(job_id, None)
+        if filed is None or job.status is JobStatus.RUNNING:
+            return
+        # ``_unlist(job, filed)``, inlined (every stop under contention)
+        keys, entries = self._keys[filed[0]], self._entries[filed[0]]
+        key = (job.spec.submit_time, job_id)
+        at = bisect.bisect_left(keys, key)
+        while at < len(keys) and keys[at] == key:
+            if entries[at][1] == filed[1]:
+                del keys[at], entries[at]
+                self._size -= 1
+                return
+            at += 1
 
     def _unlist(self, job: Job, filed: tuple[int, float]) -> None:
         """Remove ``job``'s entry for ``filed`` (queue, start) from its sorted list; one still
