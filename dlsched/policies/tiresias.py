@@ -116,8 +116,12 @@ class DiscretizedLas:
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
         if state is not None:
             return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
-        # ``queue_of(None, job)``, inlined: the core's waiting queue asks it at every filing
+        # ``queue_of(None, job)``, inlined: the core's waiting queue asks it at every filing,
+        # just after ``on_waiting`` filed the job under that queue (0 once promoted)
         job_id = job.job_id
+        queue = self._waiting_queue.get(job_id)
+        if queue is not None and job.status in _WAITING:
+            return (queue, job.spec.submit_time, job_id)
         if self.promote_knob and self._promoted and job_id in self._promoted:
             return (0, job.spec.submit_time, job_id)
         service = job.attained_service(job.attained_time)
