@@ -233,7 +233,14 @@ class DiscretizedLas:
             if (now - job.queued_since >= self.promote_knob * self._executed.get(job_id, 0.0)
                     - self._waited.get(job_id, 0.0)):
                 self._promoted.add(job_id)
-                self._file_waiting(job, 0)
+                if self.victim_scope is None:  # ``_file_waiting(job, 0)``'s steps, inlined
+                    before = self._waiting_queue.get(job_id)
+                    if before is not None:
+                        self._waiting_in[before] -= 1
+                    self._waiting_queue[job_id] = 0
+                    self._waiting_in[0] += 1
+                else:
+                    self._file_waiting(job, 0)
                 changed.append(job)
             else:
                 early.append(entry)
@@ -315,23 +322,30 @@ class DiscretizedLas:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         now, job_id = state.snapshot.now, job.job_id
+        before = None
         if self.victim_scope is None:  # ``_file_waiting(job, None)``'s steps, inlined
             before = self._waiting_queue.pop(job_id, None)
             if before is not None:
                 self._waiting_in[before] -= 1
         else:
             self._file_waiting(job, None)
-        # ``_service`` and ``_level``, inlined; a promoted job's service is then 0, so its
-        # level is its queue (0) here too.
-        service = job.attained_service(now)
+        # ``_service`` and ``_level``, inlined (a job that waits has the service it stopped
+        # with: ``Job.attained_service``, a call less)
+        service = job.attained if job.status is not _RUNNING else job.attained_service(now)
         offsets, thresholds = self._offsets, self.thresholds
         if offsets:
             service -= offsets.get(job_id, 0.0)
         if (self.promote_knob and job_id in self._executed
                 and self._count_wait(job, now, service)):
+            # promoted: its offset is its service now, so it starts again from 0 (queue 0)
             service = job.attained_service(now) - offsets.get(job_id, 0.0)
+            level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
+        elif (before is not None and job.status is not _RUNNING
+              and job_id not in self._promoted):
+            level = before  # the level ``on_waiting`` filed it under (its service since)
+        else:
+            level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
         self._promoted.discard(job_id)
-        level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
         (self._running if self.victim_scope is None else self._running_of(job)).file(
             job, level, now)
         count = len(gpus) or len(job.allocation) or job.spec.num_gpus
@@ -377,7 +391,8 @@ class DiscretizedLas:
             return self._victims(state, job, queue)
         if queue == len(self.thresholds):
             return ()
-        return self._running_of(job).ranked_below(queue, None, state.evicted)
+        index = self._running if self.victim_scope is None else self._running_of(job)
+        return index.ranked_below(queue, None, state.evicted)
 
     def _starving_now(self, state: CycleState, job: Job) -> bool:
         """Whether a waiting job filed above queue 0 starves by now: ``queue_of``'s test, its
@@ -682,7 +697,8 @@ class DiscretizedLas:
                     service -= offsets.get(job_id, 0.0)
                 level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
                 queue = level if status is _RUNNING else self.queue_of(state, job)
-                self._running_of(job).file(job, queue, started or 0.0, now)
+                (self._running if self.victim_scope is None else self._running_of(job)).file(
+                    job, queue, started or 0.0, now)
                 count = len(job.allocation) or job.spec.num_gpus  # ``_push_demotion``
                 if level < len(thresholds) and count:
                     heapq.heappush(heap, (now + (thresholds[level] - service) / count,
