@@ -28,9 +28,7 @@ class RunningByQueue:
         self._keys: list[list[tuple[float, str]]] = [[] for _ in range(queues)]
         self._entries: list[list[Entry]] = [[] for _ in range(queues)]
         self._filed: dict[str, tuple[int, float]] = {}
-        # Filed, not in the sorted lists yet, per queue: a queue's are sorted in when a search
-        # first reads it (without same-queue preemption no search reads queue 0)
-        self._pending: list[list[Entry]] = [[] for _ in range(queues)]
+        self._pending: list[tuple[Job, int, float]] = []  # filed, not in the lists yet
         self._size = 0  # entries, valid or not, pending ones included
         self._compact_above = 16  # ``_size`` past which ``file`` compacts
 
@@ -41,13 +39,14 @@ class RunningByQueue:
         before = filed.get(job_id)
         if before is not None:  # a demotion: its entry in the queue it leaves goes now
             self._unlist(job, before)
-        self._pending[queue].append((job, started))
+        self._pending.append((job, queue, started))
         filed[job_id] = (queue, started)
         self._size += 1
         # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
         # scans start: compact once they reach half the live ones (a compaction reads every
         # entry; scans skip stale ones cheaply, and few scans happen between compactions).
         if self._size > self._compact_above:  # live + live // 2 + 16
+            self._sort_pending()
             self._compact(started if now is None else now)
 
     def drop(self, job: Job) -> None:
@@ -83,27 +82,26 @@ class RunningByQueue:
                 return
             at += 1
 
-    def _sort_pending(self, queue: int) -> None:
-        """Put ``queue``'s pending entries into its sorted lists, in the order they were
-        filed, less those already stale for good: filed again since, or of a job that ended
-        or runs another attempt (a stale entry would only be skipped by every search)."""
-        pending, filed, running = self._pending[queue], self._filed, JobStatus.RUNNING
+    def _sort_pending(self) -> None:
+        """Put the pending entries into the sorted lists, in the order they were filed, less
+        those already stale for good: filed again since, or of a job that ended or runs
+        another attempt (a stale entry would only be skipped by every search)."""
+        pending, filed, running = self._pending, self._filed, JobStatus.RUNNING
         if not pending:
             return
-        self._pending[queue] = []
-        keys, entries, position, dropped = (self._keys[queue], self._entries[queue],
-                                            bisect.bisect_right, 0)
-        for job, started in pending:
+        self._pending = []
+        all_keys, all_entries, position, dropped = self._keys, self._entries, bisect.bisect_right, 0
+        for job, queue, started in pending:
             status, job_id = job.status, job.job_id
             if (filed.get(job_id) != (queue, started)
                     or (status is running and job.run_started != started)
                     or status in TERMINAL):
                 dropped += 1
                 continue
-            key = (job.spec.submit_time, job_id)
+            key, keys = (job.spec.submit_time, job_id), all_keys[queue]
             at = position(keys, key)
             keys.insert(at, key)
-            entries.insert(at, (job, started))
+            all_entries[queue].insert(at, (job, started))
         self._size -= dropped
 
     def queue_of(self, job: Job) -> int | None:
@@ -115,11 +113,9 @@ class RunningByQueue:
         """Running jobs ranked after (queue, key), the lowest-ranked first, less those whose
         id is in ``evicted`` when met (read as the search goes: it marks its victims); with
         ``key`` None, those of the queues below ``queue`` only."""
-        pending = self._pending
+        self._sort_pending()
         running = JobStatus.RUNNING
         for lower in range(len(self._entries) - 1, queue, -1):
-            if pending[lower]:
-                self._sort_pending(lower)
             # ``_valid_in(lower, 0, evicted)``, inlined: one generator fewer per victim read
             entries, filed = self._entries[lower], self._filed
             for index in range(len(entries) - 1, -1, -1):
@@ -130,7 +126,6 @@ class RunningByQueue:
                             and job.job_id not in evicted):
                         yield job
         if key is not None:
-            self._sort_pending(queue)
             yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key),
                                       evicted)
 
@@ -149,31 +144,21 @@ class RunningByQueue:
         return (job.status is JobStatus.RUNNING and job.run_started == filed[1]
                 and self._filed.get(job.job_id) == filed)
 
-    def _kept(self, queue: int, entries: list[Entry], now: float) -> list[bool]:
-        """Whether each entry of ``queue`` stays at a compaction: its job's filing, and that
-        attempt running or filed at ``now`` for a job the core has not started yet."""
-        filed, running = self._filed, JobStatus.RUNNING
-        return [(where := filed.get(job.job_id)) is not None and where[0] == queue
-                and where[1] == started
-                and ((job.run_started == started and job.status is running)
-                     or (started == now and job.status in WAITING))
-                for job, started in entries]
-
     def _compact(self, now: float) -> None:
         """Keep the valid entries and those filed at ``now`` (in this very cycle) for jobs the
         core has not started yet; a preempted job's old entry goes (it used to stay while the
         job waited, and under contention such entries outnumbered the running jobs)."""
-        kept = 0
+        filed, running = self._filed, JobStatus.RUNNING
         for queue, entries in enumerate(self._entries):
-            keep = self._kept(queue, entries, now)  # both lists taken by it in C
+            # one pass telling each entry kept or not; both lists taken by it in C
+            keep = [(where := filed.get(job.job_id)) is not None and where[0] == queue
+                    and where[1] == started
+                    and ((job.run_started == started and job.status is running)
+                         or (started == now and job.status in WAITING))
+                    for job, started in entries]
             self._entries[queue] = list(compress(entries, keep))
             self._keys[queue] = list(compress(self._keys[queue], keep))
-            # pending entries by the same rule, left pending (in the order filed)
-            pending = self._pending[queue]
-            self._pending[queue] = list(compress(pending, self._kept(queue, pending, now)))
-            kept += len(self._entries[queue]) + len(self._pending[queue])
-        self._filed = {job.job_id: (q, started) for q in range(len(self._entries))
-                       for entries in (self._entries[q], self._pending[q])
+        self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
                        for job, started in entries}
-        self._size, live = kept, len(self._filed)
+        live = self._size = len(self._filed)
         self._compact_above = live + live // 2 + 16

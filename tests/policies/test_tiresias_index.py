@@ -83,38 +83,18 @@ def test_victims_skip_the_evicted_as_the_search_marks_them() -> None:
 def test_a_stopped_or_demoted_jobs_entry_leaves_the_sorted_lists_at_once() -> None:
     """Stale entries sat at the tail where victim searches start, until a compaction; now a
     stop (``drop``, told by ``on_waiting``) and a demotion (``file`` again) remove them, and
-    a job started again is found once. A queue's filings are sorted in only when a search
-    reads that queue: one without a key reads the queues below its own only."""
+    a job started again is found once."""
     index = RunningByQueue(2)
     a, b, c = _running("a", 0, 5), _running("b", 1, 5), _running("c", 2, 5)
     for job in (a, b, c):
         index.file(job, 1, 5.0)
     index.file(a, 0, 5.0)
     assert [j.job_id for j in index.ranked_below(0, None)] == ["c", "b"]  # sorted in
-    assert [len(entries) for entries in index._entries] == [0, 2]  # queue 0 not read
     c.status, c.run_started = JobStatus.PREEMPTED, None
     index.drop(c)
     index.file(b, 0, 5.0)  # b filed again, in queue 0: its queue-1 entry goes
-    assert [len(entries) for entries in index._entries] == [0, 0]
+    assert [len(entries) for entries in index._entries] == [1, 0]
     c.status, c.run_started = JobStatus.RUNNING, 9.0
     index.file(c, 1, 9.0)
     assert [j.job_id for j in index.ranked_below(0, None)] == ["c"]
-    assert [j.job_id for j in index.ranked_below(0, (-1.0, ""))] == ["c", "b", "a"]
     assert [len(entries) for entries in index._entries] == [2, 1]
-
-
-def test_a_compaction_keeps_live_pending_entries_pending() -> None:
-    """Entries of a queue no search has read stay pending through a compaction, less the
-    stale ones, and come out in key order when a search reads the queue."""
-    index = RunningByQueue(2)
-    jobs = [_running(f"j{i:02}", 10 - i, 3) for i in range(10)]
-    for job in jobs:
-        index.file(job, 0, 3.0)
-    for job in jobs[::2]:
-        job.status = JobStatus.FINISHED
-    index.file(_running("late", 99, 3), 1, 3.0)
-    index._compact(now=3.0)
-    assert index._entries[0] == [] and len(index._pending[0]) == 5
-    assert index._size == 6 and len(index._filed) == 6
-    found = [j.job_id for j in index.ranked_below(0, (-1.0, ""))]
-    assert found == ["late"] + [job.job_id for job in jobs[1::2]]
