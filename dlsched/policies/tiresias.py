@@ -78,10 +78,13 @@ class DiscretizedLas:
         # only its scope's running jobs. None: one index for all.
         self.victim_scope: Callable[[Job], Hashable] | None = None
         self._scoped: dict[Hashable, RunningByQueue] = {}
-        self._node_demotions: np.ndarray = np.zeros(0, dtype=np.int64)
+        # Demotions applied per node (a job's once per node it runs on), and their sum: what
+        # ``_demotions_on`` reads for a mask of every node
+        self._node_demotions: list[int] = []
+        self._node_demotion_total = 0
         self._demotion_count = 0  # demotions applied so far (versions ``_demotion_sums``)
         self._scope_demotions: dict[Hashable, int] = {}  # the same per victim scope
-        self._demotion_sums: dict[int, tuple[np.ndarray, int, int]] = {}
+        self._demotion_sums: dict[int, tuple[np.ndarray, int, int, bool]] = {}
         self._seeded = False
         # Waiting jobs by the queue their key files them in (told by ``on_waiting``, promotions
         # and ``reserve``): a demotion can change a decision only while one waits above the
@@ -113,8 +116,12 @@ class DiscretizedLas:
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
         if state is not None:
             return (self.queue_of(state, job), job.spec.submit_time, job.job_id)
-        # ``queue_of(None, job)``, inlined: the core's waiting queue asks it at every filing
+        # ``queue_of(None, job)``, inlined: the core's waiting queue asks it at every filing,
+        # just after ``on_waiting`` filed the job under that queue (0 once promoted)
         job_id = job.job_id
+        queue = self._waiting_queue.get(job_id)
+        if queue is not None and job.status in _WAITING:
+            return (queue, job.spec.submit_time, job_id)
         if self.promote_knob and self._promoted and job_id in self._promoted:
             return (0, job.spec.submit_time, job_id)
         service = job.attained_service(job.attained_time)
@@ -156,6 +163,10 @@ class DiscretizedLas:
         ``last_run_seconds``): note when it will starve, if it can."""
         job_id = job.job_id
         self._promoted.discard(job_id)
+        if self.victim_scope is None:  # a stopped job leaves the victim index now
+            self._running.drop(job)
+        else:
+            self._running_of(job).drop(job)
         # Its service's level (it is not promoted now): ``queue_of(None, job)``, inlined, as
         # the attained service of a job that does not run (a call less a stop: issue 14)
         service = (job.attained if job.status is not _RUNNING
@@ -222,7 +233,14 @@ class DiscretizedLas:
             if (now - job.queued_since >= self.promote_knob * self._executed.get(job_id, 0.0)
                     - self._waited.get(job_id, 0.0)):
                 self._promoted.add(job_id)
-                self._file_waiting(job, 0)
+                if self.victim_scope is None:  # ``_file_waiting(job, 0)``'s steps, inlined
+                    before = self._waiting_queue.get(job_id)
+                    if before is not None:
+                        self._waiting_in[before] -= 1
+                    self._waiting_queue[job_id] = 0
+                    self._waiting_in[0] += 1
+                else:
+                    self._file_waiting(job, 0)
                 changed.append(job)
             else:
                 early.append(entry)
@@ -304,23 +322,32 @@ class DiscretizedLas:
         """A promoted job restarts its count in queue 0 (Tiresias §3.2, starvation). The job
         starts at ``now``: file it under its queue and note its next threshold crossing."""
         now, job_id = state.snapshot.now, job.job_id
+        before = None
         if self.victim_scope is None:  # ``_file_waiting(job, None)``'s steps, inlined
             before = self._waiting_queue.pop(job_id, None)
             if before is not None:
                 self._waiting_in[before] -= 1
         else:
             self._file_waiting(job, None)
-        # ``_service`` and ``_level``, inlined; a promoted job's service is then 0, so its
-        # level is its queue (0) here too.
-        service = job.attained_service(now)
+        # ``_service`` and ``_level``, inlined (a job that waits has the service it stopped
+        # with: ``Job.attained_service``, a call less)
+        service = job.attained if job.status is not _RUNNING else job.attained_service(now)
         offsets, thresholds = self._offsets, self.thresholds
         if offsets:
             service -= offsets.get(job_id, 0.0)
-        if self.promote_knob and self._count_wait(job, now, service):
+        if (self.promote_knob and job_id in self._executed
+                and self._count_wait(job, now, service)):
+            # promoted: its offset is its service now, so it starts again from 0 (queue 0)
             service = job.attained_service(now) - offsets.get(job_id, 0.0)
+            level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
+        elif (before is not None and job.status is not _RUNNING
+              and job_id not in self._promoted):
+            level = before  # the level ``on_waiting`` filed it under (its service since)
+        else:
+            level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
         self._promoted.discard(job_id)
-        level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
-        self._running_of(job).file(job, level, now)
+        (self._running if self.victim_scope is None else self._running_of(job)).file(
+            job, level, now)
         count = len(gpus) or len(job.allocation) or job.spec.num_gpus
         if level < len(thresholds) and count:  # ``_push_demotion``'s steps, inlined
             at = now + (thresholds[level] - service) / count
@@ -355,12 +382,27 @@ class DiscretizedLas:
         heap = self._demotions
         if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
             self._advance(state)  # (its own test, ahead of the call: asked every attempt)
-        queue = self.queue_of(state, job)
+        queue = self._waiting_queue.get(job.job_id)
+        if queue is None or job.status not in _WAITING:
+            queue = self.queue_of(state, job)
+        elif queue and self.promote_knob and self._starving_now(state, job):
+            queue = 0
         if self.same_queue_preemption or self.min_runtime:
             return self._victims(state, job, queue)
         if queue == len(self.thresholds):
             return ()
-        return self._running_of(job).ranked_below(queue, None, state.evicted)
+        index = self._running if self.victim_scope is None else self._running_of(job)
+        return index.ranked_below(queue, None, state.evicted)
+
+    def _starving_now(self, state: CycleState, job: Job) -> bool:
+        """Whether a waiting job filed above queue 0 starves by now: ``queue_of``'s test, its
+        level known (a waiting job's service does not move, so the level it was filed under
+        is its level: ``on_waiting``; a promoted one is filed under 0)."""
+        job_id = job.job_id
+        executed = self._executed.get(job_id, 0.0)
+        return executed > 0 and (job_id in self._promoted or state.snapshot.now
+                                 - job.queued_since >= self.promote_knob * executed
+                                 - self._waited.get(job_id, 0.0))
 
     def no_victims(self, state: CycleState, job: Job) -> bool:
         """Whether ``post_filter`` would find no victims for a waiting job because it is in
@@ -371,7 +413,24 @@ class DiscretizedLas:
         job_id = job.job_id
         if self._waiting_queue.get(job_id) != len(self.thresholds):
             return False
-        return not self._starves(job, state.snapshot.now)
+        # ``not self._starves(job, now)``, inlined (asked for each job a cycle considers
+        # after an eviction: issue 14)
+        knob = self.promote_knob
+        if not knob or job.status not in _WAITING:
+            return True
+        executed = self._executed.get(job_id, 0.0)
+        if executed <= 0:
+            return True
+        if job_id in self._promoted:
+            return False
+        now = state.snapshot.now
+        if now - job.queued_since < knob * executed - self._waited.get(job_id, 0.0):
+            return True
+        service = job.attained_service(now)
+        offsets = self._offsets
+        if offsets:
+            service -= offsets.get(job_id, 0.0)
+        return bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE) == 0
 
     def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
         """What decides this job's victims on ``nodes`` besides starts and stops: the
@@ -399,12 +458,20 @@ class DiscretizedLas:
         """Demotions so far on ``nodes``, kept per mask until the next demotion anywhere (the
         masks are mostly the placement's cached arrays)."""
         cached = self._demotion_sums.get(id(nodes))
-        if cached is None or cached[0] is not nodes or cached[1] != self._demotion_count:
-            total = int(self._node_demotions[nodes].sum())
-            cached = self._demotion_sums[id(nodes)] = (nodes, self._demotion_count, total)
-            if len(self._demotion_sums) > 4096:  # masks of dynamic filters: do not pile up
-                self._demotion_sums = {id(nodes): cached}
-        return cached[2]
+        if cached is None or cached[0] is not nodes:
+            every = (nodes.dtype == np.bool_ and len(nodes) == len(self._node_demotions)
+                     and bool(nodes.all()))
+        elif cached[1] == self._demotion_count:
+            return cached[2]
+        else:
+            every = cached[3]
+        # a mask of every node (the lane's, on one pool) sums them all: the kept total
+        total = (self._node_demotion_total if every
+                 else int(np.asarray(self._node_demotions, dtype=np.int64)[nodes].sum()))
+        cached = self._demotion_sums[id(nodes)] = (nodes, self._demotion_count, total, every)
+        if len(self._demotion_sums) > 4096:  # masks of dynamic filters: do not pile up
+            self._demotion_sums = {id(nodes): cached}
+        return total
 
     def _victims(self, state: CycleState, job: Job, queue: int) -> Iterator[Job]:
         key = (job.spec.submit_time, job.job_id) if self.same_queue_preemption else None
@@ -420,6 +487,8 @@ class DiscretizedLas:
         demotions = self._demotions
         if not self._seeded or (demotions and demotions[0][0] <= state.snapshot.now):
             self._advance(state)  # (its own test, ahead of the call: asked every cycle)
+        if self.promote_knob and not self.min_runtime:
+            return self._next_demotion_or_promotion(state)
         first = (self._first_live_demotion(state) if demotions and self._demotions_matter(state)
                  else None)
         if not self.min_runtime and not self.promote_knob:  # the default: demotions only
@@ -439,6 +508,46 @@ class DiscretizedLas:
             if at is not None and at > now and (soonest is None or at < soonest):
                 soonest = at
         return soonest
+
+    def _next_demotion_or_promotion(self, state: CycleState) -> float | None:
+        """``next_wakeup`` with starvation promotion and no protection: the soonest after now
+        of the first live demotion (where demotions matter), the next promotion of a waiting
+        job and the times this cycle's evicted jobs will starve. The evicted jobs are read
+        once for both ``_demotions_matter`` and ``_evicted_starve_at`` (the same tests)."""
+        now = state.snapshot.now
+        soonest, below_last = self._evicted_scan(state, now) if state.evicted else (None, False)
+        if self._demotions and (below_last or self._demotions_matter_waiting()):
+            first = self._first_live_demotion(state)
+            if first is not None and first > now and (soonest is None or first < soonest):
+                soonest = first
+        at = self._next_promotion(now)
+        if at is not None and at > now and (soonest is None or at < soonest):
+            soonest = at
+        return soonest
+
+    def _evicted_scan(self, state: CycleState, now: float) -> tuple[float | None, bool]:
+        """The soonest time after ``now`` one of this cycle's evicted jobs above queue 0
+        starves (``_evicted_starve_at``), and whether one of them is below the last queue
+        (``_demotions_matter``'s test of the evicted)."""
+        knob, executed, waited, offsets = (self.promote_knob, self._executed, self._waited,
+                                           self._offsets)
+        thresholds, last = self.thresholds, len(self.thresholds)
+        soonest, below_last = None, False
+        for job in state.evicted.values():
+            job_id = job.job_id
+            service = job.attained_service(now)
+            if offsets:
+                service -= offsets.get(job_id, 0.0)
+            level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
+            if level < last:
+                below_last = True
+            started = job.run_started
+            if level > 0 and started is not None:
+                at = now + ((knob * executed.get(job_id, 0.0) - waited.get(job_id, 0.0))
+                            + knob * (now - started))
+                if at > now and (soonest is None or at < soonest):
+                    soonest = at
+        return soonest, below_last
 
     def _evicted_starve_at(self, state: CycleState, now: float) -> list[float]:
         """When each job evicted in this cycle above queue 0 starves (it has run
@@ -491,11 +600,9 @@ class DiscretizedLas:
         ``same_queue_preemption`` (a job demoted into a waiting job's queue may become its
         victim), protection (victims also change with time), or when another plugin preempts
         by these queues too (``own_preemption_only`` False: the tenant layer)."""
-        if not self.own_preemption_only or self.same_queue_preemption or self.min_runtime:
+        if self._demotions_matter_waiting():
             return True
         last = len(self.thresholds)
-        if any(self._waiting_in[:last]):
-            return True
         if not state.evicted:
             return False
         now, offsets, thresholds = state.snapshot.now, self._offsets, self.thresholds
@@ -506,6 +613,14 @@ class DiscretizedLas:
             if bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE) < last:
                 return True
         return False
+
+    def _demotions_matter_waiting(self) -> bool:
+        """``_demotions_matter`` but for the evicted: always with another preemptor by these
+        queues, same-queue preemption or protection; else whether a job waits above the last
+        queue."""
+        if not self.own_preemption_only or self.same_queue_preemption or self.min_runtime:
+            return True
+        return any(self._waiting_in[:len(self.thresholds)])
 
     def _may_sleep(self, state: CycleState) -> bool:
         """Whether this cycle may leave out the wake-ups of demotions that matter to no one:
@@ -560,7 +675,7 @@ class DiscretizedLas:
         heap, now = self._demotions, state.snapshot.now
         if not self._seeded:
             self._seeded = True
-            self._node_demotions = np.zeros(state.cluster.num_nodes, dtype=np.int64)
+            self._node_demotions = [0] * state.cluster.num_nodes
             for job in state.snapshot.running:
                 self._running_of(job).file(job, self.queue_of(state, job),
                                           job.run_started or 0.0, now)
@@ -582,18 +697,30 @@ class DiscretizedLas:
                     service -= offsets.get(job_id, 0.0)
                 level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
                 queue = level if status is _RUNNING else self.queue_of(state, job)
-                self._running_of(job).file(job, queue, started or 0.0, now)
+                (self._running if self.victim_scope is None else self._running_of(job)).file(
+                    job, queue, started or 0.0, now)
                 count = len(job.allocation) or job.spec.num_gpus  # ``_push_demotion``
                 if level < len(thresholds) and count:
                     heapq.heappush(heap, (now + (thresholds[level] - service) / count,
                                           job_id, started, job))
-                demotions, gpu_node = self._node_demotions, state.layout.gpu_node
-                for node in {gpu_node[gpu] for gpu in job.allocation}:  # once per node
-                    demotions[node] += 1
-                self._demotion_count += 1
+                self._count_demotion(state, job)
                 if self.victim_scope is not None:
                     scope = self.victim_scope(job)
                     self._scope_demotions[scope] = self._scope_demotions.get(scope, 0) + 1
+
+    def _count_demotion(self, state: CycleState, job: Job) -> None:
+        """Count a demotion applied, once per node the job runs on (``_demotions_on``)."""
+        demotions, gpu_node, allocation = (self._node_demotions, state.layout.gpu_node,
+                                           job.allocation)
+        if len(allocation) == 1:
+            demotions[gpu_node[allocation[0]]] += 1
+            self._node_demotion_total += 1
+        else:
+            nodes = {gpu_node[gpu] for gpu in allocation}
+            for node in nodes:
+                demotions[node] += 1
+            self._node_demotion_total += len(nodes)
+        self._demotion_count += 1
 
     def _running_of(self, job: Job) -> RunningByQueue:
         """The index of the running jobs in ``job``'s victim scope."""

@@ -78,3 +78,23 @@ def test_victims_skip_the_evicted_as_the_search_marks_them() -> None:
     assert [j.job_id for j in search] == ["c"]
     assert [j.job_id for j in index.ranked_below(1, (0.5, "x"), {"c": jobs["c"]})] == [
         "b", "a", "d"]
+
+
+def test_a_stopped_or_demoted_jobs_entry_leaves_the_sorted_lists_at_once() -> None:
+    """Stale entries sat at the tail where victim searches start, until a compaction; now a
+    stop (``drop``, told by ``on_waiting``) and a demotion (``file`` again) remove them, and
+    a job started again is found once."""
+    index = RunningByQueue(2)
+    a, b, c = _running("a", 0, 5), _running("b", 1, 5), _running("c", 2, 5)
+    for job in (a, b, c):
+        index.file(job, 1, 5.0)
+    index.file(a, 0, 5.0)
+    assert [j.job_id for j in index.ranked_below(0, None)] == ["c", "b"]  # sorted in
+    c.status, c.run_started = JobStatus.PREEMPTED, None
+    index.drop(c)
+    index.file(b, 0, 5.0)  # b filed again, in queue 0: its queue-1 entry goes
+    assert [len(entries) for entries in index._entries] == [1, 0]
+    c.status, c.run_started = JobStatus.RUNNING, 9.0
+    index.file(c, 1, 9.0)
+    assert [j.job_id for j in index.ranked_below(0, None)] == ["c"]
+    assert [len(entries) for entries in index._entries] == [2, 1]
