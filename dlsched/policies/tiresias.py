@@ -353,6 +353,24 @@ class DiscretizedLas:
             at = now + (thresholds[level] - service) / count
             heapq.heappush(self._demotions, (at, job_id, now, job))
 
+    def relaunched(self, job: Job, was: float, now: float) -> None:
+        """A started job's workers ran late (the runtime: Ray reserves its placement group and
+        starts its actors 1-4 s after the cycle; locally it waits for its victims to exit):
+        the runtime moved its attempt's start from ``was`` to ``now``
+        (``RuntimeScheduler.launched``). Its victim-index entry and its next threshold
+        crossing were keyed by ``was`` and would read as stale, so the job would never be
+        demoted nor preempted again (Tiresias §3.2 ranks a job by the service it attains);
+        both are filed again under the new start."""
+        index = self._running if self.victim_scope is None else self._running_of(job)
+        if index.restart_at(job, was, now) is None:
+            return  # not filed with that start (not seeded yet: ``_advance`` files it)
+        service = job.attained_service(now) - self._offsets.get(job.job_id, 0.0)
+        level = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
+        count = len(job.allocation) or job.spec.num_gpus
+        if level < len(self.thresholds) and count:  # ``_push_demotion``'s steps
+            at = now + (self.thresholds[level] - service) / count
+            heapq.heappush(self._demotions, (at, job.job_id, job.run_started, job))
+
     def _count_wait(self, job: Job, now: float, service: float) -> bool:
         """The job starts with ``service``: a starving one is promoted now (its service, run
         and wait counts start again from 0; told True); another adds this wait to its waits

@@ -104,6 +104,17 @@ class RunningByQueue:
             all_entries[queue].insert(at, (job, started))
         self._size -= dropped
 
+    def restart_at(self, job: Job, was: float, now: float) -> int | None:
+        """The job's attempt filed as begun at ``was`` begins at ``job.run_started`` instead
+        (its workers launched late: ``RuntimeScheduler.launched``): filed again under the
+        same queue with the new start, as ``_valid`` reads starts; that queue, or None when
+        the job was not filed with ``was``."""
+        filed = self._filed.get(job.job_id)
+        if filed is None or filed[1] != was or job.run_started is None:
+            return None
+        self.file(job, filed[0], job.run_started, now)
+        return filed[0]
+
     def queue_of(self, job: Job) -> int | None:
         filed = self._filed.get(job.job_id)
         return filed[0] if filed is not None and self._valid(job, filed) else None

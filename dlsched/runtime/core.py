@@ -27,7 +27,7 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from dlsched.scheduling.decisions import CycleResult
@@ -82,11 +82,21 @@ class RuntimeScheduler(Scheduler):
         job = self.running.get(job_id)
         if job is None or job.run_started is None or now <= job.run_started:
             return
-        job.productive_from += now - job.run_started
+        was = job.run_started
+        job.productive_from += now - was
         job.run_started = now
         self.journal.note(job)
         job.progress_time = max(job.progress_time, now)
         job.attained_time = max(job.attained_time, now)
+        for hook in self._relaunch_hooks():
+            hook(job, was, now)
+
+    def _relaunch_hooks(self) -> list[Callable[[Job, float, float], None]]:
+        """The plugins that key a running job by its attempt's start (Tiresias' victim index
+        and demotion heap): told when ``launched`` moves that start."""
+        profile = self.profile
+        plugins = {id(p): p for p in (profile.queue_sort, *profile.plugins)}.values()
+        return [p.relaunched for p in plugins if hasattr(p, "relaunched")]
 
     def reason_for(self, job: Job) -> str:
         """The core's reason, or, for a started job whose executor still waits for the workers

@@ -16,7 +16,7 @@ from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.workload.job import Job
 
 _POINTS = ("pre_filter", "filter", "score", "permit", "reserve", "on_unschedulable",
-           "next_wakeup", "on_waiting")
+           "next_wakeup", "on_waiting", "relaunched")
 
 
 class _Stripped:
