@@ -36,6 +36,13 @@ if TYPE_CHECKING:
 
 Buckets = Mapping[Hashable, tuple[list[Any], list[Job]]]
 _NEVER = 1 << 62
+# Why the jobs of a bucket the walk did not reach wait, when it stopped early: the cluster
+# was full, or (a preemptive policy) a job ahead asking one GPU of any node failed.
+FULL_STOP = "[placement] no GPU free: the cycle stopped once nothing more could start"
+SMALLEST_FAILED = ("[placement] a job ahead of it asking one GPU of any node did not fit in "
+                   "this cycle")
+# Scratch key: the walk's bucket names and heap where it stopped early (one store a stop).
+_STOPPED = "bucket-scan:stopped"
 
 
 def bucket_of(job: Job) -> Hashable:
@@ -58,24 +65,9 @@ def scans_by_bucket(profile: Profile) -> bool:
             and not profile.dynamic_filters and not profile.blocked and not profile.allocators)
 
 
-# Why the jobs of a bucket the walk did not reach wait, when it stopped early: the cluster
-# was full, or (a preemptive policy) a job ahead asking one GPU of any node failed.
-FULL_STOP = "[placement] no GPU free: the cycle stopped once nothing more could start"
-SMALLEST_FAILED = ("[placement] a job ahead of it asking one GPU of any node did not fit in "
-                   "this cycle")
-
-
 def scan_buckets(run: _CycleRun, buckets: Buckets) -> list[Hashable]:
     """Try the waiting jobs in the static order as ``_CycleRun.in_order`` does, skipping each
     bucket from its first known miss on; returns the buckets dropped (their reasons)."""
-    return scan_bucket_reasons(run, buckets)[0]
-
-
-def scan_bucket_reasons(run: _CycleRun, buckets: Buckets
-                        ) -> tuple[list[Hashable], list[Hashable], str]:
-    """``scan_buckets``, and where the walk stopped early, the buckets it had not finished
-    and why their jobs it did not reach wait (``FULL_STOP``, ``SMALLEST_FAILED``; else ``[]``
-    and ""): reported as bulk reasons they replace an empty or older reason."""
     names = [name for name, (_, jobs) in buckets.items() if jobs]
     lists = [buckets[name] for name in names]
     heap = [(keys[0], n, 0) for n, (keys, _) in enumerate(lists)]
@@ -101,12 +93,13 @@ def scan_bucket_reasons(run: _CycleRun, buckets: Buckets
                 dropped.append(n)
                 ever_dropped[n] = None
                 if not preemptive and _full(run):
-                    return _stopped(run, names, ever_dropped, heap)  # as the walk stops
+                    state.scratch[_STOPPED] = (names, heap)
+                    break  # the walk stops at a known miss once nothing else fits
                 continue
         started = run.consider(job)
         if not started and run.placement_failed and run._nothing_else_fits(job):
-            _advance(heap, keys, n, index)
-            return _stopped(run, names, ever_dropped, heap)
+            state.scratch[_STOPPED] = (names, heap)
+            break
         if dropped and not misses:  # evictions cleared the known misses: dropped come back
             for m in dropped:
                 m_keys = lists[m][0]
@@ -122,17 +115,24 @@ def scan_bucket_reasons(run: _CycleRun, buckets: Buckets
                              if (at := bisect.bisect_right(lists[m][0], key)) < len(lists[m][0])),
                             default=None)
             if following is not None and (not heap or following < heap[0][0]):
-                return _stopped(run, names, ever_dropped, heap)
-    return [names[n] for n in ever_dropped], [], ""
+                state.scratch[_STOPPED] = (names, heap)
+                break
+    return [names[n] for n in ever_dropped]
 
 
-def _stopped(run: _CycleRun, names: list[Hashable], dropped: dict[int, None], heap: list
-             ) -> tuple[list[Hashable], list[Hashable], str]:
-    """The walk's result where it stopped early: the buckets still in ``heap`` hold jobs it
-    did not reach."""
-    unreached = [names[n] for n in sorted({n for _, n, _ in heap})]
-    why = FULL_STOP if _full(run) else SMALLEST_FAILED
-    return [names[n] for n in dropped], unreached, why
+def scan_bucket_reasons(run: _CycleRun, buckets: Buckets
+                        ) -> tuple[list[Hashable], list[Hashable], str]:
+    """``scan_buckets``, and where the walk stopped early, the buckets it had not finished
+    (still in its heap: a job of theirs it failed keeps its own, newer reason) and why the jobs
+    it did not reach wait (``FULL_STOP``, ``SMALLEST_FAILED``; else ``[]`` and ""); reported
+    as bulk reasons they replace an empty or older reason."""
+    dropped = scan_buckets(run, buckets)
+    stopped = run.state.scratch.pop(_STOPPED, None)
+    if stopped is None:
+        return dropped, [], ""
+    names, heap = stopped
+    unreached = [names[n] for _, n, _ in heap]  # a bucket is in the heap once at most
+    return dropped, unreached, FULL_STOP if _full(run) else SMALLEST_FAILED
 
 
 def _advance(heap: list, keys: list[Any], n: int, index: int) -> None:
