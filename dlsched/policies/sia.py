@@ -209,16 +209,27 @@ def _usable_types(state: CycleState, jobs: list[Job]) -> NDArray[np.bool_]:
     throughput model rates the job above 0 there (the core's ``runnable`` filter). Sia's own
     goodput model rates every type, so without the second test it gave ResNet-50 b128 a K80
     under gavel-physical, where the job never progressed."""
+    names = state.cluster.type_names
+    rated_by_mask: dict[int, tuple[bool, ...]] = {}  # the core's masks are shared per shape
+    rows = []
+    for job in jobs:
+        mask = runnable_nodes(state, job)
+        rated = rated_by_mask.get(id(mask))
+        if rated is None:
+            rated = rated_by_mask[id(mask)] = _rated_types(state, mask)
+        pins = job.spec.gpu_types
+        rows.append(rated if not pins else
+                    tuple(ok and name in pins for ok, name in zip(rated, names, strict=True)))
+    return np.array(rows, dtype=bool).reshape(len(jobs), len(names))
+
+
+def _rated_types(state: CycleState, runnable: NDArray[np.bool_]) -> tuple[bool, ...]:
+    """Per GPU type, whether any node of it is in ``runnable``."""
     cluster = state.cluster
-    names = np.array(cluster.type_names, dtype=object)
-    usable = np.ones((len(jobs), len(names)), dtype=bool)
-    for row, job in zip(usable, jobs, strict=True):
-        if job.spec.gpu_types:
-            row &= np.isin(names, job.spec.gpu_types)
-        runnable = runnable_nodes(state, job)
-        if not runnable.all():
-            row &= np.bincount(cluster.node_type[runnable], minlength=len(names)) > 0
-    return usable
+    if runnable.all():
+        return (True,) * len(cluster.type_names)
+    counts = np.bincount(cluster.node_type[runnable], minlength=len(cluster.type_names))
+    return tuple(bool(c) for c in counts)
 
 
 @register_policy("sia")
