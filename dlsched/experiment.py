@@ -141,7 +141,8 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
     bounds each VC instead, so that it can borrow; and every job's queue must be known."""
     options = ReaderOptions.for_cluster(cluster, skip_invalid=config.skip_invalid,
                                         limit=config.limit, rebase=not config.keep_trace_clock,
-                                        sacct_queue=config.sacct_queue)
+                                        sacct_queue=config.sacct_queue,
+                                        sacct_resources=config.sacct_resources)
     if config.trace == SYNTHETIC:
         source = resolve_trace(config.synthetic_from, None, options)
         trace = generate(config.synthetic_jobs, config.synthetic_rate, config.seed, source)

@@ -52,6 +52,10 @@ class RunConfig:
     sacct_queue: str = _opt("partition", "Which field of a Slurm sacct export (slurm-sacct "
                             "trace) is each job's queue: partition, account, qos or user "
                             "(docs/what-if.md).")
+    sacct_resources: bool = _opt(False, "Replay each job of a Slurm sacct export with the "
+                                 "CPUs and host memory Slurm gave it (AllocTRES cpu=, mem=), "
+                                 "per GPU; they count on nodes that give CPUs and memory "
+                                 "(docs/what-if.md).")
     skip_invalid: bool = _opt(False, "Skip malformed rows with a counted warning instead of "
                               "stopping at the first.", flag="--skip-invalid/--strict-input")
     limit: int | None = _opt(None, "Read at most N jobs.", low=1, high=10**9)

@@ -81,7 +81,7 @@ from dlsched.policies.elastic.speed import (
 from dlsched.policies.elastic.sync_prior import learned_sync
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
-from dlsched.scheduling.plugins.filters import allowed_nodes
+from dlsched.scheduling.plugins.filters import allowed_nodes, runnable_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
@@ -220,9 +220,13 @@ def _learned_params(job: Job, gpu: str, most_workers: int, node_size: int,
 
 
 def _allowed(state: CycleState, job: Job) -> NDArray[np.bool_] | None:
-    """The nodes the job's GPU-type pins and pool allow (None: every node)."""
+    """The nodes the job's GPU-type pins and pool allow and the throughput model rates above 0
+    for it (the core's ``runnable`` filter; None: every node). Pollux values a job on one GPU
+    type, so only placement keeps it off a type where it cannot progress (ResNet-50 b128 on a
+    K80 under gavel-physical held 4 of 6 jobs at rate 0 for ever)."""
     if not job.spec.gpu_types and job.spec.pool not in state.cluster.pools:
-        return None
+        runnable = runnable_nodes(state, job)
+        return None if runnable.all() else runnable
     return allowed_nodes(state, job)
 
 

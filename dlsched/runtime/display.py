@@ -10,6 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from dlsched.scheduling.decisions import waiting_reason
 from dlsched.wording import count_of
 
 # The retry backoff's reason (runtime/backoff.py): the job failed and waits to be retried.
@@ -19,15 +20,14 @@ RETRY_REASON = "backing off after"
 RETRY_TAG = "[retry-backoff] "
 
 
-# A waiting job the last cycle did not try: a cycle stops once nothing more can start
-# (scheduling/bucket_scan.py) and leaves the jobs after that point without a reason of their
-# own (or the job came after the cycle).
-NOT_REACHED = "not reached by the last cycle: jobs ahead of it were considered first"
+# A waiting job the last cycle did not try (the REST API says so too: ``waiting_reason``).
+WAITING_STATUSES = ("pending", "preempted")
 
 
 def reason_shown(job: Any) -> str:
     """Why a job waits (or ended), as the CLI and the dashboard show it: its reason, or, for a
     waiting job with none, that the last cycle did not get to it (under Tiresias on 4 GPUs the
+<<<<<<< HEAD
     dashboard showed places 6 to 76 with an empty "why it waits"). A reason that only repeats
     the status (the core's ``cancelled``) is not shown: the listing's "pending reason" of a
     cancelled job read "cancelled" beside its status, as if it still waited."""
@@ -36,6 +36,10 @@ def reason_shown(job: Any) -> str:
     if job.pending_reason or job.status not in ("pending", "preempted"):
         return job.pending_reason
     return NOT_REACHED
+=======
+    dashboard showed places 6 to 76 with an empty "why it waits")."""
+    return waiting_reason(job.pending_reason, job.status in WAITING_STATUSES)
+>>>>>>> s30Q
 
 
 def shown_status(job: Any) -> str:

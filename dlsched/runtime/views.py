@@ -26,11 +26,15 @@ from dlsched.runtime.models import (
 from dlsched.runtime.store import JobRow
 from dlsched.runtime.usage import cluster_usage, gpu_usage
 from dlsched.scheduling.cycle import ordered_waiting
+from dlsched.scheduling.decisions import waiting_reason
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job, JobStatus
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
+
+# The stored statuses of a job that waits (``JobStatus.is_waiting``).
+_WAITING = frozenset(status.value for status in JobStatus if status.is_waiting)
 
 
 def _flushed(service: Service) -> None:
@@ -56,7 +60,9 @@ def summary(service: Service, row: JobRow, live: tuple[str, int | None] | None =
                       priority=row.priority, gpus=row.num_gpus, gpu_type=row.gpu_type,
                       submitted_at=to_unix(row.submit_time) or 0.0,
                       finished_at=to_unix(row.finish_time), attempts=row.attempts,
-                      pending_reason=row.pending_reason if reason is None else reason,
+                      pending_reason=waiting_reason(
+                          row.pending_reason if reason is None else reason,
+                          row.status in _WAITING),
                       submitted_by=row.submitted_by, gpus_held=held,
                       gpu_share=row.gpu_share, mig_profile=row.mig_profile)
 

@@ -14,7 +14,9 @@ Reasons: the jobs of a dropped bucket are not written one by one; the cycle repo
 own_reason``): a waiting job not looked at since its bucket was dropped reads "a job as large
 or smaller of the same kind did not fit in this cycle". This is what the walk wrote too, except
 for jobs the walk never reached because it stopped early (nothing else could fit): they keep
-that true reason instead of an older one.
+that true reason instead of an older one. ``scan_bucket_reasons`` also names the buckets the
+walk had not finished when it stopped, and why (``FULL_STOP``, ``SMALLEST_FAILED``): reported
+as bulk reasons, they replace the empty or older reason of every job it never reached.
 """
 
 from __future__ import annotations
@@ -34,6 +36,13 @@ if TYPE_CHECKING:
 
 Buckets = Mapping[Hashable, tuple[list[Any], list[Job]]]
 _NEVER = 1 << 62
+# Why the jobs of a bucket the walk did not reach wait, when it stopped early: the cluster
+# was full, or (a preemptive policy) a job ahead asking one GPU of any node failed.
+FULL_STOP = "[placement] no GPU free: the cycle stopped once nothing more could start"
+SMALLEST_FAILED = ("[placement] a job ahead of it asking one GPU of any node did not fit in "
+                   "this cycle")
+# Scratch key: the walk's bucket names and heap where it stopped early (one store a stop).
+_STOPPED = "bucket-scan:stopped"
 
 
 def bucket_of(job: Job) -> Hashable:
@@ -84,10 +93,12 @@ def scan_buckets(run: _CycleRun, buckets: Buckets) -> list[Hashable]:
                 dropped.append(n)
                 ever_dropped[n] = None
                 if not preemptive and _full(run):
+                    state.scratch[_STOPPED] = (names, heap)
                     break  # the walk stops at a known miss once nothing else fits
                 continue
         started = run.consider(job)
         if not started and run.placement_failed and run._nothing_else_fits(job):
+            state.scratch[_STOPPED] = (names, heap)
             break
         if dropped and not misses:  # evictions cleared the known misses: dropped come back
             for m in dropped:
@@ -104,8 +115,24 @@ def scan_buckets(run: _CycleRun, buckets: Buckets) -> list[Hashable]:
                              if (at := bisect.bisect_right(lists[m][0], key)) < len(lists[m][0])),
                             default=None)
             if following is not None and (not heap or following < heap[0][0]):
+                state.scratch[_STOPPED] = (names, heap)
                 break
     return [names[n] for n in ever_dropped]
+
+
+def scan_bucket_reasons(run: _CycleRun, buckets: Buckets
+                        ) -> tuple[list[Hashable], list[Hashable], str]:
+    """``scan_buckets``, and where the walk stopped early, the buckets it had not finished
+    (still in its heap: a job of theirs it failed keeps its own, newer reason) and why the jobs
+    it did not reach wait (``FULL_STOP``, ``SMALLEST_FAILED``; else ``[]`` and ""); reported
+    as bulk reasons they replace an empty or older reason."""
+    dropped = scan_buckets(run, buckets)
+    stopped = run.state.scratch.pop(_STOPPED, None)
+    if stopped is None:
+        return dropped, [], ""
+    names, heap = stopped
+    unreached = [names[n] for _, n, _ in heap]  # a bucket is in the heap once at most
+    return dropped, unreached, FULL_STOP if _full(run) else SMALLEST_FAILED
 
 
 def _advance(heap: list, keys: list[Any], n: int, index: int) -> None:

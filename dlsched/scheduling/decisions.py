@@ -7,6 +7,17 @@ from dataclasses import MISSING, dataclass, field, fields
 
 from dlsched.workload.job import HostShare
 
+# Why a waiting job with no reason of its own waits: a cycle stops once nothing more can start
+# (``_CycleRun.in_order``, ``bucket_scan.scan_buckets``) and gives the jobs after that point
+# none (or the job came after the last cycle).
+NOT_REACHED = "not reached by the last cycle: jobs ahead of it were considered first"
+
+
+def waiting_reason(reason: str, waiting: bool) -> str:
+    """The reason every output shows (jobs.csv, the REST API, ``dlsched jobs``): a waiting
+    job's own, else ``NOT_REACHED``; any other job's as it is."""
+    return reason or (NOT_REACHED if waiting else "")
+
 
 @dataclass(frozen=True, slots=True)
 class Start:

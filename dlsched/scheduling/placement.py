@@ -18,6 +18,7 @@ from dlsched.scheduling.hooks import SingleNodeScore, optional
 from dlsched.scheduling.plugin_checks import checked_mask
 from dlsched.scheduling.resources import most_workers_per_node, node_room
 from dlsched.scheduling.state import EPS, CycleState, layout_of
+from dlsched.wording import count_of
 from dlsched.workload.job import Job
 
 
@@ -142,12 +143,22 @@ def max_workers(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) ->
 
 
 def _first_failure(state: CycleState, job: Job, filters: Sequence[FilterPlugin]) -> Status:
-    mask = np.ones(state.cluster.num_nodes, dtype=bool)
+    """The filter that removed the last node; where others narrowed the nodes before it, how
+    many each left: a job pinned to V100 in a pool of A100 nodes read "[node-pool] no node
+    passes this filter", as if its pool had no node."""
+    total = state.cluster.num_nodes
+    mask = np.ones(total, dtype=bool)
+    left, narrowed = total, []
     for plugin in filters:
         mask = checked_mask(plugin, plugin.filter(state, job, mask), len(mask))
-        if not mask.any():
-            return unschedulable(plugin.name, getattr(plugin, "refusal",
-                                                      "no node passes this filter"))
+        before, left = left, int(mask.sum())
+        if left < before:
+            narrowed.append(f"{plugin.name} leaves {left}")
+        if not left:
+            why = getattr(plugin, "refusal", "no node passes this filter")
+            if len(narrowed) > 1:
+                why += f"; of {count_of(total, 'node')}, {', '.join(narrowed)}"
+            return unschedulable(plugin.name, why)
     return unschedulable("filter", "no node passes the filters")
 
 

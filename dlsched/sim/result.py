@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from dlsched import __version__
+from dlsched.scheduling.decisions import waiting_reason
 from dlsched.scheduling.rerating import GoodputPoint
 from dlsched.scheduling.resilience import JobLosses
 from dlsched.scheduling.timeline import Timeline
@@ -102,7 +103,8 @@ def record_of(job: Job, now: float, reason: str | None = None,
     record = _record(job.job_id, job.spec.queue, job.spec.num_gpus, job.spec.submit_time,
                        job.first_start, job.finish_time, job.status.value, job.preemptions,
                        job.gpu_seconds + held, job.work_done(now), job.spec.work,
-                       job.pending_reason if reason is None else reason, job.resizes,
+                       waiting_reason(job.pending_reason if reason is None else reason,
+                                      job.status.is_waiting), job.resizes,
                        job.spec.deadline, run_seconds=job.run_seconds + running)
     if losses is None:
         return record

@@ -68,15 +68,19 @@ class TenantAudit:
                                        preemptor_queue, reason, decided_by))
 
     def waits(self, now: float, job_id: str, cq: str, reasons: tuple[tuple[str, Reason], ...],
-              detail: str = "", never: bool = False) -> None:
+              detail: str = "", never: bool = False, explained: Reason | None = None) -> None:
         """The job's reasons in this cycle, one per flavor, logged when they change;
         ``never``: no change of usage can lift them (its request exceeds what its queue may
-        ever use in every flavor that serves it, or its queue is unknown)."""
+        ever use in every flavor that serves it, or its queue is unknown). ``detail`` explains
+        the job's own reason (``explained``; None: every row's): a flavor that failed for
+        another reason gets none (a100's NEEDS_PREEMPTION read "[placement] needs 2 GPUs, 0
+        free", the placement failure of the v100 flavor that reserved its quota)."""
         last = self._last.get(job_id)
         if last == reasons or (last is not None and _kinds(last) == _kinds(reasons)):
             return
         self._last[job_id] = reasons
-        self.pending += [PendingChange(now, job_id, cq, flavor, reason, detail)
+        self.pending += [PendingChange(now, job_id, cq, flavor, reason,
+                                       detail if explained in (None, reason) else "")
                          for flavor, reason in reasons]
         if never:
             self.never.setdefault(job_id, (cq, reasons[0][1]))

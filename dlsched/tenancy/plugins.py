@@ -969,7 +969,7 @@ class TenantAdmission:
                          else o.reason or reason) for o in options) or (("", reason),)
         never = reason in _NEVER and all(
             o.mode is Mode.NO_FIT and o.reason in _NEVER for o in options)
-        self.audit.waits(data.view.now, job.job_id, cq, reasons, detail, never)
+        self.audit.waits(data.view.now, job.job_id, cq, reasons, detail, never, reason)
         if self.by_groups:  # steady: a skipped try would log nothing (groups.py)
             flavor = self._one_flavor.get(cq)
             self.groups.mark(job.job_id, flavor is not None and len(reasons) == 1

@@ -10,6 +10,7 @@ import pytest
 from builders import make_cluster, make_job, simulator
 
 import dlsched.scheduling.scheduler as scheduler_module
+from dlsched.scheduling.bucket_scan import FULL_STOP, SMALLEST_FAILED
 from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.workload.job import Job, JobSpec
@@ -54,14 +55,15 @@ def test_bucket_walk_gives_the_same_schedule(policy: str, seed: int,
 @pytest.mark.parametrize("policy", ["tiresias", "sjf"])
 def test_bucket_walk_reasons_mid_run(policy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Stopped mid-run, every waiting job's reason is the walk's, or (for a job the walk never
-    reached in a cycle that stopped early) the true "did not fit" of its bucket."""
+    reached in a cycle that stopped early) the true "did not fit" of its bucket, or why the walk
+    stopped (``scan_bucket_reasons``, once the cycle reports it)."""
     specs = _workload(3)
     fast = _run(policy, specs, True, 2500.0, monkeypatch)
     slow = _run(policy, specs, False, 2500.0, monkeypatch)
     assert [r[:6] for r in fast] == [r[:6] for r in slow]
     waiting = [(f[6], s[6]) for f, s in zip(fast, slow, strict=True) if f[2] is None]
     assert waiting, "the workload must leave jobs waiting at the stop"
-    assert all(f in (s, SMALLER) for f, s in waiting)
+    assert all(f in (s, SMALLER, FULL_STOP, SMALLEST_FAILED) for f, s in waiting)
 
 
 def test_waiting_queue_keeps_buckets_sorted_and_drops_empty_ones() -> None:

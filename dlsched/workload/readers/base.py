@@ -38,7 +38,8 @@ class ReaderOptions:
     ``max_cpus``, ``max_memory_gb``, ``max_gpu_memory_gb``: the most CPUs and host memory
     (GiB) any node has and the most memory any GPU has; a worker asking for more is impossible
     (None: not checked). ``sacct_queue``: which ``sacct`` field is a Slurm job's queue
-    (``slurm.QUEUE_FIELDS``; other formats refuse any but the default)."""
+    (``slurm.QUEUE_FIELDS``; other formats refuse any but the default). ``sacct_resources``:
+    a Slurm job asks the CPUs and memory ``AllocTRES`` gives it (other formats refuse it)."""
 
     skip_invalid: bool = False
     max_gpus: int | None = None
@@ -48,6 +49,7 @@ class ReaderOptions:
     max_gpu_memory_gb: float | None = None
     rebase: bool = True  # move the first submission to t=0 (RunConfig.keep_trace_clock)
     sacct_queue: str = SACCT_DEFAULT_QUEUE  # RunConfig.sacct_queue
+    sacct_resources: bool = False  # RunConfig.sacct_resources
 
     @classmethod
     def for_cluster(cls, cluster: Cluster, **kwargs: Any) -> ReaderOptions:
@@ -171,6 +173,10 @@ def read_trace(path: str | Path, fmt: str | None = None,
         raise InputError(InputLocation(str(path)), f"sacct_queue {options.sacct_queue!r} "
                          f"(--sacct-queue) names the queue field of a Slurm sacct export "
                          f"(format {SACCT}); this trace is {fmt}")
+    if options.sacct_resources and fmt != SACCT:
+        raise InputError(InputLocation(str(path)), f"sacct_resources (--sacct-resources) reads "
+                         f"the CPUs and memory of a Slurm sacct export (format {SACCT}); this "
+                         f"trace is {fmt}")
     with gc_paused():
         return READERS[fmt].read(path, options)
 

@@ -15,7 +15,12 @@ a daylight-saving change keeps its true length),
 ``State`` and ``AllocTRES`` (``...,gres/gpu=4,...`` or ``gres/gpu:a100=4``: the GPUs, and their
 type when named; the GRES spelling ``gres/gpu:a100:4`` reads the same). Optional:
 ``Partition`` (the job's queue; else ``default``), any other field (ignored). A job's work is
-``End - Start`` seconds at its GPU count.
+``End - Start`` seconds at its GPU count. With ``ReaderOptions.sacct_resources``
+(``--sacct-resources``) ``AllocTRES``' ``cpu=`` and ``mem=`` become its CPUs and host memory
+per GPU (``cpus_per_gpu``, ``memory_gb_per_gpu``): on a cluster whose nodes give CPUs and
+memory (``sinfo``'s) a job holds what Slurm gave it. Off by default: a tenant file's queues
+must then give ``cpu`` and ``memory`` quotas too (a resource a flavor does not list admits no
+job that asks for it, as in Kueue).
 
 Slurm sites set quotas and fair share per account (``sacctmgr`` associations), sometimes per
 QOS: ``ReaderOptions.sacct_queue`` (``--sacct-queue account``) makes ``Account`` the queue
@@ -93,8 +98,31 @@ def gpus_of(ctx: RowContext, field: str) -> tuple[int, str | None]:
     return (typed if total is None else total), kind
 
 
+# sacct's TRES memory: a number and a unit (K, M, G, T, P; none is M), e.g. ``mem=187.50G``
+_MEMORY = re.compile(r"^(\d+(?:\.\d+)?)([KMGTP]?)$")
+_GIB = {"K": 1 / 1024**2, "M": 1 / 1024, "": 1 / 1024, "G": 1.0, "T": 1024.0, "P": 1024.0**2}
+
+
+def host_of(ctx: RowContext, field: str) -> tuple[float, float]:
+    """The CPUs and host memory (GiB) of a TRES list (``cpu=8,...,mem=64G``); 0 for what it
+    does not name. Units as sacct writes them: memory in M unless suffixed K, G, T or P."""
+    cpus = memory = 0.0
+    for item in (part.strip() for part in (ctx.text(field, optional=True) or "").split(",")):
+        name, _, value = item.partition("=")
+        if name == "cpu":
+            if not value.isdigit():
+                raise ctx.fail(field, f"not a CPU count: {item!r}")
+            cpus = float(value)
+        elif name == "mem":
+            match = _MEMORY.match(value)
+            if match is None:
+                raise ctx.fail(field, f"not an amount of memory (64G, 500M): {item!r}")
+            memory = float(match.group(1)) * _GIB[match.group(2)]
+    return cpus, memory
+
+
 def _job(ctx: RowContext, recorded: Recorded | None = None,
-         queue_field: str = "Partition") -> JobSpec:
+         queue_field: str = "Partition", resources: bool = False) -> JobSpec:
     job_id = ctx.text("JobID")
     submit, start, end, gpus, kind = _span(ctx)
     if gpus == 0:
@@ -103,9 +131,11 @@ def _job(ctx: RowContext, recorded: Recorded | None = None,
         raise DropRow("ran 0 seconds")
     if recorded is not None:
         recorded.add(job_id, submit, start, end)
+    cpus, memory = host_of(ctx, "AllocTRES") if resources else (0.0, 0.0)
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
                    queue=ctx.text(queue_field, optional=True) or "default",
-                   gpu_types=(kind,) if kind else ())
+                   gpu_types=(kind,) if kind else (), cpus_per_gpu=cpus / gpus,
+                   memory_gb_per_gpu=memory / gpus)
 
 
 def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
@@ -117,7 +147,9 @@ def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
     Its GPU type: the components' one type; GPU components of several types, or typed and
     untyped ones, give it their types or none, and ``het`` says so (``HetJobs.notes``).
     Its queue: the partition (or the field ``het.queue_field`` names) of its GPU components,
-    or where they asked several, the one of most GPUs (``het_queue``)."""
+    or where they asked several, the one of most GPUs (``het_queue``). Its CPUs and memory
+    per GPU: its GPU components' summed over their GPUs (a CPU-only launcher's ran on
+    another node)."""
     spans = [_span(part) for part in parts]
     gpus = sum(span[3] for span in spans)
     if gpus == 0:
@@ -135,8 +167,12 @@ def het_job(ctx: RowContext, parts: list[RowContext], recorded: Recorded,
     field = QUEUE_FIELDS[het.queue_field]
     queue = het_queue([(part.text(field, optional=True) or "default", span[3])
                        for part, span in zip(parts, spans, strict=True)], job_id, het)
+    hosts = [host_of(part, "AllocTRES") for part, span in zip(parts, spans, strict=True)
+             if span[3] and het.resources]
     return JobSpec(job_id=job_id, submit_time=submit, num_gpus=gpus, work=end - start,
-                   queue=queue, gpu_types=tuple(kinds) if "" not in kinds else ())
+                   queue=queue, gpu_types=tuple(kinds) if "" not in kinds else (),
+                   cpus_per_gpu=sum(h[0] for h in hosts) / gpus,
+                   memory_gb_per_gpu=sum(h[1] for h in hosts) / gpus)
 
 
 def _span(ctx: RowContext) -> tuple[float, float, float, int, str | None]:
@@ -205,9 +241,11 @@ class SacctReader:
         queue = queue_field(path, header, options.sacct_queue)
         extra = frozenset(c for c in header if c not in REQUIRED)
         rows = iter_csv_rows(path, REQUIRED, delimiter="|", allow_extra=extra)
-        recorded, het = Recorded(), HetJobs(queue_field=options.sacct_queue)
+        recorded = Recorded()
+        het = HetJobs(queue_field=options.sacct_queue, resources=options.sacct_resources)
         collector = RowCollector.start(path, options, gpu_field="AllocTRES", id_field="JobID")
-        single = functools.partial(_job, recorded=recorded, queue_field=queue)
+        single = functools.partial(_job, recorded=recorded, queue_field=queue,
+                                   resources=options.sacct_resources)
         for first, parts in ([] if options.limit is not None and options.limit < 1
                              else het_groups(rows, collector)):
             build = single if parts is None else functools.partial(

@@ -23,6 +23,7 @@ class HetJobs:
     mixed: list[str] = field(default_factory=list)
     split: list[str] = field(default_factory=list)  # components in different queues
     queue_field: str = "partition"  # which sacct field is the queue (slurm.QUEUE_FIELDS)
+    resources: bool = False  # the jobs ask AllocTRES' CPUs and memory (sacct_resources)
 
     def notes(self, path: Path) -> list[str]:
         """The trace's warnings about them: how they are replayed."""
