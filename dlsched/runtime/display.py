@@ -27,19 +27,12 @@ WAITING_STATUSES = ("pending", "preempted")
 def reason_shown(job: Any) -> str:
     """Why a job waits (or ended), as the CLI and the dashboard show it: its reason, or, for a
     waiting job with none, that the last cycle did not get to it (under Tiresias on 4 GPUs the
-<<<<<<< HEAD
     dashboard showed places 6 to 76 with an empty "why it waits"). A reason that only repeats
     the status (the core's ``cancelled``) is not shown: the listing's "pending reason" of a
     cancelled job read "cancelled" beside its status, as if it still waited."""
     if job.pending_reason == job.status:
         return ""
-    if job.pending_reason or job.status not in ("pending", "preempted"):
-        return job.pending_reason
-    return NOT_REACHED
-=======
-    dashboard showed places 6 to 76 with an empty "why it waits")."""
     return waiting_reason(job.pending_reason, job.status in WAITING_STATUSES)
->>>>>>> s30Q
 
 
 def shown_status(job: Any) -> str:
