@@ -29,6 +29,7 @@ from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.journal import RunningJournal
 from dlsched.scheduling.placement import first_refusal, max_workers, static_shape
 from dlsched.scheduling.plugin_checks import static_key_error, unorderable_keys
+from dlsched.scheduling.preempt_lane import LaneWalk, walk_of
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
@@ -507,7 +508,11 @@ class Scheduler:
         result = lane.try_start() if lane is not None else None
         if result is None:
             result = run_cycle(self.profile, self.snapshot())
-            self.apply(result)
+            walk = walk_of(self.profile, result)
+            if walk is None:
+                self.apply(result)
+            else:
+                self._apply_lane(result, walk)
         else:
             self.queue_reasons = result.blocked
         if self.mig is not None and self.mig.drain_requests:
@@ -560,6 +565,32 @@ class Scheduler:
             self._bulk_reasons[bucket] = (stamp, reason)
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
+        self.queue_reasons = result.blocked
+
+    def _apply_lane(self, result: CycleResult, walk: LaneWalk) -> None:
+        """``apply`` of a cycle the Tiresias lane decided (preempt_lane.py): the same steps in
+        the same order, on the jobs the lane holds (its victims run, its starts wait), with
+        the GPUs booked at once from the lane's books (each touched node's free shares and
+        whole count as the decisions leave them: the values ``_adjust`` reaches), so the
+        stops and starts count only the use and the node versions. No resizes, rejections or
+        blocked queues. ``test_tiresias_lane`` compares the core after every cycle."""
+        now = self.clock.now()
+        free, node_free, first_gpu = self.free, self.node_free, walk.first_gpu
+        for node, shares in walk.node_gpus.items():
+            first = first_gpu[node]
+            free[first:first + len(shares)] = shares
+            node_free[node] = walk.node_free[node]
+        preempt = self._preempt
+        for victim, decided in zip(walk.victims, result.preemptions, strict=True):
+            preempt(victim, now, decided.reason, booked=True)
+        pop, start = self.waiting.pop, self._start
+        for job, decided in zip(walk.started, result.starts, strict=True):
+            pop(job.job_id)
+            start(job, decided, now, True)
+        self.note_reasons(result.reasons)
+        stamp, bulk = 2 * self._reason_seq, self._bulk_reasons
+        for bucket, reason in result.bulk_reasons:
+            bulk[bucket] = (stamp, reason)
         self.queue_reasons = result.blocked
 
     def _resize(self, result: CycleResult, now: float) -> None:
@@ -703,10 +734,12 @@ class Scheduler:
         self._settle(job, now)
         self._release(job, now)
 
-    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True) -> None:
+    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True,
+                 booked: bool = False) -> None:
+        """``booked``: its GPUs are already given back in ``free`` (``_apply_lane``)."""
         self.executor.stop(job, now)
         self._settle(job, now)
-        self._release(job, now)
+        self._release(job, now, booked)
         del self.running[job.job_id]
         if self.reshaped:
             self.reshaped.discard(job.job_id)
@@ -778,13 +811,14 @@ class Scheduler:
                 self._charge_types(job, now - job.run_started, spent)
         return spent
 
-    def _release(self, job: Job, now: float | None = None) -> None:
-        """Give a job's GPUs back and close its segment (``now``: the clock's, if given)."""
+    def _release(self, job: Job, now: float | None = None, booked: bool = False) -> None:
+        """Give a job's GPUs back and close its segment (``now``: the clock's, if given;
+        ``booked``: ``free`` shows them given back already)."""
         if now is None:
             now = self.clock.now()
         spec = job.spec
         self._adjust(job.allocation, self._mig_give(job) if spec.mig_profile
-                     else job.shares, 1.0)
+                     else job.shares, 1.0, booked)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
         if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
@@ -853,8 +887,8 @@ class Scheduler:
             node_version[node] += 1
             self.used_gpus -= step
             return
-        if not booked and shares.count(_FULL) == len(gpus):
-            self._adjust_whole(gpus, sign)
+        if shares.count(_FULL) == len(gpus):
+            self._adjust_whole(gpus, sign, booked)
             return
         used = self.used_gpus  # a local: the same float steps, without attribute writes
         last, count = -1, 0
@@ -879,11 +913,14 @@ class Scheduler:
             node_version[last] += count
         self.used_gpus = used
 
-    def _adjust_whole(self, gpus: tuple[int, ...], sign: float) -> None:
+    def _adjust_whole(self, gpus: tuple[int, ...], sign: float, booked: bool = False) -> None:
         """``_adjust`` of whole GPUs (every share 1), its steps worked out: a free share is
         within [0, 1], so one taken leaves 0 and one given back leaves 1 (the clamp), and a
         node's whole-free count moves where the GPU was (taking) or was not (giving) whole."""
         gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
+        if booked:
+            self._count_whole(gpus, sign)
+            return
         given = sign > 0
         value, change = (_FULL, 1) if given else (0.0, -1)
         used = self.used_gpus
@@ -899,6 +936,24 @@ class Scheduler:
                 node_free[node] += change
             free[gpu] = value
             used -= sign  # ``sign * 1.0``: the same float step
+        if count:
+            node_version[last] += count
+        self.used_gpus = used
+
+    def _count_whole(self, gpus: tuple[int, ...], sign: float) -> None:
+        """``_adjust_whole`` of GPUs ``free`` shows already given or taken: the use and the
+        node versions only (the same steps)."""
+        gpu_node, node_version = self._gpu_node, self._books[2]
+        used = self.used_gpus
+        last, count = -1, 0
+        for gpu in gpus:
+            node = gpu_node[gpu]
+            if node != last:
+                if count:
+                    node_version[last] += count
+                last, count = node, 0
+            count += 1
+            used -= sign
         if count:
             node_version[last] += count
         self.used_gpus = used
