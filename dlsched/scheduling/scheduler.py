@@ -27,9 +27,10 @@ from dlsched.scheduling.fast_start import FastLane, lane_applies
 from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.journal import RunningJournal
+from dlsched.scheduling.lane_walk import LaneWalk
 from dlsched.scheduling.placement import first_refusal, max_workers, static_shape
 from dlsched.scheduling.plugin_checks import static_key_error, unorderable_keys
-from dlsched.scheduling.preempt_lane import LaneWalk, walk_of
+from dlsched.scheduling.preempt_lane import walk_of
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
