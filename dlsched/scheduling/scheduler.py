@@ -570,24 +570,19 @@ class Scheduler:
 
     def _apply_lane(self, result: CycleResult, walk: LaneWalk) -> None:
         """``apply`` of a cycle the Tiresias lane decided (preempt_lane.py): the same steps in
-        the same order, on the jobs the lane holds (its victims run, its starts wait), with
-        the GPUs booked at once from the lane's books (each touched node's free shares and
-        whole count as the decisions leave them: the values ``_adjust`` reaches), so the
-        stops and starts count only the use and the node versions. No resizes, rejections or
-        blocked queues. ``test_tiresias_lane`` compares the core after every cycle."""
+        the same order, on the jobs the walk holds (its victims run, its starts wait), without
+        looking them up by id. No resizes or rejections. ``test_tiresias_lane`` compares the
+        core after every cycle with the full cycle's ``apply``. (Booking the GPUs from the
+        walk's books instead, the stops and starts counting only the use and node versions,
+        cost more than it saved: writing the touched nodes' shares back.)"""
         now = self.clock.now()
-        free, node_free, first_gpu = self.free, self.node_free, walk.first_gpu
-        for node, shares in walk.node_gpus.items():
-            first = first_gpu[node]
-            free[first:first + len(shares)] = shares
-            node_free[node] = walk.node_free[node]
         preempt = self._preempt
         for victim, decided in zip(walk.victims, result.preemptions, strict=True):
-            preempt(victim, now, decided.reason, booked=True)
+            preempt(victim, now, decided.reason)
         pop, start = self.waiting.pop, self._start
         for job, decided in zip(walk.started, result.starts, strict=True):
             pop(job.job_id)
-            start(job, decided, now, True)
+            start(job, decided, now)
         self.note_reasons(result.reasons)
         stamp, bulk = 2 * self._reason_seq, self._bulk_reasons
         for bucket, reason in result.bulk_reasons:
@@ -735,12 +730,10 @@ class Scheduler:
         self._settle(job, now)
         self._release(job, now)
 
-    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True,
-                 booked: bool = False) -> None:
-        """``booked``: its GPUs are already given back in ``free`` (``_apply_lane``)."""
+    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True) -> None:
         self.executor.stop(job, now)
         self._settle(job, now)
-        self._release(job, now, booked)
+        self._release(job, now)
         del self.running[job.job_id]
         if self.reshaped:
             self.reshaped.discard(job.job_id)
@@ -812,14 +805,13 @@ class Scheduler:
                 self._charge_types(job, now - job.run_started, spent)
         return spent
 
-    def _release(self, job: Job, now: float | None = None, booked: bool = False) -> None:
-        """Give a job's GPUs back and close its segment (``now``: the clock's, if given;
-        ``booked``: ``free`` shows them given back already)."""
+    def _release(self, job: Job, now: float | None = None) -> None:
+        """Give a job's GPUs back and close its segment (``now``: the clock's, if given)."""
         if now is None:
             now = self.clock.now()
         spec = job.spec
         self._adjust(job.allocation, self._mig_give(job) if spec.mig_profile
-                     else job.shares, 1.0, booked)
+                     else job.shares, 1.0)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
         if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
@@ -888,8 +880,8 @@ class Scheduler:
             node_version[node] += 1
             self.used_gpus -= step
             return
-        if shares.count(_FULL) == len(gpus):
-            self._adjust_whole(gpus, sign, booked)
+        if not booked and shares.count(_FULL) == len(gpus):
+            self._adjust_whole(gpus, sign)
             return
         used = self.used_gpus  # a local: the same float steps, without attribute writes
         last, count = -1, 0
@@ -914,14 +906,11 @@ class Scheduler:
             node_version[last] += count
         self.used_gpus = used
 
-    def _adjust_whole(self, gpus: tuple[int, ...], sign: float, booked: bool = False) -> None:
+    def _adjust_whole(self, gpus: tuple[int, ...], sign: float) -> None:
         """``_adjust`` of whole GPUs (every share 1), its steps worked out: a free share is
         within [0, 1], so one taken leaves 0 and one given back leaves 1 (the clamp), and a
         node's whole-free count moves where the GPU was (taking) or was not (giving) whole."""
         gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
-        if booked:
-            self._count_whole(gpus, sign)
-            return
         given = sign > 0
         value, change = (_FULL, 1) if given else (0.0, -1)
         used = self.used_gpus
@@ -937,24 +926,6 @@ class Scheduler:
                 node_free[node] += change
             free[gpu] = value
             used -= sign  # ``sign * 1.0``: the same float step
-        if count:
-            node_version[last] += count
-        self.used_gpus = used
-
-    def _count_whole(self, gpus: tuple[int, ...], sign: float) -> None:
-        """``_adjust_whole`` of GPUs ``free`` shows already given or taken: the use and the
-        node versions only (the same steps)."""
-        gpu_node, node_version = self._gpu_node, self._books[2]
-        used = self.used_gpus
-        last, count = -1, 0
-        for gpu in gpus:
-            node = gpu_node[gpu]
-            if node != last:
-                if count:
-                    node_version[last] += count
-                last, count = node, 0
-            count += 1
-            used -= sign
         if count:
             node_version[last] += count
         self.used_gpus = used
