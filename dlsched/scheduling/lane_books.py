@@ -17,8 +17,7 @@ The core books a lane cycle's GPUs from them (``Scheduler._apply_lane``): ``node
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 from dlsched.scheduling.state import EPS, Layout
 from dlsched.workload.job import Job
@@ -114,26 +113,25 @@ class FreeBooks:
     def fewest_victims(self, need: int, candidates: Iterable[Job]) -> tuple[Job, ...]:
         """Evict candidates in order until the job fits, then give back each victim it does
         not need, the most important first. Told by counts: evicting a running job frees
-        exactly its GPU count (giving it back takes them again). The marks (``evicted``)
-        follow each step, as the candidates are read lazily against them; only the victims
-        kept free their GPUs."""
+        exactly its GPU count (giving it back takes them again), so ``_enough_room``'s pass
+        and the evictions are one pass, which reads no candidate past the last it evicts
+        (``_enough_room`` reads one more: nothing reads it). The candidates are read lazily
+        against the marks (``evicted``), as the full cycle's: a candidate is met once, so
+        marking after the pass changes none of them. Only the victims kept free their GPUs."""
         if isinstance(candidates, tuple | list) and not candidates:
             return ()
-        pool = _enough_room(need - self.whole, iter(candidates))
-        if pool is None:
-            return ()
         evicted: list[Job] = []
-        marked, whole = self.marked, self.whole
-        for victim in pool:
-            marked[victim.job_id] = victim
+        whole = self.whole
+        for victim in candidates:
             evicted.append(victim)
             whole += len(victim.allocation)
             if whole >= need:
                 break
         else:
-            for victim in evicted:
-                del marked[victim.job_id]
-            return ()
+            return ()  # even all of them leave too little room
+        marked = self.marked
+        for victim in evicted:
+            marked[victim.job_id] = victim
         for victim in list(reversed(evicted[:-1])):
             del marked[victim.job_id]
             whole -= len(victim.allocation)
@@ -144,16 +142,3 @@ class FreeBooks:
                 evicted.remove(victim)
         self.give_back(evicted)  # ``CycleState.evict``: the GPUs given back
         return tuple(evicted)
-
-
-def _enough_room(short: int, candidates: Iterator[Job]) -> Iterable[Job] | None:
-    """``cycle._enough_room`` for whole GPUs on every node: the candidates to try, or None
-    when all of them hold fewer than the ``short`` GPUs missing."""
-    pulled: list[Job] = []
-    need = short
-    for victim in candidates:
-        if need <= 0:
-            return itertools.chain(pulled, [victim], candidates)
-        pulled.append(victim)
-        need -= len(victim.allocation)
-    return pulled if need <= 0 else None
