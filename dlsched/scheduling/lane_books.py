@@ -29,10 +29,11 @@ class FreeBooks:
     """One cycle's free GPUs; ``evicted`` is the scratchpad's (the victim search marks its
     victims there, as ``CycleState.evict`` does, for the candidates read lazily against it)."""
 
-    def __init__(self, layout: Layout, free: memoryview,
+    def __init__(self, layout: Layout, largest: int, free: memoryview,
                  node_free: Sequence[int], evicted: dict[str, Job]) -> None:
         self.gpu_node, self.first_gpu, self.node_size = (layout.gpu_node, layout.first_gpu,
                                                          layout.gpus)
+        self.largest = largest  # the most GPUs a node has
         self.free = free  # the core's free shares, one float a GPU (read only)
         self.node_free = bytearray(node_free)
         self.whole = sum(self.node_free)
@@ -72,19 +73,20 @@ class FreeBooks:
         tightest node holding it all (``_tightest``, lowest index on ties), else the
         consolidated score's ``spread``: the roomiest node (lowest index on ties) gives all
         it has while none holds the rest, then the tightest node holding the rest takes it
-        (a node given all it had has no room left, so it is not met again). The most room
-        a node has (``max``) bounds the tightest search and is the roomiest's room."""
+        (a node given all it had has no room left, so it is not met again)."""
         node_free, chosen, remaining = self.node_free, (), need
-        find = node_free.find
+        find, largest = node_free.find, self.largest
         while True:
-            top = max(node_free)  # the most room a node has (> 0: ``need`` <= ``whole``)
-            if top >= remaining:
-                for room in range(remaining, top + 1):  # the least room holding the rest
-                    node = find(room)  # the lowest such node
-                    if node >= 0:
-                        return chosen + self._pick(node, remaining)
-            chosen += self._pick(find(top), top)  # none holds the rest: the roomiest gives
-            remaining -= top
+            for room in range(remaining, largest + 1):  # the least room holding the rest
+                node = find(room)  # the lowest such node
+                if node >= 0:
+                    return chosen + self._pick(node, remaining)
+            for room in range(min(remaining - 1, largest), 0, -1):  # the most room
+                node = find(room)
+                if node >= 0:
+                    chosen += self._pick(node, room)
+                    remaining -= room
+                    break
 
     def _pick(self, node: int, count: int) -> tuple[int, ...]:
         """``pick_gpus`` for whole GPUs on a node without NVLink domains (its lowest wholly

@@ -38,8 +38,8 @@ class LaneWalk(FreeBooks):
     def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
         self.state = state = lane.scratchpad(snapshot)
         free, node_free, self.node_versions = lane.views(snapshot)
-        FreeBooks.__init__(self, lane._layout, free, node_free,  # type: ignore[arg-type]
-                           state.evicted)
+        FreeBooks.__init__(self, lane._layout, lane.largest,  # type: ignore[arg-type]
+                           free, node_free, state.evicted)
         self.profile, self.sort, self.futile = lane.profile, lane.sort, lane.profile.futile
         self.snapshot = snapshot
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction

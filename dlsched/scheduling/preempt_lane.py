@@ -75,6 +75,7 @@ class TiresiasLane:
         self.sort: DiscretizedLas = profile.queue_sort  # type: ignore[assignment]
         self._cluster: Any = None
         self._layout: Layout | None = None
+        self.largest = 0  # the most GPUs a node has
         self.every_node = np.ones(0, dtype=bool)  # the cluster's nodes, all (a mask)
         self._state: CycleState | None = None  # the scratchpad, kept from cycle to cycle
         self._plain_shape: tuple | None = None  # the static shape of a whole job, any node
@@ -90,6 +91,7 @@ class TiresiasLane:
             self._cluster, layout = cluster, layout_of(cluster)
             plain = not any(layout.nvlink_domain) and max(layout.gpus, default=0) < 256
             self._layout = layout if plain else None
+            self.largest = max(layout.gpus, default=0)
             self._state = None
             every_node = np.ones(cluster.num_nodes, dtype=bool)
             every_node.flags.writeable = False
