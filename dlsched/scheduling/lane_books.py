@@ -10,9 +10,6 @@ touches (``node_gpus``, read from the core's books at the first touch). ``place`
 are ``placement.place`` with the consolidated score and ``pick_gpus``' plain branch for that
 case, ``give_back`` is ``CycleState.evict``'s ``shift_free``, and ``fewest_victims`` is
 ``cycle._fewest_victims``.
-
-The core books a lane cycle's GPUs from them (``Scheduler._apply_lane``): ``node_gpus`` and
-``node_free`` of the touched nodes are the core's free books as the decisions leave them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """One cycle's walk of the Tiresias lane (``preempt_lane.py``): ``bucket_scan.scan_buckets``
 and the attempts it makes (``_CycleRun.consider``, ``_try_job``, ``_attempt``) for whole jobs
-on any node, on the books of ``lane_books.FreeBooks``. It keeps the jobs it starts and evicts,
-in order, for the core's apply (``Scheduler._apply_lane``).
+on any node, on the books of ``lane_books.FreeBooks``.
 """
 
 from __future__ import annotations
@@ -32,8 +31,7 @@ _new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
 
 class LaneWalk(FreeBooks):
     """One cycle's walk (``bucket_scan.scan_buckets`` and the attempts it makes) on the books
-    of ``FreeBooks``; it keeps the jobs it starts and evicts for the core (``started``,
-    ``victims``: ``Scheduler._apply_lane``)."""
+    of ``FreeBooks``."""
 
     def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
         self.state = state = lane.scratchpad(snapshot)
@@ -48,8 +46,6 @@ class LaneWalk(FreeBooks):
         self.starts: list[Start] = []
         self.preemptions: list[Preempt] = []
         self.reasons: dict[str, str] = {}
-        self.started: list[Job] = []  # the jobs of ``starts``, in order
-        self.victims: list[Job] = []  # the jobs of ``preemptions``, in order
 
     def run(self, buckets: Any) -> CycleResult:
         dropped = self._scan(buckets)
@@ -147,11 +143,9 @@ class LaneWalk(FreeBooks):
         self.sort.reserve(state, job, gpus)
         self.futile.pop(job_id, None)
         self.starts.append(_new_start(job_id, gpus, (job.spec.gpu_share,) * need))
-        self.started.append(job)
         if victims:
             reason = f"preempted by {job_id}"
             self.preemptions.extend([_new_preempt(v.job_id, reason) for v in victims])
-            self.victims.extend(victims)
             self.miss = _NEVER  # evictions may leave spare GPUs a failed job could use
         return True
 

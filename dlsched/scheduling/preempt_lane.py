@@ -13,9 +13,8 @@ has the same static shape, so the known misses are one number. Tiresias' hooks
 (``post_filter``, ``no_victims``, ``reserve``, ``rank_epoch`` through the futility memo,
 ``next_wakeup``) are called as the full cycle calls them, on a ``CycleState`` with the same
 evictions and starts; the futility memo (``profile.futile``) is kept alike. The lane returns
-the full cycle's ``CycleResult``, and the core applies it on the jobs the walk holds
-(``walk_of``, ``Scheduler._apply_lane``); ``tests/policies/test_tiresias_lane.py`` compares
-every cycle and the core after it. For anything else it returns None and the full cycle
+the full cycle's ``CycleResult`` (``tests/policies/test_tiresias_lane.py`` compares every
+cycle, and the core after applying it). For anything else it returns None and the full cycle
 decides.
 """
 
@@ -80,8 +79,6 @@ class TiresiasLane:
         self._state: CycleState | None = None  # the scratchpad, kept from cycle to cycle
         self._plain_shape: tuple | None = None  # the static shape of a whole job, any node
         self._views: tuple | None = None  # the snapshot's books and memoryviews of them
-        # The last cycle the lane decided, and its walk, for the core (``walk_of``)
-        self.decided: tuple[CycleResult, LaneWalk] | None = None
 
     def _cluster_plain(self, snapshot: ClusterSnapshot) -> bool:
         """Whether the cluster's nodes have no NVLink domain and at most 255 GPUs each; notes
@@ -141,18 +138,4 @@ class TiresiasLane:
         for name in buckets:
             if name[1] != plain:  # (GPU count, static shape): ``Scheduler._bucket_of``
                 return None
-        walk = LaneWalk(self, snapshot)
-        result = walk.run(buckets)
-        self.decided = (result, walk)
-        return result
-
-
-def walk_of(profile: Profile, result: CycleResult) -> LaneWalk | None:
-    """The walk of the profile's lane that decided ``result`` (the cycle just run), once;
-    None if the full cycle decided it."""
-    lane = profile.__dict__.get("_tiresias_lane")
-    if not lane or lane.decided is None or lane.decided[0] is not result:
-        return None
-    walk = lane.decided[1]
-    lane.decided = None
-    return walk
+        return LaneWalk(self, snapshot).run(buckets)

@@ -27,10 +27,8 @@ from dlsched.scheduling.fast_start import FastLane, lane_applies
 from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
 from dlsched.scheduling.journal import RunningJournal
-from dlsched.scheduling.lane_walk import LaneWalk
 from dlsched.scheduling.placement import first_refusal, max_workers, static_shape
 from dlsched.scheduling.plugin_checks import static_key_error, unorderable_keys
-from dlsched.scheduling.preempt_lane import walk_of
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.reconfigure import Reconfigurer, Reshape, check_policy
 from dlsched.scheduling.rerating import GoodputPoint, ProgressRerater, is_progress_dependent
@@ -509,11 +507,7 @@ class Scheduler:
         result = lane.try_start() if lane is not None else None
         if result is None:
             result = run_cycle(self.profile, self.snapshot())
-            walk = walk_of(self.profile, result)
-            if walk is None:
-                self.apply(result)
-            else:
-                self._apply_lane(result, walk)
+            self.apply(result)
         else:
             self.queue_reasons = result.blocked
         if self.mig is not None and self.mig.drain_requests:
@@ -566,27 +560,6 @@ class Scheduler:
             self._bulk_reasons[bucket] = (stamp, reason)
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
-        self.queue_reasons = result.blocked
-
-    def _apply_lane(self, result: CycleResult, walk: LaneWalk) -> None:
-        """``apply`` of a cycle the Tiresias lane decided (preempt_lane.py): the same steps in
-        the same order, on the jobs the walk holds (its victims run, its starts wait), without
-        looking them up by id. No resizes or rejections. ``test_tiresias_lane`` compares the
-        core after every cycle with the full cycle's ``apply``. (Booking the GPUs from the
-        walk's books instead, the stops and starts counting only the use and node versions,
-        cost more than it saved: writing the touched nodes' shares back.)"""
-        now = self.clock.now()
-        preempt = self._preempt
-        for victim, decided in zip(walk.victims, result.preemptions, strict=True):
-            preempt(victim, now, decided.reason)
-        pop, start = self.waiting.pop, self._start
-        for job, decided in zip(walk.started, result.starts, strict=True):
-            pop(job.job_id)
-            start(job, decided, now)
-        self.note_reasons(result.reasons)
-        stamp, bulk = 2 * self._reason_seq, self._bulk_reasons
-        for bucket, reason in result.bulk_reasons:
-            bulk[bucket] = (stamp, reason)
         self.queue_reasons = result.blocked
 
     def _resize(self, result: CycleResult, now: float) -> None:
