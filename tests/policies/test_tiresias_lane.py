@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from unittest import mock
 
@@ -28,16 +28,44 @@ _jobs = st.lists(st.tuples(st.integers(0, 3000), st.sampled_from([1, 1, 1, 2, 2,
                            st.integers(10, 2000)), min_size=1, max_size=40)
 
 
+def _core_state(core: scheduler.Scheduler, journal_base: int) -> tuple:
+    """What a cycle's apply leaves in the core: its GPU books, its running and waiting jobs
+    (order and buckets included), every job's record, reasons, segments, the running-change
+    journal (counted from the core's own base) and the executor's pending events."""
+    jobs = tuple((job.job_id, *(getattr(job, f.name) for f in fields(job) if f.name != "spec"))
+                 for job in core.jobs.values())
+    journal = core.journal
+    return (core.free.tobytes(), core.node_free.tobytes(), core.node_version.tobytes(),
+            core.used_gpus, tuple(core.running), tuple(j.job_id for j in core.waiting.in_order()),
+            tuple((name, tuple(j.job_id for j in bucket[1]))
+                  for name, bucket in core.waiting.buckets().items()),
+            jobs, tuple(core._bulk_reasons.items()), tuple(core.queue_reasons.items()),
+            tuple(core.segments._open.items()), tuple(core.segments._closing),
+            journal.count - journal_base,
+            tuple(j.job_id if j is not None else None for j in journal._jobs),
+            tuple(sorted(core.executor.events.heap)))  # type: ignore[attr-defined]
+
+
 @contextmanager
 def _recorded(enabled: bool) -> Iterator[tuple[list[CycleResult], list[bool]]]:
-    """Every cycle's result, and per lane call whether it decided (lane on or off)."""
-    results: list[CycleResult] = []
+    """Every cycle's result and the core's state after it (lane on or off; appended to the
+    results as pairs), and per lane call whether it decided."""
+    results: list = []
     decided: list[bool] = []
     decide = preempt_lane.TiresiasLane.decide
+    core_cycle = scheduler.Scheduler.cycle
+    journal_bases: dict[int, int] = {}  # each core's count of running changes at its start
 
     def recording(profile: object, snapshot: object) -> CycleResult:
         result = cycle.run_cycle(profile, snapshot)  # type: ignore[arg-type]
         results.append(result)
+        return result
+
+    def cycling(core: scheduler.Scheduler) -> CycleResult:
+        base = journal_bases.setdefault(id(core), core.journal.count)
+        result = core_cycle(core)
+        if results and results[-1] is result:  # a cycle that ran (not an idle one)
+            results[-1] = (result, _core_state(core, base))
         return result
 
     def counting(lane: preempt_lane.TiresiasLane, snapshot: object) -> CycleResult | None:
@@ -46,6 +74,7 @@ def _recorded(enabled: bool) -> Iterator[tuple[list[CycleResult], list[bool]]]:
         return result
 
     with (mock.patch.object(scheduler, "run_cycle", recording),
+          mock.patch.object(scheduler.Scheduler, "cycle", cycling),
           mock.patch.object(preempt_lane, "ENABLED", enabled),
           mock.patch.object(preempt_lane.TiresiasLane, "decide", counting)):
         yield results, decided
@@ -76,7 +105,7 @@ def test_lane_decides_every_cycle_as_the_full_cycle(
     base = tmp_path_factory.mktemp("lane")  # type: ignore[attr-defined]
     lane = _run(specs, nodes, gpus, options, True, base / "on", cut)
     full = _run(specs, nodes, gpus, options, False, base / "off", cut)
-    assert lane[0] == full[0]  # every cycle's result, in order
+    assert lane[0] == full[0]  # every cycle's result and the core after it, in order
     assert lane[2] == full[2]  # jobs.csv, pending reasons included
     assert not full[1]  # off: the lane was never asked
     assert len(lane[1]) == len(lane[0])  # on: asked every cycle the full cycle would run
@@ -90,7 +119,7 @@ def test_lane_decides_a_contended_run_and_leaves_other_profiles_to_the_full_cycl
         300 + 47 * (i % 9)).build() for i in range(60)]
     options = {"thresholds": "100", "promote_knob": "2"}
     results, decided, _ = _run(specs, 2, 4, options, True, tmp_path / "a", None)
-    assert all(decided) and sum(len(r.preemptions) for r in results) > 20
+    assert all(decided) and sum(len(r[0].preemptions) for r in results) > 20
     _, decided, _ = _run(specs, 2, 4, {**options, "same_queue_preemption": "true"}, True,
                          tmp_path / "b", None)
     assert decided and not any(decided)

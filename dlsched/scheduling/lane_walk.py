@@ -1,0 +1,176 @@
+"""One cycle's walk of the Tiresias lane (``preempt_lane.py``): ``bucket_scan.scan_buckets``
+and the attempts it makes (``_CycleRun.consider``, ``_try_job``, ``_attempt``) for whole jobs
+on any node, on the books of ``lane_books.FreeBooks``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT
+from dlsched.scheduling.decisions import CycleResult, Preempt, Start
+from dlsched.scheduling.lane_books import FreeBooks
+from dlsched.scheduling.placement import _NO_SINGLE
+from dlsched.scheduling.state import ClusterSnapshot
+from dlsched.slots import slot_builder
+from dlsched.workload.job import Job
+
+if TYPE_CHECKING:
+    from dlsched.scheduling.preempt_lane import TiresiasLane
+
+_NEVER = 1 << 62
+_NO_SINGLE_TEXT = str(_NO_SINGLE)
+_RESULT_DEFAULTS = CycleResult().__dict__
+# ``Start(...)`` and ``Preempt(...)`` without their frozen ``__init__`` (~10^6 of each on the
+# contended Philly table)
+_new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
+
+
+class LaneWalk(FreeBooks):
+    """One cycle's walk (``bucket_scan.scan_buckets`` and the attempts it makes) on the books
+    of ``FreeBooks``."""
+
+    def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
+        self.state = state = lane.scratchpad(snapshot)
+        free, node_free, self.node_versions = lane.views(snapshot)
+        FreeBooks.__init__(self, lane._layout, lane.largest,  # type: ignore[arg-type]
+                           free, node_free, state.evicted)
+        self.profile, self.sort, self.futile = lane.profile, lane.sort, lane.profile.futile
+        self.snapshot = snapshot
+        self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
+        self.every_node = lane.every_node  # the static mask of a whole job on any node
+        self.versions: int | None = None  # starts and stops on every node, when first asked
+        self.starts: list[Start] = []
+        self.preemptions: list[Preempt] = []
+        self.reasons: dict[str, str] = {}
+
+    def run(self, buckets: Any) -> CycleResult:
+        dropped = self._scan(buckets)
+        wakeup = self.sort.next_wakeup(self.state)
+        result = object.__new__(CycleResult)  # the frozen ``__init__`` sets field by field
+        result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
+                               preemptions=tuple(self.preemptions), reasons=self.reasons,
+                               next_wakeup=wakeup, blocked={}, bulk_reasons=tuple(
+                                   (name, _SMALLER_FAILED_TEXT) for name in dropped))
+        return result
+
+    def _scan(self, buckets: Any) -> list[Hashable]:
+        """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job
+        asking at least the known miss, and comes back after an eviction clears it. A
+        bucket's name starts with its jobs' GPU count (``Scheduler._bucket_of``)."""
+        names, lists = [], []
+        for name, entry in buckets.items():
+            if entry[1]:
+                names.append(name)
+                lists.append(entry)
+        heap = [(keys[0], n, 0) for n, (keys, _) in enumerate(lists)]
+        heapq.heapify(heap)
+        needs = [name[0] for name in names]
+        dropped: list[int] = []
+        ever_dropped: dict[int, None] = {}
+        evicted, consider = self.state.evicted, self._consider
+        while heap:
+            key, n, index = heap[0]
+            need = needs[n]
+            if need >= self.miss:
+                heapq.heappop(heap)
+                dropped.append(n)
+                ever_dropped[n] = None
+                continue
+            keys, jobs = lists[n]
+            if not consider(jobs[index], need) and need == 1 and not evicted:
+                break  # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
+            if dropped and self.miss == _NEVER:
+                for m in dropped:
+                    m_keys = lists[m][0]
+                    at = bisect_right(m_keys, key)
+                    if at < len(m_keys):
+                        heapq.heappush(heap, (m_keys[at], m, at))
+                dropped.clear()
+            if index + 1 < len(keys):
+                heapq.heapreplace(heap, (keys[index + 1], n, index + 1))
+            else:
+                heapq.heappop(heap)
+        return [names[n] for n in ever_dropped]
+
+    def _consider(self, job: Job, need: int) -> bool:
+        """``_CycleRun.consider`` and ``_try_job`` for a whole job on any node. While jobs
+        are evicted in this cycle no futility memo is kept (``_futility_key``): a job of the
+        last queue (``no_victims``) is told by the free counts (``_victimless_miss``)."""
+        state = self.state
+        if state.evicted:
+            if need <= self.whole:
+                return self._start(job, need, ())
+            # ``no_victims`` is a pure test: asked only where the counts rule the job out
+            if self.sort.no_victims(state, job):  # the last queue's heads, mostly
+                self.futile[job.job_id] = None
+                return self._failed(job.job_id, need, self._miss_text(need))
+            return self._search(job, need, None)
+        prior = self.futile.get(job.job_id)
+        if prior is None:
+            return self._search(job, need, None) if need > self.whole else self._start(
+                job, need, ())
+        memo = self._memo(job)
+        if memo is not None and memo == prior:
+            # The reason from last time, as it was (no plugin prefix, so it does not grow).
+            own = self.snapshot.own_reason
+            reason = (own(job) if own is not None else job.pending_reason) or _NO_CHANGE
+            self.reasons[job.job_id] = reason
+            return False
+        return self._search(job, need, memo) if need > self.whole else self._start(
+            job, need, ())
+
+    def _search(self, job: Job, need: int, memo: tuple | None) -> bool:
+        """``_attempt`` of a job asking more than is wholly free: the victim search, and the
+        start on the GPUs it frees; else the job fails with the count's reason (as it read
+        before the search: a failed search frees nothing)."""
+        victims = self.fewest_victims(need, self.sort.post_filter(self.state, job))
+        if not victims:
+            job_id = job.job_id
+            self.futile[job_id] = memo or self._memo(job)
+            return self._failed(job_id, need, self._miss_text(need))
+        return self._start(job, need, victims)
+
+    def _start(self, job: Job, need: int, victims: tuple[Job, ...]) -> bool:
+        """``_place`` (placement, the gang Permit every whole placement passes, Reserve)
+        and ``consider``'s records of the start and its victims."""
+        gpus = self.place(need)
+        job_id, state = job.job_id, self.state
+        state.started[job_id] = gpus
+        self.sort.reserve(state, job, gpus)
+        self.futile.pop(job_id, None)
+        self.starts.append(_new_start(job_id, gpus, (job.spec.gpu_share,) * need))
+        if victims:
+            reason = f"preempted by {job_id}"
+            self.preemptions.extend([_new_preempt(v.job_id, reason) for v in victims])
+            self.miss = _NEVER  # evictions may leave spare GPUs a failed job could use
+        return True
+
+    def _memo(self, job: Job) -> tuple | None:
+        """``cycle._futility_key`` for a whole job on any node: the starts and stops on every
+        node (``_version_sum`` over all of them) and Tiresias' ``rank_epoch`` there; None
+        while jobs are evicted in this cycle, or when the epoch is None."""
+        state = self.state
+        if state.evicted:
+            return None
+        epoch = self.sort.rank_epoch(state, job, self.every_node)
+        if epoch is None:
+            return None
+        if self.versions is None:
+            self.versions = sum(self.node_versions)
+        return (self.versions, epoch)
+
+    def _failed(self, job_id: str, need: int, reason: str) -> bool:
+        if need < self.miss:
+            self.miss = need
+        self.reasons[job_id] = reason
+        return False
+
+    def _miss_text(self, need: int) -> str:
+        """``count_miss``'s reason for a whole job on any node asking more than is free."""
+        if need == 1:
+            return _NO_SINGLE_TEXT
+        return f"[placement] needs {need} GPUs, {self.whole} free on fitting nodes"
