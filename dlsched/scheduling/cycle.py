@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.scheduling.allocation_cycle import run_allocation_cycle
-from dlsched.scheduling.bucket_scan import scan_buckets, scans_by_bucket
+from dlsched.scheduling.bucket_scan import scan_buckets, scans_by_bucket, stop_reason
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import (
@@ -62,6 +62,7 @@ def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     state = CycleState.begin(snapshot)
     run = _CycleRun(profile, state)
     bulk: list = []
+    stopped = ""
     walk = getattr(profile.queue_sort, "walk_waiting", None)  # a policy's own walk (backfill)
     if profile.strict_fifo and profile.static_order:
         run.heads_of(snapshot.by_queue)
@@ -69,6 +70,7 @@ def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
         bulk = walked
     elif snapshot.buckets and scans_by_bucket(profile):
         bulk = [(name, _SMALLER_FAILED_TEXT) for name in scan_buckets(run, snapshot.buckets)]
+        stopped = stop_reason(run)
     else:
         # A LazyOrder may also name the jobs a cycle must try (the order less those it can
         # tell will fail: the tenant layer's groups); ``ordered`` stays the whole order.
@@ -77,7 +79,7 @@ def run_cycle(profile: Profile, snapshot: ClusterSnapshot) -> CycleResult:
     wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
     return CycleResult(tuple(run.starts), tuple(run.preemptions), run.reasons,
                        min(wakeups) if wakeups else None, run.blocked,
-                       bulk_reasons=tuple(bulk))
+                       bulk_reasons=tuple(bulk), stop_reason=stopped)
 
 
 class _CycleRun:

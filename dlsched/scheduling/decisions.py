@@ -70,6 +70,9 @@ class CycleResult:
     resizes: tuple[Resize, ...] = ()
     rejections: tuple[Reject, ...] = ()
     bulk_reasons: tuple[tuple[Hashable, str], ...] = ()
+    # The walk stopped early (nothing more could start): why the jobs it did not reach wait
+    # (``bucket_scan.stop_reason``; "" when it reached every job, or cannot tell).
+    stop_reason: str = ""
 
     @classmethod
     def of_starts(cls, starts: tuple[Start, ...]) -> CycleResult:

@@ -10,6 +10,7 @@ from bisect import bisect_right
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from dlsched.scheduling.bucket_scan import SMALLEST_FAILED
 from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.lane_books import FreeBooks
@@ -46,6 +47,7 @@ class LaneWalk(FreeBooks):
         self.starts: list[Start] = []
         self.preemptions: list[Preempt] = []
         self.reasons: dict[str, str] = {}
+        self.stop_reason = ""  # ``bucket_scan.stop_reason``: set where the walk stops early
 
     def run(self, buckets: Any) -> CycleResult:
         dropped = self._scan(buckets)
@@ -54,7 +56,8 @@ class LaneWalk(FreeBooks):
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
                                next_wakeup=wakeup, blocked={}, bulk_reasons=tuple(
-                                   (name, _SMALLER_FAILED_TEXT) for name in dropped))
+                                   (name, _SMALLER_FAILED_TEXT) for name in dropped),
+                               stop_reason=self.stop_reason)
         return result
 
     def _scan(self, buckets: Any) -> list[Hashable]:
@@ -82,7 +85,9 @@ class LaneWalk(FreeBooks):
                 continue
             keys, jobs = lists[n]
             if not consider(jobs[index], need) and need == 1 and not evicted:
-                break  # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
+                # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
+                self.stop_reason = SMALLEST_FAILED
+                break
             if dropped and self.miss == _NEVER:
                 for m in dropped:
                     m_keys = lists[m][0]

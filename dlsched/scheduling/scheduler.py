@@ -101,6 +101,9 @@ class Scheduler:
         self._bucket_keys: dict[Hashable, Hashable] = {}
         self.waiting = WaitingQueue(static_key, self._bucket_of if self._bucketed else None)
         self._bulk_reasons: dict[Hashable, tuple[int, str]] = {}
+        # The last cycle that stopped before reaching every waiting job: (stamp, why). A job
+        # submitted or stopped since is stamped later (``submit``, ``_preempt``).
+        self._stopped: tuple[int, str] | None = None
         # Plugins told of each job that starts waiting, and the QueueSort's changes of static
         # keys due by a time (Tiresias' starvation promotions: a key changes once, at a time
         # known when the job starts waiting).
@@ -558,6 +561,8 @@ class Scheduler:
         stamp = 2 * self._reason_seq
         for bucket, reason in result.bulk_reasons:
             self._bulk_reasons[bucket] = (stamp, reason)
+        if result.stop_reason:
+            self._stopped = (stamp, result.stop_reason)
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
@@ -590,7 +595,21 @@ class Scheduler:
             head_reason = self.queue_reasons[job.spec.queue]
             if job.job_id not in head_reason:
                 return head_reason
+        stopped = self._stopped
+        if (stopped is not None and job.status.is_waiting
+                and stopped[0] > self._reason_stamp(job)):
+            return stopped[1]  # the last cycle stopped before it reached this job
         return self.own_reason(job)
+
+    def _reason_stamp(self, job: Job) -> int:
+        """The stamp of the reason ``own_reason`` gives: the job's own, or its bucket's."""
+        stamp = job.reason_stamp
+        if self._bulk_reasons:
+            bucket = self.waiting.bucket_named(job.job_id)
+            bulk = self._bulk_reasons.get(self._bucket_of(job) if bucket is None else bucket)
+            if bulk is not None and bulk[0] > stamp:
+                stamp = bulk[0]
+        return stamp
 
     def _bucket_of(self, job: Job) -> Hashable:
         """(GPU count, static shape): jobs of one bucket fit or fail alike in a cycle. Specs

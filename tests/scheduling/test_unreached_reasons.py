@@ -5,7 +5,6 @@ SJF tries the 1-GPU job, which fails, and stops: the 2-GPU job was never looked 
 
 from __future__ import annotations
 
-import pytest
 from builders import NullExecutor, make_cluster, make_job
 
 from dlsched.perf.model import LinearScaling
@@ -40,10 +39,21 @@ def test_the_walk_names_the_buckets_it_did_not_reach() -> None:
                         snapshot.buckets) == []
 
 
-@pytest.mark.xfail(strict=True, reason="needs cycle.py to report scan_bucket_reasons' "
-                   "unreached buckets as bulk reasons (RESULTS.md, session 30, helper Q)")
 def test_a_job_the_cycle_never_reached_reads_why() -> None:
+    """The cycle reports that it stopped and why (``CycleResult.stop_reason``); the core shows
+    that reason for a waiting job no later reason covers."""
     core = _full_core()
     core.cycle()
     assert core.reason_for(core.jobs["one"]).startswith("[placement] needs 1 GPU")
+    assert core.reason_for(core.jobs["two"]) == FULL_STOP
+
+
+def test_a_job_that_came_after_the_stop_does_not_read_it() -> None:
+    """The stop speaks of the jobs that waited when the cycle ran: one submitted later, not
+    yet seen by any cycle, does not read it."""
+    core = _full_core()
+    core.cycle()
+    core.clock.time = 10.0
+    core.submit(make_job("late").gpus(2).work(60).build())
+    assert core.reason_for(core.jobs["late"]) != FULL_STOP
     assert core.reason_for(core.jobs["two"]) == FULL_STOP
