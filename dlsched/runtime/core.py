@@ -189,5 +189,10 @@ class RuntimeScheduler(Scheduler):
             job.status = JobStatus.PREEMPTED
             if restored.queued_since is not None:  # Kueue's requeue backoff counts from it
                 job.queued_since = restored.queued_since
+        # The plugins told of it at ``submit`` saw no service yet: told again with the restored
+        # counters (Tiresias files a waiting job under its service's queue then, and its
+        # static order reads that queue).
+        for hook in self._waiting_hooks:
+            hook(job)
         self.waiting.add(job)
         return job
