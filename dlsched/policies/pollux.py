@@ -71,7 +71,7 @@ from dlsched.policies.elastic.configs import (
     power_utility,
 )
 from dlsched.policies.elastic.pollux_place import Request, place
-from dlsched.policies.elastic.search import greedy_counts
+from dlsched.policies.elastic.search import Budgets, greedy_counts, mask_budgets
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     active_jobs,
@@ -114,6 +114,8 @@ class PolluxAllocator:
                                     if a.strip())
         self.most_run: dict[str, int] = {}  # most workers each active job has run on
         self.spanned: set[str] = set()  # active jobs that have run on more than one node
+        self._budgets: tuple[object, Budgets | None, NDArray[np.int64] | None] = (None, None,
+                                                                                  None)
 
     def worker_bounds(self, job: Job, capacity: int | None = None) -> tuple[int, int]:
         """The fewest and most workers this policy may give ``job``."""
@@ -128,21 +130,40 @@ class PolluxAllocator:
             return {}
         capacity = node_capacity(state)
         held = [Assignment.of(job, state.cluster).per_node() for job in jobs]
-        utility, low = self.utilities(state, jobs, held, int(capacity.sum()))
-        counts = greedy_counts(utility, int(capacity.sum()))
-        requests = [Request(int(k), int(lo), h, _allowed(state, job))
-                    for k, lo, h, job in zip(counts, low, held, jobs, strict=True)]
+        masks = [_allowed(state, job) for job in jobs]
+        total = int(capacity.sum())
+        budgets, usable = self.budgets(capacity, masks)
+        utility, low = self.utilities(state, jobs, held, total, usable)
+        counts = greedy_counts(utility, total, budgets=budgets)
+        requests = [Request(int(k), int(lo), h, mask)
+                    for k, lo, h, mask in zip(counts, low, held, masks, strict=True)]
         nodes = place(requests, capacity, self.interference)
         result = {job.job_id: Assignment(n) for job, n in zip(jobs, nodes, strict=True) if n}
         self.restarts.record(jobs, held, nodes)
         return result
 
+    def budgets(self, capacity: NDArray[np.int64], masks: list[NDArray[np.bool_] | None],
+                ) -> tuple[Budgets | None, NDArray[np.int64] | None]:
+        """``mask_budgets`` and each job's most workers, kept while the round's masks and
+        capacity repeat (they change only when jobs come and go or nodes fail)."""
+        key = (capacity.tobytes(), tuple(None if m is None else m.tobytes() for m in masks))
+        if self._budgets[0] != key:
+            budgets = mask_budgets(capacity, masks)
+            most = None if budgets is None else budgets.most(int(capacity.sum()))
+            self._budgets = (key, budgets, most)
+        return self._budgets[1], self._budgets[2]
+
     def utilities(self, state: CycleState, jobs: list[Job], held: list[Counter[int]],
-                  total: int) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
+                  total: int, usable: NDArray[np.int64] | None = None,
+                  ) -> tuple[NDArray[np.float64], NDArray[np.int64]]:
         """``w·sign(p)·(SPEEDUP·penalty)^p`` per job (rows) and worker count (columns), and
-        each job's fewest workers."""
+        each job's fewest workers. ``usable``: the GPUs each job may be placed on (None: all
+        ``total``); Pollux §4.2 allocates a job only GPUs it can run on, so a count above
+        them is never a candidate (placement would cut it and the plan would not hold)."""
         bounds = np.array([self.worker_bounds(job, total) for job in jobs], dtype=np.int64)
         low, high = bounds[:, 0], np.minimum(bounds[:, 1], total)
+        if usable is not None:
+            high = np.minimum(high, usable)
         seen = self.seen(jobs, held) if self.explore or self.learn_sync else None
         if self.explore and seen is not None:
             high = np.minimum(high, np.maximum(2 * seen, 1))
