@@ -207,7 +207,8 @@ def _skipped_text(state: CycleState, job: Job, reservation: Reservation, why: st
     if why == "reservation":
         return str(_delays(reservation))
     if why == "free":
-        return str(Status(Code.UNSCHEDULABLE, f"needs {job.spec.num_gpus} GPUs, "
+        need = job.spec.num_gpus  # as the cycle writes it (cycle.py's count check)
+        return str(Status(Code.UNSCHEDULABLE, f"needs {need} {'GPU' if need == 1 else 'GPUs'}, "
                           f"{state.free_whole} free", "placement"))
     from dlsched.scheduling.cycle import _SMALLER_FAILED_TEXT
 

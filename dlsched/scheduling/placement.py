@@ -216,7 +216,8 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if have < need:
         if share < 1.0 - EPS:
             return (), _no_room_for_share(need, have, share)
-        return (), unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes"
+        return (), unschedulable("placement", f"needs {need} {'GPU' if need == 1 else 'GPUs'}, "
+                                 f"{have} free on fitting nodes"
                                  + (f" in groups of {group} per node" if group > 1 else ""))
     chosen: list[int] = []
     placed_nodes: list[int] = []
@@ -320,7 +321,7 @@ def count_miss(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if need == 1:  # nothing wholly free: what ``place``'s two paths say
         if len(scores) == 1 and _single_node_score(scores[0][0]) is not None:
             return _NO_SINGLE
-        return unschedulable("placement", "needs 1 GPUs, 0 free on fitting nodes")
+        return unschedulable("placement", "needs 1 GPU, 0 free on fitting nodes")
     have = state.free_whole if every else int(state.node_free[mask].sum())
     return unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes")
 

@@ -672,4 +672,7 @@ def _told(group: Group, job: Job, detail: str, refusal: Refusal | None) -> str:
 
 
 def _no_room(group: Group, free: int) -> str:
-    return f"[placement] needs {group.num_gpus} GPUs, {free} free on fitting nodes"
+    """What ``place`` writes for a group asking more than ``free`` (placement.py)."""
+    need = group.num_gpus
+    return (f"[placement] needs {need} {'GPU' if need == 1 else 'GPUs'}, {free} free on "
+            "fitting nodes")
