@@ -13,6 +13,20 @@ def count_of(count: float, noun: str, plural: str | None = None) -> str:
     return f"{number} {noun if count == 1 else (plural or noun + 's')}"
 
 
+class CountTexts(dict[int, str]):
+    """``template`` with ``count_of(count, noun)`` in it, made once per count and kept: for a
+    text a hot path writes again and again (a waiting job's reason, once per failed attempt
+    under contention), a dict lookup instead of a call that formats the count each time."""
+
+    def __init__(self, template: str, noun: str) -> None:
+        super().__init__()
+        self.template, self.noun = template, noun
+
+    def __missing__(self, count: int) -> str:
+        text = self[count] = self.template.format(count_of(count, self.noun))
+        return text
+
+
 def jobs_ask(count: int) -> str:
     """"1 job asks", "3 jobs ask": the subject of a warning about jobs that can never run."""
     return f"{count_of(count, 'job')} {'asks' if count == 1 else 'ask'}"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Annotated, Any
+from enum import Enum
+from typing import Annotated, Any, get_args
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
@@ -85,11 +86,39 @@ def _request_error(_request: Request, exc: RequestError) -> JSONResponse:
     return JSONResponse({"detail": exc.message}, status_code=exc.status)
 
 
-def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
     """FastAPI's 422, with the offending input made JSON (a NaN it echoes, or a lone
-    surrogate such as ``"\\ud800"`` that UTF-8 cannot encode, would be a 500)."""
-    return JSONResponse({"detail": _echoable(jsonable_encoder(exc.errors()))},
-                        status_code=422)
+    surrogate such as ``"\\ud800"`` that UTF-8 cannot encode, would be a 500), and a query
+    value outside its choices naming the closest one (``_closest_choice``)."""
+    errors = [{**error, "msg": error["msg"] + _closest_choice(request, error)}
+              if error.get("type") == "enum" else error for error in exc.errors()]
+    return JSONResponse({"detail": _echoable(jsonable_encoder(errors))}, status_code=422)
+
+
+def _closest_choice(request: Request, error: dict[str, Any]) -> str:
+    """``; did you mean 'running'?`` for ``?status=runing``, as ``dlsched jobs --status``
+    says (the values of the enum the route declares for that query parameter; ``RUNNING``
+    is matched as ``running``). Nothing for a body field or when no value is close."""
+    loc, given, route = error.get("loc", ()), error.get("input"), request.scope.get("route")
+    if len(loc) != 2 or loc[0] != "query" or not isinstance(given, str) or route is None:
+        return ""
+    return did_you_mean(given.lower(), _enum_values(route.dependant, loc[1]))
+
+
+def _enum_values(dependant: Any, name: str) -> list[str]:
+    """The values of the enum (or optional enum) declared for query parameter ``name``."""
+    for param in _query_params(dependant):
+        if param.alias == name:
+            hint = param.field_info.annotation
+            return [member.value for kind in get_args(hint) or (hint,)
+                    if isinstance(kind, type) and issubclass(kind, Enum) for member in kind]
+    return []
+
+
+def _query_params(dependant: Any) -> Iterator[Any]:
+    yield from dependant.query_params
+    for sub in dependant.dependencies:
+        yield from _query_params(sub)
 
 
 def _echoable(value: Any) -> Any:
@@ -162,9 +191,7 @@ def _query_names(route: Any) -> frozenset[str]:
 
 
 def _declared(dependant: Any) -> Iterator[str]:
-    yield from (param.alias for param in dependant.query_params)
-    for sub in dependant.dependencies:
-        yield from _declared(sub)
+    yield from (param.alias for param in _query_params(dependant))
 
 
 def _v1(service: Service) -> APIRouter:

@@ -27,6 +27,7 @@ from dlsched.scheduling.bucket_scan import scan_buckets, scans_by_bucket, stop_r
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import (
+    NEEDS,
     count_fits,
     count_miss,
     filter_nodes,
@@ -225,8 +226,8 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
             return missed, ()
     if (not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole
             and spec.mig_profile is None):  # a 7g that fits nowhere may drain a GPU
-        return Status(Code.UNSCHEDULABLE, f"needs {spec.num_gpus} GPUs, "
-                      f"{state.free_whole} free", "placement"), ()
+        return Status(Code.UNSCHEDULABLE, f"{NEEDS[spec.num_gpus]}, {state.free_whole} free",
+                      "placement"), ()
     prior = profile.futile.get(job.job_id)
     memo = _futility_key(profile, state, job) if prior is not None else None
     if memo is not None and memo == prior:

@@ -18,8 +18,12 @@ from dlsched.scheduling.hooks import SingleNodeScore, optional
 from dlsched.scheduling.plugin_checks import checked_mask
 from dlsched.scheduling.resources import most_workers_per_node, node_room
 from dlsched.scheduling.state import EPS, CycleState, layout_of
-from dlsched.wording import count_of
+from dlsched.wording import CountTexts, count_of
 from dlsched.workload.job import Job
+
+# "needs 1 GPU", "needs 4 GPUs": how a reason starts, made once per count (a reason is written
+# per failed attempt: ~10^5-10^6 times on the contended Philly table)
+NEEDS = CountTexts("needs {}", "GPU")
 
 
 def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
@@ -216,7 +220,7 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if have < need:
         if share < 1.0 - EPS:
             return (), _no_room_for_share(need, have, share)
-        return (), unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes"
+        return (), unschedulable("placement", f"{NEEDS[need]}, {have} free on fitting nodes"
                                  + (f" in groups of {group} per node" if group > 1 else ""))
     chosen: list[int] = []
     placed_nodes: list[int] = []
@@ -320,9 +324,9 @@ def count_miss(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if need == 1:  # nothing wholly free: what ``place``'s two paths say
         if len(scores) == 1 and _single_node_score(scores[0][0]) is not None:
             return _NO_SINGLE
-        return unschedulable("placement", "needs 1 GPUs, 0 free on fitting nodes")
+        return unschedulable("placement", "needs 1 GPU, 0 free on fitting nodes")
     have = state.free_whole if every else int(state.node_free[mask].sum())
-    return unschedulable("placement", f"needs {need} GPUs, {have} free on fitting nodes")
+    return unschedulable("placement", f"{NEEDS[need]}, {have} free on fitting nodes")
 
 
 def _place_single(state: CycleState, best: int | None, job: Job

@@ -40,6 +40,7 @@ from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState, cor
 from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.slots import slot_builder
+from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobSpec, JobStatus
 
 if TYPE_CHECKING:
@@ -201,8 +202,8 @@ class Scheduler:
                 if not offering_types(self.cluster.type_names, spec.mig_profile,
                                       spec.gpu_types):
                     why = f" ({unoffered_reason(self.cluster.type_names, spec.mig_profile)})"
-            job.pending_reason = (f"can never run: needs {spec.num_gpus} GPUs, the nodes it "
-                                  f"may use have {most}{counted}{why}")
+            job.pending_reason = (f"can never run: needs {count_of(spec.num_gpus, 'GPU')}, "
+                                  f"the nodes it may use have {most}{counted}{why}")
             if self.on_terminal is not None:
                 self.on_terminal(job)
             return job

@@ -61,6 +61,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from dlsched.scheduling.placement import NEEDS
 from dlsched.workload.job import Job, JobSpec
 
 # Heap entry modes: a group's next job with a partial key (its position only), with its full
@@ -672,4 +673,5 @@ def _told(group: Group, job: Job, detail: str, refusal: Refusal | None) -> str:
 
 
 def _no_room(group: Group, free: int) -> str:
-    return f"[placement] needs {group.num_gpus} GPUs, {free} free on fitting nodes"
+    """What ``place`` writes for a group asking more than ``free`` (placement.py)."""
+    return f"[placement] {NEEDS[group.num_gpus]}, {free} free on fitting nodes"

@@ -164,6 +164,24 @@ def test_an_unknown_query_parameter_is_a_400_naming_it(
     assert message in response.json()["detail"]
 
 
+@pytest.mark.parametrize(("given", "hint"), [
+    pytest.param("runing", "; did you mean 'running'?", id="typo"),
+    pytest.param("RUNNING", "; did you mean 'running'?", id="upper-case"),
+    pytest.param("finsihed", "; did you mean 'finished'?", id="swapped-letters"),
+    pytest.param("xyzzy", "", id="nothing-close"),
+])
+def test_a_mistyped_status_filter_names_the_closest_state(
+        live: Callable[..., Live], given: str, hint: str) -> None:
+    """``?status=runing`` was pydantic's 422 listing the states and no closest one, which
+    ``dlsched jobs --status runing`` names; still a 422 of pydantic's shape."""
+    response = live().http.get("/v1/jobs", params={"status": given})
+    assert response.status_code == 422
+    (error,) = response.json()["detail"]
+    assert (error["loc"], error["input"]) == (["query", "status"], given)
+    assert error["msg"] == ("Input should be 'pending', 'running', 'preempted', 'finished', "
+                            "'failed' or 'cancelled'" + hint)
+
+
 def test_query_parameters_the_endpoint_takes_and_client_underscores_pass(
         live: Callable[..., Live]) -> None:
     client = live().http

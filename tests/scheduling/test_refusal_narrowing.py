@@ -25,5 +25,5 @@ def test_the_reason_names_each_filter_that_narrowed_the_nodes(types: tuple[str, 
     job = make_job("pinned").types(*types).pool(pool).build()
     (record,) = simulator("sjf", cluster_of(*CLUSTER), [job]).run().jobs
     assert record.status == "failed"
-    assert record.pending_reason == ("can never run: needs 1 GPUs, the nodes it may use have 0 "
+    assert record.pending_reason == ("can never run: needs 1 GPU, the nodes it may use have 0 "
                                      + why)

@@ -23,7 +23,7 @@ def test_jobs_that_never_fit_fail_at_submission_with_a_reason(policy: str) -> No
     records = run(policy, make_cluster(nodes=2, gpus=4), _with_unfit_jobs())
     assert records["huge"].status == records["wrong-type"].status == "failed"
     assert "needs 16 GPUs, the nodes it may use have 8" in records["huge"].pending_reason
-    assert "needs 1 GPUs, the nodes it may use have 0" in records["wrong-type"].pending_reason
+    assert "needs 1 GPU, the nodes it may use have 0" in records["wrong-type"].pending_reason
     assert "([gpu-type] no node passes this filter)" in records["wrong-type"].pending_reason
     assert (records["small"].first_start, records["small"].finish_time) == (1.0, 11.0)
 
