@@ -27,7 +27,7 @@ back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dlsched.scheduling.decisions import CycleResult
@@ -88,15 +88,8 @@ class RuntimeScheduler(Scheduler):
         self.journal.note(job)
         job.progress_time = max(job.progress_time, now)
         job.attained_time = max(job.attained_time, now)
-        for hook in self._relaunch_hooks():
+        for hook in self._relaunch_hooks:  # Tiresias' index and demotion heap: the new start
             hook(job, was, now)
-
-    def _relaunch_hooks(self) -> list[Callable[[Job, float, float], None]]:
-        """The plugins that key a running job by its attempt's start (Tiresias' victim index
-        and demotion heap): told when ``launched`` moves that start."""
-        profile = self.profile
-        plugins = {id(p): p for p in (profile.queue_sort, *profile.plugins)}.values()
-        return [p.relaunched for p in plugins if hasattr(p, "relaunched")]
 
     def reason_for(self, job: Job) -> str:
         """The core's reason, or, for a started job whose executor still waits for the workers

@@ -110,6 +110,9 @@ class Scheduler:
         # known when the job starts waiting).
         plugins = {id(p): p for p in (profile.queue_sort, *profile.plugins)}.values()
         self._waiting_hooks = [p.on_waiting for p in plugins if hasattr(p, "on_waiting")]
+        # Plugins that key a running job by its attempt's start, told when the runtime moves
+        # it to its workers' launch (``RuntimeScheduler.launched``; Tiresias' index and heap).
+        self._relaunch_hooks = [p.relaunched for p in plugins if hasattr(p, "relaunched")]
         self._key_changes = getattr(profile.queue_sort, "key_changes", None)
         self._reason_seq = 0  # cycles run (a cycle's reasons are stamped 2 x its number)
         self.running: dict[str, Job] = {}
@@ -604,13 +607,8 @@ class Scheduler:
 
     def _reason_stamp(self, job: Job) -> int:
         """The stamp of the reason ``own_reason`` gives: the job's own, or its bucket's."""
-        stamp = job.reason_stamp
-        if self._bulk_reasons:
-            bucket = self.waiting.bucket_named(job.job_id)
-            bulk = self._bulk_reasons.get(self._bucket_of(job) if bucket is None else bucket)
-            if bulk is not None and bulk[0] > stamp:
-                stamp = bulk[0]
-        return stamp
+        bulk = self._newer_bulk(job) if self._bulk_reasons else None
+        return job.reason_stamp if bulk is None else bulk[0]
 
     def _bucket_of(self, job: Job) -> Hashable:
         """(GPU count, static shape): jobs of one bucket fit or fail alike in a cycle. Specs
@@ -627,12 +625,20 @@ class Scheduler:
     def own_reason(self, job: Job) -> str:
         """The reason the last cycle that looked at the job gave: its own, or its bucket's
         when a later cycle skipped the bucket without looking at it (bucket_scan.py)."""
-        if self._bulk_reasons and job.status.is_waiting:
-            bucket = self.waiting.bucket_named(job.job_id)
-            bulk = self._bulk_reasons.get(self._bucket_of(job) if bucket is None else bucket)
-            if bulk is not None and bulk[0] > job.reason_stamp:
+        if self._bulk_reasons:
+            bulk = self._newer_bulk(job)
+            if bulk is not None:
                 return bulk[1]
         return job.pending_reason
+
+    def _newer_bulk(self, job: Job) -> tuple[int, str] | None:
+        """A waiting job's bucket's (stamp, reason) when newer than the job's own: a later
+        cycle skipped the bucket without looking at the job (bucket_scan.py)."""
+        if not job.status.is_waiting:
+            return None
+        bucket = self.waiting.bucket_named(job.job_id)
+        bulk = self._bulk_reasons.get(self._bucket_of(job) if bucket is None else bucket)
+        return bulk if bulk is not None and bulk[0] > job.reason_stamp else None
 
     def start_placed(self, job: Job, start: Start) -> None:
         """Start a job taken from the queue whose GPUs were already booked on the core's
