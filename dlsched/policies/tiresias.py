@@ -364,12 +364,8 @@ class DiscretizedLas:
         index = self._running if self.victim_scope is None else self._running_of(job)
         if index.restart_at(job, was, now) is None:
             return  # not filed with that start (not seeded yet: ``_advance`` files it)
-        service = job.attained_service(now) - self._offsets.get(job.job_id, 0.0)
-        level = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
-        count = len(job.allocation) or job.spec.num_gpus
-        if level < len(self.thresholds) and count:  # ``_push_demotion``'s steps
-            at = now + (self.thresholds[level] - service) / count
-            heapq.heappush(self._demotions, (at, job.job_id, job.run_started, job))
+        service = self._service(None, job)  # ``launched`` moved its service's clock to now
+        self._push_demotion_at(now, job, job.run_started, None, service, self._level(service))
 
     def _count_wait(self, job: Job, now: float, service: float) -> bool:
         """The job starts with ``service``: a starving one is promoted now (its service, run
@@ -754,12 +750,18 @@ class DiscretizedLas:
     def _push_demotion(self, state: CycleState, job: Job, started: float | None,
                        gpus: int | None = None, service: float | None = None,
                        level: int | None = None) -> None:
-        gpus = gpus or len(job.allocation) or job.spec.num_gpus
         if service is None or level is None:
             service = self._service(state, job)
             level = self._level(service)
+        self._push_demotion_at(state.snapshot.now, job, started, gpus, service, level)
+
+    def _push_demotion_at(self, now: float, job: Job, started: float | None,
+                          gpus: int | None, service: float, level: int) -> None:
+        """Note when the job, running from ``now`` with ``service`` at ``level``, crosses its
+        next threshold (none past the last)."""
+        gpus = gpus or len(job.allocation) or job.spec.num_gpus
         if level < len(self.thresholds) and gpus:
-            at = state.snapshot.now + (self.thresholds[level] - service) / gpus
+            at = now + (self.thresholds[level] - service) / gpus
             heapq.heappush(self._demotions, (at, job.job_id, started, job))
 
 
