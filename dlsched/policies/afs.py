@@ -37,6 +37,7 @@ from dlsched.policies.elastic.optimus_fit import fitted_curve
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
+    UsableCache,
     job_bounds,
     usable_gpus,
 )
@@ -70,7 +71,7 @@ class AfsAllocator(ElasticAllocator):
         jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
-        usable: dict[tuple[str, ...], int] = {}
+        usable: UsableCache = {}
         bounds = np.array([job_bounds(j, self.elastic, self.max_workers,
                                       usable_gpus(state, j, capacity, usable)) for j in jobs])
         curves = np.zeros((len(jobs), total + 1))

@@ -31,6 +31,7 @@ from dlsched.policies.elastic.elasticflow_plan import JobPlan, allowed_sizes, pl
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
+    UsableCache,
     job_bounds,
     usable_gpus,
 )
@@ -65,7 +66,7 @@ class ElasticFlowAllocator(ElasticAllocator):
         jobs, capacity, total = self.begin_round(state)
         if not jobs or total == 0:
             return {}
-        usable: dict[tuple[str, ...], int] = {}
+        usable: UsableCache = {}
         plans = {j.job_id: self._job_plan(state, j, usable_gpus(state, j, capacity, usable))
                  for j in jobs}
         self._admit(state, jobs, plans, total)

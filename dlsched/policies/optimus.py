@@ -40,6 +40,7 @@ from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     ElasticAllocator,
     SpeedCurves,
+    UsableCache,
     job_bounds,
     node_capacity,
     remaining_times,
@@ -91,7 +92,7 @@ class OptimusAllocator(ElasticAllocator):
         times = np.full((len(jobs), total + 1), np.inf)
         base = np.zeros(len(jobs), dtype=np.int64)
         free = total
-        capacity, usable = node_capacity(state), {}
+        capacity, usable = node_capacity(state), UsableCache()
         for row, job in enumerate(jobs):
             lo, hi = job_bounds(job, self.elastic, self.max_workers,
                                 usable_gpus(state, job, capacity, usable))

@@ -32,6 +32,8 @@ from dlsched.workload.job import Job
 
 ELASTIC_MODES = ("all", "declared")
 DEFAULT_MAX_WORKERS = 64
+# usable_gpus' per-round cache: (pinned GPU types, rated-node mask as bytes) -> GPUs
+UsableCache = dict[tuple[tuple[str, ...], bytes], int]
 
 
 def check_elastic(mode: str) -> str:
@@ -68,19 +70,24 @@ def job_bounds(job: Job, mode: str, max_workers: int, capacity: int) -> tuple[in
 
 
 def usable_gpus(state: CycleState, job: Job, capacity: np.ndarray,
-                cache: dict[tuple[str, ...], int]) -> int:
-    """GPUs of ``capacity`` on the nodes the job may be placed on (its GPU-type pins, the
-    placement's ``fewest_nodes.allowed_nodes``): an elastic job grown past them would never
-    be placed, and wait for good. ``cache``: one round's, by pinned types."""
+                cache: UsableCache) -> int:
+    """GPUs of ``capacity`` on the nodes the job may be placed on (its GPU-type pins and the
+    types the throughput model rates above 0 for it: the placement's
+    ``fewest_nodes.allowed_nodes``): an elastic job grown past them would never be placed, and
+    wait for good. ``cache``: one round's, by pinned types and rated nodes. Keyed by the pins
+    alone, a job pinned to K80 and V100 and rated 0 on the K80 (ResNet-50 b128, Gavel's
+    physical table) was counted the K80s of an earlier job with the same pins: Optimus
+    planned it 7 GPUs of the 4 it can use, and placement gave it none."""
     types = job.spec.gpu_types
-    if not types:
-        runnable = runnable_nodes(state, job)  # a type rated 0 for the job holds none of it
-        return int(capacity.sum() if runnable.all() else capacity[runnable].sum())
-    if types not in cache:
+    runnable = runnable_nodes(state, job)  # a type rated 0 for the job holds none of it
+    if not types and runnable.all():
+        return int(capacity.sum())
+    key = (types, runnable.tobytes())
+    if key not in cache:
         from dlsched.scheduling.fewest_nodes import allowed_nodes
 
-        cache[types] = int(capacity[allowed_nodes(state, job)].sum())
-    return cache[types]
+        cache[key] = int(capacity[allowed_nodes(state, job)].sum())
+    return cache[key]
 
 
 def reference_type(state: CycleState, job: Job) -> tuple[str, int]:
