@@ -27,7 +27,7 @@ from dlsched.policies.backfill_index import WaitingByKind
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.policies.sjf import _seconds, oracle_seconds
 from dlsched.scheduling.framework import SUCCESS, Code, Status, unschedulable
-from dlsched.scheduling.placement import NEEDS
+from dlsched.scheduling.placement import no_room_text
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import register_policy
 from dlsched.scheduling.state import CycleState
@@ -208,8 +208,8 @@ def _skipped_text(state: CycleState, job: Job, reservation: Reservation, why: st
     if why == "reservation":
         return str(_delays(reservation))
     if why == "free":
-        return str(Status(Code.UNSCHEDULABLE, f"{NEEDS[job.spec.num_gpus]}, "
-                          f"{state.free_whole} free", "placement"))  # as the cycle writes it
+        return str(Status(Code.UNSCHEDULABLE, no_room_text(job.spec.num_gpus, state.free_whole,
+                                                           ""), "placement"))  # as the cycle
     from dlsched.scheduling.cycle import _SMALLER_FAILED_TEXT
 
     return _SMALLER_FAILED_TEXT

@@ -27,11 +27,11 @@ from dlsched.scheduling.bucket_scan import scan_buckets, scans_by_bucket, stop_r
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.placement import (
-    NEEDS,
     count_fits,
     count_miss,
     filter_nodes,
     gpu_nodes,
+    no_room_text,
     place,
     static_shape,
     unconstrained,
@@ -226,7 +226,7 @@ def _try_job(profile: Profile, state: CycleState, job: Job,
             return missed, ()
     if (not profile.post_filters and spec.gpu_share >= 1.0 and spec.num_gpus > state.free_whole
             and spec.mig_profile is None):  # a 7g that fits nowhere may drain a GPU
-        return Status(Code.UNSCHEDULABLE, f"{NEEDS[spec.num_gpus]}, {state.free_whole} free",
+        return Status(Code.UNSCHEDULABLE, no_room_text(spec.num_gpus, state.free_whole, ""),
                       "placement"), ()
     prior = profile.futile.get(job.job_id)
     memo = _futility_key(profile, state, job) if prior is not None else None

@@ -14,7 +14,7 @@ from dlsched.scheduling.bucket_scan import SMALLEST_FAILED
 from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT
 from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.scheduling.lane_books import FreeBooks
-from dlsched.scheduling.placement import _NO_SINGLE, NEEDS
+from dlsched.scheduling.placement import _NO_SINGLE, no_room_text
 from dlsched.scheduling.state import ClusterSnapshot
 from dlsched.slots import slot_builder
 from dlsched.workload.job import Job
@@ -178,4 +178,4 @@ class LaneWalk(FreeBooks):
         """``count_miss``'s reason for a whole job on any node asking more than is free."""
         if need == 1:
             return _NO_SINGLE_TEXT
-        return f"[placement] {NEEDS[need]}, {self.whole} free on fitting nodes"
+        return f"[placement] {no_room_text(need, self.whole)}"

@@ -24,6 +24,19 @@ from dlsched.workload.job import Job
 # "needs 1 GPU", "needs 4 GPUs": how a reason starts, made once per count (a reason is written
 # per failed attempt: ~10^5-10^6 times on the contended Philly table)
 NEEDS = CountTexts("needs {}", "GPU")
+# Nothing free reads one way whichever path found it (the cycle's free count, ``place``, its
+# single-GPU shortcut, ``count_miss``): it read "0 free", "0 free on fitting nodes" and "none
+# free on fitting nodes" for the same full node.
+NONE_FREE = CountTexts("needs {}, none free on fitting nodes", "GPU")
+
+
+def no_room_text(need: int, free: int, where: str = " on fitting nodes") -> str:
+    """Why a job of ``need`` whole GPUs waits beside ``free`` ones ``where`` (the cycle's
+    count of the whole cluster passes ""): "needs 4 GPUs, 2 free on fitting nodes"; none free
+    on the whole cluster is none on the fitting nodes, so that reads alike."""
+    if free == 0:
+        return NONE_FREE[need]
+    return f"{NEEDS[need]}, {free} free{where}"
 
 
 def filter_nodes(state: CycleState, job: Job, filters: Sequence[FilterPlugin]
@@ -220,7 +233,7 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if have < need:
         if share < 1.0 - EPS:
             return (), _no_room_for_share(need, have, share)
-        return (), unschedulable("placement", f"{NEEDS[need]}, {have} free on fitting nodes"
+        return (), unschedulable("placement", no_room_text(need, have)
                                  + (f" in groups of {group} per node" if group > 1 else ""))
     chosen: list[int] = []
     placed_nodes: list[int] = []
@@ -263,7 +276,7 @@ def place(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     return tuple(chosen), SUCCESS
 
 
-_NO_SINGLE = unschedulable("placement", "needs 1 GPU, none free on fitting nodes")
+_NO_SINGLE = unschedulable("placement", NONE_FREE[1])
 
 
 def _no_room_for_share(need: int, have: int, share: float) -> Status:
@@ -322,11 +335,9 @@ def count_miss(state: CycleState, job: Job, filters: Sequence[FilterPlugin],
     if not status.ok:
         return status
     if need == 1:  # nothing wholly free: what ``place``'s two paths say
-        if len(scores) == 1 and _single_node_score(scores[0][0]) is not None:
-            return _NO_SINGLE
-        return unschedulable("placement", "needs 1 GPU, 0 free on fitting nodes")
+        return _NO_SINGLE
     have = state.free_whole if every else int(state.node_free[mask].sum())
-    return unschedulable("placement", f"{NEEDS[need]}, {have} free on fitting nodes")
+    return unschedulable("placement", no_room_text(need, have))
 
 
 def _place_single(state: CycleState, best: int | None, job: Job

@@ -61,7 +61,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from dlsched.scheduling.placement import NEEDS
+from dlsched.scheduling.placement import no_room_text
 from dlsched.workload.job import Job, JobSpec
 
 # Heap entry modes: a group's next job with a partial key (its position only), with its full
@@ -674,4 +674,4 @@ def _told(group: Group, job: Job, detail: str, refusal: Refusal | None) -> str:
 
 def _no_room(group: Group, free: int) -> str:
     """What ``place`` writes for a group asking more than ``free`` (placement.py)."""
-    return f"[placement] {NEEDS[group.num_gpus]}, {free} free on fitting nodes"
+    return f"[placement] {no_room_text(group.num_gpus, free)}"

@@ -304,7 +304,7 @@ def test_an_empty_listing_says_so(monkeypatch: pytest.MonkeyPatch, args: tuple[s
 @pytest.mark.parametrize(("status", "reason", "shown"), [
     ("pending", "", "not reached by the last cycle: jobs ahead of it were considered first"),
     ("preempted", "", "not reached by the last cycle: jobs ahead of it were considered first"),
-    ("pending", "[placement] needs 2 GPUs, 0 free", "[placement] needs 2 GPUs, 0 free"),
+    ("pending", "[placement] needs 4 GPUs, 2 free", "[placement] needs 4 GPUs, 2 free"),
     ("running", "", ""),
     ("finished", "", ""),
     ("cancelled", "cancelled", ""),

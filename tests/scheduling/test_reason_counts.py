@@ -3,8 +3,9 @@ read "needs 1 GPUs"). One 4-GPU node (or pool ``a`` of two one-node pools) is he
 long 4-GPU job; a job asking 1 or 2 GPUs arrives. Each row takes one of the paths that write
 the count: the cycle's free-count check (a policy that does not preempt), ``place`` (the
 job's pool is full, the other is free), ``count_miss`` (a preemptive policy, told from the
-counts) and the single-GPU shortcut of the consolidated score. The walks that skip jobs
-without trying them (backfill's index, the tenant layer's groups) write what a try would."""
+counts) and the single-GPU shortcut of the consolidated score; with nothing free, all read
+alike. The walks that skip jobs without trying them (backfill's index, the tenant layer's
+groups) write what a try would."""
 
 from __future__ import annotations
 
@@ -33,20 +34,23 @@ def _reason(policy: str, placement: str | None, pools: bool, gpus: int) -> str:
     return core.reason_for(core.jobs["late"])
 
 
+ONE = "[placement] needs 1 GPU, none free on fitting nodes"
+TWO = "[placement] needs 2 GPUs, none free on fitting nodes"
+
+
+# Every path writes nothing free one way: the cycle's free-count check read "needs 1 GPU, 0
+# free", place and count_miss "0 free on fitting nodes", the single-GPU shortcut "none free on
+# fitting nodes", for the same full node.
 @pytest.mark.parametrize(("policy", "placement", "pools", "gpus", "reason"), [
-    pytest.param("fifo", None, False, 1, "[placement] needs 1 GPU, 0 free", id="count-check-1"),
-    pytest.param("fifo", None, False, 2, "[placement] needs 2 GPUs, 0 free", id="count-check-2"),
-    pytest.param("backfill", None, False, 1, "[placement] needs 1 GPU, 0 free", id="backfill-1"),
-    pytest.param("fifo", "most-free", True, 1, "[placement] needs 1 GPU, 0 free on fitting nodes",
-                 id="place-1"),
-    pytest.param("fifo", "most-free", True, 2,
-                 "[placement] needs 2 GPUs, 0 free on fitting nodes", id="place-2"),
-    pytest.param("srtf", "most-free", False, 1,
-                 "[placement] needs 1 GPU, 0 free on fitting nodes", id="count-miss-1"),
-    pytest.param("srtf", "most-free", False, 2,
-                 "[placement] needs 2 GPUs, 0 free on fitting nodes", id="count-miss-2"),
-    pytest.param("tiresias", None, False, 1,
-                 "[placement] needs 1 GPU, none free on fitting nodes", id="single-shortcut"),
+    pytest.param("fifo", None, False, 1, ONE, id="count-check-1"),
+    pytest.param("fifo", None, False, 2, TWO, id="count-check-2"),
+    pytest.param("backfill", None, False, 1, ONE, id="backfill-1"),
+    pytest.param("fifo", "most-free", True, 1, ONE, id="place-1"),
+    pytest.param("fifo", "most-free", True, 2, TWO, id="place-2"),
+    pytest.param("srtf", "most-free", False, 1, ONE, id="count-miss-1"),
+    pytest.param("srtf", "most-free", False, 2, TWO, id="count-miss-2"),
+    pytest.param("tiresias", None, False, 1, ONE, id="single-shortcut"),
+    pytest.param("tiresias", None, False, 2, TWO, id="lane-2"),
 ])
 def test_a_reason_counts_gpus_in_english(policy: str, placement: str | None, pools: bool,
                                          gpus: int, reason: str) -> None:

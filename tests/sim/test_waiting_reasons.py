@@ -36,7 +36,7 @@ def test_no_waiting_job_has_an_empty_reason_in_jobs_csv(policy: str) -> None:
 @pytest.mark.parametrize(("status", "stored", "shown"), [
     ("pending", "", NOT_REACHED),
     ("preempted", "", NOT_REACHED),
-    ("pending", "[placement] needs 2 GPUs, 0 free", "[placement] needs 2 GPUs, 0 free"),
+    ("pending", "[placement] needs 4 GPUs, 2 free", "[placement] needs 4 GPUs, 2 free"),
     ("running", "", ""),
     ("finished", "", ""),
 ], ids=["pending", "preempted", "own-reason", "running", "finished"])

@@ -43,4 +43,4 @@ def test_each_flavor_row_carries_only_its_own_detail(tmp_path: Path) -> None:
                 if r["job_id"] == "wait"]
     assert rows[:2] == [("a100", "NEEDS_PREEMPTION", ""),
                         ("v100", "NO_NODE_FITS",
-                         "[placement] needs 2 GPUs, 0 free on fitting nodes")]
+                         "[placement] needs 2 GPUs, none free on fitting nodes")]
