@@ -18,6 +18,7 @@ import yaml
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.cluster.topology import Topology
 from dlsched.textinput import control_character, read_text
+from dlsched.wording import count_of
 from dlsched.yamlinput import YamlSource, parse_yaml
 
 __all__ = ["YamlSource", "dump_cluster_yaml", "load_cluster_yaml", "name_check", "number_check",
@@ -204,7 +205,7 @@ def _check_node_rules(values: dict[str, Any], key_path: str, src: YamlSource) ->
     domain = values.get("nvlink_domain", 0)
     if domain and values["gpus"] % domain:
         raise src.error(f"{key_path}.nvlink_domain",
-                        f"{domain} does not divide the node's {values['gpus']} GPUs")
+                        f"{domain} does not divide the node's {count_of(values['gpus'], 'GPU')}")
     if "rack" in values and "nodes_per_rack" in values:
         raise src.error(key_path, "give either 'rack' or 'nodes_per_rack', not both")
 

@@ -30,6 +30,7 @@ from dlsched.cluster.gpu_types import GPU_TYPES
 from dlsched.cluster.loader import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NODES
 from dlsched.errors import InputError, InputLocation
 from dlsched.textinput import TextLines
+from dlsched.wording import count_of
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class _Row:
 def _openb(row: _Row) -> Node:
     gpus, model = row.gpus("gpu"), row.text("model")
     if gpus and not model:
-        raise row.fail("model", f"a node with {gpus} GPUs needs its GPU model")
+        raise row.fail("model", f"a node with {count_of(gpus, 'GPU')} needs its GPU model")
     return Node(row.text("sn"), known_type(model) if gpus else "", gpus,
                 row.number("cpu_milli") / 1000, row.number("memory_mib") / 1024)
 

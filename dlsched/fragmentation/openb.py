@@ -16,6 +16,7 @@ from pathlib import Path
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.errors import InputError, InputLocation
 from dlsched.fragmentation.view import MILLI, Demand
+from dlsched.wording import count_of
 
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -71,7 +72,8 @@ def _pod(number: _Field, row: dict[str, str]) -> Demand:
     gpus = number.integer("num_gpu", high=64)
     milli = number.integer("gpu_milli", high=MILLI)
     if gpus and not milli:
-        raise number.fail("gpu_milli", f"a pod with {gpus} GPU(s) must ask for some of each")
+        raise number.fail("gpu_milli",
+                          f"a pod with {count_of(gpus, 'GPU')} must ask for some of each")
     if gpus > 1 and milli != MILLI:
         raise number.fail("gpu_milli", f"a pod with {gpus} GPUs must use whole GPUs "
                                        f"(1000), got {milli}")
@@ -94,8 +96,8 @@ def _check_fits(cluster: Cluster, demand: Demand, where: InputLocation) -> None:
         raise fail("memory_mib", f"asks for {demand.memory_mib} MiB; the largest node has "
                                  f"{most_memory:g}")
     if demand.num_gpus > int(cluster.node_gpus.max(initial=0)):
-        raise fail("num_gpu", f"asks for {demand.num_gpus} GPUs on one node; the largest node "
-                              f"has {int(cluster.node_gpus.max(initial=0))}")
+        raise fail("num_gpu", f"asks for {count_of(demand.num_gpus, 'GPU')} on one node; the "
+                              f"largest node has {int(cluster.node_gpus.max(initial=0))}")
 
 
 @dataclass(frozen=True)

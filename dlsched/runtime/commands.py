@@ -158,7 +158,7 @@ def _spec(service: Service, request: SubmitRequest, job_id: str, now: float) -> 
     if spec.num_gpus > most:
         kind = f" of type {request.gpu_type}" if request.gpu_type else ""
         raise RequestError(400, f"gpus={spec.num_gpus}: this cluster can give one job "
-                                f"at most {most} GPUs{kind}{_per_worker(request)}")
+                                f"at most {count_of(most, 'GPU')}{kind}{_per_worker(request)}")
     return spec
 
 
@@ -195,7 +195,7 @@ def _within_cluster(service: Service, request: SubmitRequest, types: dict[str, i
                          ("max_gpus", request.max_gpus)):
         if value is not None and value > total:
             raise RequestError(400, f"{field}={value}: this cluster can give one job at most "
-                                    f"{total} GPUs{kind}")
+                                    f"{count_of(total, 'GPU')}{kind}")
 
 
 def _directories(service: Service, request: SubmitRequest, job_id: str,

@@ -43,6 +43,7 @@ from dlsched.runtime.store import Batch, Store
 from dlsched.runtime.throughput import MeasuredThroughput
 from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.scheduler import CoreConfig
+from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobStatus
 
 if TYPE_CHECKING:
@@ -277,8 +278,8 @@ class Service:
         for resize in result.resizes:
             self.metrics.resizes.inc()
             self.event(resize.job_id, "resized",
-                       f"to {len(resize.gpus)} GPUs {list(resize.gpus)}: its workers stop "
-                       "(checkpoint) and restart at the new size", now)
+                       f"to {count_of(len(resize.gpus), 'GPU')} {list(resize.gpus)}: its "
+                       "workers stop (checkpoint) and restart at the new size", now)
         for job_id, reason in result.reasons.items():
             if self._reasons.get(job_id) != reason:
                 self._reasons[job_id] = reason

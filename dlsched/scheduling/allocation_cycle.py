@@ -40,6 +40,7 @@ from dlsched.scheduling.placement import pick_gpus
 from dlsched.scheduling.resources import node_room
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.slots import slot_builder
+from dlsched.wording import count_of
 from dlsched.workload.job import Job
 
 # ``Resize(...)`` and ``Start(...)`` without their frozen ``__init__`` (a round may move most
@@ -137,7 +138,7 @@ def _short(state: CycleState, job: Job, target: Assignment,
     state.give_back(*taken, spec)
     state.started.pop(job.job_id, None)
     if crowded:
-        return (f"the GPUs it was given put more than {spec.max_per_node} workers of "
+        return (f"the GPUs it was given put more than {count_of(spec.max_per_node, 'worker')} of "
                 f"{spec.density_group} on a node; it waits")
     return ("the GPUs it was given lack the CPUs, host memory or GPU memory it asks for on "
             f"node {int(nodes[0])}; it waits")
@@ -234,7 +235,7 @@ def _check(allocator: AllocatePlugin, state: CycleState,
         # a running job may keep the size it runs at: one shrunk by a node failure under
         # ``--resilience elastic/oobleck`` runs below a rigid size (scheduling/reconfigure.py)
         if not low <= workers <= high and workers != len(job.allocation):
-            raise AllocationError(f"{name}: gave {job_id} {workers} workers, it may "
+            raise AllocationError(f"{name}: gave {job_id} {count_of(workers, 'worker')}, it may "
                                   f"run with {low}..{high}")
         if nodes[0] < 0 or nodes[-1] >= num_nodes:
             raise AllocationError(f"{name}: {job_id} assigned to a node that does not exist")

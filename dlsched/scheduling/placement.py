@@ -283,7 +283,7 @@ def _no_room_for_share(need: int, have: int, share: float) -> Status:
     """Why workers of a fraction of a GPU wait: GPUs with that much room, not free GPUs (a job
     of 0.4 beside GPUs with 0.2 left each read "needs 1 GPU, none free")."""
     each = "" if need == 1 else " each"
-    return unschedulable("placement", f"needs {need} GPU{'s' if need > 1 else ''} with "
+    return unschedulable("placement", f"needs {count_of(need, 'GPU')} with "
                          f"{share:g} free{each}, {have or 'none'} on fitting nodes")
 
 

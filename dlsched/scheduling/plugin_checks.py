@@ -18,6 +18,7 @@ import numpy as np
 
 from dlsched.errors import DlschedError
 from dlsched.scheduling.hooks import plugin_label
+from dlsched.wording import count_of
 
 if TYPE_CHECKING:
     from dlsched.scheduling.state import CycleState
@@ -116,8 +117,8 @@ def not_jobs(plugin: Any, nominees: Sequence[Any] | None, error: Exception) -> E
 
 def not_a_mask(plugin: Any, mask: Any, nodes: int) -> PluginError:
     return PluginError(f"Filter plugin {plugin_label(plugin)}: filter() returned {_what(mask)}; "
-                       f"it returns the boolean numpy mask it was given ({nodes} nodes), "
-                       "narrowed")
+                       "it returns the boolean numpy mask it was given "
+                       f"({count_of(nodes, 'node')}), narrowed")
 
 
 def checked_mask(plugin: Any, mask: Any, nodes: int) -> np.ndarray:

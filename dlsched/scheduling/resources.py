@@ -24,6 +24,7 @@ import numpy as np
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import DlschedError
+from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobSpec
 
 EPS = 1e-9
@@ -97,16 +98,19 @@ class ResourceBook:
                 short = np.flatnonzero(per_node * need > free + EPS)
                 if len(short):
                     node = int(short[0])
+                    workers = int(per_node[node])
                     return (f"node {node} has {free[node]:g} free {label}, the job's "
-                            f"{per_node[node]} worker(s) there need {per_node[node] * need:g}")
+                            f"{count_of(workers, 'worker')} there "
+                            f"{'needs' if workers == 1 else 'need'} {workers * need:g}")
         group = self.group_room(spec)
         if group is not None:
             short = np.flatnonzero((per_node > 0) & (per_node > group))
             if len(short):
                 node = int(short[0])
-                return (f"node {node} already runs {spec.max_per_node - group[node]} worker(s) "
-                        f"of {spec.density_group}, which may have {spec.max_per_node} per "
-                        f"node; the job's {per_node[node]} there would pass that")
+                running = count_of(spec.max_per_node - group[node], "worker")
+                return (f"node {node} already runs {running} of {spec.density_group}, which "
+                        f"may have {spec.max_per_node} per node; the job's {per_node[node]} "
+                        "there would pass that")
         if spec.gpu_memory_gb > 0:
             per_gpu = np.bincount(np.asarray(gpus, dtype=np.int64),
                                   minlength=len(self.gpu_memory_gb))

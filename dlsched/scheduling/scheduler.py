@@ -194,8 +194,8 @@ class Scheduler:
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
             job.finish_time = job.queued_since
-            counted = (f" (at most {spec.max_per_node} workers of {spec.density_group} per "
-                       f"node)" if spec.max_per_node else
+            counted = (f" (at most {count_of(spec.max_per_node, 'worker')} of "
+                       f"{spec.density_group} per node)" if spec.max_per_node else
                        " (counting the CPUs, host and GPU memory each worker asks for)"
                        if spec.asks_beyond_gpus else "")
             why = f" ({self._refusal(job)})" if most == 0 else ""

@@ -29,6 +29,7 @@ from dlsched.sim.failures import ClientFault, Failure, FailureModel, FailureProc
 from dlsched.sim.finished import FinishedJobs
 from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
 from dlsched.sim.result import SimulationResult, collect_result, final_record, final_values
+from dlsched.wording import count_of
 from dlsched.workload.job import Job
 from dlsched.workload.trace import Trace
 
@@ -357,8 +358,8 @@ class _FailureEvents:
         nodes = sim.cluster.num_nodes
         if not 0 <= config.hot_spares < nodes:
             raise ConfigError(f"--hot-spares {config.hot_spares}: the cluster "
-                              f"{sim.cluster.name} has {nodes} nodes; at most {nodes - 1} "
-                              "can be held back as spares")
+                              f"{sim.cluster.name} has {count_of(nodes, 'node')}; at most "
+                              f"{nodes - 1} can be held back as spares")
         self.spares = list(range(nodes - config.hot_spares, nodes))
         self.wanted_spares = config.hot_spares
         self.pending = 0

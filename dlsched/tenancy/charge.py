@@ -21,6 +21,7 @@ from dlsched.tenancy.assignment import assign, flavor_serves
 from dlsched.tenancy.config import ClusterQueue, TenantConfig
 from dlsched.tenancy.quota import Usage
 from dlsched.tenancy.reasons import Reason
+from dlsched.wording import count_of
 from dlsched.workload.job import Job
 
 
@@ -111,5 +112,5 @@ class Plan:
         need = {r: v * self.low for r, v in self.request.items()}
         only = replace(self.cq, flavors=(flavor,))
         found = assign(only, config.flavors, self.job.spec, need, usage)
-        detail = f"{self.low} worker(s) in {flavor}"
+        detail = f"{count_of(self.low, 'worker')} in {flavor}"
         return found.reason or Reason.NEEDS_PREEMPTION, detail

@@ -60,7 +60,7 @@ def test_a_job_that_can_never_fit_is_told_why() -> None:
     record = next(iter(sim.run().jobs))
     assert record.status == "failed"
     assert "needs 3 GPUs, the nodes it may use have 2" in record.pending_reason
-    assert "at most 1 workers of job:never per node" in record.pending_reason
+    assert "at most 1 worker of job:never per node" in record.pending_reason
 
 
 @pytest.mark.parametrize("policy", ["gandiva", "gavel-las", "pollux", "themis"])

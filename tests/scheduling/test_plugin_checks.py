@@ -139,7 +139,7 @@ class Returns:
     ("permit", None, r"^Permit plugin 'mine' \(Returns\): permit\(\) returned NoneType None, "
                      r"not a Status"),
     ("filter", [True], r"^Filter plugin 'mine' \(Returns\): filter\(\) returned list \[True\]; "
-                       r"it returns the boolean numpy mask it was given \(1 nodes\)"),
+                       r"it returns the boolean numpy mask it was given \(1 node\)"),
     ("filter", np.ones(1), r"^Filter plugin 'mine' .* returned ndarray array\(\[1\.\]\)"),
     ("post_filter", None, r"^PostFilter plugin 'mine' \(Returns\): post_filter\(\) nominated "
                           r"str 'A'; it returns running jobs"),

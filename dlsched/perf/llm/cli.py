@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from dlsched.errors import ConfigError, DlschedError
+from dlsched.wording import count_of
 
 if TYPE_CHECKING:  # the CLI imports the planner only when it runs
     from dlsched.perf.llm.hardware import Fabric
@@ -111,11 +112,11 @@ def no_plan_reason(llm: LlmModel, gpus: int, fabric: Fabric) -> str:
     from dlsched.perf.llm.planner import candidates
 
     if next(candidates(llm, gpus, fabric), None) is None:
-        return (f"no way to split {gpus} GPUs for {llm.name}: dp x tp x pp = {gpus} with tp "
-                f"<= {fabric.gpus_per_node} (a node) dividing its {llm.heads} heads, pp <= its "
-                f"{llm.layers} layers and dp x micro-batch dividing its global batch of "
-                f"{llm.global_batch} sequences")
-    return (f"no configuration of {llm.name} fits on {gpus} GPUs ({fabric.gpu.name}, "
+        return (f"no way to split {count_of(gpus, 'GPU')} for {llm.name}: dp x tp x pp = "
+                f"{gpus} with tp <= {fabric.gpus_per_node} (a node) dividing its {llm.heads} "
+                f"heads, pp <= its {llm.layers} layers and dp x micro-batch dividing its global "
+                f"batch of {llm.global_batch} sequences")
+    return (f"no configuration of {llm.name} fits on {count_of(gpus, 'GPU')} ({fabric.gpu.name}, "
             f"{fabric.gpu.memory_gb:g} GB)")
 
 

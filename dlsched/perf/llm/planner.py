@@ -19,6 +19,7 @@ from dlsched.perf.llm.hardware import Fabric
 from dlsched.perf.llm.iteration import Estimate, estimate
 from dlsched.perf.llm.models import LlmModel
 from dlsched.perf.llm.parallel import ParallelConfig, Software
+from dlsched.wording import count_of
 
 MICRO_BATCHES = (1, 2, 4, 8)
 INTERLEAVES = (1, 2, 4, 8)
@@ -31,8 +32,8 @@ def plan(model: LlmModel, gpus: int, fabric: Fabric, software: Software,
     if gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {gpus}")
     if gpus > fabric.num_gpus:
-        raise ConfigError(f"--gpus {gpus}: the cluster has {fabric.num_gpus} "
-                          f"{fabric.gpu.name} GPUs")
+        raise ConfigError(f"--gpus {gpus}: the cluster has "
+                          f"{count_of(fabric.num_gpus, fabric.gpu.name + ' GPU')}")
     found = []
     for config in candidates(model, gpus, fabric):
         best = fitting(model, config, fabric, software)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dlsched.scheduling.framework import SUCCESS, Code, Status
 from dlsched.scheduling.state import CycleState
+from dlsched.wording import count_of
 from dlsched.workload.job import Job
 
 
@@ -14,4 +15,5 @@ class GangPermit:
         if len(gpus) == job.spec.num_gpus:
             return SUCCESS
         return Status(Code.UNSCHEDULABLE,
-                      f"gang needs {job.spec.num_gpus} workers, got {len(gpus)}", self.name)
+                      f"gang needs {count_of(job.spec.num_gpus, 'worker')}, got {len(gpus)}",
+                      self.name)

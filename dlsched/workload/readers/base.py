@@ -21,7 +21,7 @@ from dlsched.errors import InputError, InputLocation
 from dlsched.gcpause import gc_paused
 from dlsched.textinput import MAX_FIELD_CHARS, TextLines, field_at, value_problem
 from dlsched.textinput import first_line as text_first_line
-from dlsched.wording import did_you_mean
+from dlsched.wording import count_of, did_you_mean
 from dlsched.workload.job import JobSpec
 from dlsched.workload.trace import Trace
 
@@ -508,7 +508,7 @@ class RowCollector:
         cap = self.options.max_gpus
         if cap is not None and spec.num_gpus > cap:
             raise ctx.fail(self.gpu_field,
-                           f"asks for {spec.num_gpus} GPUs; the cluster has {cap}")
+                           f"asks for {count_of(spec.num_gpus, 'GPU')}; the cluster has {cap}")
         if spec.asks_beyond_gpus:
             self._check_resources(ctx, spec)
         first = self.lines.get(spec.job_id)

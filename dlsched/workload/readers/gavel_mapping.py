@@ -19,6 +19,7 @@ import numpy as np
 
 from dlsched.perf.gavel_table import GavelThroughputs, JobType
 from dlsched.perf.model import Placement
+from dlsched.wording import count_of
 from dlsched.workload.job import JobSpec, WorkUnit
 from dlsched.workload.trace import Trace
 
@@ -58,7 +59,7 @@ def to_gavel_types(trace: Trace, seed: int, model: GavelThroughputs | None = Non
         options = choices.setdefault(spec.num_gpus, eligible_types(model, spec.num_gpus))
         if not options:
             raise ValueError(f"trace {trace.name}: job {spec.job_id}: no Gavel job type runs "
-                             f"on {spec.num_gpus} GPUs")
+                             f"on {count_of(spec.num_gpus, 'GPU')}")
         name, batch = options[int(rng.integers(len(options)))]
         typed = replace(spec, model=name, batch_size=batch, work_unit=WorkUnit.ITERATIONS)
         jobs.append(replace(typed, work=spec.work * _rate(model, typed)))

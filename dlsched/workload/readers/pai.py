@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from dlsched.textinput import TextLines
+from dlsched.wording import count_of
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
     DropRow,
@@ -155,7 +156,8 @@ class _Gang:
         if max_gpus is not None and instances * per_instance > max_gpus and len(tasks) > 1:
             raise self.first.fail("inst_num", f"job {self.name}: its {len(tasks)} GPU tasks ("
                                   f"{', '.join(t.name for t in tasks)}) ask for "
-                                  f"{instances * per_instance} GPUs; the cluster has {max_gpus}")
+                                  f"{count_of(instances * per_instance, 'GPU')}; the cluster "
+                                  f"has {max_gpus}")
         submitted, user = jobs.get(self.name, (started, None))  # type: ignore[arg-type]
         return JobSpec(job_id=self.name, submit_time=min(submitted, started),
                        num_gpus=instances * per_instance, work=ended - started,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dlsched.wording import count_of
 from dlsched.workload.job import JobSpec
 from dlsched.workload.readers.base import (
     ReaderOptions,
@@ -57,7 +58,7 @@ def _job(ctx: RowContext, profile: PolluxProfile) -> JobSpec:
         raise ctx.fail("batch_size", f"{app} has no profile at batch size {batch_size} "
                                      f"(known: {profile.batch_sizes(app)})")
     if replicas not in profile.replica_counts(app):
-        raise ctx.fail("num_replicas", f"{app} has no step times for {replicas} GPUs "
+        raise ctx.fail("num_replicas", f"{app} has no step times for {count_of(replicas, 'GPU')} "
                                        f"(known: {profile.replica_counts(app)})")
     return JobSpec(job_id=ctx.text("name"), submit_time=ctx.number("time", minimum=0),
                    num_gpus=replicas, work=profile.reference_seconds(app, batch_size, replicas),
