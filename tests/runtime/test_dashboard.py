@@ -205,6 +205,19 @@ def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., L
     assert "The newest 1 job." in page(handle, "/").text
 
 
+def test_a_fraction_of_a_gpu_reads_as_its_share(live: Callable[..., Live], out: Path) -> None:
+    """Seen in Chromium: a job submitted with ``--gpus 0.5`` read "1" in the overview's GPUs
+    column and "GPUs 1" on its page, as if it held a whole GPU, where ``dlsched jobs`` says
+    0.5 and ``dlsched jobs ID`` "per worker: share 0.5"."""
+    handle = live(gpus=1)
+    job_id = submit(handle, worker("sleep", out, 600), 1, gpu_share=0.5)
+    wait_status(handle, job_id, "running")
+    row = page(handle, "/").text.split(f'id="row-{job_id}"')[1].split("</tr>")[0]
+    assert '<td class="num">0.5</td>' in row
+    facts = page(handle, f"/jobs/{job_id}").text.split("<dt>GPUs</dt>")[1].split("</dd>")[0]
+    assert facts == "<dd>1; per worker: share 0.5"
+
+
 def test_an_attempts_gpus_are_named_as_the_overview_names_them(live: Callable[..., Live],
                                                               out: Path) -> None:
     """Seen in Chromium: a job on the second node showed "on gpu-1:0, gpu-1:1" above and
