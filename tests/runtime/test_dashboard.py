@@ -218,6 +218,20 @@ def test_a_fraction_of_a_gpu_reads_as_its_share(live: Callable[..., Live], out: 
     assert facts == "<dd>1; per worker: share 0.5"
 
 
+def test_utilization_now_counts_a_fraction_as_its_share(live: Callable[..., Live],
+                                                       out: Path) -> None:
+    """Seen in Chromium: beside a header of "2.5/4 GPUs allocated", the GPU type's line read
+    "allocated 3" and "utilization now 75%" (each GPU holding a worker counted whole)."""
+    handle = live(gpus=2)
+    whole = submit(handle, worker("sleep", out, 600), 1)
+    half = submit(handle, worker("sleep", out, 600), 1, gpu_share=0.5)
+    for job_id in (whole, half):
+        wait_status(handle, job_id, "running")
+    cluster = page(handle, "/").text.split('id="cluster"')[1].split("</table>")[0]
+    assert '<td class="num">2</td><td class="num">1.5</td><td class="num">0</td>' in cluster
+    assert ">75%</span>" in cluster
+
+
 def test_an_attempts_gpus_are_named_as_the_overview_names_them(live: Callable[..., Live],
                                                               out: Path) -> None:
     """Seen in Chromium: a job on the second node showed "on gpu-1:0, gpu-1:1" above and
