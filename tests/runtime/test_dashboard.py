@@ -244,6 +244,8 @@ def test_an_attempts_gpus_are_named_as_the_overview_names_them(live: Callable[..
     html = page(handle, f"/jobs/{second}").text
     attempts = html.split('id="attempts"')[1].split("</table>")[0]
     assert "<td>n1:0, n1:1</td>" in attempts
+    # and its events said "on GPUs [2, 3]" below them
+    assert "on n1:0, n1:1" in html and "on GPUs [" not in html
 
 
 PRIORITY_TENANTS = """flavors:

@@ -148,12 +148,7 @@ def gpu_names(service: Service, gpus: Any) -> dict[int, str]:
     second node, GPU 5 is ``gpu-1:1``, as the overview's node rows and the job's "on" show
     it."""
     cluster = service.cluster
-    names = {}
-    for gpu in gpus:
-        if 0 <= gpu < cluster.num_gpus:
-            node = int(cluster.gpu_node[gpu])
-            names[gpu] = f"{cluster.nodes[node].name}:{gpu - int(cluster.node_first_gpu[node])}"
-    return names
+    return {gpu: cluster.gpu_name(gpu) for gpu in gpus if 0 <= gpu < cluster.num_gpus}
 
 
 def job_page(service: Service, job_id: str) -> JobPage:
