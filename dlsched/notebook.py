@@ -62,7 +62,7 @@ class SimulationRun:
 @dataclass(frozen=True)
 class Comparison:
     """Several policies on the same work: ``runs`` by policy, ``summary`` one row per policy,
-    ``report`` the HTML report (None without ``out=``)."""
+    ``report`` the HTML report's path (None without ``out=``)."""
 
     runs: dict[str, SimulationRun]
     summary: pd.DataFrame
