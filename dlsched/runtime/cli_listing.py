@@ -142,6 +142,8 @@ def logs(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched 
          url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
     """The end of a job's latest log."""
     try:
+        if max_bytes < 1:  # the API's refusal named its query.max_bytes, not --bytes
+            raise DlschedError(f"--bytes {max_bytes}: give at least 1 byte")
         with connect("logs", url, token) as client:
             text = client.logs(job_id, max_bytes)
         print(text, end="")

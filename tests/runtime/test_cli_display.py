@@ -55,6 +55,14 @@ def test_submit_without_gpus_says_so_before_calling_the_service() -> None:
     assert code == 1 and "give --gpus N" in output
 
 
+@pytest.mark.parametrize("count", ["0", "-5"])
+def test_logs_bytes_below_one_names_the_flag(count: str) -> None:
+    """``dlsched logs ID --bytes 0`` answered the API's words, "422: query.max_bytes: Input
+    should be greater than or equal to 1", for a flag the reader knows as --bytes."""
+    code, output = cli("logs", "job-000001", "--bytes", count, "--url", "http://127.0.0.1:9")
+    assert code == 1 and f"error: --bytes {count}: give at least 1 byte" in output
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--gpus", "1.5"], "--gpus 1.5: workers are whole"),
     (["--gpus", "0.5", "--gpu-share", "0.4"], "--gpus 0.5 asks for a share of 0.5, --gpu-share"),
