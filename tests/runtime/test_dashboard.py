@@ -214,8 +214,9 @@ def test_a_fraction_of_a_gpu_reads_as_its_share(live: Callable[..., Live], out: 
     wait_status(handle, job_id, "running")
     row = page(handle, "/").text.split(f'id="row-{job_id}"')[1].split("</tr>")[0]
     assert '<td class="num">0.5</td>' in row
-    facts = page(handle, f"/jobs/{job_id}").text.split("<dt>GPUs</dt>")[1].split("</dd>")[0]
-    assert facts == "<dd>1; per worker: share 0.5"
+    html = page(handle, f"/jobs/{job_id}").text
+    assert html.split("<dt>GPUs</dt>")[1].split("</dd>")[0] == "<dd>1; per worker: share 0.5"
+    assert "1 GPU (share 0.5), queue default" in html  # its submitted event said "1 GPU"
 
 
 def test_utilization_now_counts_a_fraction_as_its_share(live: Callable[..., Live],
