@@ -149,6 +149,6 @@ def test_why_a_job_waits_stays_readable_in_a_narrow_window(live: Callable[..., L
             page.goto(handle.url + "/")
             reason = page.locator(f"#row-{waiting} td.reason")
             sync_api.expect(reason).to_contain_text("needs 1 GPU", timeout=WAIT_MS)
-            assert reason.evaluate("(cell) => cell.getBoundingClientRect().width") >= 200
+            assert reason.evaluate("(cell) => cell.getBoundingClientRect().width") >= 180
         finally:
             browser.close()
