@@ -37,8 +37,13 @@ def connect(verb: str, url: str, token: str | None, wait: float = 0.0) -> Any:
 
 
 def fail(exc: Exception) -> NoReturn:
-    """The service's (or our) message on one line, exit 1; a missing extra exits 2."""
-    console.print(f"[red]error:[/] {escape(str(exc))}")
+    """The service's (or our) message on one line, exit 1; a missing extra exits 2. A refused
+    token says which flag carries one: the API's words ("send 'Authorization: Bearer T'")
+    name a header the command line never shows."""
+    message = str(exc)
+    if getattr(exc, "status", None) == 401:
+        message += ": give the service's token with --token"
+    console.print(f"[red]error:[/] {escape(message)}")
     raise typer.Exit(2 if isinstance(exc, MissingExtra) else 1)
 
 

@@ -89,6 +89,16 @@ def test_the_listing_shows_a_share_not_a_whole_gpu(fields: dict, shown: str) -> 
     assert listed_gpus(job) == shown
 
 
+@pytest.mark.parametrize("token", [[], ["--token", "not-the-token"]], ids=["none", "wrong"])
+def test_a_refused_token_names_the_flag(live: Callable[..., Live], token: list[str]) -> None:
+    """The CLI answered "401: missing or wrong token (send 'Authorization: Bearer T')": a
+    header the reader never typed, not the --token they can give."""
+    url = live(token="the-token-0123456789").url
+    code, output = cli("jobs", "--url", url, *token)
+    assert code == 1
+    assert output.strip().endswith("give the service's token with --token")
+
+
 def test_json_listings_and_events_with_their_times(live: Callable[..., Live], out: Path) -> None:
     url = live().url
     code, job_id = cli("submit", "--url", url, "--gpus", "1", "--name", "[gpu] run", "--",
