@@ -32,7 +32,18 @@ class JobRequest:
         top = re.split(r"[.\[]", field, maxsplit=1)[0]
         if self.flags.get(top) is not None or top not in self.source.lines:
             return exc
-        return self.source.error(field, str(exc))
+        return self.source.error(field, f"{exc}{_closest_field(field, str(exc))}")
+
+
+def _closest_field(field: str, message: str) -> str:
+    """A misspelt key's likely field (``prioirty``: did you mean 'priority'?): the service
+    says only "Extra inputs are not permitted"."""
+    if "." in field or "[" in field or "Extra inputs" not in message:
+        return ""
+    from dlsched.runtime.models import SubmitRequest
+
+    close = difflib.get_close_matches(field, sorted(SubmitRequest.model_fields), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def job_request(file: Path | None, flags: dict[str, Any], env: list[str] | None,
