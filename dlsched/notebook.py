@@ -62,7 +62,7 @@ class SimulationRun:
 @dataclass(frozen=True)
 class Comparison:
     """Several policies on the same work: ``runs`` by policy, ``summary`` one row per policy,
-    ``report`` the HTML report (None without ``out=``)."""
+    ``report`` the HTML report's path (None without ``out=``)."""
 
     runs: dict[str, SimulationRun]
     summary: pd.DataFrame
@@ -88,13 +88,14 @@ def run_config(options: Mapping[str, Any], base: RunConfig | None = None) -> Run
     return (base or RunConfig()).with_values(dict(options), lambda key: key)
 
 
-def _unknown_option(key: str) -> str:
-    """The message for a keyword that is no option: the closest one, then all of them."""
+def _unknown_option(key: str, names: Iterable[str] = _FIELDS) -> str:
+    """The message for a keyword that is no option: the closest of ``names`` (the keywords
+    the function takes), then all of them."""
     from difflib import get_close_matches
 
-    close = get_close_matches(key, sorted(_FIELDS), n=1)
+    close = get_close_matches(key, sorted(names), n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return f"unknown option {key!r}{hint}; the options are {', '.join(sorted(_FIELDS))}"
+    return f"unknown option {key!r}{hint}; the options are {', '.join(sorted(names))}"
 
 
 def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
@@ -105,6 +106,9 @@ def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly"
     ``placement=``, ``tenants=``...). ``config``: a run file, as ``--config``."""
     if "policies" in options:  # it replaced ``policy``: policy="srtf" ran fifo unsaid
         raise TypeError("simulate runs one policy=NAME; policies= is dlsched.compare's")
+    unknown = sorted(set(options) - _FIELDS)
+    if unknown:  # simulate's own keyword is policy=, not the field policies= (refused above)
+        raise TypeError(_unknown_option(unknown[0], _FIELDS - {"policies"} | {"policy"}))
     given = {"trace": str(trace), "cluster": str(cluster), "policies": (policy,), **options,
              **_out(out)}
     run = _config(config, given)

@@ -149,8 +149,9 @@ def parse_yaml(text: str, source: str, keep_texts: bool = False) -> tuple[Any, Y
         problem = getattr(exc, "problem", None) or exc
         if problem == "but found another document":  # PyYAML's words for a second '---'
             problem = "a second document starts here (after '---'): give one document"
+        syntax = "JSON" if source.lower().endswith(".json") else "YAML"  # JSON is read as YAML
         raise InputError(InputLocation(source, line, loader.key_path()),
-                         f"not valid YAML: {problem}") from None
+                         f"not valid {syntax}: {problem}") from None
     finally:
         loader.dispose()
     lines: dict[str, int] = {}

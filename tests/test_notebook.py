@@ -71,7 +71,10 @@ def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
     ({"jobs_format": "xml"}, "jobs_format: 'xml' is not one of csv, parquet"),
     # policies= replaced policy=: policy="srtf", policies=["fifo"] ran fifo without a word
     ({"policy": "srtf", "policies": ["fifo"]}, "simulate runs one policy=NAME; policies= is"),
-], ids=["typo", "bad-value", "policies-is-compares"])
+    # simulate's keyword is policy=: the hint named policies=, which simulate then refused
+    ({"polcy": "srtf"}, "unknown option 'polcy' \\(did you mean 'policy'\\?\\); the options "
+                        "are [a-z_, ]*, policy, policy_files, policy_options, "),
+], ids=["typo", "bad-value", "policies-is-compares", "policy-typo-names-policy"])
 def test_bad_options_name_the_keyword(options: dict, message: str) -> None:
     with pytest.raises((TypeError, ConfigError), match=message):
         dlsched.simulate(limit=5, **options)

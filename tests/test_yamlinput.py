@@ -103,3 +103,16 @@ def test_scalar_texts_are_kept_only_when_asked() -> None:
     assert {key: source.texts[key] for key in ("env.VERSION", "env.DEBUG", "list[0]")} == {
         "env.VERSION": "1.10", "env.DEBUG": "yes", "list[0]": "010"}
     assert parse_yaml(text, "job.yaml")[1].texts == {}
+
+
+@pytest.mark.parametrize(("name", "syntax"), [("jobs.json", "JSON"), ("JOBS.JSON", "JSON"),
+                                              ("jobs.yaml", "YAML")])
+def test_a_broken_json_file_is_called_json(tmp_path: Path, name: str, syntax: str) -> None:
+    """``kubectl get jobs -o json`` cut short read "jobs.json:2:items: not valid YAML": the
+    reader parses JSON as YAML, the user wrote JSON."""
+    from dlsched.yamlinput import load_yaml_file
+
+    path = tmp_path / name
+    path.write_text('{"items": [\n')
+    with pytest.raises(InputError, match=f"{name}:2:items: not valid {syntax}: "):
+        load_yaml_file(path)

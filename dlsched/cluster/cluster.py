@@ -102,6 +102,12 @@ class Cluster:
         """``gpu_node`` as a Python list (per-GPU reads in loops: no numpy scalar each)."""
         return self.gpu_node.tolist()
 
+    def gpu_name(self, gpu: int) -> str:
+        """Cluster-wide GPU ``gpu`` as ``node:index`` (``n1:1`` is GPU 3 when n0 has two),
+        as the dashboard's node rows and ``dlsched status`` number a node's GPUs."""
+        node = int(self.gpu_node[gpu])
+        return f"{self.nodes[node].name}:{gpu - int(self.node_first_gpu[node])}"
+
     @cached_property
     def node_cpus(self) -> np.ndarray:
         """CPUs per node (0: not accounted)."""

@@ -89,7 +89,7 @@ def submit_once(service: Service, request: SubmitRequest, key: IdempotencyKey | 
         row.submitted_by = tenant
         if key is not None:
             row.idempotency_key, row.request_digest = key.digest, digest
-        service.store.add_job(row, now, f"{count_of(spec.num_gpus, 'GPU')}, queue {spec.queue}")
+        service.store.add_job(row, now, f"{_asked(spec)}, queue {spec.queue}")
         service.next_seq += 1
         service.active[job_id] = ActiveJob(tuple(request.command), checkpoint_dir,
                                            working_dir, dict(request.env))
@@ -295,3 +295,12 @@ def _missing_or_ended(service: Service, job_id: str) -> None:
         raise RequestError(404, f"no job {job_id!r}")
     status = job.status.value if job is not None else row.status  # type: ignore[union-attr]
     raise RequestError(409, f"job {job_id} has already ended ({status})")
+
+
+def _asked(spec: JobSpec) -> str:
+    """The submitted event's GPUs: ``2 GPUs``, ``1 GPU (share 0.5)``, ``1 GPU (MIG 3g.20gb)``;
+    a half-GPU job's read "1 GPU", as if it held a whole one."""
+    gpus = count_of(spec.num_gpus, "GPU")
+    if spec.mig_profile:
+        return f"{gpus} (MIG {spec.mig_profile})"
+    return f"{gpus} (share {spec.gpu_share:g})" if spec.gpu_share < 1.0 else gpus

@@ -80,18 +80,26 @@ def asked_text(job: Any) -> str:
     low, high = getattr(job, "min_gpus", None), getattr(job, "max_gpus", None)
     if low is not None or high is not None:
         parts.append(f"elastic {low or 1}..{high if high is not None else job.gpus}")
-    if getattr(job, "mig_profile", None):
-        parts.append(f"MIG {job.mig_profile}")
+    asks = worker_asks(job)
+    if asks:
+        parts.append(asks)
+    cap = getattr(job, "max_per_node", 0)
+    if cap:
+        group = getattr(job, "group", None)
+        parts.append(f"at most {cap} per node" + (f" of group {group}" if group else ""))
+    return ", ".join(parts)
+
+
+def worker_asks(job: Any) -> str:
+    """What each worker asks beyond a whole GPU: ``MIG 3g.20gb`` or ``per worker: share 0.5,
+    8 CPUs`` ("" for none); the dashboard's job page showed a half-GPU job as "GPUs 1"."""
+    parts = [f"MIG {job.mig_profile}"] if getattr(job, "mig_profile", None) else []
     asks = [f"{value:g} {what}" if what != "share" else f"share {value:g}"
             for name, what, default in _PER_WORKER
             if (value := getattr(job, name, default)) != default
             and not (name == "gpu_share" and getattr(job, "mig_profile", None))]
     if asks:
         parts.append("per worker: " + ", ".join(asks))
-    cap = getattr(job, "max_per_node", 0)
-    if cap:
-        group = getattr(job, "group", None)
-        parts.append(f"at most {cap} per node" + (f" of group {group}" if group else ""))
     return ", ".join(parts)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -274,16 +274,22 @@ class Service:
             self.metrics.preemptions.inc()
             self.event(preempt.job_id, "preempted", preempt.reason, now)
         for start in result.starts:
-            self.event(start.job_id, "scheduled", f"on GPUs {list(start.gpus)}", now)
+            self.event(start.job_id, "scheduled", f"on {self._gpu_names(start.gpus)}", now)
         for resize in result.resizes:
             self.metrics.resizes.inc()
             self.event(resize.job_id, "resized",
-                       f"to {count_of(len(resize.gpus), 'GPU')} {list(resize.gpus)}: its "
+                       f"to {count_of(len(resize.gpus), 'GPU')} "
+                       f"({self._gpu_names(resize.gpus)}): its "
                        "workers stop (checkpoint) and restart at the new size", now)
         for job_id, reason in result.reasons.items():
             if self._reasons.get(job_id) != reason:
                 self._reasons[job_id] = reason
                 self.touched.add(job_id)
+
+    def _gpu_names(self, gpus: Iterable[int]) -> str:
+        """``local:0, local:1``: an event named cluster-wide ids (``on GPUs [2, 3]``) beside
+        the page's ``n1:0, n1:1``."""
+        return ", ".join(self.cluster.gpu_name(int(gpu)) for gpu in gpus)
 
     def _attempt_ended(self, end: AttemptEnd) -> None:
         now = self.clock.now()

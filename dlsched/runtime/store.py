@@ -28,8 +28,11 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 from sqlalchemy.pool import StaticPool
+
+from dlsched.errors import ConfigError
 
 UNFINISHED = ("pending", "running", "preempted")
 # Columns added after the first release: (table, name, SQL type, default), see
@@ -396,8 +399,20 @@ def _value_or_default(row: JobRow, column: Any) -> Any:
 
 
 def _engine(url: str) -> Engine:
-    if not url.startswith("sqlite"):
-        return create_engine(url, pool_pre_ping=True)
+    """The database's engine; a URL SQLAlchemy cannot read, or whose driver is not installed,
+    is one line naming ``--db`` (``dlsched serve --db notaurl`` ended in a traceback)."""
+    try:
+        return _sqlite_engine(url) if url.startswith("sqlite") else create_engine(
+            url, pool_pre_ping=True)
+    except ArgumentError as exc:  # and NoSuchModuleError: an unknown dialect or driver
+        raise ConfigError(f"--db: not a database URL SQLAlchemy can open ({exc}); e.g. "
+                          "sqlite:///PATH or postgresql://USER@HOST/DB") from None
+    except ImportError as exc:  # the dialect's driver (psycopg, MySQLdb) is not installed
+        raise ConfigError(f"--db: the {url.split(':', 1)[0]} driver is not installed "
+                          f"({exc}); pip install it") from None
+
+
+def _sqlite_engine(url: str) -> Engine:
     memory = url in ("sqlite://", "sqlite:///:memory:")
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
                            poolclass=StaticPool if memory else None)

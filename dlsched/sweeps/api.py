@@ -52,8 +52,7 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
     names = policies.split(",") if isinstance(policies, str) else policies
     spec = SweepSpec(_names(traces), _names(clusters), _names(names),
                      _seeds(seeds), dict(options or {}),
-                     {k: tuple(v) if not isinstance(v, str) else (v,)
-                      for k, v in (vary or {}).items()})
+                     {key: _axis(values) for key, values in (vary or {}).items()})
     runs = expand(spec)
     check_inputs(runs)
     if out is not None:
@@ -116,6 +115,14 @@ def _seeds(seeds: Iterable[int] | str) -> tuple[int, ...]:
         if not isinstance(seed, Integral) or isinstance(seed, bool):
             raise ConfigError(f"seeds: expected whole numbers, got {seed!r}")
     return tuple(dict.fromkeys(int(seed) for seed in seeds))
+
+
+def _axis(values: Iterable[Any] | Any) -> tuple[Any, ...]:
+    """A ``vary`` axis's values: a list or range, or one value, text or a number
+    (``{"limit": 500}`` was Python's "'int' object is not iterable")."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        return (values,)
+    return tuple(values)
 
 
 def _names(value: Iterable[str] | str) -> tuple[str, ...]:

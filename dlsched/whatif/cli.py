@@ -63,6 +63,9 @@ def export(
         )
 
         window = parse_when(since, "--since"), parse_when(until, "--until")
+        if window[0] is not None and window[1] is not None and window[0] >= window[1]:
+            raise DlschedError(f"--since {since} is not before --until {until}: the window "
+                               "holds no submission")
 
         url = db or f"sqlite:///{data_dir.expanduser() / 'dlsched.db'}"
         if url.startswith("sqlite:///") and not Path(url[len("sqlite:///"):]).exists():

@@ -55,6 +55,14 @@ def test_submit_without_gpus_says_so_before_calling_the_service() -> None:
     assert code == 1 and "give --gpus N" in output
 
 
+@pytest.mark.parametrize("count", ["0", "-5"])
+def test_logs_bytes_below_one_names_the_flag(count: str) -> None:
+    """``dlsched logs ID --bytes 0`` answered the API's words, "422: query.max_bytes: Input
+    should be greater than or equal to 1", for a flag the reader knows as --bytes."""
+    code, output = cli("logs", "job-000001", "--bytes", count, "--url", "http://127.0.0.1:9")
+    assert code == 1 and f"error: --bytes {count}: give at least 1 byte" in output
+
+
 @pytest.mark.parametrize(("flags", "message"), [
     (["--gpus", "1.5"], "--gpus 1.5: workers are whole"),
     (["--gpus", "0.5", "--gpu-share", "0.4"], "--gpus 0.5 asks for a share of 0.5, --gpu-share"),
@@ -79,6 +87,16 @@ def test_the_listing_shows_a_share_not_a_whole_gpu(fields: dict, shown: str) -> 
 
     job = SimpleNamespace(**{"gpus_held": None, "mig_profile": None, **fields})
     assert listed_gpus(job) == shown
+
+
+@pytest.mark.parametrize("token", [[], ["--token", "not-the-token"]], ids=["none", "wrong"])
+def test_a_refused_token_names_the_flag(live: Callable[..., Live], token: list[str]) -> None:
+    """The CLI answered "401: missing or wrong token (send 'Authorization: Bearer T')": a
+    header the reader never typed, not the --token they can give."""
+    url = live(token="the-token-0123456789").url
+    code, output = cli("jobs", "--url", url, *token)
+    assert code == 1
+    assert output.strip().endswith("give the service's token with --token")
 
 
 def test_json_listings_and_events_with_their_times(live: Callable[..., Live], out: Path) -> None:

@@ -205,6 +205,34 @@ def test_pages_read_well_with_no_jobs_and_for_an_ended_job(live: Callable[..., L
     assert "The newest 1 job." in page(handle, "/").text
 
 
+def test_a_fraction_of_a_gpu_reads_as_its_share(live: Callable[..., Live], out: Path) -> None:
+    """Seen in Chromium: a job submitted with ``--gpus 0.5`` read "1" in the overview's GPUs
+    column and "GPUs 1" on its page, as if it held a whole GPU, where ``dlsched jobs`` says
+    0.5 and ``dlsched jobs ID`` "per worker: share 0.5"."""
+    handle = live(gpus=1)
+    job_id = submit(handle, worker("sleep", out, 600), 1, gpu_share=0.5)
+    wait_status(handle, job_id, "running")
+    row = page(handle, "/").text.split(f'id="row-{job_id}"')[1].split("</tr>")[0]
+    assert '<td class="num">0.5</td>' in row
+    html = page(handle, f"/jobs/{job_id}").text
+    assert html.split("<dt>GPUs</dt>")[1].split("</dd>")[0] == "<dd>1; per worker: share 0.5"
+    assert "1 GPU (share 0.5), queue default" in html  # its submitted event said "1 GPU"
+
+
+def test_utilization_now_counts_a_fraction_as_its_share(live: Callable[..., Live],
+                                                       out: Path) -> None:
+    """Seen in Chromium: beside a header of "2.5/4 GPUs allocated", the GPU type's line read
+    "allocated 3" and "utilization now 75%" (each GPU holding a worker counted whole)."""
+    handle = live(gpus=2)
+    whole = submit(handle, worker("sleep", out, 600), 1)
+    half = submit(handle, worker("sleep", out, 600), 1, gpu_share=0.5)
+    for job_id in (whole, half):
+        wait_status(handle, job_id, "running")
+    cluster = page(handle, "/").text.split('id="cluster"')[1].split("</table>")[0]
+    assert '<td class="num">2</td><td class="num">1.5</td><td class="num">0</td>' in cluster
+    assert ">75%</span>" in cluster
+
+
 def test_an_attempts_gpus_are_named_as_the_overview_names_them(live: Callable[..., Live],
                                                               out: Path) -> None:
     """Seen in Chromium: a job on the second node showed "on gpu-1:0, gpu-1:1" above and
@@ -217,6 +245,8 @@ def test_an_attempts_gpus_are_named_as_the_overview_names_them(live: Callable[..
     html = page(handle, f"/jobs/{second}").text
     attempts = html.split('id="attempts"')[1].split("</table>")[0]
     assert "<td>n1:0, n1:1</td>" in attempts
+    # and its events said "on GPUs [2, 3]" below them
+    assert "on n1:0, n1:1" in html and "on GPUs [" not in html
 
 
 PRIORITY_TENANTS = """flavors:

@@ -132,3 +132,23 @@ def test_job_ids_and_queues_stay_on_one_line(live: Callable[..., Live]) -> None:
             assert (id_lines, queue_lines) == (1, 1)
         finally:
             browser.close()
+
+
+def test_why_a_job_waits_stays_readable_in_a_narrow_window(live: Callable[..., Live]) -> None:
+    """At 800 px (half a laptop's screen) the table squeezed "why it waits" to a word a line
+    (about 60 px; a failure's message ran 10 lines) and put it past the card's edge anyway:
+    the reason keeps a readable width and the card scrolls sideways."""
+    handle = live(gpus=1)
+    sleep = [sys.executable, "-c", "import time; time.sleep(600)"]
+    submit(handle, sleep, 1, name="holder-" * 6)
+    waiting = submit(handle, sleep, 1, name="waiter-" * 6)
+    with sync_api.sync_playwright() as playwright:
+        browser = headless_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 800, "height": 900})
+            page.goto(handle.url + "/")
+            reason = page.locator(f"#row-{waiting} td.reason")
+            sync_api.expect(reason).to_contain_text("needs 1 GPU", timeout=WAIT_MS)
+            assert reason.evaluate("(cell) => cell.getBoundingClientRect().width") >= 180
+        finally:
+            browser.close()

@@ -116,6 +116,11 @@ def test_a_refused_field_from_the_job_file_names_its_line(live: Callable[..., Li
     assert code == 1 and text.startswith(f"error: {job_file}:2:gpus: 400: gpus=9:"), text
     code, text = cli(url, "submit", "--file", str(job_file), "--gpus", "8")
     assert code == 1 and text.startswith("error: 400: gpus=8:"), text
+    # a misspelt optional key: the service says only "Extra inputs are not permitted"
+    job_file.write_text("command: [sleep, '1']\ngpus: 1\nprioirty: 3\n")
+    code, text = cli(url, "submit", "--file", str(job_file))
+    assert code == 1 and text.startswith(f"error: {job_file}:3:prioirty: 422:"), text
+    assert text.rstrip().endswith("(did you mean 'priority'?)"), text
 
 
 def test_the_main_app_has_the_verbs_without_importing_fastapi() -> None:

@@ -100,3 +100,38 @@ def test_an_older_database_gets_the_newer_columns(tmp_path: Path) -> None:
     rows = {row.id: (row.done_work, row.preemptions) for row in store.jobs()}
     assert rows == {"job-1": (0.0, 0), "job-2": (0.0, 0)}
     store.close()
+
+
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+@pytest.mark.parametrize(("url", "message"), [
+    pytest.param("notaurl", "--db: not a database URL SQLAlchemy can open .*Could not parse",
+                 id="not-a-url"),
+    pytest.param("nosuchdb://u@h/x", "--db: not a database URL .*nosuchdb", id="unknown-dialect"),
+    pytest.param("mysql://u@127.0.0.1:1/x", "--db: the mysql driver is not installed "
+                 "\\(No module named 'MySQLdb'\\)", id="driver-missing",
+                 marks=pytest.mark.skipif(_installed("MySQLdb"), reason="MySQLdb is installed")),
+])
+def test_a_database_url_it_cannot_open_is_one_line_naming_db(url: str, message: str) -> None:
+    """``dlsched serve --db notaurl`` (and ``history export --db``) ended in SQLAlchemy's
+    traceback; a missing driver (``No module named 'psycopg'``) too."""
+    from dlsched.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        Store(url)
+
+
+def test_serve_with_a_bad_db_url_says_so_without_a_traceback(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    result = CliRunner().invoke(app, ["serve", "--gpus", "1", "--port", "0", "--db", "notaurl",
+                                      "--data-dir", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    assert "error: --db: not a database URL" in result.output
+    assert "Traceback" not in result.output

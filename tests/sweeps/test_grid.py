@@ -218,6 +218,19 @@ def test_seeds_as_a_number_or_text(tmp_path, seeds: object, outcome: object) -> 
         assert run() == outcome
 
 
+@pytest.mark.parametrize(("axis", "values"), [
+    ({"limit": 3}, [3]), ({"limit": [2, 3]}, [2, 3]), ({"limit": range(2, 4)}, [2, 3]),
+], ids=["one-number", "a-list", "a-range"])
+def test_a_vary_axis_of_one_value(tmp_path, axis: dict, values: list[int]) -> None:
+    """``dlsched.sweep(..., vary={"limit": 3})`` raised Python's "'int' object is not
+    iterable"; text was already one value."""
+    import dlsched
+
+    table = dlsched.sweep(["pollux-1"], ["pollux-64"], ["fifo"], seeds=[0], vary=axis,
+                          out=tmp_path, workers=1, plots=False)
+    assert table["limit"].tolist() == values
+
+
 def test_a_sweep_files_option_typo_is_named_at_its_line(tmp_path) -> None:
     """``options: {synthetic_job: 50}`` was named without its file and line, and ``seed:``
     without the key meant."""

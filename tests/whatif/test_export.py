@@ -150,6 +150,20 @@ def test_a_time_window_selects_by_submission(tmp_path: Path) -> None:
     assert bad.exit_code == 1 and "--until: not an ISO date" in bad.output
 
 
+@pytest.mark.parametrize(("since", "until"), [("2026-12-08", "2026-12-01"),
+                                               ("2026-12-01", "2026-12-01")],
+                         ids=["reversed", "empty"])
+def test_a_window_that_holds_no_time_is_refused(tmp_path: Path, since: str, until: str) -> None:
+    """``--since`` after ``--until`` said "no finished jobs to export (nothing has finished
+    yet, or the filters left none)", blaming the history for the window's typo."""
+    url, _ = database(tmp_path / "dlsched.db")
+    result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out",
+                                      str(tmp_path / "h.csv"), "--since", since,
+                                      "--until", until])
+    assert result.exit_code == 1
+    assert f"error: --since {since} is not before --until {until}" in result.output
+
+
 def test_what_a_worker_asked_beyond_a_whole_gpu_is_replayed(tmp_path: Path) -> None:
     # Two half-GPU jobs and a MIG job ran side by side on the service; the export used to drop
     # the sharing fields, so the replay ran each on a whole GPU (and queued them).

@@ -12,6 +12,7 @@ from dlsched.runtime.auth import Principal
 from dlsched.runtime.dashboard.charts import Series, time_chart
 from dlsched.runtime.display import progress_text, shown_status
 from dlsched.runtime.models import ClusterView, JobSummary
+from dlsched.runtime.usage import gpu_usage
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
@@ -46,7 +47,7 @@ class JobLine:
 class TypeLine:
     gpu_type: str
     total: int
-    allocated: int
+    allocated: float  # compute: each worker its share of its GPU
     down: int
 
 
@@ -78,7 +79,8 @@ def overview_page(service: Service, caller: Principal, wanted: JobFilter,
     for queue in queues:
         counts["pending"] += queue.pending
         counts["running"] += queue.running
-    return Overview(cluster, _types(cluster), queues, overview.tenant_views(service, caller.queues),
+    return Overview(cluster, _types(service, cluster), queues,
+                    overview.tenant_views(service, caller.queues),
                     job_lines(service, caller, wanted), counts, chart, hours, wanted,
                     sorted(q.name for q in queues), service.store.submitters(caller.queues),
                     usage.end - usage.start < hours * 3600.0 - 1.0,
@@ -94,12 +96,17 @@ def _matching(service: Service, caller: Principal, wanted: JobFilter) -> int:
                                     queues=caller.queues, submitted_by=wanted.user or None)
 
 
-def _types(cluster: ClusterView) -> list[TypeLine]:
+def _types(service: Service, cluster: ClusterView) -> list[TypeLine]:
+    """Per GPU type its GPUs, the compute allocated (``usage.py``: a half-GPU worker counts
+    0.5, as the header's "GPUs allocated" and the chart do; counting each GPU holding a
+    worker as one read 3 and 75% beside a header of 2.5/4) and the GPUs down."""
+    with service.locked():
+        usage = gpu_usage(service.cluster, list(service.core.running.values()))
     lines: dict[str, TypeLine] = {}
     for node in cluster.nodes:
-        line = lines.setdefault(node.gpu_type, TypeLine(node.gpu_type, 0, 0, 0))
+        line = lines.setdefault(node.gpu_type, TypeLine(
+            node.gpu_type, 0, usage[node.gpu_type].allocated, 0))
         line.total += len(node.gpus)
-        line.allocated += sum(1 for gpu in node.gpus if gpu.job_id is not None)
         line.down += len(node.gpus) if node.down else 0
     return sorted(lines.values(), key=lambda line: line.gpu_type)
 
@@ -141,12 +148,7 @@ def gpu_names(service: Service, gpus: Any) -> dict[int, str]:
     second node, GPU 5 is ``gpu-1:1``, as the overview's node rows and the job's "on" show
     it."""
     cluster = service.cluster
-    names = {}
-    for gpu in gpus:
-        if 0 <= gpu < cluster.num_gpus:
-            node = int(cluster.gpu_node[gpu])
-            names[gpu] = f"{cluster.nodes[node].name}:{gpu - int(cluster.node_first_gpu[node])}"
-    return names
+    return {gpu: cluster.gpu_name(gpu) for gpu in gpus if 0 <= gpu < cluster.num_gpus}
 
 
 def job_page(service: Service, job_id: str) -> JobPage:

@@ -27,7 +27,7 @@ from dlsched.runtime import commands
 from dlsched.runtime.auth import ANYONE, Principal, principal_of
 from dlsched.runtime.commands import RequestError
 from dlsched.runtime.dashboard import pages
-from dlsched.runtime.display import clock, reason_shown
+from dlsched.runtime.display import clock, listed_gpus, reason_shown, worker_asks
 from dlsched.runtime.limits import MAX_BODY_BYTES
 from dlsched.runtime.service import Service
 from dlsched.wording import count_of
@@ -46,7 +46,8 @@ def environment() -> Environment:
                       lstrip_blocks=True)
     env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
                        number=lambda v: f"{v:g}", hue=_hue,
-                       times=lambda n: count_of(n, "time"), why=reason_shown)
+                       times=lambda n: count_of(n, "time"), why=reason_shown,
+                       listed_gpus=listed_gpus, worker_asks=worker_asks)
     env.globals.update(bar=_bar, quota_bar=_quota_bar)
     return env
 
