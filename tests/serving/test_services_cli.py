@@ -364,3 +364,13 @@ def test_a_trace_of_one_request_has_no_goodput_rate(tmp_path: Path) -> None:
     assert "2/2 replicas placed, 1 request, SLO" in said and "goodput - req/s" in said
     chat = json.loads((out / "services.json").read_text())["services"]["chat"]
     assert chat["goodput_rps"] is None and chat["slo_attainment"] == 1.0
+
+
+def test_replicas_of_an_unknown_service_lists_the_files_services(tmp_path: Path) -> None:
+    """``--service visoin`` said only "no service named 'visoin'"."""
+    services = _services(tmp_path, VISION + CHAT)
+    result = runner.invoke(app, ["replicas", str(services), "--service", "visoin"])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert ("no service named 'visoin' (its services: vision, chat); did you mean 'vision'?"
+            in text)
