@@ -167,6 +167,9 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         lengths = Path(r.text("lengths"))
         spec = replace(spec, lengths=str(lengths if lengths.is_absolute() else base / lengths))
     spec = replace(spec, seed=int(r.number("seed", 0, low=0, integer=True) or 0))
+    for key, named in (("trace", spec.trace), ("lengths", spec.lengths)):
+        if named is not None and not Path(named).exists():  # at its line, not later bare
+            raise r.fail(key, f"no such request trace file: {named}")
     rates = Path(spec.trace).exists() and looks_like_servegen(Path(spec.trace))
     if spec.lengths is None and rates:
         raise r.fail("trace", "a ServeGen rate trace carries no token counts: add 'lengths: "

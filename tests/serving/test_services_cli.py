@@ -115,9 +115,12 @@ def test_a_training_model_that_cannot_rate_replicas_is_named(tmp_path: Path) -> 
      "services.yaml:7:services[0].batching", "batching is read only for a kind: dnn service"),
     (("model: llama2-70b", "kind: dnn\n    model: resnet\n    engine: {max_batch: 8}"),
      "services.yaml:5:services[0].engine", "engine is read only for a kind: llm service"),
+    # it named only the missing file, not the services file's line
+    (("trace: reqs.csv", "trace: nope.csv"), "services.yaml:8:services[0].trace",
+     "no such request trace file:"),
 ], ids=["unknown-model", "slo-no-hardware-meets", "slo-needs-other-hardware", "bad-number",
         "unknown-key", "unmeasured-tp", "replicas-and-autoscaling", "batching-on-llm",
-        "engine-on-dnn"])
+        "engine-on-dnn", "missing-trace"])
 def test_bad_services_file_names_file_line_field(tmp_path: Path, change: tuple[str, str],
                                                  where: str, what: str) -> None:
     services = _services(tmp_path, CHAT.replace(*change))
