@@ -13,6 +13,7 @@ import argparse
 import time
 from pathlib import Path
 
+from dlsched.serving.llm_replica import LlmEngineConfig
 from dlsched.serving.metrics import Slo
 from dlsched.serving.run import replicas_for_slo, serve, service_trace
 from dlsched.serving.service import ServiceSpec
@@ -21,7 +22,7 @@ CONV = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "traces"
     "inference" / "azure-llm-2023" / "AzureLLMInferenceTrace_conv.csv"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--trace", default=str(CONV))
     parser.add_argument("--replicas", default="2,4,8")
@@ -29,14 +30,20 @@ def main() -> None:
     parser.add_argument("--gpu", default="A100-80G")
     parser.add_argument("--tp", type=int, default=8)
     parser.add_argument("--rate", type=float, default=1.0)
+    parser.add_argument("--chunk", type=int, default=None,
+                        help="chunked prefill: tokens per iteration (Sarathi-Serve)")
     parser.add_argument("--find", action="store_true", help="also find replicas for 99%%")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    if args.chunk is not None and args.chunk < 1:
+        parser.error(f"--chunk must be >= 1, got {args.chunk}")
     spec = ServiceSpec("chat", args.model, args.gpu, args.tp, 1, Slo(ttft=2.5, tpot=0.15),
-                       args.trace, rate_scale=args.rate)
+                       args.trace, rate_scale=args.rate,
+                       engine=LlmEngineConfig(chunk_tokens=args.chunk))
     began = time.process_time()
     trace = service_trace(spec)
+    engine = f"chunked prefill, {args.chunk} tokens" if args.chunk else "prefill first"
     print(f"read {len(trace)} requests over {trace.duration:.0f} s in "
-          f"{time.process_time() - began:.2f} s CPU")
+          f"{time.process_time() - began:.2f} s CPU; {engine}")
     print("| replicas | SLO attainment | TTFT p50 s | TTFT p99 s | TPOT p50 ms | TPOT p99 ms "
           "| latency p99 s | goodput rps | GPU-h | peak batch | wall s | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")

@@ -227,7 +227,8 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
         tenants = load_tenants(config.tenants)
         found += empty_flavors(tenants, cluster, config.cluster)
         found += _idle_strict_option(config, tenants)
-    return found + _uncapped_placement(config, trace) + _idle_failure_options(config)
+    return (found + _uncapped_placement(config, trace) + _mig_by_allocation(config, trace)
+            + _idle_failure_options(config))
 
 
 def _idle_strict_option(config: RunConfig, tenants: TenantConfig) -> list[str]:
@@ -255,18 +256,35 @@ def _uncapped_placement(config: RunConfig, trace: Trace) -> list[str]:
     capped = sum(1 for spec in trace.jobs if spec.max_per_node)
     if not capped:
         return []
+    return [f"{policy} places jobs by its own allocation, not by max_per_node: a layout that "
+            f"breaks the cap of one of the {capped} capped jobs is spread over nodes of the GPU "
+            f"types it chose, and a job no spread fits waits, maybe for ever (docs/sharing.md)"
+            for policy in _allocating(config)]
+
+
+def _mig_by_allocation(config: RunConfig, trace: Trace) -> list[str]:
+    """MIG jobs under a policy that allocates (Gavel, Pollux, Gandiva, ...): it gives each
+    worker a GPU of its own and never chooses instances (docs/mig.md, "What is not done"),
+    so four 1g jobs on two A100s ran two at a time, not four at once as under fifo."""
+    mig = sum(1 for spec in trace.jobs if spec.mig_profile is not None)
+    if not mig:
+        return []
+    return [f"{policy} places jobs by its own allocation and does not choose MIG instances: "
+            f"each of the {mig} MIG jobs runs alone on its GPU (a policy that places, such as "
+            f"fifo or tiresias, packs instances; docs/mig.md)" for policy in _allocating(config)]
+
+
+def _allocating(config: RunConfig) -> list[str]:
+    """The run's policies that place jobs by their own allocation, not through the
+    framework's ``place`` (an ``AllocatePlugin``)."""
     import warnings
 
     found = []
     for policy in config.policies:
         with warnings.catch_warnings():  # its own data warnings come when it runs
             warnings.simplefilter("ignore")
-            allocates = bool(build_profile(config, policy).allocators)
-        if allocates:
-            found.append(f"{policy} places jobs by its own allocation, not by max_per_node: "
-                         f"a layout that breaks the cap of one of the {capped} capped jobs is "
-                         f"spread over nodes of the GPU types it chose, and a job no spread "
-                         f"fits waits, maybe for ever (docs/sharing.md)")
+            if build_profile(config, policy).allocators:
+                found.append(policy)
     return found
 
 

@@ -9,6 +9,7 @@ aliases, and any recursive alias, naming the line. Every error is an ``InputErro
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,3 +165,24 @@ def parse_yaml(text: str, source: str, keep_texts: bool = False) -> tuple[Any, Y
 def load_yaml_file(path: str | Path, keep_texts: bool = False) -> tuple[Any, YamlSource]:
     """``parse_yaml`` of a file read as checked text (UTF-8, BOM allowed, size-capped)."""
     return parse_yaml(read_text(path), str(path), keep_texts)
+
+
+# YAML 1.1 (PyYAML's safe loader) reads a float only with a '.' and a signed exponent:
+# 1e3 and 1.5e3 are text, 1.0e+3 is 1000.0.
+_EXPONENT_AS_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+
+
+def number_read_as_text(value: Any, integer: bool) -> str:
+    """Why a number the user wrote is text to the YAML reader, or '' (a suffix for the
+    message of a field that must be a number: ``got '1e3'`` then says how to write it)."""
+    if not isinstance(value, str):
+        return ""
+    text = value.strip()
+    if _EXPONENT_AS_TEXT.fullmatch(text):
+        return f" (YAML reads {text} as text: write the number in full" + (
+            ")" if integer else ", or with a point and a signed exponent, 1.0e+3)")
+    try:
+        float(text)
+    except ValueError:
+        return ""
+    return " (a quoted number is text: drop the quotes)"

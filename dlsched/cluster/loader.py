@@ -7,7 +7,6 @@ Every mistake raises ``InputError`` naming the file, the line and the key path
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -19,7 +18,7 @@ from dlsched.cluster.cluster import Cluster, Node
 from dlsched.cluster.topology import Topology
 from dlsched.textinput import control_character, read_text
 from dlsched.wording import count_of
-from dlsched.yamlinput import YamlSource, parse_yaml
+from dlsched.yamlinput import YamlSource, number_read_as_text, parse_yaml
 
 __all__ = ["YamlSource", "dump_cluster_yaml", "load_cluster_yaml", "name_check", "number_check",
            "parse_cluster_yaml", "parse_yaml", "unknown_key_message"]
@@ -82,7 +81,8 @@ def number_check(low: int, integer: bool, above: bool = False,
 
     def check(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
-            raise ValueError(f"must be {kind}, got {_short(value)}{_read_as_text(value, integer)}")
+            hint = number_read_as_text(value, integer)
+            raise ValueError(f"must be {kind}, got {_short(value)}{hint}")
         if value != value:  # NaN (.nan)
             raise ValueError(f"must be a finite number, got {_short(value)}")
         if not value >= low or (above and value == low):
@@ -91,26 +91,6 @@ def number_check(low: int, integer: bool, above: bool = False,
             raise ValueError(f"must be at most {high:,g}, got {_short(value)}")
         return value
     return check
-
-
-# YAML 1.1 (PyYAML's safe loader) reads a float only with a '.' and a signed exponent:
-# 1e3 and 1.5e3 are text, 1.0e+3 is 1000.0.
-_EXPONENT_AS_TEXT = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
-
-
-def _read_as_text(value: Any, integer: bool) -> str:
-    """Why a number the user wrote is text to the YAML reader, or ''."""
-    if not isinstance(value, str):
-        return ""
-    text = value.strip()
-    if _EXPONENT_AS_TEXT.fullmatch(text):
-        return f" (YAML reads {text} as text: write the number in full" + (
-            ")" if integer else ", or with a point and a signed exponent, 1.0e+3)")
-    try:
-        float(text)
-    except ValueError:
-        return ""
-    return " (a quoted number is text: drop the quotes)"
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -56,6 +56,8 @@ class MigAware:
 
     def __init__(self, profiles: Sequence[MigProfile]) -> None:
         self.profiles = tuple(profiles)
+        # (layout, profile) -> ((loss, start), ...): a loss depends on the GPU's layout alone
+        self._losses: dict[tuple[object, ...], tuple[tuple[int, int], ...]] = {}
 
     def placeability(self, gpu: MigGpu) -> int:
         return sum(WEIGHTS[p.compute] * len(gpu.starts_for(p)) for p in self.profiles)
@@ -63,18 +65,35 @@ class MigAware:
     def choose(self, gpus: Sequence[MigGpu], profile: MigProfile) -> tuple[MigGpu, int] | None:
         best: tuple[tuple[int, int, int, int], MigGpu, int] | None = None
         for gpu in gpus:
-            starts = gpu.starts_for(profile)
-            if not starts:
-                continue
-            before = self.placeability(gpu)
-            for start in starts:
-                gpu.instances.append(Instance(profile, start, ""))
-                loss = before - self.placeability(gpu)
-                gpu.instances.pop()
+            for loss, start in self.losses(gpu, profile):
                 key = (loss, -gpu.compute_used, gpu.index, start)
                 if best is None or key < best[0]:
                     best = (key, gpu, start)
         return None if best is None else (best[1], best[2])
+
+    def losses(self, gpu: MigGpu, profile: MigProfile) -> tuple[tuple[int, int], ...]:
+        """``(placeability lost, start)`` for each start where ``profile`` fits on ``gpu``.
+        It depends only on the GPU's layout (its instances' profiles and starts, and whether
+        it drains), so each layout is scored once: a cluster of 10,000 idle GPUs scores one
+        layout, not 10,000 (``dlsched mig --gpus 10000`` took 13 s for 5 jobs)."""
+        layout = (profile.name, gpu.draining,
+                  tuple(sorted((i.profile.name, i.start) for i in gpu.instances)))
+        found = self._losses.get(layout)
+        if found is None:
+            found = self._losses[layout] = self._score(gpu, profile)
+        return found
+
+    def _score(self, gpu: MigGpu, profile: MigProfile) -> tuple[tuple[int, int], ...]:
+        starts = gpu.starts_for(profile)
+        if not starts:
+            return ()
+        before = self.placeability(gpu)
+        scored = []
+        for start in starts:
+            gpu.instances.append(Instance(profile, start, ""))
+            scored.append((before - self.placeability(gpu), start))
+            gpu.instances.pop()
+        return tuple(scored)
 
     def to_drain(self, gpus: Sequence[MigGpu], ending: Callable[[MigGpu], bool]
                  ) -> MigGpu | None:

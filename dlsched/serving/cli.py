@@ -196,13 +196,17 @@ def replicas_command(
     its request trace reaches --target."""
     from dlsched.serving.run import infeasible_slo, replicas_for_slo, service_trace
     from dlsched.serving.services_file import load_services
+    from dlsched.wording import did_you_mean
 
     try:
         services = load_services(services_file)
         chosen = [(i, s) for i, s in enumerate(services.services)
                   if service is None or s.name == service]
         if not chosen:
-            raise DlschedError(f"{services_file}: no service named {service!r}")
+            assert service is not None
+            names = [s.name for s in services.services]
+            raise DlschedError(f"{services_file}: no service named {service!r} (its services: "
+                               f"{', '.join(names)}){did_you_mean(service, names)}")
         answers = {}
         for index, spec in chosen:
             trace = service_trace(spec)

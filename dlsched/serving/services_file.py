@@ -146,6 +146,7 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         kind = ServiceKind(kind_text)
     except ValueError:
         raise r.fail("kind", f"unknown kind {kind_text!r} (known: llm, dnn)") from None
+    _refuse_ignored(r, kind)
     slo = _slo(r.sub("slo", _SLO_KEYS), kind)
     trace = Path(r.text("trace"))
     spec = ServiceSpec(
@@ -166,6 +167,9 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         lengths = Path(r.text("lengths"))
         spec = replace(spec, lengths=str(lengths if lengths.is_absolute() else base / lengths))
     spec = replace(spec, seed=int(r.number("seed", 0, low=0, integer=True) or 0))
+    for key, named in (("trace", spec.trace), ("lengths", spec.lengths)):
+        if named is not None and not Path(named).exists():  # at its line, not later bare
+            raise r.fail(key, f"no such request trace file: {named}")
     rates = Path(spec.trace).exists() and looks_like_servegen(Path(spec.trace))
     if spec.lengths is None and rates:
         raise r.fail("trace", "a ServeGen rate trace carries no token counts: add 'lengths: "
@@ -191,6 +195,20 @@ def _service(r: _Reader, base: Path) -> ServiceSpec:
         raise r.fail("batching", "a dnn service needs its measured batch latencies: "
                      "batching: {latency_ms: {1: 5.0, 8: 11.0}}")
     return spec
+
+
+def _refuse_ignored(r: _Reader, kind: ServiceKind) -> None:
+    """A key the service would not use is an error, not a silent default: ``replicas`` beside
+    ``autoscaling`` (the autoscaler starts from ``min``), ``batching`` on an llm service and
+    ``engine`` on a dnn one (each kind reads only its own)."""
+    if "replicas" in r.data and "autoscaling" in r.data:
+        raise r.fail("replicas", "give replicas or autoscaling, not both (an autoscaled "
+                     "service starts with autoscaling.min replicas)")
+    other = "batching" if kind is ServiceKind.LLM else "engine"
+    if other in r.data:
+        owner = "dnn" if kind is ServiceKind.LLM else "llm"
+        raise r.fail(other, f"{other} is read only for a kind: {owner} service; this one is "
+                     f"kind: {kind.value}")
 
 
 def _known_model(model: str) -> bool:

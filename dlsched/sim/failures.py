@@ -124,6 +124,7 @@ def _category(raw: object, index: int, src: YamlSource) -> FailureCategory:
     """``categories[index]``; an unknown key (``repair_hour``) is an error, not a silent
     default."""
     from dlsched.cluster.loader import unknown_key_message
+    from dlsched.yamlinput import number_read_as_text
 
     key = f"categories[{index}]"
     if not isinstance(raw, dict):
@@ -137,7 +138,8 @@ def _category(raw: object, index: int, src: YamlSource) -> FailureCategory:
         if value is None:
             raise src.error(key, f"{field} is required")
         if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-            raise src.error(f"{key}.{field}", f"must be a number >= 0, got {value!r}")
+            raise src.error(f"{key}.{field}", f"must be a number >= 0, got {value!r}"
+                            f"{number_read_as_text(value, integer=False)}")
         # an infinite rate has no next failure; a repair may take forever (the node is lost)
         if field == "rate_per_gpu_day" and math.isinf(value):
             raise src.error(f"{key}.{field}", f"must be finite, got {value!r}")

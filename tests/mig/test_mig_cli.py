@@ -76,3 +76,12 @@ def test_simulate_prints_the_slices_used_beside_the_gpus(tmp_path) -> None:  # n
                                       str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     assert "utilization 100.0% (MIG slices 14.3%)" in " ".join(result.output.split())
+
+
+def test_a_huge_gpu_count_is_refused_at_once(tmp_path) -> None:  # noqa: ANN001
+    """``--gpus 100000000`` built 10^8 GPUs: 4.5 GB and over a minute before anything."""
+    path = tmp_path / "jobs.csv"
+    path.write_text(HEADER + "a,0,100,1g\n")
+    result = CliRunner().invoke(app, ["mig", str(path), "--gpus", "100000000"])
+    assert result.exit_code == 2
+    assert "--gpus" in result.output and "1000000" in result.output

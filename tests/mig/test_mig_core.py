@@ -268,3 +268,20 @@ def test_utilization_counts_mig_gpus_taken_and_per_type_the_slices_used() -> Non
     assert summary.utilization == 1.0
     assert summary.gpu_hours == pytest.approx(100 / 7 / 3600)
     assert dict(summary.utilization_by_type) == {"A100": pytest.approx(1 / 7)}
+
+
+def test_allocation_policies_are_named_as_not_choosing_instances() -> None:
+    """Four 1g jobs on two A100s ran two at a time under gavel-fifo, pollux and gandiva (each
+    alone on a GPU) and four at once under fifo, with no word of why."""
+    from dlsched.experiment import input_warnings
+    from dlsched.run_config import RunConfig
+    from dlsched.workload.trace import Trace
+
+    cluster = make_cluster(nodes=1, gpus=2, gpu_type="A100")
+    trace = Trace("t", tuple(mig(f"j{i}", 0.0, 100.0, "1g") for i in range(4)))
+    config = RunConfig(policies=("fifo", "gavel-fifo", "pollux"))
+    warned = [w for w in input_warnings(config, trace, cluster) if "MIG instances" in w]
+    assert [w.split()[0] for w in warned] == ["gavel-fifo", "pollux"]
+    assert "each of the 4 MIG jobs runs alone on its GPU" in warned[0]
+    plain = Trace("t", (JobSpec("a", 0.0, 1, 1.0),))
+    assert not [w for w in input_warnings(config, plain, cluster) if "MIG instances" in w]

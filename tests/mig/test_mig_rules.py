@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlsched.errors import InputError
 from dlsched.mig.gpu import MigGpu
@@ -116,3 +118,38 @@ def test_reads_a_job_file(tmp_path) -> None:  # noqa: ANN001
     path = tmp_path / "jobs.csv"
     path.write_text("job_id,submit_time,duration,mig_profile\nj0,0,inf,3g.20gb\n")
     assert read_mig_jobs(path) == [MigJob("j0", 0.0, math.inf, P["3g"])]
+
+
+def test_mig_aware_scores_each_layout_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Idle GPUs share one layout, so 1,000 of them cost one scoring, not 1,000 (it was 6 s a
+    choice on 10,000 GPUs); a GPU whose layout differs is scored on its own."""
+    aware = MigAware(profiles_of())
+    calls = []
+    score = aware.placeability
+    monkeypatch.setattr(aware, "placeability", lambda gpu: calls.append(gpu) or score(gpu))
+    gpus = [MigGpu(i) for i in range(1000)]
+    gpu, start = aware.choose(gpus, P["1g"])
+    assert (gpu.index, start) == (0, 6)  # slice 6 loses least (test above)
+    assert len(calls) == 1 + 7  # before, then after each of the 7 starts of a 1g
+    gpus[500].create(P["3g"], 4, "j")
+    gpu, start = aware.choose(gpus, P["1g"])
+    assert (gpu.index, start) == (500, 0) and len(calls) == 8 + 1 + 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(layouts=st.lists(st.lists(st.tuples(st.sampled_from(sorted(P)), st.integers(0, 7)),
+                                 max_size=4), min_size=1, max_size=6),
+       size=st.sampled_from(sorted(P)))
+def test_mig_aware_choice_is_the_same_from_its_layout_memory(layouts: list, size: str) -> None:
+    """One placer used again and again (as a run uses it) chooses as a fresh one would."""
+    gpus = []
+    for index, wanted in enumerate(layouts):
+        gpu = MigGpu(index)
+        for k, (name, start) in enumerate(wanted):
+            if gpu.fits(P[name], start):
+                gpu.create(P[name], start, f"j{k}")
+        gpus.append(gpu)
+    used = MigAware(profiles_of())
+    for name in sorted(P):  # fill its memory with other choices first
+        used.choose(gpus, P[name])
+    assert used.choose(gpus, P[size]) == MigAware(profiles_of()).choose(gpus, P[size])

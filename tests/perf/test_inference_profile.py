@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import pytest
 
@@ -64,6 +66,27 @@ def test_kv_cache_blocks_by_hand() -> None:
     assert kv_bytes_per_token(llama) == 2 * 80 * 1024 * 2  # 8 KV heads x 128
     free = 8 * 80e9 * 0.9 - 2 * llama.params
     assert kv_cache("llama2-70b", "A100-80G", 8).blocks == math.floor(free / (327680 * 16))
+
+
+def test_docs_kv_cache_figures_are_the_codes() -> None:
+    """docs/inference.md's KV-cache paragraph, figure by figure (it said BLOOM-176B takes
+    3.9 MiB a token: 4,014,080 bytes are 3.83 MiB)."""
+    text = " ".join((Path(__file__).parents[2] / "docs" / "inference.md").read_text().split())
+    per_token = re.search(r"Llama2-70B with GQA: (\d+) KiB; BLOOM-176B: ([\d.]+) MiB", text)
+    assert per_token is not None
+    assert int(per_token[1]) == kv_bytes_per_token(SERVING_MODELS["llama2-70b"]) / 2**10
+    assert float(per_token[2]) == round(kv_bytes_per_token(SERVING_MODELS["bloom-176b"]) / 2**20, 1)
+    tokens = re.search(r"Llama2-70B on 8 x A100-80G: ([\d.]+) M tokens; on 2 x A100-80G: (\d+) k "
+                       r"tokens; BLOOM-176B on 8 x A100-80G: (\d+) k tokens", text)
+    assert tokens is not None
+
+    def stated(model: str, tp: int) -> float:
+        cache = kv_cache(model, "A100-80G", tp)
+        return cache.blocks * cache.block_tokens
+
+    assert float(tokens[1]) == round(stated("llama2-70b", 8) / 1e6, 2)
+    assert int(tokens[2]) == round(stated("llama2-70b", 2) / 1e3)
+    assert int(tokens[3]) == round(stated("bloom-176b", 8) / 1e3)
 
 
 def test_weights_that_leave_no_cache_are_an_error() -> None:

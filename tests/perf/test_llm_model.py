@@ -120,10 +120,16 @@ def test_model_yaml_errors_name_file_line_and_field() -> None:
     ("{}", "4", r"m.yaml:2:hidden: must be an integer >= 1, got \{\}"),
     ("[64]", "4", r"m.yaml:2:hidden: must be an integer >= 1"),
     ("64", "", r"m.yaml:3:heads: must be an integer >= 1, got None"),
-], ids=["empty-hidden", "mapping-hidden", "list-hidden", "empty-heads"])
+    ("6.4e1", "4", r"m.yaml:2:hidden: must be an integer >= 1, got '6.4e1' \(YAML reads 6.4e1 "
+     r"as text: write the number in full\)"),
+    ("'64'", "4", r"m.yaml:2:hidden: must be an integer >= 1, got '64' \(a quoted number is "
+     r"text: drop the quotes\)"),
+], ids=["empty-hidden", "mapping-hidden", "list-hidden", "empty-heads", "exponent-as-text",
+        "quoted-number"])
 def test_model_yaml_empty_or_odd_shape_is_a_field_error(hidden: str, heads: str,
                                                         message: str) -> None:
-    """``hidden:`` left empty was a TypeError traceback (None * 4 for ffn_hidden's default)."""
+    """``hidden:`` left empty was a TypeError traceback (None * 4 for ffn_hidden's default);
+    ``6.4e1`` and ``'64'``, text to YAML 1.1, were refused without saying why."""
     text = (f"layers: 2\nhidden: {hidden}\nheads: {heads}\nvocab: 100\nseq_len: 16\n"
             "global_batch: 8\n")
     with pytest.raises(InputError, match=message):

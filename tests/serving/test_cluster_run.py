@@ -32,12 +32,12 @@ DISAGGREGATED = ("replicas: 1\n    disaggregation: {prefill_replicas: 1, "
                  "prefill_gpu: A100-80G}")
 
 
-def _run(tmp_path: Path, size: str, gpus_per_node: int) -> Path:
-    """The service on two A100-80G nodes of ``gpus_per_node`` GPUs each."""
+def _run(tmp_path: Path, size: str, gpus_per_node: int, nodes: int = 2) -> Path:
+    """The service on ``nodes`` A100-80G nodes of ``gpus_per_node`` GPUs each."""
     azure_csv(tmp_path / "reqs.csv", [f"2023-11-16 18:00:{i:09.6f},300,8" for i in range(20)])
     (tmp_path / "services.yaml").write_text(SERVICE.format(size=size))
     (tmp_path / "cluster.yaml").write_text(
-        "name: two\nnode_groups:\n  - {count: 2, gpu_type: A100-80G, "
+        f"name: two\nnode_groups:\n  - {{count: {nodes}, gpu_type: A100-80G, "
         f"gpus: {gpus_per_node}, nvlink_domain: {gpus_per_node}}}\n")
     out = tmp_path / "out"
     result = runner.invoke(app, ["simulate", "--services", str(tmp_path / "services.yaml"),
@@ -148,3 +148,28 @@ def test_a_replica_whose_node_fails_stops_serving_and_loses_its_requests(
         calm_ends = [float(row["end"]) for row in csv.DictReader(f)]
     assert calm_ends and all(end == pytest.approx(calm["served_until_s"], abs=1e-6)
                              for end in calm_ends)
+
+
+def test_a_replica_first_placed_after_its_service_ended_serves_nothing(tmp_path: Path) -> None:
+    """One 8-GPU node, two TP-8 replicas under FIFO: the second is placed only when the first
+    ends, at the service's end, and ends the moment it starts (``JobSpec.ends_at``). It was
+    counted as placed and served from then on, holding no GPU (the example's ``chat`` on a
+    full cluster: 4 replicas "placed" at 332 s served 1,445 requests to 758 s)."""
+    out = _run(tmp_path, "replicas: 2", gpus_per_node=8, nodes=1)
+    with (out / "segments.csv").open() as f:
+        second = [r for r in csv.DictReader(f) if r["job_id"] == "service:chat/1"]
+    assert len(second) == 1 and second[0]["start"] == second[0]["end"]  # a zero-length run
+    chat = _strict_json(out / "services.json")["services"]["chat"]
+    assert chat["replicas"] == 1 and chat["replica_starts"] == [0.0]
+    assert chat["completed"] == 20  # all on the first replica
+
+
+def test_replica_runs_drop_a_run_that_began_at_the_replicas_end(tmp_path: Path) -> None:
+    segments = tmp_path / "segments.csv"
+    segments.write_text("job_id,start,end\nservice:chat/0,0.000000,50.000000\n"
+                        "service:chat/1,50.000000,50.000000\n")
+    ended = [JobRecord("service:chat/0", "default", 8, 0.0, 0.0, 50.0, "finished", 0, 0.0,
+                       0.0, 1.0, ""),
+             JobRecord("service:chat/1", "default", 8, 0.0, 50.0, 50.0, "finished", 0, 0.0,
+                       0.0, 1.0, "")]
+    assert replica_runs(segments, ended) == {"service:chat/0": [(0.0, None)]}

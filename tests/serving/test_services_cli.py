@@ -55,7 +55,8 @@ def test_simulate_services_writes_the_contract(tmp_path: Path) -> None:
 
 def test_the_line_of_an_autoscaled_service_says_so(tmp_path: Path) -> None:
     # "8/1 replicas placed" read as 8 of 1: an autoscaled service's replicas come and go.
-    services = _services(tmp_path, CHAT + "    autoscaling: {min: 1, max: 3, "
+    services = _services(tmp_path, CHAT.replace("    replicas: 2\n", "") + "    autoscaling: {"
+                         "min: 1, max: 3, "
                          "target_outstanding: 1, interval_s: 5, cold_start_s: 1}\n")
     out = tmp_path / "out"
     result = runner.invoke(app, ["simulate", "--services", str(services), "--out", str(out)])
@@ -106,8 +107,20 @@ def test_a_training_model_that_cannot_rate_replicas_is_named(tmp_path: Path) -> 
     (("slo:", "sla:"), "services.yaml:7:services[0].sla", "unknown"),
     (("tensor_parallel: 8", "tensor_parallel: 3"), "services.yaml:4:services[0].gpu",
      "degree 3"),
+    # each was silently ignored: replicas 2 beside autoscaling ran 1..3, and an llm service
+    # has no dynamic batcher (a dnn one no engine)
+    (("replicas: 2", "replicas: 2\n    autoscaling: {min: 1, max: 3}"),
+     "services.yaml:6:services[0].replicas", "give replicas or autoscaling, not both"),
+    (("replicas: 2", "replicas: 2\n    batching: {max_batch: 8}"),
+     "services.yaml:7:services[0].batching", "batching is read only for a kind: dnn service"),
+    (("model: llama2-70b", "kind: dnn\n    model: resnet\n    engine: {max_batch: 8}"),
+     "services.yaml:5:services[0].engine", "engine is read only for a kind: llm service"),
+    # it named only the missing file, not the services file's line
+    (("trace: reqs.csv", "trace: nope.csv"), "services.yaml:8:services[0].trace",
+     "no such request trace file:"),
 ], ids=["unknown-model", "slo-no-hardware-meets", "slo-needs-other-hardware", "bad-number",
-        "unknown-key", "unmeasured-tp"])
+        "unknown-key", "unmeasured-tp", "replicas-and-autoscaling", "batching-on-llm",
+        "engine-on-dnn", "missing-trace"])
 def test_bad_services_file_names_file_line_field(tmp_path: Path, change: tuple[str, str],
                                                  where: str, what: str) -> None:
     services = _services(tmp_path, CHAT.replace(*change))
@@ -354,3 +367,13 @@ def test_a_trace_of_one_request_has_no_goodput_rate(tmp_path: Path) -> None:
     assert "2/2 replicas placed, 1 request, SLO" in said and "goodput - req/s" in said
     chat = json.loads((out / "services.json").read_text())["services"]["chat"]
     assert chat["goodput_rps"] is None and chat["slo_attainment"] == 1.0
+
+
+def test_replicas_of_an_unknown_service_lists_the_files_services(tmp_path: Path) -> None:
+    """``--service visoin`` said only "no service named 'visoin'"."""
+    services = _services(tmp_path, VISION + CHAT)
+    result = runner.invoke(app, ["replicas", str(services), "--service", "visoin"])
+    assert result.exit_code == 2
+    text = " ".join(result.output.split())
+    assert ("no service named 'visoin' (its services: vision, chat); did you mean 'vision'?"
+            in text)

@@ -93,11 +93,19 @@ def test_run_file_errors_name_file_line_and_field(tmp_path: Path) -> None:
                  r"f.yaml:4:categories\[1\].name: 'gpu' is named twice", id="same-name"),
     pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: .inf\n",
                  r"f.yaml:3:categories\[0\].rate_per_gpu_day: must be finite", id="inf-rate"),
+    pytest.param("categories:\n  - name: gpu\n    rate_per_gpu_day: 1e-3\n",
+                 r"f.yaml:3:categories\[0\].rate_per_gpu_day: must be a number >= 0, got '1e-3' "
+                 r"\(YAML reads 1e-3 as text: write the number in full, or with a point and a "
+                 r"signed exponent, 1.0e\+3\)", id="exponent-as-text"),
+    pytest.param("categories:\n  - {name: gpu, rate_per_gpu_day: 0.01, repair_hours: '24'}\n",
+                 r"f.yaml:2:categories\[0\].repair_hours: must be a number >= 0, got '24' "
+                 r"\(a quoted number is text: drop the quotes\)", id="quoted-number"),
 ])
 def test_failure_yaml_refuses_what_it_would_ignore(tmp_path: Path, text: str,
                                                    message: str) -> None:
     """A misspelt ``repair_hour`` was ignored (repairs of 0 h, silently); two causes of one
-    name merged their rows; an infinite rate was a numpy 'Probabilities contain NaN'."""
+    name merged their rows; an infinite rate was a numpy 'Probabilities contain NaN'; ``1e-3``
+    (text to YAML 1.1) was refused without saying why."""
     model = tmp_path / "f.yaml"
     model.write_text(text)
     with pytest.raises(InputError, match=message):

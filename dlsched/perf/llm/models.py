@@ -14,6 +14,7 @@ from typing import Any
 from dlsched.cluster.loader import parse_yaml, unknown_key_message
 from dlsched.errors import ConfigError, InputError, InputLocation
 from dlsched.wording import did_you_mean
+from dlsched.yamlinput import number_read_as_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +50,8 @@ class LlmModel:
                      "ffn_hidden", "kv_heads"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                return name, f"must be an integer >= 1, got {value!r}"
+                return name, (f"must be an integer >= 1, got {value!r}"
+                              f"{number_read_as_text(value, integer=True)}")
         if self.hidden % self.heads:
             return "heads", f"must divide hidden ({self.hidden}), got {self.heads}"
         if self.heads % self.kv_heads:
