@@ -19,6 +19,14 @@ Rules, in order:
    can always give a job fewer replicas on one node. Without it a 1-GPU job asked to take 4
    waited 9.4 h beside 4-5 free GPUs (``pollux-1``, ncf-159; the artifact's JCT: 102 s).
 
+6. ``fill``: GPUs that rules 2-5 left free while they cut a planned count (node fragmentation,
+   interference avoidance) go, best gain per GPU first, to jobs whose utility rises: a job
+   grows on a node it already holds when it is distributed, or moves whole onto one node
+   with more room than its workers. The artifact's search is over node-level allocations
+   (``simulator/pollux.py``: its repair makes every candidate feasible and its mutation adds
+   replicas where nodes have free GPUs), so its plan never leaves a GPU idle that a job's
+   speedup would gain from; a plan of counts must be mended after placement instead.
+
 A job goes only to the nodes its request allows (``Request.allowed``: its GPU-type pins and
 pool, by the core's filters' rules; None: every node).
 """
@@ -31,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+from dlsched.policies.elastic.search import best_jump
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +121,44 @@ def _shrink_onto_one_node(req: Request, room: NDArray[np.int64],
         return ()
     free[node] -= count
     return (node,) * count
+
+
+def fill(requests: Sequence[Request], capacity: NDArray[np.int64],
+         placed: list[tuple[int, ...]], utility: NDArray[np.float64]) -> list[tuple[int, ...]]:
+    """Rule 6: hand the GPUs ``placed`` leaves free to the jobs whose ``utility`` row (per
+    worker count) gains most per GPU, one change at a time, until no change gains. A job only
+    grows on nodes it is distributed over or moves whole onto one node, so no node gets a
+    second distributed job."""
+    result = list(placed)
+    free = np.array(capacity, dtype=np.int64)
+    for nodes in result:
+        np.subtract.at(free, list(nodes), 1)
+    while (change := _best_change(requests, free, result, utility)) is not None:
+        j, nodes = change
+        np.add.at(free, list(result[j]), 1)
+        np.subtract.at(free, list(nodes), 1)
+        result[j] = nodes
+    return result
+
+
+def _best_change(requests: Sequence[Request], free: NDArray[np.int64],
+                 placed: list[tuple[int, ...]], utility: NDArray[np.float64],
+                 ) -> tuple[int, tuple[int, ...]] | None:
+    """The change of highest gain per GPU over every job and node with free GPUs (ties: the
+    earlier job, then the lower node); None when none gains."""
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    open_nodes = np.flatnonzero(free > 0).tolist()
+    for j, (req, nodes) in enumerate(zip(requests, placed, strict=True)):
+        held = Counter(nodes)
+        for node in open_nodes:
+            if req.allowed is not None and not req.allowed[node]:
+                continue
+            grow = len(held) > 1 and node in held  # a distributed job widens where it is
+            start = len(nodes)
+            room = int(free[node]) if grow else int(free[node]) + held[node] - start
+            jump = best_jump(utility[j], start, room) if room > 0 else None
+            if jump is not None and (best is None or jump[0] > best[0]):
+                extra = jump[1] - start
+                target = (*nodes, *[node] * extra) if grow else (node,) * jump[1]
+                best = (jump[0], j, tuple(sorted(target)))
+    return None if best is None else (best[1], best[2])
