@@ -48,6 +48,9 @@ def test_gpus_left_by_fragmentation_are_used() -> None:
     pytest.param([(0, 0)], [2, 0], [LINEAR], None, [(0, 0, 0, 0)], id="grow-in-place"),
     # a single-node job moves whole onto a node with more room (2 -> 3 on node 1)
     pytest.param([(0, 0)], [0, 3], [LINEAR], None, [(1, 1, 1)], id="move-whole"),
+    # the move goes to the node that fits it most tightly (node 2's 2 GPUs, not node 1's 3)
+    pytest.param([(0,)], [0, 3, 2], [[0.0, 1.0, 2.0, 2.0, 2.0]], None, [(2, 2)],
+                 id="move-best-fit"),
     # a job with nothing starts on the node with room
     pytest.param([()], [0, 2], [LINEAR], None, [(1, 1)], id="start"),
     # a distributed job widens on its own nodes, not on others

@@ -144,21 +144,35 @@ def fill(requests: Sequence[Request], capacity: NDArray[np.int64],
 def _best_change(requests: Sequence[Request], free: NDArray[np.int64],
                  placed: list[tuple[int, ...]], utility: NDArray[np.float64],
                  ) -> tuple[int, tuple[int, ...]] | None:
-    """The change of highest gain per GPU over every job and node with free GPUs (ties: the
-    earlier job, then the lower node); None when none gains."""
+    """The change of highest gain per GPU over every job (ties: the earlier job); None when
+    none gains."""
     best: tuple[float, int, tuple[int, ...]] | None = None
-    open_nodes = np.flatnonzero(free > 0).tolist()
+    open_nodes, most = set(np.flatnonzero(free > 0).tolist()), int(free.max())
     for j, (req, nodes) in enumerate(zip(requests, placed, strict=True)):
-        held = Counter(nodes)
-        for node in open_nodes:
-            if req.allowed is not None and not req.allowed[node]:
-                continue
-            grow = len(held) > 1 and node in held  # a distributed job widens where it is
-            start = len(nodes)
-            room = int(free[node]) if grow else int(free[node]) + held[node] - start
-            jump = best_jump(utility[j], start, room) if room > 0 else None
-            if jump is not None and (best is None or jump[0] > best[0]):
-                extra = jump[1] - start
-                target = (*nodes, *[node] * extra) if grow else (node,) * jump[1]
-                best = (jump[0], j, tuple(sorted(target)))
+        if len(nodes) >= most and open_nodes.isdisjoint(nodes):
+            continue  # it holds no node with room and fits whole on none
+        room = free if req.allowed is None else np.where(req.allowed, free, 0)
+        for gain, target in _changes(utility[j], nodes, room):
+            if best is None or gain > best[0]:
+                best = (gain, j, target)
     return None if best is None else (best[1], best[2])
+
+
+def _changes(row: NDArray[np.float64], nodes: tuple[int, ...], room: NDArray[np.int64],
+             ) -> list[tuple[float, tuple[int, ...]]]:
+    """A job's gaining changes as (gain per GPU, its nodes after): widening on each node it
+    holds (a distributed job) or where it is (a single-node one), and moving whole onto the
+    other node that fits the best move most tightly (rule 2's best fit)."""
+    held, start = Counter(nodes), len(nodes)
+    found = []
+    for node in held:
+        jump = best_jump(row, start, int(room[node])) if room[node] > 0 else None
+        if jump is not None:
+            found.append((jump[0], tuple(sorted((*nodes, *[node] * (jump[1] - start))))))
+    others = room.copy()
+    others[list(held)] = 0
+    jump = best_jump(row, start, int(others.max()) - start) if others.max() > start else None
+    if jump is not None:
+        fits = np.flatnonzero(others >= jump[1])
+        found.append((jump[0], (int(fits[np.argmin(others[fits])]),) * jump[1]))
+    return found
