@@ -128,37 +128,42 @@ def fill(requests: Sequence[Request], capacity: NDArray[np.int64],
     """Rule 6: hand the GPUs ``placed`` leaves free to the jobs whose ``utility`` row (per
     worker count) gains most per GPU, one change at a time, until no change gains. A job only
     grows on nodes it is distributed over or moves whole onto one node, so no node gets a
-    second distributed job."""
+    second distributed job. Free GPUs and masks are plain lists: a round's few changes would
+    otherwise cost mostly numpy's per-call overhead."""
     result = list(placed)
-    free = np.array(capacity, dtype=np.int64)
+    free = [int(k) for k in capacity]
     for nodes in result:
-        np.subtract.at(free, list(nodes), 1)
-    while (change := _best_change(requests, free, result, utility)) is not None:
+        for node in nodes:
+            free[node] -= 1
+    masks = [None if r.allowed is None else r.allowed.tolist() for r in requests]
+    while (change := _best_change(masks, free, result, utility)) is not None:
         j, nodes = change
-        np.add.at(free, list(result[j]), 1)
-        np.subtract.at(free, list(nodes), 1)
+        for node in result[j]:
+            free[node] += 1
+        for node in nodes:
+            free[node] -= 1
         result[j] = nodes
     return result
 
 
-def _best_change(requests: Sequence[Request], free: NDArray[np.int64],
+def _best_change(masks: list[list[bool] | None], free: list[int],
                  placed: list[tuple[int, ...]], utility: NDArray[np.float64],
                  ) -> tuple[int, tuple[int, ...]] | None:
     """The change of highest gain per GPU over every job (ties: the earlier job); None when
     none gains."""
     best: tuple[float, int, tuple[int, ...]] | None = None
-    open_nodes, most = set(np.flatnonzero(free > 0).tolist()), int(free.max())
-    for j, (req, nodes) in enumerate(zip(requests, placed, strict=True)):
+    open_nodes, most = {n for n, k in enumerate(free) if k > 0}, max(free)
+    for j, (mask, nodes) in enumerate(zip(masks, placed, strict=True)):
         if len(nodes) >= most and open_nodes.isdisjoint(nodes):
             continue  # it holds no node with room and fits whole on none
-        room = free if req.allowed is None else np.where(req.allowed, free, 0)
+        room = free if mask is None else [k if ok else 0 for k, ok in zip(free, mask, strict=True)]
         for gain, target in _changes(utility[j], nodes, room):
             if best is None or gain > best[0]:
                 best = (gain, j, target)
     return None if best is None else (best[1], best[2])
 
 
-def _changes(row: NDArray[np.float64], nodes: tuple[int, ...], room: NDArray[np.int64],
+def _changes(row: NDArray[np.float64], nodes: tuple[int, ...], room: list[int],
              ) -> list[tuple[float, tuple[int, ...]]]:
     """A job's gaining changes as (gain per GPU, its nodes after): widening on each node it
     holds (a distributed job) or where it is (a single-node one), and moving whole onto the
@@ -166,13 +171,12 @@ def _changes(row: NDArray[np.float64], nodes: tuple[int, ...], room: NDArray[np.
     held, start = Counter(nodes), len(nodes)
     found = []
     for node in held:
-        jump = best_jump(row, start, int(room[node])) if room[node] > 0 else None
+        jump = best_jump(row, start, room[node]) if room[node] > 0 else None
         if jump is not None:
             found.append((jump[0], tuple(sorted((*nodes, *[node] * (jump[1] - start))))))
-    others = room.copy()
-    others[list(held)] = 0
-    jump = best_jump(row, start, int(others.max()) - start) if others.max() > start else None
+    others = [(k, n) for n, k in enumerate(room) if k > start and n not in held]
+    jump = best_jump(row, start, max(others)[0] - start) if others else None
     if jump is not None:
-        fits = np.flatnonzero(others >= jump[1])
-        found.append((jump[0], (int(fits[np.argmin(others[fits])]),) * jump[1]))
+        node = min((k, n) for k, n in others if k >= jump[1])[1]
+        found.append((jump[0], (node,) * jump[1]))
     return found
