@@ -8,8 +8,9 @@ N`` (0: off) declares every job elastic from 1 to ``max(N, its size)`` GPUs (Gav
 rigid and have no goodput profile, so Pollux would keep them at their size). Only ResNet-50 at
 batch 128 is rated 0 anywhere (on K80), 3 of the first 100 jobs: ``--resnet50 K`` makes every
 K-th job one (0: as in the trace). Prints jobs finished, mean JCT and makespan (hours),
-CPU seconds of the simulation, Pollux rounds, and the GPUs planned beyond what placement gave
-(counted around ``pollux_place.place``).
+CPU seconds of the simulation, Pollux rounds, the GPUs planned beyond what placement gave
+(counted around ``pollux_place.place``) and the GPUs its rule 6 (``fill``) then handed out
+(counted around ``pollux_place.fill``).
 """
 
 from __future__ import annotations
@@ -50,16 +51,22 @@ def workload(jobs: int, elastic: int, resnet50: int) -> Trace:
 
 
 class CutCounter:
-    """Wraps ``place``: rounds, and GPUs the search planned that placement did not give."""
+    """Wraps ``place``: rounds, and GPUs the search planned that placement did not give; and
+    ``fill``: the GPUs it added to what placement gave."""
 
     def __init__(self) -> None:
-        self.rounds = self.cut = 0
-        self.place = pollux_module.place
+        self.rounds = self.cut = self.filled = 0
+        self.place, self.fill = pollux_module.place, pollux_module.fill
 
     def __call__(self, requests, capacity, interference=True):  # noqa: ANN001, ANN204
         nodes = self.place(requests, capacity, interference)
         self.rounds += 1
         self.cut += sum(r.count - len(n) for r, n in zip(requests, nodes, strict=True))
+        return nodes
+
+    def fill_counted(self, requests, capacity, placed, utility):  # noqa: ANN001, ANN201
+        nodes = self.fill(requests, capacity, placed, utility)
+        self.filled += sum(map(len, nodes)) - sum(map(len, placed))
         return nodes
 
 
@@ -71,7 +78,7 @@ def main() -> None:
     parser.add_argument("--resnet50", type=int, default=0)
     args = parser.parse_args()
     counter = CutCounter()
-    pollux_module.place = counter
+    pollux_module.place, pollux_module.fill = counter, counter.fill_counted
     sim = Simulator(cluster(args.nodes), workload(args.jobs, args.elastic, args.resnet50),
                     build_policy("pollux"), SimConfig())
     start = time.process_time()
@@ -83,7 +90,8 @@ def main() -> None:
           f"{summary.jobs_finished}/{summary.jobs_submitted} finished, "
           f"mean JCT {summary.jct_mean / 3600:.2f} h, makespan {summary.makespan / 3600:.2f} h, "
           f"CPU {cpu:.2f} s, "
-          f"rounds {counter.rounds}, GPUs planned then cut {counter.cut}")
+          f"rounds {counter.rounds}, GPUs planned then cut {counter.cut}, "
+          f"then filled {counter.filled}")
 
 
 if __name__ == "__main__":

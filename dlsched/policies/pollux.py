@@ -21,9 +21,10 @@ The goodput at an allocation is the best over batch sizes (§3.3): the batch co-
 
 Search (dlsched's, not the paper's genetic algorithm; the objective is the paper's): the
 envelope greedy of ``policies/elastic/search.py`` on ``w·sign(p)·S^p`` per worker count, then
-node placement (``policies/elastic/pollux_place.py``). Single-node goodput is used for counts
-that fit on a node, multi-node goodput above. Pollux is heterogeneity-oblivious: it evaluates
-every job on the cluster's most common GPU type.
+node placement (``policies/elastic/pollux_place.py``); GPUs placement leaves free where it cut
+a planned count go to the jobs that gain most from them (its rule 6, ``fill``). Single-node
+goodput is used for counts that fit on a node, multi-node goodput above. Pollux is
+heterogeneity-oblivious: it evaluates every job on the cluster's most common GPU type.
 
 These options put back what the Pollux artifact's simulator does (petuum/adaptdl
 ``osdi21-artifact``, ``simulator.py`` and ``pollux.py``), off by default:
@@ -70,7 +71,7 @@ from dlsched.policies.elastic.configs import (
     job_curves,
     power_utility,
 )
-from dlsched.policies.elastic.pollux_place import Request, place
+from dlsched.policies.elastic.pollux_place import Request, fill, place
 from dlsched.policies.elastic.search import Budgets, greedy_counts, mask_budgets
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
@@ -138,6 +139,8 @@ class PolluxAllocator:
         requests = [Request(int(k), int(lo), h, mask)
                     for k, lo, h, mask in zip(counts, low, held, masks, strict=True)]
         nodes = place(requests, capacity, self.interference)
+        if sum(map(len, nodes)) < int(counts.sum()):  # placement cut the plan: mend it
+            nodes = fill(requests, capacity, nodes, utility)
         result = {job.job_id: Assignment(n) for job, n in zip(jobs, nodes, strict=True) if n}
         self.restarts.record(jobs, held, nodes)
         return result

@@ -19,6 +19,14 @@ Rules, in order:
    can always give a job fewer replicas on one node. Without it a 1-GPU job asked to take 4
    waited 9.4 h beside 4-5 free GPUs (``pollux-1``, ncf-159; the artifact's JCT: 102 s).
 
+6. ``fill``: GPUs that rules 2-5 left free while they cut a planned count (node fragmentation,
+   interference avoidance) go, best gain per GPU first, to jobs whose utility rises: a job
+   grows on a node it already holds when it is distributed, or moves whole onto one node
+   with more room than its workers. The artifact's search is over node-level allocations
+   (``simulator/pollux.py``: its repair makes every candidate feasible and its mutation adds
+   replicas where nodes have free GPUs), so its plan never leaves a GPU idle that a job's
+   speedup would gain from; a plan of counts must be mended after placement instead.
+
 A job goes only to the nodes its request allows (``Request.allowed``: its GPU-type pins and
 pool, by the core's filters' rules; None: every node).
 """
@@ -31,6 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+
+from dlsched.policies.elastic.search import best_jump
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,3 +121,62 @@ def _shrink_onto_one_node(req: Request, room: NDArray[np.int64],
         return ()
     free[node] -= count
     return (node,) * count
+
+
+def fill(requests: Sequence[Request], capacity: NDArray[np.int64],
+         placed: list[tuple[int, ...]], utility: NDArray[np.float64]) -> list[tuple[int, ...]]:
+    """Rule 6: hand the GPUs ``placed`` leaves free to the jobs whose ``utility`` row (per
+    worker count) gains most per GPU, one change at a time, until no change gains. A job only
+    grows on nodes it is distributed over or moves whole onto one node, so no node gets a
+    second distributed job. Free GPUs and masks are plain lists: a round's few changes would
+    otherwise cost mostly numpy's per-call overhead."""
+    result = list(placed)
+    free = [int(k) for k in capacity]
+    for nodes in result:
+        for node in nodes:
+            free[node] -= 1
+    masks = [None if r.allowed is None else r.allowed.tolist() for r in requests]
+    while (change := _best_change(masks, free, result, utility)) is not None:
+        j, nodes = change
+        for node in result[j]:
+            free[node] += 1
+        for node in nodes:
+            free[node] -= 1
+        result[j] = nodes
+    return result
+
+
+def _best_change(masks: list[list[bool] | None], free: list[int],
+                 placed: list[tuple[int, ...]], utility: NDArray[np.float64],
+                 ) -> tuple[int, tuple[int, ...]] | None:
+    """The change of highest gain per GPU over every job (ties: the earlier job); None when
+    none gains."""
+    best: tuple[float, int, tuple[int, ...]] | None = None
+    open_nodes, most = {n for n, k in enumerate(free) if k > 0}, max(free)
+    for j, (mask, nodes) in enumerate(zip(masks, placed, strict=True)):
+        if len(nodes) >= most and open_nodes.isdisjoint(nodes):
+            continue  # it holds no node with room and fits whole on none
+        room = free if mask is None else [k if ok else 0 for k, ok in zip(free, mask, strict=True)]
+        for gain, target in _changes(utility[j], nodes, room):
+            if best is None or gain > best[0]:
+                best = (gain, j, target)
+    return None if best is None else (best[1], best[2])
+
+
+def _changes(row: NDArray[np.float64], nodes: tuple[int, ...], room: list[int],
+             ) -> list[tuple[float, tuple[int, ...]]]:
+    """A job's gaining changes as (gain per GPU, its nodes after): widening on each node it
+    holds (a distributed job) or where it is (a single-node one), and moving whole onto the
+    other node that fits the best move most tightly (rule 2's best fit)."""
+    held, start = Counter(nodes), len(nodes)
+    found = []
+    for node in held:
+        jump = best_jump(row, start, room[node]) if room[node] > 0 else None
+        if jump is not None:
+            found.append((jump[0], tuple(sorted((*nodes, *[node] * (jump[1] - start))))))
+    others = [(k, n) for n, k in enumerate(room) if k > start and n not in held]
+    jump = best_jump(row, start, max(others)[0] - start) if others else None
+    if jump is not None:
+        node = min((k, n) for k, n in others if k >= jump[1])[1]
+        found.append((jump[0], (node,) * jump[1]))
+    return found
