@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from dlsched.errors import ConfigError
+from dlsched.wording import did_you_mean
 from dlsched.workload.readers.history import COLUMNS
 
 DURATIONS = ("total", "last")
@@ -80,7 +81,8 @@ def history_rows(url: str, statuses: Iterable[str] = ("finished",), how: str = "
     statuses = tuple(statuses)
     unknown = [status for status in statuses if status not in ENDED]
     if unknown:  # a typo would export nothing and blame the history
-        raise ConfigError(f"--status: {unknown[0]!r} is not one of {', '.join(ENDED)}")
+        raise ConfigError(f"--status: {unknown[0]!r} is not one of {', '.join(ENDED)}"
+                          f"{did_you_mean(unknown[0].casefold(), ENDED)}")
     store = Store(url)
     try:
         with store.session() as session:

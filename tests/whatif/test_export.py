@@ -98,6 +98,8 @@ def test_a_state_no_job_ends_in_is_named(tmp_path: Path, status: str) -> None:
                                       str(tmp_path / "h.csv"), "--status", status])
     assert result.exit_code == 1
     assert f"--status: {status!r} is not one of finished, failed, cancelled" in result.output
+    # a typo names the closest state, as ``jobs --status`` does; a running job is no typo
+    assert ("did you mean 'finished'?" in result.output) is (status == "finshed")
 
 
 def test_no_database_is_one_line(tmp_path: Path) -> None:
