@@ -36,7 +36,15 @@ from dlsched.scheduling.resilience import ResilienceBook
 from dlsched.scheduling.resources import ResourceBook, booked_spec
 from dlsched.scheduling.segments import RunSegments
 from dlsched.scheduling.sharing import SharedGpus
-from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState, core_snapshot
+from dlsched.scheduling.state import (
+    EPS,
+    FULL,
+    LIVE_CHANGES,
+    LIVE_QUEUE,
+    ClusterSnapshot,
+    CycleState,
+    core_snapshot,
+)
 from dlsched.scheduling.timeline import Timeline
 from dlsched.scheduling.waiting import WaitingQueue
 from dlsched.slots import slot_builder
@@ -236,7 +244,11 @@ class Scheduler:
             plugin.sort_key(None, job)
         except (AttributeError, TypeError) as own:
             return static_key_error(name, plugin, job, own)
-        others = [other for other in self.waiting.ordered() if other is not job]
+        try:
+            waiting: tuple[Job, ...] | list[Job] = self.waiting.ordered()
+        except TypeError:  # a whole order first sorted now, with the failed key in it
+            waiting = list(self.waiting.values())
+        others = [other for other in waiting if other is not job]
         return unorderable_keys(name, plugin, None, (job, *others)) or error
 
     def finish(self, job_id: str) -> None:
@@ -482,7 +494,11 @@ class Scheduler:
         # methods); those that may are set here (``state.core_snapshot``).
         fields = self._snapshot_fields
         fields["now"] = now
-        fields["waiting"] = self.waiting.ordered()
+        waiting = self.waiting
+        if waiting.order_kept:
+            fields["waiting"] = waiting.ordered()
+        else:  # sorted if read during the cycle (``state.LIVE_QUEUE``): the lane never does
+            fields[LIVE_CHANGES] = waiting.changes
         fields["down_nodes"] = self.down_nodes
         fields["has_fractional"] = self.fractional_jobs > 0
         fields["resources"] = self._resources_view if self.beyond_gpu_jobs else None
@@ -498,7 +514,7 @@ class Scheduler:
                 "throughput": self.throughput, "by_queue": self.waiting.by_queue(),
                 "buckets": self.waiting.buckets(),
                 "own_reason": self.own_reason if self._bucketed else None,
-                "journal": self.journal}
+                "journal": self.journal, LIVE_QUEUE: self.waiting}
 
     def cycle(self) -> CycleResult:
         if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):

@@ -11,12 +11,29 @@ them (strict FIFO and the fast lane do, every cycle; a bucket walk never does): 
 is filed in two sorted lists, not three (issue 14: a contended Tiresias run files ~10^6
 preempted jobs). Built at the first read, they are the whole order's jobs of each queue in that
 order: equal keys stay in the order they were filed, in the whole order and in each queue.
+
+With buckets the whole order itself is kept only once read (a cycle that walks the buckets,
+as the Tiresias lane does, never reads it: one sorted list a filing, not two, issue 14).
+Until then the jobs are held in the order they were filed (``_jobs``, ``_filed``: a
+re-keyed job goes last, as a new filing), and the whole order is that order sorted by key
+(a stable sort: equal keys in the order they were filed, where each filing went after them).
+A snapshot then holds the queue and its count of changes (``order_at``), sorted if read
+during its cycle.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Hashable, ItemsView, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import (
+    Callable,
+    Hashable,
+    ItemsView,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+    ValuesView,
+)
 from typing import Any
 
 from dlsched.workload.job import Job
@@ -33,6 +50,10 @@ class WaitingQueue:
         self._by_queue: dict[str, list[Job]] = {}
         self._queues_kept = False  # ``_by_queue`` kept up to date (it was read)
         self._queues_view = _QueuesView(self)
+        # ``_keys``/``_ordered`` kept up to date: always without buckets, else once read
+        self.order_kept = bucket_of is None or static_key is None
+        self._last_key: Any = None  # the key filed last, while the whole order is not kept
+        self.changes = 0  # jobs added, taken out or re-keyed (``order_at``)
         # Each waiting job's static key, as computed when it was filed
         self._filed: dict[str, Any] = {}
         self._bucket_of = bucket_of if static_key is not None else None
@@ -43,22 +64,32 @@ class WaitingQueue:
 
     def add(self, job: Job) -> None:
         job_id = job.job_id
+        self.changes += 1
+        if self._static_key is None:
+            self._jobs[job_id] = job
+            return
+        key = self._static_key(job)  # (a key that fails leaves the job out: the run stops)
         self._jobs[job_id] = job
-        if self._static_key is not None:
-            self._file(job, job_id, self._static_key(job))
+        self._file(job, job_id, key)
 
     def _file(self, job: Job, job_id: str, key: Any) -> None:
         """File a waiting job under ``key`` in each order (``_insert``, inlined for the whole
         order and the bucket: ~10^6 filings on a contended Tiresias run, issue 14)."""
-        self._filed[job_id] = key
-        keys, jobs = self._keys, self._ordered
-        if not keys or not key < keys[-1]:  # the common case of a static order: it goes last
-            keys.append(key)
-            jobs.append(job)
+        if self.order_kept:
+            self._filed[job_id] = key
+            keys, jobs = self._keys, self._ordered
+            if not keys or not key < keys[-1]:  # the common case of a static order: last
+                keys.append(key)
+                jobs.append(job)
+            else:
+                at = bisect_right(keys, key)
+                keys.insert(at, key)
+                jobs.insert(at, job)
         else:
-            at = bisect_right(keys, key)
-            keys.insert(at, key)
-            jobs.insert(at, job)
+            # Keys that do not compare fail here, at their filing, as in the whole order
+            if self._last_key is not None:
+                key < self._last_key  # noqa: B015 (only whether it raises)
+            self._last_key = self._filed[job_id] = key
         if self._queues_kept:
             self._file_in_queue(job, key)
         bucket_of = self._bucket_of
@@ -90,6 +121,7 @@ class WaitingQueue:
 
     def pop(self, job_id: str) -> Job:
         job = self._jobs.pop(job_id)
+        self.changes += 1
         if self._static_key is not None:
             self._unfile(job, job_id)
         return job
@@ -98,7 +130,8 @@ class WaitingQueue:
         """Take a waiting job out of each order: under the key it was filed with (a static
         key does not change while a job waits, nor does its bucket)."""
         key = self._filed.pop(job_id)
-        _remove(self._keys, self._ordered, key, job)
+        if self.order_kept:
+            _remove(self._keys, self._ordered, key, job)
         if self._queues_kept:
             queue = job.spec.queue
             _remove(self._queue_keys[queue], self._by_queue[queue], key, job)
@@ -129,6 +162,7 @@ class WaitingQueue:
             return
         job_id = job.job_id
         jobs = self._jobs
+        self.changes += 1
         del jobs[job_id]  # it goes last in arrival order too, as a new filing
         jobs[job_id] = job
         self._unfile(job, job_id)
@@ -144,12 +178,32 @@ class WaitingQueue:
     def ordered(self) -> tuple[Job, ...]:
         """The jobs, in the static order when there is one, else in arrival order."""
         if self._static_key is not None:
-            return tuple(self._ordered)
+            return tuple(self._whole())
         return tuple(self._jobs.values())
+
+    def order_at(self, changes: int) -> tuple[Job, ...]:
+        """``ordered`` for a snapshot taken at ``changes`` (``ClusterSnapshot.waiting`` while
+        the whole order is not kept: no copy a cycle), which from then on is kept (a policy
+        that reads it once reads it every cycle). Like the snapshot's ``running``, it is the
+        core's live state: read during the snapshot's cycle, before its decisions apply."""
+        if changes != self.changes:
+            raise RuntimeError("a snapshot's waiting jobs were first read after the core "
+                               "changed its queue: read them during the snapshot's cycle")
+        return self.ordered()
 
     def in_order(self) -> Iterator[Job]:
         """``ordered`` without a copy: iterate it only while the queue does not change."""
-        return iter(self._ordered if self._static_key is not None else self._jobs.values())
+        return iter(self._whole() if self._static_key is not None else self._jobs.values())
+
+    def _whole(self) -> list[Job]:
+        """The whole static order, kept from now on (built from the filings at the first
+        read: a stable sort by key of the jobs in the order they were filed)."""
+        if not self.order_kept:
+            self.order_kept = True
+            jobs, filed = self._jobs, self._filed
+            self._ordered, self._keys = _sorted_by_key([jobs[job_id] for job_id in filed],
+                                                       list(filed.values()))
+        return self._ordered
 
     def by_queue(self) -> Mapping[str, list[Job]]:
         """Each queue's jobs in the static order (live lists: read them, do not keep them);
@@ -159,6 +213,7 @@ class WaitingQueue:
     def _queues(self) -> dict[str, list[Job]]:
         """``_by_queue``, built from the whole order at the first read and kept from then on."""
         if not self._queues_kept:
+            self._whole()
             self._queues_kept = True
             for key, job in zip(self._keys, self._ordered, strict=True):
                 self._file_in_queue(job, key)  # in order: each goes last
@@ -223,6 +278,12 @@ class _QueuesView(Mapping[str, list[Job]]):
 
     def get(self, queue: str, default: Any = None) -> Any:
         return self._waiting._queues().get(queue, default)
+
+
+def _sorted_by_key(jobs: Sequence[Job], keys: Sequence[Any]) -> tuple[list[Job], list[Any]]:
+    """Jobs and keys sorted by key; equal keys keep their order (``sorted`` is stable)."""
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return [jobs[i] for i in order], [keys[i] for i in order]
 
 
 def _insert(keys: list[Any], jobs: list[Job], key: Any, job: Job) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
+import pytest
 from builders import make_job
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -130,3 +131,82 @@ def test_a_job_bucket_is_kept_while_it_may_come_back() -> None:
     queue.forget("j0")  # finished
     queue.discard("j1")  # cancelled while waiting
     assert queue._bucket_known == {"j2": _bucket(jobs[2])}
+
+
+LAZY_STEPS = st.lists(st.tuples(st.sampled_from(("add", "pop", "rekey", "snap", "read")),
+                                st.integers(0, 11), st.integers(0, 3)), max_size=80)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LAZY_STEPS)
+def test_a_bucketed_queue_sorts_its_whole_order_when_first_read(
+        steps: list[tuple[str, int, int]]) -> None:
+    """With buckets the whole order is kept only from its first read; a snapshot's order
+    (``order_at``) read before the queue changes is the model's order at the snapshot,
+    read after it raises; every later read and filing keeps matching the model."""
+    keys: dict[str, int] = {}
+    queue = WaitingQueue(lambda job: keys[job.job_id], _bucket)
+    jobs = {f"j{n}": Job(make_job(f"j{n}").queue(QUEUES[n % 3]).build()) for n in range(12)}
+    model = _Model()
+    taken: tuple | None = None  # (the snapshot's order, the model's then, changed since)
+    for action, n, key in steps:
+        job_id = f"j{n}"
+        if action == "add" and job_id not in queue:
+            keys[job_id] = key
+            queue.add(jobs[job_id])
+            model.add(job_id, key)
+        elif action == "pop" and job_id in queue:
+            queue.pop(job_id)
+            del model.filed[job_id]
+        elif action == "rekey" and job_id in queue:
+            keys[job_id] = key
+            queue.rekey(jobs[job_id])
+            model.add(job_id, key)
+        elif action == "snap":
+            taken = (queue.changes, model.order(jobs), False)
+            continue
+        elif action == "read" and taken is not None:
+            changes, expected, changed = taken
+            if changed:
+                with pytest.raises(RuntimeError, match="read them during the snapshot's cycle"):
+                    queue.order_at(changes)
+            else:
+                assert [j.job_id for j in queue.order_at(changes)] == expected
+            taken = None
+            continue
+        else:
+            continue
+        if taken is not None:
+            taken = (*taken[:2], True)
+    _check_buckets(queue, model, jobs, True)
+    assert [j.job_id for j in queue.ordered()] == model.order(jobs)
+    assert list(queue) == sorted(model.filed, key=lambda j: model.filed[j][1])
+
+
+class _Counted:
+    """A key that counts its comparisons."""
+
+    compared = 0
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __lt__(self, other: _Counted) -> bool:
+        _Counted.compared += 1
+        return self.value < other.value
+
+
+def test_a_bucketed_queue_files_a_job_without_the_whole_order() -> None:
+    """Until something reads the whole order, a filing compares its key in its own bucket
+    only (and once with the key filed last, so that keys that do not compare fail at their
+    filing): a job that goes first in a queue of 64 others in other buckets costs one
+    comparison, not a binary search over the 64."""
+    jobs = [Job(make_job(f"j{n}").build()) for n in range(65)]
+    keys = {job.job_id: _Counted(100 - n) for n, job in enumerate(jobs)}
+    queue = WaitingQueue(lambda job: keys[job.job_id], lambda job: job.job_id)
+    for job in jobs[:64]:
+        queue.add(job)
+    _Counted.compared = 0
+    queue.add(jobs[64])
+    assert _Counted.compared == 1
+    assert queue.ordered()[0] is jobs[64] and queue.ordered()[-1] is jobs[0]
