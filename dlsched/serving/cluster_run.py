@@ -2,8 +2,9 @@
 
 1. Each service's request trace is read and its SLO checked against an idle replica.
 2. Its replicas become jobs of kind SERVICE (priority 100, the service's tenant queue, pinned to
-   its GPU type, asking for their GPUs until the last request arrives, and ending then
-   however long the core stopped them: ``JobSpec.ends_at``) and join the training
+   its GPU type, asking for their GPUs until their own service's last request is done on
+   replicas up from 0, and ending then however long the core stopped them:
+   ``JobSpec.ends_at``) and join the training
    trace, if any; the chosen policy's scheduler core places them all (``run_policy``: the
    usual summary.json, jobs.csv, timeline.csv).
 3. Each placed replica serves requests from its first start (``serve``) to its job's end, losing
@@ -81,16 +82,17 @@ def services_outcome(services: ServicesFile, cluster: Cluster, config: RunConfig
         problem = infeasible_slo(spec, trace)
         if problem is not None:
             raise services.error(index, f"slo.{problem[0]}", problem[1])
-    horizon = max(t.duration for t in traces)
     # Each service served first on replicas up from 0 (the autoscaler's own schedule too):
     # its replicas then ask for their GPUs until its last request is done, not only until
-    # the last one arrives (the scheduler gave them to other jobs while they still served).
+    # the last one arrives (the scheduler gave them to other jobs while they still served),
+    # and no longer: its own last request, not the longest trace's (a 100 s service held its
+    # node to the 1,199 s of another, serving nothing, while training jobs waited for it).
     idle = [serve(s, t, [0.0] * s.replicas)
             for s, t in zip(services.services, traces, strict=True)]
     planned = {i: run for i, run in enumerate(idle) if run.spec.autoscale is not None}
     replicas = []
     for i, spec in enumerate(services.services):
-        until = max(horizon, _drained(idle[i]))
+        until = _drained(idle[i])
         if i in planned:  # one job per replica the autoscaler asked for, when it asked
             replicas += [_slot_job(spec, k, slot.requested, slot.held_until(until))
                          for k, slot in enumerate(planned[i].slots)]

@@ -230,3 +230,16 @@ def test_schedule_of_runs_ends_the_last_run_at_the_replicas_end() -> None:
                                 [60.0, 60.0, None])
     assert schedule == Schedule((0.0, 1.0), (5.0, 60.0), ((37.0, 67.0, None, 60.0, True),),
                                 (False, True))
+
+
+def test_a_services_replicas_end_with_its_own_trace_not_the_longest(tmp_path: Path) -> None:
+    """``first``'s requests arrive in 9 s and are done at 9.4 s, ``second``'s over 29 s: the
+    node goes to ``second`` when ``first`` is done. ``first`` held it to 29 s, the longest
+    trace's end, serving nothing after 9.4 s (a 100 s service held its node 1,199 s)."""
+    out = _two_services(tmp_path, [f"2023-11-16 18:00:{i:09.6f},300,8" for i in range(10)],
+                        [f"2023-11-16 18:00:{i:09.6f},300,200" for i in range(30)])
+    services = _strict_json(out / "services.json")["services"]
+    first_end = _held(out, "service:first/0")[1]
+    assert first_end == pytest.approx(services["first"]["served_until_s"], abs=1e-6)
+    assert first_end < 10.0
+    assert services["second"]["replica_starts"] == [pytest.approx(first_end, abs=1e-6)]
