@@ -2,13 +2,15 @@
 
 1. Each service's request trace is read and its SLO checked against an idle replica.
 2. Its replicas become jobs of kind SERVICE (priority 100, the service's tenant queue, pinned to
-   its GPU type, asking for their GPUs until the last request arrives, and ending then
-   however long the core stopped them: ``JobSpec.ends_at``) and join the training
+   its GPU type, asking for their GPUs until their own service's last request is done on
+   replicas up from 0, and ending then however long the core stopped them:
+   ``JobSpec.ends_at``) and join the training
    trace, if any; the chosen policy's scheduler core places them all (``run_policy``: the
    usual summary.json, jobs.csv, timeline.csv).
-3. Each placed replica serves requests from its first start (``serve``); a replica never placed
-   serves nothing. ``DIR/services.json`` holds every service's metrics, ``DIR/report.html``
-   them and the service plots.
+3. Each placed replica serves requests from its first start (``serve``) to its job's end, losing
+   what it still holds then (``replica_ends``); a replica never placed serves nothing.
+   ``DIR/services.json`` holds every service's metrics, ``DIR/report.html`` them and the
+   service plots.
 """
 
 from __future__ import annotations
@@ -80,16 +82,17 @@ def services_outcome(services: ServicesFile, cluster: Cluster, config: RunConfig
         problem = infeasible_slo(spec, trace)
         if problem is not None:
             raise services.error(index, f"slo.{problem[0]}", problem[1])
-    horizon = max(t.duration for t in traces)
     # Each service served first on replicas up from 0 (the autoscaler's own schedule too):
     # its replicas then ask for their GPUs until its last request is done, not only until
-    # the last one arrives (the scheduler gave them to other jobs while they still served).
+    # the last one arrives (the scheduler gave them to other jobs while they still served),
+    # and no longer: its own last request, not the longest trace's (a 100 s service held its
+    # node to the 1,199 s of another, serving nothing, while training jobs waited for it).
     idle = [serve(s, t, [0.0] * s.replicas)
             for s, t in zip(services.services, traces, strict=True)]
     planned = {i: run for i, run in enumerate(idle) if run.spec.autoscale is not None}
     replicas = []
     for i, spec in enumerate(services.services):
-        until = max(horizon, _drained(idle[i]))
+        until = _drained(idle[i])
         if i in planned:  # one job per replica the autoscaler asked for, when it asked
             replicas += [_slot_job(spec, k, slot.requested, slot.held_until(until))
                          for k, slot in enumerate(planned[i].slots)]
@@ -104,21 +107,25 @@ def services_outcome(services: ServicesFile, cluster: Cluster, config: RunConfig
     combined = replace(base, name=f"{base.name}+services", jobs=base.jobs + tuple(replicas))
     outcome = run_policy(config, policy, combined, cluster, out)
     runs = replica_runs(out / "segments.csv", outcome.result.jobs)
+    ends = replica_ends(outcome.result.jobs)
     started = {job_id: job_runs[0][0] for job_id, job_runs in runs.items()}
     results = []
     for i, (spec, trace) in enumerate(zip(services.services, traces, strict=True)):
         if i in planned:
-            results.append(_placed(planned[i], _replayed(planned[i], trace, runs), started))
+            results.append(_placed(planned[i], _replayed(planned[i], trace, runs, ends),
+                                   started))
             continue
-        decode = Schedule.of_runs([runs.get(spec.replica_id(k), [])
-                                   for k in range(spec.replicas)], config.restart_overhead)
+        ids = [spec.replica_id(k) for k in range(spec.replicas)]
+        decode = Schedule.of_runs([runs.get(j, []) for j in ids], config.restart_overhead,
+                                  [ends.get(j) for j in ids])
         if spec.prefill is not None:
-            prefill = Schedule.of_runs([runs.get(spec.prefill_id(k), [])
-                                        for k in range(spec.prefill.replicas)],
-                                       config.restart_overhead)
+            ids = [spec.prefill_id(k) for k in range(spec.prefill.replicas)]
+            prefill = Schedule.of_runs([runs.get(j, []) for j in ids],
+                                       config.restart_overhead, [ends.get(j) for j in ids])
             results.append(serve_split(spec, trace, decode, prefill))
             continue
-        served = serve(spec, trace, decode.starts, plan=decode.plan or None, stops=decode.stops)
+        served = serve(spec, trace, decode.starts, plan=decode.plan or None, stops=decode.stops,
+                       ended=decode.ended)
         results.append(_restarts_apart(served, list(decode.starts)))
     report = _report(results, config, policy, cluster, training,
                      time.perf_counter() - began, time.process_time() - cpu_began)
@@ -150,10 +157,12 @@ def _slot_job(spec: ServiceSpec, index: int, requested: float, until: float) -> 
     """The autoscaler's replica ``index``: asked for at ``requested``, ending at ``until``
     however long the core stopped it."""
     seconds = max(until - requested, 1.0)
+    # ``until`` itself, not ``requested + seconds`` (an ulp earlier, at times): the replay
+    # ends the replica there (``replica_ends``), and must not cut its last request short
     return JobSpec(spec.replica_id(index), requested, spec.tp, seconds, queue=spec.queue,
                    gpu_types=(spec.gpu,), model=spec.model, priority=spec.priority,
                    kind=JobKind.SERVICE, tensor_parallel=spec.tp,
-                   ends_at=requested + seconds)
+                   ends_at=max(until, requested + 1.0))
 
 
 def replica_runs(segments: Path, records: Sequence[JobRecord]
@@ -180,6 +189,16 @@ def replica_runs(segments: Path, records: Sequence[JobRecord]
     return {job_id: job_runs for job_id, job_runs in runs.items() if job_runs}
 
 
+def replica_ends(records: Sequence[JobRecord]) -> dict[str, float]:
+    """When each service replica that finished ended: its job's end (``JobSpec.ends_at``),
+    where it goes away, losing the requests it still holds, however late the core placed
+    it. (Placed late, it served on past that end holding no GPU: a second service on one
+    8-GPU node, placed at 9.4 s when the first ended, held it to 22.2 s and served its 20
+    requests to 30.8 s.)"""
+    return {r.job_id: r.finish_time for r in records if r.job_id.startswith(REPLICA_PREFIXES)
+            and r.status == JobStatus.FINISHED.value and r.finish_time is not None}
+
+
 def _drop_runs_after_the_end(job_runs: list[tuple[float, float | None]],
                              finish: float | None) -> None:
     """A run the core began at or after the replica's end (``JobSpec.ends_at``: a replica
@@ -202,18 +221,23 @@ def _restarts_apart(outcome: ServiceOutcome, starts: list[float]) -> ServiceOutc
 
 
 def _replayed(planned: ServiceOutcome, trace: RequestTrace,
-              runs: dict[str, list[tuple[float, float | None]]]) -> ServiceOutcome:
+              runs: dict[str, list[tuple[float, float | None]]],
+              ends: dict[str, float]) -> ServiceOutcome:
     """The autoscaler's schedule served again with the replicas the core actually started:
     each becomes ready its cold start after it was placed (again after each time the core
-    stopped it and started it again); one never placed never serves."""
+    stopped it and started it again) and goes at its job's end (``replica_ends``); one never
+    placed never serves."""
     plan: list[PlanEntry] = []
     firsts: list[float] = []
     for k, slot in enumerate(planned.slots):
-        replica = runs.get(planned.spec.replica_id(k), [])
+        job_id = planned.spec.replica_id(k)
+        replica = runs.get(job_id, [])
         firsts += [replica[0][0]] if replica else []
         for at, stopped in replica:
             retired = None if slot.retired is None else max(slot.retired, at)
-            plan.append((at, at + slot.ready - slot.requested, retired, stopped))
+            gone, ended = (stopped, False) if stopped is not None else (ends.get(job_id), True)
+            plan.append((at, at + slot.ready - slot.requested, retired, gone,
+                         ended and gone is not None))
     return _restarts_apart(serve(planned.spec, trace, [], plan=plan), sorted(firsts))
 
 

@@ -28,7 +28,7 @@ from dlsched.perf.inference.profile import step_profile
 from dlsched.serving.llm_replica import LlmEngineConfig, LlmReplica, RequestLog
 from dlsched.serving.metrics import Slo, service_metrics
 from dlsched.serving.requests import RequestTrace
-from dlsched.serving.routing import ReplicaFactory, Schedule, Slot
+from dlsched.serving.routing import ReplicaFactory, Schedule, Slot, held_end
 
 LINK_GBPS_PER_GPU = 25.0
 
@@ -85,12 +85,13 @@ def serve_disaggregated(model: str, trace: RequestTrace, prefill: Pool, decode: 
     done = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(done.max()) if len(done) else 0.0)
     pools = ((prefill, p_slots), (decode, d_slots))
-    metrics["gpu_hours"] = sum(max(0.0, s.held_until(end) - s.requested) * pool.tp
+    last = held_end(p_slots + d_slots, end)
+    metrics["gpu_hours"] = sum(max(0.0, s.held_until(last) - s.requested) * pool.tp
                                for pool, slots in pools for s in slots) / 3600
     metrics["served_until_s"] = end
     every = p_slots + d_slots
     metrics["lost"] = sum(len(s.replica.lost) for s in every)
-    metrics["replica_stops"] = sum(s.stopped is not None for s in every)
+    metrics["replica_stops"] = sum(s.stopped_early for s in every)
     # the runs after a stop that began while requests still arrived (later ones serve nothing)
     metrics["replica_restarts"] = sum(len(slots) - len(pool.serving().starts)
                                       for pool, slots in pools)

@@ -45,14 +45,21 @@ ReplicaFactory = Callable[[RequestLog, float], Replica]
 class Slot:
     """A replica's life: GPUs held from ``requested``, serving from ``ready``, taking no new
     requests after ``retired`` (None: never retired), gone at ``stopped`` (the scheduler
-    preempted it or its node failed: what it still held is lost; None: never stopped)."""
+    preempted it or its node failed, or, when ``ended``, its job ended: what it still held
+    is lost; None: never stopped)."""
 
     replica: Replica
     requested: float
     ready: float
     retired: float | None = None
     stopped: float | None = None
+    ended: bool = False  # ``stopped`` is its job's end (``JobSpec.ends_at``), not a stop
     gone: bool = False  # stopped already (``_stop``)
+
+    @property
+    def stopped_early(self) -> bool:
+        """The scheduler stopped it before its job's end (``replica_stops``)."""
+        return self.stopped is not None and not self.ended
 
     def held_until(self, end: float) -> float:
         """When its GPUs go back: the end of the run, or once retired and drained; at the
@@ -68,6 +75,13 @@ class Slot:
         return max(self.retired, min(self.replica.time, end))
 
 
+def held_end(slots: Sequence[Slot], end: float) -> float:
+    """Until when a run's replicas held GPUs: ``end`` (its last request done), or a later job
+    end (``Slot.ended``): a replica placed late held its GPUs to its job's end though it
+    served nothing more, or had lost what it held."""
+    return max([end, *(s.stopped for s in slots if s.ended and s.stopped is not None)])
+
+
 def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
                       starts: Sequence[float]) -> tuple[RequestLog, list[Replica]]:
     """Serve ``trace`` on one replica per entry of ``starts`` (when each became available)."""
@@ -75,44 +89,62 @@ def simulate_requests(trace: RequestTrace, make: ReplicaFactory,
     return log, [s.replica for s in slots]
 
 
-PlanEntry = tuple[float, float, float | None, float | None]  # requested, ready, retired, stopped
+# requested, ready, retired, stopped, ended (``stopped`` is its job's end: ``Slot.ended``)
+PlanEntry = tuple[float, float, float | None, float | None, bool]
 Run = tuple[float, float | None]  # a replica job's run: start, when the scheduler stopped it
 
 
 @dataclass(frozen=True)
 class Schedule:
     """When a pool's replicas serve: the ``k``-th from ``starts[k]`` (stopped at ``stops[k]``
-    when given and not None), and ``plan``'s replicas (requested, ready, retired, stopped)."""
+    when given and not None, at its job's end where ``ended[k]``), and ``plan``'s replicas
+    (requested, ready, retired, stopped, ended)."""
 
     starts: tuple[float, ...]
     stops: tuple[float | None, ...] = ()
     plan: tuple[PlanEntry, ...] = ()
+    ended: tuple[bool, ...] = ()
 
     @classmethod
-    def of_runs(cls, runs: Sequence[Sequence[Run]], restart: float) -> Schedule:
+    def of_runs(cls, runs: Sequence[Sequence[Run]], restart: float,
+                ends: Sequence[float | None] = ()) -> Schedule:
         """Replica jobs' runs as the scheduler core ran them: each serves from its first
         start; one the core stopped loses what it held then and serves again ``restart``
-        seconds (the run's restart overhead) after each later start. A replica never
-        placed (no runs) serves nothing."""
-        first = [r[0] for r in runs if r]
-        return cls(tuple(at for at, _ in first), tuple(stop for _, stop in first),
-                   tuple((at, at + restart, None, stop) for r in runs for at, stop in r[1:]))
+        seconds (the run's restart overhead) after each later start. A run that ran on to
+        its end (stop None) ends at its replica's ``ends[k]`` when given (its job's end,
+        ``JobSpec.ends_at``): what it still holds then is lost too, though it was not
+        stopped. A replica never placed (no runs) serves nothing."""
+        ends = list(ends) + [None] * (len(runs) - len(ends))
+        first = [(r[0][0], _gone(r[0][1], end)) for r, end in zip(runs, ends, strict=True) if r]
+        return cls(tuple(at for at, _ in first), tuple(stop for _, (stop, _) in first),
+                   tuple((at, at + restart, None, *_gone(stop, end))
+                         for r, end in zip(runs, ends, strict=True) for at, stop in r[1:]),
+                   tuple(ended for _, (_, ended) in first))
 
     def serve(self, trace: RequestTrace, make: ReplicaFactory,
               scaler: Autoscaler | None = None) -> tuple[RequestLog, list[Slot]]:
-        return simulate_slots(trace, make, self.starts, scaler, self.plan, self.stops)
+        return simulate_slots(trace, make, self.starts, scaler, self.plan, self.stops,
+                              self.ended)
+
+
+def _gone(stop: float | None, end: float | None) -> tuple[float | None, bool]:
+    """When a run's replica went away, and whether at its job's end: a run the scheduler
+    did not stop (``stop`` None) ends with its job at ``end`` (None: not in the run)."""
+    return (stop, False) if stop is not None or end is None else (end, True)
 
 
 def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[float],
                    scaler: Autoscaler | None = None, plan: Sequence[PlanEntry] = (),
-                   stops: Sequence[float | None] = ()) -> tuple[RequestLog, list[Slot]]:
+                   stops: Sequence[float | None] = (), ended: Sequence[bool] = ()
+                   ) -> tuple[RequestLog, list[Slot]]:
     """Serve ``trace``: replicas start at ``starts`` (the ``k``-th stopped at ``stops[k]``
-    when given and not None); ``scaler`` adds and retires replicas; ``plan`` gives more as
-    (requested, ready, retired or None, stopped or None): a schedule replayed as is. A
-    stopped replica's requests still queued or running are lost (``Replica.stop``)."""
+    when given and not None, where ``ended[k]`` at its job's end); ``scaler`` adds and
+    retires replicas; ``plan`` gives more as (requested, ready, retired or None, stopped or
+    None, ended): a schedule replayed as is. A stopped replica's requests still queued or
+    running are lost (``Replica.stop``), whether the scheduler stopped it or its job ended."""
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
-    slots = [Slot(make(log, s), s, s, None, stops[k] if k < len(stops) else None)
-             for k, s in enumerate(starts)]
+    slots = [Slot(make(log, s), s, s, None, stops[k] if k < len(stops) else None,
+                  k < len(ended) and ended[k]) for k, s in enumerate(starts)]
     live = list(slots)
     planned = sorted(plan, key=lambda p: (p[0], p[1]))  # retired may be None
     stopping = any(s is not None for s in stops) or any(p[3] is not None for p in plan)
@@ -121,8 +153,8 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
             while scaler.next_tick <= t:
                 _tick(scaler, live, slots, make, log)
         while planned and planned[0][0] <= t:  # a planned replica asked for by now
-            requested, ready, retired, stopped = planned.pop(0)
-            slot = Slot(make(log, ready), requested, ready, retired, stopped)
+            requested, ready, retired, stopped, at_end = planned.pop(0)
+            slot = Slot(make(log, ready), requested, ready, retired, stopped, at_end)
             slots.append(slot)
             live.append(slot)
         if stopping:

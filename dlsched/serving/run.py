@@ -29,6 +29,7 @@ from dlsched.serving.routing import (
     ReplicaFactory,
     Schedule,
     Slot,
+    held_end,
     simulate_slots,
 )
 from dlsched.serving.service import ServiceKind, ServiceSpec
@@ -109,7 +110,7 @@ def replica_factory(spec: ServiceSpec) -> ReplicaFactory:
 def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
           prefill_starts: Sequence[float] | None = None,
           plan: Sequence[PlanEntry] | None = None,
-          stops: Sequence[float | None] = ()) -> ServiceOutcome:
+          stops: Sequence[float | None] = (), ended: Sequence[bool] = ()) -> ServiceOutcome:
     """Serve ``trace`` on replicas started at ``starts`` (and those the service's autoscaling
     policy adds); metrics include GPU-hours (each replica from its request to the end of the
     run, or until it was retired and drained). A disaggregated service's ``starts`` are its
@@ -117,19 +118,21 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
     replays a schedule of replicas (requested, ready, retired, stopped) instead of
     autoscaling; an empty one (no replica placed) serves nothing. ``stops``: when the
     scheduler stopped the replica started at ``starts[k]`` (None: never), its requests then
-    lost (``lost``)."""
+    lost (``lost``); ``ended[k]``: that was its job's end, not a stop (``replica_stops``)."""
     if spec.prefill is not None:
-        return serve_split(spec, trace, Schedule(tuple(starts), tuple(stops), tuple(plan or ())),
+        return serve_split(spec, trace, Schedule(tuple(starts), tuple(stops), tuple(plan or ()),
+                                                 tuple(ended)),
                            None if prefill_starts is None else Schedule(tuple(prefill_starts)))
     began = time.process_time()
     scaler = None if spec.autoscale is None or plan is not None else Autoscaler(spec.autoscale)
     log, slots = simulate_slots(trace, replica_factory(spec), list(starts), scaler, plan or (),
-                                stops)
+                                stops, ended)
     cpu = time.process_time() - began
     metrics = service_metrics(log, spec.slo, trace.duration)  # no rate over 0 s: None
     finished = log.finish[~np.isnan(log.finish)]
     end = max(trace.duration, float(finished.max()) if len(finished) else 0.0)
-    held = sum(max(0.0, s.held_until(end) - s.requested) for s in slots)
+    last = held_end(slots, end)
+    held = sum(max(0.0, s.held_until(last) - s.requested) for s in slots)
     replicas = [s.replica for s in slots]
     busy = sum(r.busy_seconds for r in replicas)
     metrics.update({
@@ -137,12 +140,12 @@ def serve(spec: ServiceSpec, trace: RequestTrace, starts: Sequence[float],
         "model": spec.model, "kind": spec.kind.value, "slo": spec.slo.describe(),
         "gpu_hours": held * spec.tp / 3600, "busy_fraction": busy / held if held else None,
         "served_until_s": end,
-        "replicas_mean": held / end if end else None,
-        "replicas_peak": _peak(slots, end),
+        "replicas_mean": held / last if last else None,
+        "replicas_peak": _peak(slots, last),
         "scale_events": len(slots) - len(starts) + sum(s.retired is not None for s in slots),
         "rejected": sum(len(r.rejected) for r in replicas),
         "lost": sum(len(r.lost) for r in replicas),
-        "replica_stops": sum(s.stopped is not None for s in slots),
+        "replica_stops": sum(s.stopped_early for s in slots),
         "prefix_hit_rate": _prefix_hits(replicas, trace),
         "peak_batch": max((r.peak_batch for r in replicas), default=0),
         "kv_peak_fraction": max((getattr(r, "peak_blocks", 0) / r.blocks for r in replicas

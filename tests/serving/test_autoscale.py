@@ -41,6 +41,6 @@ def test_a_replayed_plan_serves_from_each_replicas_ready_time_until_retired() ->
     latency = BatchLatency.from_table({1: 5.0})
     tr = trace([0.0, 3.0, 4.5, 11.0], [1] * 4, [1] * 4)
     log, slots = simulate_slots(tr, lambda log, s: DnnReplica(latency, log, 1, 0.0, s), [0.0],
-                                plan=[(2.0, 4.0, 10.0, None)])
+                                plan=[(2.0, 4.0, 10.0, None, False)])
     assert [(s.requested, s.ready, s.retired) for s in slots] == [(0, 0, None), (2, 4, 10)]
     assert log.finish.tolist() == pytest.approx([5.0, 10.0, 9.5, 16.0])

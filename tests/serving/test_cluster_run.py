@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from dlsched.cli import app
 from dlsched.serving.cluster_run import replica_runs
+from dlsched.serving.routing import Schedule
 from dlsched.sim.result import JobRecord
 
 runner = CliRunner()
@@ -173,3 +174,72 @@ def test_replica_runs_drop_a_run_that_began_at_the_replicas_end(tmp_path: Path) 
              JobRecord("service:chat/1", "default", 8, 0.0, 50.0, 50.0, "finished", 0, 0.0,
                        0.0, 1.0, "")]
     assert replica_runs(segments, ended) == {"service:chat/0": [(0.0, None)]}
+
+
+TWO_SERVICES = "services:\n" + "".join(
+    f"  - {{name: {name}, model: llama2-70b, gpu: A100-80G, tensor_parallel: 8, replicas: 1,\n"
+    f"     slo: {{ttft_ms: 2500, tpot_ms: 150}}, trace: {name}.csv}}\n"
+    for name in ("first", "second"))
+
+
+def _two_services(tmp_path: Path, first: list[str], second: list[str]) -> Path:
+    """Services ``first`` and ``second`` (one TP-8 replica each, these Azure rows) on one
+    8-GPU node under FIFO: ``second`` is placed when ``first``'s replica ends."""
+    azure_csv(tmp_path / "first.csv", first)
+    azure_csv(tmp_path / "second.csv", second)
+    (tmp_path / "services.yaml").write_text(TWO_SERVICES)
+    (tmp_path / "cluster.yaml").write_text(
+        "name: one\nnode_groups:\n  - {count: 1, gpu_type: A100-80G, gpus: 8, "
+        "nvlink_domain: 8}\n")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["simulate", "--services", str(tmp_path / "services.yaml"),
+                                 "--cluster", str(tmp_path / "cluster.yaml"),
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def _held(out: Path, job_id: str) -> tuple[float, float]:
+    with (out / "segments.csv").open() as f:
+        (row,) = [r for r in csv.DictReader(f) if r["job_id"] == job_id]
+    return float(row["start"]), float(row["end"])
+
+
+def test_a_replica_placed_late_goes_at_its_jobs_end_losing_what_it_holds(
+        tmp_path: Path) -> None:
+    """``second``'s 20 requests (400 tokens each) arrive in its first 1.9 s; its replica job
+    ends when they are done on a replica up from 0 (22.2 s), but the core places it only at
+    9.4 s, when ``first`` is done: it cannot finish them by its end and loses them, with no
+    stop counted; its GPUs count until that end. It served them all to 30.8 s, holding no
+    GPU after 22.2 s (0.048 GPU-h counted, not the 0.029 it held)."""
+    out = _two_services(tmp_path, [f"2023-11-16 18:00:{i:09.6f},300,8" for i in range(10)],
+                        [f"2023-11-16 18:00:{i / 10:09.6f},300,400" for i in range(20)])
+    start, end = _held(out, "service:second/0")
+    assert start == pytest.approx(_held(out, "service:first/0")[1]) and start < end
+    second = _strict_json(out / "services.json")["services"]["second"]
+    assert second["replica_starts"] == [pytest.approx(start, abs=1e-6)]
+    assert second["served_until_s"] <= end
+    assert second["completed"] == 0 and second["lost"] == 20 and second["replica_stops"] == 0
+    assert second["gpu_hours"] == pytest.approx((end - start) * 8 / 3600, abs=1e-8)
+
+
+def test_schedule_of_runs_ends_the_last_run_at_the_replicas_end() -> None:
+    # Replica 0 was stopped at 5 s, placed again at 37 s and ended at 60 s; replica 1 ran
+    # from 1 s to its end at 60 s; replica 2 was never placed. Only the stop is a stop.
+    schedule = Schedule.of_runs([[(0.0, 5.0), (37.0, None)], [(1.0, None)], []], 30.0,
+                                [60.0, 60.0, None])
+    assert schedule == Schedule((0.0, 1.0), (5.0, 60.0), ((37.0, 67.0, None, 60.0, True),),
+                                (False, True))
+
+
+def test_a_services_replicas_end_with_its_own_trace_not_the_longest(tmp_path: Path) -> None:
+    """``first``'s requests arrive in 9 s and are done at 9.4 s, ``second``'s over 29 s: the
+    node goes to ``second`` when ``first`` is done. ``first`` held it to 29 s, the longest
+    trace's end, serving nothing after 9.4 s (a 100 s service held its node 1,199 s)."""
+    out = _two_services(tmp_path, [f"2023-11-16 18:00:{i:09.6f},300,8" for i in range(10)],
+                        [f"2023-11-16 18:00:{i:09.6f},300,200" for i in range(30)])
+    services = _strict_json(out / "services.json")["services"]
+    first_end = _held(out, "service:first/0")[1]
+    assert first_end == pytest.approx(services["first"]["served_until_s"], abs=1e-6)
+    assert first_end < 10.0
+    assert services["second"]["replica_starts"] == [pytest.approx(first_end, abs=1e-6)]
