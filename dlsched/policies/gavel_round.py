@@ -34,6 +34,7 @@ from dlsched.policies.gavel.lp import WarmStart
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import pooled_nodes
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -298,7 +299,7 @@ class GavelRounds:
         free = room_by_type(cluster.node_type, room, len(cluster.type_names))
         types = assign_types(self._entries(view, candidates), workers, free)
         placed = place_round(types, workers, current if view.is_round else {},
-                             cluster.node_type, room)
+                             cluster.node_type, room, pooled_nodes(state, candidates))
         return {job_id: self._target(job_id, nodes)
                 for job_id, nodes in {**kept, **placed}.items()}
 

@@ -58,13 +58,14 @@ from dlsched.policies.elastic.speed import (
 )
 from dlsched.policies.fifo import SubmitOrder
 from dlsched.scheduling.allocation import Assignment
-from dlsched.scheduling.plugins.filters import runnable_nodes
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
 ParamTable = Mapping[tuple[str, str], PerfParams]
+UNBOUNDED = 1 << 40  # a type's workers when only the ILP's budget bounds them
 
 
 class SiaAllocator:
@@ -113,7 +114,8 @@ class SiaAllocator:
         choices = [Choice(-1, 0, 1, h) for h in held]
         for j, t, k in zip(columns.job[chosen], columns.type_index[chosen],
                            columns.count[chosen], strict=True):
-            choices[j] = Choice(int(t), int(k), configs[t].node_size, held[j])
+            choices[j] = Choice(int(t), int(k), configs[t].node_size, held[j],
+                                allowed_nodes(state, jobs[j]))
         nodes = place_configs(choices, capacity, state.cluster.node_type)
         self.restarts.record(jobs, held, nodes)
         return {job.job_id: Assignment(n) for job, n in zip(jobs, nodes, strict=True) if n}
@@ -131,14 +133,15 @@ class SiaAllocator:
     def columns(self, state: CycleState, jobs: list[Job], held: list[Counter[int]],
                 configs: list[TypeConfigs]) -> Columns:
         """Every useful (job, configuration) column with its value (``sia_configs.py``)."""
-        total = int(node_capacity(state).sum())
+        capacity = node_capacity(state)
+        total = int(capacity.sum())
         bounds = np.array([self.worker_bounds(job, total) for job in jobs], dtype=np.int64)
         low, high = bounds[:, 0], np.minimum(bounds[:, 1], total)
         rigid = low == high
         # one cache key for the curves whatever the round's largest job
         kmax = int(max(high.max(), self.max_workers, *(c.counts.max(initial=1) for c in configs)))
         keys = [curve_key(job, state.now) for job in jobs]
-        usable = _usable_types(state, jobs)
+        usable = _usable_types(state, jobs, capacity)
         blocks = [self._block(keys, jobs, c, low, high, rigid, kmax, usable[:, c.type_index])
                   for c in configs]
         goodput = np.concatenate([b[1] for b in blocks], axis=1)
@@ -161,10 +164,11 @@ class SiaAllocator:
 
     def _block(self, keys: list[tuple[str, int] | None], jobs: list[Job], c: TypeConfigs,
                low: NDArray[np.int64], high: NDArray[np.int64], rigid: NDArray[np.bool_],
-               kmax: int, usable: NDArray[np.bool_]) -> tuple[NDArray[np.int64],
+               kmax: int, usable: NDArray[np.int64]) -> tuple[NDArray[np.int64],
                                                               NDArray[np.float64]]:
         """Counts and goodputs of one GPU type's columns: the standard configurations, then
-        each rigid job's own size; none for a job that may not use the type (``usable``)."""
+        each rigid job's own size; none for a job that may not use the type, nor above the
+        GPUs of the type it may use (``usable``)."""
         counts = np.concatenate([np.broadcast_to(c.counts, (len(jobs), len(c.counts))),
                                  high[:, None]], axis=1)
         params = self.perf_params()
@@ -176,7 +180,7 @@ class SiaAllocator:
         ok = (counts >= low[:, None]) & (counts <= high[:, None]) & np.isfinite(goodput)
         ok[:, :-1] &= ~rigid[:, None]
         ok[:, -1] &= rigid
-        ok &= usable[:, None]
+        ok &= (usable[:, None] > 0) & (counts <= usable[:, None])
         return counts, np.where(ok, goodput, -np.inf)
 
     def _discount(self, state: CycleState, jobs: list[Job], held: list[Counter[int]],
@@ -204,31 +208,47 @@ def _span(blocks: list[tuple[NDArray, NDArray]], i: int) -> slice:
     return slice(start, start + blocks[i][0].shape[1])
 
 
-def _usable_types(state: CycleState, jobs: list[Job]) -> NDArray[np.bool_]:
-    """(job, GPU type index): the job may use the type: its GPU-type pins allow it and the
-    throughput model rates the job above 0 there (the core's ``runnable`` filter). Sia's own
-    goodput model rates every type, so without the second test it gave ResNet-50 b128 a K80
-    under gavel-physical, where the job never progressed."""
-    names = state.cluster.type_names
-    rated_by_mask: dict[int, tuple[bool, ...]] = {}  # the core's masks are shared per shape
+def _usable_types(state: CycleState, jobs: list[Job], capacity: NDArray[np.int64]
+                  ) -> NDArray[np.int64]:
+    """(job, GPU type index): the most workers the job may have on the type, 0 where it may not
+    use the type. A job may use the nodes of ``allowed_nodes``: its GPU-type pins, the types
+    the throughput model rates above 0 for it (the core's ``runnable`` filter: Sia's own
+    goodput model rates every type, so without it ResNet-50 b128 got a K80 under
+    gavel-physical and never progressed) and its pool. The per-type budget of the ILP counts
+    the whole cluster, so a job in a pool is bounded by its pool's GPUs of the type (``capacity``
+    per node): a pool-b job was given all 8 GPUs of pools a and b, and placed there."""
+    names, pools = state.cluster.type_names, state.cluster.pools
+    rows_by_mask: dict[tuple[int, bool], tuple[int, ...]] = {}  # masks are shared per shape
     rows = []
     for job in jobs:
-        mask = runnable_nodes(state, job)
-        rated = rated_by_mask.get(id(mask))
-        if rated is None:
-            rated = rated_by_mask[id(mask)] = _rated_types(state, mask)
-        pins = job.spec.gpu_types
-        rows.append(rated if not pins else
-                    tuple(ok and name in pins for ok, name in zip(rated, names, strict=True)))
-    return np.array(rows, dtype=bool).reshape(len(jobs), len(names))
+        mask = allowed_nodes(state, job)
+        pooled = job.spec.pool is not None and job.spec.pool in pools
+        row = rows_by_mask.get((id(mask), pooled))
+        if row is None:
+            row = rows_by_mask[(id(mask), pooled)] = (
+                _pool_room(state, mask, capacity) if pooled else
+                tuple(UNBOUNDED if ok else 0 for ok in _rated_types(state, mask)))
+        rows.append(row)
+    return np.array(rows, dtype=np.int64).reshape(len(jobs), len(names))
 
 
-def _rated_types(state: CycleState, runnable: NDArray[np.bool_]) -> tuple[bool, ...]:
-    """Per GPU type, whether any node of it is in ``runnable``."""
+def _pool_room(state: CycleState, allowed: NDArray[np.bool_], capacity: NDArray[np.int64]
+               ) -> tuple[int, ...]:
+    """Per GPU type, the GPUs of ``capacity`` on ``allowed`` nodes of that type."""
     cluster = state.cluster
-    if runnable.all():
+    kinds = cluster.node_type[allowed]
+    room = np.bincount(kinds[kinds >= 0], weights=capacity[allowed][kinds >= 0],
+                       minlength=len(cluster.type_names))
+    return tuple(int(r) for r in room)
+
+
+def _rated_types(state: CycleState, allowed: NDArray[np.bool_]) -> tuple[bool, ...]:
+    """Per GPU type, whether any node of it is in ``allowed``."""
+    cluster = state.cluster
+    if allowed.all():
         return (True,) * len(cluster.type_names)
-    counts = np.bincount(cluster.node_type[runnable], minlength=len(cluster.type_names))
+    kinds = cluster.node_type[allowed]
+    counts = np.bincount(kinds[kinds >= 0], minlength=len(cluster.type_names))
     return tuple(bool(c) for c in counts)
 
 

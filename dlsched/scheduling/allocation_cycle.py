@@ -7,7 +7,10 @@
    released for a resize, running jobs with the same one keep their GPUs;
 4. resized and starting jobs take free GPUs on their target nodes (a resized job first takes
    back the GPUs it held there, so a job that only grows keeps its old workers in place);
-5. waiting jobs without a target get a reason (the plugin's own when it defines
+5. a target on a node the job's static filters exclude (its GPU types, its pool, a type rated 0
+   for it: ``filters.allowed_nodes``, the default profile's filters) is refused: a waiting job
+   waits with the reason, a running one is preempted (``_outside``);
+6. waiting jobs without a target get a reason (the plugin's own when it defines
    ``reason_for(job_id)``: the tenant layer's quota reasons); those the policy refuses for good
    (its optional ``rejections(state)``: job id -> reason) fail with that reason.
 
@@ -37,6 +40,7 @@ from dlsched.scheduling.hooks import (
     optional,
 )
 from dlsched.scheduling.placement import pick_gpus
+from dlsched.scheduling.plugins.filters import allowed_nodes, allows_every_node
 from dlsched.scheduling.resources import node_room
 from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
 from dlsched.slots import slot_builder
@@ -72,7 +76,11 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
                                        or f"reallocated by {allocator.name}"))
             state.evict(job)
         elif not target.keeps(job, cluster):
-            moving.append((job, target))
+            outside = _outside(state, job, target)
+            if outside is not None:
+                preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {outside}"))
+            else:
+                moving.append((job, target))
             state.evict(job)
     resizes: list[Resize] = []
     spreading: list[tuple[Job, Assignment, str, bool]] = []  # (job, target, why, a resize)
@@ -97,6 +105,10 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             reasons[job.job_id] = (_reason(why, job.job_id)
                                    or f"[{allocator.name}] no GPUs in this round's allocation")
             continue
+        outside = _outside(state, job, target)
+        if outside is not None:
+            reasons[job.job_id] = f"[{allocator.name}] {outside}"
+            continue
         taken = _take(allocator.name, state, job, target, ())
         short = _short(state, job, target, taken)
         if short is None:
@@ -116,6 +128,21 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
                        min(asked) if asked else None, resizes=tuple(resizes),
                        rejections=tuple(rejections))
+
+
+def _outside(state: CycleState, job: Job, target: Assignment) -> str | None:
+    """Why the target puts the job on a node its static filters exclude (``allowed_nodes``:
+    its GPU types, its pool, a type rated 0 for it), or None. The core's own cycle never
+    offers such a node; a policy that places jobs itself once did (Optimus, AFS, ElasticFlow,
+    Sia and Gavel ran a pool-b job on pool a's node), and the start was accepted."""
+    if allows_every_node(state, job):
+        return None
+    allowed = allowed_nodes(state, job)
+    for node in target.nodes:
+        if not allowed[node]:
+            return (f"it was placed on node {state.cluster.nodes[node].name}, outside the "
+                    "nodes its GPU types and pool allow; it waits")
+    return None
 
 
 def _short(state: CycleState, job: Job, target: Assignment,

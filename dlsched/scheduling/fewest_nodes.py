@@ -12,8 +12,9 @@ Given a target worker count per job, the placement:
    power-of-two nodes this is buddy allocation, ElasticFlow §4.4), a larger job takes whole
    nodes, the roomiest first, so it spans the fewest nodes.
 
-A job may only use nodes of its ``spec.gpu_types`` (any when empty). A job that does not fit
-(the counts exceed the room of its allowed nodes) gets no assignment this round.
+A job may only use the nodes the core's static filters allow it (``filters.allowed_nodes``:
+its ``spec.gpu_types``, its pool, the types the throughput model rates above 0). A job that
+does not fit (the counts exceed the room of its allowed nodes) gets no assignment this round.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from dlsched.scheduling.allocation import Assignment
-from dlsched.scheduling.plugins.filters import runnable_nodes
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -72,17 +73,6 @@ def _keep(state: CycleState, job: Job, count: int, room: np.ndarray) -> Assignme
     for n, k in per_node.items():
         room[n] -= k
     return current
-
-
-def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
-    """Nodes of the job's GPU types that the throughput model rates above 0 for it (the core's
-    ``runnable`` filter: an allocation there would never progress)."""
-    cluster = state.cluster
-    types = job.spec.gpu_types
-    runnable = runnable_nodes(state, job)
-    if not types:
-        return runnable.copy()
-    return np.array([node.gpu_type in types for node in cluster.nodes], dtype=bool) & runnable
 
 
 def fit_nodes(count: int, room: np.ndarray, allowed: np.ndarray) -> tuple[int, ...] | None:

@@ -414,12 +414,13 @@ class Scheduler:
                 self._reshape(job, reshape, now)
 
     def _free_gpus_for(self, job: Job) -> list[list[int]]:
-        """Wholly free GPUs of the up nodes of the job's GPU type, one list per node."""
+        """Wholly free GPUs of the up nodes of the job's GPU type in its pool, one list per
+        node."""
         kind = self.reconfigurer.type_of(job) if self.reconfigurer is not None else ""
         first, free, down = self.cluster.node_first_gpu, self.free, self.down_nodes
         out = []
         for node in np.flatnonzero(self.node_free > 0).tolist():
-            if node in down or self._node_type[node] != kind:
+            if node in down or self._node_type[node] != kind or not self._in_pool(job, node):
                 continue
             start = int(first[node])
             gpus = [start + i for i in range(int(self.cluster.node_gpus[node]))
@@ -427,6 +428,14 @@ class Scheduler:
             if gpus:
                 out.append(gpus)
         return out
+
+    def _in_pool(self, job: Job, node: int) -> bool:
+        """Whether ``node`` is in the job's pool (any node when the cluster does not define
+        it: ``filters.NodePoolFilter``). A reshape after a failure (``--resilience elastic`` or
+        ``oobleck``) once moved a pool-a job onto pool b's free node."""
+        pool = job.spec.pool
+        return pool is None or pool not in self.cluster.pools or (
+            self.cluster.nodes[node].pool == pool)
 
     def node_up(self, node: int) -> None:
         self._set_down(self.down_nodes - {node})

@@ -44,7 +44,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
-from dlsched.scheduling.fewest_nodes import allowed_nodes, fit_nodes
+from dlsched.scheduling.fewest_nodes import fit_nodes
+from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.state import EPS, CycleState
 from dlsched.tenancy.charge import Plan, workers_of
 from dlsched.tenancy.plugins import NAME, TenantAdmission

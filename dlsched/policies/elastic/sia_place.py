@@ -1,6 +1,7 @@
 """Placing Sia's chosen configurations onto nodes (Jayaram Subramanya et al., SOSP'23 §4.1).
 
-Per job, on nodes of its chosen GPU type:
+Per job, on nodes of its chosen GPU type that it may use (``Choice.allowed``: its pool, its pins,
+the types rated above 0 for it):
 
 1. a job whose configuration did not change keeps its nodes (no restart);
 2. whole-node configurations take nodes that are entirely free;
@@ -24,12 +25,14 @@ from numpy.typing import NDArray
 
 @dataclass(frozen=True, slots=True)
 class Choice:
-    """A job's chosen configuration and where it runs now."""
+    """A job's chosen configuration, where it runs now, and the nodes it may use (None:
+    every node; ``filters.allowed_nodes``)."""
 
     type_index: int
     count: int
     node_size: int
     current: Counter[int]
+    allowed: NDArray[np.bool_] | None = None
 
 
 def place_configs(choices: Sequence[Choice], capacity: NDArray[np.int64],
@@ -60,12 +63,15 @@ def _place(choices: Sequence[Choice], capacity: NDArray[np.int64],
 
 def _same(c: Choice, free: NDArray[np.int64], node_type: NDArray[np.int64]) -> bool:
     return (sum(c.current.values()) == c.count
-            and all(node_type[n] == c.type_index and free[n] >= k for n, k in c.current.items()))
+            and all(node_type[n] == c.type_index and free[n] >= k
+                    and (c.allowed is None or c.allowed[n]) for n, k in c.current.items()))
 
 
 def _place_one(c: Choice, free: NDArray[np.int64], capacity: NDArray[np.int64],
                node_type: NDArray[np.int64]) -> tuple[int, ...]:
     of_type = node_type == c.type_index
+    if c.allowed is not None:
+        of_type &= c.allowed
     chosen: list[int] = []
     whole, rest = divmod(c.count, c.node_size) if c.count > c.node_size else (0, c.count)
     if whole:

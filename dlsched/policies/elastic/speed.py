@@ -26,14 +26,18 @@ import numpy as np
 from dlsched.cluster.cluster import Cluster
 from dlsched.perf.model import Placement
 from dlsched.scheduling.allocation import worker_bounds
-from dlsched.scheduling.plugins.filters import runnable_nodes
+from dlsched.scheduling.plugins.filters import (
+    allowed_nodes,
+    allowed_signature,
+    allows_every_node,
+)
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
 ELASTIC_MODES = ("all", "declared")
 DEFAULT_MAX_WORKERS = 64
-# usable_gpus' per-round cache: (pinned GPU types, rated-node mask as bytes) -> GPUs
-UsableCache = dict[tuple[tuple[str, ...], bytes], int]
+# usable_gpus' per-round cache: the job's allowed-node mask as bytes -> GPUs
+UsableCache = dict[bytes, int]
 
 
 def check_elastic(mode: str) -> str:
@@ -71,35 +75,35 @@ def job_bounds(job: Job, mode: str, max_workers: int, capacity: int) -> tuple[in
 
 def usable_gpus(state: CycleState, job: Job, capacity: np.ndarray,
                 cache: UsableCache) -> int:
-    """GPUs of ``capacity`` on the nodes the job may be placed on (its GPU-type pins and the
-    types the throughput model rates above 0 for it: the placement's
-    ``fewest_nodes.allowed_nodes``): an elastic job grown past them would never be placed, and
-    wait for good. ``cache``: one round's, by pinned types and rated nodes. Keyed by the pins
-    alone, a job pinned to K80 and V100 and rated 0 on the K80 (ResNet-50 b128, Gavel's
-    physical table) was counted the K80s of an earlier job with the same pins: Optimus
-    planned it 7 GPUs of the 4 it can use, and placement gave it none."""
-    types = job.spec.gpu_types
-    runnable = runnable_nodes(state, job)  # a type rated 0 for the job holds none of it
-    if not types and runnable.all():
+    """GPUs of ``capacity`` on the nodes the job may be placed on (``filters.allowed_nodes``:
+    its GPU-type pins, its pool, the types the throughput model rates above 0 for it; the
+    mask the placement, ``fewest_nodes``, uses): an elastic job grown past them would never be
+    placed, and wait for good. ``cache``: one round's, by that mask. Keyed by the pins alone,
+    a job rated 0 on a pinned type read the count of an earlier job with the same pins
+    (Optimus planned ResNet-50 b128 7 GPUs of the 4 it can use, and placement gave it none);
+    without the pool, a pool-a job was counted pool b's GPUs."""
+    if allows_every_node(state, job):
         return int(capacity.sum())
-    key = (types, runnable.tobytes())
-    if key not in cache:
-        from dlsched.scheduling.fewest_nodes import allowed_nodes
-
-        cache[key] = int(capacity[allowed_nodes(state, job)].sum())
-    return cache[key]
+    key = allowed_signature(state, job)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = int(capacity[allowed_nodes(state, job)].sum())
+    return found
 
 
 def reference_type(state: CycleState, job: Job) -> tuple[str, int]:
     """The GPU type a job's speed is estimated on: of the types it may use, the one with the
-    most GPUs (ties by name); and the most GPUs a node of that type has. Types the throughput
-    model rates 0 for the job (the core's ``runnable`` filter) are left out while another is
-    left: a curve of zeros there (ResNet-50 b128 on K80) gave the job no GPU, ever."""
-    runnable = runnable_nodes(state, job)
-    if runnable.all() or not runnable.any():
+    most GPUs (ties by name); and the most GPUs a node of that type has. Types with no node the
+    job may use (``filters.allowed_nodes``) are left out while another is left: types the
+    throughput model rates 0 for it (a curve of zeros there, ResNet-50 b128 on K80, gave the
+    job no GPU, ever) and types absent from its pool."""
+    if allows_every_node(state, job):
+        return _reference_type(state.cluster, job.spec.gpu_types)
+    allowed = allowed_nodes(state, job)
+    if not allowed.any():
         return _reference_type(state.cluster, job.spec.gpu_types)
     cluster = state.cluster
-    rated = {cluster.type_names[c] for c in np.unique(cluster.node_type[runnable])}
+    rated = {cluster.type_names[c] for c in np.unique(cluster.node_type[allowed]) if c >= 0}
     types = tuple(t for t in (job.spec.gpu_types or cluster.type_names) if t in rated)
     return _reference_type(cluster, types)
 

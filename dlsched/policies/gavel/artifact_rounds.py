@@ -37,6 +37,7 @@ from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment, Targets
+from dlsched.scheduling.plugins.filters import pooled_nodes
 from dlsched.scheduling.state import ClusterSnapshot, CycleState
 from dlsched.slots import slot_builder
 from dlsched.workload.job import Job, JobStatus
@@ -364,7 +365,8 @@ class ArtifactGavelRounds(GavelRounds):
         candidates = [*snapshot.running, *snapshot.waiting]
         workers = self._workers  # every tracked job: the round's candidates
         types = self._walk(view, candidates, workers, free)
-        placed = place_round(types, workers, current, cluster.node_type, room)
+        placed = place_round(types, workers, current, cluster.node_type, room,
+                             pooled_nodes(state, candidates))
         # ``_target`` inlined: a job's last Assignment while its nodes stay the same;
         # ``place_round`` hands a job that stays its very ``current`` tuple
         targets, kept, assignments, has_x = {}, [], self._assignments, self._solved

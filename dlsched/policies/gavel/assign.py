@@ -90,9 +90,12 @@ def room_by_type(node_type: np.ndarray, room: np.ndarray, n_types: int) -> np.nd
 
 def place_round(types: Mapping[str, int], workers: Mapping[str, int],
                 current: Mapping[str, tuple[int, ...]], node_type: np.ndarray,
-                room: np.ndarray) -> dict[str, tuple[int, ...]]:
+                room: np.ndarray, pools: Mapping[str, frozenset[int]] | None = None
+                ) -> dict[str, tuple[int, ...]]:
     """Nodes for every job given its type: jobs staying on their type keep their nodes, the
     others (largest gangs first) are placed on the remaining room (``room`` is consumed).
+    ``pools``: the only nodes a job may use, for a job its pool restricts (Gavel's types know
+    no pools; a job whose type has room only outside its pool gets no nodes this round).
     Per-node work on Python lists (written back to ``room`` at the end): a round places
     tens of jobs on a few nodes each, where numpy's per-call cost dominates."""
     placed: dict[str, tuple[int, ...]] = {}
@@ -100,6 +103,9 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
     moving = []  # (minus gang, job id): placed largest first, after every job that stays
     for job_id, kind in types.items():
         held = current.get(job_id)
+        if held is not None and pools and job_id in pools and not pools[job_id].issuperset(
+                held):
+            held = None  # (held outside its pool: moves)
         if held is None:
             moving.append((-workers[job_id], job_id))
         elif len(held) == 1:  # ``_keeps`` for one worker, inlined (most jobs)
@@ -120,6 +126,8 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
         of_kind = by_type.get(kind)
         if of_kind is None:
             of_kind = by_type[kind] = [n for n, k in enumerate(kinds) if k == kind]
+        if pools and job_id in pools:
+            of_kind = [n for n in of_kind if n in pools[job_id]]
         if minus_need == -1:  # ``_place_listed`` of one worker, inlined (most jobs)
             best, tightest = -1, 0
             for node in of_kind:  # the tightest node with room (the first of equals)

@@ -14,7 +14,7 @@ exactly (``gpus.name_gpus``), and each job runs at its co-located rate (the thro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from dlsched.policies.gavel.gpus import exact, name_gpus
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import MIN_FRACTION, GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment
+from dlsched.scheduling.plugins.filters import pooled_nodes
 from dlsched.scheduling.state import EPS, CycleState
 from dlsched.workload.job import Job
 
@@ -133,7 +134,8 @@ class PackedGavelRounds(GavelRounds):
                 free[list(held)] = False
                 np.subtract.at(room, [int(cluster.gpu_node[g]) for g in held], 1)
         rest = {j: k for j, k in units.items() if j not in fixed}
-        nodes = place_round(rest, workers, {}, cluster.node_type, room)
+        nodes = place_round(rest, workers, {}, cluster.node_type, room,
+                            _unit_pools(state, rest, partner))
         gpus = {**fixed, **name_gpus(nodes, {}, free, cluster.node_first_gpu,
                                      cluster.node_gpus)}
         targets: dict[str, Assignment] = {}
@@ -182,3 +184,18 @@ def _held(running: dict[str, Job], unit: str, other: str | None, node_type: np.n
     halves = all(abs(s - PAIR_SHARE) < EPS for s in (*job.shares, *(mate.shares if mate
                                                                     else ())))
     return held if together and halves else None
+
+
+def _unit_pools(state: CycleState, units: Mapping[str, int], partner: Mapping[str, str]
+                ) -> dict[str, frozenset[int]]:
+    """Per unit its pool's nodes (``pooled_nodes``), a pair's the nodes both jobs' pools
+    allow: the two share each GPU."""
+    active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
+    ids = [j for unit in units for j in (unit, partner.get(unit)) if j is not None]
+    pools = pooled_nodes(state, [active[j] for j in ids])
+    out: dict[str, frozenset[int]] = {}
+    for unit in units:
+        mine, other = pools.get(unit), pools.get(partner.get(unit, ""))
+        if mine is not None or other is not None:
+            out[unit] = (mine if other is None else other if mine is None else mine & other)
+    return out

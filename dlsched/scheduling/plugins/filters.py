@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
@@ -75,6 +77,7 @@ class RunnableFilter:
 
 _TYPES, _POOLS, _RUNNABLE = GpuTypeFilter(), NodePoolFilter(), RunnableFilter()
 _RUNNABLE_ONLY = (_RUNNABLE,)  # one tuple: the shape cache keys it by identity
+_PLACEABLE = (_TYPES, _POOLS, _RUNNABLE)  # the default profile's static filters
 
 
 def runnable_nodes(state: CycleState, job: Job) -> np.ndarray:
@@ -86,10 +89,47 @@ def runnable_nodes(state: CycleState, job: Job) -> np.ndarray:
 
 
 def allowed_nodes(state: CycleState, job: Job) -> np.ndarray:
-    """The nodes the core's own filters allow the job: its GPU types, its pool (a pool the
-    cluster does not define restricts nothing) and the GPU types the throughput model rates
-    above 0 (``runnable``): for a policy that places jobs itself, which must not put a job
-    where it cannot progress (pack-aware once ran ResNet-50 b128 on K80, rated 0, for ever)."""
-    mask = np.ones(state.cluster.num_nodes, dtype=bool)
-    return _POOLS.filter(state, job, _TYPES.filter(state, job, mask)) & runnable_nodes(state,
-                                                                                       job)
+    """Read-only mask of the nodes the core's own static filters allow the job: its GPU types,
+    its pool (a pool the cluster does not define restricts nothing) and the GPU types the
+    throughput model rates above 0 (``runnable``), from the cycle's static-mask cache. The one
+    mask for every policy that places jobs itself (the fewest-nodes placement, Pollux, Sia,
+    Gandiva, Synergy) and for the allocation cycle's check of their targets: a job must not
+    run where it cannot progress (pack-aware once ran ResNet-50 b128 on K80, rated 0, for
+    ever), nor outside its pool (Optimus, AFS and ElasticFlow once grew a pool-a job onto
+    pool b's node)."""
+    from dlsched.scheduling.placement import static_mask
+
+    return static_mask(state, job, _PLACEABLE)
+
+
+def allowed_signature(state: CycleState, job: Job) -> bytes:
+    """``allowed_nodes`` as bytes: jobs with equal signatures may use the same nodes."""
+    from dlsched.scheduling.placement import mask_signature
+
+    return mask_signature(state, job, _PLACEABLE)
+
+
+def allows_every_node(state: CycleState, job: Job) -> bool:
+    """Whether ``allowed_nodes`` is every node of the cluster."""
+    from dlsched.scheduling.placement import unconstrained
+
+    return unconstrained(state, job, _PLACEABLE)
+
+
+def pooled_nodes(state: CycleState, jobs: Iterable[Job]) -> dict[str, frozenset[int]]:
+    """Job id -> the nodes ``allowed_nodes`` gives it, for each job whose pool the cluster
+    defines (empty on a cluster without pools): for a policy that picks nodes by GPU type
+    alone (Gavel), which must still keep a job in its pool."""
+    pools = state.cluster.pools
+    if not pools:
+        return {}
+    out: dict[str, frozenset[int]] = {}
+    by_mask: dict[int, frozenset[int]] = {}  # the cycle's masks are shared per shape
+    for job in jobs:
+        if job.spec.pool in pools:
+            mask = allowed_nodes(state, job)
+            nodes = by_mask.get(id(mask))
+            if nodes is None:
+                nodes = by_mask[id(mask)] = frozenset(np.flatnonzero(mask).tolist())
+            out[job.job_id] = nodes
+    return out
