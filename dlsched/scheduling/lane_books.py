@@ -26,15 +26,18 @@ from dlsched.workload.job import Job
 
 
 class FreeBooks:
-    """One cycle's free GPUs; ``evicted`` is the scratchpad's (the victim search marks its
-    victims there, as ``CycleState.evict`` does, for the candidates read lazily against it)."""
+    """A cycle's free GPUs (``begin_books``); ``evicted`` is the scratchpad's (the victim
+    search marks its victims there, as ``CycleState.evict`` does, for the candidates read
+    lazily against it)."""
 
-    def __init__(self, layout: Layout, largest: int, free: memoryview,
-                 node_free: Sequence[int], evicted: dict[str, Job]) -> None:
+    def __init__(self, layout: Layout, largest: int) -> None:
         self.gpu_node, self.first_gpu, self.node_size = (layout.gpu_node, layout.first_gpu,
                                                          layout.gpus)
         self.largest = largest  # the most GPUs a node has
-        self.free = free  # the core's free shares, one float a GPU (read only)
+        self.free: memoryview  # the core's free shares, one float a GPU (read only)
+
+    def begin_books(self, node_free: Sequence[int], evicted: dict[str, Job]) -> None:
+        """A cycle's books: the wholly free GPUs per node, as the core's books have them."""
         self.node_free = bytearray(node_free)
         self.whole = sum(self.node_free)
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).
