@@ -10,28 +10,34 @@ touches (``node_gpus``, read from the core's books at the first touch). ``place`
 are ``placement.place`` with the consolidated score and ``pick_gpus``' plain branch for that
 case, ``give_back`` is ``CycleState.evict``'s ``shift_free``, and ``fewest_victims`` is
 ``cycle._fewest_victims``.
+
+Every share in the lane's case is whole: each job takes 1 of each of its GPUs and gives 1 back
+(``gpu_share`` 1: the lane runs only where no fractional job was ever submitted), and the
+core's books start at 1 and clamp at 0 and 1 (``Scheduler._adjust_whole``). So a GPU's free
+share is exactly 0 or 1: wholly free is ``share == 1``, and a victim's GPU goes from 0 to 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from dlsched.scheduling.state import EPS, Layout
+from dlsched.scheduling.state import Layout
 from dlsched.workload.job import Job
-
-_WHOLE = 1.0 - EPS  # a free share at least this is a whole free GPU
 
 
 class FreeBooks:
-    """One cycle's free GPUs; ``evicted`` is the scratchpad's (the victim search marks its
-    victims there, as ``CycleState.evict`` does, for the candidates read lazily against it)."""
+    """A cycle's free GPUs (``begin_books``); ``evicted`` is the scratchpad's (the victim
+    search marks its victims there, as ``CycleState.evict`` does, for the candidates read
+    lazily against it)."""
 
-    def __init__(self, layout: Layout, largest: int, free: memoryview,
-                 node_free: Sequence[int], evicted: dict[str, Job]) -> None:
+    def __init__(self, layout: Layout, largest: int) -> None:
         self.gpu_node, self.first_gpu, self.node_size = (layout.gpu_node, layout.first_gpu,
                                                          layout.gpus)
         self.largest = largest  # the most GPUs a node has
-        self.free = free  # the core's free shares, one float a GPU (read only)
+        self.free: memoryview  # the core's free shares, one float a GPU (read only)
+
+    def begin_books(self, node_free: Sequence[int], evicted: dict[str, Job]) -> None:
+        """A cycle's books: the wholly free GPUs per node, as the core's books have them."""
         self.node_free = bytearray(node_free)
         self.whole = sum(self.node_free)
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).
@@ -45,23 +51,21 @@ class FreeBooks:
         return gpus
 
     def give_back(self, victims: Iterable[Job]) -> None:
-        """``shift_free`` of each victim's shares: added to its GPUs' free shares, clamped at
-        1 (a share is positive, so never below 0), the node's whole count kept in step."""
+        """``shift_free`` of each victim's shares: each of its GPUs goes from 0 free to 1 (every
+        share whole, held by the victim alone), the node's whole count kept in step."""
         node_gpus, gpu_node, first_gpu, node_free = (self.node_gpus, self.gpu_node,
                                                      self.first_gpu, self.node_free)
         whole = self.whole
         for victim in victims:
             node, shares, first = -1, [], 0
-            for gpu, share in zip(victim.allocation, victim.shares, strict=True):
+            allocation = victim.allocation
+            for gpu in allocation:
                 if gpu_node[gpu] != node:
                     node = gpu_node[gpu]
                     shares, first = node_gpus.get(node) or self._gpus_of(node), first_gpu[node]
-                old = shares[gpu - first]
-                new = old + share
-                shares[gpu - first] = 1.0 if new > 1.0 else new
-                if old < _WHOLE <= new:
-                    node_free[node] += 1
-                    whole += 1
+                shares[gpu - first] = 1.0
+                node_free[node] += 1
+            whole += len(allocation)
         self.whole = whole
 
     # -- placement (``place`` with the consolidated score, every node usable) ------------
@@ -70,19 +74,22 @@ class FreeBooks:
         tightest node holding it all (``_tightest``, lowest index on ties), else the
         consolidated score's ``spread``: the roomiest node (lowest index on ties) gives all
         it has while none holds the rest, then the tightest node holding the rest takes it
-        (a node given all it had has no room left, so it is not met again)."""
+        (a node given all it had has no room left, so it is not met again). ``top`` bounds
+        the room any node has: the node count at most, then the room of the roomiest node
+        just emptied (rooms above it are not looked for: none has them)."""
         node_free, chosen, remaining = self.node_free, (), need
-        find, largest = node_free.find, self.largest
+        find, top = node_free.find, self.largest
         while True:
-            for room in range(remaining, largest + 1):  # the least room holding the rest
+            for room in range(remaining, top + 1):  # the least room holding the rest
                 node = find(room)  # the lowest such node
                 if node >= 0:
                     return chosen + self._pick(node, remaining)
-            for room in range(min(remaining - 1, largest), 0, -1):  # the most room
+            for room in range(min(remaining - 1, top), 0, -1):  # the most room
                 node = find(room)
                 if node >= 0:
                     chosen += self._pick(node, room)
                     remaining -= room
+                    top = room
                     break
 
     def _pick(self, node: int, count: int) -> tuple[int, ...]:
@@ -92,18 +99,20 @@ class FreeBooks:
         first = self.first_gpu[node]
         self.whole -= count
         node_free = self.node_free
-        if node_free[node] == len(gpus):  # every GPU wholly free: the lowest ``count``
-            node_free[node] -= count
+        room = node_free[node]
+        node_free[node] = room - count
+        if room == len(gpus):  # every GPU wholly free: the lowest ``count``
             gpus[:count] = [0.0] * count
             return tuple(range(first, first + count))
-        node_free[node] -= count
-        chosen = []
-        for at, free in enumerate(gpus):
-            if free >= _WHOLE:
-                gpus[at] = 0.0
-                chosen.append(first + at)
-                if len(chosen) == count:
-                    break
+        if room == count:  # all it has (the spread's roomiest node): every free GPU
+            chosen = tuple([first + at for at, free in enumerate(gpus) if free == 1.0])
+            gpus[:] = [0.0] * len(gpus)
+            return chosen
+        chosen, at, position = [], -1, gpus.index
+        for _ in range(count):  # the lowest ``count`` wholly free, found in C
+            at = position(1.0, at + 1)
+            gpus[at] = 0.0
+            chosen.append(first + at)
         return tuple(chosen)
 
     # -- the victim search (``_fewest_victims`` with ``_enough_room``, every node usable) --

@@ -31,50 +31,72 @@ _new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
 
 
 class LaneWalk(FreeBooks):
-    """One cycle's walk (``bucket_scan.scan_buckets`` and the attempts it makes) on the books
-    of ``FreeBooks``."""
+    """The walk (``bucket_scan.scan_buckets`` and the attempts it makes) on the books of
+    ``FreeBooks``: one object for a lane's cluster, its per-cycle fields set afresh by
+    ``run`` (the fields that stay are set once)."""
 
-    def __init__(self, lane: TiresiasLane, snapshot: ClusterSnapshot) -> None:
-        self.state = state = lane.scratchpad(snapshot)
-        free, node_free, self.node_versions = lane.views(snapshot)
-        FreeBooks.__init__(self, lane._layout, lane.largest,  # type: ignore[arg-type]
-                           free, node_free, state.evicted)
+    def __init__(self, lane: TiresiasLane) -> None:
+        FreeBooks.__init__(self, lane._layout, lane.largest)  # type: ignore[arg-type]
+        self.lane = lane
         self.profile, self.sort, self.futile = lane.profile, lane.sort, lane.profile.futile
+        self.every_node = lane.every_node  # the static mask of a whole job on any node
+        self.arrays: tuple | None = None  # the core's read-only books the views are of
+        self.node_versions: memoryview | None = None
+        self.node_free_view: memoryview | None = None
+
+    def _begin(self, snapshot: ClusterSnapshot) -> None:
+        """The cycle's fields: the scratchpad, the books read from the snapshot (through
+        memoryviews made once for the core's read-only arrays, the same every cycle:
+        sliced, listed and summed without numpy's per-call costs), nothing decided yet."""
+        arrays = self.arrays
+        if (arrays is None or arrays[0] is not snapshot.free
+                or arrays[1] is not snapshot.node_free
+                or arrays[2] is not snapshot.node_version):
+            self.arrays = (snapshot.free, snapshot.node_free, snapshot.node_version)
+            self.free, self.node_free_view, self.node_versions = (
+                memoryview(snapshot.free), memoryview(snapshot.node_free),
+                memoryview(snapshot.node_version))
+        self.state = state = self.lane.scratchpad(snapshot)
+        self.begin_books(self.node_free_view.tolist(), state.evicted)  # type: ignore[union-attr]
         self.snapshot = snapshot
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
-        self.every_node = lane.every_node  # the static mask of a whole job on any node
         self.versions: int | None = None  # starts and stops on every node, when first asked
         self.starts: list[Start] = []
         self.preemptions: list[Preempt] = []
         self.reasons: dict[str, str] = {}
         self.stop_reason = ""  # ``bucket_scan.stop_reason``: set where the walk stops early
 
-    def run(self, buckets: Any) -> CycleResult:
+    def run(self, snapshot: ClusterSnapshot, buckets: Any) -> CycleResult:
+        self._begin(snapshot)
         dropped = self._scan(buckets)
         wakeup = self.sort.next_wakeup(self.state)
         result = object.__new__(CycleResult)  # the frozen ``__init__`` sets field by field
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
                                next_wakeup=wakeup, blocked={}, bulk_reasons=tuple(
-                                   (name, _SMALLER_FAILED_TEXT) for name in dropped),
+                                   [(name, _SMALLER_FAILED_TEXT) for name in dropped]),
                                stop_reason=self.stop_reason)
         return result
 
     def _scan(self, buckets: Any) -> list[Hashable]:
         """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job
         asking at least the known miss, and comes back after an eviction clears it. A
-        bucket's name starts with its jobs' GPU count (``Scheduler._bucket_of``)."""
-        names, lists = [], []
+        bucket's name starts with its jobs' GPU count (``Scheduler._bucket_of``). After an
+        eviction a job asking more than is free that ``no_victims`` rules out (the last
+        queue's heads, the most met) fails here: ``_consider``'s steps for it, inline."""
+        names, lists, needs, heap = [], [], [], []
         for name, entry in buckets.items():
-            if entry[1]:
+            keys = entry[0]
+            if keys:
+                heap.append((keys[0], len(names), 0))
                 names.append(name)
                 lists.append(entry)
-        heap = [(keys[0], n, 0) for n, (keys, _) in enumerate(lists)]
+                needs.append(name[0])
         heapq.heapify(heap)
-        needs = [name[0] for name in names]
         dropped: list[int] = []
         ever_dropped: dict[int, None] = {}
-        evicted, consider = self.state.evicted, self._consider
+        state, consider, reasons = self.state, self._consider, self.reasons
+        evicted, no_victims, futile = state.evicted, self.sort.no_victims, self.futile
         while heap:
             key, n, index = heap[0]
             need = needs[n]
@@ -84,7 +106,14 @@ class LaneWalk(FreeBooks):
                 ever_dropped[n] = None
                 continue
             keys, jobs = lists[n]
-            if not consider(jobs[index], need) and need == 1 and not evicted:
+            job = jobs[index]
+            if evicted and need > self.whole and no_victims(state, job):
+                # ``_consider`` and ``_failed``: ``no_victims`` is pure, asked only here
+                futile[job.job_id] = None
+                reasons[job.job_id] = self._miss_text(need)
+                if need < self.miss:
+                    self.miss = need
+            elif not consider(job, need) and need == 1 and not evicted:
                 # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
                 self.stop_reason = SMALLEST_FAILED
                 break
@@ -104,15 +133,12 @@ class LaneWalk(FreeBooks):
     def _consider(self, job: Job, need: int) -> bool:
         """``_CycleRun.consider`` and ``_try_job`` for a whole job on any node. While jobs
         are evicted in this cycle no futility memo is kept (``_futility_key``): a job of the
-        last queue (``no_victims``) is told by the free counts (``_victimless_miss``)."""
-        state = self.state
-        if state.evicted:
+        last queue (``no_victims``) is told by the free counts (``_victimless_miss``) in
+        ``_scan``, which asks ``no_victims`` (pure) before this, where the counts rule the
+        job out."""
+        if self.state.evicted:
             if need <= self.whole:
                 return self._start(job, need, ())
-            # ``no_victims`` is a pure test: asked only where the counts rule the job out
-            if self.sort.no_victims(state, job):  # the last queue's heads, mostly
-                self.futile[job.job_id] = None
-                return self._failed(job.job_id, need, self._miss_text(need))
             return self._search(job, need, None)
         prior = self.futile.get(job.job_id)
         if prior is None:

@@ -78,7 +78,7 @@ class TiresiasLane:
         self.every_node = np.ones(0, dtype=bool)  # the cluster's nodes, all (a mask)
         self._state: CycleState | None = None  # the scratchpad, kept from cycle to cycle
         self._plain_shape: tuple | None = None  # the static shape of a whole job, any node
-        self._views: tuple | None = None  # the snapshot's books and memoryviews of them
+        self._walk: LaneWalk | None = None  # the walk, kept from cycle to cycle
 
     def _cluster_plain(self, snapshot: ClusterSnapshot) -> bool:
         """Whether the cluster's nodes have no NVLink domain and at most 255 GPUs each; notes
@@ -89,7 +89,7 @@ class TiresiasLane:
             plain = not any(layout.nvlink_domain) and max(layout.gpus, default=0) < 256
             self._layout = layout if plain else None
             self.largest = max(layout.gpus, default=0)
-            self._state = None
+            self._state = self._walk = None
             every_node = np.ones(cluster.num_nodes, dtype=bool)
             every_node.flags.writeable = False
             self.every_node = every_node
@@ -115,18 +115,6 @@ class TiresiasLane:
         state.evicted, state.started, state.scratch = {}, {}, {}
         return state
 
-    def views(self, snapshot: ClusterSnapshot) -> tuple[memoryview, list[int], memoryview]:
-        """The snapshot's free shares and node versions as memoryviews (sliced, listed and
-        summed without numpy's per-call costs), made once for the core's read-only views
-        (the same arrays every cycle), and its whole-free counts as a list."""
-        views = self._views
-        if (views is None or views[0] is not snapshot.free or views[1] is not snapshot.node_free
-                or views[2] is not snapshot.node_version):
-            views = self._views = (snapshot.free, snapshot.node_free, snapshot.node_version,
-                                   memoryview(snapshot.free), memoryview(snapshot.node_free),
-                                   memoryview(snapshot.node_version))
-        return views[3], views[4].tolist(), views[5]
-
     def decide(self, snapshot: ClusterSnapshot) -> CycleResult | None:
         """The cycle's result, or None where the full cycle must decide."""
         buckets = snapshot.buckets
@@ -138,4 +126,7 @@ class TiresiasLane:
         for name in buckets:
             if name[1] != plain:  # (GPU count, static shape): ``Scheduler._bucket_of``
                 return None
-        return LaneWalk(self, snapshot).run(buckets)
+        walk = self._walk
+        if walk is None:
+            walk = self._walk = LaneWalk(self)
+        return walk.run(snapshot, buckets)
