@@ -7,6 +7,7 @@ and the written ``jobs.csv`` must be equal, and the lane must have decided cycle
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import fields, replace
@@ -65,7 +66,10 @@ def _recorded(enabled: bool) -> Iterator[tuple[list[CycleResult], list[bool]]]:
         base = journal_bases.setdefault(id(core), core.journal.count)
         result = core_cycle(core)
         if results and results[-1] is result:  # a cycle that ran (not an idle one)
-            results[-1] = (result, _core_state(core, base))
+            # the state's digest, not the state: a thrashing example runs ~10^4 cycles, and
+            # every job's record kept per cycle took gigabytes (hypothesis seed 30)
+            state = repr(_core_state(core, base)).encode()
+            results[-1] = (result, hashlib.blake2b(state, digest_size=16).digest())
         return result
 
     def counting(lane: preempt_lane.TiresiasLane, snapshot: object) -> CycleResult | None:
@@ -94,7 +98,9 @@ def _run(specs: list[JobSpec], nodes: int, gpus: int, options: dict[str, str], e
 @given(jobs=_jobs, nodes=st.integers(1, 3), gpus=st.sampled_from([2, 4, 8]),
        thresholds=st.sampled_from(["50", "200", "100:1500", "30:300:3000"]),
        knob=st.sampled_from(["0", "0.5", "1", "2", "4"]),
-       cut=st.sampled_from([None, 1500.0, 4000.0]))
+       # Always cut: two 8-GPU jobs promoted and demoted every 3.75 s (threshold 30 GPU-s)
+       # under a 5 s restart overhead never finish (hypothesis seed 30: a run without end)
+       cut=st.sampled_from([12_000.0, 1500.0, 4000.0]))
 def test_lane_decides_every_cycle_as_the_full_cycle(
         tmp_path_factory: object, jobs: list[tuple[int, int, int]], nodes: int, gpus: int,
         thresholds: str, knob: str, cut: float | None) -> None:
