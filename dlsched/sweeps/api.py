@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,8 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
           seeds: Iterable[int] | str = (0,), *, options: Mapping[str, Any] | None = None,
           vary: Mapping[str, Iterable[Any]] | None = None, out: str | Path | None = None,
           workers: int | None = None, ray_address: str | None = None, plots: bool = True,
-          on_done: OnDone | None = None) -> pd.DataFrame:
+          on_done: OnDone | None = None,
+          on_start: Callable[[int], None] | None = None) -> pd.DataFrame:
     """Run every combination of ``traces`` × ``clusters`` × ``policies`` × ``vary``'s values ×
     ``seeds`` and return one row per run (labels, key, summary metrics).
 
@@ -48,7 +49,8 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
     (``"tiresias:thresholds"``) to its values. Runs go to ``workers`` local processes (default:
     this machine's CPUs; 1: in this process), or to the Ray cluster at ``ray_address``. With
     ``out`` the sweep is resumable (runs already in ``OUT/done/`` are not redone) and writes
-    ``results.csv``, ``ci.csv`` and ``plots/``."""
+    ``results.csv``, ``ci.csv`` and ``plots/``. ``on_start(runs)`` is called once every
+    input is checked, before the first run: a bad input fails before it is called."""
     names = policies.split(",") if isinstance(policies, str) else policies
     spec = SweepSpec(_names(traces), _names(clusters), _names(names),
                      _seeds(seeds), dict(options or {}),
@@ -59,6 +61,8 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
         from dlsched.experiment import check_out
 
         check_out(Path(out))  # a file or an unwritable place: one line, before any run
+    if on_start is not None:
+        on_start(len(runs))
     if out is None:
         with tempfile.TemporaryDirectory(prefix="dlsched-sweep-") as folder:
             return _run(spec, runs, Path(folder), workers, ray_address, False, on_done)[0]

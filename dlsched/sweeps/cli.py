@@ -176,10 +176,13 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
         console.print(escape(f"[{done[0]}] {labels}: mean JCT "
                              f"{'n/a' if jct is None else f'{jct / 3600:.2f} h'}"))
 
-    console.print(escape(f"sweep -> {out} {_where(workers or default_workers(), ray_address)}"))
+    def header(runs: int) -> None:  # once the inputs are checked: an error comes alone
+        console.print(escape(f"sweep of {count_of(runs, 'run')} -> {out} "
+                             f"{_where(workers or default_workers(), ray_address)}"))
+
     try:
         table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
-                      on_done=report)
+                      on_done=report, on_start=header)
     except KeyboardInterrupt:  # Ctrl-C: the finished runs are kept; say so, and how to resume
         console.print(escape(f"interrupted: {count_of(done[0], 'run')} finished now are kept in "
                              f"{out / 'done'}; the same command runs the rest"))

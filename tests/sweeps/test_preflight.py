@@ -67,3 +67,32 @@ def test_an_out_that_cannot_be_a_folder_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.output.splitlines()[-1].startswith(f"error: --out {taken}: cannot create "
                                                      "the folder")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (["--trace", "no-such-trace"], "error: no-such-trace: no such file"),
+    (["--policies", "fifo,nope"], "error: unknown policy 'nope'"),
+    (["--cluster", "no-such-cluster"], "error: unknown cluster 'no-such-cluster'"),
+], ids=["trace", "policy", "cluster"])
+def test_a_bad_input_is_the_only_line_printed(tmp_path: Path, change: list[str],
+                                              message: str) -> None:
+    """The header ("sweep -> OUT on 2 local processes") came before the up-front checks, so a
+    typo printed it and then the error, as if the sweep had started; now the error is alone,
+    and the header, once the inputs pass, counts the runs."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    args = {"--trace": "pollux-1", "--cluster": "pollux-64", "--policies": "fifo"}
+    args.update(dict(zip(change[::2], change[1::2], strict=True)))
+    flat = [part for pair in args.items() for part in pair]
+    result = CliRunner().invoke(app, ["sweep", *flat, "--set", "limit=3", "--workers", "1",
+                                      "--no-plots", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), result.output
+    good = CliRunner().invoke(app, ["sweep", "--trace", "pollux-1", "--cluster", "pollux-64",
+                                    "--policies", "fifo", "--set", "limit=3", "--workers", "1",
+                                    "--no-plots", "--out", str(tmp_path / "o")])
+    assert good.exit_code == 0 and good.output.startswith(
+        f"sweep of 1 run -> {tmp_path / 'o'} in this process"), good.output
