@@ -1,8 +1,9 @@
 """Counts in messages read as English: "1 node", "2 nodes" (not "1 nodes"); durations in
-the unit that shows them: "1.6 s", "2.35 h"."""
+the unit that shows them: "1.6 s", "12.5 min", "2.35 h", "31.88 d"."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 
 
@@ -38,17 +39,26 @@ def named_counts(counts: Mapping[str, int], noun: str = "job") -> str:
                      for name, count in sorted(counts.items()))
 
 
-SHORT_SECONDS = 360.0  # below 0.1 h, hours with two decimals read 0.00 h or 0.05 h
+# A duration's unit by its size: (seconds in the unit, its name, decimals, the largest
+# value shown in it). One convention for every printed duration of a run (simulate's and
+# compare's lines, a trace's recorded figures, the notebook): "45.0 s", "12.5 min",
+# "5.07 h", "31.88 d". Hours alone printed "mean JCT 0.00 h" for a service's seconds-long
+# jobs, and "makespan 765.09 h" beside "mean total wait 0.0 s" for a month of Philly.
+DURATION_UNITS = ((1.0, "s", 1, 60.0), (60.0, "min", 1, 60.0), (3600.0, "h", 2, 48.0),
+                  (86400.0, "d", 2, math.inf))
 
 
 def duration_text(seconds: float | None) -> str:
-    """Hours with two decimals (``12.40 h``), or seconds below 0.1 h (``1.6 s``): a replay of
-    a service's history of seconds-long jobs printed "mean JCT 0.00 h"."""
+    """``seconds`` in the unit its size reads best in (``DURATION_UNITS``): seconds below a
+    minute, minutes below an hour, hours below two days, days beyond; the unit is chosen on
+    the rounded value, so 59.99 s reads "1.0 min", not "60.0 s"."""
     if seconds is None:
         return "n/a"
-    if abs(seconds) < SHORT_SECONDS:
-        return f"{seconds:.1f} s"
-    return f"{seconds / 3600:.2f} h"
+    for size, unit, decimals, largest in DURATION_UNITS:
+        text = f"{seconds / size:.{decimals}f}"
+        if abs(float(text)) < largest or unit == "d":
+            return f"{text} {unit}"
+    raise AssertionError("days take every value")  # unreachable: the last unit is unbounded
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -366,6 +367,21 @@ def test_a_replay_of_seconds_long_jobs_prints_seconds(tmp_path: Path) -> None:
     output = invoke("simulate", "--trace", str(trace), "--cluster", "philly", "--policy",
                     "fifo", "--out", str(tmp_path / "out"))
     assert "mean JCT 3.0 s, makespan 5.0 s" in " ".join(output.split()), output
+
+
+def test_the_summary_line_gives_each_duration_a_unit_by_size_and_labels_the_wall_time(
+        tmp_path: Path) -> None:
+    """philly-sample under fifo printed "mean JCT 5.07 h, makespan 765.09 h, mean total wait
+    0.0 s, utilization 1.4%, 0.16 s -> DIR": hours beside seconds, and the run's wall time
+    unlabelled among the schedule's durations. summary.json keeps its fields in seconds."""
+    output = " ".join(invoke("simulate", "--trace", "philly-sample", "--policy", "fifo",
+                             "--out", str(tmp_path)).split())
+    assert ("fifo: 2000/2000 finished, mean JCT 5.07 h, makespan 31.88 d, mean total wait "
+            "0.0 s, utilization 1.4%, simulated in ") in output, output
+    assert re.search(r"simulated in \d+\.\d\d s -> ", output), output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["makespan"] == 2754311.0 and summary["jct_mean"] == pytest.approx(18251.4495)
+    assert "wall_seconds" in summary
 
 
 @pytest.mark.parametrize("command", [

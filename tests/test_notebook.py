@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 import dlsched
 from dlsched.cli import app
 from dlsched.errors import ConfigError
+from dlsched.wording import duration_text
 
 TEXT = ("job_id", "queue", "status", "pending_reason", "policy", "trace", "cluster", "version")
 
@@ -146,7 +147,7 @@ def test_reprs_are_one_line_per_run_not_the_tables() -> None:
     result = dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=10)
     assert repr(result["fifo"]) == ("<SimulationRun fifo on pollux-1 / pollux-64: "
                                     f"10/10 jobs finished, mean JCT "
-                                    f"{result['fifo'].summary['jct_mean'] / 3600:.2f} h>")
+                                    f"{duration_text(result['fifo'].summary['jct_mean'])}>")
     assert repr(result).splitlines()[1].startswith("  fifo: 10/10 jobs finished")
     assert len(repr(result).splitlines()) == 3
 

@@ -25,8 +25,14 @@ def test_a_one_node_cluster_is_described_in_the_singular() -> None:
 
 
 @pytest.mark.parametrize(("seconds", "text"), [
-    (None, "n/a"), (1.57, "1.6 s"), (359.9, "359.9 s"), (360.0, "0.10 h"), (44640.0, "12.40 h"),
-], ids=["none", "seconds", "just-under", "a-tenth-hour", "hours"])
-def test_durations_read_in_a_unit_that_shows_them(seconds: float | None, text: str) -> None:
-    """A replay of a service's seconds-long jobs printed 'mean JCT 0.00 h'."""
+    (None, "n/a"), (0.0, "0.0 s"), (1.57, "1.6 s"), (59.94, "59.9 s"), (59.96, "1.0 min"),
+    (150.0, "2.5 min"), (3599.0, "1.00 h"),
+    (44640.0, "12.40 h"), (172_799.0, "2.00 d"), (2_754_311.0, "31.88 d"),
+], ids=["none", "zero", "seconds", "just-under-a-minute", "rounds-up-to-a-minute",
+        "minutes", "rounds-up-to-an-hour", "hours", "rounds-up-to-two-days", "days"])
+def test_durations_read_in_the_unit_their_size_reads_best_in(seconds: float | None,
+                                                            text: str) -> None:
+    """One convention for every printed duration: a replay of a service's seconds-long jobs
+    printed 'mean JCT 0.00 h', and a month of Philly 'makespan 765.09 h' beside 'mean total
+    wait 0.0 s' (session 31)."""
     assert duration_text(seconds) == text

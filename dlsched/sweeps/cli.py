@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.errors import DlschedError, policy_file_bug
-from dlsched.wording import count_of
+from dlsched.wording import count_of, duration_text
 
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 SWEEP_KEYS = ("traces", "clusters", "policies", "seeds", "options", "vary")
@@ -173,8 +173,7 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
         # 'fifo 1', not 'fifo 1 600': a tiresias threshold does not apply to a fifo run
         labels = point_name(run.labels, [k for k in run.labels if k not in LABELS])
         jct = row.get("jct_mean")
-        console.print(escape(f"[{done[0]}] {labels}: mean JCT "
-                             f"{'n/a' if jct is None else f'{jct / 3600:.2f} h'}"))
+        console.print(escape(f"[{done[0]}] {labels}: mean JCT {duration_text(jct)}"))
 
     def header(runs: int) -> None:  # once the inputs are checked: an error comes alone
         console.print(escape(f"sweep of {count_of(runs, 'run')} -> {out} "

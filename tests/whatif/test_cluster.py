@@ -56,7 +56,7 @@ def test_a_replay_on_the_written_cluster_schedules_cpus_as_the_service_did(
     run = dlsched.simulate(trace=tmp_path / "history.csv", cluster=tmp_path / "lab.yaml",
                            policy="fifo")
     assert run.summary["jct_mean"] == pytest.approx(150.0)
-    assert "mean JCT 150.0 s" in repr(run)  # not "0.04 h"
+    assert "mean JCT 2.5 min" in repr(run)  # not "0.04 h"
 
 
 def test_history_cluster_writes_the_file_or_says_in_one_line_why_not(

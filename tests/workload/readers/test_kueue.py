@@ -55,8 +55,8 @@ def test_jobs_and_workloads_become_jobs(write: Writer) -> None:
     # What the cluster did with them, to compare a replay with: JCTs 65 and 32 min, waits 5
     # and 2 min, 10:00 to 11:05
     assert trace.skipped == 0 and trace.warnings[1].startswith(
-        f"{trace.source}: as recorded, its 2 jobs had a mean JCT of 0.81 h, a mean queueing "
-        "delay of 210.0 s and a makespan of 1.08 h")
+        f"{trace.source}: as recorded, its 2 jobs had a mean JCT of 48.5 min, a mean "
+        "queueing delay of 3.5 min and a makespan of 1.08 h")
 
 
 def test_a_bad_time_names_file_line_and_field(write: Writer) -> None:

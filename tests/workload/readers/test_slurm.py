@@ -33,7 +33,7 @@ def test_allocations_become_jobs_and_the_rest_is_counted(write: Writer) -> None:
     # 1620 s, 10:00 to 12:00
     assert trace.skipped == 0 and trace.warnings[-1].startswith(
         f"{trace.source}: as recorded, its 2 jobs had a mean JCT of 1.48 h, a mean queueing "
-        "delay of 0.23 h and a makespan of 2.00 h")
+        "delay of 13.5 min and a makespan of 2.00 h")
 
 
 def test_the_gres_spelling_reads_as_the_tres_one(write: Writer) -> None:
