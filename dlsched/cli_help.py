@@ -61,10 +61,25 @@ def _hide_flag_types(command: Any) -> None:
     command.get_params = params_without_flag_types
 
 
+# Commands users look for under another name, and where that work is done: a what-if replay
+# of a cluster's own history is two commands, and `dlsched whatif` said only "No such command".
+WHAT_IF = ("a what-if replay of a cluster's own history is `dlsched history export --out "
+           "FILE` (a dlsched service's jobs; or a Slurm sacct or kubectl export), then "
+           "`dlsched compare --trace FILE --policies ...` (docs/what-if.md)")
+COMMAND_HINTS = {"whatif": WHAT_IF, "what-if": WHAT_IF, "what_if": WHAT_IF, "replay": WHAT_IF}
+
+
 class HelpGroup(TyperGroup):
     """The ``dlsched`` group: built last (after its subcommands and groups), it reflows the
-    help of the whole tree."""
+    help of the whole tree, and a command looked for under another name
+    (``COMMAND_HINTS``) says where that work is done."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         reflow_tree(self)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else None
+        if name in COMMAND_HINTS and self.get_command(ctx, name) is None:
+            ctx.fail(f"No such command {name!r}: {COMMAND_HINTS[name]}.")
+        return super().resolve_command(ctx, args)

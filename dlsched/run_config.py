@@ -34,7 +34,9 @@ def _opt(default: Any, help: str, **meta: Any) -> Any:
 @dataclass(frozen=True)
 class RunConfig:
     trace: str = _opt("philly-sample", "A bundled trace name (see `dlsched traces`), a trace "
-                      "file, or 'synthetic'.")
+                      "file, or 'synthetic'. A cluster's own history (what-if replay): "
+                      "`dlsched history export --out FILE`, or a Slurm sacct or kubectl "
+                      "export (docs/what-if.md).")
     cluster: str = _opt("philly", "A built-in cluster (see `dlsched clusters`) or a cluster "
                         "YAML file.")
     policies: tuple[str, ...] = _opt(("fifo",), "Comma-separated policy names, e.g. "

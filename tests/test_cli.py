@@ -369,6 +369,28 @@ def test_a_replay_of_seconds_long_jobs_prints_seconds(tmp_path: Path) -> None:
     assert "mean JCT 3.0 s, makespan 5.0 s" in " ".join(output.split()), output
 
 
+@pytest.mark.parametrize("args", [
+    ["whatif"], ["what-if", "--trace", "x.csv"],
+    ["simulate", "--trace", "runs/last-week.csv", "--policy", "fifo"],
+    ["compare", "--trace", "last-week.csv", "--policies", "fifo,tiresias"],
+], ids=["whatif", "what-if", "simulate-missing-trace", "compare-missing-trace"])
+def test_a_what_if_without_its_input_points_to_history_export(tmp_path: Path,
+                                                             args: list[str]) -> None:
+    """`dlsched whatif` said "No such command 'whatif'", and a missing --trace FILE listed the
+    38 bundled traces: neither told how a cluster's own history becomes a trace."""
+    out = ["--out", str(tmp_path / "o")] if args[0] in ("simulate", "compare") else []
+    result = runner.invoke(app, [*args, *out])
+    text = " ".join(result.output.replace("│", " ").split())
+    assert result.exit_code == 2, text
+    assert "`dlsched history export --out FILE`" in text and "docs/what-if.md" in text, text
+
+
+def test_the_trace_option_says_how_to_replay_a_clusters_own_history() -> None:
+    for command in ("simulate", "compare"):
+        text = " ".join(runner.invoke(app, [command, "--help"]).output.replace("│", " ").split())
+        assert "A cluster's own history (what-if replay): `dlsched history export --out" in text
+
+
 def test_the_summary_line_gives_each_duration_a_unit_by_size_and_labels_the_wall_time(
         tmp_path: Path) -> None:
     """philly-sample under fifo printed "mean JCT 5.07 h, makespan 765.09 h, mean total wait

@@ -16,7 +16,9 @@ from rich.markup import escape
 from dlsched.errors import DlschedError
 from dlsched.wording import count_of
 
-history_app = typer.Typer(help="The service's own history: export it as a trace to replay.",
+history_app = typer.Typer(help="The service's own history: export it as a trace to replay "
+                               "under other policies (what-if: `dlsched compare --trace FILE`, "
+                               "docs/what-if.md).",
                           no_args_is_help=True)
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 

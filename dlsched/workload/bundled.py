@@ -93,7 +93,14 @@ def check_trace_names(names_or_paths: str) -> None:
             known = ", ".join(sorted(BUNDLED_TRACES))
             raise InputError(InputLocation(part),
                              f"no such file, and not a bundled trace (bundled: {known})"
-                             + did_you_mean(part, BUNDLED_TRACES))
+                             + (did_you_mean(part, BUNDLED_TRACES) or OWN_HISTORY))
+
+
+# Where a what-if replay's input comes from (docs/what-if.md): a missing --trace FILE said
+# only "no such file" and listed the bundled traces, never how to get one's own history.
+OWN_HISTORY = ("; a cluster's own history is written as a trace by `dlsched history export "
+               "--out FILE` (a dlsched service), or read from a Slurm sacct or kubectl export "
+               "(docs/what-if.md)")
 
 
 def resolve_traces(names_or_paths: str, fmt: str | None = None,
