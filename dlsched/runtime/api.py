@@ -17,7 +17,7 @@ from typing import Annotated, Any, get_args
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 
 from dlsched import __version__
 from dlsched.runtime import commands, overview, views
@@ -86,10 +86,15 @@ def _request_error(_request: Request, exc: RequestError) -> JSONResponse:
     return JSONResponse({"detail": exc.message}, status_code=exc.status)
 
 
-def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+def _validation_error(request: Request, exc: RequestValidationError) -> Response:
     """FastAPI's 422, with the offending input made JSON (a NaN it echoes, or a lone
     surrogate such as ``"\\ud800"`` that UTF-8 cannot encode, would be a 500), and a query
-    value outside its choices naming the closest one (``_closest_choice``)."""
+    value outside its choices naming the closest one (``_closest_choice``). A dashboard page
+    (``/?hours=x``) answers a page saying so, not the JSON."""
+    if getattr(request.scope.get("route"), "response_class", None) is HTMLResponse:
+        from dlsched.runtime.dashboard.routes import invalid_address
+
+        return invalid_address(request, exc.errors())
     errors = [{**error, "msg": error["msg"] + _closest_choice(request, error)}
               if error.get("type") == "enum" else error for error in exc.errors()]
     return JSONResponse({"detail": _echoable(jsonable_encoder(errors))}, status_code=422)

@@ -316,3 +316,25 @@ def test_the_job_list_says_how_many_it_leaves_out(live: Callable[..., Live], out
     assert "The newest 3 jobs of 5 (filter to see the others)." in html
     monkeypatch.setattr(pages, "JOBS_SHOWN", 5)
     assert "The newest 5 jobs. Place" in page(handle, "/").text
+
+
+@pytest.mark.parametrize(("query", "named", "kept"), [
+    ("hours=x&state=active", "<code>hours=x</code>: Input should be a valid number",
+     "/?state=active"),
+    ("hours=1000", "<code>hours=1000</code>: Input should be less than or equal to 168", "/"),
+    ("hours=-1&fragment=maybe", "<code>fragment=maybe</code>: Input should be a valid boolean",
+     "/"),
+    ("hours=%3Cb%3Ex", "<code>hours=&lt;b&gt;x</code>", "/"),
+], ids=["not-a-number", "out-of-range", "two-at-once", "escaped"])
+def test_a_page_with_a_bad_query_value_answers_a_page_naming_it(
+        live: Callable[..., Live], query: str, named: str, kept: str) -> None:
+    """``/?hours=x`` showed FastAPI's JSON error, raw, in the browser; the API keeps it."""
+    handle = live(token=TOKEN)
+    answer = page(handle, f"/?{query}", TOKEN)
+    assert answer.status_code == 422 and answer.headers["content-type"].startswith("text/html")
+    assert "<h1>This page cannot show that address</h1>" in answer.text
+    assert named in answer.text, answer.text
+    assert f'<a href="{kept}">Open the page without' in answer.text.replace("&amp;", "&")
+    api = httpx.get(handle.url + "/v1/utilization", params={"hours": "x"},
+                    headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["query", "hours"]

@@ -152,3 +152,26 @@ def test_why_a_job_waits_stays_readable_in_a_narrow_window(live: Callable[..., L
             assert reason.evaluate("(cell) => cell.getBoundingClientRect().width") >= 180
         finally:
             browser.close()
+
+
+def test_an_address_with_a_bad_value_reads_as_a_page_that_leads_back(
+        live: Callable[..., Live]) -> None:
+    """``/?hours=x`` showed FastAPI's JSON error in the browser: now a page names the
+    parameter, and its link opens the overview without it."""
+    handle = live()
+    with sync_api.sync_playwright() as playwright:
+        browser = headless_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            answer = page.goto(handle.url + "/?hours=x&state=active")
+            assert answer is not None and answer.status == 422
+            expect = sync_api.expect
+            expect(page.locator("h1")).to_have_text("This page cannot show that address")
+            expect(page.locator("main li")).to_contain_text(
+                "hours=x: Input should be a valid number")
+            page.click("text=Open the page without hours")
+            expect(page.locator("#live-status")).to_contain_text("live, updated",
+                                                                 timeout=WAIT_MS)
+            assert page.url == handle.url + "/?state=active"
+        finally:
+            browser.close()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import parse_qs, urlencode
@@ -222,6 +224,38 @@ def router(service: Service) -> APIRouter:
                         headers={"Cache-Control": "max-age=300"})
 
     return r
+
+
+@dataclass(frozen=True)
+class AddressProblem:
+    """A query parameter of a page's address that the page cannot use, and why."""
+
+    name: str
+    value: str
+    why: str
+
+
+def invalid_address(request: Request, errors: Sequence[Mapping[str, Any]]) -> HTMLResponse:
+    """A page asked with a query value it cannot use (``/?hours=x``): a page naming each such
+    parameter and why, 422 as the API answers the same value, with a link to the page without
+    them. It was FastAPI's JSON, raw in the browser. Nothing in it needs a login: it says
+    only what the address said."""
+    problems = [AddressProblem(str(error["loc"][-1]), _printable(error.get("input", "")),
+                               str(error.get("msg", "not valid")))
+                for error in errors if error.get("loc", ())[:1] == ("query",)]
+    names = {problem.name for problem in problems}
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k not in names]
+    service = request.app.state.service
+    html = environment().get_template("invalid.html").render(
+        version=__version__, cluster_name=service.cluster.name, now=time.time(),
+        problems=problems, without=request.url.path + ("?" + urlencode(kept) if kept else ""))
+    return HTMLResponse(html, status_code=422, headers={"Cache-Control": "no-store"})
+
+
+def _printable(value: Any) -> str:
+    """A value as text UTF-8 can encode: a lone surrogate (``%ED%A0%80``) is escaped, not a
+    500 when the page is encoded."""
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _logged_in(answer: Response, token: str) -> Response:
