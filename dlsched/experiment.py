@@ -228,7 +228,36 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
         found += empty_flavors(tenants, cluster, config.cluster)
         found += _idle_strict_option(config, tenants)
     return (found + _uncapped_placement(config, trace) + _mig_by_allocation(config, trace)
-            + _idle_failure_options(config))
+            + _idle_failure_options(config) + _restart_warnings(config, trace, cluster))
+
+
+def _restart_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[str]:
+    """Policies whose options can preempt a job before its ``--restart-overhead`` passes,
+    told by their plugins' ``restart_warning`` (Tiresias' promotion, for the trace's largest
+    gang that fits the cluster: it took turns for ever without a word, session 31)."""
+    largest = max((spec.num_gpus for spec in trace.jobs if spec.num_gpus <= cluster.num_gpus),
+                  default=0)
+    if not config.restart_overhead or not largest:
+        return []
+    found = []
+    own = replace(config, tenants=None)  # the policy's plugins (the tenant layer wraps them)
+    for policy in config.policies:
+        profile = _quietly_built(own, policy)
+        for plugin in {id(p): p for p in (profile.queue_sort, *profile.plugins)}.values():
+            warning = getattr(plugin, "restart_warning", None)
+            text = warning(config.restart_overhead, largest) if callable(warning) else None
+            if text:
+                found.append(f"{policy}: {text}")
+    return found
+
+
+def _quietly_built(config: RunConfig, policy: str) -> Profile:
+    """``build_profile``, its own data warnings left for when it runs (they come then)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return build_profile(config, policy)
 
 
 def _idle_strict_option(config: RunConfig, tenants: TenantConfig) -> list[str]:
@@ -277,15 +306,8 @@ def _mig_by_allocation(config: RunConfig, trace: Trace) -> list[str]:
 def _allocating(config: RunConfig) -> list[str]:
     """The run's policies that place jobs by their own allocation, not through the
     framework's ``place`` (an ``AllocatePlugin``)."""
-    import warnings
-
-    found = []
-    for policy in config.policies:
-        with warnings.catch_warnings():  # its own data warnings come when it runs
-            warnings.simplefilter("ignore")
-            if build_profile(config, policy).allocators:
-                found.append(policy)
-    return found
+    return [policy for policy in config.policies
+            if _quietly_built(config, policy).allocators]
 
 
 def _idle_failure_options(config: RunConfig) -> list[str]:

@@ -112,6 +112,29 @@ class DiscretizedLas:
         key never changes) and without protection (no wake-up of its own at a start)."""
         return not self.promote_knob and not self.min_runtime
 
+    def restart_warning(self, restart_overhead: float, largest_gang: int) -> str | None:
+        """Why these options can preempt a job before it makes progress, or None. A starving
+        job promoted to queue 0 starts again from 0 GPU-seconds (§3.2, as the artifact's
+        ``solve_starvation``): on a restart it runs ``thresholds[0] / GPUs`` seconds before
+        its demotion (and ``min_runtime`` before it may be preempted), and if both end within
+        the restart overhead it is demoted, and may be preempted, having made no progress.
+        With ``promote_knob`` 1 two such jobs take turns for ever (two 8-GPU jobs on 8 GPUs,
+        a 30 GPU-s threshold, a 5 s overhead: a swap every 3.75 s). Without promotion a job's
+        service only grows, so every job reaches the last queue: no such cycle."""
+        if not self.promote_knob or largest_gang <= 0:
+            return None
+        window = self.thresholds[0] / largest_gang
+        if max(window, self.min_runtime) > restart_overhead:
+            return None
+        return (f"a job promoted back to queue 0 (promote_knob {self.promote_knob:g}) restarts "
+                f"from 0 GPU-s of service: on {largest_gang} GPUs it is demoted {window:.3g} s "
+                f"later (thresholds[0] {self.thresholds[0]:g} GPU-s / {largest_gang} GPUs), "
+                f"before its {restart_overhead:g} s restart overhead (restart_overhead) passes, "
+                f"and can be preempted again having made no progress (under promote_knob 1 two "
+                f"such jobs take turns for ever); thresholds with a first value above "
+                f"{restart_overhead * largest_gang:g} GPU-s, or min_runtime above "
+                f"{restart_overhead:g} s, prevents it")
+
     # -- QueueSort ------------------------------------------------------------------------
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[int, float, str]:
         if state is not None:
