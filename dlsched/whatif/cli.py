@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.errors import DlschedError
-from dlsched.wording import count_of
+from dlsched.wording import count_of, duration_text
 
 history_app = typer.Typer(help="The service's own history: export it as a trace to replay "
                                "under other policies (what-if: `dlsched compare --trace FILE`, "
@@ -84,10 +84,11 @@ def export(
     figures: dict[str, object] = {**stats, "left_out": missing}
     if json_out:
         print(json.dumps(figures, indent=2, sort_keys=True))
+    # in the units of the replay's own line (wording.duration_text), to compare the two
     console.print(escape(f"{count_of(stats['jobs'], 'job')} -> {out}; the service measured "
-                         f"mean JCT {figures['jct_mean']:.1f} s, mean queueing delay "
-                         f"{figures['queueing_delay_mean']:.1f} s, makespan "
-                         f"{figures['makespan']:.1f} s, "
+                         f"mean JCT {duration_text(stats['jct_mean'])}, mean queueing delay "
+                         f"{duration_text(stats['queueing_delay_mean'])}, makespan "
+                         f"{duration_text(stats['makespan'])}, "
                          f"{count_of(stats['preemptions'], 'preemption')}"))
     if missing:
         console.print(escape(left_out_note(missing)))

@@ -52,6 +52,9 @@ def test_export_then_read_round_trip(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["history", "export", "--db", url, "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "2 jobs" in result.output and "mean JCT 44.5 s" in result.output
+    # in the units of a replay's line ("makespan 60.0 s" beside the replay's "1.0 min")
+    assert "mean queueing delay 2.0 s, makespan 1.0 min, 1 preemption" in " ".join(
+        result.output.split()), result.output
     rows = list(csv.DictReader(out.open()))
     assert float(rows[0]["submit_time"]) == pytest.approx(epoch + 10.0, abs=1e-3)
     assert (rows[1]["preemptions"], rows[1]["attempts"], rows[1]["measured_jct"]) == (
