@@ -52,4 +52,4 @@ def test_one_worker_runs_in_this_process(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["sweep", *GRID, "--set", "synthetic_jobs=5", "--workers",
                                       "1", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[0] == f"sweep -> {tmp_path} in this process"
+    assert result.output.splitlines()[0] == f"sweep of 1 run -> {tmp_path} in this process"
