@@ -325,7 +325,8 @@ def test_the_job_list_says_how_many_it_leaves_out(live: Callable[..., Live], out
     ("hours=-1&fragment=maybe", "<code>fragment=maybe</code>: Input should be a valid boolean",
      "/"),
     ("hours=%3Cb%3Ex", "<code>hours=&lt;b&gt;x</code>", "/"),
-], ids=["not-a-number", "out-of-range", "two-at-once", "escaped"])
+    ("hours=%ED%A0%80", "<code>hours=", "/"),
+], ids=["not-a-number", "out-of-range", "two-at-once", "escaped", "not-utf-8"])
 def test_a_page_with_a_bad_query_value_answers_a_page_naming_it(
         live: Callable[..., Live], query: str, named: str, kept: str) -> None:
     """``/?hours=x`` showed FastAPI's JSON error, raw, in the browser; the API keeps it."""
