@@ -422,7 +422,9 @@ class ArtifactGavelRounds(GavelRounds):
                 current.pop(job_id, None)
                 held.pop(job_id, None)
             else:
-                nodes = current[job_id] = tuple(sorted([gpu_node[g] for g in job.allocation]))
+                gpus = job.allocation  # one worker (most jobs): no list to sort
+                nodes = current[job_id] = ((gpu_node[gpus[0]],) if len(gpus) == 1 else
+                                           tuple(sorted([gpu_node[g] for g in gpus])))
                 if self._tells_settled:
                     held[job_id] = held_type(nodes, workers.get(job_id), node_kind)
         self._journal_count = journal.count if journal is not None else -1

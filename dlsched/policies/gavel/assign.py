@@ -134,6 +134,8 @@ def place_round(types: Mapping[str, int], workers: Mapping[str, int],
                 space = left[node]
                 if space >= 1 and (best < 0 or space < tightest):
                     best, tightest = node, space
+                    if space == 1:  # none is tighter: the first of equals
+                        break
             if best >= 0:
                 left[best] -= 1
                 placed[job_id] = (best,)

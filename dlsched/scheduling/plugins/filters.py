@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.scheduling.placement import unconstrained
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
 
@@ -110,9 +111,8 @@ def allowed_signature(state: CycleState, job: Job) -> bytes:
 
 
 def allows_every_node(state: CycleState, job: Job) -> bool:
-    """Whether ``allowed_nodes`` is every node of the cluster."""
-    from dlsched.scheduling.placement import unconstrained
-
+    """Whether ``allowed_nodes`` is every node of the cluster (the allocation cycle asks it
+    for every job a round moves or starts: no import statement per call, ~35 calls' cost)."""
     return unconstrained(state, job, _PLACEABLE)
 
 
