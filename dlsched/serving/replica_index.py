@@ -13,13 +13,16 @@ dropped, and the heaps rebuilt when mostly stale):
 - ``loads``: (outstanding, order) of live ready replicas: the least loaded, ties to the
   earliest to go live (the order the old scan used);
 - ``warming``: (ready, order) of live replicas not ready yet: the earliest to start;
-- ``stops`` and ``retires``: (time, order) of replicas with a planned stop or retirement.
+- ``stops`` and ``retires``: (time, order) of replicas with a planned stop or retirement;
+
+and, for cache-aware routing, the slots whose replica caches each prefix block.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -32,7 +35,10 @@ class ReplicaIndex:
     """A run's slots by the order they went live (their index here); the live ones indexed
     for routing."""
 
-    def __init__(self) -> None:
+    def __init__(self, first_blocks: frozenset[int] = frozenset()) -> None:
+        """``first_blocks``: the first prefix block of every request (cache-aware routing
+        asks which replicas cache those)."""
+        self.first_blocks = first_blocks
         self.slots: list[Slot] = []
         self.live: dict[int, Slot] = {}  # order -> slot, taking requests
         self._wake: dict[int, float] = {}  # order -> the wakes_at its heap entry holds
@@ -42,6 +48,7 @@ class ReplicaIndex:
         self._warming: list[tuple[float, int]] = []
         self._stops: list[tuple[float, int]] = []
         self._retires: list[tuple[float, int]] = []
+        self._holders: dict[int, set[int]] = {}  # prefix block hash -> slots caching it
 
     def add(self, slot: Slot) -> None:
         """A new slot, live from now (its stop and retirement, if planned, are filed)."""
@@ -53,7 +60,22 @@ class ReplicaIndex:
             heapq.heappush(self._stops, (slot.stopped, order))
         if slot.retired is not None:
             heapq.heappush(self._retires, (slot.retired, order))
+        cache = getattr(slot.replica, "cache", None)
+        if cache is not None and self.first_blocks:
+            cache.watch(self.first_blocks, partial(self._cached, order))
         self._file_wake(order)
+
+    def holders(self, block: int) -> set[int]:
+        """The slots whose replica caches prefix block ``block``, one of ``first_blocks``
+        (live or not)."""
+        return self._holders.get(block, set())
+
+    def _cached(self, order: int, block: int, present: bool) -> None:
+        holders = self._holders.setdefault(block, set())
+        if present:
+            holders.add(order)
+        else:
+            holders.discard(order)
 
     def retire(self, order: int) -> None:
         """The slot takes no more requests."""

@@ -7,7 +7,7 @@ or running among those started by its arrival (the earliest to start if none has
 lowest index. Before routing a request, every replica runs the iterations that start before its
 arrival, so the counts are those the router would see. The replicas are indexed by when they
 next change and by load (``serving/replica_index.py``), so a request costs O(log replicas)
-(cache-aware routing still compares every replica near the least loaded).
+(cache-aware routing compares the replicas that cache the request's first prefix block).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
     None, ended): a schedule replayed as is. A stopped replica's requests still queued or
     running are lost (``Replica.stop``), whether the scheduler stopped it or its job ended."""
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
-    index = ReplicaIndex()
+    index = ReplicaIndex(frozenset(p[0] for p in log.prefix if p) if log.prefix else frozenset())
     for k, s in enumerate(starts):
         index.add(Slot(make(log, s), s, s, None, stops[k] if k < len(stops) else None,
                        k < len(ended) and ended[k]))
@@ -193,21 +193,23 @@ def _prefix_aware(index: ReplicaIndex, now: float, hashes: tuple[int, ...],
                   least: float) -> int | None:
     """Mooncake's cache-aware choice (Qin et al., FAST'25, §6: the conductor weighs prefix
     reuse against load), simplified: among replicas within ``PREFIX_SLACK`` outstanding
-    requests of the least loaded, the one caching the longest prefix of the request (its
-    slot's order). A pass over the live replicas: the cost per request grows with them."""
-    best, best_key = None, (0, 0.0)
-    for order, slot in index.live.items():
-        cache = getattr(slot.replica, "cache", None)
-        load = slot.replica.outstanding
-        if cache is None or slot.ready > now or load > least + PREFIX_SLACK:
+    requests of the least loaded, the one caching the longest prefix of the request, ties to
+    the less loaded, then the earliest live (its slot's order); None when none caches its
+    first block. Only the replicas caching that block are looked at."""
+    best, best_key = None, (0, 0, 0)
+    for order in index.holders(hashes[0]) if hashes else ():
+        slot = index.live.get(order)
+        if slot is None or slot.ready > now or slot.replica.outstanding > least + PREFIX_SLACK:
             continue
+        cache = getattr(slot.replica, "cache", None)
         hits = 0
         for h in hashes:
             if h not in cache.blocks:
                 break
             hits += 1
-        if (hits, -load) > best_key:
-            best, best_key = order, (hits, -load)
+        key = (hits, -slot.replica.outstanding, -order)
+        if best is None or key > best_key:
+            best, best_key = order, key
     return best
 
 

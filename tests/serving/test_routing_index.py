@@ -19,24 +19,36 @@ from dlsched.serving.routing import PlanEntry, Replica, ReplicaFactory, simulate
 
 
 class CountingReplica(LlmReplica):
-    calls = 0
+    advances = 0
+    reads = 0  # of ``outstanding``
 
     def advance(self, until: float) -> None:
-        CountingReplica.calls += 1
+        CountingReplica.advances += 1
         super().advance(until)
 
+    @property
+    def outstanding(self) -> int:
+        CountingReplica.reads += 1
+        return super().outstanding
 
-def test_a_request_advances_the_replicas_due_not_all_of_them() -> None:
+
+@pytest.mark.parametrize("prefixed", [False, True], ids=["plain", "prefix-hashes"])
+def test_a_request_looks_at_the_replicas_due_not_all_of_them(prefixed: bool) -> None:
     """2,000 idle replicas, 400 requests of 1.1 s each (a 1 s prefill, a 0.1 s decode), one
-    every 0.5 s: replicas 0-2 serve them all (the least loaded, ties to the lowest); a pass
-    over every replica made 800,000 ``advance`` calls."""
+    every 0.5 s: replicas 0-2 serve them all (the least loaded, ties to the lowest; with
+    prefix hashes, 8 prompts that repeat, the one caching it among those). A pass over every
+    replica made 800,000 ``advance`` calls and read 800,000 loads."""
     config = LlmEngineConfig()
     tr = trace([0.5 * k for k in range(400)], [10] * 400, [2] * 400)
-    CountingReplica.calls = 0
+    if prefixed:
+        tr = RequestTrace(tr.name, tr.arrival, tr.prompt, tr.output,
+                          tuple((k % 8,) for k in range(400)))
+    CountingReplica.advances = CountingReplica.reads = 0
     log, slots = simulate_slots(
         tr, lambda lg, s: CountingReplica(flat_profile(), 1000, lg, config, s), [0.0] * 2000)
     assert not np.isnan(log.finish).any()
-    assert CountingReplica.calls <= 4 * 400 + 2000  # its own iterations, then the run's end
+    assert CountingReplica.advances <= 4 * 400 + 2000  # its own iterations, then the end
+    assert CountingReplica.reads <= 20 * 400 + 2000
     assert [k for k, s in enumerate(slots) if s.replica.iterations] == [0, 1, 2]
 
 
@@ -44,7 +56,7 @@ def _scan(tr: RequestTrace, make: ReplicaFactory, starts: list[float],
           stops: list[float | None], plan: list[PlanEntry]) -> RequestLog:
     """The rule as a pass over every replica: advance all, the least loaded ready one (the
     first on ties), else the first to start; stops and planned replicas as ``simulate_slots``."""
-    log = RequestLog.empty(tr.arrival, tr.prompt, tr.output)
+    log = RequestLog.empty(tr.arrival, tr.prompt, tr.output, tr.prefix)
     slots: list[list] = [[make(log, s), s, None, stop]
                          for s, stop in zip(starts, stops, strict=True)]
     live = list(slots)
@@ -60,13 +72,31 @@ def _scan(tr: RequestTrace, make: ReplicaFactory, starts: list[float],
             s[0].advance(t)
         ready = [s for s in live if s[1] <= t]
         if ready:
-            min(ready, key=lambda s: s[0].outstanding)[0].enqueue(request, t)
+            best = min(ready, key=lambda s: s[0].outstanding)[0]
+            if tr.prefix is not None:
+                best = _cached(ready, tr.prefix[request], best.outstanding) or best
+            best.enqueue(request, t)
         elif live:
             min(live, key=lambda s: s[1])[0].enqueue(request, t)
     _stop_all(slots, live, math.inf)
     for s in slots:
         s[0].advance(math.inf)
     return log
+
+
+def _cached(ready: list[list], hashes: tuple[int, ...], least: int) -> Replica | None:
+    """Mooncake's rule as a scan: the most leading blocks cached, then the least loaded,
+    then the first; within ``PREFIX_SLACK`` (4) of the least loaded."""
+    best, best_key = None, (0, 0)
+    for s in ready:
+        if s[0].outstanding > least + 4:
+            continue
+        hits = 0
+        while hits < len(hashes) and hashes[hits] in s[0].cache.blocks:
+            hits += 1
+        if (hits, -s[0].outstanding) > best_key:
+            best, best_key = s[0], (hits, -s[0].outstanding)
+    return best
 
 
 def _stop_all(slots: list[list], live: list[list], now: float) -> None:
@@ -79,7 +109,13 @@ def _stop_all(slots: list[list], live: list[list], now: float) -> None:
 
 
 def _llm(log: RequestLog, start: float) -> Replica:
+    """A replica of 40 KV blocks: 640 tokens, one 512-token prefix block cached."""
     return LlmReplica(flat_profile(0.7, 0.1), 40, log, LlmEngineConfig(max_batch=3), start)
+
+
+def _llm_big(log: RequestLog, start: float) -> Replica:
+    """A replica of 100 KV blocks: three 512-token prefix blocks cached."""
+    return LlmReplica(flat_profile(0.7, 0.1), 100, log, LlmEngineConfig(max_batch=3), start)
 
 
 def _dnn(log: RequestLog, start: float) -> Replica:
@@ -90,7 +126,7 @@ times = st.floats(0.0, 30.0, allow_nan=False).map(lambda x: round(x, 1))
 
 
 @settings(max_examples=150, deadline=None)
-@given(kind=st.sampled_from(["llm", "dnn"]),
+@given(kind=st.sampled_from(["llm", "dnn", "llm-prefix", "llm-prefix-big"]),
        arrival=st.lists(times, min_size=1, max_size=60).map(sorted),
        starts=st.lists(st.tuples(times, st.none() | times), min_size=1, max_size=6),
        plan=st.lists(st.tuples(times, times, st.none() | times, st.none() | times),
@@ -100,9 +136,13 @@ def test_the_index_routes_as_a_pass_over_every_replica(kind, arrival, starts, pl
                                                        seed) -> None:
     rng = np.random.default_rng(seed)
     n = len(arrival)
-    tr = RequestTrace("toy", np.array(arrival), rng.integers(1, 300, n),
-                      rng.integers(1, 40, n))
-    make = _llm if kind == "llm" else _dnn
+    prefix = None
+    if kind.startswith("llm-prefix"):  # few distinct blocks, so replicas share and evict them
+        prefix = tuple(tuple(int(h) for h in rng.integers(0, 4, rng.integers(0, 4)))
+                       for _ in range(n))
+    tr = RequestTrace("toy", np.array(arrival), rng.integers(1, 1500, n) if prefix else
+                      rng.integers(1, 300, n), rng.integers(1, 40, n), prefix)
+    make = {"llm": _llm, "dnn": _dnn, "llm-prefix": _llm, "llm-prefix-big": _llm_big}[kind]
     entries = [(r, r + w, None if ret is None else r + ret, None if stop is None else r + stop,
                 False) for r, w, ret, stop in plan]
     log, _ = simulate_slots(tr, make, [s for s, _ in starts], None, entries,
@@ -124,3 +164,22 @@ def test_a_replica_stopped_during_its_restart_loses_its_queue_and_was_never_busy
                                 [(0.0, 10.0, None, 5.0, False)])
     assert slots[0].replica.lost == [0] and slots[0].replica.busy_seconds == 0.0
     assert math.isnan(log.finish[0])
+
+
+@pytest.mark.parametrize("make", [_llm, _llm_big], ids=["one-block-cache", "three-block-cache"])
+def test_cache_aware_routing_picks_as_a_scan_of_every_replica(make) -> None:
+    """Mooncake prefix hashes over 4 distinct blocks, 40 requests on 4 replicas, 100 seeds:
+    the index looks only at the replicas caching a request's first block, and must pick as
+    the scan does (most blocks, then least loaded, then the earliest live)."""
+    for seed in range(100):
+        rng = np.random.default_rng(seed)
+        arrival = np.sort(np.round(rng.uniform(0, 30, 40), 1))
+        prefix = tuple(tuple(int(h) for h in rng.integers(0, 4, rng.integers(0, 4)))
+                       for _ in range(40))
+        tr = RequestTrace("toy", arrival, rng.integers(1, 1500, 40), rng.integers(1, 40, 40),
+                          prefix)
+        starts = np.round(rng.uniform(0, 10, 4), 1).tolist()
+        log, _ = simulate_slots(tr, make, starts)
+        want = _scan(tr, make, starts, [None] * 4, [])
+        np.testing.assert_array_equal(log.finish, want.finish, err_msg=f"seed {seed}")
+        np.testing.assert_array_equal(log.first_token, want.first_token, err_msg=f"seed {seed}")
