@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dlsched.errors import ConfigError
 from dlsched.workload.job import Job, JobSpec
 
 if TYPE_CHECKING:  # dlsched.sim imports the core: no import of it at module level here
@@ -23,6 +24,15 @@ if TYPE_CHECKING:  # dlsched.sim imports the core: no import of it at module lev
     from dlsched.sim.failures import FailureModel
 
 DAY = 86400.0
+MOST_FAILURES_PER_COMMIT = 1e6  # expected failures before a job keeps any work, at most
+FIELDS = {"restart overhead": "restart overhead (--restart-overhead)",
+          "checkpoint interval": "checkpoint interval (--checkpoint)",
+          "checkpoint cost": "checkpoint cost (--checkpoint-cost; an LLM job's: its "
+                             "checkpoint size over the storage bandwidth)"}
+
+
+class NeverProgresses(ConfigError):
+    """Failures would undo every run of a job before it keeps any work (``_check_progress``)."""
 
 
 @dataclass(slots=True)
@@ -126,7 +136,10 @@ class ResilienceBook:
         """Record a failure of a running job; returns the work it keeps: that of its last
         checkpoint, or ``kept`` when it reloads none (``reconfigure.py``)."""
         losses = self.of(job.job_id)
-        kept = self.committed(job, now) if kept is None else kept
+        if kept is None:
+            kept = self.committed(job, now)
+            if kept <= losses.segment_work:  # rolled back to where this run began
+                self._check_progress(job, now, kept, restart_overhead)
         lost = job.work_done(now) - kept
         gpus = sum(job.shares)
         lost_seconds = lost / losses.raw_rate * gpus if losses.raw_rate > 0 else 0.0
@@ -137,6 +150,37 @@ class ResilienceBook:
         self.lost_by_category[category] = self.lost_by_category.get(category, 0.0) + \
             lost_seconds + restart_overhead * gpus
         return kept
+
+    def _check_progress(self, job: Job, now: float, kept: float, restart: float) -> None:
+        """Refuse a run in which ``job`` can never keep any work (``NeverProgresses``).
+
+        After a restart the job keeps work only once a checkpoint completes, ``restart +
+        interval + delta`` seconds after its launch, or once it finishes, ``restart +
+        remaining / (raw rate x efficiency)``; whichever comes first, ``T``. Failures hit its
+        GPUs as a Poisson process of rate at least ``lambda`` = the rule's rate per GPU x its
+        GPUs (a failure takes a whole node), so an attempt gets there with probability at
+        most ``exp(-lambda T)``: ``exp(lambda T) - 1`` failures are expected first. Past
+        ``MOST_FAILURES_PER_COMMIT`` the run would not end (a failure is a few events)."""
+        losses = self.of(job.job_id)
+        rate = self.rate_per_gpu_second(now) * len(job.allocation)
+        work = job.spec.work - kept
+        speed = losses.raw_rate * _efficiency(losses.interval, losses.delta)
+        finish = work / speed if speed > 0 else math.inf
+        parts = {"restart overhead": restart, "checkpoint interval": losses.interval,
+                 "checkpoint cost": losses.delta}
+        commit = sum(parts.values())  # free checkpoints (interval 0): kept once productive
+        exposed = rate * min(commit, restart + finish)
+        if exposed <= math.log(MOST_FAILURES_PER_COMMIT):
+            return
+        name = max(parts, key=lambda key: parts[key])
+        gpus = len(job.allocation)
+        raise NeverProgresses(
+            f"job {job.job_id} ({gpus} GPU{'s' if gpus != 1 else ''}) can never keep any "
+            f"work: it fails every {1 / rate:.3g} s on average, but its first checkpoint "
+            f"completes {commit:.3g} s after each restart (restart overhead {restart:g} s + "
+            f"checkpoint interval {losses.interval:.3g} s + checkpoint cost "
+            f"{losses.delta:.3g} s) and its end {restart + finish:.3g} s after (~e^"
+            f"{exposed:.0f} failures expected first); lower the {FIELDS[name]}")
 
     def node_failed(self, category: str) -> None:
         self.failures += 1

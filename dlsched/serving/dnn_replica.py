@@ -33,6 +33,14 @@ class DnnReplica:
     def outstanding(self) -> int:
         return len(self.waiting) + (self.in_flight if self.time > self.now else 0)
 
+    @property
+    def wakes_at(self) -> float:
+        """``advance(until)`` changes nothing for ``until < wakes_at`` (routing's index): the
+        next dispatch, or the end of the batch in flight, which ``outstanding`` counts until
+        ``advance`` reaches it."""
+        due = self._dispatch_time() if self.waiting else float("inf")
+        return min(due, self.time) if self.in_flight and self.time > self.now else due
+
     def enqueue(self, request: int, now: float) -> None:
         self.waiting.append(request)
 
@@ -76,7 +84,7 @@ class DnnReplica:
         (``lost``: unfinished, so they miss the SLO)."""
         self.advance(at)
         log = self.log
-        if self.time > at:  # the batch in flight never returns its results
+        if self.time > at and self.in_flight:  # the batch in flight never returns its results
             for r in self._batch:
                 log.first_token[r] = log.finish[r] = float("nan")
             self.lost += self._batch

@@ -77,6 +77,20 @@ class RequestLog:
                    np.zeros(n, dtype=np.int64), prefix)
 
 
+_DECODE_TABLE: list[tuple[StepProfile, int, tuple[float, ...]]] = []  # the last one built
+
+
+def _decode_table(profile: StepProfile, max_batch: int) -> tuple[float, ...]:
+    """The profile's decode step time per batch size 0..``max_batch``: built once for a run's
+    replicas (kept for the last profile asked; at 100,000 replicas building it for each took
+    most of the run)."""
+    if _DECODE_TABLE and _DECODE_TABLE[0][0] is profile and _DECODE_TABLE[0][1] == max_batch:
+        return _DECODE_TABLE[0][2]
+    table = tuple(profile.decode(b) for b in range(max_batch + 1))
+    _DECODE_TABLE[:] = [(profile, max_batch, table)]
+    return table
+
+
 class LlmReplica:
     """A replica available from ``start``: ``enqueue`` requests, ``advance(t)`` runs every
     iteration that starts before ``t``."""
@@ -106,7 +120,7 @@ class LlmReplica:
         self._watermark = max(1, int(config.watermark * blocks))
         self.cache = (PrefixCache(blocks * config.block_tokens // PREFIX_BLOCK_TOKENS)
                       if config.prefix_cache and log.prefix is not None else None)
-        self._decode_base = [profile.decode(b) for b in range(config.max_batch + 1)]
+        self._decode_base = _decode_table(profile, config.max_batch)
         self.cold = False  # the next prefill wakes the replica (a fitted profile's ``wake``)
         # a measured spread of step times: this replica's own draws (``salt``, e.g. its index
         # among replicas that start together; else its start tells it apart)
@@ -116,6 +130,16 @@ class LlmReplica:
     @property
     def outstanding(self) -> int:
         return len(self.waiting) + len(self.ids)
+
+    @property
+    def wakes_at(self) -> float:
+        """``advance(until)`` changes nothing for ``until < wakes_at`` (routing's index,
+        ``serving/replica_index.py``): a planned decode run's end, the next iteration's start
+        while it holds requests, never when idle."""
+        if self.pending is not None:
+            start, cum = self.pending
+            return start + float(cum[-1])
+        return self.time if self.waiting or self.ids else INF
 
     def used_blocks(self, extra: int = 0) -> int:
         bt = self.config.block_tokens
@@ -170,7 +194,7 @@ class LlmReplica:
             done = int(np.searchsorted(cum, at - start, side="right"))
             if done:
                 self._commit(cum, done)
-        if self.time > at:
+        if self.time > at and self.iterations:  # (not one that was still to start)
             self._abort_last(at)
         self.lost += [*self.ids, *self.waiting]
         self.ids, self.waiting, self.redo, self.partial = [], deque(), {}, 0

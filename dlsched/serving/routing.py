@@ -5,7 +5,9 @@ vLLM's production router and Llumnix's dispatcher do; Winston, J. Appl. Prob. 19
 optimal for identical servers): a request goes to the replica with the fewest requests queued
 or running among those started by its arrival (the earliest to start if none has), ties to the
 lowest index. Before routing a request, every replica runs the iterations that start before its
-arrival, so the counts are those the router would see.
+arrival, so the counts are those the router would see. The replicas are indexed by when they
+next change and by load (``serving/replica_index.py``), so a request costs O(log replicas)
+(cache-aware routing compares the replicas that cache the request's first prefix block).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Protocol
 
 from dlsched.serving.autoscale import Autoscaler
 from dlsched.serving.llm_replica import RequestLog
+from dlsched.serving.replica_index import ReplicaIndex
 from dlsched.serving.requests import RequestTrace
 
 
@@ -30,6 +33,9 @@ class Replica(Protocol):
 
     @property
     def outstanding(self) -> int: ...
+
+    @property
+    def wakes_at(self) -> float: ...  # ``advance(until)`` changes nothing for until < it
 
     def enqueue(self, request: int, now: float) -> None: ...
 
@@ -54,7 +60,7 @@ class Slot:
     retired: float | None = None
     stopped: float | None = None
     ended: bool = False  # ``stopped`` is its job's end (``JobSpec.ends_at``), not a stop
-    gone: bool = False  # stopped already (``_stop``)
+    gone: bool = False  # stopped already (``ReplicaIndex.stop_due``)
 
     @property
     def stopped_early(self) -> bool:
@@ -143,90 +149,83 @@ def simulate_slots(trace: RequestTrace, make: ReplicaFactory, starts: Sequence[f
     None, ended): a schedule replayed as is. A stopped replica's requests still queued or
     running are lost (``Replica.stop``), whether the scheduler stopped it or its job ended."""
     log = RequestLog.empty(trace.arrival, trace.prompt, trace.output, trace.prefix)
-    slots = [Slot(make(log, s), s, s, None, stops[k] if k < len(stops) else None,
-                  k < len(ended) and ended[k]) for k, s in enumerate(starts)]
-    live = list(slots)
+    index = ReplicaIndex(frozenset(p[0] for p in log.prefix if p) if log.prefix else frozenset())
+    for k, s in enumerate(starts):
+        index.add(Slot(make(log, s), s, s, None, stops[k] if k < len(stops) else None,
+                       k < len(ended) and ended[k]))
     planned = sorted(plan, key=lambda p: (p[0], p[1]))  # retired may be None
-    stopping = any(s is not None for s in stops) or any(p[3] is not None for p in plan)
+    next_plan = 0
     for request, t in enumerate(trace.arrival.tolist()):
         if scaler is not None:
             while scaler.next_tick <= t:
-                _tick(scaler, live, slots, make, log)
-        while planned and planned[0][0] <= t:  # a planned replica asked for by now
-            requested, ready, retired, stopped, at_end = planned.pop(0)
-            slot = Slot(make(log, ready), requested, ready, retired, stopped, at_end)
-            slots.append(slot)
-            live.append(slot)
-        if stopping:
-            _stop(slots, live, t)
-        for slot in [s for s in live if s.retired is not None and s.retired <= t]:
-            live.remove(slot)
-        best, best_load = None, math.inf
-        for slot in live:
-            slot.replica.advance(t)
-            if slot.ready <= t and slot.replica.outstanding < best_load:
-                best, best_load = slot.replica, slot.replica.outstanding
-        if log.prefix is not None and best is not None:
-            best = _prefix_aware(live, t, log.prefix[request], best_load) or best
-        if best is None and live:
-            best = min(live, key=lambda s: s.ready).replica
-        if best is not None:
-            best.enqueue(request, t)
-    _stop(slots, live, math.inf)  # those stopped after the last arrival
-    for slot in slots:
+                _tick(scaler, index, make, log)
+        while next_plan < len(planned) and planned[next_plan][0] <= t:  # asked for by now
+            requested, ready, retired, stopped, at_end = planned[next_plan]
+            next_plan += 1
+            index.add(Slot(make(log, ready), requested, ready, retired, stopped, at_end))
+        index.stop_due(t)
+        index.retire_due(t)
+        index.advance_due(t)
+        _route(index, log, request, t)
+    index.stop_due(math.inf)  # those stopped after the last arrival
+    for slot in index.slots:
         slot.replica.advance(math.inf)
-    return log, slots
+    return log, index.slots
 
 
-def _stop(slots: list[Slot], live: list[Slot], now: float) -> None:
-    """Replicas stopped by ``now`` go away (retired ones too: they may still be draining)."""
-    for slot in slots:
-        if slot.stopped is not None and slot.stopped <= now and not slot.gone:
-            slot.replica.stop(slot.stopped)
-            slot.gone = True
-            if slot in live:
-                live.remove(slot)
+def _route(index: ReplicaIndex, log: RequestLog, request: int, now: float) -> None:
+    """Join the shortest queue among the ready replicas (cache-aware with prefix hashes),
+    else the replica that starts first; every live one has run to ``now``."""
+    best, least = index.least_loaded(now)
+    if log.prefix is not None and best is not None:
+        cached = _prefix_aware(index, now, log.prefix[request], least)
+        best = best if cached is None else cached
+    if best is None:
+        best = index.earliest_warming()
+    if best is not None:
+        index.enqueue(best, request, now)
 
 
 PREFIX_SLACK = 4  # extra outstanding requests a prefix hit may justify
 
 
-def _prefix_aware(live: list[Slot], now: float, hashes: tuple[int, ...],
-                  least: float) -> Replica | None:
+def _prefix_aware(index: ReplicaIndex, now: float, hashes: tuple[int, ...],
+                  least: float) -> int | None:
     """Mooncake's cache-aware choice (Qin et al., FAST'25, §6: the conductor weighs prefix
     reuse against load), simplified: among replicas within ``PREFIX_SLACK`` outstanding
-    requests of the least loaded, the one caching the longest prefix of the request."""
-    best, best_key = None, (0, 0.0)
-    for slot in live:
-        cache = getattr(slot.replica, "cache", None)
-        load = slot.replica.outstanding
-        if cache is None or slot.ready > now or load > least + PREFIX_SLACK:
+    requests of the least loaded, the one caching the longest prefix of the request, ties to
+    the less loaded, then the earliest live (its slot's order); None when none caches its
+    first block. Only the replicas caching that block are looked at."""
+    best, best_key = None, (0, 0, 0)
+    for order in index.holders(hashes[0]) if hashes else ():
+        slot = index.live.get(order)
+        if slot is None or slot.ready > now or slot.replica.outstanding > least + PREFIX_SLACK:
             continue
+        cache = getattr(slot.replica, "cache", None)
         hits = 0
         for h in hashes:
             if h not in cache.blocks:
                 break
             hits += 1
-        if (hits, -load) > best_key:
-            best, best_key = slot.replica, (hits, -load)
+        key = (hits, -slot.replica.outstanding, -order)
+        if best is None or key > best_key:
+            best, best_key = order, key
     return best
 
 
-def _tick(scaler: Autoscaler, live: list[Slot], slots: list[Slot], make: ReplicaFactory,
+def _tick(scaler: Autoscaler, index: ReplicaIndex, make: ReplicaFactory,
           log: RequestLog) -> None:
     now = scaler.next_tick
     scaler.next_tick += scaler.policy.interval
-    for slot in live:
-        slot.replica.advance(now)
-    outstanding = sum(s.replica.outstanding for s in live)
+    index.advance_due(now)
+    live = list(index.live.items())
+    outstanding = sum(s.replica.outstanding for _, s in live)
     desired = scaler.desired(now, len(live), outstanding)
     for _ in range(desired - len(live)):
         ready = now + scaler.policy.cold_start
-        slot = Slot(make(log, ready), now, ready)
-        slots.append(slot)
-        live.append(slot)
+        index.add(Slot(make(log, ready), now, ready))
     if desired < len(live):  # retire the least loaded, the still-warming first
-        order = sorted(live, key=lambda s: (s.replica.outstanding, -s.ready))
-        for slot in order[:len(live) - desired]:
+        order = sorted(live, key=lambda kv: (kv[1].replica.outstanding, -kv[1].ready))
+        for k, slot in order[:len(live) - desired]:
             slot.retired = now
-            live.remove(slot)
+            index.retire(k)

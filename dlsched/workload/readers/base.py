@@ -75,7 +75,8 @@ READERS: dict[str, TraceReader] = {}
 # Header-less formats are sniffed in this order: the Philly log (a JSON array) before the
 # Kubernetes reader, which takes any JSON.
 _READER_MODULES = ("philly", "philly_raw", "itp", "alibaba", "alibaba_dlrm", "pai", "pollux",
-                   "gavel", "chronus", "helios", "acme", "history", "slurm", "kueue", "mig")
+                   "gavel", "chronus", "helios", "acme", "history", "slurm", "kueue", "mig",
+                   "llm_jobs")
 
 
 def register_reader(reader: TraceReader) -> TraceReader:
