@@ -31,6 +31,8 @@ def pool_rows(state: CycleState, jobs: Sequence[Job], columns: Columns,
     caller's columns) and the rows' GPUs; None when no job is in a pool the cluster defines
     (the ILP keeps one row per type)."""
     cluster = state.cluster
+    if not cluster.pools:
+        return None
     pools = sorted({job.spec.pool for job in jobs if job.spec.pool in cluster.pools})
     if not pools:
         return None

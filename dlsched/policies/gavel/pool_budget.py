@@ -45,6 +45,8 @@ class PoolBudget:
         """The budget of ``jobs`` on ``room`` (free GPUs per node); None when none of them is
         in a pool the cluster defines (the round counts the cluster's room alone)."""
         pools = cluster.pools
+        if not pools:  # no pass over the jobs on a cluster without pools (most runs)
+            return None
         pool_of = {job.job_id: job.spec.pool for job in jobs if job.spec.pool in pools}
         if not pool_of:
             return None
