@@ -109,8 +109,8 @@ class RunConfig:
     checkpoint_seconds: float = _opt(60.0, "Seconds one checkpoint stalls a job (LLM jobs: "
                                      "their checkpoint size over the storage bandwidth).",
                                      flag="--checkpoint-cost")
-    hot_spares: int = _opt(0, "Nodes held back as hot spares: one replaces a failed node at "
-                           "once.")
+    hot_spares: int = _opt(0, "Nodes held back as hot spares in each node pool: one of the "
+                           "failed node's pool replaces it at once.")
     resilience: str = _opt("restart", "What a job hit by a node failure does without a spare: "
                            "restart (requeue at its size), elastic (continue on fewer "
                            "data-parallel replicas, grow back after repair) or oobleck "

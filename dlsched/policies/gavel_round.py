@@ -31,6 +31,7 @@ from dlsched.perf.model import Placement
 from dlsched.policies.gavel.assign import Entry, assign_types, place_round, room_by_type
 from dlsched.policies.gavel.inputs import from_gavel, from_rates
 from dlsched.policies.gavel.lp import WarmStart
+from dlsched.policies.gavel.pool_budget import PoolBudget
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.scheduling.allocation import Assignment
@@ -297,7 +298,8 @@ class GavelRounds:
             kept = current
         workers = {job.job_id: job.spec.num_gpus for job in candidates}
         free = room_by_type(cluster.node_type, room, len(cluster.type_names))
-        types = assign_types(self._entries(view, candidates), workers, free)
+        types = assign_types(self._entries(view, candidates), workers, free,
+                             PoolBudget.of(cluster, candidates, room))
         placed = place_round(types, workers, current if view.is_round else {},
                              cluster.node_type, room, pooled_nodes(state, candidates))
         return {job_id: self._target(job_id, nodes)

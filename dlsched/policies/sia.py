@@ -50,6 +50,7 @@ from dlsched.policies.elastic.sia_configs import (
 )
 from dlsched.policies.elastic.sia_ilp import EXACT_BUDGET, solve_allocation
 from dlsched.policies.elastic.sia_place import Choice, place_configs
+from dlsched.policies.elastic.sia_pools import pool_rows
 from dlsched.policies.elastic.speed import (
     DEFAULT_MAX_WORKERS,
     active_jobs,
@@ -109,7 +110,10 @@ class SiaAllocator:
         columns = self.columns(state, jobs, held, configs)
         type_capacity = np.bincount(state.cluster.node_type, weights=capacity,
                                     minlength=len(configs)).astype(np.int64)
-        chosen = solve_allocation(columns, type_capacity, self.exact, budget=self.budget,
+        # a pooled job's configurations count against its pool's GPUs (``sia_pools.py``)
+        by_pool = pool_rows(state, jobs, columns, capacity)
+        budgeted, rows = (columns, type_capacity) if by_pool is None else by_pool
+        chosen = solve_allocation(budgeted, rows, self.exact, budget=self.budget,
                                   log=self.solve_log)
         choices = [Choice(-1, 0, 1, h) for h in held]
         for j, t, k in zip(columns.job[chosen], columns.type_index[chosen],

@@ -69,6 +69,7 @@ class Summary:
     checkpoint_gpu_hours: float = 0.0
     restart_gpu_hours: float = 0.0
     ettr: float | None = None
+    failures_without_spare: int = 0  # with --hot-spares: failures whose pool had none left
     # Every wait of a finished job, those after preemptions included (``total_waits``).
     wait_total_mean: float | None = None
     wait_total_p99: float | None = None
@@ -302,4 +303,5 @@ def failure_fields(result: SimulationResult) -> dict[str, float | int | None]:
             "lost_gpu_hours": sum(j.lost_gpu_seconds for j in result.jobs) / 3600.0,
             "checkpoint_gpu_hours": sum(j.checkpoint_gpu_seconds for j in result.jobs) / 3600.0,
             "restart_gpu_hours": sum(j.restart_gpu_seconds for j in result.jobs) / 3600.0,
-            "ettr": useful / elapsed if elapsed > 0 else None}
+            "ettr": useful / elapsed if elapsed > 0 else None,
+            "failures_without_spare": sum(n for _, n in result.failures_without_spare)}

@@ -83,6 +83,9 @@ class SimulationResult:
     stalled_at: float | None = None  # the run ended here: the jobs left waiting never start
     failures_by_category: tuple[tuple[str, int], ...] = ()  # node failures (all, not only hits)
     lost_by_category: tuple[tuple[str, float], ...] = ()  # GPU-seconds lost and restarting
+    # (pool, node failures that found no hot spare of it left; '' for no pool): empty
+    # without ``--hot-spares`` or with a spare for every failure (``sim/spares.py``)
+    failures_without_spare: tuple[tuple[str, int], ...] = ()
     # MIG slices, reconfigurations, drains (``MigBook.report``); None: no job asked for MIG.
     mig: dict[str, object] | None = None
     # GPU fragmentation over time (``fragmentation/over_time.py``); None: no fractional job.
@@ -176,7 +179,9 @@ def collect_result(sim: Simulator, wall_seconds: float) -> SimulationResult:
                               sim.stalled_at,
                               tuple(sorted(book.by_category.items())) if book else (),
                               tuple(sorted(book.lost_by_category.items())) if book else (),
-                              solver=solver_counts(sim.profile.plugins))
+                              solver=solver_counts(sim.profile.plugins),
+                              failures_without_spare=() if sim.failures is None
+                              else sim.failures.spares.shortfall_counts())
     if sim.core.mig is None and not sim.core.fractional_jobs:
         return result
     from dlsched.report.metrics import utilization_window

@@ -29,6 +29,7 @@ from dlsched.sim.failures import ClientFault, Failure, FailureModel, FailureProc
 from dlsched.sim.finished import FinishedJobs
 from dlsched.sim.progress import INTERVAL_SECONDS, ProgressCallback, ProgressReporter
 from dlsched.sim.result import SimulationResult, collect_result, final_record, final_values
+from dlsched.sim.spares import HotSpares
 from dlsched.wording import count_of
 from dlsched.workload.job import Job
 from dlsched.workload.trace import Trace
@@ -348,8 +349,8 @@ class Simulator:
 class _FailureEvents:
     """Node failures and repairs as events of the simulator's queue (``Priority.FAILURE``):
     a failure takes its node down and stops the jobs on it (``Scheduler.fail_node``); its
-    repair brings the node back, or keeps it as a hot spare when the spare pool is short.
-    With hot spares, a spare replaces a failed node at once."""
+    repair brings the node back, or keeps it as a hot spare when its pool's spares are short.
+    With hot spares, a spare of the failed node's pool replaces it at once (``spares.py``)."""
 
     def __init__(self, sim: Simulator, config: SimConfig) -> None:
         assert config.failures is not None
@@ -360,12 +361,11 @@ class _FailureEvents:
             raise ConfigError(f"--hot-spares {config.hot_spares}: the cluster "
                               f"{sim.cluster.name} has {count_of(nodes, 'node')}; at most "
                               f"{nodes - 1} can be held back as spares")
-        self.spares = list(range(nodes - config.hot_spares, nodes))
-        self.wanted_spares = config.hot_spares
+        self.spares = HotSpares(sim.cluster, config.hot_spares)  # per pool (spares.py)
         self.pending = 0
         self.repairs: dict[int, float] = {}  # node -> when its pending repair ends
-        if self.spares:
-            sim.core.set_down_nodes(frozenset(self.spares))
+        if config.hot_spares:
+            sim.core.set_down_nodes(self.spares.nodes())
         self._next()
 
     def only_failures_left(self) -> bool:
@@ -398,7 +398,7 @@ class _FailureEvents:
                 return False  # a node already down (in repair, or a spare) cannot fail again
             assert core.resilience is not None
             core.resilience.node_failed(payload.category)
-            spare = self.spares.pop() if self.spares else None
+            spare = self.spares.take(payload.node)  # one of the failed node's pool
             core.fail_node(payload.node, payload.category,
                            f"node failure ({payload.category}) on "
                            f"{self.sim.cluster.nodes[payload.node].name}", spare)
@@ -408,8 +408,7 @@ class _FailureEvents:
             return True
         node = payload[1]  # type: ignore[index]
         self.repairs.pop(node, None)
-        if len(self.spares) < self.wanted_spares:
-            self.spares.append(node)  # repaired into the spare pool: stays out of the cycle
+        if self.spares.keep(node):  # repaired into its pool's spares: stays out of the cycle
             return False
         core.node_up(node)
         return True

@@ -31,7 +31,7 @@ FAIRNESS_KEYS = {"ftf_rho_max", "ftf_rho_mean", "ftf_rho_above_1", "jain_tenants
 ELASTIC_KEYS = {"deadline_jobs", "deadline_satisfaction", "resizes",
                 # failures and checkpoints (docs/llm.md)
                 "node_failures", "job_interruptions", "lost_gpu_hours", "checkpoint_gpu_hours",
-                "restart_gpu_hours", "ettr",
+                "restart_gpu_hours", "ettr", "failures_without_spare",
                 # every wait, those after preemptions included (metrics.total_waits)
                 "wait_total_mean", "wait_total_p99"}
 

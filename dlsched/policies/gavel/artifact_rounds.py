@@ -34,6 +34,7 @@ from dlsched.cluster.cluster import Cluster
 from dlsched.policies.gavel.artifact_book import Book, Credits
 from dlsched.policies.gavel.artifact_settled import held_type, single_types
 from dlsched.policies.gavel.assign import Entry, place_round, room_by_type
+from dlsched.policies.gavel.pool_budget import PoolBudget
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment, Targets
@@ -106,6 +107,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._workers: dict[str, int] = {}  # each tracked job's gang (its spec's GPUs)
         self._relatives: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # ``_relative``
         self._room: tuple[object, np.ndarray, np.ndarray] | None = None  # see ``_free_room``
+        self._budget: PoolBudget | None = None  # the round's room per pool (``pool_budget``)
         self._kind_of_gpu: tuple[object, np.ndarray] | None = None  # each GPU's type
         self._current: dict[str, tuple[int, ...]] | None = None  # ``_current_nodes``
         self._held: dict[str, int] = {}  # each running job's ``held_type`` (the same jobs)
@@ -364,6 +366,7 @@ class ArtifactGavelRounds(GavelRounds):
         room, free = self._free_room(cluster, snapshot.down_nodes)
         candidates = [*snapshot.running, *snapshot.waiting]
         workers = self._workers  # every tracked job: the round's candidates
+        self._budget = PoolBudget.of(cluster, candidates, room)  # read by ``_walk``
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room,
                              pooled_nodes(state, candidates))
@@ -452,11 +455,13 @@ class ArtifactGavelRounds(GavelRounds):
         first entry with room for its gang (``assign_types`` over ``_entries``, whose
         priorities are the walk's positions, without building and sorting the entries).
         The lists as ``_lists`` orders them, walked by row number: a type's list is read
-        only while the type has room for the smallest gang, and no id list is built."""
+        only while the type has room for the smallest gang, and no id list is built. A pooled
+        job takes a type only with room for its gang in its pool (the round's ``_budget``)."""
         assert len(jobs) == len(self._cycle_ids)
         rows = self._rows
         assert rows is not None
         ids, need = rows.ids, rows.needs(workers)
+        budget = self._budget
         ranked, keep = self._ranked_rows(view, rows)
         left = free.astype(np.int64).tolist()
         smallest = min(workers.values(), default=1)
@@ -471,7 +476,8 @@ class ArtifactGavelRounds(GavelRounds):
                 if room < smallest:
                     break
                 gang = need[row]
-                if taken[row] or room < gang:
+                if taken[row] or room < gang or (
+                        budget is not None and not budget.take((ids[row],), kind, gang)):
                     continue
                 taken[row] = 1
                 chosen[ids[row]] = kind

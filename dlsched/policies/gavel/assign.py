@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dlsched.policies.gavel.pool_budget import PoolBudget
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -30,13 +32,15 @@ class Entry:
 
 
 def assign_types(entries: Sequence[Entry], workers: Mapping[str, int],
-                 free: np.ndarray) -> dict[str, int]:
+                 free: np.ndarray, budget: PoolBudget | None = None) -> dict[str, int]:
     """Gavel §5: entries by priority (highest first), each job on the first type with room for
-    its ``workers``; ``free[t]`` GPUs of type t are available (a copy is consumed)."""
-    return assign_with_pairs(entries, workers, free)[0]
+    its ``workers``; ``free[t]`` GPUs of type t are available (a copy is consumed); with a
+    ``budget``, a pooled job's pool must have that room too (``pool_budget.py``)."""
+    return assign_with_pairs(entries, workers, free, budget)[0]
 
 
-def assign_with_pairs(entries: Sequence[Entry], workers: Mapping[str, int], free: np.ndarray
+def assign_with_pairs(entries: Sequence[Entry], workers: Mapping[str, int], free: np.ndarray,
+                      budget: PoolBudget | None = None
                       ) -> tuple[dict[str, int], dict[str, str]]:
     """``assign_types`` over single and pair entries (Gavel §5 with space sharing: priorities
     per job combination): a pair entry takes ``workers`` GPUs once for both jobs, only when
@@ -48,6 +52,9 @@ def assign_with_pairs(entries: Sequence[Entry], workers: Mapping[str, int], free
         need, other = workers[entry.job_id], entry.partner
         if entry.job_id in chosen or left[entry.kind] < need or (
                 other is not None and other in chosen):
+            continue
+        if budget is not None and not budget.take(
+                (entry.job_id,) if other is None else (entry.job_id, other), entry.kind, need):
             continue
         chosen[entry.job_id] = entry.kind
         left[entry.kind] -= need

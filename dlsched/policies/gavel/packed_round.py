@@ -20,6 +20,7 @@ import numpy as np
 
 from dlsched.policies.gavel.assign import Entry, assign_with_pairs, place_round, room_by_type
 from dlsched.policies.gavel.gpus import exact, name_gpus
+from dlsched.policies.gavel.pool_budget import PoolBudget
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.policies.gavel_round import MIN_FRACTION, GavelRounds, _Round
 from dlsched.scheduling.allocation import Assignment
@@ -98,7 +99,8 @@ class PackedGavelRounds(GavelRounds):
         by_type = room_by_type(cluster.node_type, room, len(cluster.type_names))
         entries = [*self._entries(view, candidates), *self._pair_entries(view, candidates,
                                                                          state.now)]
-        types, partner = assign_with_pairs(entries, workers, by_type)
+        types, partner = assign_with_pairs(entries, workers, by_type,
+                                           PoolBudget.of(cluster, candidates, room))
         return {**kept, **self._place(state, types, partner, workers, room, free)}
 
     def _pair_entries(self, view: _Round, jobs: Sequence[Job], now: float) -> list[Entry]:

@@ -1,0 +1,81 @@
+"""Hot-spare nodes, held per node pool (``--hot-spares N``).
+
+Large trainings keep spare nodes powered and out of scheduling, so that a failed node is
+replaced at once (Llama 3, Dubey et al. 2024, §3.3.4; ``Scheduler.fail_node``). On a cluster
+partitioned into pools (Philly's virtual clusters, a Slurm partition: ``Node.pool``) a job
+may only run on its pool's nodes (``filters.NodePoolFilter``), so a spare serves its own pool:
+
+- ``N`` spares are held in **each** pool: the last ``N`` nodes of the pool, in the cluster's
+  order. Nodes without a pool form one group of their own (on a cluster without pools, the
+  whole cluster: its last ``N`` nodes, as before pools had spares).
+- A failed node is replaced by a spare of its own group, never another pool's: its jobs'
+  workers move onto the spare, which joins the cycle. No spare is shared across pools: a
+  pool-a job on a pool-b spare would run outside its pool, and once its node was repaired
+  pool a would be a node short for good.
+- The repaired node becomes a spare of its own group again when that group is short of
+  ``N``, else it rejoins the cycle.
+- A failure that finds its group without a spare left goes the way of a run without spares
+  (``--resilience``: back to the queue, or a reshape) and is counted per group
+  (``shortfalls``: the run's ``failures_without_spare``).
+"""
+
+from __future__ import annotations
+
+from dlsched.cluster.cluster import Cluster
+from dlsched.errors import ConfigError
+from dlsched.wording import count_of
+
+
+class HotSpares:
+    """The spare nodes held now, per pool (None: nodes without a pool)."""
+
+    def __init__(self, cluster: Cluster, per_pool: int) -> None:
+        self.cluster = cluster
+        self.per_pool = per_pool
+        groups: dict[str | None, list[int]] = {}
+        for index, node in enumerate(cluster.nodes):
+            groups.setdefault(node.pool, []).append(index)
+        self.held: dict[str | None, list[int]] = {}
+        self.shortfalls: dict[str | None, int] = {}
+        if per_pool == 0:
+            return
+        for pool, nodes in groups.items():
+            if len(nodes) <= per_pool:
+                raise ConfigError(f"--hot-spares {per_pool}: spares are held in each pool, and "
+                                  f"{_label(pool)} of cluster {cluster.name} has "
+                                  f"{count_of(len(nodes), 'node')}")
+            self.held[pool] = nodes[len(nodes) - per_pool:]
+
+    def nodes(self) -> frozenset[int]:
+        """Every spare held now (down: no cycle places there)."""
+        return frozenset(node for held in self.held.values() for node in held)
+
+    def take(self, failed: int) -> int | None:
+        """A spare of the failed node's pool, no longer held (None: none left, counted, or
+        the run holds no spares)."""
+        if self.per_pool == 0:
+            return None
+        pool = self.cluster.nodes[failed].pool
+        held = self.held[pool]
+        if held:
+            return held.pop()
+        self.shortfalls[pool] = self.shortfalls.get(pool, 0) + 1
+        return None
+
+    def keep(self, repaired: int) -> bool:
+        """Whether the repaired node is held as a spare of its pool (its pool is short)."""
+        held = self.held.get(self.cluster.nodes[repaired].pool)
+        if held is None or len(held) >= self.per_pool:
+            return False
+        held.append(repaired)
+        return True
+
+    def shortfall_counts(self) -> tuple[tuple[str, int], ...]:
+        """(pool, failures that found no spare of it), by pool name ('' for no pool)."""
+        if self.per_pool == 0:
+            return ()
+        return tuple(sorted((pool or "", n) for pool, n in self.shortfalls.items()))
+
+
+def _label(pool: str | None) -> str:
+    return "the group of nodes without a pool" if pool is None else f"pool {pool}"
