@@ -191,7 +191,8 @@ def skip_idle(spec: str, trace: str, jobs: int | None, cluster: str, every: int)
     def skipping(profile: Any, snapshot: Any) -> Any:
         if snapshot.now not in idle:
             return original(profile, snapshot)
-        state = CycleState.begin(snapshot)
+        # the snapshot's read-only books, as the Tiresias lane's scratchpad: no copy to pay
+        state = CycleState(snapshot, snapshot.free, snapshot.node_free)
         wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
         return CycleResult(next_wakeup=min(wakeups) if wakeups else None)
 
