@@ -1,7 +1,7 @@
 """What a contended run's cycles are, and what they cost besides deciding (issue 14).
 
 Run on demand: ``python benchmarks/bench_cycle_kinds.py [--policy tiresias:promote_knob=2]
-[--jobs N] [--cluster philly-shared-512] [--floor]``.
+[--jobs N] [--cluster philly-shared-512] [--floor | --skip-idle]``.
 
 Kinds: each cycle is counted by what woke it (a starvation promotion, a demotion, an
 arrival, a completion, another wake-up, or several of them at one time) and by what it
@@ -16,6 +16,16 @@ second run's CPU time is what the core spends on the rest (snapshot, apply, even
 however fast the decision were made: a floor for any lane or index that only makes the
 decision cheaper. Under ``valgrind --tool=cachegrind`` the two runs' instructions give the
 same split without the host's noise.
+
+``--skip-idle``: the most that skipping the cycles that decide nothing could save, and what it
+would change. The run is made twice: once as usual, noting the times of the cycles that
+started, stopped, resized and rejected nothing (times with a cycle that did are left out),
+then again with the decision step at those times answering at once, after asking only the
+policy's wake-ups (they apply the demotions and promotions due: the next cycle must still be
+armed). Printed: both runs' CPU time and digest, and the waiting jobs' reasons
+(``Scheduler.reason_for``) compared after every ``--every``-th cycle that acted, at the same
+time in both runs. Equal digests but differing reasons: such a skip is not exact (a skipped
+cycle would have refreshed the futility memo and its jobs' reasons, which later cycles read).
 """
 
 from __future__ import annotations
@@ -162,6 +172,71 @@ def floor(spec: str, trace: str, jobs: int | None, cluster: str) -> None:
     print(f"the rest is {runs['without the decision'][0] / runs['whole'][0]:.1%} of the run")
 
 
+def skip_idle(spec: str, trace: str, jobs: int | None, cluster: str, every: int) -> None:
+    """The ``--skip-idle`` measurement (module docstring)."""
+    from dlsched.scheduling import scheduler
+    from dlsched.scheduling.decisions import CycleResult
+    from dlsched.scheduling.state import CycleState
+
+    original = scheduler.run_cycle
+    idle: set[float] = set()
+    acting: set[float] = set()
+
+    def noting(profile: Any, snapshot: Any) -> Any:
+        result = original(profile, snapshot)
+        acted = result.starts or result.preemptions or result.resizes or result.rejections
+        (acting if acted else idle).add(snapshot.now)
+        return result
+
+    def skipping(profile: Any, snapshot: Any) -> Any:
+        if snapshot.now not in idle:
+            return original(profile, snapshot)
+        # the snapshot's read-only books, as the Tiresias lane's scratchpad: no copy to pay
+        state = CycleState(snapshot, snapshot.free, snapshot.node_free)
+        wakeups = [w for p in profile.wakeups if (w := p.next_wakeup(state)) is not None]
+        return CycleResult(next_wakeup=min(wakeups) if wakeups else None)
+
+    runs = []
+    for label, decide in (("whole", noting), ("idle cycles skipped", skipping)):
+        sim = build(spec, trace, jobs, cluster)
+        reasons = sampled_reasons(sim.core, every)
+        scheduler.run_cycle = decide
+        try:
+            cpu, cycles, found = timed(sim)
+        finally:
+            scheduler.run_cycle = original
+        runs.append(reasons)
+        if label == "whole":
+            idle.difference_update(acting)
+            print(f"{len(idle):,} times with only cycles that decided nothing")
+        print(f"{label:>20}: CPU {cpu:7.2f} s, {cycles:,} cycles, digest {found}")
+    compared = differing = 0
+    for now, kept in runs[0].items():
+        other = runs[1].get(now, {})
+        compared += len(kept)
+        differing += sum(reason != other.get(job_id) for job_id, reason in kept.items())
+    print(f"reasons compared at {len(runs[0]):,} times: {compared:,}, differing {differing:,}")
+
+
+def sampled_reasons(core: Any, every: int) -> dict[float, dict[str, str]]:
+    """Wrap ``core.cycle`` to keep, after every ``every``-th cycle that started or stopped a
+    job, each waiting job's reason by job id; the kept ones by time."""
+    kept: dict[float, dict[str, str]] = {}
+    original, seen = core.cycle, [0]
+
+    def cycle() -> Any:
+        result = original()
+        if result.starts or result.preemptions:
+            seen[0] += 1
+            if seen[0] % every == 0:
+                kept[core.clock.now()] = {job.job_id: core.reason_for(job)
+                                          for job in core.waiting.values()}
+        return result
+
+    core.cycle = cycle
+    return kept
+
+
 def timed(sim: Any) -> tuple[float, int, str]:
     started = time.process_time()
     result = sim.run()
@@ -176,9 +251,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=None, help="only the first N jobs")
     parser.add_argument("--cluster", default="philly-shared-512")
     parser.add_argument("--floor", action="store_true", help="the cost besides deciding")
+    parser.add_argument("--skip-idle", action="store_true",
+                        help="the cost of the cycles that decide nothing, and their effect")
+    parser.add_argument("--every", type=int, default=50,
+                        help="--skip-idle: compare reasons after every N-th acting cycle")
     args = parser.parse_args()
     if args.floor:
         floor(args.policy, args.trace, args.jobs, args.cluster)
+    elif args.skip_idle:
+        skip_idle(args.policy, args.trace, args.jobs, args.cluster, args.every)
     else:
         kinds(build(args.policy, args.trace, args.jobs, args.cluster))
 
