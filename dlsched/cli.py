@@ -28,8 +28,10 @@ from dlsched.run_config import RunConfig
 from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:
+    from dlsched.cluster.cluster import Cluster
     from dlsched.experiment import RunOutcome
     from dlsched.report.metrics import Summary
+    from dlsched.workload.trace import Trace
 
 class _App(typer.Typer):
     """The ``dlsched`` app: a module of a missing optional extra ends in one line naming the
@@ -71,12 +73,12 @@ app = _App(help="dlsched: schedule deep-learning jobs on GPU clusters, or simula
 # Messages print as given: never wrapped, and ':x:' in a path or option is not an emoji.
 console = Console(stderr=True, soft_wrap=True, emoji=False)
 
-def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
+def _checked_inputs(config: RunConfig) -> tuple[Cluster, Trace]:
+    """The run's cluster and trace, read and checked (with their warnings printed)."""
     from dlsched.cluster.builtin import resolve_cluster
     from dlsched.cluster.warnings import unknown_gpu_types
-    from dlsched.experiment import check_out, check_run, input_warnings, load_trace
+    from dlsched.experiment import check_run, input_warnings, load_trace
 
-    check_out(Path(config.out))
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -84,6 +86,18 @@ def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutc
     for warning in input_warnings(config, trace, cluster):
         console.print(f"[yellow]warning:[/] {escape(warning)}")
     check_run(config)
+    return cluster, trace
+
+
+def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
+    from dlsched.experiment import check_out, unmake_out
+
+    made = check_out(Path(config.out))
+    try:
+        cluster, trace = _checked_inputs(config)
+    except BaseException:
+        unmake_out(Path(config.out), made)  # nothing ran: no empty folder left behind
+        raise
     if trace.skipped:
         console.print(f"[yellow]skipped {count_of(trace.skipped, 'invalid row')}[/] (first: "
                       f"{escape(str(trace.warnings[0]))})")

@@ -123,9 +123,15 @@ def check_run(config: RunConfig) -> None:
             raise MissingExtra(f"{exc} (or --jobs-format csv)") from None
 
 
-def check_out(out: Path) -> None:
+def check_out(out: Path) -> Path | None:
     """The output folder can be made and written (a run of minutes must not end in an error
-    that was there from the start)."""
+    that was there from the start). Returns the outermost folder this made (None: ``out``
+    was there), for ``unmake_out`` when a later check stops the run before it writes."""
+    made = None
+    for folder in (out, *out.parents):
+        if folder.exists():
+            break
+        made = folder
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -133,6 +139,21 @@ def check_out(out: Path) -> None:
                           ) from None
     if not os.access(out, os.W_OK | os.X_OK):
         raise ConfigError(f"--out {out}: the folder is not writable")
+    return made
+
+
+def unmake_out(out: Path, made: Path | None) -> None:
+    """Remove the empty folders ``check_out`` made for ``out`` (up to ``made``): a run that
+    stops at a bad trace or option leaves no empty output folder behind."""
+    if made is None:
+        return
+    for folder in (out, *out.parents):
+        try:
+            folder.rmdir()  # only an empty folder goes
+        except OSError:
+            return
+        if folder == made:
+            return
 
 
 def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
