@@ -157,8 +157,11 @@ class LaneWalk(FreeBooks):
     def _search(self, job: Job, need: int, memo: tuple | None) -> bool:
         """``_attempt`` of a job asking more than is wholly free: the victim search, and the
         start on the GPUs it frees; else the job fails with the count's reason (as it read
-        before the search: a failed search frees nothing)."""
-        victims = self.fewest_victims(need, self.sort.post_filter(self.state, job))
+        before the search: a failed search frees nothing). Each victim frees the GPUs it
+        holds, so the candidates are asked for with the room missing (``post_filter``'s
+        ``room``): none, unread, where the queues below hold too few (most failures)."""
+        victims = self.fewest_victims(need, self.sort.post_filter(self.state, job,
+                                                                  need - self.whole))
         if not victims:
             job_id = job.job_id
             self.futile[job_id] = memo or self._memo(job)
