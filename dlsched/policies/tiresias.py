@@ -459,7 +459,19 @@ class DiscretizedLas:
         heap = self._demotions
         if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
             self._advance(state)
-        return (self._demotions_on(nodes), self.queue_of(state, job))
+        # ``queue_of`` as ``post_filter`` reads it for a waiting job (asked at each failed
+        # attempt: ~1.3 a cycle on the contended Philly table)
+        job_id = job.job_id
+        queue = self._waiting_queue.get(job_id)
+        if queue is None or job.status not in _WAITING:
+            queue = self.queue_of(state, job)
+        elif queue and self.promote_knob:  # ``_starving_now``, inlined
+            executed = self._executed.get(job_id, 0.0)
+            if executed > 0 and (job_id in self._promoted or state.snapshot.now
+                                 - job.queued_since >= self.promote_knob * executed
+                                 - self._waited.get(job_id, 0.0)):
+                queue = 0
+        return (self._demotions_on(nodes), queue)
 
     def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims: the demotions

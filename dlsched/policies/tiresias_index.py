@@ -36,7 +36,8 @@ class RunningByQueue:
         self._pending: list[tuple[Job, int, float]] = []  # filed, not in the lists yet
         self._size = 0  # entries, valid or not, pending ones included
         # GPUs of each filed attempt, and their sums per queue: the GPUs an attempt holds when
-        # it is valid, so each sum bounds what its queue's valid entries hold
+        # it is valid, so each sum bounds what its queue's valid entries hold. Kept past queue
+        # 0 only: ``held_below`` sums the queues below one (most filings are starts in 0).
         self._gpus: dict[str, int] = {}
         self._held = [0] * queues
         self._compact_above = 16  # ``_size`` past which ``file`` compacts
@@ -50,12 +51,14 @@ class RunningByQueue:
         job_id, filed, held = job.job_id, self._filed, self._held
         before = filed.get(job_id)
         if before is not None:  # a demotion: its entry in the queue it leaves goes now
-            held[before[0]] -= self._gpus[job_id]
+            if before[0]:
+                held[before[0]] -= self._gpus.pop(job_id)
             self._unlist(job, before)
-        if gpus is None:
-            gpus = len(job.allocation) or job.spec.num_gpus
-        self._gpus[job_id] = gpus
-        held[queue] += gpus
+        if queue:
+            if gpus is None:
+                gpus = len(job.allocation) or job.spec.num_gpus
+            self._gpus[job_id] = gpus
+            held[queue] += gpus
         self._pending.append((job, queue, started))
         filed[job_id] = (queue, started)
         self._size += 1
@@ -74,7 +77,8 @@ class RunningByQueue:
         filed = self._filed.pop(job_id, None)
         if filed is None:
             return
-        self._held[filed[0]] -= self._gpus.pop(job_id)
+        if filed[0]:
+            self._held[filed[0]] -= self._gpus.pop(job_id)
         if job.status is JobStatus.RUNNING:
             return
         # ``_unlist(job, filed)``, inlined (every stop under contention)
@@ -91,7 +95,8 @@ class RunningByQueue:
     def _forget(self, job_id: str, queue: int) -> None:
         """The job's attempt filed in ``queue`` ended: it is filed no more."""
         del self._filed[job_id]
-        self._held[queue] -= self._gpus.pop(job_id)
+        if queue:
+            self._held[queue] -= self._gpus.pop(job_id)
 
     def _purge(self, queue: int, index: int) -> None:
         """Remove the entry at ``index`` of ``queue``'s lists, of a job that ended (read by a
@@ -229,9 +234,10 @@ class RunningByQueue:
         self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
                        for job, started in entries}
         gpus, held = self._gpus, [0] * len(self._held)
-        self._gpus = {job_id: gpus[job_id] for job_id in self._filed}
-        for job_id, (queue, _) in self._filed.items():
-            held[queue] += gpus[job_id]
+        self._gpus = {job_id: gpus[job_id] for job_id, (queue, _) in self._filed.items()
+                      if queue}
+        for job_id, count in self._gpus.items():
+            held[self._filed[job_id][0]] += count
         self._held = held
         live = self._size = len(self._filed)
         self._compact_above = live + live // 2 + 16
