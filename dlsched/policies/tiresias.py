@@ -370,7 +370,7 @@ class DiscretizedLas:
             level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
         self._promoted.discard(job_id)
         (self._running if self.victim_scope is None else self._running_of(job)).file(
-            job, level, now)
+            job, level, now, None, len(gpus) or None)
         count = len(gpus) or len(job.allocation) or job.spec.num_gpus
         if level < len(thresholds) and count:  # ``_push_demotion``'s steps, inlined
             at = now + (thresholds[level] - service) / count
@@ -411,11 +411,14 @@ class DiscretizedLas:
         return False
 
     # -- PostFilter -----------------------------------------------------------------------
-    def post_filter(self, state: CycleState, job: Job) -> Iterable[Job]:
+    def post_filter(self, state: CycleState, job: Job, room: int = 0) -> Iterable[Job]:
         """Running jobs of lower queues (and, with ``same_queue_preemption``, later jobs of
         the same queue), the lowest first (Tiresias §3.2: a job of a higher queue preempts
         jobs of lower ones); lazily, since the cycle reads only as many as it needs. A job of
-        the last queue has none (told as an empty tuple: the cycle then looks no further)."""
+        the last queue has none (told as an empty tuple: the cycle then looks no further).
+        ``room``: the GPUs a search needs its victims to free, where each frees the GPUs it
+        holds (the Tiresias lane's case); told () where all of them together hold fewer, by
+        the index's sums (``held_below``) without reading them."""
         heap = self._demotions
         if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
             self._advance(state)  # (its own test, ahead of the call: asked every attempt)
@@ -429,6 +432,8 @@ class DiscretizedLas:
         if queue == len(self.thresholds):
             return ()
         index = self._running if self.victim_scope is None else self._running_of(job)
+        if room > 0 and index.held_below(queue, state.evicted) < room:
+            return ()
         return index.ranked_below(queue, None, state.evicted)
 
     def _starving_now(self, state: CycleState, job: Job) -> bool:
@@ -477,7 +482,19 @@ class DiscretizedLas:
         heap = self._demotions
         if not self._seeded or (heap and heap[0][0] <= state.snapshot.now):
             self._advance(state)
-        return (self._demotions_on(nodes), self.queue_of(state, job))
+        # ``queue_of`` as ``post_filter`` reads it for a waiting job (asked at each failed
+        # attempt: ~1.3 a cycle on the contended Philly table)
+        job_id = job.job_id
+        queue = self._waiting_queue.get(job_id)
+        if queue is None or job.status not in _WAITING:
+            queue = self.queue_of(state, job)
+        elif queue and self.promote_knob:  # ``_starving_now``, inlined
+            executed = self._executed.get(job_id, 0.0)
+            if executed > 0 and (job_id in self._promoted or state.snapshot.now
+                                 - job.queued_since >= self.promote_knob * executed
+                                 - self._waited.get(job_id, 0.0)):
+                queue = 0
+        return (self._demotions_on(nodes), queue)
 
     def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims: the demotions

@@ -6,12 +6,17 @@ entries (finished, preempted, demoted) are skipped when met and compacted away n
 Jobs are filed into the sorted lists only when a victim search asks (``ranked_below``): on a
 cluster where every job fits, most finish or are demoted before any search, and their entries
 are dropped unsorted.
+
+Each queue also keeps the GPUs of the attempts filed in it (``held_below``): at least what its
+valid entries hold, so a search that needs more victims' GPUs than that fails without reading
+an entry (the Philly table under contention: most searches fail, each read every running job
+of the queues below).
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Container, Iterator
+from collections.abc import Container, Iterator, Mapping
 from itertools import compress
 
 from dlsched.workload.job import Job, JobStatus
@@ -30,15 +35,30 @@ class RunningByQueue:
         self._filed: dict[str, tuple[int, float]] = {}
         self._pending: list[tuple[Job, int, float]] = []  # filed, not in the lists yet
         self._size = 0  # entries, valid or not, pending ones included
+        # GPUs of each filed attempt, and their sums per queue: the GPUs an attempt holds when
+        # it is valid, so each sum bounds what its queue's valid entries hold. Kept past queue
+        # 0 only: ``held_below`` sums the queues below one (most filings are starts in 0).
+        self._gpus: dict[str, int] = {}
+        self._held = [0] * queues
         self._compact_above = 16  # ``_size`` past which ``file`` compacts
 
-    def file(self, job: Job, queue: int, started: float, now: float | None = None) -> None:
+    def file(self, job: Job, queue: int, started: float, now: float | None = None,
+             gpus: int | None = None) -> None:
         """Record that ``job``'s attempt begun at ``started`` is now in ``queue``; ``now`` is
-        the cycle's time (default ``started``: a job filed as it starts)."""
-        job_id, filed = job.job_id, self._filed
+        the cycle's time (default ``started``: a job filed as it starts). ``gpus``: the GPUs
+        the attempt holds (default its allocation's: a job filed as it starts passes those
+        it is given, as its allocation is still its last attempt's)."""
+        job_id, filed, held = job.job_id, self._filed, self._held
         before = filed.get(job_id)
         if before is not None:  # a demotion: its entry in the queue it leaves goes now
+            if before[0]:
+                held[before[0]] -= self._gpus.pop(job_id)
             self._unlist(job, before)
+        if queue:
+            if gpus is None:
+                gpus = len(job.allocation) or job.spec.num_gpus
+            self._gpus[job_id] = gpus
+            held[queue] += gpus
         self._pending.append((job, queue, started))
         filed[job_id] = (queue, started)
         self._size += 1
@@ -55,7 +75,11 @@ class RunningByQueue:
         (the Philly table under contention: ~5 stale entries read per victim found)."""
         job_id = job.job_id
         filed = self._filed.pop(job_id, None)
-        if filed is None or job.status is JobStatus.RUNNING:
+        if filed is None:
+            return
+        if filed[0]:
+            self._held[filed[0]] -= self._gpus.pop(job_id)
+        if job.status is JobStatus.RUNNING:
             return
         # ``_unlist(job, filed)``, inlined (every stop under contention)
         keys, entries = self._keys[filed[0]], self._entries[filed[0]]
@@ -67,6 +91,22 @@ class RunningByQueue:
                 self._size -= 1
                 return
             at += 1
+
+    def _forget(self, job_id: str, queue: int) -> None:
+        """The job's attempt filed in ``queue`` ended: it is filed no more."""
+        del self._filed[job_id]
+        if queue:
+            self._held[queue] -= self._gpus.pop(job_id)
+
+    def _purge(self, queue: int, index: int) -> None:
+        """Remove the entry at ``index`` of ``queue``'s lists, of a job that ended (read by a
+        search: it would be read by every later one until a compaction, and its GPUs would
+        stay in ``held_below``)."""
+        job, started = self._entries[queue][index]
+        del self._keys[queue][index], self._entries[queue][index]
+        self._size -= 1
+        if self._filed.get(job.job_id) == (queue, started):
+            self._forget(job.job_id, queue)
 
     def _unlist(self, job: Job, filed: tuple[int, float]) -> None:
         """Remove ``job``'s entry for ``filed`` (queue, start) from its sorted list; one still
@@ -97,6 +137,8 @@ class RunningByQueue:
                     or (status is running and job.run_started != started)
                     or status in TERMINAL):
                 dropped += 1
+                if status in TERMINAL and filed.get(job_id) == (queue, started):
+                    self._forget(job_id, queue)
                 continue
             key, keys = (job.spec.submit_time, job_id), all_keys[queue]
             at = position(keys, key)
@@ -119,11 +161,27 @@ class RunningByQueue:
         filed = self._filed.get(job.job_id)
         return filed[0] if filed is not None and self._valid(job, filed) else None
 
+    def held_below(self, queue: int, evicted: Mapping[str, Job]) -> int:
+        """At least the GPUs the jobs of ``ranked_below(queue, None, evicted)`` hold: those of
+        the attempts filed in the queues below, less the evicted ones'. Exact but for
+        attempts filed that have not started yet, or ended unread (finished; restarted
+        without a filing): each valid entry's attempt holds the GPUs it was filed with."""
+        held = sum(self._held[queue + 1:])
+        if evicted:
+            filed, gpus = self._filed, self._gpus
+            for job_id in evicted:
+                where = filed.get(job_id)
+                if where is not None and where[0] > queue:
+                    held -= gpus[job_id]
+        return held
+
     def ranked_below(self, queue: int, key: tuple[float, str] | None,
                      evicted: Container[str] = ()) -> Iterator[Job]:
         """Running jobs ranked after (queue, key), the lowest-ranked first, less those whose
         id is in ``evicted`` when met (read as the search goes: it marks its victims); with
-        ``key`` None, those of the queues below ``queue`` only."""
+        ``key`` None, those of the queues below ``queue`` only. An entry of a job that ended
+        goes when read (``_purge``): the lists are read from the tail, so a deletion moves
+        none of the entries still to read."""
         self._sort_pending()
         running = JobStatus.RUNNING
         for lower in range(len(self._entries) - 1, queue, -1):
@@ -136,6 +194,8 @@ class RunningByQueue:
                     if (where is not None and where[0] == lower and where[1] == started
                             and job.job_id not in evicted):
                         yield job
+                elif job.status in TERMINAL:
+                    self._purge(lower, index)
         if key is not None:
             yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key),
                                       evicted)
@@ -150,6 +210,8 @@ class RunningByQueue:
                 if (where is not None and where[0] == queue and where[1] == started
                         and job.job_id not in evicted):
                     yield job
+            elif job.status in TERMINAL:
+                self._purge(queue, index)
 
     def _valid(self, job: Job, filed: tuple[int, float]) -> bool:
         return (job.status is JobStatus.RUNNING and job.run_started == filed[1]
@@ -171,5 +233,11 @@ class RunningByQueue:
             self._keys[queue] = list(compress(self._keys[queue], keep))
         self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
                        for job, started in entries}
+        gpus, held = self._gpus, [0] * len(self._held)
+        self._gpus = {job_id: gpus[job_id] for job_id, (queue, _) in self._filed.items()
+                      if queue}
+        for job_id, count in self._gpus.items():
+            held[self._filed[job_id][0]] += count
+        self._held = held
         live = self._size = len(self._filed)
         self._compact_above = live + live // 2 + 16

@@ -43,6 +43,7 @@ class LaneWalk(FreeBooks):
         self.arrays: tuple | None = None  # the core's read-only books the views are of
         self.node_versions: memoryview | None = None
         self.node_free_view: memoryview | None = None
+        self.miss_texts: dict[tuple[int, int], str] = {}  # ``_miss_text``'s, made once each
 
     def _begin(self, snapshot: ClusterSnapshot) -> None:
         """The cycle's fields: the scratchpad, the books read from the snapshot (through
@@ -144,6 +145,13 @@ class LaneWalk(FreeBooks):
         if prior is None:
             return self._search(job, need, None) if need > self.whole else self._start(
                 job, need, ())
+        versions = self.versions
+        if versions is None:
+            versions = self.versions = sum(self.node_versions)  # type: ignore[arg-type]
+        if prior[0] != versions and need > self.whole:
+            # starts or stops since: the memo differs whatever its epoch, which the search
+            # asks only if it fails (its first step is ``rank_epoch``'s: Tiresias' advance)
+            return self._search(job, need, None)
         memo = self._memo(job)
         if memo is not None and memo == prior:
             # The reason from last time, as it was (no plugin prefix, so it does not grow).
@@ -157,8 +165,11 @@ class LaneWalk(FreeBooks):
     def _search(self, job: Job, need: int, memo: tuple | None) -> bool:
         """``_attempt`` of a job asking more than is wholly free: the victim search, and the
         start on the GPUs it frees; else the job fails with the count's reason (as it read
-        before the search: a failed search frees nothing)."""
-        victims = self.fewest_victims(need, self.sort.post_filter(self.state, job))
+        before the search: a failed search frees nothing). Each victim frees the GPUs it
+        holds, so the candidates are asked for with the room missing (``post_filter``'s
+        ``room``): none, unread, where the queues below hold too few (most failures)."""
+        candidates = self.sort.post_filter(self.state, job, need - self.whole)
+        victims = self.fewest_victims(need, candidates) if candidates else ()
         if not victims:
             job_id = job.job_id
             self.futile[job_id] = memo or self._memo(job)
@@ -201,7 +212,12 @@ class LaneWalk(FreeBooks):
         return False
 
     def _miss_text(self, need: int) -> str:
-        """``count_miss``'s reason for a whole job on any node asking more than is free."""
-        if need == 1:
-            return _NO_SINGLE_TEXT
-        return f"[placement] {no_room_text(need, self.whole)}"
+        """``count_miss``'s reason for a whole job on any node asking more than is free, kept
+        per (need, free) for the run: ~2 a cycle on the contended Philly table, of a few
+        dozen needs and free counts."""
+        key = (need, self.whole)
+        text = self.miss_texts.get(key)
+        if text is None:
+            text = self.miss_texts[key] = (_NO_SINGLE_TEXT if need == 1 else
+                                       f"[placement] {no_room_text(need, self.whole)}")
+        return text

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from builders import make_job
+import random
 
-from dlsched.policies.tiresias_index import RunningByQueue
+import pytest
+from builders import make_cluster, make_job, run
+
+from dlsched.policies.tiresias_index import WAITING, RunningByQueue
 from dlsched.workload.job import Job, JobStatus
 
 
@@ -98,3 +101,77 @@ def test_a_stopped_or_demoted_jobs_entry_leaves_the_sorted_lists_at_once() -> No
     index.file(c, 1, 9.0)
     assert [j.job_id for j in index.ranked_below(0, None)] == ["c"]
     assert [len(entries) for entries in index._entries] == [2, 1]
+
+
+def _truth(index: RunningByQueue, queue: int, evicted: dict[str, Job]) -> int:
+    """The GPUs of the jobs a search below ``queue`` reads, all of them (it purges)."""
+    return sum(len(job.allocation) for job in index.ranked_below(queue, None, evicted))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_held_below_bounds_the_search_and_is_exact_once_read(seed: int) -> None:
+    """``held_below`` (the lane's failed searches, told without reading an entry) is never
+    below the GPUs the search's candidates hold, through starts, demotions, stops, finishes
+    (no call: the index learns of them when a search reads them), restarts, compactions and
+    evictions marked in the cycle; once a search has read the queues below, it is exact
+    unless a job filed there has not started yet."""
+    rng, now = random.Random(seed), 0.0
+    index = RunningByQueue(3)
+    jobs = [Job(make_job(f"j{i}").gpus(rng.choice((1, 2, 4, 8))).at(i).build())
+            for i in range(30)]
+    reserved: dict[str, tuple[int, float]] = {}  # filed in the cycle, started at its end
+    for _ in range(400):
+        now += rng.choice((0.0, 1.0))
+        job, step = rng.choice(jobs), rng.random()
+        if job.status in WAITING and job.job_id not in reserved and step < 0.5:
+            queue = rng.randrange(3)
+            index.file(job, queue, now, None, job.spec.num_gpus)
+            reserved[job.job_id] = (queue, now)
+        elif job.status is JobStatus.RUNNING and step < 0.3:
+            where = index._filed.get(job.job_id)
+            if where is not None and where[0] < 2:  # demoted a queue down
+                index.file(job, where[0] + 1, job.run_started, now)
+        elif job.status is JobStatus.RUNNING and step < 0.5:
+            job.status, job.run_started = JobStatus.PREEMPTED, None
+            index.drop(job)
+        elif job.status is JobStatus.RUNNING and step < 0.6:
+            job.status = JobStatus.FINISHED
+        if rng.random() < 0.2:  # the cycle ends: the core starts the jobs reserved in it
+            for job_id, (_, at) in reserved.items():
+                started = next(j for j in jobs if j.job_id == job_id)
+                started.status, started.run_started = JobStatus.RUNNING, at
+                started.allocation = tuple(range(started.spec.num_gpus))
+            reserved.clear()
+        if rng.random() < 0.5:  # no search in this step: filings stay unsorted
+            continue
+        running = [j for j in jobs if j.status is JobStatus.RUNNING]
+        evicted = {j.job_id: j for j in rng.sample(running, min(len(running), 2))}
+        queue = rng.randrange(3)
+        held = index.held_below(queue, evicted)
+        assert held >= _truth(index, queue, evicted)
+        if not any(q > queue for q, _ in reserved.values()):
+            assert index.held_below(queue, evicted) == _truth(index, queue, evicted)
+
+
+def test_a_search_the_lower_queues_cannot_satisfy_reads_no_entry(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lane's victim search (``post_filter`` with ``room``): at 70 B (8 GPUs, queue 0)
+    finds 2 free and A (2 GPUs, demoted at 50) below it, too few: it fails by the index's
+    sums without reading an entry. At 85 C (4 GPUs from 60) is demoted too, and B evicts
+    both; that search is the only one that reads the index."""
+    reads = []
+    ranked_below = RunningByQueue.ranked_below
+
+    def counted(self: RunningByQueue, *args: object) -> object:
+        reads.append(args[0])
+        return ranked_below(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(RunningByQueue, "ranked_below", counted)
+    jobs = [make_job("A").gpus(2).at(0).work(1000).build(),
+            make_job("C").gpus(4).at(60).work(1000).build(),
+            make_job("B").gpus(8).at(70).work(10).build()]
+    records = run("tiresias", make_cluster(nodes=1, gpus=8), jobs,
+                  options={"thresholds": (100.0,)})
+    assert records["B"].first_start == 85.0 and records["B"].finish_time == 95.0
+    assert records["A"].preemptions == records["C"].preemptions == 1
+    assert reads == [0]

@@ -321,9 +321,9 @@ def _run_counting(seed: int, shortcut: bool) -> tuple[dict, dict[str, str], int]
     plugin, searches = profile.post_filters[0], [0]
     search = plugin.post_filter
 
-    def counted(state: CycleState, job: Job) -> object:
+    def counted(state: CycleState, job: Job, *room: int) -> object:
         searches[0] += 1
-        return search(state, job)
+        return search(state, job, *room)
 
     plugin.post_filter = counted
     reasons: dict[str, str] = {}
