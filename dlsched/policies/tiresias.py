@@ -54,6 +54,7 @@ class DiscretizedLas:
         if list(thresholds) != sorted(thresholds) or any(t <= 0 for t in thresholds):
             raise ValueError(f"queue thresholds must be positive and increasing: {thresholds}")
         self.thresholds = thresholds
+        self._last_queue = len(thresholds)  # the last queue's number (read per job and stop)
         self.promote_knob = promote_knob
         self.min_runtime = min_runtime
         self.same_queue_preemption = same_queue_preemption
@@ -360,9 +361,10 @@ class DiscretizedLas:
             service -= offsets.get(job_id, 0.0)
         if (self.promote_knob and job_id in self._executed
                 and self._count_wait(job, now, service)):
-            # promoted: its offset is its service now, so it starts again from 0 (queue 0)
-            service = job.attained_service(now) - offsets.get(job_id, 0.0)
-            level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
+            # promoted: its offset is its service now, so it starts again from 0 (queue 0):
+            # the service less its offset, x - x, and that level, without asking them again
+            service = 0.0
+            level = bisect.bisect_right(thresholds, SERVICE_TOLERANCE)
         elif (before is not None and job.status is not _RUNNING
               and job_id not in self._promoted):
             level = before  # the level ``on_waiting`` filed it under (its service since)
@@ -372,7 +374,7 @@ class DiscretizedLas:
         (self._running if self.victim_scope is None else self._running_of(job)).file(
             job, level, now, None, len(gpus) or None)
         count = len(gpus) or len(job.allocation) or job.spec.num_gpus
-        if level < len(thresholds) and count:  # ``_push_demotion``'s steps, inlined
+        if level < self._last_queue and count:  # ``_push_demotion``'s steps, inlined
             at = now + (thresholds[level] - service) / count
             heapq.heappush(self._demotions, (at, job_id, now, job))
 
@@ -403,7 +405,7 @@ class DiscretizedLas:
         if job.status in _WAITING and (job_id in self._promoted or (
                 now - job.queued_since >= self.promote_knob * executed - waited
                 and bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE) > 0)):
-            self._offsets[job_id] = job.attained_service(now)
+            self._offsets[job_id] = job.attained  # ``attained_service`` of a waiting job
             self._executed.pop(job_id, None)
             self._waited.pop(job_id, None)
             return True
@@ -429,7 +431,7 @@ class DiscretizedLas:
             queue = 0
         if self.same_queue_preemption or self.min_runtime:
             return self._victims(state, job, queue)
-        if queue == len(self.thresholds):
+        if queue == self._last_queue:
             return ()
         index = self._running if self.victim_scope is None else self._running_of(job)
         if room > 0 and index.held_below(queue, state.evicted) < room:
@@ -453,7 +455,7 @@ class DiscretizedLas:
         if self.same_queue_preemption:
             return False
         job_id = job.job_id
-        if self._waiting_queue.get(job_id) != len(self.thresholds):
+        if self._waiting_queue.get(job_id) != self._last_queue:
             return False
         # ``not self._starves(job, now)``, inlined (asked for each job a cycle considers
         # after an eviction: issue 14)
@@ -585,11 +587,13 @@ class DiscretizedLas:
         (``_demotions_matter``'s test of the evicted)."""
         knob, executed, waited, offsets = (self.promote_knob, self._executed, self._waited,
                                            self._offsets)
-        thresholds, last = self.thresholds, len(self.thresholds)
+        thresholds, last = self.thresholds, self._last_queue
         soonest, below_last = None, False
         for job in state.evicted.values():
             job_id = job.job_id
-            service = job.attained_service(now)
+            # ``attained_service``, inlined: an evicted job runs until the cycle applies
+            service = (job.attained + len(job.allocation) * (now - job.attained_time)
+                       if job.status is _RUNNING else job.attained)
             if offsets:
                 service -= offsets.get(job_id, 0.0)
             level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
@@ -674,7 +678,8 @@ class DiscretizedLas:
         queue."""
         if not self.own_preemption_only or self.same_queue_preemption or self.min_runtime:
             return True
-        return any(self._waiting_in[:len(self.thresholds)])
+        # any job filed above the last queue: all filed but those in the last (no slice)
+        return len(self._waiting_queue) > self._waiting_in[self._last_queue]
 
     def _may_sleep(self, state: CycleState) -> bool:
         """Whether this cycle may leave out the wake-ups of demotions that matter to no one:
@@ -746,7 +751,9 @@ class DiscretizedLas:
                     and job_id not in state.evicted):
                 # ``_service``/``_level`` once, for the queue and the next crossing: a
                 # running job's queue is its level (only a waiting one starves)
-                service = job.attained_service(now)
+                # ``attained_service``, inlined (the same operations)
+                service = (job.attained + len(job.allocation) * (now - job.attained_time)
+                           if status is _RUNNING else job.attained)
                 if offsets:
                     service -= offsets.get(job_id, 0.0)
                 level = bisect.bisect_right(thresholds, service + SERVICE_TOLERANCE)
@@ -754,7 +761,7 @@ class DiscretizedLas:
                 (self._running if self.victim_scope is None else self._running_of(job)).file(
                     job, queue, started or 0.0, now)
                 count = len(job.allocation) or job.spec.num_gpus  # ``_push_demotion``
-                if level < len(thresholds) and count:
+                if level < self._last_queue and count:
                     heapq.heappush(heap, (now + (thresholds[level] - service) / count,
                                           job_id, started, job))
                 self._count_demotion(state, job)
@@ -770,7 +777,7 @@ class DiscretizedLas:
             demotions[gpu_node[allocation[0]]] += 1
             self._node_demotion_total += 1
         else:
-            nodes = {gpu_node[gpu] for gpu in allocation}
+            nodes = set(map(gpu_node.__getitem__, allocation))  # (no Python step a GPU)
             for node in nodes:
                 demotions[node] += 1
             self._node_demotion_total += len(nodes)

@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 IDLE_RESULT = CycleResult()
 _RUNNING, _PREEMPTED, _PENDING = JobStatus.RUNNING, JobStatus.PREEMPTED, JobStatus.PENDING
 _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this is whole
+# Floats count whole GPUs exactly below 2**53: a total below this stays below 2**53 after any
+# job's GPU count is added or taken
+_EXACT = 2.0 ** 52
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 # Each core counts its running-job changes from its own base: two cores' counts never meet, so
 # a policy object used by two cores in turn cannot take one's count for the other's.
@@ -121,7 +124,9 @@ class Scheduler:
         # Plugins that key a running job by its attempt's start, told when the runtime moves
         # it to its workers' launch (``RuntimeScheduler.launched``; Tiresias' index and heap).
         self._relaunch_hooks = [p.relaunched for p in plugins if hasattr(p, "relaunched")]
-        self._key_changes = getattr(profile.queue_sort, "key_changes", None)
+        # (asked by ``snapshot`` only for a static order, which a queue keeps for its life)
+        self._key_changes = (getattr(profile.queue_sort, "key_changes", None)
+                             if self.waiting.is_static else None)
         self._reason_seq = 0  # cycles run (a cycle's reasons are stamped 2 x its number)
         self.running: dict[str, Job] = {}
         # Bumped whenever a running job starts, stops, or changes its rate or attempt start:
@@ -145,6 +150,8 @@ class Scheduler:
         # GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
         # running ones); the timeline keeps only the cluster total.
         self.type_seconds = dict.fromkeys(cluster.type_names, 0.0)
+        # its one type, where the cluster has one (every stop charges it: ``_settle``)
+        self._one_type = next(iter(self.type_seconds)) if len(self.type_seconds) == 1 else None
         self.used_gpus = 0.0
         self.timeline = Timeline.of_arrays()
         self.cycles = 0
@@ -496,7 +503,7 @@ class Scheduler:
                                    resources=(self._resources_view if self.beyond_gpu_jobs
                                               else None), mig=self.mig)
         now = self.clock.now()
-        if self._key_changes is not None and self.waiting.is_static:
+        if self._key_changes is not None:
             for job in self._key_changes(now):
                 self.waiting.rekey(job)
         # The fields that do not change between cycles are kept (live views, bound
@@ -702,13 +709,17 @@ class Scheduler:
             # it refuses (Overbooked) before anything is booked
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
-        self._adjust(gpus, self._mig_take(job, now) if spec.mig_profile else shares, -1.0,
-                     booked)
+        whole = shares.count(_FULL) == len(shares)  # (one count for the books and sharing)
+        if spec.mig_profile:
+            self._adjust(gpus, self._mig_take(job, now), -1.0, booked)
+        elif whole and not booked and len(gpus) > 1:  # ``_adjust``'s own dispatch
+            self._adjust_whole(gpus, -1.0)
+        else:
+            self._adjust(gpus, shares, -1.0, booked)
         self.segments.opened(job.job_id, now, gpus, shares)
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
         # (``min(shares) < 1.0``, told without ``min``'s argument parsing when all are whole)
-        shared = (None if shares.count(_FULL) == len(shares) or min(shares) >= 1.0
-                  else self.sharing.share(job))
+        shared = None if whole or min(shares) >= 1.0 else self.sharing.share(job)
         job.run_started = now
         self.journal.note(job)
         job.progress_time = job.attained_time = now
@@ -795,9 +806,8 @@ class Scheduler:
         if self.resilience is not None:
             self.resilience.settled(job, job.productive_from, now, total)
         if held > 0:
-            spent = self.type_seconds
-            if len(spent) == 1:  # ``_charge_types``' first case, inlined: a call a stop
-                kind = next(iter(spent))
+            spent, kind = self.type_seconds, self._one_type
+            if kind is not None:  # ``_charge_types``' first case, inlined: a call a stop
                 charged = spent[kind]
                 for share in job.shares:
                     charged += held * share
@@ -833,9 +843,13 @@ class Scheduler:
         """Give a job's GPUs back and close its segment (``now``: the clock's, if given)."""
         if now is None:
             now = self.clock.now()
-        spec = job.spec
-        self._adjust(job.allocation, self._mig_give(job) if spec.mig_profile
-                     else job.shares, 1.0)
+        spec, allocation, shares = job.spec, job.allocation, job.shares
+        if spec.mig_profile:
+            self._adjust(allocation, self._mig_give(job), 1.0)
+        elif len(allocation) > 1 and shares.count(_FULL) == len(allocation):
+            self._adjust_whole(allocation, 1.0)  # ``_adjust``'s own dispatch, a call less
+        else:
+            self._adjust(allocation, shares, 1.0)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
         if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
@@ -937,7 +951,6 @@ class Scheduler:
         gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
         given = sign > 0
         value, change = (_FULL, 1) if given else (0.0, -1)
-        used = self.used_gpus
         last, count = -1, 0
         for gpu in gpus:
             node = gpu_node[gpu]
@@ -949,10 +962,17 @@ class Scheduler:
             if (free[gpu] >= _WHOLE) is not given:
                 node_free[node] += change
             free[gpu] = value
-            used -= sign  # ``sign * 1.0``: the same float step
         if count:
             node_version[last] += count
-        self.used_gpus = used
+        # ``sign`` a GPU, in one step where that is the same float: from a whole number each
+        # step is exact (``_EXACT``), so their sum is too (every run without fractions)
+        used = self.used_gpus
+        if used.is_integer() and -_EXACT < used < _EXACT:
+            self.used_gpus = used - sign * len(gpus)
+        else:
+            for _ in gpus:
+                used -= sign  # ``sign * 1.0``: the same float step
+            self.used_gpus = used
 
     def placement_of(self, job: Job) -> Placement:
         """Type and node of each worker and, on shared GPUs, the job sharing it (the first
