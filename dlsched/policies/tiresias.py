@@ -34,6 +34,7 @@ from dlsched.scheduling.plugins.preemption import protection_ends
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
+from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobStatus
 
 DEFAULT_THRESHOLDS = (3600.0,)
@@ -128,8 +129,9 @@ class DiscretizedLas:
         if max(window, self.min_runtime) > restart_overhead:
             return None
         return (f"a job promoted back to queue 0 (promote_knob {self.promote_knob:g}) restarts "
-                f"from 0 GPU-s of service: on {largest_gang} GPUs it is demoted {window:.3g} s "
-                f"later (thresholds[0] {self.thresholds[0]:g} GPU-s / {largest_gang} GPUs), "
+                f"from 0 GPU-s of service: on {count_of(largest_gang, 'GPU')} it is demoted "
+                f"{window:.3g} s later (thresholds[0] {self.thresholds[0]:g} GPU-s / "
+                f"{count_of(largest_gang, 'GPU')}), "
                 f"before its {restart_overhead:g} s restart overhead (restart_overhead) passes, "
                 f"and can be preempted again having made no progress (under promote_knob 1 two "
                 f"such jobs take turns for ever); thresholds with a first value above "

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from numbers import Integral
 from pathlib import Path
@@ -19,7 +20,7 @@ import pandas as pd
 import yaml
 
 from dlsched.errors import ConfigError
-from dlsched.sweeps.execute import DoneStore, OnDone, execute
+from dlsched.sweeps.execute import DoneStore, OnDone, OnWarning, execute
 from dlsched.sweeps.grid import SweepRun, SweepSpec, expand, parse_seeds
 from dlsched.sweeps.preflight import check_inputs
 from dlsched.sweeps.table import plot, results, write_tables
@@ -40,7 +41,8 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
           vary: Mapping[str, Iterable[Any]] | None = None, out: str | Path | None = None,
           workers: int | None = None, ray_address: str | None = None, plots: bool = True,
           on_done: OnDone | None = None,
-          on_start: Callable[[int], None] | None = None) -> pd.DataFrame:
+          on_start: Callable[[int], None] | None = None,
+          on_warning: OnWarning | None = None) -> pd.DataFrame:
     """Run every combination of ``traces`` × ``clusters`` × ``policies`` × ``vary``'s values ×
     ``seeds`` and return one row per run (labels, key, summary metrics).
 
@@ -50,7 +52,9 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
     this machine's CPUs; 1: in this process), or to the Ray cluster at ``ray_address``. With
     ``out`` the sweep is resumable (runs already in ``OUT/done/`` are not redone) and writes
     ``results.csv``, ``ci.csv`` and ``plots/``. ``on_start(runs)`` is called once every
-    input is checked, before the first run: a bad input fails before it is called."""
+    input is checked, before the first run: a bad input fails before it is called.
+    ``on_warning(text)`` is called once for each distinct warning the runs give (default: a
+    Python warning, as a single run's in a notebook), wherever they ran."""
     names = policies.split(",") if isinstance(policies, str) else policies
     spec = SweepSpec(_names(traces), _names(clusters), _names(names),
                      _seeds(seeds), dict(options or {}),
@@ -65,18 +69,19 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
         on_start(len(runs))
     if out is None:
         with tempfile.TemporaryDirectory(prefix="dlsched-sweep-") as folder:
-            return _run(spec, runs, Path(folder), workers, ray_address, False, on_done)[0]
-    return _run(spec, runs, Path(out), workers, ray_address, plots, on_done)[0]
+            return _run(spec, runs, Path(folder), workers, ray_address, False, on_done,
+                        on_warning)[0]
+    return _run(spec, runs, Path(out), workers, ray_address, plots, on_done, on_warning)[0]
 
 
 def _run(spec: SweepSpec, runs: list[SweepRun], out: Path, workers: int | None,
-         ray_address: str | None, plots: bool,
-         on_done: OnDone | None) -> tuple[pd.DataFrame, int]:
+         ray_address: str | None, plots: bool, on_done: OnDone | None,
+         on_warning: OnWarning | None = None) -> tuple[pd.DataFrame, int]:
     out.mkdir(parents=True, exist_ok=True)
     (out / "sweep.yaml").write_text(yaml.safe_dump(_spec_data(spec), sort_keys=False))
     store = DoneStore(out)
     executed = execute(runs, store, workers or default_workers(), ray_address,
-                       on_done or _quiet)
+                       on_done or _quiet, on_warning or _warn)
     table = results(runs, store)
     write_tables(table, out)
     if plots:
@@ -87,6 +92,10 @@ def _run(spec: SweepSpec, runs: list[SweepRun], out: Path, workers: int | None,
 
 def _quiet(_run: SweepRun, _row: dict[str, Any]) -> None:
     return None
+
+
+def _warn(text: str) -> None:
+    warnings.warn(text, stacklevel=4)
 
 
 def _spec_data(spec: SweepSpec) -> dict[str, Any]:

@@ -179,9 +179,12 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
         console.print(escape(f"sweep of {count_of(runs, 'run')} -> {out} "
                              f"{_where(workers or default_workers(), ray_address)}"))
 
+    def warn(text: str) -> None:  # once each, whichever run or process gave it
+        console.print(f"[yellow]warning:[/] {escape(text)}")
+
     try:
         table = sweep(**kwargs, out=out, workers=workers, ray_address=ray_address, plots=plots,
-                      on_done=report, on_start=header)
+                      on_done=report, on_start=header, on_warning=warn)
     except KeyboardInterrupt:  # Ctrl-C: the finished runs are kept; say so, and how to resume
         console.print(escape(f"interrupted: {count_of(done[0], 'run')} finished now are kept in "
                              f"{out / 'done'}; the same command runs the rest"))

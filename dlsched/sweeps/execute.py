@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from dlsched.run_config import RunConfig
 from dlsched.sweeps.grid import SweepRun
 
 OnDone = Callable[[SweepRun, dict[str, Any]], None]
+OnWarning = Callable[[str], None]
+Result = tuple[dict[str, Any], tuple[str, ...]]  # a run's metrics and the warnings it gave
 
 
 class RunFailed(DlschedError):
@@ -38,6 +41,16 @@ def run_one(config: RunConfig, folder: str | None) -> dict[str, Any]:
         outcome = execute_runs(config, out, compare=False)[0]
     summary = outcome.summary.to_dict()
     return {k: v for k, v in summary.items() if v is None or isinstance(v, int | float | str)}
+
+
+def run_noting(config: RunConfig, folder: str | None) -> Result:
+    """``run_one``, with the texts of the warnings the run gave (its inputs' warnings: a
+    policy that can livelock, a GPU type no node has...), sent back with its metrics: a run on
+    another process or machine cannot print them where the sweep's user reads."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        metrics = run_one(config, folder)
+    return metrics, tuple(dict.fromkeys(str(w.message) for w in caught))
 
 
 @dataclass
@@ -76,21 +89,28 @@ def pending(runs: Sequence[SweepRun], store: DoneStore) -> list[SweepRun]:
 
 
 def execute(runs: Sequence[SweepRun], store: DoneStore, workers: int,
-            ray_address: str | None, on_done: OnDone) -> int:
-    """Run what is pending; ``on_done`` after each run's row is saved. Returns the number of
-    runs executed."""
+            ray_address: str | None, on_done: OnDone,
+            on_warning: OnWarning | None = None) -> int:
+    """Run what is pending; ``on_done`` after each run's row is saved, ``on_warning`` once for
+    each distinct warning the runs gave (before that run's ``on_done``; None: they are
+    dropped). Returns the number of runs executed."""
     todo = pending(runs, store)
     if not todo:
         return 0
     if ray_address is not None:
         results = _on_ray(todo, ray_address)
     elif workers <= 1:
-        results = ((run, run_one(run.config, _folder(store, run))) for run in todo)
+        results = ((run, run_noting(run.config, _folder(store, run))) for run in todo)
     else:
         results = _on_processes(todo, store, workers)
-    for run, metrics in results:
+    said: set[str] = set()
+    for run, (metrics, notes) in results:
         row = {"key": run.key, **metrics}
         store.save(run.key, row)
+        for note in notes:
+            if on_warning is not None and note not in said:
+                said.add(note)
+                on_warning(note)
         on_done(run, row)
     return len(todo)
 
@@ -100,7 +120,7 @@ def _folder(store: DoneStore, run: SweepRun) -> str:
 
 
 def _on_processes(todo: list[SweepRun], store: DoneStore,
-                  workers: int) -> Iterator[tuple[SweepRun, dict[str, Any]]]:
+                  workers: int) -> Iterator[tuple[SweepRun, Result]]:
     """Runs on ``workers`` local processes (forked where the platform can and no other thread
     runs here: the workers start with dlsched already imported), yielded as each finishes."""
     from dlsched.compare_pool import pool_context, share_cpus
@@ -110,8 +130,8 @@ def _on_processes(todo: list[SweepRun], store: DoneStore,
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=share_cpus,
                                initargs=(workers,))
     try:
-        futures: dict[Future[dict[str, Any]], SweepRun] = {
-            pool.submit(run_one, run.config, _folder(store, run)): run for run in todo}
+        futures: dict[Future[Result], SweepRun] = {
+            pool.submit(run_noting, run.config, _folder(store, run)): run for run in todo}
         while futures:
             finished, _ = wait(futures, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -121,7 +141,7 @@ def _on_processes(todo: list[SweepRun], store: DoneStore,
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _on_ray(todo: list[SweepRun], address: str) -> Iterator[tuple[SweepRun, dict[str, Any]]]:
+def _on_ray(todo: list[SweepRun], address: str) -> Iterator[tuple[SweepRun, Result]]:
     """Runs as Ray tasks (one CPU each) on the cluster at ``address`` (``auto``: the one this
     machine belongs to), yielded as each finishes. dlsched must be importable on its nodes."""
     from dlsched.extras import require
@@ -131,7 +151,7 @@ def _on_ray(todo: list[SweepRun], address: str) -> Iterator[tuple[SweepRun, dict
 
     if not ray.is_initialized():
         _join(ray, address)
-    remote = ray.remote(num_cpus=1)(run_one)
+    remote = ray.remote(num_cpus=1)(run_noting)
     refs = {remote.remote(run.config, None): run for run in todo}
     while refs:
         finished, _ = ray.wait(list(refs), num_returns=1)
@@ -153,7 +173,7 @@ def _join(ray: Any, address: str) -> None:
         raise ConfigError(f"--ray-address {address}: cannot connect: {exc}") from None
 
 
-def _result(run: SweepRun, get: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _result(run: SweepRun, get: Callable[[], Result]) -> Result:
     try:
         return get()
     except DlschedError as exc:

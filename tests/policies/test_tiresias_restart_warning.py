@@ -73,3 +73,9 @@ def test_simulate_and_compare_warn_once_per_policy_that_can(tmp_path: Path) -> N
         "warning: tiresias: a job promoted back to queue 0 (promote_knob 2)"), result.output
     quiet = CliRunner().invoke(app, [*args, "3", "--out", str(tmp_path / "b")])  # 30 / 8 > 3
     assert quiet.exit_code == 0 and "warning:" not in quiet.output, quiet.output
+
+
+def test_one_gpu_is_named_in_the_singular() -> None:
+    text = _warning({"thresholds": "30", "promote_knob": "1"}, gang=1, overhead=30.0)
+    assert text is not None and "on 1 GPU it is demoted 30 s later (thresholds[0] 30 GPU-s / "\
+        "1 GPU)" in text
