@@ -90,14 +90,10 @@ def _checked_inputs(config: RunConfig) -> tuple[Cluster, Trace]:
 
 
 def _run_all(config: RunConfig, compare: bool, workers: int = 1) -> list[RunOutcome]:
-    from dlsched.experiment import check_out, unmake_out
+    from dlsched.experiment import out_checked
 
-    made = check_out(Path(config.out))
-    try:
+    with out_checked(Path(config.out)):  # nothing ran on a bad input: no empty folder left
         cluster, trace = _checked_inputs(config)
-    except BaseException:
-        unmake_out(Path(config.out), made)  # nothing ran: no empty folder left behind
-        raise
     if trace.skipped:
         console.print(f"[yellow]skipped {count_of(trace.skipped, 'invalid row')}[/] (first: "
                       f"{escape(str(trace.warnings[0]))})")

@@ -7,7 +7,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -140,6 +140,18 @@ def check_out(out: Path) -> Path | None:
     if not os.access(out, os.W_OK | os.X_OK):
         raise ConfigError(f"--out {out}: the folder is not writable")
     return made
+
+
+@contextlib.contextmanager
+def out_checked(out: Path) -> Iterator[None]:
+    """``check_out`` before the inputs are read and checked in the block; if the block raises
+    (a bad trace, services file or option: nothing ran), the folders it made go again."""
+    made = check_out(out)
+    try:
+        yield
+    except BaseException:
+        unmake_out(out, made)
+        raise
 
 
 def unmake_out(out: Path, made: Path | None) -> None:

@@ -480,18 +480,18 @@ def test_sacct_queue_account_replays_quotas_per_account(tmp_path: Path) -> None:
     assert "--sacct-queue: 'cluster' is not one of partition, account, qos, user" in bad.output
 
 
-@pytest.mark.parametrize("command", ["simulate", "compare"])
-def test_a_run_stopped_by_a_bad_trace_leaves_no_empty_output_folder(
-        tmp_path: Path, command: str) -> None:
-    """The output folder is checked up front, but a run that stops at its trace wrote nothing:
-    the folders the check made go again; a folder that was there stays."""
+@pytest.mark.parametrize("command", [["simulate", "--trace"], ["compare", "--trace"],
+                                     ["simulate", "--services"]],
+                         ids=["simulate", "compare", "services"])
+def test_a_run_stopped_by_a_bad_input_leaves_no_empty_output_folder(
+        tmp_path: Path, command: list[str]) -> None:
+    """The output folder is checked up front, but a run that stops at its trace (or services
+    file) wrote nothing: the folders the check made go again; a folder that was there stays."""
     made = tmp_path / "new" / "deeper"
-    result = runner.invoke(app, [command, "--trace", str(tmp_path / "missing.csv"), "--out",
-                                 str(made)])
+    result = runner.invoke(app, [*command, str(tmp_path / "missing.csv"), "--out", str(made)])
     assert result.exit_code != 0 and "missing.csv" in result.output
     assert not (tmp_path / "new").exists()
     there = tmp_path / "there"
     there.mkdir()
-    result = runner.invoke(app, [command, "--trace", str(tmp_path / "missing.csv"), "--out",
-                                 str(there)])
+    result = runner.invoke(app, [*command, str(tmp_path / "missing.csv"), "--out", str(there)])
     assert result.exit_code != 0 and there.is_dir()

@@ -69,13 +69,22 @@ def _inputs(run: RunConfig, trace_given: bool, cluster_given: bool
             ) -> tuple[ServicesFile, Cluster, Trace | None]:
     """The services file, the cluster (the services' own nodes unless one is given) and the
     training trace, if any."""
+    from dlsched.experiment import out_checked
+
+    assert run.services is not None
+    with out_checked(Path(run.out)):  # nothing ran on a bad input: no empty folder left
+        return _checked_inputs(run, trace_given, cluster_given)
+
+
+def _checked_inputs(run: RunConfig, trace_given: bool, cluster_given: bool
+                    ) -> tuple[ServicesFile, Cluster, Trace | None]:
+    """``_inputs``' reading and checks, the output folder made."""
     from dlsched.cluster.builtin import resolve_cluster
-    from dlsched.experiment import check_out, check_run, input_warnings, load_trace
+    from dlsched.experiment import check_run, input_warnings, load_trace
     from dlsched.serving.cluster_run import with_service_nodes
     from dlsched.serving.services_file import load_services
 
     assert run.services is not None
-    check_out(Path(run.out))
     services = load_services(run.services)
     if run.tenants is not None:
         _check_queues(services, run.tenants)
