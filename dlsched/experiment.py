@@ -536,6 +536,14 @@ def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:
 
 def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str,
                      config: RunConfig | None = None) -> Path:
+    """A comparison's own files in ``out_dir``: ``summary.json`` (each run's summary by its
+    policy label) and ``report.html``, whose path it returns. One place for the command, its
+    ``--services`` form and ``dlsched.compare(out=...)``, which wrote no summary.json."""
+    import json
+
+    (out_dir / "summary.json").write_text(json.dumps(
+        {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
+        sort_keys=True) + "\n")
     path = out_dir / "report.html"
     write_report([o.result for o in outcomes], path, title, [o.fairness for o in outcomes],
                  report_settings(outcomes, config), [o.summary for o in outcomes])

@@ -67,6 +67,24 @@ def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
         assert f"out: {notebook}" in ours
 
 
+def test_compare_writes_the_clis_summary_json(tmp_path: Path) -> None:
+    """The command wrote DIR/summary.json (each policy's summary), ``compare(out=DIR)`` only
+    report.html."""
+    from dlsched.report.output import deterministic_view
+
+    cli, notebook = tmp_path / "cli", tmp_path / "notebook"
+    result = CliRunner().invoke(app, ["compare", "--trace", "pollux-1", "--cluster",
+                                      "pollux-64", "--policies", "fifo,srtf", "--limit", "30",
+                                      "--out", str(cli)])
+    assert result.exit_code == 0, result.output
+    dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=30, out=notebook)
+    ours, theirs = (json.loads((folder / "summary.json").read_text())
+                    for folder in (notebook, cli))
+    assert list(ours) == list(theirs) == ["fifo", "srtf"]
+    for policy in ours:
+        assert deterministic_view(ours[policy]) == deterministic_view(theirs[policy])
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"polcy_options": {}}, "unknown option 'polcy_options' \\(did you mean 'policy_options'"),
     ({"jobs_format": "xml"}, "jobs_format: 'xml' is not one of csv, parquet"),
