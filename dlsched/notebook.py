@@ -166,9 +166,14 @@ def _config(config: str | Path | None, given: dict[str, Any]) -> RunConfig:
 
 @contextmanager
 def run_folder(out: str | Path | None) -> Iterator[Path]:
-    """The run's folder: ``out`` itself, or a temporary one removed afterwards."""
+    """The run's folder: ``out`` itself, checked as the command checks ``--out`` before the
+    run (a file there was a FileExistsError once the simulation had run), or a temporary one
+    removed afterwards. A run that raises leaves no empty folder it made."""
     if out is not None:
-        yield Path(out)
+        from dlsched.experiment import out_checked
+
+        with out_checked(Path(out), "out"):
+            yield Path(out)
         return
     with tempfile.TemporaryDirectory(prefix="dlsched-") as folder:
         yield Path(folder)

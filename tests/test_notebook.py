@@ -179,3 +179,20 @@ def test_the_notebook_refuses_services_rather_than_drop_them() -> None:
     with _pytest.raises(ConfigError, match="only `dlsched simulate` and `dlsched compare`"):
         simulate(trace="philly-sample", cluster="philly", policy="fifo", limit=10,
                  services="svc.yaml")
+
+
+def test_an_out_that_cannot_be_a_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    """``out=`` naming a file was a FileExistsError once the simulation had run; the command
+    says so in one line before it."""
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    with pytest.raises(ConfigError, match="^out .*taken: cannot create the folder"):
+        dlsched.simulate("pollux-1", "pollux-64", "fifo", limit=5, out=taken)
+    with pytest.raises(ConfigError, match="cannot create the folder"):
+        dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=5, out=taken / "x")
+
+
+def test_a_run_stopped_by_a_bad_input_leaves_no_empty_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        dlsched.simulate("pollux-1", "pollux-64", "nope", out=tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []
