@@ -196,3 +196,22 @@ def test_a_run_stopped_by_a_bad_input_leaves_no_empty_folder(tmp_path: Path) -> 
     with pytest.raises(ConfigError):
         dlsched.simulate("pollux-1", "pollux-64", "nope", out=tmp_path / "a" / "b")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_file_holds_where_no_keyword_is_given(tmp_path: Path) -> None:
+    """simulate(config=FILE) ran philly-sample on philly with fifo whatever the file said:
+    its defaults were passed as keywords, which override the file."""
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("trace: pollux-1\ncluster: pollux-64\npolicies: [srtf]\nlimit: 10\n")
+    run = dlsched.simulate(config=run_file)
+    assert (run.policy, run.config.trace, run.config.cluster) == ("srtf", "pollux-1",
+                                                                  "pollux-64")
+    assert dlsched.simulate(config=run_file, policy="fifo").policy == "fifo"
+    assert list(dlsched.compare(config=run_file).runs) == ["srtf"]
+    assert list(dlsched.compare(config=run_file, policies="fifo,sjf").runs) == ["fifo", "sjf"]
+
+
+def test_the_defaults_without_a_run_file() -> None:
+    assert dlsched.simulate(limit=5).config.trace == "philly-sample"
+    result = dlsched.compare(limit=5)
+    assert list(result.runs) == ["fifo", "tiresias"] and result.config.cluster == "philly"
