@@ -85,8 +85,11 @@ def _remove_unwritten(out_dir: Path, fmt: str, goodput: bool) -> None:
     """Remove the optional files of an earlier run in ``out_dir`` that this run does not
     write: a ``jobs.parquet`` left beside a new ``jobs.csv`` was what ``dlsched.simulate``'s
     ``.jobs`` read (``notebook.read_jobs`` prefers it), another policy's jobs, and a stale
-    ``goodput.csv`` told of a run that had none."""
-    unwritten = ["jobs.csv" if fmt == "parquet" else "jobs.parquet"]
+    ``goodput.csv`` told of a run that had none. ``services.json`` and ``report.html`` are
+    written after this by a run with services (``serving/cluster_run.py``), the only run
+    whose own folder has them (a comparison's report is in the folder above its runs')."""
+    unwritten = ["jobs.csv" if fmt == "parquet" else "jobs.parquet", "services.json",
+                 "report.html"]
     if not goodput:
         unwritten.append("goodput.csv")
     for name in unwritten:
