@@ -166,9 +166,11 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
 
 
 def _meant(name: str, names: Iterable[str]) -> str:
-    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing."""
-    close = difflib.get_close_matches(name, list(names), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing;
+    in any case (``FIFO`` had no hint: too far from ``fifo`` as written)."""
+    folded = {known.casefold(): known for known in names}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""
 
 
 def _convert_options(policy: str, builder: ProfileBuilder, raw: dict[str, str]) -> dict:

@@ -117,6 +117,14 @@ def test_a_bad_value_names_the_default_as_it_is_written(policy: str, options: di
     assert str(caught.value).endswith(said)
 
 
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("FIFO", "fifo"), ("Tiresias", "tiresias"), ("tiresia", "tiresias"),
+], ids=["upper", "capitalized", "typo"])
+def test_an_unknown_policy_names_the_closest_in_any_case(typed: str, meant: str) -> None:
+    with pytest.raises(ConfigError, match=f"did you mean {meant!r}\\?$"):
+        build_policy(typed)
+
+
 def test_unknown_policy_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="unknown policy 'lifo'") as err:
         build_policy("lifo")
