@@ -138,9 +138,8 @@ def compare(trace: str | Path | None = None, cluster: str | Path | None = None,
     if policies is None and config is None:
         policies = ("fifo", "tiresias")
     given = {**_named(trace, cluster), **options, **_out(out)}
-    if policies is not None:
-        given["policies"] = (tuple(policies.split(",")) if isinstance(policies, str)
-                             else tuple(policies))
+    if policies is not None:  # text as the command reads it: "fifo, srtf," is two
+        given["policies"] = policies if isinstance(policies, str) else tuple(policies)
     run = _config(config, given)
     with run_folder(out) as folder:
         outcomes = execute_runs(run, folder, compare=True, workers=workers)

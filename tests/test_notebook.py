@@ -215,3 +215,14 @@ def test_the_defaults_without_a_run_file() -> None:
     assert dlsched.simulate(limit=5).config.trace == "philly-sample"
     result = dlsched.compare(limit=5)
     assert list(result.runs) == ["fifo", "tiresias"] and result.config.cluster == "philly"
+
+
+@pytest.mark.parametrize("text", ["fifo, srtf", "fifo,srtf,", " fifo , srtf"],
+                         ids=["space", "trailing-comma", "spaces"])
+def test_policies_as_text_read_as_the_command_reads_them(text: str) -> None:
+    """``compare(..., "fifo, srtf")`` and ``sweep(..., "fifo, srtf")`` refused "unknown policy
+    ' srtf'" (and '' for a trailing comma), where ``--policies "fifo, srtf"`` runs both."""
+    assert list(dlsched.compare("pollux-1", "pollux-64", text, limit=5).runs) == ["fifo", "srtf"]
+    table = dlsched.sweep(["pollux-1"], ["pollux-64"], text, seeds=[0], options={"limit": 5},
+                          workers=1)
+    assert sorted(table["policy"]) == ["fifo", "srtf"]
