@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import warnings
@@ -312,9 +311,6 @@ def _compare(config_file: Path | None, given: dict[str, Any]) -> None:
         out_dir = Path(run.out)
         title = f"dlsched: {', '.join(run.policies)} on {run.trace} / {run.cluster}"
         report = write_comparison(outcomes, out_dir, title, run)
-        (out_dir / "summary.json").write_text(json.dumps(
-            {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
-            sort_keys=True) + "\n")
         console.print(f"report: {escape(str(report))}")
         quick_exit.arm()
     except DlschedError as exc:

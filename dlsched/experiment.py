@@ -123,10 +123,11 @@ def check_run(config: RunConfig) -> None:
             raise MissingExtra(f"{exc} (or --jobs-format csv)") from None
 
 
-def check_out(out: Path) -> Path | None:
+def check_out(out: Path, name: str = "--out") -> Path | None:
     """The output folder can be made and written (a run of minutes must not end in an error
     that was there from the start). Returns the outermost folder this made (None: ``out``
-    was there), for ``unmake_out`` when a later check stops the run before it writes."""
+    was there), for ``unmake_out`` when a later check stops the run before it writes.
+    ``name``: the option the messages name (``out=`` from Python)."""
     made = None
     for folder in (out, *out.parents):
         if folder.exists():
@@ -135,18 +136,18 @@ def check_out(out: Path) -> Path | None:
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ConfigError(f"--out {out}: cannot create the folder: {exc.strerror or exc}"
+        raise ConfigError(f"{name} {out}: cannot create the folder: {exc.strerror or exc}"
                           ) from None
     if not os.access(out, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {out}: the folder is not writable")
+        raise ConfigError(f"{name} {out}: the folder is not writable")
     return made
 
 
 @contextlib.contextmanager
-def out_checked(out: Path) -> Iterator[None]:
+def out_checked(out: Path, name: str = "--out") -> Iterator[None]:
     """``check_out`` before the inputs are read and checked in the block; if the block raises
     (a bad trace, services file or option: nothing ran), the folders it made go again."""
-    made = check_out(out)
+    made = check_out(out, name)
     try:
         yield
     except BaseException:
@@ -536,6 +537,14 @@ def _record_options(path: Path, config: RunConfig, trace: Trace) -> None:
 
 def write_comparison(outcomes: list[RunOutcome], out_dir: Path, title: str,
                      config: RunConfig | None = None) -> Path:
+    """A comparison's own files in ``out_dir``: ``summary.json`` (each run's summary by its
+    policy label) and ``report.html``, whose path it returns. One place for the command, its
+    ``--services`` form and ``dlsched.compare(out=...)``, which wrote no summary.json."""
+    import json
+
+    (out_dir / "summary.json").write_text(json.dumps(
+        {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
+        sort_keys=True) + "\n")
     path = out_dir / "report.html"
     write_report([o.result for o in outcomes], path, title, [o.fairness for o in outcomes],
                  report_settings(outcomes, config), [o.summary for o in outcomes])

@@ -98,19 +98,22 @@ def _unknown_option(key: str, names: Iterable[str] = _FIELDS) -> str:
     return f"unknown option {key!r}{hint}; the options are {', '.join(sorted(names))}"
 
 
-def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
-             policy: str = "fifo", *, out: str | Path | None = None,
+def simulate(trace: str | Path | None = None, cluster: str | Path | None = None,
+             policy: str | None = None, *, out: str | Path | None = None,
              config: str | Path | None = None, **options: Any) -> SimulationRun:
     """Simulate ``policy`` on ``trace`` and ``cluster``, as ``dlsched simulate`` does; every
     option of the CLI is a keyword (``seed=``, ``limit=``, ``policy_options={"k": "v"}``,
-    ``placement=``, ``tenants=``...). ``config``: a run file, as ``--config``."""
+    ``placement=``, ``tenants=``...). ``config``: a run file, as ``--config``: what it says
+    holds unless a keyword is given. Not given and not in a file: ``philly-sample``,
+    ``philly``, ``fifo`` (the command's defaults)."""
     if "policies" in options:  # it replaced ``policy``: policy="srtf" ran fifo unsaid
         raise TypeError("simulate runs one policy=NAME; policies= is dlsched.compare's")
     unknown = sorted(set(options) - _FIELDS)
     if unknown:  # simulate's own keyword is policy=, not the field policies= (refused above)
         raise TypeError(_unknown_option(unknown[0], _FIELDS - {"policies"} | {"policy"}))
-    given = {"trace": str(trace), "cluster": str(cluster), "policies": (policy,), **options,
-             **_out(out)}
+    given = {**_named(trace, cluster), **options, **_out(out)}
+    if policy is not None:
+        given["policies"] = (policy,)
     run = _config(config, given)
     if len(run.policies) != 1:
         raise ValueError("simulate runs one policy; use dlsched.compare for several")
@@ -119,21 +122,25 @@ def simulate(trace: str | Path = "philly-sample", cluster: str | Path = "philly"
         return _loaded(outcome, run, None if out is None else folder)
 
 
-def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
-            policies: Iterable[str] | str = ("fifo", "tiresias"), *,
+def compare(trace: str | Path | None = None, cluster: str | Path | None = None,
+            policies: Iterable[str] | str | None = None, *,
             out: str | Path | None = None, config: str | Path | None = None,
             workers: int | None = 1, **options: Any) -> Comparison:
     """Run several policies on the same trace and cluster, as ``dlsched compare`` does; with
     ``out`` the folders and ``report.html`` are written there. ``workers``: policies run at
     the same time on processes of their own (None: one per policy, at most one per CPU, as
-    the command does; the default 1 runs them one after another in this process)."""
+    the command does; the default 1 runs them one after another in this process). Not given
+    and not in a ``config`` file: ``philly-sample``, ``philly``, ``fifo,tiresias``."""
     import pandas as pd
 
     from dlsched.experiment import write_comparison
 
-    names = tuple(policies.split(",")) if isinstance(policies, str) else tuple(policies)
-    run = _config(config, {"trace": str(trace), "cluster": str(cluster),
-                           "policies": names, **options, **_out(out)})
+    if policies is None and config is None:
+        policies = ("fifo", "tiresias")
+    given = {**_named(trace, cluster), **options, **_out(out)}
+    if policies is not None:  # text as the command reads it: "fifo, srtf," is two
+        given["policies"] = policies if isinstance(policies, str) else tuple(policies)
+    run = _config(config, given)
     with run_folder(out) as folder:
         outcomes = execute_runs(run, folder, compare=True, workers=workers)
         report = None
@@ -147,6 +154,13 @@ def compare(trace: str | Path = "philly-sample", cluster: str | Path = "philly",
     table = pd.DataFrame([r.summary for r in runs.values()],
                          index=pd.Index(list(runs), name="policy"))
     return Comparison(runs, table, report, run)
+
+
+def _named(trace: str | Path | None, cluster: str | Path | None) -> dict[str, str]:
+    """The trace and cluster given (a run file's hold where they are not: with ``config=``,
+    simulate's defaults ran philly-sample on philly with fifo whatever the file said)."""
+    given = {"trace": trace, "cluster": cluster}
+    return {key: str(value) for key, value in given.items() if value is not None}
 
 
 def _out(out: str | Path | None) -> dict[str, str]:
@@ -166,9 +180,14 @@ def _config(config: str | Path | None, given: dict[str, Any]) -> RunConfig:
 
 @contextmanager
 def run_folder(out: str | Path | None) -> Iterator[Path]:
-    """The run's folder: ``out`` itself, or a temporary one removed afterwards."""
+    """The run's folder: ``out`` itself, checked as the command checks ``--out`` before the
+    run (a file there was a FileExistsError once the simulation had run), or a temporary one
+    removed afterwards. A run that raises leaves no empty folder it made."""
     if out is not None:
-        yield Path(out)
+        from dlsched.experiment import out_checked
+
+        with out_checked(Path(out), "out"):
+            yield Path(out)
         return
     with tempfile.TemporaryDirectory(prefix="dlsched-") as folder:
         yield Path(folder)

@@ -62,8 +62,10 @@ def duration_text(seconds: float | None) -> str:
 
 
 def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing."""
+    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing;
+    in any case (``--cluster Pollux-64``, ``--trace Philly-Sample`` had no hint)."""
     from difflib import get_close_matches
 
-    close = get_close_matches(name, sorted(names), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    folded = {known.casefold(): known for known in sorted(names, reverse=True)}
+    close = get_close_matches(name.casefold(), sorted(folded), n=1)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""

@@ -67,6 +67,24 @@ def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
         assert f"out: {notebook}" in ours
 
 
+def test_compare_writes_the_clis_summary_json(tmp_path: Path) -> None:
+    """The command wrote DIR/summary.json (each policy's summary), ``compare(out=DIR)`` only
+    report.html."""
+    from dlsched.report.output import deterministic_view
+
+    cli, notebook = tmp_path / "cli", tmp_path / "notebook"
+    result = CliRunner().invoke(app, ["compare", "--trace", "pollux-1", "--cluster",
+                                      "pollux-64", "--policies", "fifo,srtf", "--limit", "30",
+                                      "--out", str(cli)])
+    assert result.exit_code == 0, result.output
+    dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=30, out=notebook)
+    ours, theirs = (json.loads((folder / "summary.json").read_text())
+                    for folder in (notebook, cli))
+    assert list(ours) == list(theirs) == ["fifo", "srtf"]
+    for policy in ours:
+        assert deterministic_view(ours[policy]) == deterministic_view(theirs[policy])
+
+
 @pytest.mark.parametrize(("options", "message"), [
     ({"polcy_options": {}}, "unknown option 'polcy_options' \\(did you mean 'policy_options'"),
     ({"jobs_format": "xml"}, "jobs_format: 'xml' is not one of csv, parquet"),
@@ -161,3 +179,50 @@ def test_the_notebook_refuses_services_rather_than_drop_them() -> None:
     with _pytest.raises(ConfigError, match="only `dlsched simulate` and `dlsched compare`"):
         simulate(trace="philly-sample", cluster="philly", policy="fifo", limit=10,
                  services="svc.yaml")
+
+
+def test_an_out_that_cannot_be_a_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    """``out=`` naming a file was a FileExistsError once the simulation had run; the command
+    says so in one line before it."""
+    taken = tmp_path / "taken"
+    taken.write_text("")
+    with pytest.raises(ConfigError, match="^out .*taken: cannot create the folder"):
+        dlsched.simulate("pollux-1", "pollux-64", "fifo", limit=5, out=taken)
+    with pytest.raises(ConfigError, match="cannot create the folder"):
+        dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=5, out=taken / "x")
+
+
+def test_a_run_stopped_by_a_bad_input_leaves_no_empty_folder(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError):
+        dlsched.simulate("pollux-1", "pollux-64", "nope", out=tmp_path / "a" / "b")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_run_file_holds_where_no_keyword_is_given(tmp_path: Path) -> None:
+    """simulate(config=FILE) ran philly-sample on philly with fifo whatever the file said:
+    its defaults were passed as keywords, which override the file."""
+    run_file = tmp_path / "run.yaml"
+    run_file.write_text("trace: pollux-1\ncluster: pollux-64\npolicies: [srtf]\nlimit: 10\n")
+    run = dlsched.simulate(config=run_file)
+    assert (run.policy, run.config.trace, run.config.cluster) == ("srtf", "pollux-1",
+                                                                  "pollux-64")
+    assert dlsched.simulate(config=run_file, policy="fifo").policy == "fifo"
+    assert list(dlsched.compare(config=run_file).runs) == ["srtf"]
+    assert list(dlsched.compare(config=run_file, policies="fifo,sjf").runs) == ["fifo", "sjf"]
+
+
+def test_the_defaults_without_a_run_file() -> None:
+    assert dlsched.simulate(limit=5).config.trace == "philly-sample"
+    result = dlsched.compare(limit=5)
+    assert list(result.runs) == ["fifo", "tiresias"] and result.config.cluster == "philly"
+
+
+@pytest.mark.parametrize("text", ["fifo, srtf", "fifo,srtf,", " fifo , srtf"],
+                         ids=["space", "trailing-comma", "spaces"])
+def test_policies_as_text_read_as_the_command_reads_them(text: str) -> None:
+    """``compare(..., "fifo, srtf")`` and ``sweep(..., "fifo, srtf")`` refused "unknown policy
+    ' srtf'" (and '' for a trailing comma), where ``--policies "fifo, srtf"`` runs both."""
+    assert list(dlsched.compare("pollux-1", "pollux-64", text, limit=5).runs) == ["fifo", "srtf"]
+    table = dlsched.sweep(["pollux-1"], ["pollux-64"], text, seeds=[0], options={"limit": 5},
+                          workers=1)
+    assert sorted(table["policy"]) == ["fifo", "srtf"]

@@ -54,6 +54,7 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     out_dir.mkdir(parents=True, exist_ok=True)
     identity = run_identity(result.info)
     table = job_table(result.jobs)  # the records as columns, read once
+    _remove_unwritten(out_dir, fmt, bool(result.goodput_series))
     if fmt == "parquet":
         _write_parquet(out_dir / "jobs.parquet", job_rows(result, positions, table), identity,
                        result.info)
@@ -78,6 +79,21 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
         run["stalled_at"] = result.stalled_at
     write_json(out_dir / "run.json", run)
     return summary
+
+
+def _remove_unwritten(out_dir: Path, fmt: str, goodput: bool) -> None:
+    """Remove the optional files of an earlier run in ``out_dir`` that this run does not
+    write: a ``jobs.parquet`` left beside a new ``jobs.csv`` was what ``dlsched.simulate``'s
+    ``.jobs`` read (``notebook.read_jobs`` prefers it), another policy's jobs, and a stale
+    ``goodput.csv`` told of a run that had none. ``services.json`` and ``report.html`` are
+    written after this by a run with services (``serving/cluster_run.py``), the only run
+    whose own folder has them (a comparison's report is in the folder above its runs')."""
+    unwritten = ["jobs.csv" if fmt == "parquet" else "jobs.parquet", "services.json",
+                 "report.html"]
+    if not goodput:
+        unwritten.append("goodput.csv")
+    for name in unwritten:
+        (out_dir / name).unlink(missing_ok=True)
 
 
 def write_timeline(result: SimulationResult, out_dir: Path,

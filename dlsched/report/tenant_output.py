@@ -46,6 +46,9 @@ PENDING_COLUMNS = ("time", "job_id", "cluster_queue", "flavor", "reason", "detai
 QUOTA_COLUMNS = ("node", "kind", "parent", "flavor", "resource", "nominal", "borrowing_limit",
                  "lending_limit", "weight")
 NEVER_COLUMNS = ("job_id", "cluster_queue", "reason")
+# the files only a run with tenants writes
+TENANT_FILES = ("evictions.csv", "queue_usage.csv", "pending_reasons.csv", "tenant_quotas.csv",
+                "never_admitted.csv")
 
 
 def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Path,
@@ -58,6 +61,8 @@ def write_audit(core: Scheduler, admission: TenantAdmission | None, out_dir: Pat
     if admission is None:
         _write_columns(out_dir / "segments.csv", SEGMENT_COLUMNS,
                        plain_segment_columns(core, specs), identity)
+        for name in TENANT_FILES:  # an earlier run's with --tenants in the same folder
+            (out_dir / name).unlink(missing_ok=True)
         return []
     from dlsched.tenancy.audit import never_admitted
 

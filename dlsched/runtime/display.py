@@ -4,6 +4,7 @@ last progress report in words. Everything from the service is escaped (a queue o
 
 from __future__ import annotations
 
+import shlex
 import time
 from typing import Any
 
@@ -130,13 +131,19 @@ def progress_text(progress: dict[str, Any], now: float | None = None) -> str:
     return text
 
 
+def command_text(command: list[str]) -> str:
+    """A job's argv as a shell line that runs it again: joined by spaces, ``python -c 'import
+    sys; sys.exit(3)'`` read ``python -c import sys; sys.exit(3)``, three commands."""
+    return shlex.join(command)
+
+
 def print_job(out: Console, job: Any, events: list[Any], last: int = 10) -> None:
     out.print(f"[bold]{escape(job.id)}[/] {escape(job.name or '')}  status "
               f"[bold]{shown_status(job)}[/]  queue {escape(job.queue)}  GPUs "
               f"{escape(asked_text(job))}  attempts {job.attempts}")
     out.print(escape(f"submitted: {clock(job.submitted_at)}"
                      + (f", finished: {clock(job.finished_at)}" if job.finished_at else "")))
-    out.print(escape(f"command: {' '.join(job.command)}"))
+    out.print(escape(f"command: {command_text(job.command)}"))
     if job.queue_position is not None:
         out.print(f"position in queue: {job.queue_position}")
     if reason_shown(job):

@@ -166,9 +166,11 @@ def build_policy(name: str, options: Mapping[str, str] | None = None,
 
 
 def _meant(name: str, names: Iterable[str]) -> str:
-    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing."""
-    close = difflib.get_close_matches(name, list(names), n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    """``; did you mean 'NAME'?`` for the known name most like a mistyped one, or nothing;
+    in any case (``FIFO`` had no hint: too far from ``fifo`` as written)."""
+    folded = {known.casefold(): known for known in names}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1)
+    return f"; did you mean {folded[close[0]]!r}?" if close else ""
 
 
 def _convert_options(policy: str, builder: ProfileBuilder, raw: dict[str, str]) -> dict:
@@ -187,7 +189,8 @@ def _parse_value(policy: str, key: str, default: object, text: str) -> object:
     if not isinstance(text, str):
         return text
     if not text.strip() and not isinstance(default, str):  # "thresholds=": not "no queues"
-        raise ConfigError(f"policy {policy}: option {key}= has no value (default {default!r})")
+        raise ConfigError(f"policy {policy}: option {key}= has no value "
+                          f"(default {_as_written(default)})")
     try:
         if isinstance(default, bool):
             if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
@@ -201,8 +204,28 @@ def _parse_value(policy: str, key: str, default: object, text: str) -> object:
             return tuple(_finite(x) for x in text.split(":") if x)
     except ValueError:
         raise ConfigError(f"policy {policy}: option {key}={text!r} is not valid "
-                          f"(default {default!r})") from None
+                          f"({_expected(default)}default {_as_written(default)})") from None
     return text
+
+
+def _as_written(default: object) -> str:
+    """A default as the option is written (``thresholds=3600``, not ``(3600.0,)``)."""
+    if isinstance(default, tuple):
+        return ":".join(f"{x:g}" if isinstance(x, float) else str(x) for x in default) or "''"
+    if isinstance(default, bool):
+        return str(default).lower()
+    if isinstance(default, float):
+        return f"{default:g}"
+    return "none" if default is None else str(default)
+
+
+def _expected(default: object) -> str:
+    """What a value of ``default``'s kind looks like, where the default alone does not say."""
+    if isinstance(default, tuple):
+        return "numbers separated by ':', "
+    if isinstance(default, bool):
+        return "true or false, "
+    return ""
 
 
 def _number_or_tuple(text: str) -> object:

@@ -58,9 +58,6 @@ def compare_services(run: RunConfig, trace_given: bool, cluster_given: bool) -> 
         reports[policy] = report
         outcomes.append(outcome)
     (out / "services.json").write_text(json.dumps(reports, indent=2, sort_keys=True) + "\n")
-    (out / "summary.json").write_text(json.dumps(
-        {o.summary.policy: o.summary.to_dict() for o in outcomes}, indent=2,
-        sort_keys=True) + "\n")
     title = f"dlsched: {', '.join(run.policies)} on services {run.services} / {cluster.name}"
     console.print(f"report: {escape(str(write_comparison(outcomes, out, title, run)))}")
 

@@ -20,6 +20,7 @@ import pandas as pd
 import yaml
 
 from dlsched.errors import ConfigError
+from dlsched.run_config import normalized
 from dlsched.sweeps.execute import DoneStore, OnDone, OnWarning, execute
 from dlsched.sweeps.grid import SweepRun, SweepSpec, expand, parse_seeds
 from dlsched.sweeps.preflight import check_inputs
@@ -55,7 +56,7 @@ def sweep(traces: Iterable[str] | str = ("philly-sample",),
     input is checked, before the first run: a bad input fails before it is called.
     ``on_warning(text)`` is called once for each distinct warning the runs give (default: a
     Python warning, as a single run's in a notebook), wherever they ran."""
-    names = policies.split(",") if isinstance(policies, str) else policies
+    names = normalized("policies", policies)  # "fifo, srtf," as the command reads it
     spec = SweepSpec(_names(traces), _names(clusters), _names(names),
                      _seeds(seeds), dict(options or {}),
                      {key: _axis(values) for key, values in (vary or {}).items()})

@@ -10,6 +10,7 @@ machines and send back only the row.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import warnings
@@ -99,8 +100,10 @@ def execute(runs: Sequence[SweepRun], store: DoneStore, workers: int,
         return 0
     if ray_address is not None:
         results = _on_ray(todo, ray_address)
-    elif workers <= 1:
-        results = ((run, run_noting(run.config, _folder(store, run))) for run in todo)
+    elif workers <= 1:  # named as a worker's failure is: the message said no run
+        results = ((run, _result(run, functools.partial(run_noting, run.config,
+                                                        _folder(store, run))))
+                   for run in todo)
     else:
         results = _on_processes(todo, store, workers)
     said: set[str] = set()

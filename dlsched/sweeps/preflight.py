@@ -5,6 +5,7 @@ policy before its first simulation)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from dlsched.run_config import RunConfig
 from dlsched.sweeps.grid import SweepRun
@@ -25,6 +26,28 @@ def check_inputs(runs: Sequence[SweepRun]) -> None:
     for trace in dict.fromkeys(_trace_source(c) for c in configs):
         check_trace_names(trace)
     _check_policies(configs)
+    _check_traces_fit(configs)
+
+
+def _check_traces_fit(configs: Sequence[RunConfig]) -> None:
+    """Every trace file read as its runs read it, on each cluster it runs on, once: a job
+    asking more GPUs than a cluster has (or a queue its tenant file lacks) stopped the sweep
+    at that cluster's first run, after the runs before it. Synthetic traces are drawn per
+    seed at the run."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.errors import ConfigError, DlschedError
+    from dlsched.experiment import load_trace
+
+    read: set[RunConfig] = set()
+    for c in configs:
+        key = replace(c, policies=(), policy_options=(), seed=0)
+        if c.trace == SYNTHETIC or key in read:
+            continue
+        read.add(key)
+        try:
+            load_trace(c, resolve_cluster(c.cluster))
+        except DlschedError as exc:
+            raise ConfigError(f"trace {c.trace} on cluster {c.cluster}: {exc}") from None
 
 
 def _trace_source(config: RunConfig) -> str:

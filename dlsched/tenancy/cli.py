@@ -69,7 +69,8 @@ def tenants(
     if out is None:
         print(text, end="")
     else:
-        try:
+        try:  # its folder made as every other --out is (README: --out runs/vcs.yaml)
+            out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text)
         except OSError as exc:
             console.print(f"[red]error:[/] {escape(f'--out {out}: cannot write: {exc.strerror}')}")

@@ -359,3 +359,22 @@ def test_the_listing_column_is_why_a_job_waits_or_ended() -> None:
                    for line in console.export_text().splitlines()[1:4:2])
     assert (header[-2].strip(), row[-2].strip()) == ("why it waits (or ended)",
                                                      "rank 0 exited with code 1")
+
+
+def test_a_jobs_command_is_shown_as_a_shell_line_that_runs_it() -> None:
+    """`dlsched jobs ID` joined the argv by spaces: ``python -c import sys; sys.exit(3)``,
+    which a shell reads as three commands; the dashboard's job page likewise."""
+    from rich.console import Console
+
+    from dlsched.runtime.display import print_job
+
+    job = SimpleNamespace(id="job-1", name="", status="running", queue="q", gpus=1,
+                          attempts=1, submitted_at=0.0, finished_at=None,
+                          command=["python", "-c", "import sys; sys.exit(3)"],
+                          queue_position=None, pending_reason="", allocation=[],
+                          last_progress=None, gpus_held=None, min_gpus=None, max_gpus=None,
+                          gpu_share=1.0, gpu_memory_gb=0.0, mig_profile=None,
+                          cpus_per_gpu=0.0, memory_gb_per_gpu=0.0)
+    console = Console(record=True, width=200)
+    print_job(console, job, [])
+    assert "command: python -c 'import sys; sys.exit(3)'" in console.export_text()

@@ -339,3 +339,15 @@ def test_a_page_with_a_bad_query_value_answers_a_page_naming_it(
     api = httpx.get(handle.url + "/v1/utilization", params={"hours": "x"},
                     headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
     assert api.status_code == 422 and api.json()["detail"][0]["loc"] == ["query", "hours"]
+
+
+def test_a_jobs_page_shows_its_command_as_a_shell_line(live: Callable[..., Live]) -> None:
+    """The page joined the argv by spaces (``python -c import sys; sys.exit(3)``): copied into
+    a shell, it ran something else."""
+    import html
+
+    handle = live()
+    job_id = handle.http.post("/v1/jobs", json={"command": ["sh", "-c", "sleep 600; exit 3"],
+                                                "gpus": 1}).json()["id"]
+    shown = html.unescape(page(handle, f"/jobs/{job_id}").text)
+    assert "<code>sh -c 'sleep 600; exit 3'</code>" in shown

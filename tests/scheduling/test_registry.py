@@ -102,6 +102,29 @@ def test_bad_option_value(policy: str, options: dict[str, str]) -> None:
         build_policy(policy, options)
 
 
+@pytest.mark.parametrize(("policy", "options", "said"), [
+    ("tiresias", {"thresholds": "abc"}, "(numbers separated by ':', default 3600)"),
+    ("tiresias", {"thresholds": ""}, "has no value (default 3600)"),
+    ("tiresias", {"promote_knob": "fast"}, "(default 0)"),
+    ("fifo", {"strict": "maybe"}, "(true or false, default true)"),
+], ids=["tuple", "tuple-empty", "float", "bool"])
+def test_a_bad_value_names_the_default_as_it_is_written(policy: str, options: dict[str, str],
+                                                       said: str) -> None:
+    """The default read as Python's repr: ``thresholds='abc' is not valid (default
+    (3600.0,))``, ``strict`` ``(default True)``, where the option is written ``3600:36000``."""
+    with pytest.raises(ConfigError) as caught:
+        build_policy(policy, options)
+    assert str(caught.value).endswith(said)
+
+
+@pytest.mark.parametrize(("typed", "meant"), [
+    ("FIFO", "fifo"), ("Tiresias", "tiresias"), ("tiresia", "tiresias"),
+], ids=["upper", "capitalized", "typo"])
+def test_an_unknown_policy_names_the_closest_in_any_case(typed: str, meant: str) -> None:
+    with pytest.raises(ConfigError, match=f"did you mean {meant!r}\\?$"):
+        build_policy(typed)
+
+
 def test_unknown_policy_lists_the_known_ones() -> None:
     with pytest.raises(ConfigError, match="unknown policy 'lifo'") as err:
         build_policy("lifo")

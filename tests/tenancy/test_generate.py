@@ -119,3 +119,14 @@ def test_one_queue_reads_as_one(tmp_path: Path) -> None:
                                       "--out", str(tmp_path / "t.yaml")])
     assert result.exit_code == 0, result.output
     assert result.output.startswith("1 cluster queue ->"), result.output
+
+
+def test_cli_makes_the_folder_of_its_out_file(tmp_path: Path) -> None:
+    """The README's `dlsched tenants ... --out runs/vcs.yaml` said "cannot write: No such file
+    or directory" where runs/ was not there yet; simulate, history export and history cluster
+    make their --out's folder."""
+    out = tmp_path / "runs" / "vcs.yaml"
+    made = CliRunner().invoke(app, ["tenants", "philly-sample", "--cluster", "philly", "--out",
+                                    str(out)])
+    assert made.exit_code == 0, made.output
+    assert len(load_tenants(out).cluster_queues) >= 10

@@ -29,7 +29,7 @@ from dlsched.runtime import commands
 from dlsched.runtime.auth import ANYONE, Principal, principal_of
 from dlsched.runtime.commands import RequestError
 from dlsched.runtime.dashboard import pages
-from dlsched.runtime.display import clock, listed_gpus, reason_shown, worker_asks
+from dlsched.runtime.display import clock, command_text, listed_gpus, reason_shown, worker_asks
 from dlsched.runtime.limits import MAX_BODY_BYTES
 from dlsched.runtime.service import Service
 from dlsched.wording import count_of
@@ -49,7 +49,8 @@ def environment() -> Environment:
     env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
                        number=lambda v: f"{v:g}", hue=_hue,
                        times=lambda n: count_of(n, "time"), why=reason_shown,
-                       listed_gpus=listed_gpus, worker_asks=worker_asks)
+                       listed_gpus=listed_gpus, worker_asks=worker_asks,
+                       shell=command_text)
     env.globals.update(bar=_bar, quota_bar=_quota_bar)
     return env
 
