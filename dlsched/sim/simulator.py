@@ -85,7 +85,8 @@ class Simulator:
         self.clock = SimClock()
         config = self.config
         book = (ResilienceBook(config.checkpoint or CheckpointPlan(), config.failures,
-                               cluster.num_gpus) if config.resilient else None)
+                               cluster.num_gpus, cluster.node_gpus.tolist(),
+                               cluster.gpu_node_list) if config.resilient else None)
         self.core = Scheduler(cluster, profile,
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
