@@ -350,7 +350,8 @@ class Simulator:
 class _FailureEvents:
     """Node failures and repairs as events of the simulator's queue (``Priority.FAILURE``):
     a failure takes its node down and stops the jobs on it (``Scheduler.fail_node``); its
-    repair brings the node back, or keeps it as a hot spare when its pool's spares are short.
+    repair brings the node back, or keeps it as a hot spare when its pool's spares are short
+    and no job a failure without a spare stopped still waits for it.
     With hot spares, a spare of the failed node's pool replaces it at once (``spares.py``)."""
 
     def __init__(self, sim: Simulator, config: SimConfig) -> None:
@@ -400,16 +401,19 @@ class _FailureEvents:
             assert core.resilience is not None
             core.resilience.node_failed(payload.category)
             spare = self.spares.take(payload.node)  # one of the failed node's pool
-            core.fail_node(payload.node, payload.category,
-                           f"node failure ({payload.category}) on "
-                           f"{self.sim.cluster.nodes[payload.node].name}", spare)
+            hit = core.fail_node(payload.node, payload.category,
+                                 f"node failure ({payload.category}) on "
+                                 f"{self.sim.cluster.nodes[payload.node].name}", spare)
+            if spare is None:
+                self.spares.owe(payload.node, hit)  # the pool's next repaired node is theirs
             repaired = self.sim.clock.time + payload.repair_seconds
             self._schedule(repaired, ("repair", payload.node))
             self.repairs[payload.node] = repaired
             return True
         node = payload[1]  # type: ignore[index]
         self.repairs.pop(node, None)
-        if self.spares.keep(node):  # repaired into its pool's spares: stays out of the cycle
+        waiting = core.waiting.__contains__
+        if self.spares.keep(node, waiting):  # into its pool's spares: stays out of the cycle
             return False
         core.node_up(node)
         return True

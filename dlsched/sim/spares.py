@@ -12,14 +12,21 @@ may only run on its pool's nodes (``filters.NodePoolFilter``), so a spare serves
   workers move onto the spare, which joins the cycle. No spare is shared across pools: a
   pool-a job on a pool-b spare would run outside its pool, and once its node was repaired
   pool a would be a node short for good.
-- The repaired node becomes a spare of its own group again when that group is short of
-  ``N``, else it rejoins the cycle.
+- The repaired node goes first to a job that a failure of its group stopped when no spare was
+  left and that still waits in the queue (``owe``): it rejoins the cycle, as the spare that job
+  lacked. Otherwise it becomes a spare of its own group again when that group is short of
+  ``N``, else it rejoins the cycle. Spares exist so that a job hit by a failure restarts at
+  once; keeping the repaired node idle as a spare while the job it was owed to waits would
+  turn the spare against its purpose (before: the spare was refilled first, and such a job
+  waited for a second repair). A job that restarted elsewhere meanwhile is owed nothing.
 - A failure that finds its group without a spare left goes the way of a run without spares
   (``--resilience``: back to the queue, or a reshape) and is counted per group
   (``shortfalls``: the run's ``failures_without_spare``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.errors import ConfigError
@@ -37,6 +44,9 @@ class HotSpares:
             groups.setdefault(node.pool, []).append(index)
         self.held: dict[str | None, list[int]] = {}
         self.shortfalls: dict[str | None, int] = {}
+        # per group, the jobs failures without a spare sent back to the queue (``owe``): one
+        # entry per node they lost, in the order they lost it
+        self.owed: dict[str | None, list[str]] = {}
         if per_pool == 0:
             return
         for pool, nodes in groups.items():
@@ -62,10 +72,22 @@ class HotSpares:
         self.shortfalls[pool] = self.shortfalls.get(pool, 0) + 1
         return None
 
-    def keep(self, repaired: int) -> bool:
-        """Whether the repaired node is held as a spare of its pool (its pool is short)."""
-        held = self.held.get(self.cluster.nodes[repaired].pool)
+    def owe(self, failed: int, jobs: Iterable[str]) -> None:
+        """``jobs`` lost a node to a failure of ``failed`` that found no spare of its pool: the
+        pool's next repaired node is theirs while they wait (``keep``)."""
+        if self.per_pool:
+            self.owed.setdefault(self.cluster.nodes[failed].pool, []).extend(jobs)
+
+    def keep(self, repaired: int, waiting: Callable[[str], bool] = lambda job: False) -> bool:
+        """Whether the repaired node is held as a spare of its pool: its pool is short of
+        spares and owes no node to a job still ``waiting`` (``owe``: that job gets it)."""
+        pool = self.cluster.nodes[repaired].pool
+        held = self.held.get(pool)
         if held is None or len(held) >= self.per_pool:
+            return False
+        owed = [job for job in self.owed.pop(pool, ()) if waiting(job)]
+        if owed:
+            self.owed[pool] = owed[1:]  # this node replaces the one the first of them lost
             return False
         held.append(repaired)
         return True
