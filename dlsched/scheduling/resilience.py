@@ -55,6 +55,17 @@ class JobLosses:
     raw_rate: float = 0.0
     interval: float = math.inf
     delta: float = 0.0
+    # seconds its kept work took at the raw rates of its closed run segments (``launched``)
+    productive: float = 0.0
+
+    def productive_seconds(self, work_now: float) -> float:
+        """Seconds the work kept so far took at the raw rates it ran at (no checkpoint stalls,
+        restarts or lost work): the useful time of an elastic job's ETTR, whose runs may each
+        have a size, hence a rate, of their own (its requested size is only its first; an
+        ``llm-jobs`` job's, the smallest that fits: counted at that rate, a job run on 64
+        GPUs had 64 times more useful time than time)."""
+        last = max(0.0, work_now - self.segment_work) / self.raw_rate if self.raw_rate > 0 else 0.0
+        return self.productive + last
 
 
 class ResilienceBook:
@@ -131,6 +142,7 @@ class ResilienceBook:
     def launched(self, job: Job, now: float, raw_rate: float) -> float:
         """A job starts a run segment: its checkpoint interval; returns its effective rate."""
         losses = self.of(job.job_id)
+        losses.productive = losses.productive_seconds(job.done_work)  # the segment it closes
         losses.segment_work, losses.raw_rate = job.done_work, raw_rate
         if job.spec.ends_at is not None:
             # a service replica: no training state to checkpoint, nothing a failure rolls

@@ -40,7 +40,9 @@ class JobRecord:
     lost_gpu_seconds: float = 0.0  # GPU time that produced the lost work
     checkpoint_gpu_seconds: float = 0.0  # GPU time stalled writing checkpoints
     restart_gpu_seconds: float = 0.0  # GPU time reloading checkpoints after failures
-    useful_seconds: float = 0.0  # its kept work at its requested size's rate (for ETTR)
+    # its kept work at its requested size's rate; an elastic job's, at the rates it ran at
+    # (``JobLosses.productive_seconds``): the ETTR's numerator
+    useful_seconds: float = 0.0
     # Wall time it held GPUs over all its runs (restarts included); None: not recorded (a
     # record made by hand). Out of ``repr``, which the benchmarks' schedule digests hash.
     run_seconds: float | None = field(default=None, repr=False)
@@ -119,7 +121,10 @@ def record_of(job: Job, now: float, reason: str | None = None,
                        job.spec.deadline, *_NO_LOSSES, job.run_seconds + running, *_sizes(job))
     if losses is None:
         return record
-    useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0
+    if job.spec.is_elastic and losses.raw_rate > 0:
+        useful = losses.productive_seconds(job.work_done(now))
+    else:
+        useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0
     return replace(record, failures=losses.failures, lost_work=losses.lost_work,
                    lost_gpu_seconds=losses.lost_gpu_seconds,
                    checkpoint_gpu_seconds=losses.checkpoint_gpu_seconds,
