@@ -144,6 +144,9 @@ class Simulator:
             elif not heap or (self.failures is not None and spec is None
                               and self.failures.only_failures_left()):
                 break
+            elif self.failures is not None and spec is None and self.failures.lost_for_good():
+                self.stalled_at = clock.time  # the jobs left waiting never start
+                break
             if max_time is not None and now > max_time:
                 clock.time = max_time
                 break
@@ -372,6 +375,17 @@ class _FailureEvents:
 
     def only_failures_left(self) -> bool:
         return self.pending == len(self.sim.events) and self.sim.core.idle
+
+    def lost_for_good(self) -> bool:
+        """No job runs and every node is down with no repair that ends (lost for good: a
+        failure category's ``repair_hours`` may be infinite; a spare still held is never
+        taken, as only a node that is up can fail): no job still waiting can ever start.
+        Failures of nodes already down change nothing, so no cycle would come to find the run
+        stalled: it went on drawing them for ever (a failure YAML with ``repair_hours: .inf``
+        on philly-sample)."""
+        core = self.sim.core
+        return (not core.running and len(core.down_nodes) == self.sim.cluster.num_nodes
+                and self.last_repair() is None)
 
     def last_repair(self) -> float | None:
         """When the last pending repair ends (None: no node will come back)."""

@@ -110,3 +110,16 @@ def test_a_job_that_gets_through_is_not_warned_of() -> None:
         sim = _run_on((Node("n0", "V100", 4), Node("n1", "V100", 4)),
                       JobSpec("j", 0.0, 4, work=1e4), 5.0, "young", 60.0)
     assert sim.core.jobs["j"].status is JobStatus.FINISHED
+
+
+def test_a_run_whose_nodes_are_all_lost_for_good_ends_as_stalled() -> None:
+    """Repairs that never end (``repair_hours: .inf``): once both nodes are lost the 8-GPU job
+    can never run again. Failures kept coming (of nodes already down: no cycle), so the run
+    never ended; here it reached max_time without being found stalled."""
+    lost = FailureModel("lost", (FailureCategory("gpu", 10.0, float("inf")),))
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 0.0, 8, work=1e7),)), build_policy("fifo"),
+                    SimConfig(seed=1, failures=lost, max_time=1e7))
+    result = sim.run()
+    assert result.stalled_at is not None and result.stalled_at < 1e6
+    assert sim.core.jobs["j"].status is JobStatus.PREEMPTED  # by the failure, never back
