@@ -254,12 +254,16 @@ class ResilienceBook:
         if slowdown <= MOST_SLOWDOWN:
             return
         self.crawling.add(job.job_id)
+        from dlsched.perf.llm.models import BUILTIN_MODELS
+
+        cost = ("its checkpoint size over the storage bandwidth: an LLM job's"
+                if job.spec.model in BUILTIN_MODELS else "--checkpoint-cost")
         warnings.warn(CrawlWarning(
             f"job {job.job_id} ({self._gpus_text(job)}) crawls: it fails every "
             f"{1 / rate:.3g} s on average and keeps work only every {segment:.3g} s "
             f"(checkpoint interval {losses.interval:.3g} s + cost {losses.delta:.3g} s, or its "
             f"end) after a {restart:g} s restart: expected ~{slowdown:.3g}x its failure-free "
-            "time, or more; lower the checkpoint cost (--checkpoint-cost), shorten the "
+            f"time, or more; lower the checkpoint cost ({cost}), shorten the "
             "checkpoint interval (--checkpoint) or the restart (--restart-overhead), or "
             "re-plan on the surviving nodes instead of rolling back (--resilience oobleck, "
             "LLM jobs)"), stacklevel=2)
