@@ -57,6 +57,7 @@ class JobLosses:
     delta: float = 0.0
     # seconds its kept work took at the raw rates of its closed run segments (``launched``)
     productive: float = 0.0
+    resized: bool = False  # it ran at a size other than its request (``launched``)
 
     def productive_seconds(self, work_now: float) -> float:
         """Seconds the work kept so far took at the raw rates it ran at (no checkpoint stalls,
@@ -143,6 +144,8 @@ class ResilienceBook:
         """A job starts a run segment: its checkpoint interval; returns its effective rate."""
         losses = self.of(job.job_id)
         losses.productive = losses.productive_seconds(job.done_work)  # the segment it closes
+        if len(job.allocation) != job.spec.num_gpus:
+            losses.resized = True
         losses.segment_work, losses.raw_rate = job.done_work, raw_rate
         if job.spec.ends_at is not None:
             # a service replica: no training state to checkpoint, nothing a failure rolls

@@ -40,8 +40,9 @@ class JobRecord:
     lost_gpu_seconds: float = 0.0  # GPU time that produced the lost work
     checkpoint_gpu_seconds: float = 0.0  # GPU time stalled writing checkpoints
     restart_gpu_seconds: float = 0.0  # GPU time reloading checkpoints after failures
-    # its kept work at its requested size's rate; an elastic job's, at the rates it ran at
-    # (``JobLosses.productive_seconds``): the ETTR's numerator
+    # its kept work at its requested size's rate; an elastic job's, or one that ran at another
+    # size than its request, at the rates it ran at (``JobLosses.productive_seconds``): the
+    # ETTR's numerator
     useful_seconds: float = 0.0
     # Wall time it held GPUs over all its runs (restarts included); None: not recorded (a
     # record made by hand). Out of ``repr``, which the benchmarks' schedule digests hash.
@@ -121,7 +122,7 @@ def record_of(job: Job, now: float, reason: str | None = None,
                        job.spec.deadline, *_NO_LOSSES, job.run_seconds + running, *_sizes(job))
     if losses is None:
         return record
-    if job.spec.is_elastic and losses.raw_rate > 0:
+    if (job.spec.is_elastic or losses.resized) and losses.raw_rate > 0:
         useful = losses.productive_seconds(job.work_done(now))
     else:
         useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0

@@ -34,3 +34,18 @@ def test_a_job_that_ran_at_two_sizes_counts_each_runs_work_at_its_rate() -> None
     # 100 units at 2/s (50 s), then 30 more so far at 1/s since 100 (30 s)
     losses.productive, losses.segment_work, losses.raw_rate = 50.0, 100.0, 1.0
     assert losses.productive_seconds(130.0) == 80.0
+
+
+def test_jobs_the_policy_resizes_count_their_work_at_the_rates_they_ran_at(
+        tmp_path: Path) -> None:
+    """Pollux sizes its jobs itself (their specs are not elastic): their kept work was counted
+    at the requested size's rate, so jobs run wider had more useful time than time: ETTR
+    132.2% on these 12 jobs."""
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["simulate", "--trace", "pollux-1", "--limit", "12",
+                                      "--policy", "pollux", "--failures", "llama3x1000",
+                                      "--resilience", "elastic", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["job_interruptions"] > 0
+    assert 0.5 < summary["ettr"] <= 1.0
