@@ -123,3 +123,19 @@ def test_a_run_whose_nodes_are_all_lost_for_good_ends_as_stalled() -> None:
     result = sim.run()
     assert result.stalled_at is not None and result.stalled_at < 1e6
     assert sim.core.jobs["j"].status is JobStatus.PREEMPTED  # by the failure, never back
+
+
+def test_failures_after_the_last_job_are_not_drawn_nor_counted() -> None:
+    """A completion planned before a preemption stays in the heap (stale) until its time: the
+    run went on drawing and counting node failures until then (here 1e6 s, ~460 failures of
+    this 8-GPU cluster) after its one 1,000 s job had ended."""
+    from dlsched.sim.events import Event, Priority
+
+    sim = Simulator(cluster_of(Node("n0", "V100", 4), Node("n1", "V100", 4)),
+                    Trace("t", (JobSpec("j", 0.0, 4, work=1000.0),)), build_policy("fifo"),
+                    SimConfig(seed=1, failures=MODEL, restart_overhead=0.0))
+    sim.events.schedule(1e6, Event(Priority.FINISH, "j", -1))  # a stale completion
+    result = sim.run()
+    assert sim.core.jobs["j"].status is JobStatus.FINISHED
+    assert sim.clock.time < 1e4
+    assert sum(n for _, n in result.failures_by_category) < 10
