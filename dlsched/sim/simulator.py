@@ -379,7 +379,7 @@ class _FailureEvents:
         ``Simulator._compact`` keeps the latest of them) do not count: they kept a run going,
         drawing and counting failures, until the time of a completion planned before a
         preemption (pollux-1 on pollux-64 at llama3x1000: 128 node failures counted in a
-        run of 32.7 h, 97 of them after its last job ended, up to t = 750,886 s)."""
+        run of 32.7 h, drawn up to t = 750,886 s: 20 by its end)."""
         sim = self.sim
         if not sim.core.idle:
             return False
