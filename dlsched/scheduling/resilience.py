@@ -124,7 +124,8 @@ class ResilienceBook:
     def job_failure_rate(self, job: Job, now: float) -> float:
         """Failures per second that stop ``job`` (1 / its MTBF): the rule's rate per GPU times
         its ``exposed_gpus``."""
-        return self.rate_per_gpu_second(now) * self.exposed_gpus(job)
+        rate = self.rate_per_gpu_second(now)
+        return rate * self.exposed_gpus(job) if rate > 0 else 0.0  # no failures: no node walk
 
     def gpus_up(self, now: float, gpus: float) -> None:
         """From ``now`` on, ``gpus`` GPUs are up (nodes went down, were repaired, or are held
