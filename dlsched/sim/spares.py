@@ -5,10 +5,13 @@ replaced at once (Llama 3, Dubey et al. 2024, §3.3.4; ``Scheduler.fail_node``).
 partitioned into pools (Philly's virtual clusters, a Slurm partition: ``Node.pool``) a job
 may only run on its pool's nodes (``filters.NodePoolFilter``), so a spare serves its own pool:
 
-- ``N`` spares are held in **each** pool: the last ``N`` nodes of the pool, in the cluster's
-  order. Nodes without a pool form one group of their own (on a cluster without pools, the
-  whole cluster: its last ``N`` nodes, as before pools had spares).
-- A failed node is replaced by a spare of its own group, never another pool's: its jobs'
+- ``N`` spares are held in **each** pool: the last ``N`` nodes with GPUs of the pool, in the
+  cluster's order (a CPU-only node never fails and cannot hold a GPU job's workers: as a
+  spare it was taken for a failed GPU node and its job went back to the queue). Nodes
+  without a pool form one group of their own (on a cluster without pools, the
+  whole cluster: its last ``N`` nodes with GPUs, as before pools had spares).
+- A failed node is replaced by a spare of its own group, never another pool's (the last held
+  of its GPU type with at least its GPUs, else the last held): its jobs'
   workers move onto the spare, which joins the cycle. No spare is shared across pools: a
   pool-a job on a pool-b spare would run outside its pool, and once its node was repaired
   pool a would be a node short for good.
@@ -41,7 +44,8 @@ class HotSpares:
         self.per_pool = per_pool
         groups: dict[str | None, list[int]] = {}
         for index, node in enumerate(cluster.nodes):
-            groups.setdefault(node.pool, []).append(index)
+            if node.num_gpus > 0:  # a CPU-only node never fails (failures go by GPUs) and
+                groups.setdefault(node.pool, []).append(index)  # holds no GPU job's workers
         self.held: dict[str | None, list[int]] = {}
         self.shortfalls: dict[str | None, int] = {}
         # per group, the jobs failures without a spare sent back to the queue (``owe``): one
@@ -53,7 +57,7 @@ class HotSpares:
             if len(nodes) <= per_pool:
                 raise ConfigError(f"--hot-spares {per_pool}: spares are held in each pool, and "
                                   f"{_label(pool)} of cluster {cluster.name} has "
-                                  f"{count_of(len(nodes), 'node')}")
+                                  f"{count_of(len(nodes), 'node')} with GPUs")
             self.held[pool] = nodes[len(nodes) - per_pool:]
 
     def nodes(self) -> frozenset[int]:
@@ -65,12 +69,23 @@ class HotSpares:
         the run holds no spares)."""
         if self.per_pool == 0:
             return None
-        pool = self.cluster.nodes[failed].pool
-        held = self.held[pool]
+        node = self.cluster.nodes[failed]
+        held = self.held[node.pool]
         if held:
-            return held.pop()
-        self.shortfalls[pool] = self.shortfalls.get(pool, 0) + 1
+            return held.pop(self._like(held, failed))
+        self.shortfalls[node.pool] = self.shortfalls.get(node.pool, 0) + 1
         return None
+
+    def _like(self, held: list[int], failed: int) -> int:
+        """Index in ``held`` of the last spare like the failed node (its GPU type, at least
+        its GPUs): its jobs' workers fit there (``Scheduler._spare_gpus``); else the last."""
+        nodes = self.cluster.nodes
+        want = nodes[failed]
+        for index in range(len(held) - 1, -1, -1):
+            spare = nodes[held[index]]
+            if spare.gpu_type == want.gpu_type and spare.num_gpus >= want.num_gpus:
+                return index
+        return len(held) - 1
 
     def owe(self, failed: int, jobs: Iterable[str]) -> None:
         """``jobs`` lost a node to a failure of ``failed`` that found no spare of its pool: the

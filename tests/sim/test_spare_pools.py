@@ -5,6 +5,8 @@ became the spare, leaving pool a a node short for good."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from builders import cluster_of, make_job
 
@@ -96,3 +98,32 @@ def test_a_pool_too_small_for_its_spares_is_a_config_error(spares: int) -> None:
                                           r"pool, and pool a of cluster test has 2 nodes"):
         Simulator(POOLS, Trace("t", (job,)), build_policy("fifo"),
                   SimConfig(failures=QUIET, hot_spares=spares))
+
+
+def _moved_to(nodes: tuple[Node, ...], job_types: tuple[str, ...], spares: int) -> Simulator:
+    job = make_job("j0").gpus(8).work(20_000).build()
+    job = replace(job, gpu_types=job_types)
+    sim = Simulator(cluster_of(*nodes), Trace("t", (job,)), build_policy("fifo"),
+                    SimConfig(restart_overhead=60.0, failures=QUIET, hot_spares=spares))
+    assert sim.failures is not None
+    sim.failures.inject(Failure(1_000.0, 0, "gpu", REPAIR))
+    sim.run()
+    return sim
+
+
+def test_a_cpu_only_node_is_never_held_as_a_spare() -> None:
+    """The cluster's last node is CPU-only: it was held as the spare (a failure, drawn by
+    GPUs, never hits it, and a failed GPU node's job cannot move there); now g1 is."""
+    from dlsched.sim.spares import HotSpares
+
+    nodes = (Node("g0", "A100", 8), Node("g1", "A100", 8), Node("cpu", "A100", 0, cpus=64))
+    assert HotSpares(cluster_of(*nodes), 1).held == {None: [1]}
+
+
+def test_the_spare_taken_is_one_the_jobs_workers_fit_on() -> None:
+    """Spares b0 (A100) and v1 (V100); an A100 job's node fails: it took the last, v1, and
+    went back to the queue; now b0."""
+    nodes = (Node("a0", "A100", 8), Node("v0", "V100", 8), Node("b0", "A100", 8),
+             Node("v1", "V100", 8))
+    sim = _moved_to(nodes, ("A100",), 2)
+    assert [(s.start, s.gpus[0]) for s in sim.core.segments.all()] == [(0.0, 0), (1_000.0, 16)]
