@@ -24,6 +24,7 @@ from dlsched.extras import extra_of, message
 from dlsched.gcpause import gc_paused
 from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
 from dlsched.run_config import RunConfig
+from dlsched.scheduling.resilience import CrawlWarning
 from dlsched.wording import count_of, duration_text
 
 if TYPE_CHECKING:
@@ -57,10 +58,12 @@ class _App(typer.Typer):
 def _one_line_warning(message: Warning | str, category: type[Warning], filename: str,
                       lineno: int, file: Any = None, line: str | None = None) -> None:
     """A ``DataWarning`` (data missing, a bundled fallback used), a
-    ``SolverWallClockWarning`` (a MILP cut short by wall clock) or a ``ClusterWarning`` (a
-    cluster file read as the model allows) as one ``warning:`` line like
+    ``SolverWallClockWarning`` (a MILP cut short by wall clock), a ``ClusterWarning`` (a
+    cluster file read as the model allows) or a ``CrawlWarning`` (failures slow a job past
+    100x) as one ``warning:`` line like
     the CLI's own, not Python's "FILE:LINE: DataWarning: ..." and the source line below it."""
-    if issubclass(category, (DataWarning, SolverWallClockWarning, ClusterWarning)):
+    if issubclass(category, (DataWarning, SolverWallClockWarning, ClusterWarning,
+                             CrawlWarning)):
         console.print(f"[yellow]warning:[/] {escape(str(message))}")
         return
     _python_showwarning(message, category, filename, lineno, file, line)

@@ -262,7 +262,8 @@ def input_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[st
         found += empty_flavors(tenants, cluster, config.cluster)
         found += _idle_strict_option(config, tenants)
     return (found + _uncapped_placement(config, trace) + _mig_by_allocation(config, trace)
-            + _idle_failure_options(config) + _restart_warnings(config, trace, cluster))
+            + _idle_failure_options(config) + _llm_checkpoint_cost(config, trace)
+            + _restart_warnings(config, trace, cluster))
 
 
 def _restart_warnings(config: RunConfig, trace: Trace, cluster: Cluster) -> list[str]:
@@ -356,6 +357,21 @@ def _idle_failure_options(config: RunConfig) -> list[str]:
         return []
     return [f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect without "
             f"--failures (they shape the response to node failures; docs/llm.md)"]
+
+
+def _llm_checkpoint_cost(config: RunConfig, trace: Trace) -> list[str]:
+    """``--checkpoint-cost`` given for a trace of LLM jobs only: each such job's checkpoint
+    costs its size over the storage bandwidth (``ResilienceBook.checkpoint_delta``), so the
+    flag changed nothing, without a word."""
+    from dlsched.perf.llm.models import BUILTIN_MODELS
+    from dlsched.sim.checkpoint import CheckpointPlan
+
+    if (config.failures is None or config.checkpoint_seconds == RunConfig().checkpoint_seconds
+            or not trace.jobs or any(spec.model not in BUILTIN_MODELS for spec in trace.jobs)):
+        return []
+    return ["--checkpoint-cost has no effect on this trace: every job is an LLM job, whose "
+            "checkpoint stalls it for its size (14 bytes a parameter) over the storage "
+            f"bandwidth ({CheckpointPlan().storage_gbps:g} GB/s; docs/llm.md)"]
 
 
 def check_queues(trace: Trace, tenants: TenantConfig) -> None:

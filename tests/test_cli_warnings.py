@@ -12,6 +12,7 @@ import pytest
 from dlsched.cli import _App
 from dlsched.data_location import DataWarning
 from dlsched.policies.elastic.mip_budget import SolverWallClockWarning
+from dlsched.scheduling.resilience import CrawlWarning
 
 
 def _probe(category: type[Warning]) -> _App:
@@ -28,8 +29,8 @@ def _probe(category: type[Warning]) -> _App:
     return probe
 
 
-@pytest.mark.parametrize("category", [DataWarning, SolverWallClockWarning],
-                         ids=["data", "solver-wall-clock"])
+@pytest.mark.parametrize("category", [DataWarning, SolverWallClockWarning, CrawlWarning],
+                         ids=["data", "solver-wall-clock", "crawl"])
 def test_a_data_warning_is_one_line(category: type[Warning],
                                     capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:

@@ -24,7 +24,7 @@ from dlsched.sim.result import JobRecord
 TEXTS = ("job_id", "queue", "status", "pending_reason")
 FLOATS = ("submit_time", "first_start", "finish_time", "gpu_seconds", "deadline",
           "checkpoint_gpu_seconds", "run_seconds")
-INTS = ("num_gpus", "preemptions", "resizes")
+INTS = ("num_gpus", "preemptions", "resizes", "min_gpus", "max_gpus", "last_gpus")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ class JobTable:
     num_gpus: np.ndarray
     preemptions: np.ndarray
     resizes: np.ndarray
+    min_gpus: np.ndarray  # 0: not recorded (a record made by hand)
+    max_gpus: np.ndarray
+    last_gpus: np.ndarray  # 0: never ran
 
     def __len__(self) -> int:
         return len(self.job_id)

@@ -283,11 +283,20 @@ def _utilization(result: SimulationResult, window: tuple[float, float] | None) -
     return used / (result.total_gpus * (end - start))
 
 
+def ettr_gpus(job: JobRecord) -> int:
+    """A job's weight in the ETTR: its requested GPUs, or for an elastic job, whose requested
+    size is only its first (``JobLosses.productive_seconds``), those of its last run."""
+    if job.min_gpus != job.max_gpus and job.last_gpus:
+        return job.last_gpus
+    return job.num_gpus
+
+
 def failure_fields(result: SimulationResult) -> dict[str, float | int | None]:
     """Failures, GPU-hours lost to them and to checkpoints, and the effective training time
-    ratio: kept work at each job's requested-size rate over the time since its first start
-    (GPU-weighted; Kokolis et al., "Revisiting Reliability in Large-Scale Machine Learning
-    Research Clusters", 2024, §3)."""
+    ratio: kept work at each job's requested-size rate (an elastic job's: at the rates it ran
+    at, weighted by its last size, ``ettr_gpus``) over the time since its first start
+    (GPU-weighted; Kokolis et al.,
+    "Revisiting Reliability in Large-Scale Machine Learning Research Clusters", 2024, §3)."""
     if not result.failures_by_category and not any(j.checkpoint_gpu_seconds
                                                    for j in result.jobs):
         return {}
@@ -296,8 +305,9 @@ def failure_fields(result: SimulationResult) -> dict[str, float | int | None]:
         if j.first_start is None:
             continue
         end = j.finish_time if j.finish_time is not None else result.end_time
-        useful += j.useful_seconds * j.num_gpus
-        elapsed += (end - j.first_start) * j.num_gpus
+        gpus = ettr_gpus(j)
+        useful += j.useful_seconds * gpus
+        elapsed += (end - j.first_start) * gpus
     return {"node_failures": sum(n for _, n in result.failures_by_category),
             "job_interruptions": sum(j.failures for j in result.jobs),
             "lost_gpu_hours": sum(j.lost_gpu_seconds for j in result.jobs) / 3600.0,

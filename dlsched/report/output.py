@@ -31,6 +31,12 @@ RUN_COLUMNS = ("policy", "trace", "cluster", "seed", "version")
 JOB_COLUMNS = ("job_id", "queue", "num_gpus", "submit_time", "first_start", "finish_time", "jct",
                "queueing_delay", "status", "preemptions", "gpu_seconds", "pending_reason",
                "queue_position", "resizes", "deadline")
+# Only in runs where a job may run at several sizes (elastic: ``min_gpus`` < ``max_gpus``),
+# after JOB_COLUMNS: the range it may run at and the GPUs of its last run (empty: it never
+# ran). ``num_gpus`` stays the size it asked for: its first size, or for an ``llm-jobs`` job,
+# which asks for none, the smallest the planner fits (docs/traces.md). Runs without elastic
+# jobs keep their columns.
+SIZE_COLUMNS = ("min_gpus", "max_gpus", "last_gpus")
 TIMELINE_COLUMNS = ("time", "used_gpus", "waiting", "running")
 FLOAT_FORMAT = "%.6f"
 
@@ -57,10 +63,10 @@ def write_run(result: SimulationResult, out_dir: Path, fmt: str = "csv",
     _remove_unwritten(out_dir, fmt, bool(result.goodput_series))
     if fmt == "parquet":
         _write_parquet(out_dir / "jobs.parquet", job_rows(result, positions, table), identity,
-                       result.info)
+                       result.info, job_column_names(table))
     else:
-        _write_columns(out_dir / "jobs.csv", JOB_COLUMNS, job_columns(result, positions, table),
-                       identity)
+        _write_columns(out_dir / "jobs.csv", job_column_names(table),
+                       job_columns(result, positions, table), identity)
     if timeline:
         write_timeline(result, out_dir, identity)
     if result.goodput_series:  # runs whose model is progress dependent (goodput_series.py)
@@ -142,6 +148,17 @@ def job_row(job: JobRecord, position: int | None = None) -> tuple[Any, ...]:
             _opt_float(job.deadline))
 
 
+def has_sizes(table: JobTable) -> bool:
+    """Whether some job of the run may run at several sizes (``SIZE_COLUMNS``)."""
+    return bool((table.min_gpus != table.max_gpus).any())
+
+
+def job_column_names(table: JobTable) -> tuple[str, ...]:
+    """jobs.csv's columns for this run: ``JOB_COLUMNS``, then ``SIZE_COLUMNS`` if it has
+    elastic jobs."""
+    return (*JOB_COLUMNS, *SIZE_COLUMNS) if has_sizes(table) else JOB_COLUMNS
+
+
 def job_rows(result: SimulationResult, positions: Mapping[str, int] | None = None,
              table: JobTable | None = None) -> list[tuple[Any, ...]]:
     """One row per job in ``JOB_COLUMNS`` order, sorted by submit time then job id."""
@@ -163,12 +180,17 @@ def job_columns(result: SimulationResult, positions: Mapping[str, int] | None = 
     where = positions or {}
     submit, first, finish = (t.submit_time[order], t.first_start[order],
                              t.finish_time[order])
-    return [ids, texts(t.queue), t.num_gpus[order].tolist(), submit.tolist(),
-            optional_floats(first), optional_floats(finish), optional_floats(finish - submit),
-            optional_floats(first - submit), texts(t.status), t.preemptions[order].tolist(),
-            t.gpu_seconds[order].tolist(), texts(t.pending_reason),
-            [where.get(i) for i in ids] if where else [None] * len(ids),
-            t.resizes[order].tolist(), optional_floats(t.deadline[order])]
+    columns = [ids, texts(t.queue), t.num_gpus[order].tolist(), submit.tolist(),
+               optional_floats(first), optional_floats(finish), optional_floats(finish - submit),
+               optional_floats(first - submit), texts(t.status), t.preemptions[order].tolist(),
+               t.gpu_seconds[order].tolist(), texts(t.pending_reason),
+               [where.get(i) for i in ids] if where else [None] * len(ids),
+               t.resizes[order].tolist(), optional_floats(t.deadline[order])]
+    if has_sizes(t):
+        last = t.last_gpus[order].tolist()
+        columns += [t.min_gpus[order].tolist(), t.max_gpus[order].tolist(),
+                    [gpus or None for gpus in last]]
+    return columns
 
 
 def timeline_rows(result: SimulationResult) -> list[tuple[Any, ...]]:
@@ -310,20 +332,21 @@ def _import_pyarrow() -> Any:
     return pyarrow
 
 
-def _parquet_schema(pa: Any) -> Any:
+def _parquet_schema(pa: Any, job_names: Sequence[str] = JOB_COLUMNS) -> Any:
     text, integer, number = pa.string(), pa.int64(), pa.float64()
     types = {"job_id": text, "queue": text, "num_gpus": integer, "status": text,
              "preemptions": integer, "pending_reason": text, "seed": integer,
-             "queue_position": integer, "resizes": integer}
-    names = (*JOB_COLUMNS, *RUN_COLUMNS)
+             "queue_position": integer, "resizes": integer,
+             **{name: integer for name in SIZE_COLUMNS}}
+    names = (*job_names, *RUN_COLUMNS)
     return pa.schema([pa.field(name, types.get(name, text if name in RUN_COLUMNS else number))
                       for name in names])
 
 
 def _write_parquet(path: Path, rows: Sequence[tuple[Any, ...]], identity: Mapping[str, Any],
-                   info: RunInfo) -> None:
+                   info: RunInfo, job_names: Sequence[str] = JOB_COLUMNS) -> None:
     pa = _import_pyarrow()
-    schema = _parquet_schema(pa)
+    schema = _parquet_schema(pa, job_names)
     full_rows = [(*row, *identity.values()) for row in rows]
     columns = {name: [row[i] for row in full_rows] for i, name in enumerate(schema.names)}
     metadata = {"dlsched.run": json.dumps(run_info_dict(info), sort_keys=True)}

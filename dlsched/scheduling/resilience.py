@@ -13,6 +13,8 @@ the ``floor((t - t1) / (tau + delta))`` checkpoints completed since ``t1`` and l
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +27,7 @@ if TYPE_CHECKING:  # dlsched.sim imports the core: no import of it at module lev
 
 DAY = 86400.0
 MOST_FAILURES_PER_COMMIT = 1e6  # expected failures before a job keeps any work, at most
+MOST_SLOWDOWN = 100.0  # expected run time over the failure-free one past which a job crawls
 FIELDS = {"restart overhead": "restart overhead (--restart-overhead)",
           "checkpoint interval": "checkpoint interval (--checkpoint)",
           "checkpoint cost": "checkpoint cost (--checkpoint-cost; an LLM job's: its "
@@ -33,6 +36,11 @@ FIELDS = {"restart overhead": "restart overhead (--restart-overhead)",
 
 class NeverProgresses(ConfigError):
     """Failures would undo every run of a job before it keeps any work (``_check_progress``)."""
+
+
+class CrawlWarning(UserWarning):
+    """Failures undo so much of a job's work that it is expected to take more than
+    ``MOST_SLOWDOWN`` times its failure-free time (``ResilienceBook._check_crawl``)."""
 
 
 @dataclass(slots=True)
@@ -47,14 +55,31 @@ class JobLosses:
     raw_rate: float = 0.0
     interval: float = math.inf
     delta: float = 0.0
+    # seconds its kept work took at the raw rates of its closed run segments (``launched``)
+    productive: float = 0.0
+    resized: bool = False  # it ran at a size other than its request (``launched``)
+
+    def productive_seconds(self, work_now: float) -> float:
+        """Seconds the work kept so far took at the raw rates it ran at (no checkpoint stalls,
+        restarts or lost work): the useful time of an elastic job's ETTR, whose runs may each
+        have a size, hence a rate, of their own (its requested size is only its first; an
+        ``llm-jobs`` job's, the smallest that fits: counted at that rate, a job run on 64
+        GPUs had 64 times more useful time than time)."""
+        last = max(0.0, work_now - self.segment_work) / self.raw_rate if self.raw_rate > 0 else 0.0
+        return self.productive + last
 
 
 class ResilienceBook:
     def __init__(self, plan: CheckpointPlan, model: FailureModel | None,
-                 cluster_gpus: int) -> None:
+                 cluster_gpus: int, node_gpus: Sequence[int] | None = None,
+                 gpu_node: Sequence[int] | None = None) -> None:
+        """``node_gpus``/``gpu_node``: the cluster's GPUs per node and node of each GPU (a
+        failure takes a whole node: ``exposed_gpus``); None counts only a job's own GPUs."""
         self.plan = plan
         self.model = model
         self.cluster_gpus = cluster_gpus
+        self.node_gpus, self.gpu_node = node_gpus, gpu_node
+        self.crawling: set[str] = set()  # jobs warned of (``_check_crawl``), once each
         self.jobs: dict[str, JobLosses] = {}
         self.failures = 0
         self.by_category: dict[str, int] = {}
@@ -81,6 +106,27 @@ class ResilienceBook:
         exposure = self.exposure + self.up_gpus * max(0.0, now - self.exposed_until)
         return (self.failures + 1) / (exposure + 1 / prior)
 
+    def exposed_gpus(self, job: Job) -> int:
+        """GPUs whose failure stops ``job``: every GPU of the nodes it runs on, since a failure
+        takes its whole node down (``sim/failures.FailureProcess``). A 1-GPU job on an 8-GPU
+        node is stopped by a failure of any of the 8: its MTBF is 8 times shorter than its own
+        GPU's."""
+        return self._exposure(job)[1]
+
+    def _exposure(self, job: Job) -> tuple[int, int]:
+        """(nodes ``job`` runs on, their GPUs); without the cluster's nodes, its own GPUs."""
+        node_gpus, gpu_node = self.node_gpus, self.gpu_node
+        if node_gpus is None or gpu_node is None:
+            return 0, len(job.allocation)
+        nodes = {gpu_node[gpu] for gpu in job.allocation}
+        return len(nodes), sum(node_gpus[node] for node in nodes)
+
+    def job_failure_rate(self, job: Job, now: float) -> float:
+        """Failures per second that stop ``job`` (1 / its MTBF): the rule's rate per GPU times
+        its ``exposed_gpus``."""
+        rate = self.rate_per_gpu_second(now)
+        return rate * self.exposed_gpus(job) if rate > 0 else 0.0  # no failures: no node walk
+
     def gpus_up(self, now: float, gpus: float) -> None:
         """From ``now`` on, ``gpus`` GPUs are up (nodes went down, were repaired, or are held
         as spares): the exposure the ``adaptive`` rule divides its failures by."""
@@ -98,6 +144,9 @@ class ResilienceBook:
     def launched(self, job: Job, now: float, raw_rate: float) -> float:
         """A job starts a run segment: its checkpoint interval; returns its effective rate."""
         losses = self.of(job.job_id)
+        losses.productive = losses.productive_seconds(job.done_work)  # the segment it closes
+        if len(job.allocation) != job.spec.num_gpus:
+            losses.resized = True
         losses.segment_work, losses.raw_rate = job.done_work, raw_rate
         if job.spec.ends_at is not None:
             # a service replica: no training state to checkpoint, nothing a failure rolls
@@ -105,7 +154,7 @@ class ResilienceBook:
             losses.interval, losses.delta = 0.0, 0.0
             return raw_rate
         delta = self.checkpoint_delta(job.spec)
-        rate = self.rate_per_gpu_second(now) * len(job.allocation)
+        rate = self.job_failure_rate(job, now)
         mtbf = math.inf if rate == 0 else 1.0 / rate
         losses.interval, losses.delta = self.plan.interval_for(delta, mtbf), delta
         return raw_rate * _efficiency(losses.interval, delta)
@@ -140,6 +189,8 @@ class ResilienceBook:
             kept = self.committed(job, now)
             if kept <= losses.segment_work:  # rolled back to where this run began
                 self._check_progress(job, now, kept, restart_overhead)
+            if job.job_id not in self.crawling:
+                self._check_crawl(job, now, kept, restart_overhead)
         lost = job.work_done(now) - kept
         gpus = sum(job.shares)
         lost_seconds = lost / losses.raw_rate * gpus if losses.raw_rate > 0 else 0.0
@@ -156,13 +207,14 @@ class ResilienceBook:
 
         After a restart the job keeps work only once a checkpoint completes, ``restart +
         interval + delta`` seconds after its launch, or once it finishes, ``restart +
-        remaining / (raw rate x efficiency)``; whichever comes first, ``T``. Failures hit its
-        GPUs as a Poisson process of rate at least ``lambda`` = the rule's rate per GPU x its
-        GPUs (a failure takes a whole node), so an attempt gets there with probability at
-        most ``exp(-lambda T)``: ``exp(lambda T) - 1`` failures are expected first. Past
+        remaining / (raw rate x efficiency)``; whichever comes first, ``T``. Failures stop it
+        as a Poisson process of rate ``lambda`` = the rule's rate per GPU x the GPUs of the
+        nodes it runs on (a failure takes a whole node: ``exposed_gpus``), so an attempt gets
+        there with probability ``exp(-lambda T)``: ``exp(lambda T) - 1`` failures are expected
+        first. Past
         ``MOST_FAILURES_PER_COMMIT`` the run would not end (a failure is a few events)."""
         losses = self.of(job.job_id)
-        rate = self.rate_per_gpu_second(now) * len(job.allocation)
+        rate = self.job_failure_rate(job, now)
         work = job.spec.work - kept
         speed = losses.raw_rate * _efficiency(losses.interval, losses.delta)
         finish = work / speed if speed > 0 else math.inf
@@ -173,18 +225,75 @@ class ResilienceBook:
         if exposed <= math.log(MOST_FAILURES_PER_COMMIT):
             return
         name = max(parts, key=lambda key: parts[key])
-        gpus = len(job.allocation)
         raise NeverProgresses(
-            f"job {job.job_id} ({gpus} GPU{'s' if gpus != 1 else ''}) can never keep any "
+            f"job {job.job_id} ({self._gpus_text(job)}) can never keep any "
             f"work: it fails every {1 / rate:.3g} s on average, but its first checkpoint "
             f"completes {commit:.3g} s after each restart (restart overhead {restart:g} s + "
             f"checkpoint interval {losses.interval:.3g} s + checkpoint cost "
             f"{losses.delta:.3g} s) and its end {restart + finish:.3g} s after (~e^"
             f"{exposed:.0f} failures expected first); lower the {FIELDS[name]}")
 
+    def _check_crawl(self, job: Job, now: float, kept: float, restart: float) -> None:
+        """Warn once (``CrawlWarning``) when ``job`` is expected to take more than
+        ``MOST_SLOWDOWN`` times its failure-free time.
+
+        It keeps work once per segment of ``s = interval + cost`` seconds (or, when its end
+        comes first or it takes no checkpoint, once it finishes), and each restart costs
+        ``R``. With failures a Poisson process of rate ``lambda`` that may strike during a
+        restart too, a segment takes ``e^(lambda R) (e^(lambda s) - 1) / lambda`` seconds on
+        average (Daly, FGCS 2006, §3: the expected wall time ``M e^(R/M) (e^((tau +
+        delta)/M) - 1) T_s / tau`` of a solve of ``T_s`` s, ``M`` = 1 / lambda); over ``s``,
+        the expected slowdown. Time waiting for a repaired node or in the queue comes on
+        top: it is a lower bound."""
+        losses = self.of(job.job_id)
+        rate = self.job_failure_rate(job, now)
+        speed = losses.raw_rate * _efficiency(losses.interval, losses.delta)
+        if rate <= 0 or speed <= 0 or losses.interval == 0:
+            return  # no failures, no progress to judge, or free checkpoints (nothing lost)
+        finish = (job.spec.work - kept) / speed
+        segment = min(losses.interval + losses.delta, finish)
+        if not segment > 0:
+            return
+        slowdown = _expected_slowdown(rate, restart, segment)
+        if slowdown <= MOST_SLOWDOWN:
+            return
+        self.crawling.add(job.job_id)
+        from dlsched.perf.llm.models import BUILTIN_MODELS
+
+        cost = ("its checkpoint size over the storage bandwidth: an LLM job's"
+                if job.spec.model in BUILTIN_MODELS else "--checkpoint-cost")
+        warnings.warn(CrawlWarning(
+            f"job {job.job_id} ({self._gpus_text(job)}) crawls: it fails every "
+            f"{1 / rate:.3g} s on average and keeps work only every {segment:.3g} s "
+            f"(checkpoint interval {losses.interval:.3g} s + cost {losses.delta:.3g} s, or its "
+            f"end) after a {restart:g} s restart: expected ~{slowdown:.3g}x its failure-free "
+            f"time, or more; lower the checkpoint cost ({cost}), shorten the "
+            "checkpoint interval (--checkpoint) or the restart (--restart-overhead), or "
+            "re-plan on the surviving nodes instead of rolling back (--resilience oobleck, "
+            "LLM jobs)"), stacklevel=2)
+
+    def _gpus_text(self, job: Job) -> str:
+        """'4 GPUs', or '1 GPU on 1 node of 8 GPUs' when failures of the GPUs beside its own
+        stop it too (``exposed_gpus``)."""
+        gpus = len(job.allocation)
+        nodes, exposed = self._exposure(job)
+        text = f"{gpus} GPU{'s' if gpus != 1 else ''}"
+        if exposed == gpus:
+            return text
+        return f"{text} on {nodes} node{'s' if nodes != 1 else ''} of {exposed} GPUs"
+
     def node_failed(self, category: str) -> None:
         self.failures += 1
         self.by_category[category] = self.by_category.get(category, 0) + 1
+
+
+def _expected_slowdown(rate: float, restart: float, segment: float) -> float:
+    """Expected time to get through ``segment`` failure-free seconds, each failure (rate
+    ``rate``) restarting it after ``restart`` seconds, over ``segment`` (Daly 2006, §3)."""
+    exponent = rate * (restart + segment)
+    if exponent > 700:  # e^700 overflows a float: far past any threshold
+        return math.inf
+    return math.exp(rate * restart) * math.expm1(rate * segment) / (rate * segment)
 
 
 def _efficiency(interval: float, delta: float) -> float:

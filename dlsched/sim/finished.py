@@ -26,7 +26,8 @@ from dlsched.slots import slot_builder
 
 _NAMES = tuple(f.name for f in fields(JobRecord))
 _OPTIONAL = frozenset(("first_start", "finish_time", "deadline", "run_seconds"))  # None: NaN
-_INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures"))
+_INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures", "min_gpus", "max_gpus",
+                   "last_gpus"))
 _TEXTS = frozenset(("queue", "status", "pending_reason"))
 _NAN = math.nan
 _TEXT, _OPTIONAL_VALUE, _OTHER = "text", "optional", "other"

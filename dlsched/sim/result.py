@@ -40,10 +40,21 @@ class JobRecord:
     lost_gpu_seconds: float = 0.0  # GPU time that produced the lost work
     checkpoint_gpu_seconds: float = 0.0  # GPU time stalled writing checkpoints
     restart_gpu_seconds: float = 0.0  # GPU time reloading checkpoints after failures
-    useful_seconds: float = 0.0  # its kept work at its requested size's rate (for ETTR)
+    # its kept work at its requested size's rate; an elastic job's, or one that ran at another
+    # size than its request, at the rates it ran at (``JobLosses.productive_seconds``): the
+    # ETTR's numerator
+    useful_seconds: float = 0.0
     # Wall time it held GPUs over all its runs (restarts included); None: not recorded (a
     # record made by hand). Out of ``repr``, which the benchmarks' schedule digests hash.
     run_seconds: float | None = field(default=None, repr=False)
+    # The sizes it may run at (an elastic job's range; a rigid job's is its size) and the GPUs
+    # of its last run (0: never ran). 0 in a record made by hand. Out of ``repr`` likewise.
+    # jobs.csv's ``num_gpus`` stays the size it asked for (its first, or for an ``llm-jobs``
+    # job the smallest that fits); these become columns of runs with elastic jobs
+    # (``report/output.py``, ``SIZE_COLUMNS``).
+    min_gpus: int = field(default=0, repr=False)
+    max_gpus: int = field(default=0, repr=False)
+    last_gpus: int = field(default=0, repr=False)
 
     @property
     def jct(self) -> float | None:
@@ -108,10 +119,13 @@ def record_of(job: Job, now: float, reason: str | None = None,
                        job.gpu_seconds + held, job.work_done(now), job.spec.work,
                        waiting_reason(job.pending_reason if reason is None else reason,
                                       job.status.is_waiting), job.resizes,
-                       job.spec.deadline, run_seconds=job.run_seconds + running)
+                       job.spec.deadline, *_NO_LOSSES, job.run_seconds + running, *_sizes(job))
     if losses is None:
         return record
-    useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0
+    if (job.spec.is_elastic or losses.resized) and losses.raw_rate > 0:
+        useful = losses.productive_seconds(job.work_done(now))
+    else:
+        useful = job.work_done(now) / reference_rate if reference_rate > 0 else 0.0
     return replace(record, failures=losses.failures, lost_work=losses.lost_work,
                    lost_gpu_seconds=losses.lost_gpu_seconds,
                    checkpoint_gpu_seconds=losses.checkpoint_gpu_seconds,
@@ -133,7 +147,15 @@ def final_values(core: Scheduler, job: Job, now: float) -> tuple | None:
     return (job.job_id, spec.queue, spec.num_gpus, spec.submit_time, job.first_start,
             job.finish_time, job.status.value, job.preemptions, job.gpu_seconds + held,
             job.work_done(now), spec.work, core.reason_for(job), job.resizes, spec.deadline,
-            *_NO_LOSSES, job.run_seconds + running)
+            *_NO_LOSSES, job.run_seconds + running, *_sizes(job))
+
+
+def _sizes(job: Job) -> tuple[int, int, int]:
+    """(min_gpus, max_gpus, last_gpus) of its record: the range it may run at and the GPUs
+    of its last run (``allocation`` keeps them after it stops; 0: it never ran)."""
+    spec = job.spec
+    return (spec.min_gpus or spec.num_gpus, spec.max_gpus or spec.num_gpus,
+            len(job.allocation) if job.first_start is not None else 0)
 
 
 def final_record(core: Scheduler, job: Job, now: float) -> JobRecord:

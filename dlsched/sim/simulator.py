@@ -85,7 +85,8 @@ class Simulator:
         self.clock = SimClock()
         config = self.config
         book = (ResilienceBook(config.checkpoint or CheckpointPlan(), config.failures,
-                               cluster.num_gpus) if config.resilient else None)
+                               cluster.num_gpus, cluster.node_gpus.tolist(),
+                               cluster.gpu_node_list) if config.resilient else None)
         self.core = Scheduler(cluster, profile,
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
@@ -142,6 +143,9 @@ class Simulator:
                 now = next_time
             elif not heap or (self.failures is not None and spec is None
                               and self.failures.only_failures_left()):
+                break
+            elif self.failures is not None and spec is None and self.failures.lost_for_good():
+                self.stalled_at = clock.time  # the jobs left waiting never start
                 break
             if max_time is not None and now > max_time:
                 clock.time = max_time
@@ -349,7 +353,8 @@ class Simulator:
 class _FailureEvents:
     """Node failures and repairs as events of the simulator's queue (``Priority.FAILURE``):
     a failure takes its node down and stops the jobs on it (``Scheduler.fail_node``); its
-    repair brings the node back, or keeps it as a hot spare when its pool's spares are short.
+    repair brings the node back, or keeps it as a hot spare when its pool's spares are short
+    and no job a failure without a spare stopped still waits for it.
     With hot spares, a spare of the failed node's pool replaces it at once (``spares.py``)."""
 
     def __init__(self, sim: Simulator, config: SimConfig) -> None:
@@ -369,7 +374,38 @@ class _FailureEvents:
         self._next()
 
     def only_failures_left(self) -> bool:
-        return self.pending == len(self.sim.events) and self.sim.core.idle
+        """No job is left and no event but failures and repairs is left that can change
+        anything. Stale entries (the completion of a job stopped since, a wake-up armed over:
+        ``Simulator._compact`` keeps the latest of them) do not count: they kept a run going,
+        drawing and counting failures, until the time of a completion planned before a
+        preemption (pollux-1 on pollux-64 at llama3x1000: 128 node failures counted in a
+        run of 32.7 h, drawn up to t = 750,886 s: 20 by its end)."""
+        sim = self.sim
+        if not sim.core.idle:
+            return False
+        if self.pending == len(sim.events):
+            return True
+        token = sim._wakeup_token
+        for entry in sim.events.heap:
+            event = entry[3]
+            kind = event.kind
+            if kind is _FAILURE or kind is _FINISH:  # no job runs: every completion is stale
+                continue
+            if kind is _TIMER and event.payload == WAKEUP and event.token != token:
+                continue
+            return False
+        return True
+
+    def lost_for_good(self) -> bool:
+        """No job runs and every node is down with no repair that ends (lost for good: a
+        failure category's ``repair_hours`` may be infinite; a spare still held is never
+        taken, as only a node that is up can fail): no job still waiting can ever start.
+        Failures of nodes already down change nothing, so no cycle would come to find the run
+        stalled: it went on drawing them for ever (a failure YAML with ``repair_hours: .inf``
+        on philly-sample)."""
+        core = self.sim.core
+        return (not core.running and len(core.down_nodes) == self.sim.cluster.num_nodes
+                and self.last_repair() is None)
 
     def last_repair(self) -> float | None:
         """When the last pending repair ends (None: no node will come back)."""
@@ -399,16 +435,19 @@ class _FailureEvents:
             assert core.resilience is not None
             core.resilience.node_failed(payload.category)
             spare = self.spares.take(payload.node)  # one of the failed node's pool
-            core.fail_node(payload.node, payload.category,
-                           f"node failure ({payload.category}) on "
-                           f"{self.sim.cluster.nodes[payload.node].name}", spare)
+            hit = core.fail_node(payload.node, payload.category,
+                                 f"node failure ({payload.category}) on "
+                                 f"{self.sim.cluster.nodes[payload.node].name}", spare)
+            if spare is None:
+                self.spares.owe(payload.node, hit)  # the pool's next repaired node is theirs
             repaired = self.sim.clock.time + payload.repair_seconds
             self._schedule(repaired, ("repair", payload.node))
             self.repairs[payload.node] = repaired
             return True
         node = payload[1]  # type: ignore[index]
         self.repairs.pop(node, None)
-        if self.spares.keep(node):  # repaired into its pool's spares: stays out of the cycle
+        waiting = core.waiting.__contains__
+        if self.spares.keep(node, waiting):  # into its pool's spares: stays out of the cycle
             return False
         core.node_up(node)
         return True

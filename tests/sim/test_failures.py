@@ -403,3 +403,22 @@ def test_simulate_prints_the_failures_it_drew(tmp_path: Path) -> None:
     said = " ".join(result.output.split())
     assert (f"{summary['node_failures']} node failure" in said
             and f"ETTR {summary['ettr'] * 100:.1f}%" in said), said
+
+
+def test_a_checkpoint_cost_for_llm_jobs_only_is_named_as_doing_nothing(tmp_path: Path) -> None:
+    """An LLM job's checkpoint costs its size over the storage bandwidth: --checkpoint-cost
+    changed nothing on examples/llm/llm-jobs.csv (same jobs.csv at 60 and 6,000 s), silently."""
+    from typer.testing import CliRunner
+
+    from dlsched.cli import app
+
+    trace = Path(__file__).resolve().parents[2] / "examples" / "llm" / "llm-jobs.csv"
+    base = ["simulate", "--trace", str(trace), "--cluster", "elasticflow-128", "--policy",
+            "llm-size", "--failures", "llama3"]
+    idle = CliRunner().invoke(app, [*base, "--checkpoint-cost", "6000",
+                                    "--out", str(tmp_path / "a")])
+    assert idle.exit_code == 0, idle.output
+    assert ("warning: --checkpoint-cost has no effect on this trace: every job is an LLM job"
+            in " ".join(idle.output.split()))
+    plain = CliRunner().invoke(app, [*base, "--out", str(tmp_path / "b")])
+    assert "--checkpoint-cost has no effect" not in plain.output

@@ -9,7 +9,8 @@ fabric for: A100, A100-80G, H100). Optional: ``max_gpus`` (the most GPUs it may 
 empty: 1,024, and never more than the cluster has) and ``queue``. Each row is
 ``perf/llm/sizes.model_job``: an elastic job whose bounds are the smallest and largest sizes at
 which the planner finds a configuration that fits in GPU memory; its size at start is the
-smallest. The trace needs the ``llm`` throughput model.
+smallest (jobs.csv's ``num_gpus``; its ``min_gpus``/``max_gpus`` columns give the range and
+``last_gpus`` the size ``llm-size`` ran it at). The trace needs the ``llm`` throughput model.
 """
 
 from __future__ import annotations

@@ -54,3 +54,40 @@ def test_the_example_runs_under_llm_size(tmp_path: Path) -> None:
     assert "llm-size: 4/4 finished" in result.output
     rows = (out / "jobs.csv").read_text().splitlines()[1:]
     assert [r.split(",")[0] for r in rows] == ["small-a", "llama-a", "small-b", "llama-b"]
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_jobs_table_gives_the_size_each_job_ran_at_and_its_range(tmp_path: Path,
+                                                                 fmt: str) -> None:
+    """An ``llm-jobs`` job asks for no size: ``num_gpus`` is the smallest the planner fits
+    (small-a: 1 GPU), while it ran on 64 (its GPU-seconds over its run time). Was: nothing in
+    jobs.csv said so. Now runs with elastic jobs add ``min_gpus,max_gpus,last_gpus`` after the
+    existing columns (none renamed)."""
+    import csv
+
+    from typer.testing import CliRunner
+
+    if fmt == "parquet":
+        pytest.importorskip("pyarrow")
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["simulate", "--trace", str(EXAMPLE), "--cluster",
+                                      "elasticflow-128", "--policy", "llm-size", "--out",
+                                      str(out), "--jobs-format", fmt])
+    assert result.exit_code == 0, result.output
+    if fmt == "csv":
+        with (out / "jobs.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+    else:
+        import pyarrow.parquet as pq
+
+        rows = pq.read_table(out / "jobs.parquet").to_pylist()
+    names = list(rows[0])
+    assert names[names.index("deadline") + 1:names.index("policy")] == [
+        "min_gpus", "max_gpus", "last_gpus"]
+    sizes = {r["job_id"]: (r["num_gpus"], r["min_gpus"], r["max_gpus"], r["last_gpus"])
+             for r in rows}
+    expected = {"small-a": (1, 1, 64, 64), "llama-a": (40, 40, 128, 64),
+                "small-b": (1, 1, 32, 32), "llama-b": (40, 40, 96, 64)}
+    if fmt == "csv":
+        expected = {k: tuple(map(str, v)) for k, v in expected.items()}
+    assert sizes == expected
