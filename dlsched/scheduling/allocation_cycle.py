@@ -66,7 +66,9 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     cluster = state.cluster
-    kept = targets.kept if type(targets) is Targets else frozenset()
+    changes = type(targets) is Targets
+    kept = targets.kept if changes else frozenset()
+    placed = changes and targets.placed  # checked by the plugin (``Targets.placed``)
     # GPUs given back and taken on Python lists while no job books more than GPU shares
     # (``_Ledger``); ``sync`` hands the state its arrays before anything else reads them
     ledger = _Ledger(state) if state.resources is None and state.mig is None else None
@@ -81,8 +83,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             preemptions.append(Preempt(job.job_id, _reason(why, job.job_id)
                                        or f"reallocated by {allocator.name}"))
             evict(job)
-        elif not target.keeps(job, cluster):
-            outside = _outside(state, job, target)
+        elif placed or not target.keeps(job, cluster):
+            outside = None if placed else _outside(state, job, target)
             if outside is not None:
                 preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {outside}"))
             else:
@@ -114,7 +116,7 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             reasons[job.job_id] = (_reason(why, job.job_id)
                                    or f"[{allocator.name}] no GPUs in this round's allocation")
             continue
-        outside = _outside(state, job, target)
+        outside = None if placed else _outside(state, job, target)
         if outside is not None:
             reasons[job.job_id] = f"[{allocator.name}] {outside}"
             continue
@@ -311,9 +313,10 @@ def _check(allocator: AllocatePlugin, state: CycleState,
     if not isinstance(targets, Mapping):
         raise AllocationError(f"{name}: allocate() returned {type(targets).__name__}, not a "
                               "mapping of job id -> Assignment")
-    if type(targets) is Targets and targets.kept:
+    changes = type(targets) is Targets
+    if changes and targets.kept:
         _check_kept(name, state, targets)
-    if not targets:  # a round that keeps or stops every job: nothing more to check
+    if not targets or (changes and targets.placed):  # none, or vouched for (``placed``)
         return
     active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
     # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.

@@ -382,7 +382,12 @@ class ArtifactGavelRounds(GavelRounds):
                 if target is None or target.nodes != nodes:
                     target = assignments[job_id] = _assignment(nodes)
                 targets[job_id] = target
-        return Targets(targets, frozenset(kept))
+        # placed: each job's own gang (``_workers``) on existing nodes of a type its speed
+        # row rates above 0 (``_speed_rows``: the model's rate at its size, its pins; what
+        # the ``runnable`` and ``gpu-type`` filters read), inside its pool (``pooled_nodes``),
+        # and a running job here does not keep its nodes (``place_round`` hands a job that
+        # stays its very ``current`` tuple, kept above)
+        return Targets(targets, frozenset(kept), placed=True)
 
     def _settled(self, current: dict[str, tuple[int, ...]], down: frozenset[int],
                  cluster: Cluster) -> bool:
