@@ -176,8 +176,9 @@ class _Ledger:
             state._whole_change += self.change
             self.free, self.change = None, 0
 
-    def read(self, gpu: int) -> float:
-        return self._lists()[gpu]
+    def reader(self) -> Callable[[int], float]:
+        """Each GPU's free share, read from the list (valid until the next ``sync``)."""
+        return self._lists().__getitem__
 
     def take(self, gpus: Sequence[int], share: float, spec: object = None) -> None:
         """``CycleState.take`` of ``share`` on each GPU (no other resources: see the class)."""
@@ -369,7 +370,7 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
     if books is None or books is state:
         read, take = state.free.item, state.take
     else:
-        read, take = books.read, books.take
+        read, take = books.reader(), books.take
     share = target.share if target.share is not None else job.spec.gpu_share
     if target.gpus is not None:
         return _take_exact(name, state, job, target, share, read, take)
