@@ -116,6 +116,7 @@ class ArtifactGavelRounds(GavelRounds):
         self._single: dict[str, int] | None = None
         self._ids: list[str] | None = None  # the jobs in arrival order, sorted at a solve
         self._node_kind: tuple[object, list[int]] | None = None  # each node's type
+        self._by_nodes: dict[tuple[int, ...], Assignment] = {}  # a move's target (``allocate``)
         self.settled_rounds = 0  # rounds told by ``artifact_settled`` (counted for tests)
         self._journal_count = -1
         self._seen = -1  # the journal's count at the last ``_arrivals``
@@ -370,17 +371,20 @@ class ArtifactGavelRounds(GavelRounds):
         types = self._walk(view, candidates, workers, free)
         placed = place_round(types, workers, current, cluster.node_type, room,
                              pooled_nodes(state, candidates))
-        # ``_target`` inlined: a job's last Assignment while its nodes stay the same;
-        # ``place_round`` hands a job that stays its very ``current`` tuple
-        targets, kept, assignments, has_x = {}, [], self._assignments, self._solved
+        # ``place_round`` hands a job that stays its very ``current`` tuple; a job that
+        # moves gets the one ``Assignment`` of its nodes (frozen: shared by every job sent
+        # there, not built per move; most moves are of one worker, onto one of few nodes)
+        targets, kept, by_nodes, has_x = {}, [], self._by_nodes, self._solved
+        if len(by_nodes) > 4096:
+            by_nodes.clear()
         for job_id, nodes in placed.items():
             if job_id in has_x:
                 if nodes is current.get(job_id):
                     kept.append(job_id)
                     continue
-                target = assignments.get(job_id)
-                if target is None or target.nodes != nodes:
-                    target = assignments[job_id] = _assignment(nodes)
+                target = by_nodes.get(nodes)
+                if target is None:
+                    target = by_nodes[nodes] = _assignment(nodes)
                 targets[job_id] = target
         # placed: each job's own gang (``_workers``) on existing nodes of a type its speed
         # row rates above 0 (``_speed_rows``: the model's rate at its size, its pins; what
