@@ -25,7 +25,7 @@ does what it does, so that dlsched can be checked against it side by side (setti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from operator import attrgetter
 
 import numpy as np
@@ -115,6 +115,7 @@ class ArtifactGavelRounds(GavelRounds):
         # FIFO: each solved job's one type (``artifact_settled``), while it is tracked
         self._single: dict[str, int] | None = None
         self._ids: list[str] | None = None  # the jobs in arrival order, sorted at a solve
+        self._order: list[Job] | None = None  # the last ``_arrival_order``'s jobs
         self._node_kind: tuple[object, list[int]] | None = None  # each node's type
         self._by_nodes: dict[tuple[int, ...], Assignment] = {}  # a move's target (``allocate``)
         self.settled_rounds = 0  # rounds told by ``artifact_settled`` (counted for tests)
@@ -174,7 +175,7 @@ class ArtifactGavelRounds(GavelRounds):
                       if arrivals or departed else self._known)
         if active != self._known or self._rows is None:
             if self._single is None:  # no round told settled: its walk needs them all
-                jobs = sorted((*running, *waiting), key=_ARRIVAL)
+                jobs = self._arrival_order(running, waiting, active)
             self._track(state, active, jobs, arrivals)
             self._rows = None
             self._ids = [j.job_id for j in jobs] if jobs is not None else None
@@ -182,12 +183,36 @@ class ArtifactGavelRounds(GavelRounds):
         if is_round and self._changed and (elapsed >= self.reset_seconds
                                            or self._last_reset == 0):
             if jobs is None:
-                jobs = sorted((*running, *waiting), key=_ARRIVAL)
+                jobs = self._arrival_order(running, waiting, active)
             self._reset(now, elapsed)
             self._solve(state, jobs)
             self._changed = False
             self._rows, self._ids = None, [j.job_id for j in jobs]
         return is_round
+
+    def _arrival_order(self, running: Collection[Job], waiting: Sequence[Job],
+                       active: frozenset[str]) -> list[Job]:
+        """The active jobs (``active``: their ids) in arrival order (``_ARRIVAL``), before
+        ``_track`` of this cycle: the last order's jobs still active, then the waiting jobs
+        not tracked (arrivals; sorted), when those come after the last kept one and the two
+        make every active job (a job object is the core's for the job's life); else every
+        job sorted. Gavel's agnostic rounds see an arrival or a departure in nearly every
+        round: ~100-300 jobs sorted by a two-attribute key each time, where this reads each
+        once."""
+        known, last = self._known, self._order
+        order = None
+        if last is not None:
+            fresh = sorted([job for job in waiting if job.job_id not in known], key=_ARRIVAL)
+            order = [job for job in last if job.job_id in active]
+            if len(order) + len(fresh) != len(running) + len(waiting) or (
+                    order and fresh and _ARRIVAL(fresh[0]) < _ARRIVAL(order[-1])):
+                order = None
+            else:
+                order += fresh
+        if order is None:
+            order = sorted((*running, *waiting), key=_ARRIVAL)
+        self._order = order
+        return order
 
     def _arrivals(self, snapshot: ClusterSnapshot) -> tuple[list[Job], set[str]] | None:
         """The jobs that arrived since the last cycle and the ids of those that left, told
