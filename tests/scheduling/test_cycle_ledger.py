@@ -82,3 +82,28 @@ def test_ledger_books_as_the_state_does(seed: int) -> None:
     assert direct.node_free.tolist() == listed.node_free.tolist()
     assert direct.free_whole == listed.free_whole
     assert set(direct.evicted) == set(listed.evicted)
+
+
+def test_one_worker_moves_are_taken_on_the_ledger_itself(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A move of one worker is picked and taken by ``_Ledger.moves`` (no ``_take`` call per
+    move); a gang on two nodes still goes through ``_take``, on the same lists. The GPUs are
+    the ones ``_take`` picks: a held GPU on the target node first, else the node's first."""
+    from dlsched.scheduling import allocation_cycle
+
+    cluster = make_cluster(nodes=3, gpus=2)
+    a, b = running_job("A", (0,)), running_job("B", (2,))
+    g = running_job("G", (4, 5))
+    take, gangs = allocation_cycle._take, []
+
+    def gangs_only(name, state, job, target, held, books=None):  # type: ignore[no-untyped-def]
+        assert len(target.nodes) > 1
+        gangs.append(job.job_id)
+        return take(name, state, job, target, held, books)
+
+    monkeypatch.setattr(allocation_cycle, "_take", gangs_only)
+    result = run_allocation_cycle(Fixed({"A": (1,), "B": (0,), "G": (0, 2)}),
+                                  snapshot_of(cluster, [a, b, g], []))
+    assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2,)), ("B", (0,)),
+                                                            ("G", (1, 4))]
+    assert gangs == ["G"]
