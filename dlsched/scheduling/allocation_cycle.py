@@ -72,7 +72,11 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     # GPUs given back and taken on Python lists while no job books more than GPU shares
     # (``_Ledger``); ``sync`` hands the state its arrays before anything else reads them
     ledger = _Ledger(state) if state.resources is None and state.mig is None else None
-    evict = ledger.evict if ledger is not None else state.evict
+    # with the ledger and no reasons asked in between, every eviction is booked after the
+    # loop, at once (in the same order: the same sums)
+    leaving: list[Job] = []
+    evict = (state.evict if ledger is None else
+             leaving.append if why is None else ledger.evict)
     for job in snapshot.running:
         target = targets.get(job.job_id)
         if target is None and job.job_id in kept:
@@ -90,6 +94,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             else:
                 moving.append((job, target))
             evict(job)
+    if leaving:
+        ledger.evict_all(leaving)  # type: ignore[union-attr]
     books = ledger if ledger is not None else state
     spreading: list[tuple[Job, Assignment, str, bool]] = []  # (job, target, why, a resize)
     # with the ledger no GPU is short of CPUs or memory (``_short``): no move spreads
@@ -243,18 +249,26 @@ class _Ledger:
 
     def evict(self, job: Job) -> None:
         """``CycleState.evict``: the job's GPUs given back, each its share (``shift_free``)."""
-        self.state.evicted[job.job_id] = job
+        self.evict_all((job,))
+
+    def evict_all(self, jobs: Sequence[Job]) -> None:
+        """``evict`` of each job, in order."""
+        evicted = self.state.evicted
         free, node_free, gpu_node = self._lists(), self.node_free, self.gpu_node
-        for gpu, share in zip(job.allocation, job.shares, strict=True):
-            old = free[gpu]
-            new = old + share
-            new = FULL if new > FULL else (0.0 if new < 0.0 else new)
-            free[gpu] = new
-            was_whole = old >= _WHOLE
-            if was_whole != (new >= _WHOLE):
-                change = -1 if was_whole else 1
-                node_free[gpu_node[gpu]] += change
-                self.change += change
+        change = 0
+        for job in jobs:
+            evicted[job.job_id] = job
+            for gpu, share in zip(job.allocation, job.shares, strict=True):
+                old = free[gpu]
+                new = old + share
+                new = FULL if new > FULL else (0.0 if new < 0.0 else new)
+                free[gpu] = new
+                was_whole = old >= _WHOLE
+                if was_whole != (new >= _WHOLE):
+                    step = -1 if was_whole else 1
+                    node_free[gpu_node[gpu]] += step
+                    change += step
+        self.change += change
 
 
 def _outside(state: CycleState, job: Job, target: Assignment) -> str | None:

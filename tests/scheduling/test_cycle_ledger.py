@@ -107,3 +107,27 @@ def test_one_worker_moves_are_taken_on_the_ledger_itself(monkeypatch: pytest.Mon
     assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2,)), ("B", (0,)),
                                                             ("G", (1, 4))]
     assert gangs == ["G"]
+
+
+def test_evictions_are_booked_once_after_the_running_jobs(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """Without reasons to ask between them, the cycle books every eviction in one
+    ``evict_all`` (running order), not job by job."""
+    calls: list[list[str]] = []
+    evict_all = _Ledger.evict_all
+
+    def once(self: _Ledger, jobs: list[Job]) -> None:
+        calls.append([job.job_id for job in jobs])
+        evict_all(self, jobs)
+
+    def refuse(self: _Ledger, job: Job) -> None:
+        raise AssertionError("evicted job by job")
+
+    monkeypatch.setattr(_Ledger, "evict_all", once)
+    monkeypatch.setattr(_Ledger, "evict", refuse)
+    cluster = make_cluster(nodes=2, gpus=2)
+    a, b, c = running_job("A", (0,)), running_job("B", (2,)), running_job("C", (3,))
+    result = run_allocation_cycle(Fixed({"A": (1,), "B": (0,)}),
+                                  snapshot_of(cluster, [a, b, c], []))
+    assert calls == [["A", "B", "C"]]
+    assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2,)), ("B", (0,))]
