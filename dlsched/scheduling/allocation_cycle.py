@@ -42,11 +42,12 @@ from dlsched.scheduling.hooks import (
 from dlsched.scheduling.placement import pick_gpus
 from dlsched.scheduling.plugins.filters import allowed_nodes, allows_every_node
 from dlsched.scheduling.resources import node_room
-from dlsched.scheduling.state import _WHOLE, EPS, FULL, ClusterSnapshot, CycleState
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
 from dlsched.slots import slot_builder
 from dlsched.wording import count_of
 from dlsched.workload.job import Job
 
+_WHOLE = FULL - EPS  # a free share at least this is a whole free GPU (as ``state``'s)
 # ``Resize(...)`` and ``Start(...)`` without their frozen ``__init__`` (a round may move most
 # running jobs: Gavel's agnostic rounds move ~60 of ~80)
 _resize, _start = slot_builder(Resize), slot_builder(Start)
@@ -177,10 +178,7 @@ class _Ledger:
     def sync(self) -> None:
         """The state's arrays as the lists hold them (nothing to do before a change)."""
         if self.free is not None:
-            state = self.state
-            state.free[:] = self.free
-            state.node_free[:] = self.node_free
-            state._whole_change += self.change
+            self.state.write_books(self.free, self.node_free, self.change)
             self.free, self.change = None, 0
 
     def reader(self) -> Callable[[int], float]:
