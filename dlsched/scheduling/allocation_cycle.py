@@ -42,11 +42,12 @@ from dlsched.scheduling.hooks import (
 from dlsched.scheduling.placement import pick_gpus
 from dlsched.scheduling.plugins.filters import allowed_nodes, allows_every_node
 from dlsched.scheduling.resources import node_room
-from dlsched.scheduling.state import EPS, ClusterSnapshot, CycleState
+from dlsched.scheduling.state import EPS, FULL, ClusterSnapshot, CycleState
 from dlsched.slots import slot_builder
 from dlsched.wording import count_of
 from dlsched.workload.job import Job
 
+_WHOLE = FULL - EPS  # a free share at least this is a whole free GPU (as ``state``'s)
 # ``Resize(...)`` and ``Start(...)`` without their frozen ``__init__`` (a round may move most
 # running jobs: Gavel's agnostic rounds move ~60 of ~80)
 _resize, _start = slot_builder(Resize), slot_builder(Start)
@@ -66,26 +67,42 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     cluster = state.cluster
-    kept = targets.kept if type(targets) is Targets else frozenset()
+    changes = type(targets) is Targets
+    kept = targets.kept if changes else frozenset()
+    placed = changes and targets.placed  # checked by the plugin (``Targets.placed``)
+    # GPUs given back and taken on Python lists while no job books more than GPU shares
+    # (``_Ledger``); ``sync`` hands the state its arrays before anything else reads them
+    ledger = _Ledger(state) if state.resources is None and state.mig is None else None
+    # with the ledger and no reasons asked in between, every eviction is booked after the
+    # loop, at once (in the same order: the same sums)
+    leaving: list[Job] = []
+    evict = (state.evict if ledger is None else
+             leaving.append if why is None else ledger.evict)
     for job in snapshot.running:
         target = targets.get(job.job_id)
         if target is None and job.job_id in kept:
             continue  # keeps what it holds (``Targets``)
         if target is None or not target.nodes:
+            if why is not None and ledger is not None:
+                ledger.sync()
             preemptions.append(Preempt(job.job_id, _reason(why, job.job_id)
                                        or f"reallocated by {allocator.name}"))
-            state.evict(job)
-        elif not target.keeps(job, cluster):
-            outside = _outside(state, job, target)
+            evict(job)
+        elif placed or not target.keeps(job, cluster):
+            outside = None if placed else _outside(state, job, target)
             if outside is not None:
                 preemptions.append(Preempt(job.job_id, f"[{allocator.name}] {outside}"))
             else:
                 moving.append((job, target))
-            state.evict(job)
-    resizes: list[Resize] = []
+            evict(job)
+    if leaving:
+        ledger.evict_all(leaving)  # type: ignore[union-attr]
+    books = ledger if ledger is not None else state
     spreading: list[tuple[Job, Assignment, str, bool]] = []  # (job, target, why, a resize)
-    for job, target in moving:
-        taken = _take(allocator.name, state, job, target, job.allocation)
+    # with the ledger no GPU is short of CPUs or memory (``_short``): no move spreads
+    resizes: list[Resize] = ledger.moves(allocator.name, moving) if ledger is not None else []
+    for job, target in (moving if ledger is None else ()):
+        taken = _take(allocator.name, state, job, target, job.allocation, books)
         short = _short(state, job, target, taken)
         if short is None:
             resizes.append(_resize(job.job_id, *taken, target.host))
@@ -94,6 +111,8 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     starts: list[Start] = []
     reasons: dict[str, str] = {}
     rejecting = optional(allocator, RejectingAllocator)
+    if rejecting is not None and ledger is not None:
+        ledger.sync()
     refused = dict(rejecting.rejections(state)) if rejecting is not None else {}
     rejections: list[Reject] = []
     for job in snapshot.waiting:
@@ -105,16 +124,18 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             reasons[job.job_id] = (_reason(why, job.job_id)
                                    or f"[{allocator.name}] no GPUs in this round's allocation")
             continue
-        outside = _outside(state, job, target)
+        outside = None if placed else _outside(state, job, target)
         if outside is not None:
             reasons[job.job_id] = f"[{allocator.name}] {outside}"
             continue
-        taken = _take(allocator.name, state, job, target, ())
+        taken = _take(allocator.name, state, job, target, (), books)
         short = _short(state, job, target, taken)
         if short is None:
             starts.append(_start(job.job_id, *taken, target.host))
         else:
             spreading.append((job, target, short, False))
+    if ledger is not None:
+        ledger.sync()
     for job, target, short, resized in spreading:
         spread = _spread(state, job, target)
         if spread is not None:
@@ -128,6 +149,124 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
                        min(asked) if asked else None, resizes=tuple(resizes),
                        rejections=tuple(rejections))
+
+
+class _Ledger:
+    """The cycle's free shares and whole-free counts as Python lists while the cycle gives
+    GPUs back and takes them (a round of Gavel's agnostic max-min moves ~60 jobs: a numpy
+    scalar read and write per GPU cost more than the rest of a move's bookkeeping). Only
+    while no job books CPUs, memory or MIG slices (``CycleState.resources`` and ``mig``
+    None): then ``CycleState.take``, ``give_back`` and ``evict`` touch nothing else. The
+    same float operations, GPU for GPU, as theirs (a float64 read as a Python float and
+    written back is the same number). ``sync`` writes the lists back into the state's arrays
+    (and its whole-free count); the next change reads them again."""
+
+    __slots__ = ("state", "gpu_node", "free", "node_free", "change")
+
+    def __init__(self, state: CycleState) -> None:
+        self.state, self.gpu_node = state, state.layout.gpu_node
+        self.free: list[float] | None = None
+        self.node_free: list[int] = []
+        self.change = 0
+
+    def _lists(self) -> list[float]:
+        if self.free is None:
+            self.free = self.state.free.tolist()
+            self.node_free = self.state.node_free.tolist()
+        return self.free
+
+    def sync(self) -> None:
+        """The state's arrays as the lists hold them (nothing to do before a change)."""
+        if self.free is not None:
+            self.state.write_books(self.free, self.node_free, self.change)
+            self.free, self.change = None, 0
+
+    def reader(self) -> Callable[[int], float]:
+        """Each GPU's free share, read from the list (valid until the next ``sync``)."""
+        return self._lists().__getitem__
+
+    def take(self, gpus: Sequence[int], share: float, spec: object = None) -> None:
+        """``CycleState.take`` of ``share`` on each GPU (no other resources: see the class)."""
+        free, node_free, gpu_node = self._lists(), self.node_free, self.gpu_node
+        for gpu in gpus:
+            old = free[gpu]
+            new = old - share
+            new = FULL if new > FULL else (0.0 if new < 0.0 else new)
+            free[gpu] = new
+            if old >= _WHOLE and new < _WHOLE:
+                node_free[gpu_node[gpu]] -= 1
+                self.change -= 1
+            elif old < _WHOLE and new >= _WHOLE:
+                node_free[gpu_node[gpu]] += 1
+                self.change += 1
+
+    def moves(self, name: str, moving: Sequence[tuple[Job, Assignment]]) -> list[Resize]:
+        """The moved jobs' resizes (the running loop's ``_take`` of each; ``_short`` finds
+        nothing: no job books beyond GPUs), a one-worker target's GPU picked and taken here
+        as ``_take_one`` picks it (Gavel's agnostic rounds move ~60 such jobs a round: three
+        calls and a GPU read through a call each, per move, cost more than the choice)."""
+        free, node_free, gpu_node = self._lists(), self.node_free, self.gpu_node
+        state = self.state
+        layout, started = state.layout, state.started
+        first, counts = layout.first_gpu, layout.gpus
+        resizes = []
+        for job, target in moving:
+            nodes = target.nodes
+            if target.gpus is not None or len(nodes) != 1:
+                taken = _take(name, state, job, target, job.allocation, self)
+                resizes.append(_resize(job.job_id, *taken, target.host))
+                continue
+            share = target.share if target.share is not None else job.spec.gpu_share
+            least, node, chosen = share - EPS, nodes[0], -1
+            for gpu in job.allocation:
+                if gpu_node[gpu] == node and free[gpu] >= least:
+                    chosen = gpu
+                    break
+            else:
+                start = first[node]
+                for gpu in range(start, start + counts[node]):
+                    if free[gpu] >= least:
+                        chosen = gpu
+                        break
+            if chosen < 0:
+                raise AllocationError(f"{name}: {job.job_id} needs 1 more GPU(s) on node "
+                                      f"{node} than are free there")
+            old = free[chosen]  # ``take``, inlined
+            new = old - share
+            new = FULL if new > FULL else (0.0 if new < 0.0 else new)
+            free[chosen] = new
+            if old >= _WHOLE and new < _WHOLE:
+                node_free[node] -= 1
+                self.change -= 1
+            elif old < _WHOLE and new >= _WHOLE:
+                node_free[node] += 1
+                self.change += 1
+            gpus = started[job.job_id] = (chosen,)
+            resizes.append(_resize(job.job_id, gpus, (share,), target.host))
+        return resizes
+
+    def evict(self, job: Job) -> None:
+        """``CycleState.evict``: the job's GPUs given back, each its share (``shift_free``)."""
+        self.evict_all((job,))
+
+    def evict_all(self, jobs: Sequence[Job]) -> None:
+        """``evict`` of each job, in order."""
+        evicted = self.state.evicted
+        free, node_free, gpu_node = self._lists(), self.node_free, self.gpu_node
+        change = 0
+        for job in jobs:
+            evicted[job.job_id] = job
+            for gpu, share in zip(job.allocation, job.shares, strict=True):
+                old = free[gpu]
+                new = old + share
+                new = FULL if new > FULL else (0.0 if new < 0.0 else new)
+                free[gpu] = new
+                was_whole = old >= _WHOLE
+                if was_whole != (new >= _WHOLE):
+                    step = -1 if was_whole else 1
+                    node_free[gpu_node[gpu]] += step
+                    change += step
+        self.change += change
 
 
 def _outside(state: CycleState, job: Job, target: Assignment) -> str | None:
@@ -233,9 +372,10 @@ def _check(allocator: AllocatePlugin, state: CycleState,
     if not isinstance(targets, Mapping):
         raise AllocationError(f"{name}: allocate() returned {type(targets).__name__}, not a "
                               "mapping of job id -> Assignment")
-    if type(targets) is Targets and targets.kept:
+    changes = type(targets) is Targets
+    if changes and targets.kept:
         _check_kept(name, state, targets)
-    if not targets:  # a round that keeps or stops every job: nothing more to check
+    if not targets or (changes and targets.placed):  # none, or vouched for (``placed``)
         return
     active = {job.job_id: job for job in (*state.snapshot.running, *state.snapshot.waiting)}
     # A policy may widen a rigid job's range (Pollux's "every job adapts"): ask it first.
@@ -280,34 +420,42 @@ def _check_kept(name: str, state: CycleState, targets: Targets) -> None:
 
 
 def _take(name: str, state: CycleState, job: Job, target: Assignment,
-          held: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[float, ...]]:
+          held: tuple[int, ...], books: CycleState | _Ledger | None = None
+          ) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """Free GPUs on the target nodes, the job's previous GPUs there first (or exactly the
-    target's ``gpus`` when it names them)."""
+    target's ``gpus`` when it names them). ``books``: where the free shares are read and
+    taken (the state, or the cycle's ``_Ledger``)."""
+    if books is None or books is state:
+        read, take = state.free.item, state.take
+    else:
+        read, take = books.reader(), books.take
     share = target.share if target.share is not None else job.spec.gpu_share
     if target.gpus is not None:
-        return _take_exact(name, state, job, target, share)
+        return _take_exact(name, state, job, target, share, read, take)
     if len(target.nodes) == 1:
-        return _take_one(name, state, job, target.nodes[0], held, share)
-    gpu_node, first, counts = (state.cluster.gpu_node, state.cluster.node_first_gpu,
-                               state.cluster.node_gpus)
+        return _take_one(name, state, job, target.nodes[0], held, share, read, take)
+    layout = state.layout
+    gpu_node, first, counts = layout.gpu_node, layout.first_gpu, layout.gpus
     wanted = target.per_node()
     previous: Counter[int] = Counter()
     chosen: list[int] = []
+    least = share - EPS
+    spec = job.spec
     for gpu in held:
-        node = int(gpu_node[gpu])
-        if previous[node] < wanted[node] and state.free[gpu] >= share - EPS:
+        node = gpu_node[gpu]
+        if previous[node] < wanted[node] and read(gpu) >= least:
             previous[node] += 1
             chosen.append(gpu)
-            state.take((gpu,), share, job.spec)
+            take((gpu,), share, spec)
     for node, need in sorted(wanted.items()):
         need -= previous[node]
-        start = int(first[node])
-        for gpu in range(start, start + int(counts[node])):
+        start = first[node]
+        for gpu in range(start, start + counts[node]):
             if need <= 0:
                 break
-            if state.free[gpu] >= share - EPS and gpu not in chosen:
+            if read(gpu) >= least and gpu not in chosen:
                 chosen.append(gpu)
-                state.take((gpu,), share, job.spec)
+                take((gpu,), share, spec)
                 need -= 1
         if need > 0:
             raise AllocationError(f"{name}: {job.job_id} needs {need} more GPU(s) on node "
@@ -318,42 +466,44 @@ def _take(name: str, state: CycleState, job: Job, target: Assignment,
 
 
 def _take_one(name: str, state: CycleState, job: Job, node: int, held: tuple[int, ...],
-              share: float) -> tuple[tuple[int, ...], tuple[float, ...]]:
+              share: float, read: Callable[[int], float],
+              take: Callable[..., None]) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """``_take`` for one worker (most jobs): a held GPU on ``node`` with room first, else the
     node's first GPU with room (the same GPU ``_take``'s loops pick)."""
-    layout, free, least = state.layout, state.free.item, share - EPS
+    layout, least = state.layout, share - EPS
     gpu_node = layout.gpu_node
     chosen = None
-    # loops, not ``next`` of a generator; Python floats (``item``), not numpy scalars
+    # loops, not ``next`` of a generator; Python floats (``read``), not numpy scalars
     for gpu in held:
-        if gpu_node[gpu] == node and free(gpu) >= least:
+        if gpu_node[gpu] == node and read(gpu) >= least:
             chosen = gpu
             break
     else:
         start = layout.first_gpu[node]
         for gpu in range(start, start + layout.gpus[node]):
-            if free(gpu) >= least:
+            if read(gpu) >= least:
                 chosen = gpu
                 break
     if chosen is None:
         raise AllocationError(f"{name}: {job.job_id} needs 1 more GPU(s) on node {node} than "
                               f"are free there")
-    state.take((chosen,), share, job.spec)
+    take((chosen,), share, job.spec)
     gpus = (chosen,)
     state.started[job.job_id] = gpus
     return gpus, (share,)
 
 
-def _take_exact(name: str, state: CycleState, job: Job, target: Assignment,
-                share: float) -> tuple[tuple[int, ...], tuple[float, ...]]:
+def _take_exact(name: str, state: CycleState, job: Job, target: Assignment, share: float,
+                read: Callable[[int], float], take: Callable[..., None]
+                ) -> tuple[tuple[int, ...], tuple[float, ...]]:
     gpus = target.gpus or ()
-    gpu_node = state.cluster.gpu_node
+    gpu_node = state.layout.gpu_node
     for gpu in gpus:
-        if not 0 <= gpu < state.cluster.num_gpus or int(gpu_node[gpu]) not in target.nodes:
+        if not 0 <= gpu < state.cluster.num_gpus or gpu_node[gpu] not in target.nodes:
             raise AllocationError(f"{name}: {job.job_id} named GPU {gpu}, not on its nodes")
-        if state.free[gpu] < share - EPS:
+        if read(gpu) < share - EPS:
             raise AllocationError(f"{name}: {job.job_id} named GPU {gpu}, which has "
-                                  f"{state.free[gpu]:.2f} free, not {share:.2f}")
-        state.take((gpu,), share, job.spec)
+                                  f"{read(gpu):.2f} free, not {share:.2f}")
+        take((gpu,), share, job.spec)
     state.started[job.job_id] = gpus
     return gpus, (share,) * len(gpus)

@@ -260,6 +260,15 @@ class CycleState:
         self.evicted[job.job_id] = job
         self.give_back(job.allocation, job.shares, booked_spec(job))
 
+    def write_books(self, free: Sequence[float], node_free: Sequence[int],
+                    whole_change: int) -> None:
+        """Every GPU's free share and every node's whole-free count as kept elsewhere for a
+        while (the allocation cycle's ledger, on Python lists), with how the count of wholly
+        free GPUs changed meanwhile."""
+        self.free[:] = free
+        self.node_free[:] = node_free
+        self._whole_change += whole_change
+
 
 def shift_free(free: np.ndarray, node_free: np.ndarray, gpu_node: Sequence[int], gpu: int,
                delta: float) -> int:

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from dlsched.scheduling.allocation import AllocatePlugin, Assignment, worker_bounds
+from dlsched.scheduling.allocation import AllocatePlugin, Assignment, Targets, worker_bounds
 from dlsched.scheduling.fewest_nodes import fit_nodes
 from dlsched.scheduling.plugins.filters import allowed_nodes
 from dlsched.scheduling.state import EPS, CycleState
@@ -52,6 +52,21 @@ from dlsched.tenancy.plugins import NAME, TenantAdmission
 from dlsched.tenancy.quota import Usage
 from dlsched.tenancy.reasons import Pending, Reason
 from dlsched.workload.job import Job
+
+
+def explicit_targets(state: CycleState, targets: Mapping[str, Assignment]
+                     ) -> Mapping[str, Assignment]:
+    """A policy's targets with every job a ``Targets`` keeps given the assignment it holds
+    (``Assignment.of``): the gate weighs each running job's target against its queue's quota
+    and returns a plain mapping, in which a kept job left out was preempted (Gavel's
+    simulator rounds under ``--tenants`` preempted every job that stayed, each round)."""
+    if type(targets) is not Targets or not targets.kept:
+        return targets
+    kept, cluster, out = targets.kept, state.cluster, dict(targets)
+    for job in state.snapshot.running:
+        if job.job_id in kept:
+            out[job.job_id] = Assignment.of(job, cluster)
+    return out
 
 
 class QuotaGate:
@@ -72,7 +87,7 @@ class QuotaGate:
         return self._why.get(job_id)
 
     def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
-        return self.gate(state, self.inner.allocate(state))
+        return self.gate(state, explicit_targets(state, self.inner.allocate(state)))
 
     def gate(self, state: CycleState, targets: Mapping[str, Assignment]) -> dict[str, Assignment]:
         self._why = {}

@@ -152,3 +152,30 @@ def test_simulate_sia_with_tenants_end_to_end(tmp_path: Path) -> None:
     assert len(rows) == 6 and all(r["status"] == "finished" for r in rows)
     used = [float(r["used_gpus"]) for r in csv.DictReader((out / "timeline.csv").open())]
     assert max(used) == 8.0
+
+
+@pytest.mark.parametrize("policy", ["gavel-maxmin-agnostic", "gavel-las"])
+def test_gavel_simulator_rounds_unchanged_inside_one_big_queue(policy: str) -> None:
+    """Gavel's simulator rounds (``mechanism=artifact``) name the running jobs that stay as
+    ``Targets.kept``, outside the mapping; the gate returned a plain mapping without them, so
+    every job that stayed was preempted each round (60 jobs, agnostic: 792 preemptions, mean
+    JCT +37%). Inside one queue as large as the cluster the schedule is the policy's alone."""
+    from dlsched.cluster.builtin import resolve_cluster
+    from dlsched.workload.bundled import resolve_trace
+    from dlsched.workload.readers.base import ReaderOptions
+
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=40))
+    trace = replace(trace, jobs=tuple(replace(job, queue="all") for job in trace.jobs))
+    cluster = resolve_cluster("gavel-108")
+
+    def run(profile: Profile) -> dict:
+        sim = Simulator(cluster, trace, profile, SimConfig(
+            restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+        return {k: (r.first_start, r.finish_time, r.preemptions, r.resizes)
+                for k, r in records_of(sim).items()}
+
+    options = {"mechanism": "artifact"}
+    alone = run(build_policy(policy, options))
+    inside = run(with_tenants(build_policy(policy, options), parse_tenants(ONE_QUEUE)))
+    assert inside == alone
+    assert sum(r[2] for r in alone.values()) == 0

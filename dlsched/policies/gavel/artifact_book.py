@@ -9,7 +9,7 @@ the jobs makes: a round of ~70 jobs then costs a few numpy calls, not ~70 Python
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 
@@ -152,32 +152,22 @@ class Credits:
         return _Running(ids, kinds.tolist(), on_rows * n_types + kinds,
                         slots * n_types + kinds, journal.count if reuse else None, now)
 
-    def _moved_cells(self, gpu_kind: np.ndarray, book: Book
-                     ) -> Callable[[Job, float], tuple[int, int, int] | None] | None:
+    def _moved_cells(self, gpu_kind: np.ndarray, book: Book) -> _MovedCells | None:
         """How ``_Running.after`` reads a job that started or moved since the kept credit
-        (None: it does not; the caller reads every job then): the job's type and its report
-        and book cells, or None when the job cannot share the kept credit (it has no book
-        slot yet, or it did not start at the kept credit's time)."""
+        (None: it does not; the caller reads every job then): ``_MovedCells``."""
         if not self.keep_moves:
             return None
-        rows, slot_of, since, n_types = self._row, book.slot, self._since, self._on.shape[1]
         # each GPU's type as a Python list, once per array: a numpy scalar read and ``int``
         # cost ~1.5k instructions a moved job, ~25,000 moves in agnostic max-min's run
         kinds = self._kind_list
         if kinds is None or kinds[0] is not gpu_kind:
             kinds = self._kind_list = (gpu_kind, gpu_kind.tolist())
-        kind_of = kinds[1]
+        return _MovedCells(self, book.slot, kinds[1])
 
-        def cells(job: Job, when: float) -> tuple[int, int, int] | None:
-            slot = slot_of.get(job.job_id)
-            if slot is None or job.run_started != when or since.get(job.job_id, when) > when:
-                return None
-            kind = kind_of[job.allocation[0]]
-            row = rows.setdefault(job.job_id, len(rows))
-            if row >= len(self._on):
-                self._on = np.concatenate([self._on, np.zeros_like(self._on)])
-            return kind, row * n_types + kind, slot * n_types + kind
-        return cells
+    def grow(self, row: int) -> None:
+        """Room in the report rows for ``row``."""
+        while row >= len(self._on):
+            self._on = np.concatenate([self._on, np.zeros_like(self._on)])
 
     def _credit_all(self, seconds: float, kept: _Running, book: Book) -> None:
         """``_credit_each`` where every job ran ``seconds`` since ``kept.when`` and has a
@@ -201,6 +191,20 @@ class Credits:
         return np.zeros(0) if row is None else self._on[row].copy()
 
 
+class _MovedCells:
+    """What ``_Running._patched`` reads a moved or started job's cells from (the job's type
+    and its report and book cells): the credits (report rows, last credit times), the
+    book's slots, each GPU's type. A job cannot share the kept credit when it has no book
+    slot yet or did not start at that credit's time. Read in ``_patched``'s loop itself (a
+    function call per moved job cost ~2k instructions, ~25,000 moves in agnostic max-min's
+    run)."""
+
+    __slots__ = ("credits", "slot_of", "kind_of")
+
+    def __init__(self, credits: Credits, slot_of: dict[str, int], kind_of: list[int]) -> None:
+        self.credits, self.slot_of, self.kind_of = credits, slot_of, kind_of
+
+
 class _Running:
     """The running jobs of a credit, in the running order: ids, GPU types, and their cells in
     the flattened report rows (``Credits._on``) and book times (one per job: distinct);
@@ -214,8 +218,7 @@ class _Running:
 
     def after(self, journal: RunningJournal | None, running: Collection[Job],
               since: dict[str, float],
-              moved: Callable[[Job, float], tuple[int, int, int] | None] | None = None
-              ) -> _Running | None:
+              moved: _MovedCells | None = None) -> _Running | None:
         """These cells for the running jobs now, when every change since ``count`` was of
         a job that no longer runs (a completion, a preemption: its cells are dropped, its
         last credit written to ``since``, the others keep their order, as the core's running
@@ -248,34 +251,42 @@ class _Running:
                         journal.count, self.when)
 
     def _patched(self, named: set[str], running: Collection[Job],
-                 since: dict[str, float],
-                 moved: Callable[[Job, float], tuple[int, int, int] | None],
-                 count: int) -> _Running | None:
+                 since: dict[str, float], moved: _MovedCells, count: int
+                 ) -> _Running | None:
         """The cells in the running order now: a job the journal does not name (``named``)
         keeps its cells, one that runs now and is named (started, or moved to other GPUs)
-        gets them read again (``moved``: None when it cannot share this credit, then so does
-        the answer), and the jobs that left are dropped, their last credit written to
-        ``since`` as ``_credit_each`` would have read it."""
+        gets them read again (``moved``, inlined: None when it cannot share this credit,
+        then so does the answer), and the jobs that left are dropped, their last credit
+        written to ``since`` as ``_credit_each`` would have read it."""
         position = dict(zip(self.ids, range(len(self.ids)), strict=True))
-        old_on, old_time = self.on_cells.tolist(), self.time_cells.tolist()
+        old_on, old_time, old_kinds = self.on_cells.tolist(), self.time_cells.tolist(), \
+            self.kinds
         ids, kinds, on_cells, time_cells = [], [], [], []
+        when, credits, slot_of, kind_of = self.when, moved.credits, moved.slot_of, \
+            moved.kind_of
+        rows, n_types, grown = credits._row, credits._on.shape[1], len(credits._on)
         for job in running:
             job_id = job.job_id
             at = position.pop(job_id, None)
-            if at is None or job_id in named:
-                cells = moved(job, self.when)
-                if cells is None:
+            if at is None or job_id in named:  # ``moved(job, when)``, inlined
+                slot = slot_of.get(job_id)
+                if slot is None or job.run_started != when or since.get(job_id, when) > when:
                     return None
-                kind, on_cell, time_cell = cells
+                kind = kind_of[job.allocation[0]]
+                row = rows.setdefault(job_id, len(rows))
+                if row >= grown:
+                    credits.grow(row)
+                    grown = len(credits._on)
+                on_cell, time_cell = row * n_types + kind, slot * n_types + kind
             else:
-                kind, on_cell, time_cell = self.kinds[at], old_on[at], old_time[at]
+                kind, on_cell, time_cell = old_kinds[at], old_on[at], old_time[at]
             ids.append(job_id)
             kinds.append(kind)
             on_cells.append(on_cell)
             time_cells.append(time_cell)
-        since.update(dict.fromkeys(position, self.when))  # the jobs that left
+        since.update(dict.fromkeys(position, when))  # the jobs that left
         return _Running(ids, kinds, np.array(on_cells, dtype=np.intp),
-                        np.array(time_cells, dtype=np.intp), count, self.when)
+                        np.array(time_cells, dtype=np.intp), count, when)
 
     def _positions(self, gone: set[str]) -> list[int]:
         """Where the jobs of ``gone`` are in ``ids`` (a job may have started and stopped

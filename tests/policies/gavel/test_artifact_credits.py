@@ -101,3 +101,27 @@ def test_cells_of_jobs_that_start_or_move_are_read_again_to_the_same_sums() -> N
     assert patched_book.time.tolist() == each_book.time.tolist()
     for i in range(6):
         assert patched.seconds_on(f"j{i}").tolist() == each.seconds_on(f"j{i}").tolist()
+
+
+def test_a_patched_credit_reads_moved_jobs_without_a_call_each(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Agnostic max-min moves ~60 jobs a round: ``_Running._patched`` reads their cells in
+    its own loop; the only Python call it makes is the new ``_Running``'s ``__init__``."""
+    import sys
+
+    patched, calls = artifact_book._Running._patched, []
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        def profile(frame, event, arg):  # type: ignore[no-untyped-def]
+            if event == "call" and frame.f_back is not None and \
+                    frame.f_back.f_code is patched.__code__:
+                calls.append(frame.f_code.co_name)
+        sys.setprofile(profile)
+        try:
+            return patched(self, *args)
+        finally:
+            sys.setprofile(None)
+
+    monkeypatch.setattr(artifact_book._Running, "_patched", counting)
+    _moving(True)
+    assert calls and set(calls) == {"__init__"}
