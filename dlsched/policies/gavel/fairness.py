@@ -39,6 +39,8 @@ def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
     columns and capacities instead of ``capacity`` per type; ``X`` comes back per type."""
     if pools is not None:
         value, capacity = pools.spread(value), pools.capacity
+        if warm is not None:
+            warm.columns_are((pools.column_group, tuple(pools.column_type.tolist())))
     n, n_types = value.shape
     key = np.empty((n, n_types + 2))
     key[:, :n_types], key[:, n_types], key[:, n_types + 1] = value, offset, gpus

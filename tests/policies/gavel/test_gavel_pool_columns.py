@@ -229,3 +229,19 @@ def test_rounds_solve_per_pool(policy: str, options: dict) -> None:
     for x in solved:
         assert all(x[j][K80] == 0.0 for j in ("j0", "j1", "j2") if j in x)
         assert "j3" not in x or x["j3"][V100] == 0.0
+
+
+def test_warm_start_forgets_bases_of_other_columns() -> None:
+    """Kept bases are by column index; per (pool, type) an index means another column once
+    the pools with jobs change, so the bases go (was: read as the new LP's columns)."""
+    from dlsched.policies.gavel.lp import WarmStart
+
+    warm = WarmStart()
+    first = max_min_fairness(problem(["a", "a", "a", "b"]), warm=warm)
+    assert warm.first.index and first.x == pytest.approx(BY_HAND, abs=1e-6)
+    kept = warm.first
+    again = max_min_fairness(problem(["a", "a", "b", "b"]), warm=warm)
+    assert warm.first is kept  # the same columns: the bases stay
+    assert again.x[:, V100] == pytest.approx([1.0, 1.0, 0.0, 0.0], abs=1e-6)
+    max_min_fairness(problem(["a", "a", "a", "a"]), warm=warm)
+    assert warm.first is not kept
