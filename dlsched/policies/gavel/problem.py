@@ -249,7 +249,29 @@ def violations(problem: AllocationProblem, allocation: Allocation,
         found.append(f"{problem.worker_types[t]}: {used[t]:.4f} GPUs used of {problem.counts[t]}")
     if np.any(allocation.x[problem.throughput <= 0] > tolerance):
         found.append("time on a worker type where the job cannot run")
-    return found + _pair_violations(problem, allocation, tolerance)
+    return found + _pair_violations(problem, allocation, tolerance) + _pool_violations(
+        problem, allocation, tolerance)
+
+
+def _pool_violations(problem: AllocationProblem, allocation: Allocation,
+                     tolerance: float) -> list[str]:
+    """With (pool, type) columns: no time on a type none of a job's columns has, and no
+    column over its GPUs counting the jobs with one column of the type (a pooled job's time
+    on a type is all in its pool; where a job may use several, the split is not known)."""
+    pools = problem.pools
+    if pools is None:
+        return []
+    of_type = pools.allowed.astype(float) @ (
+        pools.column_type[:, None] == np.arange(problem.n_types)).astype(float)
+    found = []
+    if np.any(allocation.x[of_type == 0] > tolerance):
+        found.append("time on a GPU type the job's pool does not have")
+    one = np.where(of_type == 1, allocation.x, 0.0) * problem.scale[:, None]
+    used = (pools.allowed * one[:, pools.column_type]).sum(axis=0)
+    for c in np.flatnonzero(used > pools.capacity * (1 + tolerance) + tolerance):
+        found.append(f"{pools.column_group[c]}/{problem.worker_types[pools.column_type[c]]}: "
+                     f"{used[c]:.4f} GPUs used of {pools.capacity[c]}")
+    return found
 
 
 def _pair_violations(problem: AllocationProblem, allocation: Allocation,

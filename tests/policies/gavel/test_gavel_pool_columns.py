@@ -245,3 +245,14 @@ def test_warm_start_forgets_bases_of_other_columns() -> None:
     assert again.x[:, V100] == pytest.approx([1.0, 1.0, 0.0, 0.0], abs=1e-6)
     max_min_fairness(problem(["a", "a", "a", "a"]), warm=warm)
     assert warm.first is not kept
+
+
+def test_violations_name_time_outside_the_pool() -> None:
+    """The cluster-wide allocation, checked against the (pool, type) columns."""
+    case = problem(["a", "a", "a", "b"])
+    wide = max_min_fairness(problem(["a", "a", "a", "b"], pooled=False))
+    assert violations(case, wide) == ["time on a GPU type the job's pool does not have"]
+    crowded = dataclasses.replace(max_min_fairness(case), x=np.array([[0.0, 1.0]] * 3
+                                                                      + [[1.0, 0.0]]))
+    assert violations(case, crowded) == ["V100: 3.0000 GPUs used of 2.0",
+                                         "a/V100: 3.0000 GPUs used of 2.0"]
