@@ -245,6 +245,8 @@ class GavelRounds:
         """Gavel's problem for the active jobs (``_type_problem``), with (pool, type) columns
         when node pools bind some of them (``gavel.pool_columns``)."""
         problem = self._type_problem(state, jobs)
+        if not state.cluster.pools:  # no pass over the jobs on a cluster without pools
+            return problem
         pools = pool_columns(state.cluster, [j.spec.pool for j in jobs])
         if pools is None:
             return problem
