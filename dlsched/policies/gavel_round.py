@@ -32,6 +32,7 @@ from dlsched.policies.gavel.assign import Entry, assign_types, place_round, room
 from dlsched.policies.gavel.inputs import from_gavel, from_rates
 from dlsched.policies.gavel.lp import WarmStart
 from dlsched.policies.gavel.pool_budget import PoolBudget
+from dlsched.policies.gavel.pool_columns import pool_columns
 from dlsched.policies.gavel.pop import solve_with_pop
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem
 from dlsched.scheduling.allocation import Assignment
@@ -241,6 +242,19 @@ class GavelRounds:
         self._x = {job_id: allocation.x[i] for i, job_id in enumerate(problem.job_ids)}
 
     def _problem(self, state: CycleState, jobs: Sequence[Job]) -> AllocationProblem:
+        """Gavel's problem for the active jobs (``_type_problem``), with (pool, type) columns
+        when node pools bind some of them (``gavel.pool_columns``)."""
+        problem = self._type_problem(state, jobs)
+        if not state.cluster.pools:  # no pass over the jobs on a cluster without pools
+            return problem
+        pools = pool_columns(state.cluster, [j.spec.pool for j in jobs])
+        if pools is None:
+            return problem
+        import dataclasses
+
+        return dataclasses.replace(problem, pools=pools)
+
+    def _type_problem(self, state: CycleState, jobs: Sequence[Job]) -> AllocationProblem:
         """Gavel's problem for the active jobs: types in the cluster's order, remaining work,
         seconds since arrival and attained GPU-seconds. With the ``gavel`` throughput model,
         from Gavel's tables (types mapped to k80, p100, v100; co-located pairs); with any

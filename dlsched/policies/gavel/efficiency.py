@@ -37,7 +37,7 @@ def min_makespan(problem: AllocationProblem, pareto: bool = True) -> Allocation:
     top = float(value.max(initial=0.0))
     unit = top if top > 0 else 1.0
     x, best, solves = solve_max_min(value / unit, np.zeros(problem.n_jobs), problem.scale,
-                                    problem.counts, pareto)
+                                    problem.counts, pareto, pools=problem.pools)
     return Allocation("min_makespan", x, 1.0 / (best * unit), time.perf_counter() - started,
                       lp_solves=solves)
 
@@ -59,27 +59,32 @@ def min_cost(problem: AllocationProblem, prices: Sequence[float],
     price = np.asarray(prices, dtype=float) / SECONDS_PER_HOUR
     if price.shape != (problem.n_types,) or np.any(price <= 0):
         raise ValueError(f"need one price > 0 per worker type {problem.worker_types}")
-    columns, jobs, types = single_columns(problem.throughput, problem.scale)
+    # LP columns: one per type, or per (pool, type) when pools bind the jobs
+    throughput, capacity = problem.lp_value(problem.throughput), problem.lp_capacity()
+    if problem.pools is not None:
+        price = price[problem.pools.column_type]
+    columns, jobs, types = single_columns(throughput, problem.scale)
     n_cols = columns.n_cols
     cost_row = Entries(np.zeros(n_cols, dtype=np.int64), np.arange(n_cols),
                        price[types] * problem.scale[jobs], (1, n_cols))
     blocks = [_with_gamma(columns.usage, -np.ones(problem.n_jobs)),
-              _with_gamma(columns.gpus, -problem.counts), _with_gamma(cost_row, np.zeros(1))]
-    lower = [np.full(problem.n_jobs + problem.n_types, -INF), np.ones(1)]
-    upper = [np.zeros(problem.n_jobs + problem.n_types), np.ones(1)]
+              _with_gamma(columns.gpus, -capacity), _with_gamma(cost_row, np.zeros(1))]
+    lower = [np.full(problem.n_jobs + len(capacity), -INF), np.ones(1)]
+    upper = [np.zeros(problem.n_jobs + len(capacity)), np.ones(1)]
     if meet_deadlines and problem.deadline is not None:
         slo = np.flatnonzero(np.isfinite(problem.deadline))
-        blocks.append(_with_gamma(_throughput_rows(problem, jobs, types, slo),
+        blocks.append(_with_gamma(_throughput_rows(throughput, jobs, types, slo),
                                   -remaining[slo] / problem.deadline[slo]))
         lower.append(np.zeros(len(slo)))
         upper.append(np.full(len(slo), INF))
-    gain = np.append(problem.throughput[jobs, types] / remaining[jobs], 0.0)
+    gain = np.append(throughput[jobs, types] / remaining[jobs], 0.0)
     lp = LinearProgram(-gain, stack(*blocks), (np.zeros(n_cols + 1), np.full(n_cols + 1, INF)),
                        (np.concatenate(lower), np.concatenate(upper)))
     solution = lp.solve()
-    x = np.zeros(problem.throughput.shape)
+    x = np.zeros(throughput.shape)
     x[jobs, types] = np.clip(solution[:-1] / solution[-1], 0.0, 1.0)
-    return Allocation("min_cost", x, -lp.objective, time.perf_counter() - started)
+    return Allocation("min_cost", problem.by_type(x), -lp.objective,
+                      time.perf_counter() - started)
 
 
 def _with_gamma(block: Entries, gamma: np.ndarray) -> Entries:
@@ -89,40 +94,49 @@ def _with_gamma(block: Entries, gamma: np.ndarray) -> Entries:
                               (block.shape[0], 1)))
 
 
-def _throughput_rows(problem: AllocationProblem, jobs: np.ndarray, types: np.ndarray,
+def _throughput_rows(throughput: np.ndarray, jobs: np.ndarray, types: np.ndarray,
                      selected: np.ndarray) -> Entries:
-    """Rows ``throughput(j, Y)`` for the ``selected`` jobs over the single-job columns."""
-    row_of = np.full(problem.n_jobs, -1)
+    """Rows ``throughput(j, Y)`` for the ``selected`` jobs over the single-job columns
+    (``throughput``: per LP column)."""
+    row_of = np.full(len(throughput), -1)
     row_of[selected] = np.arange(len(selected))
     keep = np.flatnonzero(row_of[jobs] >= 0)
-    return Entries(row_of[jobs[keep]], keep, problem.throughput[jobs[keep], types[keep]],
+    return Entries(row_of[jobs[keep]], keep, throughput[jobs[keep], types[keep]],
                    (len(selected), len(jobs)))
 
 
 def fifo_hetero(problem: AllocationProblem) -> Allocation:
     """Gavel's heterogeneity-aware FIFO baseline: jobs in problem order (arrival
     order), each given all of its time on the fastest type with ``scale`` GPUs still free; the
-    first job that fits nowhere stops the queue (strict FIFO, no backfilling).
+    first job that fits nowhere stops the queue (strict FIFO, no backfilling). With pools
+    that bind the jobs, "type" is a (pool, type) column the job may use and its GPUs there,
+    and a job that fits nowhere stops the queue of its pool: it closes the columns it may use
+    (all of them for a job without a pool) to the jobs after it.
     ``objective``: number of jobs placed."""
     started = time.perf_counter()
     # Python floats, not numpy rows: a row has a handful of GPU types, where each numpy call
     # costs more than the loop (the same comparisons and subtractions, in float64).
-    free = problem.counts.astype(float).tolist()
+    throughput = problem.lp_value(problem.throughput)
+    free = problem.lp_capacity().astype(float).tolist()
     scale = problem.scale.tolist()
-    x = np.zeros(problem.throughput.shape)
+    allowed = None if problem.pools is None else problem.pools.allowed.tolist()
+    x = np.zeros(throughput.shape)
     placed = 0
-    for j, row in enumerate(problem.throughput.tolist()):
+    for j, row in enumerate(throughput.tolist()):
         need, best, fastest = scale[j], -1, 0.0
         for kind, speed in enumerate(row):  # the fastest type with room; the first on ties
             if speed > fastest and free[kind] >= need:
                 best, fastest = kind, speed
         if best < 0:
-            break
+            if allowed is None:
+                break
+            free = [-np.inf if ok else room for room, ok in zip(free, allowed[j], strict=True)]
+            continue
         x[j, best] = 1.0
         free[best] -= need
         placed += 1
-    return Allocation("fifo_hetero", x, float(placed), time.perf_counter() - started,
-                      lp_solves=0)
+    return Allocation("fifo_hetero", problem.by_type(x), float(placed),
+                      time.perf_counter() - started, lp_solves=0)
 
 
 def makespan_values(problem: AllocationProblem, allocation: Allocation) -> np.ndarray:

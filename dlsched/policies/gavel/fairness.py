@@ -20,6 +20,7 @@ from dlsched.policies.gavel.lp import (
     single_columns,
     thread_solver,
 )
+from dlsched.policies.gavel.pool_columns import PoolColumns
 from dlsched.policies.gavel.problem import Allocation, AllocationProblem, effective_throughput
 
 DEFAULT_HORIZON = 360.0  # seconds: Gavel's round length, LAS's look-ahead
@@ -27,13 +28,19 @@ DEFAULT_HORIZON = 360.0  # seconds: Gavel's round length, LAS's look-ahead
 
 def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
                   capacity: np.ndarray, pareto: bool, warm: WarmStart | None = None,
-                  ids: tuple[str, ...] = ()) -> tuple[np.ndarray, float, int]:
+                  ids: tuple[str, ...] = (), pools: PoolColumns | None = None
+                  ) -> tuple[np.ndarray, float, int]:
     """``max_X min_j offset_j + sum_t value[j, t] X[j, t]`` under Gavel's constraints.
 
     Jobs with identical data share one LP row (``job_classes``). Returns ``X``, the optimum and
     the number of LP solves. The LP is dropped here: it is held by the thread's solver.
     ``warm``: start each stage from the bases of the jobs ``ids`` (one per row) kept by the
-    last solve (``WarmStart``), and keep this one's."""
+    last solve (``WarmStart``), and keep this one's. ``pools``: solve over its (pool, type)
+    columns and capacities instead of ``capacity`` per type; ``X`` comes back per type."""
+    if pools is not None:
+        value, capacity = pools.spread(value), pools.capacity
+        if warm is not None:
+            warm.columns_are((pools.column_group, tuple(pools.column_type.tolist())))
     n, n_types = value.shape
     key = np.empty((n, n_types + 2))
     key[:, :n_types], key[:, n_types], key[:, n_types + 1] = value, offset, gpus
@@ -56,7 +63,8 @@ def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
     x_reps = np.zeros((len(reps), value.shape[1]))
     x_reps[jobs, types] = x_cols
     achieved = float(np.min(columns.value.times(x_cols) + offset[reps]))
-    return x_reps[inverse], achieved, lp.solves
+    x = x_reps[inverse]
+    return (x if pools is None else pools.collapse(x)), achieved, lp.solves
 
 
 def agnostic_throughput(problem: AllocationProblem) -> np.ndarray:
@@ -89,7 +97,8 @@ def max_min_fairness(problem: AllocationProblem, heterogeneity_aware: bool = Tru
         problem = dataclasses.replace(problem, throughput=agnostic_throughput(problem))
     value = problem.throughput / (problem.weights * problem.equal_share_throughput())[:, None]
     x, best, solves = solve_max_min(value, np.zeros(problem.n_jobs), problem.scale,
-                                    problem.counts, pareto, warm, problem.job_ids)
+                                    problem.counts, pareto, warm, problem.job_ids,
+                                    problem.pools)
     name = "max_min_fairness" if heterogeneity_aware else "max_min_fairness_agnostic"
     return Allocation(name, x, best, time.perf_counter() - started, lp_solves=solves)
 
@@ -131,7 +140,8 @@ def las(problem: AllocationProblem, horizon: float = DEFAULT_HORIZON,
     per_round = problem.scale / (problem.mix_throughput() * problem.weights)
     value = problem.throughput * per_round[:, None]
     x, best, solves = solve_max_min(value, attained / (horizon * problem.weights),
-                                    problem.scale, problem.counts, pareto, warm, problem.job_ids)
+                                    problem.scale, problem.counts, pareto, warm, problem.job_ids,
+                                    problem.pools)
     return Allocation("las", x, best * horizon, time.perf_counter() - started, lp_solves=solves)
 
 

@@ -54,21 +54,25 @@ class _RhoSearch:
                     + remaining / problem.equal_share_throughput())
         # r_j(rho) = 1 / (rho D_j / R_j - t_j / R_j): jobs equal in (T, scale, D/R, t/R) are
         # the same LP row (all new jobs of one type and scale, whatever their remaining steps).
-        key = np.column_stack([problem.throughput, problem.scale, isolated / remaining,
+        # LP columns: one per type, or per (pool, type) when pools bind the jobs (then a
+        # job's pool is part of its row's data: jobs of two pools are two rows)
+        throughput, capacity = problem.lp_value(problem.throughput), problem.lp_capacity()
+        self.problem = problem
+        key = np.column_stack([throughput, problem.scale, isolated / remaining,
                                elapsed / remaining])
         self.reps, self.inverse, self.counts = job_classes(key)
         self.remaining, self.elapsed = remaining[self.reps], elapsed[self.reps]
         self.isolated = isolated[self.reps]
         self.columns, self.jobs, self.types = single_columns(
-            problem.throughput[self.reps], problem.scale[self.reps] * self.counts)
+            throughput[self.reps], problem.scale[self.reps] * self.counts)
+        self.n_cols = throughput.shape[1]
         self.lowest = float(np.max(self.elapsed / self.isolated))  # lambda(lowest) = 0
-        # No job can beat its rho alone on the cluster: a lower bound on the optimum.
-        fastest = alone_throughput(problem.throughput[self.reps], problem.scale[self.reps],
-                                   problem.counts)
+        # No job can beat its rho alone on the cluster (its pool): a lower bound on the optimum.
+        fastest = alone_throughput(throughput[self.reps], problem.scale[self.reps], capacity)
         self.floor = float(np.max((self.elapsed + self.remaining / fastest) / self.isolated))
         # Each evaluation sets the z column first; it starts finite (rho = 1 is at or below
         # ``lowest`` when jobs waited longer than their equal share accounts for).
-        self.lp = MaxMinLP(self.columns, problem.counts, np.zeros(len(self.reps)),
+        self.lp = MaxMinLP(self.columns, capacity, np.zeros(len(self.reps)),
                            self.required(1.0 if self.lowest < 1.0 else self.floor))
 
     def required(self, rho: float) -> np.ndarray:
@@ -83,10 +87,11 @@ class _RhoSearch:
         with np.errstate(divide="ignore"):
             return float(np.max((self.elapsed + self.remaining / throughput) / self.isolated))
 
-    def expand(self, x_cols: np.ndarray, n_types: int) -> np.ndarray:
-        x = np.zeros((len(self.reps), n_types))
+    def expand(self, x_cols: np.ndarray) -> np.ndarray:
+        """The LP's columns as ``X`` per job and type."""
+        x = np.zeros((len(self.reps), self.n_cols))
         x[self.jobs, self.types] = np.clip(x_cols, 0.0, 1.0)
-        return x[self.inverse]
+        return self.problem.by_type(x[self.inverse])
 
 
 def _next_rho(points: list[tuple[float, float]], low: float, high: float,
@@ -133,7 +138,8 @@ def finish_time_fairness(problem: AllocationProblem, pareto: bool = True,
 
     The answer is within ``tolerance`` (relative) of the optimum; ``pareto`` then maximizes
     ``sum_j throughput_j / r_j`` at it. ``rho = 1`` is reachable on a full problem
-    (``X^equal``), not always in a POP sub-problem, which keeps the full problem's ``X^equal``.
+    (``X^equal``), not always in a POP sub-problem, which keeps the full problem's ``X^equal``,
+    nor with pools (``X^equal`` spreads a job over the cluster, its pool may be crowded).
     """
     started = time.perf_counter()
     search = _RhoSearch(problem)
@@ -155,7 +161,7 @@ def finish_time_fairness(problem: AllocationProblem, pareto: bool = True,
     if pareto:  # best reaches z = 1 at rho = high; a hair above it leaves room for rounding
         search.lp.set_z_coefficients(search.required(bracket.high * (1.0 + 0.1 * tolerance)))
         best = search.lp.maximize_total(1.0, search.counts.astype(float), first=best)
-    x = search.expand(best, problem.n_types)
+    x = search.expand(best)
     return Allocation("finish_time_fairness", x, search.rho(best), time.perf_counter() - started,
                       lp_solves=search.lp.solves)
 

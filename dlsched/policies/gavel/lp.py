@@ -324,6 +324,13 @@ class WarmStart:
 
     def __init__(self) -> None:
         self.first, self.second = StageBasis(), StageBasis()
+        self.layout: object = None  # the LP columns the bases are of, where not one per type
+
+    def columns_are(self, layout: object) -> None:
+        """Keep the bases only while the LP's columns stay ``layout`` (per (pool, type): the
+        pools with jobs change, and with them what a column index means)."""
+        if layout != self.layout:
+            self.first, self.second, self.layout = StageBasis(), StageBasis(), layout
 
 
 class StageBasis:

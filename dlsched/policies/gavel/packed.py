@@ -42,7 +42,8 @@ class _Classes:
     scale: np.ndarray
     normalizer: np.ndarray
     colocation: np.ndarray
-    rates: np.ndarray
+    rates: np.ndarray  # (LP columns, colocation classes, colocation classes)
+    pooled: bool = False  # columns per (pool, type): a pair needs both classes' pool
 
     @classmethod
     def of(cls, problem: AllocationProblem, normalizer: np.ndarray) -> _Classes:
@@ -51,10 +52,14 @@ class _Classes:
                 np.zeros((problem.n_types, 1, 1))
         else:
             colocation, rates = problem.colocation.job_class, problem.colocation.rates
-        key = np.column_stack([problem.throughput, problem.scale, normalizer, colocation])
+        # per LP column: per type, or per (pool, type) (a job's pool is then in its key)
+        throughput = problem.lp_value(problem.throughput)
+        if problem.pools is not None:
+            rates = rates[problem.pools.column_type]
+        key = np.column_stack([throughput, problem.scale, normalizer, colocation])
         reps, inverse, counts = job_classes(key)
-        return cls(reps, inverse, counts, problem.throughput[reps], problem.scale[reps],
-                   normalizer[reps], colocation[reps], rates)
+        return cls(reps, inverse, counts, throughput[reps], problem.scale[reps],
+                   normalizer[reps], colocation[reps], rates, problem.pools is not None)
 
     def members(self) -> list[np.ndarray]:
         order = np.argsort(self.inverse, kind="stable")
@@ -95,7 +100,10 @@ def _pair_columns(classes: _Classes, pairs: np.ndarray
     of the first class spends sharing with the second class (see ``pairing``)."""
     first, second = classes.colocation[pairs[:, 0]], classes.colocation[pairs[:, 1]]
     rate_a, rate_b = classes.rates[:, first, second].T, classes.rates[:, second, first].T
-    index, types = np.nonzero((rate_a > 0) & (rate_b > 0))
+    shares = (rate_a > 0) & (rate_b > 0)
+    if classes.pooled:  # a (pool, type) column both classes may use
+        shares &= (classes.throughput[pairs[:, 0]] > 0) & (classes.throughput[pairs[:, 1]] > 0)
+    index, types = np.nonzero(shares)
     a, b = pairs[index, 0], pairs[index, 1]
     same = a == b
     # Per column: the second class's time per unit, and the GPUs per unit.
@@ -139,13 +147,13 @@ def max_min_fairness_packed(problem: AllocationProblem, pareto: bool = True,
                                           classes.scale * classes.counts)
     pairs = candidate_pairs(classes, max_partners, min_gain)
     shared, pair_index, pair_types = _pair_columns(classes, pairs)
-    lp = MaxMinLP(singles.then(shared), problem.counts, np.zeros(len(classes.reps)))
+    lp = MaxMinLP(singles.then(shared), problem.lp_capacity(), np.zeros(len(classes.reps)))
     x_cols, best = lp.solve()
     if pareto:
         x_cols = lp.maximize_total(best, classes.counts.astype(float), first=x_cols)
     x, job_pair, pair_x = _realize(classes, pairs, np.clip(x_cols, 0.0, 1.0), len(jobs),
                                    (jobs, types, pair_index, pair_types))
-    result = Allocation("max_min_fairness_packed", x, best, 0.0, pairs=job_pair, pair_x=pair_x,
-                        lp_solves=lp.solves)
+    result = Allocation("max_min_fairness_packed", problem.by_type(x), best, 0.0,
+                        pairs=job_pair, pair_x=problem.by_type(pair_x), lp_solves=lp.solves)
     return dataclasses.replace(result, objective=float(fairness_values(problem, result).min()),
                                solve_seconds=time.perf_counter() - started)

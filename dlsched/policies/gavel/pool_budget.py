@@ -10,6 +10,8 @@ cluster's: a pooled job takes a type only when its pool has room for its gang th
 room is consumed. Jobs without a pool (or with one the cluster does not define) are counted
 against the cluster's room alone, as before; in a round that mixes them with pooled jobs a
 pool's count does not see what they take of it (``place_round`` still checks the nodes).
+The LP that gives ``X`` counts each (pool, type) itself (``pool_columns``); the budget keeps
+the round's walk, whose ``X = 0`` entries fill otherwise idle GPUs, within each pool.
 """
 
 from __future__ import annotations

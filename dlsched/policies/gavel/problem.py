@@ -7,6 +7,8 @@ With space sharing (§3.1 "space sharing"), ``pair_x[p, t]`` is the time fractio
 ``pairs[p]`` spends co-located on the same ``scale`` GPUs of type ``t``; it counts against both
 jobs' time and once against the type's GPUs. The effective throughput of a job is
 ``sum_t T[j, t] X[j, t]`` plus its co-located rate times ``pair_x`` over its pairs.
+On a cluster whose node pools bind the jobs (``pools``), the LPs solve over (pool, type)
+columns with one capacity row each (``pool_columns``) and give ``X`` summed back per type.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from dlsched.policies.gavel.pool_columns import PoolColumns
 
 FloatArray = np.ndarray
 IntArray = np.ndarray
@@ -60,6 +64,8 @@ class AllocationProblem:
     weighted fairness). ``equal_share`` is each job's time fraction under Gavel's ``X^equal``
     (default ``min(1, sum(count) / (n_jobs * scale))``: an equal share of the GPUs, spread over
     types in proportion to their counts); POP's sub-problems inherit the full problem's.
+    ``pools``: the (pool, type) columns of a cluster whose node pools bind the jobs (the LPs'
+    capacity rows, ``pool_columns``); None: one column per type.
     """
 
     job_ids: tuple[str, ...]
@@ -77,6 +83,7 @@ class AllocationProblem:
     equal_share: FloatArray | None = None
     isolated_elapsed: FloatArray | None = None
     colocation: Colocation | None = field(default=None)
+    pools: PoolColumns | None = None
 
     def __post_init__(self) -> None:
         n = len(self.job_ids)
@@ -116,6 +123,9 @@ class AllocationProblem:
             return f"jobs that cannot run on any worker type: {stuck[:5]}"
         if self.colocation is not None and self.colocation.job_class.shape != (n,):
             return "colocation.job_class must have one class per job"
+        if self.pools is not None and (self.pools.allowed.shape != (n, len(self.pools.capacity))
+                                       or self.pools.n_types != types):
+            return "pools must have one row of allowed columns per job and the problem's types"
         return None
 
     @property
@@ -125,6 +135,19 @@ class AllocationProblem:
     @property
     def n_types(self) -> int:
         return len(self.worker_types)
+
+    def lp_value(self, value: FloatArray) -> FloatArray:
+        """A (jobs, types) value as the LP's columns: itself, or per (pool, type) column
+        (``PoolColumns.spread``) when node pools bind the jobs."""
+        return value if self.pools is None else self.pools.spread(value)
+
+    def lp_capacity(self) -> FloatArray:
+        """The GPUs of each LP column (``lp_value``'s columns)."""
+        return self.counts if self.pools is None else self.pools.capacity
+
+    def by_type(self, x: FloatArray) -> FloatArray:
+        """An LP solution over ``lp_value``'s columns as time per type."""
+        return x if self.pools is None else self.pools.collapse(x)
 
     def share_fraction(self) -> FloatArray:
         """Each job's total time fraction under ``X^equal`` (see the class docstring)."""
@@ -156,7 +179,8 @@ class AllocationProblem:
             elapsed=pick(self.elapsed), attained=pick(self.attained),
             deadline=pick(self.deadline), tenant=pick(self.tenant),
             equal_share=self.share_fraction()[jobs], colocation=colocation,
-            isolated_elapsed=pick(self.isolated_elapsed))
+            isolated_elapsed=pick(self.isolated_elapsed),
+            pools=None if self.pools is None else self.pools.subset(jobs, capacity_fraction))
 
 
 @dataclass(frozen=True, eq=False)
@@ -225,7 +249,29 @@ def violations(problem: AllocationProblem, allocation: Allocation,
         found.append(f"{problem.worker_types[t]}: {used[t]:.4f} GPUs used of {problem.counts[t]}")
     if np.any(allocation.x[problem.throughput <= 0] > tolerance):
         found.append("time on a worker type where the job cannot run")
-    return found + _pair_violations(problem, allocation, tolerance)
+    return found + _pair_violations(problem, allocation, tolerance) + _pool_violations(
+        problem, allocation, tolerance)
+
+
+def _pool_violations(problem: AllocationProblem, allocation: Allocation,
+                     tolerance: float) -> list[str]:
+    """With (pool, type) columns: no time on a type none of a job's columns has, and no
+    column over its GPUs counting the jobs with one column of the type (a pooled job's time
+    on a type is all in its pool; where a job may use several, the split is not known)."""
+    pools = problem.pools
+    if pools is None:
+        return []
+    of_type = pools.allowed.astype(float) @ (
+        pools.column_type[:, None] == np.arange(problem.n_types)).astype(float)
+    found = []
+    if np.any(allocation.x[of_type == 0] > tolerance):
+        found.append("time on a GPU type the job's pool does not have")
+    one = np.where(of_type == 1, allocation.x, 0.0) * problem.scale[:, None]
+    used = (pools.allowed * one[:, pools.column_type]).sum(axis=0)
+    for c in np.flatnonzero(used > pools.capacity * (1 + tolerance) + tolerance):
+        found.append(f"{pools.column_group[c]}/{problem.worker_types[pools.column_type[c]]}: "
+                     f"{used[c]:.4f} GPUs used of {pools.capacity[c]}")
+    return found
 
 
 def _pair_violations(problem: AllocationProblem, allocation: Allocation,
