@@ -38,7 +38,7 @@ class FreeBooks:
         self.free: memoryview  # the core's free shares, one float a GPU (read only)
         # Each node's GPU ids, for ``_pick``'s ``compress`` over its shares (made once)
         self.node_ids = [range(first, first + size)
-                         for first, size in zip(self.first_gpu, self.node_size)]
+                         for first, size in zip(self.first_gpu, self.node_size, strict=True)]
 
     def begin_books(self, node_free: Sequence[int], evicted: dict[str, Job]) -> None:
         """A cycle's books: the wholly free GPUs per node, as the core's books have them."""

@@ -69,22 +69,23 @@ class LaneWalk(FreeBooks):
 
     def run(self, snapshot: ClusterSnapshot, buckets: Any) -> CycleResult:
         self._begin(snapshot)
-        dropped = self._scan(buckets)
+        bulk = self._scan(buckets)
         wakeup = self.sort.next_wakeup(self.state)
         result = object.__new__(CycleResult)  # the frozen ``__init__`` sets field by field
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
-                               next_wakeup=wakeup, blocked={}, bulk_reasons=tuple(
-                                   [(name, _SMALLER_FAILED_TEXT) for name in dropped]),
+                               next_wakeup=wakeup, blocked={}, bulk_reasons=bulk,
                                stop_reason=self.stop_reason)
         return result
 
-    def _scan(self, buckets: Any) -> list[Hashable]:
+    def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
         """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job
         asking at least the known miss, and comes back after an eviction clears it. A
         bucket's name starts with its jobs' GPU count (``Scheduler._bucket_of``). After an
         eviction a job asking more than is free that ``no_victims`` rules out (the last
-        queue's heads, the most met) fails here: ``_consider``'s steps for it, inline."""
+        queue's heads, the most met) fails here: ``_consider``'s steps for it, inline.
+        Returns the dropped buckets' bulk reasons. The known miss is kept in a local too
+        (``miss``), read back from ``self.miss`` after each ``_consider`` (which moves it)."""
         names, lists, needs, heap = [], [], [], []
         for name, entry in buckets.items():
             keys = entry[0]
@@ -96,40 +97,43 @@ class LaneWalk(FreeBooks):
         heapq.heapify(heap)
         dropped: list[int] = []
         ever_dropped: dict[int, None] = {}
-        state, consider, reasons = self.state, self._consider, self.reasons
+        state, consider, reasons, texts = self.state, self._consider, self.reasons, self.miss_texts
         evicted, no_victims, futile = state.evicted, self.sort.no_victims, self.futile
+        pop, replace, miss = heapq.heappop, heapq.heapreplace, self.miss
         while heap:
             key, n, index = heap[0]
             need = needs[n]
-            if need >= self.miss:
-                heapq.heappop(heap)
+            if need >= miss:
+                pop(heap)
                 dropped.append(n)
                 ever_dropped[n] = None
                 continue
             keys, jobs = lists[n]
             job = jobs[index]
             if evicted and need > self.whole and no_victims(state, job):
-                # ``_consider`` and ``_failed``: ``no_victims`` is pure, asked only here
+                # ``_consider`` and ``_failed`` (``need`` is below the miss, checked above):
+                # ``no_victims`` is pure, asked only here; ``_miss_text``'s kept text
                 futile[job.job_id] = None
-                reasons[job.job_id] = self._miss_text(need)
-                if need < self.miss:
-                    self.miss = need
-            elif not consider(job, need) and need == 1 and not evicted:
-                # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
-                self.stop_reason = SMALLEST_FAILED
-                break
-            if dropped and self.miss == _NEVER:
-                for m in dropped:
-                    m_keys = lists[m][0]
-                    at = bisect_right(m_keys, key)
-                    if at < len(m_keys):
-                        heapq.heappush(heap, (m_keys[at], m, at))
-                dropped.clear()
-            if index + 1 < len(keys):
-                heapq.heapreplace(heap, (keys[index + 1], n, index + 1))
+                reasons[job.job_id] = texts.get((need, self.whole)) or self._miss_text(need)
+                miss = self.miss = need
             else:
-                heapq.heappop(heap)
-        return [names[n] for n in ever_dropped]
+                if not consider(job, need) and need == 1 and not evicted:
+                    # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
+                    self.stop_reason = SMALLEST_FAILED
+                    break
+                miss = self.miss
+                if dropped and miss == _NEVER:  # an eviction cleared the known miss
+                    for m in dropped:
+                        m_keys = lists[m][0]
+                        at = bisect_right(m_keys, key)
+                        if at < len(m_keys):
+                            heapq.heappush(heap, (m_keys[at], m, at))
+                    dropped.clear()
+            if index + 1 < len(keys):
+                replace(heap, (keys[index + 1], n, index + 1))
+            else:
+                pop(heap)
+        return tuple([(names[n], _SMALLER_FAILED_TEXT) for n in ever_dropped])
 
     def _consider(self, job: Job, need: int) -> bool:
         """``_CycleRun.consider`` and ``_try_job`` for a whole job on any node. While jobs
