@@ -111,7 +111,7 @@ class LaneWalk(FreeBooks):
             keys, jobs = lists[n]
             job = jobs[index]
             if evicted and need > self.whole and no_victims(state, job):
-                # ``_consider`` and ``_failed`` (``need`` is below the miss, checked above):
+                # ``_consider`` and a failure's steps (``need`` is below the miss, checked above):
                 # ``no_victims`` is pure, asked only here; ``_miss_text``'s kept text
                 futile[job.job_id] = None
                 reasons[job.job_id] = texts.get((need, self.whole)) or self._miss_text(need)
@@ -171,14 +171,26 @@ class LaneWalk(FreeBooks):
         start on the GPUs it frees; else the job fails with the count's reason (as it read
         before the search: a failed search frees nothing). Each victim frees the GPUs it
         holds, so the candidates are asked for with the room missing (``post_filter``'s
-        ``room``): none, unread, where the queues below hold too few (most failures)."""
-        candidates = self.sort.post_filter(self.state, job, need - self.whole)
+        ``room``): none, unread, where the queues below hold too few (most failures). A
+        failure's memo (``_memo``) takes its epoch from ``searched_epoch``: ``rank_epoch``
+        as ``post_filter`` just read the job's queue (~1.3 failures a cycle on the
+        contended Philly table); the failure's steps and the kept text, inline."""
+        sort = self.sort
+        candidates = sort.post_filter(self.state, job, need - self.whole)
         victims = self.fewest_victims(need, candidates) if candidates else ()
-        if not victims:
-            job_id = job.job_id
-            self.futile[job_id] = memo or self._memo(job)
-            return self._failed(job_id, need, self._miss_text(need))
-        return self._start(job, need, victims)
+        if victims:
+            return self._start(job, need, victims)
+        job_id = job.job_id
+        if memo is None and not self.state.evicted:
+            versions = self.versions
+            if versions is None:
+                versions = self.versions = sum(self.node_versions)  # type: ignore[arg-type]
+            memo = (versions, sort.searched_epoch())
+        self.futile[job_id] = memo
+        if need < self.miss:
+            self.miss = need
+        self.reasons[job_id] = self.miss_texts.get((need, self.whole)) or self._miss_text(need)
+        return False
 
     def _start(self, job: Job, need: int, victims: tuple[Job, ...]) -> bool:
         """``_place`` (placement, the gang Permit every whole placement passes, Reserve)
@@ -190,8 +202,9 @@ class LaneWalk(FreeBooks):
         self.futile.pop(job_id, None)
         self.starts.append(_new_start(job_id, gpus, (job.spec.gpu_share,) * need))
         if victims:
-            reason = f"preempted by {job_id}"
-            self.preemptions.extend([_new_preempt(v.job_id, reason) for v in victims])
+            reason, preemptions = f"preempted by {job_id}", self.preemptions
+            for victim in victims:  # (1-2 a search: a loop, not a comprehension's frame)
+                preemptions.append(_new_preempt(victim.job_id, reason))
             self.miss = _NEVER  # evictions may leave spare GPUs a failed job could use
         return True
 
@@ -208,12 +221,6 @@ class LaneWalk(FreeBooks):
         if self.versions is None:
             self.versions = sum(self.node_versions)
         return (self.versions, epoch)
-
-    def _failed(self, job_id: str, need: int, reason: str) -> bool:
-        if need < self.miss:
-            self.miss = need
-        self.reasons[job_id] = reason
-        return False
 
     def _miss_text(self, need: int) -> str:
         """``count_miss``'s reason for a whole job on any node asking more than is free, kept
