@@ -47,7 +47,6 @@ class FreeBooks:
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).
         self.node_gpus: dict[int, list[float]] = {}
         self.marked = evicted
-        self.top = 0  # at least the most any node has wholly free; 0: not known yet
 
     def _gpus_of(self, node: int) -> list[float]:
         """The node's GPUs' free shares, read from the core's books (first touch)."""
@@ -72,7 +71,6 @@ class FreeBooks:
                 node_free[node] += 1
             whole += len(allocation)
         self.whole = whole
-        self.top = 0  # rooms grew: ``place`` bounds them again
 
     # -- placement (``place`` with the consolidated score, every node usable) ------------
     def place(self, need: int) -> tuple[int, ...]:
@@ -81,16 +79,10 @@ class FreeBooks:
         consolidated score's ``spread``: the roomiest node (lowest index on ties) gives all
         it has while none holds the rest, then the tightest node holding the rest takes it
         (a node given all it had has no room left, so it is not met again). ``top`` bounds
-        the room any node has: the most any node has (``max``, asked once a cycle and after
-        each eviction: picks only lower rooms), then the room of the roomiest node just
-        emptied (rooms above it are not looked for: none has them). Under contention most
-        nodes have a GPU or two free, and a start then spreads (~3 picks a start on the
-        contended Philly table): rooms up to the largest node's were each looked for."""
+        the room any node has: the node count at most, then the room of the roomiest node
+        just emptied (rooms above it are not looked for: none has them)."""
         node_free, chosen, remaining = self.node_free, (), need
-        top = self.top
-        if not top:
-            top = self.top = max(node_free)
-        find = node_free.find
+        find, top = node_free.find, self.largest
         while True:
             for room in range(remaining, top + 1):  # the least room holding the rest
                 node = find(room)  # the lowest such node
