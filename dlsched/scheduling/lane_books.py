@@ -40,8 +40,10 @@ class FreeBooks:
         self.node_ids = [range(first, first + size)
                          for first, size in zip(self.first_gpu, self.node_size, strict=True)]
 
-    def begin_books(self, node_free: Sequence[int], evicted: dict[str, Job]) -> None:
-        """A cycle's books: the wholly free GPUs per node, as the core's books have them."""
+    def begin_books(self, node_free: Sequence[int] | memoryview,
+                    evicted: dict[str, Job]) -> None:
+        """A cycle's books: the wholly free GPUs per node, as the core's books have them
+        (the counts, or a buffer of them as bytes)."""
         self.node_free = bytearray(node_free)
         self.whole = sum(self.node_free)
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).

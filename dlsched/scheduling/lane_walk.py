@@ -6,6 +6,7 @@ on any node, on the books of ``lane_books.FreeBooks``.
 from __future__ import annotations
 
 import heapq
+import sys
 from bisect import bisect_right
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
@@ -48,17 +49,23 @@ class LaneWalk(FreeBooks):
     def _begin(self, snapshot: ClusterSnapshot) -> None:
         """The cycle's fields: the scratchpad, the books read from the snapshot (through
         memoryviews made once for the core's read-only arrays, the same every cycle:
-        sliced, listed and summed without numpy's per-call costs), nothing decided yet."""
+        sliced, listed and summed without numpy's per-call costs), nothing decided yet.
+        The wholly free counts are read as bytes: each node's count (below 256,
+        ``_cluster_plain``) is the low byte of its integer, so the bytes at that offset, one
+        integer apart, are the counts, copied in C (no int made per node, no list)."""
         arrays = self.arrays
         if (arrays is None or arrays[0] is not snapshot.free
                 or arrays[1] is not snapshot.node_free
                 or arrays[2] is not snapshot.node_version):
             self.arrays = (snapshot.free, snapshot.node_free, snapshot.node_version)
+            counts = memoryview(snapshot.node_free)
+            assert snapshot.node_free.dtype.kind in "iu"  # (the core's: whole GPU counts)
+            low = 0 if sys.byteorder == "little" else counts.itemsize - 1
             self.free, self.node_free_view, self.node_versions = (
-                memoryview(snapshot.free), memoryview(snapshot.node_free),
+                memoryview(snapshot.free), counts.cast("B")[low::counts.itemsize],
                 memoryview(snapshot.node_version))
         self.state = state = self.lane.scratchpad(snapshot)
-        self.begin_books(self.node_free_view.tolist(), state.evicted)  # type: ignore[union-attr]
+        self.begin_books(self.node_free_view, state.evicted)  # type: ignore[arg-type]
         self.snapshot = snapshot
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
         self.versions: int | None = None  # starts and stops on every node, when first asked
