@@ -85,6 +85,7 @@ class DiscretizedLas:
         self._node_demotions: list[int] = []
         self._node_demotion_total = 0
         self._demotion_count = 0  # demotions applied so far (versions ``_demotion_sums``)
+        self._searched_queue = 0  # the queue ``post_filter`` last read (``searched_epoch``)
         self._scope_demotions: dict[Hashable, int] = {}  # the same per victim scope
         self._demotion_sums: dict[int, tuple[np.ndarray, int, int, bool]] = {}
         self._seeded = False
@@ -431,6 +432,7 @@ class DiscretizedLas:
             queue = self.queue_of(state, job)
         elif queue and self.promote_knob and self._starving_now(state, job):
             queue = 0
+        self._searched_queue = queue  # (``searched_epoch``)
         if self.same_queue_preemption or self.min_runtime:
             return self._victims(state, job, queue)
         if queue == self._last_queue:
@@ -499,6 +501,14 @@ class DiscretizedLas:
                                  - self._waited.get(job_id, 0.0)):
                 queue = 0
         return (self._demotions_on(nodes), queue)
+
+    def searched_epoch(self) -> tuple[int, int]:
+        """``rank_epoch`` on every node (the lane's mask) of the job ``post_filter`` was just
+        asked about, in the same cycle, without protection (the Tiresias lane's failed
+        search): the demotions so far there (``_demotions_on`` of every node is their kept
+        total; ``post_filter`` applied those due, as ``rank_epoch`` would) and the queue
+        ``post_filter`` read for the job (``rank_epoch`` reads it alike)."""
+        return (self._node_demotion_total, self._searched_queue)
 
     def victims_epoch(self, state: CycleState, scope: Hashable = None) -> Hashable | None:
         """What, besides starts and stops, may give a waiting job more victims: the demotions

@@ -5,7 +5,11 @@ queue. An entry is valid while its job is still running the same attempt in that
 entries (finished, preempted, demoted) are skipped when met and compacted away now and then.
 Jobs are filed into the sorted lists only when a victim search asks (``ranked_below``): on a
 cluster where every job fits, most finish or are demoted before any search, and their entries
-are dropped unsorted.
+are dropped unsorted. Queue 0's filings are not sorted in at all until a search reads queue 0
+(only one ranking a queue by submission, ``same_queue_preemption``: searches read the queues
+below the preemptor's): kept by job id (``_top``), each leaves at its stop or demotion by a
+dict deletion, where a sorted entry was found by bisection (the Philly table under contention:
+~0.9 queue-0 filings a cycle, nearly all later demoted or stopped).
 
 Each queue also keeps the GPUs of the attempts filed in it (``held_below``): at least what its
 valid entries hold, so a search that needs more victims' GPUs than that fails without reading
@@ -34,7 +38,10 @@ class RunningByQueue:
         self._entries: list[list[Entry]] = [[] for _ in range(queues)]
         self._filed: dict[str, tuple[int, float]] = {}
         self._pending: list[tuple[Job, int, float]] = []  # filed, not in the lists yet
-        self._size = 0  # entries, valid or not, pending ones included
+        self._size = 0  # entries, valid or not, pending ones and ``_top``'s included
+        # Queue 0's filings by job id while no search has read queue 0 (None from then on:
+        # they are sorted in as the other queues' are); each one's start is in ``_filed``
+        self._top: dict[str, Job] | None = {}
         # GPUs of each filed attempt, and their sums per queue: the GPUs an attempt holds when
         # it is valid, so each sum bounds what its queue's valid entries hold. Kept past queue
         # 0 only: ``held_below`` sums the queues below one (most filings are starts in 0).
@@ -59,7 +66,11 @@ class RunningByQueue:
                 gpus = len(job.allocation) or job.spec.num_gpus
             self._gpus[job_id] = gpus
             held[queue] += gpus
-        self._pending.append((job, queue, started))
+        top = self._top
+        if queue or top is None:
+            self._pending.append((job, queue, started))
+        else:
+            top[job_id] = job
         filed[job_id] = (queue, started)
         self._size += 1
         # Finished, preempted and demoted jobs leave stale entries, mostly at the tail where
@@ -79,6 +90,10 @@ class RunningByQueue:
             return
         if filed[0]:
             self._held[filed[0]] -= self._gpus.pop(job_id)
+        elif self._top is not None:
+            if self._top.pop(job_id, None) is not None:
+                self._size -= 1
+            return
         if job.status is JobStatus.RUNNING:
             return
         # ``_unlist(job, filed)``, inlined (every stop under contention)
@@ -112,6 +127,10 @@ class RunningByQueue:
         """Remove ``job``'s entry for ``filed`` (queue, start) from its sorted list; one still
         pending is dropped by ``_sort_pending`` instead (``_filed`` no longer names it)."""
         queue, started = filed
+        if not queue and self._top is not None:  # queue 0 unsorted: its entry by id
+            if self._top.pop(job.job_id, None) is not None:
+                self._size -= 1
+            return
         keys, entries = self._keys[queue], self._entries[queue]
         key = (job.spec.submit_time, job.job_id)
         at = bisect.bisect_left(keys, key)
@@ -182,6 +201,8 @@ class RunningByQueue:
         ``key`` None, those of the queues below ``queue`` only. An entry of a job that ended
         goes when read (``_purge``): the lists are read from the tail, so a deletion moves
         none of the entries still to read."""
+        if key is not None and not queue and self._top is not None:
+            self._sort_top()
         self._sort_pending()
         running = JobStatus.RUNNING
         for lower in range(len(self._entries) - 1, queue, -1):
@@ -199,6 +220,13 @@ class RunningByQueue:
         if key is not None:
             yield from self._valid_in(queue, bisect.bisect_right(self._keys[queue], key),
                                       evicted)
+
+    def _sort_top(self) -> None:
+        """A search reads queue 0: its filings are sorted in from now on (the live one of
+        each job: ``_top`` keeps a job's latest filing, an older one of it was stale)."""
+        top, self._top, filed = self._top, None, self._filed
+        assert top is not None
+        self._pending.extend([(job, 0, filed[job_id][1]) for job_id, job in top.items()])
 
     def _valid_in(self, queue: int, first: int, evicted: Container[str]) -> Iterator[Job]:
         entries, filed, running = self._entries[queue], self._filed, JobStatus.RUNNING
@@ -231,8 +259,17 @@ class RunningByQueue:
                     for job, started in entries]
             self._entries[queue] = list(compress(entries, keep))
             self._keys[queue] = list(compress(self._keys[queue], keep))
-        self._filed = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
-                       for job, started in entries}
+        kept = {job.job_id: (q, started) for q, entries in enumerate(self._entries)
+                for job, started in entries}
+        if self._top is not None:  # the same test for queue 0's unsorted filings
+            top, self._top = self._top, {}
+            for job_id, job in top.items():
+                started = filed[job_id][1]
+                if ((job.run_started == started and job.status is running)
+                        or (started == now and job.status in WAITING)):
+                    self._top[job_id] = job
+                    kept[job_id] = (0, started)
+        self._filed = kept
         gpus, held = self._gpus, [0] * len(self._held)
         self._gpus = {job_id: gpus[job_id] for job_id, (queue, _) in self._filed.items()
                       if queue}

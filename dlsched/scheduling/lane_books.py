@@ -20,6 +20,7 @@ share is exactly 0 or 1: wholly free is ``share == 1``, and a victim's GPU goes 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import compress
 
 from dlsched.scheduling.state import Layout
 from dlsched.workload.job import Job
@@ -35,9 +36,14 @@ class FreeBooks:
                                                          layout.gpus)
         self.largest = largest  # the most GPUs a node has
         self.free: memoryview  # the core's free shares, one float a GPU (read only)
+        # Each node's GPU ids, for ``_pick``'s ``compress`` over its shares (made once)
+        self.node_ids = [range(first, first + size)
+                         for first, size in zip(self.first_gpu, self.node_size, strict=True)]
 
-    def begin_books(self, node_free: Sequence[int], evicted: dict[str, Job]) -> None:
-        """A cycle's books: the wholly free GPUs per node, as the core's books have them."""
+    def begin_books(self, node_free: Sequence[int] | memoryview,
+                    evicted: dict[str, Job]) -> None:
+        """A cycle's books: the wholly free GPUs per node, as the core's books have them
+        (the counts, or a buffer of them as bytes)."""
         self.node_free = bytearray(node_free)
         self.whole = sum(self.node_free)
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).
@@ -95,19 +101,23 @@ class FreeBooks:
     def _pick(self, node: int, count: int) -> tuple[int, ...]:
         """``pick_gpus`` for whole GPUs on a node without NVLink domains (its lowest wholly
         free GPUs), taken: their free share 0 (``take`` of a whole share clamps there)."""
-        gpus = self.node_gpus.get(node) or self._gpus_of(node)
-        first = self.first_gpu[node]
         self.whole -= count
         node_free = self.node_free
         room = node_free[node]
         node_free[node] = room - count
+        if room == count:  # all it has (the spread's roomiest node, most picks): every
+            # free GPU, the ids where the share is 1 (each is 0 or 1: ``compress`` in C),
+            # read from the core's books where the cycle has not touched the node
+            gpus, ids = self.node_gpus.get(node), self.node_ids[node]
+            chosen = tuple(compress(ids, self.free[ids.start:ids.stop] if gpus is None
+                                    else gpus))
+            self.node_gpus[node] = [0.0] * len(ids)
+            return chosen
+        gpus = self.node_gpus.get(node) or self._gpus_of(node)
+        first = self.first_gpu[node]
         if room == len(gpus):  # every GPU wholly free: the lowest ``count``
             gpus[:count] = [0.0] * count
             return tuple(range(first, first + count))
-        if room == count:  # all it has (the spread's roomiest node): every free GPU
-            chosen = tuple([first + at for at, free in enumerate(gpus) if free == 1.0])
-            gpus[:] = [0.0] * len(gpus)
-            return chosen
         chosen, at, position = [], -1, gpus.index
         for _ in range(count):  # the lowest ``count`` wholly free, found in C
             at = position(1.0, at + 1)

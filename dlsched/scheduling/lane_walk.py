@@ -6,6 +6,7 @@ on any node, on the books of ``lane_books.FreeBooks``.
 from __future__ import annotations
 
 import heapq
+import sys
 from bisect import bisect_right
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
@@ -48,17 +49,23 @@ class LaneWalk(FreeBooks):
     def _begin(self, snapshot: ClusterSnapshot) -> None:
         """The cycle's fields: the scratchpad, the books read from the snapshot (through
         memoryviews made once for the core's read-only arrays, the same every cycle:
-        sliced, listed and summed without numpy's per-call costs), nothing decided yet."""
+        sliced, listed and summed without numpy's per-call costs), nothing decided yet.
+        The wholly free counts are read as bytes: each node's count (below 256,
+        ``_cluster_plain``) is the low byte of its integer, so the bytes at that offset, one
+        integer apart, are the counts, copied in C (no int made per node, no list)."""
         arrays = self.arrays
         if (arrays is None or arrays[0] is not snapshot.free
                 or arrays[1] is not snapshot.node_free
                 or arrays[2] is not snapshot.node_version):
             self.arrays = (snapshot.free, snapshot.node_free, snapshot.node_version)
+            counts = memoryview(snapshot.node_free)
+            assert snapshot.node_free.dtype.kind in "iu"  # (the core's: whole GPU counts)
+            low = 0 if sys.byteorder == "little" else counts.itemsize - 1
             self.free, self.node_free_view, self.node_versions = (
-                memoryview(snapshot.free), memoryview(snapshot.node_free),
+                memoryview(snapshot.free), counts.cast("B")[low::counts.itemsize],
                 memoryview(snapshot.node_version))
         self.state = state = self.lane.scratchpad(snapshot)
-        self.begin_books(self.node_free_view.tolist(), state.evicted)  # type: ignore[union-attr]
+        self.begin_books(self.node_free_view, state.evicted)  # type: ignore[arg-type]
         self.snapshot = snapshot
         self.miss = _NEVER  # the fewest GPUs a job failed with since the last eviction
         self.versions: int | None = None  # starts and stops on every node, when first asked
@@ -69,22 +76,23 @@ class LaneWalk(FreeBooks):
 
     def run(self, snapshot: ClusterSnapshot, buckets: Any) -> CycleResult:
         self._begin(snapshot)
-        dropped = self._scan(buckets)
+        bulk = self._scan(buckets)
         wakeup = self.sort.next_wakeup(self.state)
         result = object.__new__(CycleResult)  # the frozen ``__init__`` sets field by field
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
-                               next_wakeup=wakeup, blocked={}, bulk_reasons=tuple(
-                                   [(name, _SMALLER_FAILED_TEXT) for name in dropped]),
+                               next_wakeup=wakeup, blocked={}, bulk_reasons=bulk,
                                stop_reason=self.stop_reason)
         return result
 
-    def _scan(self, buckets: Any) -> list[Hashable]:
+    def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
         """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job
         asking at least the known miss, and comes back after an eviction clears it. A
         bucket's name starts with its jobs' GPU count (``Scheduler._bucket_of``). After an
         eviction a job asking more than is free that ``no_victims`` rules out (the last
-        queue's heads, the most met) fails here: ``_consider``'s steps for it, inline."""
+        queue's heads, the most met) fails here: ``_consider``'s steps for it, inline.
+        Returns the dropped buckets' bulk reasons. The known miss is kept in a local too
+        (``miss``), read back from ``self.miss`` after each ``_consider`` (which moves it)."""
         names, lists, needs, heap = [], [], [], []
         for name, entry in buckets.items():
             keys = entry[0]
@@ -96,40 +104,43 @@ class LaneWalk(FreeBooks):
         heapq.heapify(heap)
         dropped: list[int] = []
         ever_dropped: dict[int, None] = {}
-        state, consider, reasons = self.state, self._consider, self.reasons
+        state, consider, reasons, texts = self.state, self._consider, self.reasons, self.miss_texts
         evicted, no_victims, futile = state.evicted, self.sort.no_victims, self.futile
+        pop, replace, miss = heapq.heappop, heapq.heapreplace, self.miss
         while heap:
             key, n, index = heap[0]
             need = needs[n]
-            if need >= self.miss:
-                heapq.heappop(heap)
+            if need >= miss:
+                pop(heap)
                 dropped.append(n)
                 ever_dropped[n] = None
                 continue
             keys, jobs = lists[n]
             job = jobs[index]
             if evicted and need > self.whole and no_victims(state, job):
-                # ``_consider`` and ``_failed``: ``no_victims`` is pure, asked only here
+                # ``_consider`` and a failure's steps (``need`` is below the miss, checked above):
+                # ``no_victims`` is pure, asked only here; ``_miss_text``'s kept text
                 futile[job.job_id] = None
-                reasons[job.job_id] = self._miss_text(need)
-                if need < self.miss:
-                    self.miss = need
-            elif not consider(job, need) and need == 1 and not evicted:
-                # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
-                self.stop_reason = SMALLEST_FAILED
-                break
-            if dropped and self.miss == _NEVER:
-                for m in dropped:
-                    m_keys = lists[m][0]
-                    at = bisect_right(m_keys, key)
-                    if at < len(m_keys):
-                        heapq.heappush(heap, (m_keys[at], m, at))
-                dropped.clear()
-            if index + 1 < len(keys):
-                heapq.heapreplace(heap, (keys[index + 1], n, index + 1))
+                reasons[job.job_id] = texts.get((need, self.whole)) or self._miss_text(need)
+                miss = self.miss = need
             else:
-                heapq.heappop(heap)
-        return [names[n] for n in ever_dropped]
+                if not consider(job, need) and need == 1 and not evicted:
+                    # ``_nothing_else_fits``: one GPU on any node failed, nothing evicted
+                    self.stop_reason = SMALLEST_FAILED
+                    break
+                miss = self.miss
+                if dropped and miss == _NEVER:  # an eviction cleared the known miss
+                    for m in dropped:
+                        m_keys = lists[m][0]
+                        at = bisect_right(m_keys, key)
+                        if at < len(m_keys):
+                            heapq.heappush(heap, (m_keys[at], m, at))
+                    dropped.clear()
+            if index + 1 < len(keys):
+                replace(heap, (keys[index + 1], n, index + 1))
+            else:
+                pop(heap)
+        return tuple([(names[n], _SMALLER_FAILED_TEXT) for n in ever_dropped])
 
     def _consider(self, job: Job, need: int) -> bool:
         """``_CycleRun.consider`` and ``_try_job`` for a whole job on any node. While jobs
@@ -167,14 +178,26 @@ class LaneWalk(FreeBooks):
         start on the GPUs it frees; else the job fails with the count's reason (as it read
         before the search: a failed search frees nothing). Each victim frees the GPUs it
         holds, so the candidates are asked for with the room missing (``post_filter``'s
-        ``room``): none, unread, where the queues below hold too few (most failures)."""
-        candidates = self.sort.post_filter(self.state, job, need - self.whole)
+        ``room``): none, unread, where the queues below hold too few (most failures). A
+        failure's memo (``_memo``) takes its epoch from ``searched_epoch``: ``rank_epoch``
+        as ``post_filter`` just read the job's queue (~1.3 failures a cycle on the
+        contended Philly table); the failure's steps and the kept text, inline."""
+        sort = self.sort
+        candidates = sort.post_filter(self.state, job, need - self.whole)
         victims = self.fewest_victims(need, candidates) if candidates else ()
-        if not victims:
-            job_id = job.job_id
-            self.futile[job_id] = memo or self._memo(job)
-            return self._failed(job_id, need, self._miss_text(need))
-        return self._start(job, need, victims)
+        if victims:
+            return self._start(job, need, victims)
+        job_id = job.job_id
+        if memo is None and not self.state.evicted:
+            versions = self.versions
+            if versions is None:
+                versions = self.versions = sum(self.node_versions)  # type: ignore[arg-type]
+            memo = (versions, sort.searched_epoch())
+        self.futile[job_id] = memo
+        if need < self.miss:
+            self.miss = need
+        self.reasons[job_id] = self.miss_texts.get((need, self.whole)) or self._miss_text(need)
+        return False
 
     def _start(self, job: Job, need: int, victims: tuple[Job, ...]) -> bool:
         """``_place`` (placement, the gang Permit every whole placement passes, Reserve)
@@ -186,8 +209,9 @@ class LaneWalk(FreeBooks):
         self.futile.pop(job_id, None)
         self.starts.append(_new_start(job_id, gpus, (job.spec.gpu_share,) * need))
         if victims:
-            reason = f"preempted by {job_id}"
-            self.preemptions.extend([_new_preempt(v.job_id, reason) for v in victims])
+            reason, preemptions = f"preempted by {job_id}", self.preemptions
+            for victim in victims:  # (1-2 a search: a loop, not a comprehension's frame)
+                preemptions.append(_new_preempt(victim.job_id, reason))
             self.miss = _NEVER  # evictions may leave spare GPUs a failed job could use
         return True
 
@@ -204,12 +228,6 @@ class LaneWalk(FreeBooks):
         if self.versions is None:
             self.versions = sum(self.node_versions)
         return (self.versions, epoch)
-
-    def _failed(self, job_id: str, need: int, reason: str) -> bool:
-        if need < self.miss:
-            self.miss = need
-        self.reasons[job_id] = reason
-        return False
 
     def _miss_text(self, need: int) -> str:
         """``count_miss``'s reason for a whole job on any node asking more than is free, kept

@@ -96,11 +96,53 @@ def test_a_stopped_or_demoted_jobs_entry_leaves_the_sorted_lists_at_once() -> No
     c.status, c.run_started = JobStatus.PREEMPTED, None
     index.drop(c)
     index.file(b, 0, 5.0)  # b filed again, in queue 0: its queue-1 entry goes
-    assert [len(entries) for entries in index._entries] == [1, 0]
+    # (queue 0 is kept unsorted, by job id, while no search reads it)
+    assert [len(entries) for entries in index._entries] == [0, 0]
+    assert set(index._top or ()) == {"a", "b"}
     c.status, c.run_started = JobStatus.RUNNING, 9.0
     index.file(c, 1, 9.0)
     assert [j.job_id for j in index.ranked_below(0, None)] == ["c"]
-    assert [len(entries) for entries in index._entries] == [2, 1]
+    assert [len(entries) for entries in index._entries] == [0, 1]
+
+
+def test_queue_0_is_sorted_in_only_once_a_search_reads_it() -> None:
+    """Searches read the queues below the preemptor's, so queue 0's filings are kept by job
+    id (a stop or demotion deletes one) until a search ranks queue 0 by submission
+    (``same_queue_preemption``): from then on they are sorted in as any queue's, and the
+    search reads queue 0's live jobs as it did with every filing sorted in."""
+    index = RunningByQueue(2)
+    a, b, c, d = (_running(name, submit, 5) for name, submit in
+                  (("a", 0), ("b", 1), ("c", 2), ("d", 3)))
+    for job in (d, c, b, a):
+        index.file(job, 0, 5.0)
+    index.file(b, 1, 5.0)  # demoted: leaves queue 0's filings
+    c.status, c.run_started = JobStatus.PREEMPTED, None
+    index.drop(c)  # stopped: leaves them too
+    assert list(index.ranked_below(0, None)) == [b]
+    assert index._entries[0] == [] and list(index._top or ()) == ["d", "a"]
+    assert index.queue_of(a) == 0 and index.queue_of(c) is None
+    assert [j.job_id for j in index.ranked_below(0, (0.5, "x"))] == ["b", "d"]
+    assert index._top is None and [job.job_id for job, _ in index._entries[0]] == ["a", "d"]
+    e = _running("e", 4, 6)
+    index.file(e, 0, 6.0)  # sorted in from now on
+    assert [j.job_id for j in index.ranked_below(0, (0.5, "x"))] == ["b", "e", "d"]
+
+
+def test_compaction_keeps_queue_0s_live_unsorted_filings_only() -> None:
+    """Queue 0's unsorted filings are compacted as sorted entries are: the finished ones go
+    (memory follows the jobs alive), the running ones and those filed now stay."""
+    index = RunningByQueue(2)
+    old = [_running(f"old{i}", i, 0) for i in range(400)]
+    for job in old:
+        index.file(job, 0, 0.0)
+    for job in old[1:]:
+        job.status = JobStatus.FINISHED
+    new = Job(make_job("new").at(1000).build())  # reserved now, started by the core later
+    for i in range(250):  # queue-1 filings enough to compact
+        index.file(_running(f"r{i}", 500 + i, 7), 1, 7.0, now=7.0)
+    index.file(new, 0, 7.0, now=7.0)
+    assert set(index._top or ()) == {"old0", "new"}
+    assert index.queue_of(old[0]) == 0 and index.queue_of(old[1]) is None
 
 
 def _truth(index: RunningByQueue, queue: int, evicted: dict[str, Job]) -> int:

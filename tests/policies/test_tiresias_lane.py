@@ -168,3 +168,39 @@ def test_a_runs_profile_makes_its_own_lane() -> None:
     run_copy = prototype.instantiate()
     lane = preempt_lane.lane_of(run_copy)
     assert lane is not None and lane.sort is run_copy.queue_sort
+
+
+def test_a_failed_lane_search_memos_rank_epoch_without_asking_it(tmp_path: Path) -> None:
+    """A failed victim search of the lane stores as its futility memo the epoch
+    ``rank_epoch`` gives (checked at each failure without evictions), taken from what
+    ``post_filter`` just read (``searched_epoch``) rather than asking ``rank_epoch`` again."""
+    from dlsched.policies.tiresias import DiscretizedLas
+    from dlsched.scheduling import lane_walk
+
+    rank_epoch, search = DiscretizedLas.rank_epoch, lane_walk.LaneWalk._search
+    inside, asked, checked = [False], [0], [0]
+
+    def counting_epoch(sort: DiscretizedLas, *args: object) -> tuple | None:
+        asked[0] += inside[0]
+        return rank_epoch(sort, *args)  # type: ignore[arg-type]
+
+    def checking_search(walk: lane_walk.LaneWalk, job: object, need: int,
+                        memo: tuple | None) -> bool:
+        inside[0] = True
+        try:
+            started = search(walk, job, need, memo)  # type: ignore[arg-type]
+        finally:
+            inside[0] = False
+        if not started and memo is None and not walk.state.evicted:
+            expected = rank_epoch(walk.sort, walk.state, job, walk.every_node)  # type: ignore
+            assert walk.futile[job.job_id] == (walk.versions, expected)  # type: ignore
+            checked[0] += 1
+        return started
+
+    specs = [make_job(f"j{i:03d}").at(i * 13).gpus((1, 2, 4, 1, 8)[i % 5]).work(
+        300 + 47 * (i % 9)).build() for i in range(60)]
+    with (mock.patch.object(DiscretizedLas, "rank_epoch", counting_epoch),
+          mock.patch.object(lane_walk.LaneWalk, "_search", checking_search)):
+        _, decided, _ = _run(specs, 2, 4, {"thresholds": "100", "promote_knob": "2"}, True,
+                             tmp_path / "a", None)
+    assert all(decided) and checked[0] > 5 and asked[0] == 0
