@@ -167,7 +167,9 @@ class Scheduler:
         self.down_nodes: frozenset[int] = frozenset()
         self.down_changes: list[tuple[float, int, bool]] = []  # (time, node, down): reports
         self.resilience = resilience  # checkpoints and failure losses (None: no failures)
-        self.segments = RunSegments()  # each job's runs: start, end, GPUs (segments.csv)
+        # each job's runs: start, end, GPUs (segments.csv); an open one's GPUs are its job's
+        self.segments = RunSegments(self.running)
+        self._segment_starts = self.segments.starts  # (``RunSegments.opened``'s dict)
         config = self.config
         self.reconfigurer = (None if config.resilience == "restart" else Reconfigurer(
             config.resilience, throughput, config.restart_overhead, config.reconfigure_seconds,
@@ -716,7 +718,7 @@ class Scheduler:
             self._adjust_whole(gpus, -1.0)
         else:
             self._adjust(gpus, shares, -1.0, booked)
-        self.segments.opened(job.job_id, now, gpus, shares)
+        self._segment_starts[job.job_id] = now  # ``segments.opened``, inlined
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
         # (``min(shares) < 1.0``, told without ``min``'s argument parsing when all are whole)
         shared = None if whole or min(shares) >= 1.0 else self.sharing.share(job)
@@ -853,7 +855,7 @@ class Scheduler:
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
         if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
-        self.segments.ended(job.job_id, now)
+        self.segments.ended(job.job_id, now, allocation, shares)
         job.rate = 0.0
         job.run_started = None
         self.journal.note(job)
