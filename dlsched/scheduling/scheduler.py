@@ -724,7 +724,7 @@ class Scheduler:
         whole = shares.count(_FULL) == len(shares)  # (one count for the books and sharing)
         if spec.mig_profile:
             self._adjust(gpus, self._mig_take(job, now), -1.0, booked)
-        elif whole and not booked and len(gpus) > 1:  # ``_adjust``'s own dispatch
+        elif whole and not booked:  # ``_adjust``'s own dispatch (one GPU: its own steps)
             self._adjust_whole(gpus, -1.0)
         else:
             self._adjust(gpus, shares, -1.0, booked)
@@ -880,7 +880,7 @@ class Scheduler:
         spec, allocation, shares = job.spec, job.allocation, job.shares
         if spec.mig_profile:
             self._adjust(allocation, self._mig_give(job), 1.0)
-        elif len(allocation) > 1 and shares.count(_FULL) == len(allocation):
+        elif shares.count(_FULL) == len(allocation):
             self._adjust_whole(allocation, 1.0)  # ``_adjust``'s own dispatch, a call less
         else:
             self._adjust(allocation, shares, 1.0)
@@ -981,9 +981,20 @@ class Scheduler:
     def _adjust_whole(self, gpus: tuple[int, ...], sign: float) -> None:
         """``_adjust`` of whole GPUs (every share 1), its steps worked out: a free share is
         within [0, 1], so one taken leaves 0 and one given back leaves 1 (the clamp), and a
-        node's whole-free count moves where the GPU was (taking) or was not (giving) whole."""
+        node's whole-free count moves where the GPU was (taking) or was not (giving) whole.
+        One GPU (most jobs) takes the loop's one step and moves ``used_gpus`` by ``sign``
+        (``_adjust``'s ``sign * share`` for a share of 1: the same float)."""
         gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
         given = sign > 0
+        if len(gpus) == 1:
+            gpu = gpus[0]
+            node = gpu_node[gpu]
+            if (free[gpu] >= _WHOLE) is not given:
+                node_free[node] += 1 if given else -1
+            free[gpu] = _FULL if given else 0.0
+            node_version[node] += 1
+            self.used_gpus -= sign
+            return
         value, change = (_FULL, 1) if given else (0.0, -1)
         last, count = -1, 0
         for gpu in gpus:
