@@ -549,6 +549,7 @@ class Scheduler:
             # Nothing waits: the policy has nothing to decide (the timeline's record: the
             # common cycle of a quiet cluster, after each completion).
             self.timeline.record(self.clock.now(), self.used_gpus, 0, len(self.running))
+            self.journal.trim()  # (no snapshot reads its count: its oldest entries go here)
             return IDLE_RESULT
         started = time.perf_counter()
         self._reason_seq += 1
@@ -559,6 +560,7 @@ class Scheduler:
             self.apply(result)
         else:
             self.queue_reasons = result.blocked
+            self.journal.trim()  # (as in a cycle with nothing waiting)
         if self.mig is not None and self.mig.drain_requests:
             self.mig.commit_drains(self.mig.drain_requests, {s.job_id for s in result.starts})
         if self.rerater is not None:
