@@ -206,6 +206,7 @@ class Scheduler:
             from dlsched.mig.book import MigBook
 
             self.mig = MigBook(self.cluster, self.config.mig_placement)
+            self._kinds_changed()
         try:
             most = self._max_workers(job)
         except (KeyError, ValueError) as exc:  # the throughput model cannot rate the job
@@ -213,8 +214,10 @@ class Scheduler:
             prefix = f"job {spec.job_id}"
             raise ConfigError(message if message.startswith(prefix) else f"{prefix}: {message}"
                               ) from None
-        self.fractional_jobs += spec.gpu_share < 1.0
-        self.beyond_gpu_jobs += spec.asks_beyond_gpus
+        if spec.gpu_share < 1.0 or spec.asks_beyond_gpus:
+            self.fractional_jobs += spec.gpu_share < 1.0
+            self.beyond_gpu_jobs += spec.asks_beyond_gpus
+            self._kinds_changed()
         self.jobs[spec.job_id] = job
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
@@ -474,6 +477,7 @@ class Scheduler:
             self.node_version[node] += 1
             self.down_changes.append((now, node, node in nodes))
         self.down_nodes = nodes
+        self._snapshot_fields["down_nodes"] = nodes
         if changed and self.resilience is not None:
             down = sum(int(self.cluster.node_gpus[node]) for node in nodes)
             self.resilience.gpus_up(self.clock.now(), self.cluster.num_gpus - down)
@@ -525,22 +529,32 @@ class Scheduler:
             fields["waiting"] = waiting.ordered()
         else:  # sorted if read during the cycle (``state.LIVE_QUEUE``): the lane never does
             fields[LIVE_CHANGES] = waiting.changes
-        fields["down_nodes"] = self.down_nodes
-        fields["has_fractional"] = self.fractional_jobs > 0
-        fields["resources"] = self._resources_view if self.beyond_gpu_jobs else None
-        fields["mig"] = self.mig
         fields["running_changes"] = self.journal.count
         return core_snapshot(fields, self._grouped)
 
     def _kept_snapshot_fields(self) -> dict[str, Any]:
-        """The snapshot's fields that stay the same objects from cycle to cycle."""
+        """The snapshot's fields that stay the same objects from cycle to cycle, and those
+        that change only where the core sets them (``_kinds_changed``, ``_set_down``)."""
         free, node_free, node_version = self._views
         return {"cluster": self.cluster, "free": free, "node_free": node_free,
                 "node_version": node_version, "running": self.running.values(),
                 "throughput": self.throughput, "by_queue": self.waiting.by_queue(),
                 "buckets": self.waiting.buckets(),
                 "own_reason": self.own_reason if self._bucketed else None,
-                "journal": self.journal, LIVE_QUEUE: self.waiting}
+                "journal": self.journal, LIVE_QUEUE: self.waiting,
+                **self._kinds_fields(), "down_nodes": self.down_nodes}
+
+    def _kinds_fields(self) -> dict[str, Any]:
+        """The snapshot's fields that follow the kinds of jobs submitted so far."""
+        return {"has_fractional": self.fractional_jobs > 0,
+                "resources": self._resources_view if self.beyond_gpu_jobs else None,
+                "mig": self.mig}
+
+    def _kinds_changed(self) -> None:
+        """A submitted job asks a part of a GPU, more than GPUs, or a MIG instance: the
+        snapshot's fields that follow them are set again (not every cycle: ~10^6 cycles on a
+        contended run, issue 14)."""
+        self._snapshot_fields.update(self._kinds_fields())
 
     def cycle(self) -> CycleResult:
         if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):
