@@ -762,8 +762,11 @@ class Scheduler:
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
             # scaling on one type), or the workers' types and nodes alone (``rate_alone``),
-            # is asked without a Placement, for an unshared job.
-            job.rate = self._unshared_rate(spec, gpus)
+            # is asked without a Placement, for an unshared job (the first, here: a call
+            # less a start).
+            by_count = self._rate_by_count
+            job.rate = (by_count(spec, len(gpus)) if by_count is not None
+                        else self._unshared_rate(spec, gpus))
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
@@ -773,9 +776,8 @@ class Scheduler:
             self._rerate_partners(shared, now)
 
     def _unshared_rate(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
-        """The rate of a job on ``gpus`` that shares none of them and holds no host share."""
-        if self._rate_by_count is not None:
-            return self._rate_by_count(spec, len(gpus))
+        """The rate of a job on ``gpus`` that shares none of them and holds no host share,
+        from a model without ``rate_by_count`` (``_launch`` asks that one itself)."""
         gpu_node, node_type = self._gpu_node, self._node_type
         if len(gpus) == 1:  # most jobs: no ``map`` objects
             node = gpu_node[gpus[0]]
