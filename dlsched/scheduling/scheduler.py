@@ -508,15 +508,19 @@ class Scheduler:
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
-        if not running:
-            return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, (), (),
-                                   self.throughput, by_queue=self.waiting.by_queue(),
-                                   has_fractional=self.fractional_jobs > 0,
-                                   buckets=self.waiting.buckets(),
-                                   own_reason=self.own_reason if self._bucketed else None,
-                                   resources=(self._resources_view if self.beyond_gpu_jobs
-                                              else None), mig=self.mig)
-        now = self.clock.now()
+        if running:
+            return self._snapshot_at(self.clock.now())
+        return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, (), (),
+                               self.throughput, by_queue=self.waiting.by_queue(),
+                               has_fractional=self.fractional_jobs > 0,
+                               buckets=self.waiting.buckets(),
+                               own_reason=self.own_reason if self._bucketed else None,
+                               resources=(self._resources_view if self.beyond_gpu_jobs
+                                          else None), mig=self.mig)
+
+    def _snapshot_at(self, now: float) -> ClusterSnapshot:
+        """``snapshot()`` of the running jobs at ``now``, the clock's time (a cycle reads it
+        once for its snapshot and its decisions: the clock does not move during a cycle)."""
         if self._key_changes is not None:
             for job in self._key_changes(now):
                 self.waiting.rekey(job)
@@ -567,11 +571,12 @@ class Scheduler:
             return IDLE_RESULT
         started = time.perf_counter()
         self._reason_seq += 1
+        now = self.clock.now()  # (the cycle's time: its snapshot, decisions and record)
         lane = self._lane
         result = lane.try_start() if lane is not None else None
         if result is None:
-            result = run_cycle(self.profile, self.snapshot())
-            self.apply(result)
+            result = run_cycle(self.profile, self._snapshot_at(now))
+            self._apply_at(result, now)
         else:
             self.queue_reasons = result.blocked
             self.journal.trim()  # (as in a cycle with nothing waiting)
@@ -582,7 +587,7 @@ class Scheduler:
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
         # the cluster after the cycle (recorded here: ~10^6 cycles on a contended run)
-        self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),
+        self.timeline.record(now, self.used_gpus, len(self.waiting),
                              len(self.running))
         return result
 
@@ -614,7 +619,10 @@ class Scheduler:
         return self.rerater.goodput_series if self.rerater is not None else []
 
     def apply(self, result: CycleResult) -> None:
-        now = self.clock.now()
+        self._apply_at(result, self.clock.now())
+
+    def _apply_at(self, result: CycleResult, now: float) -> None:
+        """``apply`` at ``now``, the clock's time."""
         for preempt in result.preemptions:
             self._preempt(self.running[preempt.job_id], now, preempt.reason)
         if result.resizes:
