@@ -115,6 +115,7 @@ class Scheduler:
             scans_by_bucket(profile) or hasattr(profile.queue_sort, "walk_waiting"))
         self._bucket_keys: dict[Hashable, Hashable] = {}
         self.waiting = WaitingQueue(static_key, self._bucket_of if self._bucketed else None)
+        self._waiting_ids = self.waiting.ids  # (its ``len`` without a Python call)
         self._bulk_reasons: dict[Hashable, tuple[int, str]] = {}
         # The last cycle that stopped before reaching every waiting job: (stamp, why). A job
         # submitted or stopped since is stamped later (``submit``, ``_preempt``).
@@ -561,7 +562,8 @@ class Scheduler:
         self._snapshot_fields.update(self._kinds_fields())
 
     def cycle(self) -> CycleResult:
-        if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):
+        waiting_ids = self._waiting_ids
+        if not len(waiting_ids) and (not self.profile.acts_on_running or self._settled()):
             if self.rerater is not None:
                 self._rerate()
             # Nothing waits: the policy has nothing to decide (the timeline's record: the
@@ -587,7 +589,7 @@ class Scheduler:
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
         # the cluster after the cycle (recorded here: ~10^6 cycles on a contended run)
-        self.timeline.record(now, self.used_gpus, len(self.waiting),
+        self.timeline.record(now, self.used_gpus, len(waiting_ids),
                              len(self.running))
         return result
 
