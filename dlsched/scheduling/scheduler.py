@@ -12,9 +12,7 @@ import itertools
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from functools import partial, reduce
-from itertools import chain, repeat
-from operator import add, mul
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,7 +60,6 @@ _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this i
 # Floats count whole GPUs exactly below 2**53: a total below this stays below 2**53 after any
 # job's GPU count is added or taken
 _EXACT = 2.0 ** 52
-_CHARGE_EVERY = 1024  # stops charged to the one GPU type at a time (``_charge_held``)
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 # Each core counts its running-job changes from its own base: two cores' counts never meet, so
 # a policy object used by two cores in turn cannot take one's count for the other's.
@@ -153,14 +150,9 @@ class Scheduler:
         self._node_type = [node.gpu_type for node in cluster.nodes]
         # GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
         # running ones); the timeline keeps only the cluster total.
-        self._type_seconds = dict.fromkeys(cluster.type_names, 0.0)
-        # On a cluster of one type, each stop's (time held, shares) waits here and is charged
-        # a batch at a time (``_charge_held``): the same additions in the same order, in C
-        # instead of a Python step a GPU (~10^6 stops on a contended run, issue 14).
-        self._held: list[tuple[float, tuple[float, ...]]] = []
+        self.type_seconds = dict.fromkeys(cluster.type_names, 0.0)
         # its one type, where the cluster has one (every stop charges it: ``_settle``)
-        self._one_type = (next(iter(self._type_seconds)) if len(self._type_seconds) == 1
-                          else None)
+        self._one_type = next(iter(self.type_seconds)) if len(self.type_seconds) == 1 else None
         self.used_gpus = 0.0
         self.timeline = Timeline.of_arrays()
         self.cycles = 0
@@ -846,36 +838,14 @@ class Scheduler:
         if self.resilience is not None:
             self.resilience.settled(job, job.productive_from, now, total)
         if held > 0:
-            if self._one_type is not None:  # ``_charge_types``' first case, a batch later
-                pending = self._held
-                pending.append((held, job.shares))
-                if len(pending) >= _CHARGE_EVERY:
-                    self._charge_held()
+            spent, kind = self.type_seconds, self._one_type
+            if kind is not None:  # ``_charge_types``' first case, inlined: a call a stop
+                charged = spent[kind]
+                for share in job.shares:
+                    charged += held * share
+                spent[kind] = charged
             else:
-                self._charge_types(job, held, self._type_seconds)
-
-    @property
-    def type_seconds(self) -> dict[str, float]:
-        """GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
-        running ones)."""
-        self._charge_held()
-        return self._type_seconds
-
-    def _charge_held(self) -> None:
-        """Charge the stops waiting in ``_held`` to the cluster's one type: ``charged +=
-        held * share`` for each share of each stop in turn, as ``_charge_types`` does one
-        stop at a time (``reduce`` adds in order: the same float steps)."""
-        pending = self._held
-        if not pending:
-            return
-        helds, shares = zip(*pending, strict=True)
-        kind = self._one_type
-        assert kind is not None
-        spent = self._type_seconds
-        steps = map(mul, chain.from_iterable(map(repeat, helds, map(len, shares))),
-                    chain.from_iterable(shares))
-        spent[kind] = reduce(add, steps, spent[kind])
-        pending.clear()
+                self._charge_types(job, held, spent)
 
     def _charge_types(self, job: Job, held: float, spent: dict[str, float]) -> None:
         if len(spent) == 1:  # one GPU type: the same additions, in the same order
