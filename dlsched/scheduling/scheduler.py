@@ -112,6 +112,7 @@ class Scheduler:
             scans_by_bucket(profile) or hasattr(profile.queue_sort, "walk_waiting"))
         self._bucket_keys: dict[Hashable, Hashable] = {}
         self.waiting = WaitingQueue(static_key, self._bucket_of if self._bucketed else None)
+        self._waiting_ids = self.waiting.ids  # (its ``len`` without a Python call)
         self._bulk_reasons: dict[Hashable, tuple[int, str]] = {}
         # The last cycle that stopped before reaching every waiting job: (stamp, why). A job
         # submitted or stopped since is stamped later (``submit``, ``_preempt``).
@@ -167,7 +168,9 @@ class Scheduler:
         self.down_nodes: frozenset[int] = frozenset()
         self.down_changes: list[tuple[float, int, bool]] = []  # (time, node, down): reports
         self.resilience = resilience  # checkpoints and failure losses (None: no failures)
-        self.segments = RunSegments()  # each job's runs: start, end, GPUs (segments.csv)
+        # each job's runs: start, end, GPUs (segments.csv); an open one's GPUs are its job's
+        self.segments = RunSegments(self.running)
+        self._segment_starts = self.segments.starts  # (``RunSegments.opened``'s dict)
         config = self.config
         self.reconfigurer = (None if config.resilience == "restart" else Reconfigurer(
             config.resilience, throughput, config.restart_overhead, config.reconfigure_seconds,
@@ -196,6 +199,7 @@ class Scheduler:
             from dlsched.mig.book import MigBook
 
             self.mig = MigBook(self.cluster, self.config.mig_placement)
+            self._kinds_changed()
         try:
             most = self._max_workers(job)
         except (KeyError, ValueError) as exc:  # the throughput model cannot rate the job
@@ -203,8 +207,10 @@ class Scheduler:
             prefix = f"job {spec.job_id}"
             raise ConfigError(message if message.startswith(prefix) else f"{prefix}: {message}"
                               ) from None
-        self.fractional_jobs += spec.gpu_share < 1.0
-        self.beyond_gpu_jobs += spec.asks_beyond_gpus
+        if spec.gpu_share < 1.0 or spec.asks_beyond_gpus:
+            self.fractional_jobs += spec.gpu_share < 1.0
+            self.beyond_gpu_jobs += spec.asks_beyond_gpus
+            self._kinds_changed()
         self.jobs[spec.job_id] = job
         if spec.num_gpus > most:
             job.set_status(JobStatus.FAILED)
@@ -464,6 +470,7 @@ class Scheduler:
             self.node_version[node] += 1
             self.down_changes.append((now, node, node in nodes))
         self.down_nodes = nodes
+        self._snapshot_fields["down_nodes"] = nodes
         if changed and self.resilience is not None:
             down = sum(int(self.cluster.node_gpus[node]) for node in nodes)
             self.resilience.gpus_up(self.clock.now(), self.cluster.num_gpus - down)
@@ -494,15 +501,19 @@ class Scheduler:
 
     # -- the cycle ------------------------------------------------------------------------
     def snapshot(self, running: bool = True) -> ClusterSnapshot:
-        if not running:
-            return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, (), (),
-                                   self.throughput, by_queue=self.waiting.by_queue(),
-                                   has_fractional=self.fractional_jobs > 0,
-                                   buckets=self.waiting.buckets(),
-                                   own_reason=self.own_reason if self._bucketed else None,
-                                   resources=(self._resources_view if self.beyond_gpu_jobs
-                                              else None), mig=self.mig)
-        now = self.clock.now()
+        if running:
+            return self._snapshot_at(self.clock.now())
+        return ClusterSnapshot(self.cluster, self.clock.now(), *self._views, (), (),
+                               self.throughput, by_queue=self.waiting.by_queue(),
+                               has_fractional=self.fractional_jobs > 0,
+                               buckets=self.waiting.buckets(),
+                               own_reason=self.own_reason if self._bucketed else None,
+                               resources=(self._resources_view if self.beyond_gpu_jobs
+                                          else None), mig=self.mig)
+
+    def _snapshot_at(self, now: float) -> ClusterSnapshot:
+        """``snapshot()`` of the running jobs at ``now``, the clock's time (a cycle reads it
+        once for its snapshot and its decisions: the clock does not move during a cycle)."""
         if self._key_changes is not None:
             for job in self._key_changes(now):
                 self.waiting.rekey(job)
@@ -515,47 +526,63 @@ class Scheduler:
             fields["waiting"] = waiting.ordered()
         else:  # sorted if read during the cycle (``state.LIVE_QUEUE``): the lane never does
             fields[LIVE_CHANGES] = waiting.changes
-        fields["down_nodes"] = self.down_nodes
-        fields["has_fractional"] = self.fractional_jobs > 0
-        fields["resources"] = self._resources_view if self.beyond_gpu_jobs else None
-        fields["mig"] = self.mig
         fields["running_changes"] = self.journal.count
         return core_snapshot(fields, self._grouped)
 
     def _kept_snapshot_fields(self) -> dict[str, Any]:
-        """The snapshot's fields that stay the same objects from cycle to cycle."""
+        """The snapshot's fields that stay the same objects from cycle to cycle, and those
+        that change only where the core sets them (``_kinds_changed``, ``_set_down``)."""
         free, node_free, node_version = self._views
         return {"cluster": self.cluster, "free": free, "node_free": node_free,
                 "node_version": node_version, "running": self.running.values(),
                 "throughput": self.throughput, "by_queue": self.waiting.by_queue(),
                 "buckets": self.waiting.buckets(),
                 "own_reason": self.own_reason if self._bucketed else None,
-                "journal": self.journal, LIVE_QUEUE: self.waiting}
+                "journal": self.journal, LIVE_QUEUE: self.waiting,
+                **self._kinds_fields(), "down_nodes": self.down_nodes}
+
+    def _kinds_fields(self) -> dict[str, Any]:
+        """The snapshot's fields that follow the kinds of jobs submitted so far."""
+        return {"has_fractional": self.fractional_jobs > 0,
+                "resources": self._resources_view if self.beyond_gpu_jobs else None,
+                "mig": self.mig}
+
+    def _kinds_changed(self) -> None:
+        """A submitted job asks a part of a GPU, more than GPUs, or a MIG instance: the
+        snapshot's fields that follow them are set again (not every cycle: ~10^6 cycles on a
+        contended run, issue 14)."""
+        self._snapshot_fields.update(self._kinds_fields())
 
     def cycle(self) -> CycleResult:
-        if not len(self.waiting) and (not self.profile.acts_on_running or self._settled()):
+        waiting_ids = self._waiting_ids
+        if not len(waiting_ids) and (not self.profile.acts_on_running or self._settled()):
             if self.rerater is not None:
                 self._rerate()
-            # Nothing waits: the policy has nothing to decide (``_record``, inlined: the
+            # Nothing waits: the policy has nothing to decide (the timeline's record: the
             # common cycle of a quiet cluster, after each completion).
             self.timeline.record(self.clock.now(), self.used_gpus, 0, len(self.running))
+            self.journal.trim()  # (no snapshot reads its count: its oldest entries go here)
             return IDLE_RESULT
         started = time.perf_counter()
         self._reason_seq += 1
+        now = self.clock.now()  # (the cycle's time: its snapshot, decisions and record)
         lane = self._lane
         result = lane.try_start() if lane is not None else None
         if result is None:
-            result = run_cycle(self.profile, self.snapshot())
-            self.apply(result)
+            result = run_cycle(self.profile, self._snapshot_at(now))
+            self._apply_at(result, now)
         else:
             self.queue_reasons = result.blocked
+            self.journal.trim()  # (as in a cycle with nothing waiting)
         if self.mig is not None and self.mig.drain_requests:
             self.mig.commit_drains(self.mig.drain_requests, {s.job_id for s in result.starts})
         if self.rerater is not None:
             self._rerate()
         self.cycles += 1
         self.cycle_seconds += time.perf_counter() - started
-        self._record()
+        # the cluster after the cycle (recorded here: ~10^6 cycles on a contended run)
+        self.timeline.record(now, self.used_gpus, len(waiting_ids),
+                             len(self.running))
         return result
 
     def _settled(self) -> bool:
@@ -586,7 +613,10 @@ class Scheduler:
         return self.rerater.goodput_series if self.rerater is not None else []
 
     def apply(self, result: CycleResult) -> None:
-        now = self.clock.now()
+        self._apply_at(result, self.clock.now())
+
+    def _apply_at(self, result: CycleResult, now: float) -> None:
+        """``apply`` at ``now``, the clock's time."""
         for preempt in result.preemptions:
             self._preempt(self.running[preempt.job_id], now, preempt.reason)
         if result.resizes:
@@ -712,11 +742,11 @@ class Scheduler:
         whole = shares.count(_FULL) == len(shares)  # (one count for the books and sharing)
         if spec.mig_profile:
             self._adjust(gpus, self._mig_take(job, now), -1.0, booked)
-        elif whole and not booked and len(gpus) > 1:  # ``_adjust``'s own dispatch
+        elif whole and not booked:  # ``_adjust``'s own dispatch (one GPU: its own steps)
             self._adjust_whole(gpus, -1.0)
         else:
             self._adjust(gpus, shares, -1.0, booked)
-        self.segments.opened(job.job_id, now, gpus, shares)
+        self._segment_starts[job.job_id] = now  # ``segments.opened``, inlined
         # Whole shares are shared with no one (``SharedGpus.share``'s first test).
         # (``min(shares) < 1.0``, told without ``min``'s argument parsing when all are whole)
         shared = None if whole or min(shares) >= 1.0 else self.sharing.share(job)
@@ -734,8 +764,11 @@ class Scheduler:
         else:
             # A model whose rate follows the worker count alone (``rate_by_count``: linear
             # scaling on one type), or the workers' types and nodes alone (``rate_alone``),
-            # is asked without a Placement, for an unshared job.
-            job.rate = self._unshared_rate(spec, gpus)
+            # is asked without a Placement, for an unshared job (the first, here: a call
+            # less a start).
+            by_count = self._rate_by_count
+            job.rate = (by_count(spec, len(gpus)) if by_count is not None
+                        else self._unshared_rate(spec, gpus))
         if self.resilience is not None:
             job.rate = self.resilience.launched(job, now, job.rate)
         job.pending_reason = ""
@@ -745,9 +778,8 @@ class Scheduler:
             self._rerate_partners(shared, now)
 
     def _unshared_rate(self, spec: JobSpec, gpus: tuple[int, ...]) -> float:
-        """The rate of a job on ``gpus`` that shares none of them and holds no host share."""
-        if self._rate_by_count is not None:
-            return self._rate_by_count(spec, len(gpus))
+        """The rate of a job on ``gpus`` that shares none of them and holds no host share,
+        from a model without ``rate_by_count`` (``_launch`` asks that one itself)."""
         gpu_node, node_type = self._gpu_node, self._node_type
         if len(gpus) == 1:  # most jobs: no ``map`` objects
             node = gpu_node[gpus[0]]
@@ -846,14 +878,14 @@ class Scheduler:
         spec, allocation, shares = job.spec, job.allocation, job.shares
         if spec.mig_profile:
             self._adjust(allocation, self._mig_give(job), 1.0)
-        elif len(allocation) > 1 and shares.count(_FULL) == len(allocation):
+        elif shares.count(_FULL) == len(allocation):
             self._adjust_whole(allocation, 1.0)  # ``_adjust``'s own dispatch, a call less
         else:
             self._adjust(allocation, shares, 1.0)
         # ``beyond_gpu_jobs`` first: no job asks (the common run), no property to ask
         if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             self.resources.give(job.allocation, booked_spec(job))
-        self.segments.ended(job.job_id, now)
+        self.segments.ended(job.job_id, now, allocation, shares)
         job.rate = 0.0
         job.run_started = None
         self.journal.note(job)
@@ -947,9 +979,20 @@ class Scheduler:
     def _adjust_whole(self, gpus: tuple[int, ...], sign: float) -> None:
         """``_adjust`` of whole GPUs (every share 1), its steps worked out: a free share is
         within [0, 1], so one taken leaves 0 and one given back leaves 1 (the clamp), and a
-        node's whole-free count moves where the GPU was (taking) or was not (giving) whole."""
+        node's whole-free count moves where the GPU was (taking) or was not (giving) whole.
+        One GPU (most jobs) takes the loop's one step and moves ``used_gpus`` by ``sign``
+        (``_adjust``'s ``sign * share`` for a share of 1: the same float)."""
         gpu_node, (free, node_free, node_version) = self._gpu_node, self._books
         given = sign > 0
+        if len(gpus) == 1:
+            gpu = gpus[0]
+            node = gpu_node[gpu]
+            if (free[gpu] >= _WHOLE) is not given:
+                node_free[node] += 1 if given else -1
+            free[gpu] = _FULL if given else 0.0
+            node_version[node] += 1
+            self.used_gpus -= sign
+            return
         value, change = (_FULL, 1) if given else (0.0, -1)
         last, count = -1, 0
         for gpu in gpus:
@@ -989,10 +1032,6 @@ class Scheduler:
         if job.host is not None:
             return Placement(types, nodes, partners or (), job.host)
         return _placement(types, nodes, () if partners is None else partners, None)
-
-    def _record(self) -> None:
-        self.timeline.record(self.clock.now(), self.used_gpus, len(self.waiting),
-                             len(self.running))
 
     @property
     def idle(self) -> bool:

@@ -43,6 +43,8 @@ class WaitingQueue:
     def __init__(self, static_key: Callable[[Job], Any] | None = None,
                  bucket_of: Callable[[Job], Hashable] | None = None) -> None:
         self._jobs: dict[str, Job] = {}
+        # The waiting jobs' ids, a live view (``len`` of it in C: the core asks twice a cycle)
+        self.ids: KeysView[str] = self._jobs.keys()
         self._static_key = static_key
         self._keys: list[Any] = []
         self._ordered: list[Job] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import heapq
 import itertools
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 
@@ -42,6 +43,12 @@ class EventQueue:
         """The heap itself, (time, kind, seq, event) entries: the simulator's loop reads and
         pops it with ``heapq`` (a method call per event costs ~5% of a Philly run)."""
         return self._heap
+
+    @property
+    def numbering(self) -> Iterator[int]:
+        """The counter that numbers entries (``seq``): a caller that pushes onto ``heap``
+        itself (``SimExecutor.start``, one a start) numbers its entries from it."""
+        return self._seq
 
     def schedule(self, time: float, event: Event) -> None:
         heapq.heappush(self._heap, (time, event.kind, next(self._seq), event))

@@ -9,6 +9,8 @@ the heap); so is that of a job whose rate changed while running (``rerate``: spa
 
 from __future__ import annotations
 
+from heapq import heappush
+
 from dlsched.sim.events import Event, EventQueue, Priority
 from dlsched.workload.job import Job, JobStatus
 
@@ -20,6 +22,8 @@ _tuple = tuple.__new__  # Event(...) without its Python-level ``__new__``: one a
 class SimExecutor:
     def __init__(self, events: EventQueue) -> None:
         self.events = events
+        # ``events.schedule``'s push, done here (a call less a start, ~10^6 on a contended run)
+        self._heap, self._numbering = events.heap, events.numbering
 
     def start(self, job: Job, now: float) -> None:
         if job.rate <= 0:
@@ -41,7 +45,8 @@ class SimExecutor:
             left = work - done
             finish = ((productive if productive > now else now)
                       + (left if left > 0.0 else 0.0) / job.rate)
-        self.events.schedule(finish, _tuple(Event, (_FINISH, job.job_id, job.epoch)))
+        heappush(self._heap, (finish, _FINISH, next(self._numbering),
+                              _tuple(Event, (_FINISH, job.job_id, job.epoch))))
 
     def rerate(self, job: Job, now: float) -> None:
         """The job's rate changed while it runs (a GPU partner came or went): its completion

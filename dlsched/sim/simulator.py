@@ -82,6 +82,8 @@ class Simulator:
         self.cluster, self.trace, self.profile = cluster, trace, profile
         self.config = config or SimConfig()
         self.events = EventQueue()
+        # the heap and its numbering (``_arm_wakeup`` pushes onto it itself)
+        self._heap, self._numbering = self.events.heap, self.events.numbering
         self.clock = SimClock()
         config = self.config
         book = (ResilienceBook(config.checkpoint or CheckpointPlan(), config.failures,
@@ -319,8 +321,10 @@ class Simulator:
         if at == now:  # a second cycle at this time (a deferred reclaim): once per time
             self._recycled_at = now
         self._wakeup_at = at
-        # Event(...) without its Python-level ``__new__``: a cycle in two arms one
-        self.events.schedule(at, _tuple(Event, (_TIMER, WAKEUP, self._wakeup_token)))
+        # Event(...) without its Python-level ``__new__``, pushed as ``events.schedule``
+        # does (without its call): a cycle in two arms one
+        heapq.heappush(self._heap, (at, _TIMER, next(self._numbering),
+                                    _tuple(Event, (_TIMER, WAKEUP, self._wakeup_token))))
 
     def _arm_round(self) -> None:
         if self.config.rounds_only:

@@ -41,7 +41,7 @@ def _core_state(core: scheduler.Scheduler, journal_base: int) -> tuple:
             tuple((name, tuple(j.job_id for j in bucket[1]))
                   for name, bucket in core.waiting.buckets().items()),
             jobs, tuple(core._bulk_reasons.items()), tuple(core.queue_reasons.items()),
-            tuple(core.segments._open.items()), tuple(core.segments._closing),
+            tuple(core.segments._open()), tuple(core.segments._closing),
             journal.count - journal_base,
             tuple(j.job_id if j is not None else None for j in journal._jobs),
             tuple(sorted(core.executor.events.heap)))  # type: ignore[attr-defined]

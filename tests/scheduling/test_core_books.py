@@ -53,3 +53,20 @@ def test_books_move_as_shift_free_steps(free: list[float], gpus: tuple[int, ...]
     assert core.node_free.tolist() == expected.node_free.tolist()
     assert np.array_equal(core.node_version, expected.node_version)
     assert core.used_gpus == used
+
+
+@pytest.mark.parametrize("before", [1.0, 0.0, 0.5, 1.0 - 1e-12, 1e-12])
+@pytest.mark.parametrize("sign", [1.0, -1.0], ids=["give", "take"])
+def test_one_whole_gpu_moves_the_books_as_shift_free(before: float, sign: float) -> None:
+    """A start or stop of one whole GPU (``_adjust_whole``'s one-GPU steps, the path of most
+    jobs' starts and stops) moves the books as ``_adjust``'s share step does, from any free
+    share: the GPU, its node's whole count and version, ``used_gpus`` to the same float."""
+    free = [1.0, 0.0, before, 1.0, 1.0, 1.0, 0.0, 1.0]
+    core, expected = core_with(free), core_with(free)
+    core.used_gpus = expected.used_gpus = 3.25  # not a whole number: the float step shows
+    core._adjust_whole((2,), sign)
+    expected._adjust((2,), (1.0,), sign)
+    assert core.free.tolist() == expected.free.tolist()
+    assert core.node_free.tolist() == expected.node_free.tolist()
+    assert np.array_equal(core.node_version, expected.node_version)
+    assert core.used_gpus == expected.used_gpus

@@ -5,6 +5,9 @@ it answer None (look at every running job)."""
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from builders import NullExecutor, cluster_of, make_job
 
 from dlsched.cluster.cluster import Node
@@ -54,3 +57,57 @@ def test_an_untold_change_or_an_old_count_cannot_be_read() -> None:
     assert journal.since(102) is None
     assert journal.since(105) == [jobs[4], jobs[5]]
     assert journal.since(108) is None  # a count it never had
+
+
+class _EagerJournal:
+    """The journal as it was: the oldest entries dropped at the ``note`` that passed
+    ``2 * keep``."""
+
+    def __init__(self, count: int, keep: int) -> None:
+        self.count, self._base, self._unknown = count, count, count
+        self._jobs: list[Job | None] = []
+        self._keep, self._most = keep, 2 * keep
+
+    def note(self, job: Job | None) -> None:
+        self._jobs.append(job)
+        self.count += 1
+        if len(self._jobs) > self._most:
+            drop = len(self._jobs) - self._keep
+            del self._jobs[:drop]
+            self._base += drop
+
+    def note_unknown(self) -> None:
+        self.note(None)
+        self._unknown = self.count
+
+    def since(self, count: int) -> list[Job | None] | None:
+        if count < self._base or count < self._unknown or count > self.count:
+            return None
+        return self._jobs[count - self._base:]
+
+
+@pytest.mark.parametrize("keep", [1, 2, 3, 7])
+def test_notes_without_a_frame_answer_as_the_eager_journal(keep: int) -> None:
+    """``note`` is the kept list's own append (no Python frame a change, issue 14); the
+    oldest entries go when the count is read or ``trim`` is asked, and every answer is the
+    eager journal's, whatever runs of notes come between reads."""
+    chance = random.Random(keep)
+    jobs = [Job(make_job(f"j{i}").build()) for i in range(5)]
+    journal, eager = RunningJournal(1000, keep=keep), _EagerJournal(1000, keep)
+    assert type(journal.note).__name__ == "builtin_function_or_method"
+    for _ in range(3000):
+        roll = chance.random()
+        if roll < 0.7:
+            job = chance.choice(jobs)
+            journal.note(job)
+            eager.note(job)
+        elif roll < 0.75:
+            journal.note_unknown()
+            eager.note_unknown()
+        elif roll < 0.8:
+            journal.trim()
+        else:
+            if chance.random() < 0.5:
+                assert journal.count == eager.count
+            asked = eager.count - chance.randrange(3 * keep + 3)
+            assert journal.since(asked) == eager.since(asked)

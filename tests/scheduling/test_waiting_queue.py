@@ -210,3 +210,19 @@ def test_a_bucketed_queue_files_a_job_without_the_whole_order() -> None:
     queue.add(jobs[64])
     assert _Counted.compared == 1
     assert queue.ordered()[0] is jobs[64] and queue.ordered()[-1] is jobs[0]
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static", "arrival-order"])
+def test_ids_are_a_live_view_of_the_waiting_jobs(static: bool) -> None:
+    """``ids`` follows every change (the core reads its ``len`` twice a cycle, in C)."""
+    keys = {"j0": 2, "j1": 1, "j2": 1}
+    queue = WaitingQueue((lambda job: keys[job.job_id]) if static else None,
+                         _bucket if static else None)
+    ids = queue.ids
+    for n in range(3):
+        queue.add(Job(make_job(f"j{n}").build()))
+    assert len(ids) == 3 == len(queue) and set(ids) == {"j0", "j1", "j2"}
+    queue.rekey(queue["j1"])
+    queue.pop("j0")
+    queue.discard("j2")
+    assert list(ids) == ["j1"] and len(ids) == len(queue) == 1

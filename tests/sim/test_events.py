@@ -14,6 +14,7 @@ from builders import (
 
 from dlsched.sim import simulator as simulator_module
 from dlsched.sim.events import Event, EventQueue, Priority
+from dlsched.workload.job import Job
 
 
 def test_same_time_order_is_priority_then_insertion() -> None:
@@ -67,18 +68,20 @@ def test_stale_finish_of_preempted_job_is_ignored() -> None:
     sim = simulator("srtf", make_cluster(nodes=1, gpus=1), jobs)
     finish_events: list[tuple[float, str]] = []
     finished: list[tuple[float, str]] = []
-    schedule, finish = sim.events.schedule, sim.core.finish
+    executor, finish = sim.core.executor, sim.core.finish
+    start = executor.start
 
-    def log_schedule(time: float, event: Event) -> None:
-        if event.kind is Priority.FINISH:
-            finish_events.append((time, event.payload))
-        schedule(time, event)
+    def log_start(job: Job, now: float) -> None:  # (the executor pushes onto the heap itself)
+        start(job, now)
+        finish_events.extend((time, event.payload) for time, _, _, event in sim.events.heap
+                             if event.kind is Priority.FINISH and event.payload == job.job_id
+                             and event.token == job.epoch)
 
     def log_finish(job_id: str) -> None:
         finished.append((sim.clock.now(), job_id))
         finish(job_id)
 
-    sim.events.schedule, sim.core.finish = log_schedule, log_finish
+    executor.start, sim.core.finish = log_start, log_finish  # type: ignore[method-assign]
     records = records_of(sim)
     assert sorted(finish_events) == [(30.0, "B"), (100.0, "A"), (120.0, "A")]
     assert finished == [(30.0, "B"), (120.0, "A")]
