@@ -22,12 +22,14 @@ def test_an_input_error_survives_pickling() -> None:
 
 def test_a_sweep_run_that_fails_on_its_input_ends_in_one_line(tmp_path: Path) -> None:
     """pollux-1 asks for 32 GPUs on small-16: with --workers 2 the sweep died with a
-    BrokenProcessPool traceback; now one line names the run, the file, the line and field."""
+    BrokenProcessPool traceback; now one line names the trace and cluster, the file, the line
+    and field, before any run starts (the sweep checks each trace against each cluster first;
+    a run that fails in a worker is named in tests/sweeps/test_sweep_names_failed_run.py)."""
     result = CliRunner().invoke(app, [
         "sweep", "--trace", "pollux-1", "--cluster", "small-16", "--policies", "fifo",
         "--seeds", "0", "--workers", "2", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.split())
-    assert "error: run trace=pollux-1, cluster=small-16, policy=fifo, seed=0:" in text
+    assert "error: trace pollux-1 on cluster small-16:" in text
     assert "workload-1.csv:13:num_replicas: asks for 32 GPUs; the cluster has 16" in text
     assert "Traceback" not in result.output
