@@ -474,12 +474,11 @@ class DiscretizedLas:
         if above:
             held.append(f"{count_of(above, 'running job')} of higher queues "
                         f"({count_of(above_gpus, 'GPU')})")
-        rule = ("a waiting job preempts only lower queues and the later jobs of its own "
+        rule = ("it preempts only lower queues and the later jobs of its own "
                 "(same_queue_preemption)" if self.same_queue_preemption else
-                "a waiting job preempts only lower queues; a queue's running jobs keep their "
-                "GPUs (policy option same_queue_preemption=true: a job also preempts the "
-                "later jobs of its queue)")
-        return f"[tiresias] not preempted: {' and '.join(held)}: {rule}"
+                "it preempts only lower queues (policy option same_queue_preemption=true: "
+                "also the later jobs of its own)")
+        return f"[tiresias] not preempted: {' and '.join(held)}; {rule}"
 
     def _starving_now(self, state: CycleState, job: Job) -> bool:
         """Whether a waiting job filed above queue 0 starves by now: ``queue_of``'s test, its

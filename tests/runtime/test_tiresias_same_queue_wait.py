@@ -24,9 +24,8 @@ def test_simulator_waits_behind_the_later_job_of_its_queue_and_says_why() -> Non
     assert by_id["small"].first_start == 2.0 and by_id["big"].status == "pending"
     assert by_id["big"].pending_reason == (
         "[placement] needs 4 GPUs, 3 free on fitting nodes; " + RULE
-        + ": a waiting job preempts only lower queues; a queue's running jobs keep their "
-        "GPUs (policy option same_queue_preemption=true: a job also preempts the later jobs "
-        "of its queue)")
+        + "; it preempts only lower queues (policy option same_queue_preemption=true: also "
+        "the later jobs of its own)")
     ends = {r.job_id: r.finish_time for r in simulator(
         "tiresias", make_cluster(nodes=1, gpus=4), jobs).run().jobs}
     assert ends["big"] == ends["small"] + 5.0  # it starts when the later job ends
