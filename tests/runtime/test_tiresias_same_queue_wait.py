@@ -60,3 +60,18 @@ def test_service_waits_alike_and_says_why(live: Callable[..., Live], out: Path) 
     http.delete(f"/v1/jobs/{small}")
     wait_for(lambda: http.get(f"/v1/jobs/{big}").json()["status"] in ("running", "finished"),
              20, "the 4-GPU job to start once the 1-GPU job ends")
+
+
+def test_jobs_of_higher_queues_are_named_apart() -> None:
+    """A 4-GPU job demoted at 2.5 s (10 GPU-s) is preempted at 5 s by a 2-GPU job of queue 0;
+    waiting in queue 1, it may not preempt that job of a higher queue, nor a 1-GPU job of
+    queue 0 that starts at 6 s (the cycle that tries it again)."""
+    jobs = [make_job("a").at(0).gpus(4).work(100).build(),
+            make_job("b").at(5).gpus(2).work(100).build(),
+            make_job("c").at(6).gpus(1).work(100).build()]
+    result = simulator("tiresias", make_cluster(nodes=1, gpus=4), jobs,
+                       options={"thresholds": (10.0,)}, max_time=7.0).run()
+    reason = {r.job_id: r.pending_reason for r in result.jobs}["a"]
+    assert reason.endswith("[tiresias] not preempted: 2 running jobs of higher queues (3 GPUs); "
+                           "it preempts only lower queues (policy option "
+                           "same_queue_preemption=true: also the later jobs of its own)"), reason
