@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -441,6 +441,44 @@ class DiscretizedLas:
         if room > 0 and index.held_below(queue, state.evicted) < room:
             return ()
         return index.ranked_below(queue, None, state.evicted)
+
+    def wait_detail(self, job: Job, running: Mapping[str, Job], now: float) -> str | None:
+        """Which running jobs this waiting job may not preempt, and the rule (§3.2): those of
+        queues above its own, and of its own queue (jobs of a queue keep the GPUs they
+        started with; ``same_queue_preemption``: only those submitted before it). None when
+        none holds GPUs, or under the tenant layer, whose queues and victims differ."""
+        if self.victim_scope is not None or job.status not in _WAITING:
+            return None
+        queue = self._waiting_queue.get(job.job_id)
+        if queue is None:
+            queue = self._level(self._service(None, job))
+        elif queue and self._starves(job, now):
+            queue = 0
+        key = (job.spec.submit_time, job.job_id)
+        own = above = own_gpus = above_gpus = 0
+        for other in running.values():
+            level = self._level(other.attained_service(now)
+                                - self._offsets.get(other.job_id, 0.0))
+            gpus = len(other.allocation) or other.spec.num_gpus
+            if level < queue:
+                above, above_gpus = above + 1, above_gpus + gpus
+            elif level == queue and not (self.same_queue_preemption
+                                         and (other.spec.submit_time, other.job_id) > key):
+                own, own_gpus = own + 1, own_gpus + gpus
+        if not own and not above:
+            return None
+        held = []
+        if own:
+            held.append(f"{count_of(own, 'running job')} of its own queue {queue} "
+                        f"({count_of(own_gpus, 'GPU')})")
+        if above:
+            held.append(f"{count_of(above, 'running job')} of higher queues "
+                        f"({count_of(above_gpus, 'GPU')})")
+        rule = ("it preempts only lower queues and the later jobs of its own "
+                "(same_queue_preemption)" if self.same_queue_preemption else
+                "it preempts only lower queues (policy option same_queue_preemption=true: "
+                "also the later jobs of its own)")
+        return f"[tiresias] not preempted: {' and '.join(held)}; {rule}"
 
     def _starving_now(self, state: CycleState, job: Job) -> bool:
         """Whether a waiting job filed above queue 0 starves by now: ``queue_of``'s test, its

@@ -20,8 +20,7 @@ from dlsched.report.plots import jct_cdf_svg, queue_length_svg, run_label, utili
 from dlsched.report.tenants_table import tenant_table
 from dlsched.report.theme import theme_css
 from dlsched.sim.result import SimulationResult
-
-HOUR = 3600.0
+from dlsched.wording import duration_text
 
 
 @dataclass(frozen=True)
@@ -32,8 +31,11 @@ class Column:
     value: Callable[[Summary], float | None]
     better: Literal["low", "high"]
     integer: bool = False
+    duration: bool = False  # seconds, written in the unit their size reads best in
 
     def format(self, value: float) -> str:
+        if self.duration:
+            return duration_text(value)
         return f"{int(value):d}" if self.integer else display(value)
 
     def text(self, summary: Summary) -> str:
@@ -41,12 +43,12 @@ class Column:
         return "–" if value is None else self.format(value)
 
 
-def _hours(field: str) -> Callable[[Summary], float | None]:
-    def value(summary: Summary) -> float | None:
-        seconds = getattr(summary, field)
-        return None if seconds is None else seconds / HOUR
-
-    return value
+def _time(header: str, field: str) -> Column:
+    """A column of seconds, each shown as the console shows it (``wording.duration_text``:
+    "5.3 s", "12.5 min", "2.35 h"): hours alone read "mean JCT 0.00146 h" for a service's
+    short jobs where the console said 5.3 s. Lower is better; the best is picked on the
+    seconds and highlighted as written, so runs that read alike tie."""
+    return Column(header, lambda summary: getattr(summary, field), "low", duration=True)
 
 
 def _percent_of(fraction: float | None) -> float | None:
@@ -60,17 +62,17 @@ def _percent(summary: Summary) -> float | None:
 # Columns over finished jobs only: runs that finished different numbers of jobs are not
 # compared on them (a run that leaves its slowest jobs unfinished would look best).
 FINISHED_ONLY = (
-    Column("mean JCT (h)", _hours("jct_mean"), "low"),
-    Column("median JCT (h)", _hours("jct_median"), "low"),
-    Column("p95 JCT (h)", _hours("jct_p95"), "low"),
-    Column("p99 JCT (h)", _hours("jct_p99"), "low"),
-    Column("mean total wait (h)", _hours("wait_total_mean"), "low"),
-    Column("makespan (h)", _hours("makespan"), "low"),
+    _time("mean JCT", "jct_mean"),
+    _time("median JCT", "jct_median"),
+    _time("p95 JCT", "jct_p95"),
+    _time("p99 JCT", "jct_p99"),
+    _time("mean total wait", "wait_total_mean"),
+    _time("makespan", "makespan"),
 )
 COMPLETION = (
     Column("jobs finished", lambda s: s.jobs_finished, "high", integer=True),
     *FINISHED_ONLY[:4],
-    Column("mean queueing delay (h)", _hours("queueing_delay_mean"), "low"),
+    _time("mean queueing delay", "queueing_delay_mean"),
     *FINISHED_ONLY[4:],
     Column("utilization (%)", _percent, "high"),
 )
@@ -103,7 +105,8 @@ TABLES = (("Completion", COMPLETION), ("Fairness and cost", FAIRNESS_AND_COST),
           ("Failures and checkpoints", FAILURES))
 
 HOW_TO_READ = (
-    "How to read: times are hours of simulated time. JCT (job completion time) is finish minus "
+    "How to read: times are simulated time, each in the unit its size reads best in (s, min, "
+    "h, d: as the console's lines). JCT (job completion time) is finish minus "
     "submit over finished jobs; queueing delay is submit to first start (waits after a "
     "preemption are not in it); total wait is every wait of a finished job, after preemptions "
     "too (JCT minus the time it held GPUs); utilization is "

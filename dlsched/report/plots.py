@@ -18,13 +18,14 @@ import numpy as np
 from dlsched.report.job_table import JobTable
 from dlsched.report.metrics import finished_jcts
 from dlsched.sim.result import SimulationResult
+from dlsched.wording import DURATION_UNITS, duration_text
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 MAX_POINTS = 2000
-HOUR = 3600.0
+UNIT_NAMES = {"s": "seconds", "min": "minutes", "h": "hours", "d": "days"}
 FIGSIZE = (7.0, 3.6)
 # A fixed salt makes the SVG element ids, hence the whole file, the same on every run.
 SVG_RC = {"svg.hashsalt": "dlsched", "svg.fonttype": "none"}
@@ -33,6 +34,15 @@ SVG_RC = {"svg.hashsalt": "dlsched", "svg.fonttype": "none"}
 LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
                "#7f7f7f", "#bcbd22", "#17becf")
 LINE_STYLES = ("-", "--", ":", "-.", (0, (6, 2, 1, 2, 1, 2)))
+
+
+def time_axis(longest: float) -> tuple[float, str]:
+    """(seconds per unit, unit name) for an axis whose values reach ``longest`` seconds: the
+    unit ``duration_text`` writes that value in, as the tables and the console do (hours
+    alone drew a service's seconds-long jobs at 0.001)."""
+    unit = duration_text(longest).rsplit(" ", 1)[1]
+    size = next(size for size, name, _, _ in DURATION_UNITS if name == unit)
+    return size, UNIT_NAMES[unit]
 
 
 def run_label(result: SimulationResult) -> str:
@@ -107,12 +117,14 @@ def cdf_points(values: Sequence[float],
 
 def jct_cdf_svg(results: Sequence[SimulationResult],
                 tables: Sequence[JobTable] | None = None) -> str:
-    """Empirical CDF of job completion time (hours, log scale), one line per run
-    (``tables``: each run's jobs as columns, when the caller has made them)."""
-    figure, axes = _new_axes("job completion time (hours, log scale)", "fraction of jobs")
+    """Empirical CDF of job completion time (log scale, in the unit of the longest JCT), one
+    line per run (``tables``: each run's jobs as columns, when the caller has made them)."""
+    every = [finished_jcts(result, tables[at] if tables is not None else None)
+             for at, result in enumerate(results)]
+    scale, unit = time_axis(max((max(j, default=0.0) for j in every), default=0.0))
+    figure, axes = _new_axes(f"job completion time ({unit}, log scale)", "fraction of jobs")
     drawn = 0
-    for at, result in enumerate(results):
-        jcts = finished_jcts(result, tables[at] if tables is not None else None)
+    for jcts, result in zip(every, results, strict=True):
         x, y = cdf_points(jcts)
         positive = x > 0  # a log axis cannot show a zero JCT
         if positive.any():
@@ -120,7 +132,7 @@ def jct_cdf_svg(results: Sequence[SimulationResult],
             # the curve rises at the shortest JCT shown from the share below it (0 but for
             # zero JCTs), as a CDF does, rather than starting in mid-air at 1/n
             below = np.count_nonzero(np.asarray(jcts) < x[0]) / len(jcts)
-            axes.step(np.append(x[0], x) / HOUR, np.append(below, y), where="post",
+            axes.step(np.append(x[0], x) / scale, np.append(below, y), where="post",
                       label=run_label(result))
             drawn += 1
     if drawn:
@@ -130,30 +142,32 @@ def jct_cdf_svg(results: Sequence[SimulationResult],
 
 
 def utilization_svg(results: Sequence[SimulationResult]) -> str:
-    """Fraction of the cluster's GPUs in use over simulated time (hours), one line per run."""
-    figure, axes = _new_axes("time (hours)", "GPUs in use / total")
+    """Fraction of the cluster's GPUs in use over simulated time, one line per run."""
+    scale, unit = time_axis(_last_time(results))
+    figure, axes = _new_axes(f"time ({unit})", "GPUs in use / total")
     drawn = 0
     for result in results:
         timeline = result.timeline
         if not timeline.times or result.total_gpus <= 0:
             continue
         t, used = downsample_step(timeline.times, timeline.used_gpus, how="mean")
-        axes.step(t / HOUR, used / result.total_gpus, where="post", label=run_label(result))
+        axes.step(t / scale, used / result.total_gpus, where="post", label=run_label(result))
         drawn += 1
     axes.set_ylim(0, 1.05)
     return _to_svg(figure, axes, drawn)
 
 
 def queue_length_svg(results: Sequence[SimulationResult]) -> str:
-    """Jobs waiting to run over simulated time (hours), one line per run."""
-    figure, axes = _new_axes("time (hours)", "jobs waiting")
+    """Jobs waiting to run over simulated time, one line per run."""
+    scale, unit = time_axis(_last_time(results))
+    figure, axes = _new_axes(f"time ({unit})", "jobs waiting")
     drawn = 0
     for result in results:
         timeline = result.timeline
         if not timeline.times:
             continue
         t, waiting = downsample_step(timeline.times, timeline.waiting, how="max")
-        axes.step(t / HOUR, waiting, where="post", label=run_label(result))
+        axes.step(t / scale, waiting, where="post", label=run_label(result))
         drawn += 1
     from matplotlib.ticker import MaxNLocator
 
@@ -161,3 +175,9 @@ def queue_length_svg(results: Sequence[SimulationResult]) -> str:
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylim(bottom=0, top=max(1.0, axes.get_ylim()[1]))
     return _to_svg(figure, axes, drawn)
+
+
+def _last_time(results: Sequence[SimulationResult]) -> float:
+    """The latest time any run's timeline reaches (seconds; 0 without one)."""
+    return max((float(r.timeline.times[-1]) for r in results if len(r.timeline.times)),
+               default=0.0)

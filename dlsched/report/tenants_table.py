@@ -10,9 +10,9 @@ from html import escape
 
 from dlsched.report.job_table import JobTable, job_table
 from dlsched.report.metrics import jct_by_queue, wait_by_queue
-from dlsched.report.numbers import display
 from dlsched.report.plots import run_label
 from dlsched.sim.result import SimulationResult
+from dlsched.wording import duration_text
 
 
 def tenant_table(results: Sequence[SimulationResult],
@@ -28,16 +28,17 @@ def tenant_table(results: Sequence[SimulationResult],
         return ""
     columns = [(run_label(r), jct_by_queue(r, t), wait_by_queue(r, t))
                for r, t in zip(results, tables, strict=True)]
-    head = "".join(f"<th>{escape(label)}: JCT (h)</th><th>{escape(label)}: wait (h)</th>"
+    head = "".join(f"<th>{escape(label)}: JCT</th><th>{escape(label)}: wait</th>"
                    for label, _, _ in columns)
     rows = []
     for queue in sorted(jobs):
-        cells = "".join(_hours(jct.get(queue)) + _hours(wait.get(queue))
+        cells = "".join(_cell(jct.get(queue)) + _cell(wait.get(queue))
                         for _, jct, wait in columns)
         rows.append(f"<tr><td>{escape(queue)}</td><td>{jobs[queue]}</td>{cells}</tr>")
     return ("<h2>Per tenant (queue)</h2>\n<table>\n<thead><tr><th>queue</th><th>jobs</th>"
             + head + "</tr></thead>\n<tbody>\n" + "\n".join(rows) + "\n</tbody>\n</table>")
 
 
-def _hours(seconds: float | None) -> str:
-    return "<td>–</td>" if seconds is None else f"<td>{display(seconds / 3600)}</td>"
+def _cell(seconds: float | None) -> str:
+    """Seconds in the unit their size reads best in, as the summary and the console."""
+    return "<td>–</td>" if seconds is None else f"<td>{escape(duration_text(seconds))}</td>"

@@ -14,7 +14,10 @@ a plugin implements at least one. These hooks refine a point and mean nothing al
   ``walk_waiting(run)`` (the policy walks the waiting jobs itself, returning the skipped
   buckets' reasons, or None for the core's walk: backfill's index);
 - PostFilter: ``no_victims(state, job)`` (True only where ``post_filter`` would nominate no
-  one: the cycle then fails a job that does not fit by the free counts without the search);
+  one: the cycle then fails a job that does not fit by the free counts without the search),
+  ``wait_detail(job, running, now)`` (why the running jobs it may not preempt keep their GPUs:
+  added to a waiting job's placement reason when the reason is read, simulator and runtime
+  alike: ``Scheduler.reason_for``);
 - Filter: ``static`` (the mask depends only on the job: cached per job shape);
 - Score: ``best_single(capacity, mask)`` (the best node for a one-worker job, in one pass);
   ``choose_gpus(state, job, node, count)`` (which GPUs of the chosen node the workers get,
@@ -44,7 +47,7 @@ if TYPE_CHECKING:
 EXTENSION_POINTS = ("sort_key", "pre_filter", "filter", "score", "post_filter", "permit",
                     "reserve", "on_unschedulable", "next_wakeup", "allocate")
 OPTIONAL_HOOKS = ("static", "lane_safe", "ordered", "rank_epoch", "victim_miss_scope", "pending",
-                  "use_throughput", "walk_waiting", "no_victims",
+                  "use_throughput", "walk_waiting", "no_victims", "wait_detail",
                   "best_single", "worker_bounds", "rejections", "reason_for", "choose_gpus",
                   "changes_nothing", "skip_cycle")
 
@@ -70,6 +73,15 @@ class NoVictims(Protocol):
     ``Preemption``: no running job ranks after it, read from the running jobs' index)."""
 
     def no_victims(self, state: CycleState, job: Job) -> bool: ...
+
+
+@runtime_checkable
+class WaitDetail(Protocol):
+    """A PostFilter that says which running jobs it may not preempt for a waiting job and by
+    what rule (Tiresias: those of the job's own queue and above), or None where none holds
+    GPUs. Asked only when a reason is read (jobs.csv, the REST API), never in a cycle."""
+
+    def wait_detail(self, job: Job, running: Mapping[str, Job], now: float) -> str | None: ...
 
 
 @runtime_checkable

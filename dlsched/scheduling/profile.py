@@ -36,6 +36,7 @@ from dlsched.scheduling.hooks import (
     RankEpoch,
     SettledAllocator,
     VictimMissScope,
+    WaitDetail,
     check_plugin,
     optional,
     plugin_label,
@@ -140,6 +141,9 @@ class Profile:
         # Set when every PostFilter can tell a job it has no victims for (hooks.NoVictims).
         told = [optional(p, NoVictims) for p in self.post_filters]
         self.no_victims = tuple(told) if told and all(told) else None
+        # PostFilters that say which running jobs they may not preempt (hooks.WaitDetail)
+        self.wait_details = tuple(d for d in (optional(p, WaitDetail) for p in self.post_filters)
+                                  if d is not None)
         # An allocator that tells a cycle changing nothing (hooks.SettledAllocator); none
         # when a plugin asks for wake-ups (a skipped cycle would not ask them).
         self.settled = (optional(self.allocators[0], SettledAllocator)

@@ -60,6 +60,7 @@ _FULL, _WHOLE = FULL, FULL - EPS  # a GPU's whole share; a share at least this i
 # Floats count whole GPUs exactly below 2**53: a total below this stays below 2**53 after any
 # job's GPU count is added or taken
 _EXACT = 2.0 ** 52
+_NO_ROOM = "[placement] needs "  # a reason the policy's wait details may follow (reason_for)
 _placement = slot_builder(Placement)  # Placement(...) without its frozen __init__
 # Each core counts its running-job changes from its own base: two cores' counts never meet, so
 # a policy object used by two cores in turn cannot take one's count for the other's.
@@ -665,7 +666,23 @@ class Scheduler:
         if (stopped is not None and job.status.is_waiting
                 and stopped[0] > self._reason_stamp(job)):
             return stopped[1]  # the last cycle stopped before it reached this job
-        return self.own_reason(job)
+        reason = self.own_reason(job)
+        if reason.startswith(_NO_ROOM) and job.status.is_waiting:
+            return self._with_wait_details(job, reason)
+        return reason
+
+    def _with_wait_details(self, job: Job, reason: str) -> str:
+        """A placement reason ("needs 4 GPUs, 3 free") and, from the policy's PostFilters,
+        which running jobs it may not preempt and why (hooks.WaitDetail): without it a job
+        that waits behind a later, smaller job of its own Tiresias queue read as if room
+        alone were missing. Told when read, in the simulator and the runtime alike."""
+        details = getattr(self.profile, "wait_details", ())
+        if not details:
+            return reason
+        now = self.clock.now()
+        said = [text for plugin in details
+                if (text := plugin.wait_detail(job, self.running, now))]
+        return "; ".join((reason, *said))
 
     def _reason_stamp(self, job: Job) -> int:
         """The stamp of the reason ``own_reason`` gives: the job's own, or its bucket's."""

@@ -65,7 +65,7 @@ def test_the_summary_is_two_tables_that_fit_a_screen() -> None:
     headers = _headers(table)
     assert [h[0] for h in headers] == ["policy", "policy"] and len(headers) == 2
     assert all(len(h) <= 10 for h in headers)
-    assert "mean JCT (h)" in headers[0] and "wall seconds" in headers[1]
+    assert "mean JCT" in headers[0] and "wall seconds" in headers[1]
     assert table.count('<div class="table">') == 2
 
 

@@ -28,10 +28,10 @@ def test_one_row_per_queue_with_each_runs_jct_and_wait() -> None:
     # (0 + 99) / 2 = 49.5 s; queue y = {c, d}: JCT (148 + 112) / 2 = 130 s, wait (98 + 107) / 2.
     result = _run({"a": "x", "b": "x", "c": "y", "d": "y"})
     html = tenant_table([result])
-    # hours to three significant digits, as the summary tables write them (two decimals
-    # wrote 104.5 s as 0.03 and a 10 s wait as 0.00)
-    assert "<tr><td>x</td><td>2</td><td>0.029</td><td>0.0138</td></tr>" in html  # 104.5, 49.5 s
-    assert "<tr><td>y</td><td>2</td><td>0.0361</td><td>0.0285</td></tr>" in html  # 130, 102.5 s
+    # each in the unit its size reads best in, as the summary tables and the console write
+    # them (hours wrote 104.5 s as 0.029, and before that, two decimals, as 0.03)
+    assert "<tr><td>x</td><td>2</td><td>1.7 min</td><td>49.5 s</td></tr>" in html
+    assert "<tr><td>y</td><td>2</td><td>2.2 min</td><td>1.7 min</td></tr>" in html
     assert "Per tenant" in render_report([result], "t")
 
 
