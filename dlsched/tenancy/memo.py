@@ -35,7 +35,7 @@ written from these options as before.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlsched.tenancy.assignment import Assignment
 from dlsched.tenancy.quota import EPS, Usage
@@ -77,3 +77,7 @@ class SameAssignment:
     assignment: Assignment
     seen: tuple[Assignment, ...]  # each flavor's option, as ``assign`` collected them
     keys: Mapping[str, MemoKey]  # flavor -> ``flavor_key`` of each flavor the oracle asked
+    # key -> the memo entry last found to cover the kept request (``still_fails``; the usage
+    # version is the kept one's): the same entry covers it again for a job submitted no
+    # earlier than the entry's
+    covered: dict[MemoKey, FailedSearch] = field(default_factory=dict)

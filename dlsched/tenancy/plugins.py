@@ -811,9 +811,8 @@ class TenantAdmission:
         alike = (cq.name, job.spec.gpu_types, job.spec.priority, tuple(request.items()),
                  data.view.version)
         kept = data.several.get(alike)
-        if kept is not None and (not kept.keys or not self.evicted_by.get(job.job_id)) and all(
-                still_fails(data.searches, key, data.view.version, request,
-                            job.spec.submit_time) for key in kept.keys.values()):
+        if kept is not None and (not kept.keys or not self.evicted_by.get(job.job_id)) and (
+                self._covered(data, kept, request, job.spec.submit_time)):
             # every search the oracle would run is a hit of the per-flavor memo: no victims
             searched.update(dict.fromkeys(kept.keys))
             return kept.assignment, list(kept.seen)
@@ -832,6 +831,25 @@ class TenantAdmission:
                                                                             False))
                 for flavor in told})
         return assignment, seen
+
+    def _covered(self, data: _Cycle, kept: SameAssignment, request: Mapping[str, float],
+                 submitted: float) -> bool:
+        """Whether each of ``kept``'s searches is a hit of the per-flavor memo for a job asking
+        ``request`` (the kept job's) submitted at ``submitted`` (``still_fails``); a memo entry
+        that covered this request before needs only the submission time checked again."""
+        searches, version, covered = data.searches, data.view.version, kept.covered
+        for key in kept.keys.values():
+            failed = searches.get(key)
+            if failed is None:
+                return False
+            if covered.get(key) is failed:
+                if submitted < failed.submitted:
+                    return False
+                continue
+            if not still_fails(searches, key, version, request, submitted):
+                return False
+            covered[key] = failed
+        return True
 
     def _oracle(self, state: CycleState, data: _Cycle, job: Job, cq: str,
                 searched: dict[str, Found | None], option: Assignment) -> Victims:
