@@ -746,6 +746,8 @@ class TenantAdmission:
         failed too): what it tells about later jobs of its queue in this cycle, the failure
         memo and the closing of the queue (``skip.py``), where they hold under the policy's
         preemption (``_alike_after``)."""
+        if memo is None and len(cq.flavors) != 1:  # neither applies to several flavors
+            return
         reason = self.pending[job.job_id].reason
         whole = not searched or self._whole(state, job)
         if memo is not None and whole:
