@@ -19,12 +19,23 @@ usage unchanged since (``QuotaView.version``), finds none either when
 A hit then gives the reason the search would have given (``assignment.reason``, else
 NEEDS_PREEMPTION) and skips both searches; the flavor assignment and the pending reasons are
 computed as before, so the schedule and the audit files do not change.
+
+On a contended cluster most waiting jobs of a queue are alike, and each is assigned over every
+flavor in every cycle, each flavor's search a hit of this memo. ``SameAssignment`` keeps, per
+cycle, the flavor assignment of a job whose oracle found no victims in any flavor (or was not
+asked), under (queue, GPU types, priority, request, usage version). ``assign`` is a function
+of the queue, the GPU types, the request, the usage and the oracle's answers; a later job with
+the same key gets the same options and assignment when every search the oracle ran for the
+earlier job is, for it, a hit of this memo (``still_fails`` on the kept keys, and no job
+evicted it): its oracle would answer "no victims" in each of those flavors, as for the earlier
+job, with no search and nothing remembered. The pending reasons and audit rows are then
+written from these options as before.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlsched.tenancy.assignment import Assignment
 from dlsched.tenancy.quota import EPS, Usage
@@ -57,3 +68,16 @@ def still_fails(memo: Mapping[MemoKey, FailedSearch], key: MemoKey, version: int
     return (failed is not None and failed.version == version and submitted >= failed.submitted
             and all(request.get(r, 0.0) >= v for r, v in failed.request.items()))
 
+
+
+@dataclass(frozen=True, slots=True)
+class SameAssignment:
+    """A flavor assignment whose preemption oracle found no victims (module docstring)."""
+
+    assignment: Assignment
+    seen: tuple[Assignment, ...]  # each flavor's option, as ``assign`` collected them
+    keys: Mapping[str, MemoKey]  # flavor -> ``flavor_key`` of each flavor the oracle asked
+    # key -> the memo entry last found to cover the kept request (``still_fails``; the usage
+    # version is the kept one's): the same entry covers it again for a job submitted no
+    # earlier than the entry's
+    covered: dict[MemoKey, FailedSearch] = field(default_factory=dict)

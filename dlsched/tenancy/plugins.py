@@ -54,7 +54,13 @@ from dlsched.tenancy.groups import (
     shape_of,
 )
 from dlsched.tenancy.lines import WaitingLines
-from dlsched.tenancy.memo import FailedSearch, MemoKey, flavor_key, still_fails
+from dlsched.tenancy.memo import (
+    FailedSearch,
+    MemoKey,
+    SameAssignment,
+    flavor_key,
+    still_fails,
+)
 from dlsched.tenancy.ordering import admission_key
 from dlsched.tenancy.preemption import Admitted, Target, Why, select_targets
 from dlsched.tenancy.preemption import Victims as Found
@@ -94,6 +100,9 @@ class _Cycle:
         self.options: dict[str, list[Assignment]] = {}  # job -> each flavor's assignment
         self.failed: dict[tuple, tuple[int, Mapping[str, float], float, Reason]] = {}
         self.searches: dict[MemoKey, FailedSearch] = {}  # per flavor: memo.py
+        # (queue, GPU types, priority, request, usage version) -> a flavor assignment in a
+        # queue of several flavors whose oracle found no victims (memo.SameAssignment)
+        self.several: dict[tuple, SameAssignment] = {}
         self.rank_usage: Usage | None = None  # usage at the cycle's start, for the order
         # (queue, GPU types, request, usage version) -> the flavor assignment, for queues of
         # one flavor; (queue, request, usage version) -> whether it borrows: jobs alike in a
@@ -710,9 +719,8 @@ class TenantAdmission:
                     cq, self.config.flavors, job.spec, request, usage)
         else:
             searched: dict[str, Found | None] = {}
-            assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen,
-                                functools.partial(self._oracle, state, data, job, cq.name,
-                                                  searched))
+            assignment, seen = self._assign_several(state, data, job, cq, request, usage,
+                                                    searched)
         data.options[job.job_id] = seen or [assignment]
         status = SUCCESS
         if assignment.mode is Mode.NO_FIT:
@@ -738,6 +746,8 @@ class TenantAdmission:
         failed too): what it tells about later jobs of its queue in this cycle, the failure
         memo and the closing of the queue (``skip.py``), where they hold under the policy's
         preemption (``_alike_after``)."""
+        if memo is None and len(cq.flavors) != 1:  # neither applies to several flavors
+            return
         reason = self.pending[job.job_id].reason
         whole = not searched or self._whole(state, job)
         if memo is not None and whole:
@@ -792,6 +802,56 @@ class TenantAdmission:
             borrows = data.borrows[same] = data.view.usage.borrows(cq.name, cq.flavors[0],
                                                                    request)
         return (cq.name, job.spec.gpu_types, job.spec.priority, borrows)
+
+    def _assign_several(self, state: CycleState, data: _Cycle, job: Job, cq: ClusterQueue,
+                        request: Mapping[str, float], usage: Usage,
+                        searched: dict[str, Found | None]
+                        ) -> tuple[Assignment, list[Assignment]]:
+        """The flavor assignment of a job in a queue of several flavors, and each flavor's
+        option (``seen``): an earlier job's of this cycle where it is sure to be the same
+        (``memo.SameAssignment``), else ``assign`` with the preemption oracle."""
+        alike = (cq.name, job.spec.gpu_types, job.spec.priority, tuple(request.items()),
+                 data.view.version)
+        kept = data.several.get(alike)
+        if kept is not None and (not kept.keys or not self.evicted_by.get(job.job_id)) and (
+                self._covered(data, kept, request, job.spec.submit_time)):
+            # every search the oracle would run is a hit of the per-flavor memo: no victims
+            searched.update(dict.fromkeys(kept.keys))
+            return kept.assignment, list(kept.seen)
+        seen: list[Assignment] = []
+        told: dict[str, Victims] = {}
+        oracle = functools.partial(self._oracle, state, data, job, cq.name, searched)
+
+        def asked(option: Assignment) -> Victims:
+            found = told[option.flavor or ""] = oracle(option)
+            return found
+
+        assignment = assign(cq, self.config.flavors, job.spec, request, usage, seen, asked)
+        if data.view.version == alike[-1] and all(v is Victims.NONE for v in told.values()):
+            data.several[alike] = SameAssignment(assignment, tuple(seen), {
+                flavor: flavor_key(usage, cq.name, job, request, Assignment(flavor, Mode.PREEMPT,
+                                                                            False))
+                for flavor in told})
+        return assignment, seen
+
+    def _covered(self, data: _Cycle, kept: SameAssignment, request: Mapping[str, float],
+                 submitted: float) -> bool:
+        """Whether each of ``kept``'s searches is a hit of the per-flavor memo for a job asking
+        ``request`` (the kept job's) submitted at ``submitted`` (``still_fails``); a memo entry
+        that covered this request before needs only the submission time checked again."""
+        searches, version, covered = data.searches, data.view.version, kept.covered
+        for key in kept.keys.values():
+            failed = searches.get(key)
+            if failed is None:
+                return False
+            if covered.get(key) is failed:
+                if submitted < failed.submitted:
+                    return False
+                continue
+            if not still_fails(searches, key, version, request, submitted):
+                return False
+            covered[key] = failed
+        return True
 
     def _oracle(self, state: CycleState, data: _Cycle, job: Job, cq: str,
                 searched: dict[str, Found | None], option: Assignment) -> Victims:
