@@ -74,6 +74,21 @@ class JobBuilder:
         return self._spec
 
 
+class FixedTargets:
+    """An allocation policy that returns the same targets every round (allocation cycle and
+    tenant gate tests)."""
+
+    name = "fixed"
+
+    def __init__(self, targets: Mapping[str, Sequence[int]]) -> None:
+        from dlsched.scheduling.allocation import Assignment
+
+        self.targets = {j: Assignment(tuple(nodes)) for j, nodes in targets.items()}
+
+    def allocate(self, state: object) -> Mapping[str, object]:
+        return self.targets
+
+
 class NullExecutor:
     """An executor for a core driven by hand: accepts every start and stop, runs nothing."""
 

@@ -2,28 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import pytest
-from builders import make_cluster, make_job, running_job, snapshot_of
+from builders import FixedTargets, make_cluster, make_job, running_job, snapshot_of
 
 from dlsched.cluster.cluster import Cluster
 from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.allocation_cycle import AllocationError, run_allocation_cycle
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
-
-
-class Fixed:
-    """An allocator that returns the same targets every time."""
-
-    name = "fixed"
-
-    def __init__(self, targets: Mapping[str, tuple[int, ...]]) -> None:
-        self.targets = {j: Assignment(nodes) for j, nodes in targets.items()}
-
-    def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
-        return self.targets
 
 
 def _running(job_id: str, gpus: tuple[int, ...], lo: int = 1, hi: int = 8) -> Job:
@@ -40,7 +26,7 @@ def test_targets_become_decisions() -> None:
     cluster = make_cluster(nodes=2, gpus=4)
     a, b, d = _running("A", (0, 1)), _running("B", (4,)), _running("D", (6, 7))
     c = Job(make_job("C").gpus(2).elastic(1, 4).build())
-    allocator = Fixed({"A": (0, 0, 0), "C": (1, 1), "D": (1, 1)})
+    allocator = FixedTargets({"A": (0, 0, 0), "C": (1, 1), "D": (1, 1)})
     result = run_allocation_cycle(allocator, _snapshot(cluster, [a, b, d], [c]))
     assert [(p.job_id) for p in result.preemptions] == ["B"]
     assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (0, 1, 2))]
@@ -50,7 +36,7 @@ def test_targets_become_decisions() -> None:
 def test_waiting_job_without_target_gets_a_reason() -> None:
     cluster = make_cluster(nodes=1, gpus=4)
     waiting = Job(make_job("W").build())
-    result = run_allocation_cycle(Fixed({}), _snapshot(cluster, [], [waiting]))
+    result = run_allocation_cycle(FixedTargets({}), _snapshot(cluster, [], [waiting]))
     assert not result.starts and "no GPUs" in result.reasons["W"]
 
 
@@ -60,7 +46,7 @@ def test_swap_in_one_cycle() -> None:
     cluster = make_cluster(nodes=2, gpus=2)
     a = _running("A", (0, 1))
     b = Job(make_job("B").gpus(2).build())
-    result = run_allocation_cycle(Fixed({"A": (1, 1), "B": (0, 0)}),
+    result = run_allocation_cycle(FixedTargets({"A": (1, 1), "B": (0, 0)}),
                                   _snapshot(cluster, [a], [b]))
     assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2, 3))]
     assert [(s.job_id, s.gpus) for s in result.starts] == [("B", (0, 1))]
@@ -79,7 +65,7 @@ def test_bad_targets_fail(targets: dict[str, tuple[int, ...]], message: str) -> 
     elastic = Job(make_job("E").gpus(2).elastic(1, 4).build())
     blocker = _running("Z", (0,))
     with pytest.raises(AllocationError, match=message):
-        run_allocation_cycle(Fixed(targets), _snapshot(cluster, [blocker], [rigid, elastic]))
+        run_allocation_cycle(FixedTargets(targets), _snapshot(cluster, [blocker], [rigid, elastic]))
 
 
 def test_keeps_reads_each_gpu_node_from_the_cluster_list() -> None:
@@ -109,11 +95,11 @@ def test_a_rigid_job_of_its_size_passes_the_check_an_elastic_one_keeps_its_bound
     cluster = make_cluster(nodes=1, gpus=4)
     rigid = Job(make_job("R").gpus(2).build())
     elastic = Job(make_job("E").gpus(2).elastic(2, 3).build())
-    result = run_allocation_cycle(Fixed({"R": (0, 0), "E": (0, 0)}),
+    result = run_allocation_cycle(FixedTargets({"R": (0, 0), "E": (0, 0)}),
                                   _snapshot(cluster, [], [rigid, elastic]))
     assert sorted(s.job_id for s in result.starts) == ["E", "R"]
     with pytest.raises(AllocationError, match="may run with 2..3"):
-        run_allocation_cycle(Fixed({"E": (0,)}), _snapshot(cluster, [], [elastic]))
+        run_allocation_cycle(FixedTargets({"E": (0,)}), _snapshot(cluster, [], [elastic]))
 
 
 class Returns:
@@ -146,7 +132,7 @@ def test_shared_gpu_targets() -> None:
     cluster = make_cluster(nodes=1, gpus=2)
     a = _running("A", (0,))
     b = Job(make_job("B").build())
-    allocator = Fixed({})
+    allocator = FixedTargets({})
     allocator.targets = {"A": Assignment((0,), share=0.5, gpus=(0,)),
                          "B": Assignment((0,), share=0.5, gpus=(0,))}
     result = run_allocation_cycle(allocator, _snapshot(cluster, [a], [b]))
@@ -157,7 +143,7 @@ def test_shared_gpu_targets() -> None:
 def test_named_gpu_without_room_fails() -> None:
     cluster = make_cluster(nodes=1, gpus=2)
     a = _running("A", (0,))
-    allocator = Fixed({"A": (0,)})
+    allocator = FixedTargets({"A": (0,)})
     allocator.targets["B"] = Assignment((0,), share=0.5, gpus=(0,))
     with pytest.raises(AllocationError, match="GPU 0"):
         run_allocation_cycle(allocator, _snapshot(cluster, [a], [Job(make_job("B").build())]))

@@ -4,26 +4,14 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 
 import numpy as np
 import pytest
-from builders import make_cluster, make_job, running_job, snapshot_of
+from builders import FixedTargets, make_cluster, make_job, running_job, snapshot_of
 
-from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.allocation_cycle import _Ledger, run_allocation_cycle
 from dlsched.scheduling.state import CycleState
 from dlsched.workload.job import Job
-
-
-class Fixed:
-    name = "fixed"
-
-    def __init__(self, targets: Mapping[str, tuple[int, ...]]) -> None:
-        self.targets = {j: Assignment(nodes) for j, nodes in targets.items()}
-
-    def allocate(self, state: CycleState) -> Mapping[str, Assignment]:
-        return self.targets
 
 
 def test_a_round_of_moves_books_no_gpu_through_the_state(monkeypatch: pytest.MonkeyPatch
@@ -39,7 +27,7 @@ def test_a_round_of_moves_books_no_gpu_through_the_state(monkeypatch: pytest.Mon
 
     for name in ("take", "evict", "give_back"):
         monkeypatch.setattr(CycleState, name, refuse)
-    result = run_allocation_cycle(Fixed({"A": (1,), "B": (0,), "W": (0,)}),
+    result = run_allocation_cycle(FixedTargets({"A": (1,), "B": (0,), "W": (0,)}),
                                   snapshot_of(cluster, [a, b, c], [w]))
     assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2,)), ("B", (0,))]
     assert [p.job_id for p in result.preemptions] == ["C"]
@@ -102,7 +90,7 @@ def test_one_worker_moves_are_taken_on_the_ledger_itself(monkeypatch: pytest.Mon
         return take(name, state, job, target, held, books)
 
     monkeypatch.setattr(allocation_cycle, "_take", gangs_only)
-    result = run_allocation_cycle(Fixed({"A": (1,), "B": (0,), "G": (0, 2)}),
+    result = run_allocation_cycle(FixedTargets({"A": (1,), "B": (0,), "G": (0, 2)}),
                                   snapshot_of(cluster, [a, b, g], []))
     assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2,)), ("B", (0,)),
                                                             ("G", (1, 4))]
@@ -127,7 +115,7 @@ def test_evictions_are_booked_once_after_the_running_jobs(monkeypatch: pytest.Mo
     monkeypatch.setattr(_Ledger, "evict", refuse)
     cluster = make_cluster(nodes=2, gpus=2)
     a, b, c = running_job("A", (0,)), running_job("B", (2,)), running_job("C", (3,))
-    result = run_allocation_cycle(Fixed({"A": (1,), "B": (0,)}),
+    result = run_allocation_cycle(FixedTargets({"A": (1,), "B": (0,)}),
                                   snapshot_of(cluster, [a, b, c], []))
     assert calls == [["A", "B", "C"]]
     assert [(r.job_id, r.gpus) for r in result.resizes] == [("A", (2,)), ("B", (0,))]

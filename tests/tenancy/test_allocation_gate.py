@@ -9,13 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from builders import cluster_of, make_cluster, make_job
+from builders import FixedTargets, cluster_of, make_cluster, make_job
 from harness import config_yaml, cq
 
 from dlsched.cluster.cluster import Cluster, Node
 from dlsched.perf.model import LinearScaling
 from dlsched.policies.fifo import SubmitOrder
-from dlsched.scheduling.allocation import Assignment
 from dlsched.scheduling.cycle import run_cycle
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.state import ClusterSnapshot, whole_free_per_node
@@ -24,18 +23,6 @@ from dlsched.tenancy.plugins import TenantAdmission
 from dlsched.tenancy.profile import with_tenants
 from dlsched.tenancy.reasons import Reason
 from dlsched.workload.job import Job, JobStatus
-
-
-class Fixed:
-    """An allocation policy that returns the same targets every round."""
-
-    name = "fixed"
-
-    def __init__(self, targets: Mapping[str, Sequence[int]]) -> None:
-        self.targets = targets
-
-    def allocate(self, state: object) -> dict[str, Assignment]:
-        return {job_id: Assignment(tuple(nodes)) for job_id, nodes in self.targets.items()}
 
 
 @dataclass(frozen=True)
@@ -86,7 +73,7 @@ def gate(tenants: str, jobs: Sequence[J], targets: Mapping[str, Sequence[int]],
                                np.zeros(cluster.num_nodes, dtype=np.int64),
                                tuple(j for j in built if j.allocation),
                                tuple(j for j in built if not j.allocation), LinearScaling())
-    inner = Profile("fixed", SubmitOrder(), plugins=(Fixed(targets),), acts_on_running=True)
+    inner = Profile("fixed", SubmitOrder(), plugins=(FixedTargets(targets),), acts_on_running=True)
     profile = with_tenants(inner, parse_tenants(tenants))
     result = run_cycle(profile, snapshot)
     sizes = {j.job_id: len(j.allocation) for j in built}
