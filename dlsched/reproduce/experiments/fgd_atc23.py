@@ -7,7 +7,7 @@ Each openb pod list (the paper's ``default`` and the ``cpu*``, ``gpushare*``, ``
 130% of the GPU capacity of the 1,213 openb GPU nodes; pods arrive one by one, never leave,
 and each placement places them (``dlsched/fragmentation/replay.py``). Cases are
 ``<variant>@<arrived %>``; metrics ``gpu_alloc_ratio_pct`` and ``unallocated_gpus`` (mean over
-the seeds) and their standard deviations (``*_std``; left out with one seed).
+the seeds) and their standard deviations (``*_std``).
 
 References: the artifact's own results (hkust-adsl/kubernetes-scheduler-simulator,
 experiments/analysis/expected_results/analysis_allo_discrete.csv: 10 seeds, 42-51, per
@@ -166,13 +166,8 @@ def _rows(variant: str, policy: str, replays: list[Replay],
         case = f"{variant}@{share}"
         yield Measured(case, policy, "gpu_alloc_ratio_pct", round(statistics.fmean(alloc), 3))
         yield Measured(case, policy, "unallocated_gpus", round(statistics.fmean(unallocated), 1))
-        if len(pairs) < 2:
-            # One seed has no spread to measure (not 0): no ``*_std`` row rather than one
-            # whose ``dlsched`` cell is empty, which a script reading reproduce.csv as
-            # numbers stumbles on (docs/reproduce.md, "fgd-atc23 with one seed")
-            continue
-        yield Measured(case, policy, "gpu_alloc_ratio_pct_std", round(_std(alloc), 3))
-        yield Measured(case, policy, "unallocated_gpus_std", round(_std(unallocated), 1))
+        yield Measured(case, policy, "gpu_alloc_ratio_pct_std", _round(_std(alloc)))
+        yield Measured(case, policy, "unallocated_gpus_std", _round(_std(unallocated), 1))
 
 
 def _write_raw(path: Path, arrived: tuple[int, ...], raw: list[tuple[object, ...]]) -> None:
@@ -190,8 +185,7 @@ def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _std(values: list[float]) -> float:
-    """The sample standard deviation over two seeds or more (one seed's spread is unknown,
-    not 0: `--seeds 42` printed 0 beside a mean over the artifact's ten; its row is left
-    out)."""
-    return statistics.stdev(values)
+def _std(values: list[float]) -> float | None:
+    """The sample standard deviation over the seeds; None (an empty cell) for one seed, whose
+    spread is unknown, not 0 (`--seeds 42` printed 0 beside a mean over the artifact's ten)."""
+    return statistics.stdev(values) if len(values) > 1 else None
