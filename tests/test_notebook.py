@@ -51,15 +51,22 @@ def test_compare_runs_each_policy_and_writes_the_report(tmp_path: Path) -> None:
     assert result["srtf"].jobs.equals(cli_table(tmp_path / "srtf" / "jobs.csv"))
 
 
-def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
-    """Each policy's config.yaml said `out: runs/latest` from the notebook, the compare's
-    folder from the command."""
+def _compare_both_ways(tmp_path: Path) -> tuple[Path, Path]:
+    """The same comparison (fifo and srtf, 30 jobs of pollux-1) by the command into
+    tmp_path/cli and by ``dlsched.compare`` into tmp_path/notebook."""
     cli, notebook = tmp_path / "cli", tmp_path / "notebook"
     result = CliRunner().invoke(app, ["compare", "--trace", "pollux-1", "--cluster",
                                       "pollux-64", "--policies", "fifo,srtf", "--limit", "30",
                                       "--out", str(cli)])
     assert result.exit_code == 0, result.output
     dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=30, out=notebook)
+    return cli, notebook
+
+
+def test_compare_writes_the_clis_config_yaml(tmp_path: Path) -> None:
+    """Each policy's config.yaml said `out: runs/latest` from the notebook, the compare's
+    folder from the command."""
+    cli, notebook = _compare_both_ways(tmp_path)
     for policy in ("fifo", "srtf"):
         ours = (notebook / policy / "config.yaml").read_text()
         assert ours == (cli / policy / "config.yaml").read_text().replace(str(cli),
@@ -72,12 +79,7 @@ def test_compare_writes_the_clis_summary_json(tmp_path: Path) -> None:
     report.html."""
     from dlsched.report.output import deterministic_view
 
-    cli, notebook = tmp_path / "cli", tmp_path / "notebook"
-    result = CliRunner().invoke(app, ["compare", "--trace", "pollux-1", "--cluster",
-                                      "pollux-64", "--policies", "fifo,srtf", "--limit", "30",
-                                      "--out", str(cli)])
-    assert result.exit_code == 0, result.output
-    dlsched.compare("pollux-1", "pollux-64", ["fifo", "srtf"], limit=30, out=notebook)
+    cli, notebook = _compare_both_ways(tmp_path)
     ours, theirs = (json.loads((folder / "summary.json").read_text())
                     for folder in (notebook, cli))
     assert list(ours) == list(theirs) == ["fifo", "srtf"]
