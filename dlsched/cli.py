@@ -147,12 +147,11 @@ def _close(bar: Progress) -> None:
 def _run_parallel(config: RunConfig, trace: Any, cluster: Any,
                   out_of: Callable[[str], Path], workers: int) -> list[RunOutcome]:
     """The policies on ``workers`` processes (compare_pool.py), a bar each; each run's lines
+    (and the warnings it gave, as the serial loop prints them: once per command for one text)
     are printed in the order of the policies, as soon as it and those before it are done."""
     from dlsched.compare_pool import PolicyRuns
 
     policies = config.policies
-    done: dict[str, RunOutcome] = {}
-    printed = 0
     runs = PolicyRuns(config, policies, trace, cluster, out_of, workers)  # before the bar
     try:
         with _bar() as bar:
@@ -163,16 +162,13 @@ def _run_parallel(config: RunConfig, trace: Any, cluster: Any,
                 bar.update(tasks[policy], completed=p.finished, where=escape(p.describe()))
 
             def on_done(policy: str, outcome: RunOutcome) -> None:
-                nonlocal printed
-                done[policy] = outcome
                 bar.update(tasks[policy], completed=outcome.summary.jobs_finished,
                            where="done")
-                while printed < len(policies) and policies[printed] in done:
-                    name = policies[printed]
-                    _print_outcome(name, done[name], out_of(name))
-                    printed += 1
 
-            return runs.collect(on_progress, on_done)
+            def in_order(policy: str, outcome: RunOutcome) -> None:
+                _print_outcome(policy, outcome, out_of(policy))
+
+            return runs.collect(on_progress, on_done, in_order)
     finally:
         runs.close()
 

@@ -10,7 +10,10 @@ copies a lock another thread may hold): they start with dlsched imported and the
 already read (``initargs`` are inherited, not pickled). Otherwise (an embedding program with
 threads, a platform without fork) they come from a fork server or are spawned, and the trace
 is sent to them. A worker reports its run's progress through a queue the parent reads
-while it waits.
+while it waits. The warnings a run gives (a job that crawls under failures, data missing) are
+caught in the worker and given again here, in the policies' order, each just before its run's
+outcome: a warning that the serial loop gives once per command (Python's registry of the
+code that warns keeps one per text) is not printed once per worker.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from __future__ import annotations
 import multiprocessing
 import os
 import queue
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
@@ -39,6 +44,10 @@ if TYPE_CHECKING:
 OnProgress = Callable[[str, "SimProgress"], None]
 OnDone = Callable[[str, "RunOutcome"], None]
 POLL_SECONDS = 0.1  # how often the parent passes the workers' progress on while it waits
+
+
+def _nothing(policy: str, outcome: RunOutcome) -> None:
+    """No ``in_order`` callback."""
 
 
 def pool_context() -> BaseContext:
@@ -82,6 +91,46 @@ class RunFailed:
     message: str
 
 
+@dataclass(frozen=True)
+class CaughtWarning:
+    """A warning a worker's run gave, as text and where it was given (a warning instance
+    may not survive pickling)."""
+
+    text: str
+    category: type[Warning]
+    filename: str
+    lineno: int
+
+    @classmethod
+    def of(cls, caught: warnings.WarningMessage) -> CaughtWarning:
+        return cls(str(caught.message), caught.category, caught.filename, caught.lineno)
+
+    def give(self) -> None:
+        """Warn here as the run warned there: with the filters of this process and the
+        registry of the module that warned, the one the serial loop fills (so a text it has
+        shown once, for one policy, is not shown again for the next)."""
+        module, registry = _module_at(self.filename)
+        warnings.warn_explicit(self.text, self.category, self.filename, self.lineno,
+                               module=module, registry=registry)
+
+
+def _module_at(filename: str) -> tuple[str | None, dict[Any, Any] | None]:
+    """The name and warning registry of the loaded module in ``filename``; (None, None)
+    (no registry: shown every time) when no loaded module is there."""
+    for name, module in list(sys.modules.items()):
+        if getattr(module, "__file__", None) == filename:
+            return name, vars(module).setdefault("__warningregistry__", {})
+    return None, None
+
+
+@dataclass(frozen=True)
+class _Ran:
+    """A worker's run: its outcome (or failure) and the warnings it gave."""
+
+    result: RunOutcome | RunFailed
+    warned: tuple[CaughtWarning, ...]
+
+
 class _Worker:
     """What a worker process holds, set once by the pool's initializer."""
 
@@ -98,7 +147,13 @@ def _init(trace: Trace, cluster: Cluster, progress: Any, workers: int) -> None:
     progress.cancel_join_thread()
 
 
-def _run(config: RunConfig, policy: str, out: str) -> RunOutcome | RunFailed:
+def _run(config: RunConfig, policy: str, out: str) -> _Ran:
+    with warnings.catch_warnings(record=True) as caught:
+        result = _run_caught(config, policy, out)
+    return _Ran(result, tuple(CaughtWarning.of(warning) for warning in caught))
+
+
+def _run_caught(config: RunConfig, policy: str, out: str) -> RunOutcome | RunFailed:
     from dlsched.experiment import run_policy
 
     assert _Worker.trace is not None and _Worker.cluster is not None
@@ -116,11 +171,11 @@ def _run(config: RunConfig, policy: str, out: str) -> RunOutcome | RunFailed:
 
 def run_policies(config: RunConfig, policies: Sequence[str], trace: Trace, cluster: Cluster,
                  out_of: Callable[[str], Path], workers: int, on_progress: OnProgress,
-                 on_done: OnDone) -> list[RunOutcome]:
+                 on_done: OnDone, in_order: OnDone = _nothing) -> list[RunOutcome]:
     """Run ``policies`` on ``workers`` processes (``PolicyRuns``)."""
     runs = PolicyRuns(config, policies, trace, cluster, out_of, workers)
     try:
-        return runs.collect(on_progress, on_done)
+        return runs.collect(on_progress, on_done, in_order)
     finally:
         runs.close()
 
@@ -139,7 +194,7 @@ class PolicyRuns:
         self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                         initializer=_init,
                                         initargs=(trace, cluster, self.progress, workers))
-        self.futures: dict[Future[RunOutcome | RunFailed], str] = {}
+        self.futures: dict[Future[_Ran], str] = {}
         try:
             for policy in self.policies:  # the first submit forks every worker
                 self.futures[self.pool.submit(_run, config, policy,
@@ -148,30 +203,51 @@ class PolicyRuns:
             self.close()
             raise
 
-    def collect(self, on_progress: OnProgress, on_done: OnDone) -> list[RunOutcome]:
+    def collect(self, on_progress: OnProgress, on_done: OnDone,
+                in_order: OnDone = _nothing) -> list[RunOutcome]:
         """Wait for every run; ``on_progress`` and ``on_done`` are called in this process as
-        the workers report. The outcomes in the order of the policies; the first run that
-        fails raises its ``DlschedError`` (``close`` then starts no other)."""
+        the workers report, ``in_order`` in the policies' order as soon as a run and those
+        before it are done, after the warnings that run gave (``CaughtWarning.give``). The
+        outcomes in the order of the policies; the first run that fails gives its warnings
+        and raises its ``DlschedError`` (``close`` then starts no other)."""
         outcomes: dict[str, RunOutcome] = {}
+        warned: dict[str, tuple[CaughtWarning, ...]] = {}
         pending = set(self.futures)
         while pending:
             finished, pending = wait(pending, timeout=POLL_SECONDS,
                                      return_when=FIRST_COMPLETED)
             _pass_on(self.progress, on_progress)
             for future in finished:
-                outcome = future.result()
+                ran = future.result()
                 policy = self.futures[future]
-                if isinstance(outcome, RunFailed):
-                    raise DlschedError(f"{policy}: {outcome.message}")
-                outcomes[policy] = outcome
-                on_done(policy, outcome)
+                if isinstance(ran.result, RunFailed):
+                    _give(ran.warned)
+                    raise DlschedError(f"{policy}: {ran.result.message}")
+                outcomes[policy], warned[policy] = ran.result, ran.warned
+                on_done(policy, ran.result)
+                self._in_order(outcomes, warned, in_order)
         return [outcomes[policy] for policy in self.policies]
+
+    def _in_order(self, outcomes: dict[str, RunOutcome],
+                  warned: dict[str, tuple[CaughtWarning, ...]], in_order: OnDone) -> None:
+        """Each done run whose policies before it are all done and passed on, in order."""
+        for policy in self.policies:
+            if policy not in outcomes:
+                return
+            if policy in warned:  # not passed on yet
+                _give(warned.pop(policy))
+                in_order(policy, outcomes[policy])
 
     def close(self) -> None:
         """Stop the pool (runs not started are not started) and its progress queue."""
         self.pool.shutdown(wait=True, cancel_futures=True)
         self.progress.close()
         self.progress.join_thread()
+
+
+def _give(caught: Sequence[CaughtWarning]) -> None:
+    for warning in caught:
+        warning.give()
 
 
 def _pass_on(progress: Any, on_progress: OnProgress) -> None:

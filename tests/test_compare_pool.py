@@ -180,3 +180,35 @@ def test_a_worker_caps_its_blas_threads_at_its_share_of_the_cpus() -> None:
         for path, threads in before.items():
             threadpool_limits(limits={path: threads})
     assert {i["filepath"]: i["num_threads"] for i in threadpool_info()} == before
+
+
+
+def test_a_warning_of_the_runs_is_printed_as_by_the_serial_loop(tmp_path: Path) -> None:
+    """A job that crawls under failures (the same in every policy's run: one job, alone) is
+    warned of once per command, before the first policy's line, as one after another; each
+    worker printed it (once per policy) before session 34. The command as a user runs it (its
+    entry point prints warnings as lines; CliRunner's does not)."""
+    import subprocess
+    import sys
+
+    trace, cluster, failures = (tmp_path / name for name in ("t.csv", "c.yaml", "f.yaml"))
+    trace.write_text("job_id,submit_time,num_gpus,duration,queue\nj,0,4,31000,default\n")
+    cluster.write_text("name: two\nnode_groups: [{count: 2, gpus: 4, gpu_type: V100}]\n")
+    failures.write_text("categories: [{name: gpu, rate_per_gpu_day: 10.0, "
+                        "repair_hours: 0.01}]\n")
+
+    def printed(workers: int) -> list[str]:
+        out = tmp_path / str(workers)
+        result = subprocess.run([
+            sys.executable, "-m", "dlsched", "compare", "--trace", str(trace), "--cluster",
+            str(cluster), "--policies", "fifo,sjf,srtf", "--failures", str(failures),
+            "--checkpoint", "15110", "--checkpoint-cost", "10", "--restart-overhead", "0",
+            "--workers", str(workers), "--out", str(out)], capture_output=True, text=True,
+            check=True)
+        return [line.split(", simulated in")[0].replace(str(out), "OUT")
+                for line in (result.stdout + result.stderr).splitlines()]
+
+    serial = printed(1)
+    assert [line.startswith("warning: job j (4 GPUs) crawls") for line in serial[1:3]] == [
+        True, False], serial
+    assert printed(3) == serial
