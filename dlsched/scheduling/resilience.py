@@ -72,13 +72,15 @@ class JobLosses:
 class ResilienceBook:
     def __init__(self, plan: CheckpointPlan, model: FailureModel | None,
                  cluster_gpus: int, node_gpus: Sequence[int] | None = None,
-                 gpu_node: Sequence[int] | None = None) -> None:
+                 gpu_node: Sequence[int] | None = None, hot_spares: int = 0) -> None:
         """``node_gpus``/``gpu_node``: the cluster's GPUs per node and node of each GPU (a
-        failure takes a whole node: ``exposed_gpus``); None counts only a job's own GPUs."""
+        failure takes a whole node: ``exposed_gpus``); None counts only a job's own GPUs.
+        ``hot_spares``: nodes held per pool (``repair_wait``)."""
         self.plan = plan
         self.model = model
         self.cluster_gpus = cluster_gpus
         self.node_gpus, self.gpu_node = node_gpus, gpu_node
+        self.hot_spares = hot_spares
         self.crawling: set[str] = set()  # jobs warned of (``_check_crawl``), once each
         self.jobs: dict[str, JobLosses] = {}
         self.failures = 0
@@ -120,6 +122,24 @@ class ResilienceBook:
             return 0, len(job.allocation)
         nodes = {gpu_node[gpu] for gpu in job.allocation}
         return len(nodes), sum(node_gpus[node] for node in nodes)
+
+    def repair_wait(self, job: Job) -> float:
+        """Seconds ``job`` is expected to wait for a repair after each failure, where the
+        model knows it: without hot spares, when the cluster's other nodes hold fewer GPUs
+        than it runs on, it cannot restart before the node that failed is back: the repair
+        times of the failure categories weighted by their rates (the category of a failure
+        is drawn in proportion to its rate: ``sim/failures.py``). 0 otherwise: a wait for GPUs
+        other jobs hold, or for a repair once a pool's spares ran out, depends on the
+        schedule, and a repair that never ends leaves the run stalled (reported as such)."""
+        node_gpus, gpu_node, model = self.node_gpus, self.gpu_node, self.model
+        if model is None or self.hot_spares or node_gpus is None or gpu_node is None:
+            return 0.0
+        smallest = min(node_gpus[gpu_node[gpu]] for gpu in job.allocation)
+        if len(job.allocation) <= self.cluster_gpus - smallest:
+            return 0.0  # the others could hold it: whether they are free is the schedule's
+        rate = model.rate_per_gpu_day
+        repair = sum(c.rate_per_gpu_day * c.repair_hours for c in model.categories) / rate
+        return repair * 3600.0 if math.isfinite(repair) else 0.0
 
     def job_failure_rate(self, job: Job, now: float) -> float:
         """Failures per second that stop ``job`` (1 / its MTBF): the rule's rate per GPU times
@@ -243,8 +263,11 @@ class ResilienceBook:
         restart too, a segment takes ``e^(lambda R) (e^(lambda s) - 1) / lambda`` seconds on
         average (Daly, FGCS 2006, §3: the expected wall time ``M e^(R/M) (e^((tau +
         delta)/M) - 1) T_s / tau`` of a solve of ``T_s`` s, ``M`` = 1 / lambda); over ``s``,
-        the expected slowdown. Time waiting for a repaired node or in the queue comes on
-        top: it is a lower bound."""
+        the expected slowdown. That time is ``1 / lambda`` per failure, so
+        ``e^(lambda R) (e^(lambda s) - 1)`` failures are expected per segment; each adds the
+        wait ``W`` for a repair where the model knows it (``repair_wait``; the job does not
+        run, so cannot fail, meanwhile): a slowdown ``1 + lambda W`` times Daly's. A wait in
+        the queue for GPUs other jobs hold comes on top: it is a lower bound."""
         losses = self.of(job.job_id)
         rate = self.job_failure_rate(job, now)
         speed = losses.raw_rate * _efficiency(losses.interval, losses.delta)
@@ -254,7 +277,8 @@ class ResilienceBook:
         segment = min(losses.interval + losses.delta, finish)
         if not segment > 0:
             return
-        slowdown = _expected_slowdown(rate, restart, segment)
+        wait = self.repair_wait(job)
+        slowdown = _expected_slowdown(rate, restart, segment) * (1.0 + rate * wait)
         if slowdown <= MOST_SLOWDOWN:
             return
         self.crawling.add(job.job_id)
@@ -266,9 +290,11 @@ class ResilienceBook:
             f"job {job.job_id} ({self._gpus_text(job)}) crawls: it fails every "
             f"{1 / rate:.3g} s on average and keeps work only every {segment:.3g} s "
             f"(checkpoint interval {losses.interval:.3g} s + cost {losses.delta:.3g} s, or its "
-            f"end) after a {restart:g} s restart: expected ~{slowdown:.3g}x its failure-free "
-            f"time, or more; lower the checkpoint cost ({cost}), shorten the "
-            "checkpoint interval (--checkpoint) or the restart (--restart-overhead), or "
+            f"end) after a {restart:g} s restart{_waited(wait)}: expected "
+            f"~{slowdown:.3g}x its failure-free time, or more (waits for GPUs other jobs hold "
+            f"not counted); lower the checkpoint cost ({cost}), shorten the "
+            "checkpoint interval (--checkpoint) or the restart (--restart-overhead), "
+            f"{'hold spare nodes (--hot-spares), ' if wait else ''}or "
             "re-plan on the surviving nodes instead of rolling back (--resilience oobleck, "
             "LLM jobs)"), stacklevel=2)
 
@@ -285,6 +311,14 @@ class ResilienceBook:
     def node_failed(self, category: str) -> None:
         self.failures += 1
         self.by_category[category] = self.by_category.get(category, 0) + 1
+
+
+def _waited(wait: float) -> str:
+    """The repair wait a crawl warning counts (``repair_wait``), if any."""
+    if wait <= 0:
+        return ""
+    return (f" and a ~{wait:.3g} s wait for its node's repair (mean repair_hours; the other "
+            "nodes cannot hold it)")
 
 
 def _expected_slowdown(rate: float, restart: float, segment: float) -> float:

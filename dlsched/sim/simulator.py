@@ -88,7 +88,8 @@ class Simulator:
         config = self.config
         book = (ResilienceBook(config.checkpoint or CheckpointPlan(), config.failures,
                                cluster.num_gpus, cluster.node_gpus.tolist(),
-                               cluster.gpu_node_list) if config.resilient else None)
+                               cluster.gpu_node_list, config.hot_spares)
+                if config.resilient else None)
         self.core = Scheduler(cluster, profile,
                               throughput or get_throughput_model(trace.throughput),
                               self.clock, SimExecutor(self.events),
