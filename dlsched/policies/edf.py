@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 
-from dlsched.scheduling.plugins.preemption import Preemption
+from dlsched.scheduling.plugins.preemption import Preemption, RankRule
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
@@ -29,6 +29,8 @@ class DeadlineOrder:
     name = "deadline-order"
     static = True  # the key depends on the job alone
     running_static = True  # running jobs too: preemption keeps them sorted (issue 14)
+    rank_rule = RankRule("edf", "no later deadline",
+                         "a later deadline (none is the latest), or as late and submitted later")
 
     def __init__(self, min_runtime: float = 0.0) -> None:
         self.min_runtime = min_runtime
@@ -36,6 +38,10 @@ class DeadlineOrder:
     def sort_key(self, state: CycleState | None, job: Job) -> tuple[float, float, str]:
         deadline = job.spec.deadline
         return (math.inf if deadline is None else deadline, job.spec.submit_time, job.job_id)
+
+    def key_now(self, job: Job, now: float) -> tuple[float, float, str]:
+        """The key (fixed: ``now`` does not move a deadline; ``Preemption.wait_detail``)."""
+        return self.sort_key(None, job)
 
     def rank_epoch(self, state: CycleState, job: Job, nodes: np.ndarray) -> tuple | None:
         """Ranks never change (static keys): only starts and stops decide the victims, which

@@ -8,11 +8,11 @@ They are upper-bound baselines, as in the Tiresias and Gandiva papers' compariso
 from __future__ import annotations
 
 from dlsched.perf.model import ThroughputModel
-from dlsched.scheduling.plugins.preemption import Preemption
+from dlsched.scheduling.plugins.preemption import Preemption, RankRule
 from dlsched.scheduling.profile import Profile
 from dlsched.scheduling.registry import at_least, register_policy
 from dlsched.scheduling.state import CycleState
-from dlsched.workload.job import Job
+from dlsched.workload.job import Job, JobStatus
 
 
 def oracle_seconds(state: CycleState, job: Job, remaining: bool) -> float:
@@ -42,6 +42,8 @@ class ShortestFirst:
         self.running_static = not remaining
         self.running_keys_fall = remaining
         self._model: ThroughputModel | None = None
+        self.rank_rule = RankRule("srtf" if remaining else "sjf", "no more remaining time",
+                                  "more remaining time, or as much and submitted later")
 
     def use_throughput(self, model: ThroughputModel) -> None:
         self._model = model
@@ -55,6 +57,16 @@ class ShortestFirst:
         else:  # a waiting job (the core's sorted queue): ``now`` does not move its work
             seconds = _seconds(self._model, job, self.remaining, job.progress_time)
         return (seconds, job.spec.submit_time, job.job_id)
+
+    def key_now(self, job: Job, now: float) -> tuple[float, float, str]:
+        """The key at ``now`` without a cycle state, running jobs too (a reason read between
+        cycles: ``Preemption.wait_detail``)."""
+        if self._model is None:
+            raise ValueError(f"{self.name}: a key without a cycle state needs the run's "
+                             "throughput model (use_throughput)")
+        progress = now if job.status is JobStatus.RUNNING else job.progress_time
+        return (_seconds(self._model, job, self.remaining, progress), job.spec.submit_time,
+                job.job_id)
 
 
 @register_policy("sjf")

@@ -78,7 +78,9 @@ class NoVictims(Protocol):
 @runtime_checkable
 class WaitDetail(Protocol):
     """A PostFilter that says which running jobs it may not preempt for a waiting job and by
-    what rule (Tiresias: those of the job's own queue and above), or None where none holds
+    what rule (Tiresias: those of the job's own queue and above; SRTF and EDF's
+    ``Preemption``: those ranked at or above it, or protected by ``min_runtime``), or None
+    where none holds
     GPUs. Asked only when a reason is read (jobs.csv, the REST API), never in a cycle."""
 
     def wait_detail(self, job: Job, running: Mapping[str, Job], now: float) -> str | None: ...

@@ -54,8 +54,10 @@ TWO = "[placement] needs 2 GPUs, none free on fitting nodes"
 ])
 def test_a_reason_counts_gpus_in_english(policy: str, placement: str | None, pools: bool,
                                          gpus: int, reason: str) -> None:
-    # (Tiresias then says which running jobs it may not preempt: read with the reason)
-    assert _reason(policy, placement, pools, gpus).split("; [tiresias]")[0] == reason
+    # (Tiresias and SRTF then say which running jobs they may not preempt: read with the
+    # reason)
+    said = _reason(policy, placement, pools, gpus)
+    assert said.split("; [tiresias]")[0].split("; [srtf]")[0] == reason
 
 
 @pytest.mark.parametrize("gpus", [1, 2], ids=["1-gpu", "2-gpus"])

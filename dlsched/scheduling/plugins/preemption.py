@@ -11,18 +11,35 @@ keys only fall as jobs run (``running_keys_fall``: SRTF's remaining time) keeps 
 of past keys, upper bounds of the present ones, and ranks lazily only as many as a victim
 search reads (``FallingRanks``), instead of sorting every running job in every cycle that
 looks for victims (issue 14). Other orders are sorted once per such cycle.
+
+A QueueSort that names its rank (``rank_rule``) and keys a job at any time (``key_now``) lets
+the plugin say, in a waiting job's reason, which running jobs it may not preempt
+(``wait_detail``, hooks.WaitDetail): SRTF's and EDF's.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dlsched.scheduling.framework import QueueSortPlugin
 from dlsched.scheduling.plugins.running_ranks import FallingRanks, RankedRunning
 from dlsched.scheduling.state import CycleState
+from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobStatus
+
+
+@dataclass(frozen=True)
+class RankRule:
+    """How a QueueSort's rank reads in a waiting job's reason (``Preemption.wait_detail``):
+    ``policy`` labels it, ``kept`` says what a running job it may not preempt has (ranks at or
+    above it), ``evicted`` what one it may preempt has (ranks strictly below it)."""
+
+    policy: str
+    kept: str
+    evicted: str
 
 
 class Preemption:
@@ -80,6 +97,36 @@ class Preemption:
 
     def next_wakeup(self, state: CycleState) -> float | None:
         return protection_ends(state, self.min_runtime)
+
+    def wait_detail(self, job: Job, running: Mapping[str, Job], now: float) -> str | None:
+        """Which running jobs this waiting job may not preempt, and the rule: those the
+        queue's key ranks at or above it (SRTF: no more remaining time; EDF: no later
+        deadline), and those in their first ``min_runtime`` seconds. None when none holds
+        GPUs, when the order does not name its rank, or under the tenant layer (victims of a
+        cluster queue only: its own reasons say so)."""
+        rule = getattr(self.queue_sort, "rank_rule", None)
+        key_now = getattr(self.queue_sort, "key_now", None)
+        if rule is None or key_now is None or self.victim_scope is not None \
+                or not job.status.is_waiting:
+            return None
+        own, protect = key_now(job, now), self.min_runtime
+        ranked, fresh = [0, 0], [0, 0]  # running jobs, their GPUs
+        for other in running.values():
+            held = (ranked if key_now(other, now) <= own else fresh
+                    if other.run_started is not None and now - other.run_started < protect
+                    else None)
+            if held is not None:
+                held[0] += 1
+                held[1] += len(other.allocation) or other.spec.num_gpus
+        young = f"started less than min_runtime {protect:g} s ago"
+        said = [f"{count_of(jobs, 'running job')} {what} ({count_of(gpus, 'GPU')})"
+                for (jobs, gpus), what in ((ranked, f"with {rule.kept}"), (fresh, young))
+                if jobs]
+        if not said:
+            return None
+        after = f", once they ran min_runtime {protect:g} s" if protect else ""
+        return (f"[{rule.policy}] not preempted: {' and '.join(said)}; it preempts only jobs "
+                f"with {rule.evicted}{after}")
 
     def _from_index(self, state: CycleState, job: Job) -> Iterator[Job]:
         """What ``_ranked`` gives, read lazily from the running jobs kept sorted (brought up
