@@ -18,7 +18,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from dlsched.sim.finished import JobRecords
+from dlsched.sim.finished import SIZES, JobRecords
 from dlsched.sim.result import JobRecord
 
 TEXTS = ("job_id", "queue", "status", "pending_reason")
@@ -45,9 +45,11 @@ class JobTable:
     num_gpus: np.ndarray
     preemptions: np.ndarray
     resizes: np.ndarray
-    min_gpus: np.ndarray  # 0: not recorded (a record made by hand)
-    max_gpus: np.ndarray
-    last_gpus: np.ndarray  # 0: never ran
+    # None (from finished jobs' columns, ``_from_columns``): no job may run at several sizes,
+    # and the sizes, each job's ``num_gpus``, are not made (``FinishedJobs.sized``)
+    min_gpus: np.ndarray | None  # 0: not recorded (a record made by hand)
+    max_gpus: np.ndarray | None
+    last_gpus: np.ndarray | None  # 0: never ran
 
     def __len__(self) -> int:
         return len(self.job_id)
@@ -84,9 +86,14 @@ def _from_columns(jobs: JobRecords) -> JobTable:
         combined[:len(finished)] = columns[name]
         combined[len(finished):] = [getattr(r, name) for r in live]
         values[name] = combined[order].tolist()
+    sized = finished.sized or any(r.min_gpus != r.max_gpus for r in live)
     for name in (*FLOATS, *INTS):
+        if name in SIZES and not sized:
+            values[name] = None  # each job's is its num_gpus (``JobTable``)
+            continue
         kind = np.int64 if name in INTS else np.float64
-        done = np.frombuffer(columns[name], dtype=kind) if len(finished) else np.zeros(0, kind)
+        column = finished.column(name)
+        done = np.frombuffer(column, dtype=kind) if len(finished) else np.zeros(0, kind)
         rest = [getattr(r, name) for r in live]
         if kind is np.float64:
             rest = [math.nan if v is None else v for v in rest]

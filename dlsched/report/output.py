@@ -150,6 +150,8 @@ def job_row(job: JobRecord, position: int | None = None) -> tuple[Any, ...]:
 
 def has_sizes(table: JobTable) -> bool:
     """Whether some job of the run may run at several sizes (``SIZE_COLUMNS``)."""
+    if table.min_gpus is None or table.max_gpus is None:  # none made: none may (JobTable)
+        return False
     return bool((table.min_gpus != table.max_gpus).any())
 
 
@@ -187,6 +189,7 @@ def job_columns(result: SimulationResult, positions: Mapping[str, int] | None = 
                [where.get(i) for i in ids] if where else [None] * len(ids),
                t.resizes[order].tolist(), optional_floats(t.deadline[order])]
     if has_sizes(t):
+        assert t.min_gpus is not None and t.max_gpus is not None and t.last_gpus is not None
         last = t.last_gpus[order].tolist()
         columns += [t.min_gpus[order].tolist(), t.max_gpus[order].tolist(),
                     [gpus or None for gpus in last]]

@@ -8,6 +8,12 @@ few distinct queue, status and reason texts), and the ``Job`` is freed. At the e
 ``JobRecords`` presents those rows and the records of the jobs still in the core as one
 sequence of ``JobRecord`` in submission order, made on access: the same records, in the same
 order, as a run that kept every job.
+
+A job's sizes (``min_gpus``, ``max_gpus``, ``last_gpus``) are columns only once a record
+needs them: while every record is a rigid job's (its range is its size, and it last ran at its
+size, or never ran: 0), they are derived from ``num_gpus`` and ``first_start`` when read. A run
+without elastic jobs (nor jobs resized by a failure) so keeps no column of them: three int64
+columns were 24 bytes a job, ~80 MB at 3.4 M jobs (``benchmarks/bench_scale.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +35,9 @@ _OPTIONAL = frozenset(("first_start", "finish_time", "deadline", "run_seconds"))
 _INTS = frozenset(("num_gpus", "preemptions", "resizes", "failures", "min_gpus", "max_gpus",
                    "last_gpus"))
 _TEXTS = frozenset(("queue", "status", "pending_reason"))
+SIZES = ("min_gpus", "max_gpus", "last_gpus")  # columns only once a record needs them
+_NUM_AT, _FIRST_AT = _NAMES.index("num_gpus"), _NAMES.index("first_start")
+_SIZE_AT = tuple(_NAMES.index(name) for name in SIZES)
 _NAN = math.nan
 _TEXT, _OPTIONAL_VALUE, _OTHER = "text", "optional", "other"
 _CHUNK = 4096  # rows kept before they go to the columns
@@ -48,6 +57,8 @@ class FinishedJobs:
         self._seq = array("q")
         self._columns: dict[str, list | array] = {}
         for name in _NAMES:
+            if name in SIZES:
+                continue  # ``sized``
             if name == "job_id" or name in _TEXTS:
                 self._columns[name] = []
             else:
@@ -70,15 +81,46 @@ class FinishedJobs:
         rows = self._rows
         if not rows:
             return
+        fields = list(zip(*rows, strict=True))
+        if "last_gpus" not in self._columns and not _rigid(fields):
+            self._size_columns()
         self._seq.extend(self._seqs)
-        texts = self._texts
-        for name, kind, values in zip(_NAMES, _KINDS, zip(*rows, strict=True), strict=True):
+        texts, columns = self._texts, self._columns
+        for name, kind, values in zip(_NAMES, _KINDS, fields, strict=True):
+            if name not in columns:
+                continue  # a size, derived (``sized``)
             if kind is _TEXT:
                 values = [texts.setdefault(value, value) for value in values]
             elif kind is _OPTIONAL_VALUE and None in values:
                 values = [_NAN if value is None else value for value in values]
-            self._columns[name].extend(values)
+            columns[name].extend(values)
         self._seqs, self._rows = [], []
+
+    @property
+    def sized(self) -> bool:
+        """Whether the sizes are columns (a record that is not a rigid job's came: module
+        docstring); otherwise ``column`` derives them."""
+        return "last_gpus" in self.columns
+
+    def _size_columns(self) -> None:
+        """Make the sizes columns, with the derived values of the rows already in."""
+        for name in SIZES:
+            self._columns[name] = self._rigid_sizes(name)
+
+    def _rigid_sizes(self, name: str) -> array:
+        """A size column of the rows in the columns, each a rigid job's: its size, or for
+        ``last_gpus``, its size if it ran (a start time: not NaN), else 0."""
+        sizes = self._columns["num_gpus"]
+        if name != "last_gpus":
+            return array("q", sizes)
+        return array("q", [gpus if start == start else 0
+                           for gpus, start in zip(sizes, self._columns["first_start"],
+                                                  strict=True)])
+
+    def column(self, name: str) -> list | array:
+        """A field's column: stored, or a size derived now (``sized``)."""
+        columns = self.columns
+        return columns[name] if name in columns else self._rigid_sizes(name)
 
     @property
     def seq(self) -> array:
@@ -97,11 +139,30 @@ class FinishedJobs:
         columns = self.columns
         values = []
         for name in _NAMES:
+            if name not in columns:  # a rigid job's size (``sized``)
+                gpus = columns["num_gpus"][index]
+                ran = columns["first_start"][index] == columns["first_start"][index]
+                values.append(gpus if name != "last_gpus" or ran else 0)
+                continue
             value = columns[name][index]
             if name in _OPTIONAL and value != value:  # NaN: None
                 value = None
             values.append(value)
         return _record(*values)
+
+
+def _rigid(fields: list[tuple]) -> bool:
+    """Whether every row of a chunk (given as its fields' tuples) has a rigid job's sizes:
+    ``min_gpus`` = ``max_gpus`` = ``num_gpus``, and ``last_gpus`` that too if it ran, else 0
+    (tuple comparisons: one pass in C per field, but where a job never ran)."""
+    sizes, low, high, last = (fields[_NUM_AT], *(fields[at] for at in _SIZE_AT))
+    if low != sizes or high != sizes:
+        return False
+    starts = fields[_FIRST_AT]
+    if None not in starts:
+        return last == sizes
+    return last == tuple(gpus if start is not None else 0
+                         for gpus, start in zip(sizes, starts, strict=True))
 
 
 class JobRecords(Sequence[JobRecord]):
@@ -138,7 +199,7 @@ class JobRecords(Sequence[JobRecord]):
 
     def __iter__(self) -> Iterator[JobRecord]:
         done, live = len(self.finished), self.live
-        columns = [self.finished.columns[name] for name in _NAMES]
+        columns = [self.finished.column(name) for name in _NAMES]
         optional = [name in _OPTIONAL for name in _NAMES]
         for where in self._order:
             if where >= done:

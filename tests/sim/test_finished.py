@@ -69,3 +69,44 @@ def test_columns_hold_rows_across_chunks() -> None:
     assert len(finished) == len(rows)
     assert [finished.row(i) for i in range(len(rows))] == rows
     assert list(JobRecords(finished, [])) == rows
+
+
+def test_a_run_without_elastic_jobs_keeps_no_size_columns() -> None:
+    """Every job rigid: ``min_gpus``, ``max_gpus`` and ``last_gpus`` are derived from
+    ``num_gpus`` and ``first_start`` when read, never stored (three int64 columns were ~80 MB
+    at 3.4 M jobs before session 34); the records read back as a run that kept every job."""
+    sim = simulator("fifo", make_cluster(nodes=3, gpus=4), _workload(1), keep_finished=False)
+    result = sim.run()
+    finished = result.jobs.finished  # type: ignore[attr-defined]
+    assert len(finished) > 0 and not finished.sized
+    assert not set(finished.columns) & {"min_gpus", "max_gpus", "last_gpus"}
+    kept = simulator("fifo", make_cluster(nodes=3, gpus=4), _workload(1)).run()
+    assert list(result.jobs) == list(kept.jobs)
+
+
+def test_sizes_become_columns_once_a_record_needs_them() -> None:
+    """Rigid rows (one that never ran: last size 0) over more than a chunk, then an elastic
+    job's: the sizes become columns holding the rows before it as derived, and every row reads
+    back as it came."""
+    from dlsched.sim.finished import _CHUNK, FinishedJobs, JobRecords
+    from dlsched.sim.result import JobRecord
+
+    def rigid(i: int) -> JobRecord:
+        ran = i % 5 != 0
+        return JobRecord(f"j{i}", "q", 1 + i % 3, float(i), float(i) if ran else None,
+                         float(i + 1), "finished" if ran else "failed", 0, 1.0, 1.0, 1.0, "",
+                         min_gpus=1 + i % 3, max_gpus=1 + i % 3, last_gpus=1 + i % 3 if ran
+                         else 0)
+
+    rows = [rigid(i) for i in range(_CHUNK + 5)]
+    rows.append(JobRecord("e", "q", 2, 1.0, 1.0, 2.0, "finished", 0, 1.0, 1.0, 1.0, "",
+                          min_gpus=1, max_gpus=8, last_gpus=6))
+    rows += [rigid(i) for i in range(_CHUNK + 5, _CHUNK + 9)]
+    finished = FinishedJobs()
+    for seq, record in enumerate(rows[:_CHUNK + 5]):
+        finished.add(seq, record)
+    assert not finished.sized and finished.row(_CHUNK + 4) == rows[_CHUNK + 4]
+    for seq, record in enumerate(rows[_CHUNK + 5:], start=_CHUNK + 5):
+        finished.add(seq, record)
+    assert [finished.row(i) for i in range(len(rows))] == rows
+    assert finished.sized and list(JobRecords(finished, [])) == rows
