@@ -274,17 +274,20 @@ class ArtifactGavelRounds(GavelRounds):
         book = self._book
         assert book is not None
         self._solved = frozenset(problem.job_ids)
-        book.x[list(book.slot.values())] = 0.0
         slot_of = book.slot
         solved = [(i, slot_of[job_id]) for i, job_id in enumerate(problem.job_ids)
                   if job_id in slot_of]
+        if len(solved) != len(slot_of):  # (else every row is written below)
+            book.x[list(slot_of.values())] = 0.0
         self._single = None
         if solved:
             rows, slots = zip(*solved, strict=True)
-            book.x[list(slots)] = allocation.x[list(rows)]
+            at = np.array(slots, dtype=np.intp)  # (one index for the three reads and writes)
+            x = allocation.x if len(rows) == len(allocation.x) else allocation.x[list(rows)]
+            book.x[at] = x  # (every solved job in order: X's rows as they are)
             if self._tells_settled:
                 self._single = single_types([problem.job_ids[i] for i in rows],
-                                            book.x[list(slots)], book.speed[list(slots)])
+                                            book.x[at], book.speed[at])
 
     def _solve(self, state: CycleState, jobs: Sequence[Job]) -> None:
         self._solved = frozenset()
@@ -345,9 +348,10 @@ class ArtifactGavelRounds(GavelRounds):
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         slots = list(book.slot.values())
-        had = book.time[slots]
-        book.deficit[slots] += book.x[slots] * elapsed - (had - half)
-        book.time[slots] = half
+        at = np.array(slots, dtype=np.intp)  # (one index for the four reads and writes)
+        had = book.time[at]
+        book.deficit[at] += book.x[at] * elapsed - (had - half)
+        book.time[at] = half
         total = 0.0
         for _ in slots:  # the type totals as Gavel adds them: half a round per job
             total += half
