@@ -104,7 +104,7 @@ def test_current_nodes_of_one_worker_jobs_are_not_sorted(
 def test_a_reset_reads_each_job_s_progress_only_for_objectives_that_use_it(
         policy: str, reads: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     # FIFO and max-min read throughputs, scales and weights alone: each job's remaining work
-    # (a settle of its progress) and attained service at every allocation reset were ~9% of
+    # (a settle of its progress) and attained service at every allocation reset were ~5% of
     # FIFO's 1,000-job run; LAS reads the attained service, FTF the remaining work
     from dlsched.policies.gavel_round import GavelRounds
 
