@@ -374,8 +374,8 @@ def reads_progress(objective: Objective) -> bool:
     """Whether ``objective`` may read a job's remaining work, time since arrival or attained
     service (``AllocationProblem.remaining``, ``elapsed``, ``attained``): any objective but
     Gavel's FIFO and max-min, which read throughputs, scales and weights alone (their rounds
-    leave the three None: reading each job's progress at every reset was ~5% of the
-    instructions of Gavel's 1,000-job FIFO run)."""
+    read none of the three, ``from_gavel`` fills its defaults: reading each job's progress at
+    every reset was ~5% of the instructions of Gavel's 1,000-job FIFO run)."""
     from dlsched.policies.gavel.efficiency import fifo_hetero
     from dlsched.policies.gavel.fairness import max_min_fairness
 
