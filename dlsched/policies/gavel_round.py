@@ -92,6 +92,7 @@ class GavelRounds:
         # (summed between solves: steps done / equal-share throughput of the last solve).
         self._isolated: dict[str, float] = {}
         self._reads_isolated = reads_isolated_time(objective)  # else no t_isolated books
+        self._reads_progress = reads_progress(objective)  # else no remaining work, ... read
         self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
         self._lookup: tuple[Cluster, list[int], list[int]] | None = None
         self._kind_rates: dict[tuple[object, ...], np.ndarray] = {}  # see ``_speed``
@@ -262,9 +263,11 @@ class GavelRounds:
         cluster, now = state.cluster, state.now
         by_type = cluster.gpus_by_type()
         counts = {name: by_type[name] for name in cluster.type_names}
-        remaining = [j.remaining_work(now) for j in jobs]
-        elapsed = [now - j.spec.submit_time for j in jobs]
-        attained = [j.attained_service(now) for j in jobs]
+        remaining = elapsed = attained = None  # (FIFO, max-min: not read, ``reads_progress``)
+        if self._reads_progress or self.refine is not None or self._reads_isolated:
+            remaining = [j.remaining_work(now) for j in jobs]
+            elapsed = [now - j.spec.submit_time for j in jobs]
+            attained = [j.attained_service(now) for j in jobs]
         model = state.snapshot.throughput
         if not isinstance(model, GavelThroughputs):
             if self.colocation:
@@ -365,6 +368,18 @@ def reads_isolated_time(objective: Objective) -> bool:
 
     return objective not in (fifo_hetero, min_cost, min_makespan, las, max_min_fairness,
                              weighted_fairness)
+
+
+def reads_progress(objective: Objective) -> bool:
+    """Whether ``objective`` may read a job's remaining work, time since arrival or attained
+    service (``AllocationProblem.remaining``, ``elapsed``, ``attained``): any objective but
+    Gavel's FIFO and max-min, which read throughputs, scales and weights alone (their rounds
+    read none of the three, ``from_gavel`` fills its defaults: reading each job's progress at
+    every reset was ~5% of the instructions of Gavel's 1,000-job FIFO run)."""
+    from dlsched.policies.gavel.efficiency import fifo_hetero
+    from dlsched.policies.gavel.fairness import max_min_fairness
+
+    return objective not in (fifo_hetero, max_min_fairness)
 
 
 def warm_starts(objective: Objective) -> bool:

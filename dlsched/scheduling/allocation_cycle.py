@@ -78,7 +78,9 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     leaving: list[Job] = []
     evict = (state.evict if ledger is None else
              leaving.append if why is None else ledger.evict)
-    for job in snapshot.running:
+    # a change that keeps every running job (``_check_kept``: they are running) walks none
+    walked = () if changes and len(kept) == len(snapshot.running) else snapshot.running
+    for job in walked:
         target = targets.get(job.job_id)
         if target is None and job.job_id in kept:
             continue  # keeps what it holds (``Targets``)
@@ -205,6 +207,8 @@ class _Ledger:
         nothing: no job books beyond GPUs), a one-worker target's GPU picked and taken here
         as ``_take_one`` picks it (Gavel's agnostic rounds move ~60 such jobs a round: three
         calls and a GPU read through a call each, per move, cost more than the choice)."""
+        if not moving:  # (a round that moves no job: the lists are not read)
+            return []
         free, node_free, gpu_node = self._lists(), self.node_free, self.gpu_node
         state = self.state
         layout, started = state.layout, state.started
@@ -410,10 +414,12 @@ def _check(allocator: AllocatePlugin, state: CycleState,
 
 def _check_kept(name: str, state: CycleState, targets: Targets) -> None:
     """Every job a ``Targets`` keeps is running, and has no target besides."""
-    running = {job.job_id for job in state.snapshot.running}
-    if not targets.kept <= running:
-        raise AllocationError(f"{name}: kept {sorted(targets.kept - running)[:3]}, which "
-                              "are not running")
+    running = state.snapshot.running
+    table = getattr(running, "mapping", None)  # the core's live view: its table's keys
+    ids = table.keys() if table is not None else {job.job_id for job in running}
+    if not targets.kept <= ids:
+        raise AllocationError(f"{name}: kept {sorted(set(targets.kept) - set(ids))[:3]}, "
+                              "which are not running")
     both = targets.keys() & targets.kept
     if both:
         raise AllocationError(f"{name}: both kept and given a target: {sorted(both)[:3]}")

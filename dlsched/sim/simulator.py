@@ -182,9 +182,14 @@ class Simulator:
                     changed |= handle(event)
             if not changed:
                 continue
-            if rounds_only and not self._at_tick(now):
-                self._arm_tick()
-                continue
+            if rounds_only:  # ``_at_tick`` and ``_arm_tick``'s first test, inlined (a call
+                # each per completion between rounds: ~2,300 in Gavel's 1,000-job FIFO)
+                ticks = now / (round_seconds if round_seconds is not None
+                               else self._tick_seconds())
+                if abs(ticks - round(ticks)) >= 1e-9:
+                    if not self._round_armed:
+                        self._arm_tick()
+                    continue
             result = core.cycle()
             if len(heap) > self._compact_above:
                 self._compact()

@@ -74,3 +74,41 @@ def test_a_round_that_keeps_every_job_checks_no_target(
     k, w = _running("K", (0,)), Job(make_job("W").build())
     result = run_allocation_cycle(Given(targets, {"K"}), _snapshot(cluster, [k], [w]))
     assert not result.preemptions and (BoundedAllocator in asked) == checked
+
+
+
+class _Watched(tuple):
+    """Running jobs that count the passes over them (``mapping``: as the core's live view
+    of its running table offers it, when given)."""
+
+    passes = 0
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        _Watched.passes += 1
+        return super().__iter__()
+
+
+@pytest.mark.parametrize("live_view", [False, True], ids=["tuple", "core-view"])
+def test_a_round_that_keeps_every_running_job_walks_none_and_books_nothing(
+        live_view: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Gavel's FIFO keeps every running job in 331 of its 393 rounds at 1,000 jobs: such a
+    # round walks no running job and reads and writes back no free share (issue 13); the
+    # kept set is still checked (against the core's table itself when the view offers it)
+    import dataclasses
+
+    written: list[int] = []
+    monkeypatch.setattr(CycleState, "write_books",
+                        lambda self, *args: written.append(1))  # type: ignore[misc]
+    cluster = make_cluster(nodes=2, gpus=2)
+    k, m, w = _running("K", (0,)), _running("M", (2,)), Job(make_job("W").build())
+    running = _Watched((k, m))
+    if live_view:
+        running.mapping = {"K": k, "M": m}  # type: ignore[attr-defined]
+    snapshot = dataclasses.replace(_snapshot(cluster, [k, m], [w]), running=running)
+    _Watched.passes = 0
+    result = run_allocation_cycle(Given({}, {"K", "M"}), snapshot)
+    assert not result.preemptions and not result.resizes and not result.starts
+    assert list(result.reasons) == ["W"] and not written
+    assert _Watched.passes == (0 if live_view else 1)  # (the kept set's check of a tuple)
+    with pytest.raises(AllocationError, match="not running"):
+        run_allocation_cycle(Given({}, {"K", "W"}), snapshot)

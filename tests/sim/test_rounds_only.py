@@ -34,3 +34,22 @@ def test_start_overhead_delays_the_first_start_only() -> None:
     jobs = [make_job("a").work(100).build()]
     records = run("fifo", make_cluster(nodes=1, gpus=4), jobs, start_overhead=30.0)
     assert records["a"].finish_time == pytest.approx(130.0)
+
+
+def test_a_completion_between_ticks_waits_without_a_call_to_ask(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ~2,300 completions fall between rounds in Gavel's 1,000-job FIFO: the loop tells a
+    # tick itself (``_at_tick`` and ``_arm_tick``'s first test, inlined); the same times
+    from dlsched.sim.simulator import Simulator
+
+    asked: list[float] = []
+    at_tick = Simulator._at_tick
+    monkeypatch.setattr(Simulator, "_at_tick",
+                        lambda self, now: asked.append(now) or at_tick(self, now))
+    jobs = [make_job("a").gpus(4).work(90).build(), make_job("b").gpus(4).build(),
+            make_job("c").at(30).work(45).build()]
+    records = run("fifo", make_cluster(nodes=1, gpus=4), jobs, round_seconds=60.0,
+                  rounds_only=True)
+    assert records["a"].finish_time == pytest.approx(90.0)
+    assert records["b"].first_start == 120.0 and records["c"].first_start > 120.0
+    assert asked == []

@@ -166,17 +166,18 @@ class ArtifactGavelRounds(GavelRounds):
         book, running, waiting = self._book, snapshot.running, snapshot.waiting
         self._credits.credit(now, running, self._gpu_kinds(cluster), book, snapshot.journal)
         jobs: list[Job] | None = None
-        arrivals = self._arrivals(snapshot)
+        arrivals, known = self._arrivals(snapshot), self._known
         if arrivals is None:
             active = frozenset([*[j.job_id for j in running], *[j.job_id for j in waiting]])
-        else:
+            arrived, departed = active - known, known - active
+        else:  # the change alone (a round sees a few arrivals and departures)
             arrivals, departed = arrivals
-            active = ((self._known - departed) | {job.job_id for job in arrivals}
-                      if arrivals or departed else self._known)
-        if active != self._known or self._rows is None:
+            arrived = {job.job_id for job in arrivals}
+            active = (known - departed) | arrived if arrived or departed else known
+        if arrived or departed or self._rows is None:
             if self._single is None:  # no round told settled: its walk needs them all
                 jobs = self._arrival_order(running, waiting, active)
-            self._track(state, active, jobs, arrivals)
+            self._track(state, active, jobs, arrivals, (arrived, departed))
             self._rows = None
             self._ids = [j.job_id for j in jobs] if jobs is not None else None
         elapsed = now - self._last_reset
@@ -273,32 +274,38 @@ class ArtifactGavelRounds(GavelRounds):
         book = self._book
         assert book is not None
         self._solved = frozenset(problem.job_ids)
-        book.x[list(book.slot.values())] = 0.0
         slot_of = book.slot
         solved = [(i, slot_of[job_id]) for i, job_id in enumerate(problem.job_ids)
                   if job_id in slot_of]
+        if len(solved) != len(slot_of):  # (else every row is written below)
+            book.x[list(slot_of.values())] = 0.0
         self._single = None
         if solved:
             rows, slots = zip(*solved, strict=True)
-            book.x[list(slots)] = allocation.x[list(rows)]
+            at = np.array(slots, dtype=np.intp)  # (one index for the three reads and writes)
+            x = allocation.x if len(rows) == len(allocation.x) else allocation.x[list(rows)]
+            book.x[at] = x  # (every solved job in order: X's rows as they are)
             if self._tells_settled:
                 self._single = single_types([problem.job_ids[i] for i in rows],
-                                            book.x[list(slots)], book.speed[list(slots)])
+                                            book.x[at], book.speed[at])
 
     def _solve(self, state: CycleState, jobs: Sequence[Job]) -> None:
         self._solved = frozenset()
         super()._solve(state, jobs)
 
     def _track(self, state: CycleState, active: frozenset[str],
-               jobs: Sequence[Job] | None, arrivals: list[Job] | None = None) -> None:
+               jobs: Sequence[Job] | None, arrivals: list[Job] | None = None,
+               change: tuple[Collection[str], Collection[str]] | None = None) -> None:
         """Add the jobs that arrived (Gavel's ``add_job``, in arrival order: half a round on
         every type; their speed rows from ``_speed``, once) and drop those that left.
         ``jobs``: the cycle's jobs in arrival order, when sorted already; ``arrivals``: the
-        jobs that arrived, when known (``_arrivals``)."""
+        jobs that arrived, when known (``_arrivals``); ``change``: the ids that arrived and
+        those that left, when known (else told from ``active``)."""
         book, credits = self._book, self._credits
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
-        arrived = active - self._known
+        arrived, departed = (change if change is not None else
+                             (active - self._known, self._known - active))
         if arrived:
             snapshot = state.snapshot
             if jobs is not None:
@@ -312,7 +319,7 @@ class ArtifactGavelRounds(GavelRounds):
             for job, speed in zip(new, self._speed_rows(state, new), strict=True):
                 book.add_row(job.job_id, half, speed, self._relative(speed))
                 workers[job.job_id] = job.spec.num_gpus
-        for job_id in self._known - active:
+        for job_id in departed:  # (any order: a slot is a row, read by id)
             self._assignments.pop(job_id, None)
             self._nodes.pop(job_id, None)
             self._workers.pop(job_id, None)
@@ -320,7 +327,7 @@ class ArtifactGavelRounds(GavelRounds):
             credits.forget(job_id)
             if self._single is not None:
                 self._single.pop(job_id, None)
-        if active != self._known:
+        if arrived or departed:
             self._changed = True
         self._known = active
 
@@ -341,9 +348,10 @@ class ArtifactGavelRounds(GavelRounds):
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         slots = list(book.slot.values())
-        had = book.time[slots]
-        book.deficit[slots] += book.x[slots] * elapsed - (had - half)
-        book.time[slots] = half
+        at = np.array(slots, dtype=np.intp)  # (one index for the four reads and writes)
+        had = book.time[at]
+        book.deficit[at] += book.x[at] * elapsed - (had - half)
+        book.time[at] = half
         total = 0.0
         for _ in slots:  # the type totals as Gavel adds them: half a round per job
             total += half

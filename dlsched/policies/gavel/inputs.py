@@ -77,17 +77,21 @@ def colocated_rates(classes: Sequence[ClassKey], types: Sequence[str]) -> np.nda
 
 
 def from_rates(jobs: Sequence[JobSpec], cluster_counts: Mapping[str, float],
-               rates: np.ndarray, *, remaining: Sequence[float], elapsed: Sequence[float],
-               attained: Sequence[float]) -> AllocationProblem:
+               rates: np.ndarray, *, remaining: Sequence[float] | None,
+               elapsed: Sequence[float] | None, attained: Sequence[float] | None
+               ) -> AllocationProblem:
     """The problem with ``T[j, t] = rates[j, t]``, each job's rate (work units/s) on type ``t``
     at its requested size, from any throughput model (e.g. the goodput model of Sia's setting:
     Gavel's LP needs only these numbers, §3.1). Worker types keep the cluster's names; no
-    co-located rates (Gavel's pair measurements exist only for its own job types)."""
+    co-located rates (Gavel's pair measurements exist only for its own job types). A None
+    ``remaining``, ``elapsed`` or ``attained`` stays None (an objective that does not read it)."""
+    def floats(values: Sequence[float] | None) -> np.ndarray | None:
+        return None if values is None else np.asarray(values, dtype=float)
+
     n = len(jobs)
     return AllocationProblem(
         job_ids=tuple(spec.job_id for spec in jobs), worker_types=tuple(cluster_counts),
         counts=np.array([float(c) for c in cluster_counts.values()]),
         throughput=np.asarray(rates, dtype=float).reshape(n, len(cluster_counts)),
         scale=np.array([max(spec.num_gpus, 1) for spec in jobs], dtype=float),
-        remaining=np.asarray(remaining, dtype=float), elapsed=np.asarray(elapsed, dtype=float),
-        attained=np.asarray(attained, dtype=float))
+        remaining=floats(remaining), elapsed=floats(elapsed), attained=floats(attained))

@@ -113,13 +113,16 @@ class AllocationProblem:
             value = getattr(self, name)
             if value is not None and value.shape != (n,):
                 return f"{name} must have one value per job ({n}), got shape {value.shape}"
-        if self.counts.shape != (types,) or np.any(self.counts < 0):
+        # (the arrays' own ``any``: a round's LP is solved at each allocation reset, and
+        # ``np.any``'s dispatch cost more than these checks of a hundred jobs)
+        if self.counts.shape != (types,) or (self.counts < 0).any():
             return f"counts must be {types} non-negative numbers, got {self.counts}"
-        if np.any(self.throughput < 0) or np.any(self.scale < 1) or np.any(self.weights <= 0):
+        if ((self.throughput < 0).any() or (self.scale < 1).any()
+                or (self.weights <= 0).any()):
             return "throughputs must be >= 0, scale factors >= 1 and weights > 0"
-        stuck = [self.job_ids[j] for j in np.flatnonzero(self.throughput.max(axis=1, initial=0)
-                                                          <= 0)]
-        if stuck:
+        unrunnable = self.throughput.max(axis=1, initial=0) <= 0
+        if unrunnable.any():
+            stuck = [self.job_ids[j] for j in np.flatnonzero(unrunnable)]
             return f"jobs that cannot run on any worker type: {stuck[:5]}"
         if self.colocation is not None and self.colocation.job_class.shape != (n,):
             return "colocation.job_class must have one class per job"
