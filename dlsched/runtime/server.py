@@ -251,6 +251,7 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
     with stop_on_sigterm():
         try:
             service.start()
+            print_warnings(start_warnings(service))
             _write_info(options.data_dir, url)
             if announce:
                 if worker_host != options.host:
@@ -270,6 +271,32 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
     if announce and stopped_by is not None:
         print(f"dlsched service stopped ({stopped_by}): "
               f"{count_of(running, 'running job')} stopped and requeued", flush=True)
+
+
+def start_warnings(service: Any) -> list[str]:
+    """What the start found in the database that this service cannot run: stored jobs that
+    can never run on its cluster (failed at start, ``recovery._refused``) and, with
+    ``--tenants``, jobs waiting in a queue the tenant file does not have (they wait, with that
+    reason, until a tenant file with it). A restart with the wrong ``--gpus``, ``--cluster``
+    or ``--tenants`` said nothing: the jobs only showed failed or stuck in ``dlsched jobs``."""
+    warnings = []
+    if service.refused_at_start:
+        listed = "; ".join(f"{job_id} ({reason})" for job_id, reason in
+                           service.refused_at_start)
+        warnings.append(f"WARNING: {count_of(len(service.refused_at_start), 'stored job')} "
+                        f"can never run on this cluster and ended failed: {listed}")
+    tenants = service.tenants
+    if tenants is not None:
+        known = {*tenants.local_queues, *tenants.cluster_queues}
+        stranded = sorted((job.job_id, job.spec.queue) for job in service.core.jobs.values()
+                          if not job.status.is_terminal and job.spec.queue not in known)
+        if stranded:
+            listed = ", ".join(f"{job_id} (queue {queue!r})" for job_id, queue in stranded)
+            warnings.append(
+                f"WARNING: {count_of(len(stranded), 'stored job')} "
+                f"{'waits' if len(stranded) == 1 else 'wait'} in a queue the tenant file "
+                f"does not have, and cannot start until it has: {listed}")
+    return warnings
 
 
 def service_url(host: str, port: int) -> str:
