@@ -96,7 +96,8 @@ def test_a_refused_token_names_the_flag(live: Callable[..., Live], token: list[s
     url = live(token="the-token-0123456789").url
     code, output = cli("jobs", "--url", url, *token)
     assert code == 1
-    assert output.strip().endswith("give the service's token with --token")
+    assert output.strip().endswith("give the service's token with --token-file F, $DLSCHED_TOKEN "
+                                   "or --token T")
 
 
 def test_json_listings_and_events_with_their_times(live: Callable[..., Live], out: Path) -> None:
