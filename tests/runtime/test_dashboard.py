@@ -351,3 +351,17 @@ def test_a_jobs_page_shows_its_command_as_a_shell_line(live: Callable[..., Live]
                                                 "gpus": 1}).json()["id"]
     shown = html.unescape(page(handle, f"/jobs/{job_id}").text)
     assert "<code>sh -c 'sleep 600; exit 3'</code>" in shown
+
+
+def test_the_submitter_filter_tells_everyone_from_the_user_anyone(
+        live: Callable[..., Live]) -> None:
+    """Without a token every job is submitted by ``anyone``: the filter listed "anyone" (no
+    filter) above "anyone" (that user), two choices alike that mean different things."""
+    import re
+
+    handle = live()
+    submit(handle, command=["true"], gpus=1)
+    html = page(handle, "/").text
+    user = html[html.index('<select name="user">'):]
+    labels = re.findall(r"<option [^>]*>([^<]*)</option>", user[:user.index("</select>")])
+    assert labels == ["everyone", "anyone (no token)"], labels
