@@ -268,6 +268,7 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
             running = len(service.core.running)
             with _signals_ignored():
                 service.shutdown()
+            _remove_info(options.data_dir)
     if announce and stopped_by is not None:
         print(f"dlsched service stopped ({stopped_by}): "
               f"{count_of(running, 'running job')} stopped and requeued", flush=True)
@@ -313,6 +314,17 @@ def _tenants(path: Path | None) -> TenantConfig | None:
     from dlsched.tenancy.loader import load_tenants
 
     return load_tenants(path)
+
+
+def _remove_info(data_dir: Path) -> None:
+    """Remove ``service.json`` as the service stops, if it is this process's: it named a URL
+    and pid no service had once it stopped (a ``kill -9`` still leaves it: check its pid)."""
+    path = data_dir / "service.json"
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass  # none, or not ours to remove
 
 
 def _write_info(data_dir: Path, url: str) -> None:
