@@ -62,3 +62,20 @@ def test_an_empty_or_missing_token_file_is_one_line(tmp_path: Path) -> None:
     assert code == 1 and f"token file {empty} is empty" in text
     code, text = run("jobs", "--token-file", str(tmp_path / "nope"))
     assert code == 1 and "nope" in text and "Traceback" not in text
+
+
+def test_history_cluster_takes_the_same_token_and_url(live: Callable[..., Live],
+                                                      tmp_path: Path) -> None:
+    """``dlsched history cluster`` reads the running service too: it took ``--url`` and
+    ``--token`` alone, with its own default, while the other client verbs gained the file
+    and the environment."""
+    from dlsched.cli import app
+
+    url = live(token=TOKEN).url
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    out = tmp_path / "cluster.yaml"
+    result = runner.invoke(app, ["history", "cluster", "--out", str(out), "--token-file",
+                                 str(token_file)], env={"DLSCHED_SERVICE_URL": url})
+    assert result.exit_code == 0, result.output
+    assert "gpu_type: T4" in out.read_text()
