@@ -365,3 +365,23 @@ def test_the_submitter_filter_tells_everyone_from_the_user_anyone(
     user = html[html.index('<select name="user">'):]
     labels = re.findall(r"<option [^>]*>([^<]*)</option>", user[:user.index("</select>")])
     assert labels == ["everyone", "anyone (no token)"], labels
+
+
+@pytest.mark.parametrize(("query", "named", "kept"), [
+    ("state=runing&queue=q", "<code>state=runing</code>: not a state of the filter (any, "
+     "active, pending, running, preempted, finished, failed, cancelled); did you mean "
+     "&#39;running&#39;?", "/?queue=q"),
+    ("state=RUNNING", "did you mean &#39;running&#39;?", "/"),
+], ids=["typo", "case"])
+def test_a_state_the_filter_does_not_know_answers_a_page_naming_it(
+        live: Callable[..., Live], query: str, named: str, kept: str) -> None:
+    """``/?state=runing`` listed every job, the state list reading "any": the filter was
+    dropped without a word, as ``?hours=x`` no longer is (``/v1/jobs?status=runing`` is a 422
+    naming the closest state)."""
+    handle = live()
+    answer = page(handle, f"/?{query}")
+    assert answer.status_code == 422, answer.text
+    assert named in answer.text, answer.text
+    assert f'<a href="{kept}">Open the page without state</a>' in answer.text
+    assert page(handle, "/?state=active").status_code == 200
+    assert page(handle, "/?state=").status_code == 200

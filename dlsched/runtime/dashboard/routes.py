@@ -149,6 +149,9 @@ def router(service: Service) -> APIRouter:
     def home(request: Request, state: str = "", queue: str = "", user: str = "",
              hours: Annotated[float, Query(gt=0, le=pages.HOURS[-1])] = 6.0,
              fragment: bool = False) -> Response:
+        bad_state = pages.unknown_state(state)
+        if bad_state is not None:  # as ?hours=x: said before any login, like FastAPI's
+            return invalid_address(request, [bad_state])
         caller = signed_in(request)
         if isinstance(caller, Response):
             return caller
