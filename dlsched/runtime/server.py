@@ -275,10 +275,11 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
 
 
 def start_warnings(service: Any) -> list[str]:
-    """What the start found in the database that this service cannot run: stored jobs that
-    can never run on its cluster (failed at start, ``recovery._refused``) and, with
-    ``--tenants``, jobs waiting in a queue the tenant file does not have (they wait, with that
-    reason, until a tenant file with it). A restart with the wrong ``--gpus``, ``--cluster``
+    """What the start found that this service cannot run: stored jobs that can never run on
+    its cluster (failed at start, ``recovery._refused``) and, with ``--tenants``, a flavor no
+    node of the cluster has (``tenancy.assignment.empty_flavors``, as ``simulate`` warns) and
+    jobs waiting in a queue the tenant file does not have (they wait, with that reason, until
+    a tenant file with it). A start with the wrong ``--gpus``, ``--gpu-type``, ``--cluster``
     or ``--tenants`` said nothing: the jobs only showed failed or stuck in ``dlsched jobs``."""
     warnings = []
     if service.refused_at_start:
@@ -288,6 +289,11 @@ def start_warnings(service: Any) -> list[str]:
                         f"can never run on this cluster and ended failed: {listed}")
     tenants = service.tenants
     if tenants is not None:
+        from dlsched.tenancy.assignment import empty_flavors
+
+        # as `dlsched simulate` warns: a flavor no node has admits jobs that never run
+        warnings += [f"WARNING: {warning}" for warning in
+                     empty_flavors(tenants, service.cluster, service.cluster.name)]
         known = {*tenants.local_queues, *tenants.cluster_queues}
         stranded = sorted((job.job_id, job.spec.queue) for job in service.core.jobs.values()
                           if not job.status.is_terminal and job.spec.queue not in known)
