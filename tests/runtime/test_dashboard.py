@@ -385,3 +385,4 @@ def test_a_state_the_filter_does_not_know_answers_a_page_naming_it(
     assert f'<a href="{kept}">Open the page without state</a>' in answer.text
     assert page(handle, "/?state=active").status_code == 200
     assert page(handle, "/?state=").status_code == 200
+    assert page(handle, "/?state=any").status_code == 200  # the choice the list names

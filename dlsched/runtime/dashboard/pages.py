@@ -29,7 +29,7 @@ def unknown_state(state: str) -> dict[str, Any] | None:
     """Why the overview cannot filter by ``state`` (a validation error, as FastAPI's for
     ``?hours=x``), or None: ``?state=runing`` listed every job with the state list reading
     "any", the filter dropped without a word."""
-    if state in ("", "active", *STATES):
+    if state in ("", "any", "active", *STATES):  # "any", as the list reads: no filter
         return None
     choices = ", ".join(("any", "active", *STATES))
     return {"loc": ("query", "state"), "input": state,
