@@ -14,7 +14,15 @@ from typing import Annotated
 import typer
 
 from dlsched.errors import DlschedError
-from dlsched.runtime.cli_common import DEFAULT_URL, TokenOpt, UrlOpt, WaitOpt, console, fail
+from dlsched.runtime.cli_common import (
+    DEFAULT_URL,
+    ClientTokenOpt,
+    TokenFileOpt,
+    UrlOpt,
+    WaitOpt,
+    console,
+    fail,
+)
 from dlsched.runtime.cli_common import connect as _client
 from dlsched.runtime.cli_listing import State, cancel, jobs, jobs_table, logs, status
 from dlsched.runtime.cli_listing import parse_state as _state
@@ -80,7 +88,8 @@ def submit(
                           "service chooses it, DATA_DIR/jobs/ID/work for a tenant's job (a "
                           "tenant without paths in the tokens file may use no other).")
     ] = False,
-    url: UrlOpt = DEFAULT_URL, token: TokenOpt = None, wait: WaitOpt = 10.0,
+    url: UrlOpt = DEFAULT_URL, token: ClientTokenOpt = None, wait: WaitOpt = 10.0,
+    token_file: TokenFileOpt = None,
 ) -> None:
     """Submit a job; prints its id."""
     try:
@@ -93,7 +102,7 @@ def submit(
                  "memory_gb_per_gpu": memory_gb_per_gpu, "max_per_node": max_per_node,
                  "group": group}
         request = job_request(file, flags, env, job_dir)
-        with _client("submit", url, token, wait) as client:
+        with _client("submit", url, token, wait, token_file) as client:
             try:
                 job = client.submit(request.body)
             except DlschedError as exc:  # the client's ``ClientError`` (httpx: imported late)

@@ -14,8 +14,9 @@ from rich.table import Column, Table
 from dlsched.errors import DlschedError
 from dlsched.runtime.cli_common import (
     DEFAULT_URL,
+    ClientTokenOpt,
     JsonOpt,
-    TokenOpt,
+    TokenFileOpt,
     UrlOpt,
     connect,
     console,
@@ -68,11 +69,12 @@ def jobs(
     queue: Annotated[str | None, typer.Option("--queue", help="Only jobs of this queue.")
                      ] = None,
     as_json: JsonOpt = False,
-    url: UrlOpt = DEFAULT_URL, token: TokenOpt = None,
+    url: UrlOpt = DEFAULT_URL, token: ClientTokenOpt = None,
+    token_file: TokenFileOpt = None,
 ) -> None:
     """List jobs, or show one (with why it is pending, its attempts and events)."""
     try:
-        with connect("jobs", url, token) as client:
+        with connect("jobs", url, token, token_file=token_file) as client:
             if job_id is not None:
                 job, events = client.job(job_id), client.events(job_id)
                 if as_json:
@@ -127,10 +129,11 @@ def jobs_table(listed: list[Any]) -> Table:
 
 
 def cancel(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched jobs`).")],
-           url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
+           url: UrlOpt = DEFAULT_URL, token: ClientTokenOpt = None,
+           token_file: TokenFileOpt = None) -> None:
     """Cancel a job (its workers get SIGTERM, then SIGKILL after the grace period)."""
     try:
-        with connect("cancel", url, token) as client:
+        with connect("cancel", url, token, token_file=token_file) as client:
             print(f"{job_id}: {client.cancel(job_id).status}")
     except DlschedError as exc:
         fail(exc)
@@ -139,12 +142,13 @@ def cancel(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsche
 def logs(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched jobs`).")],
          max_bytes: Annotated[int, typer.Option("--bytes", help="At most this many bytes, "
                                                                 "from the end.")] = 65536,
-         url: UrlOpt = DEFAULT_URL, token: TokenOpt = None) -> None:
+         url: UrlOpt = DEFAULT_URL, token: ClientTokenOpt = None,
+         token_file: TokenFileOpt = None) -> None:
     """The end of a job's latest log."""
     try:
         if max_bytes < 1:  # the API's refusal named its query.max_bytes, not --bytes
             raise DlschedError(f"--bytes {max_bytes}: give at least 1 byte")
-        with connect("logs", url, token) as client:
+        with connect("logs", url, token, token_file=token_file) as client:
             text = client.logs(job_id, max_bytes)
         print(text, end="")
         if not text:  # stdout stays empty for scripts; a reader learns it was not a failure
@@ -153,11 +157,11 @@ def logs(job_id: Annotated[str, typer.Argument(help="The job's id (see `dlsched 
         fail(exc)
 
 
-def status(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL, token: TokenOpt = None
-           ) -> None:
+def status(as_json: JsonOpt = False, url: UrlOpt = DEFAULT_URL,
+           token: ClientTokenOpt = None, token_file: TokenFileOpt = None) -> None:
     """The cluster (who holds which GPU) and the queues."""
     try:
-        with connect("status", url, token) as client:
+        with connect("status", url, token, token_file=token_file) as client:
             cluster, queues = client.cluster(), client.queues()
     except DlschedError as exc:
         fail(exc)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dlsched.errors import ConfigError
+from dlsched.runtime.confine import PRIVATE_DIR, PRIVATE_FILE
 
 
 class DataDirInUse(ConfigError):
@@ -64,8 +65,12 @@ def check_free(data_dir: Path, database: str) -> None:
 
 
 def _lock(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """The lock file's descriptor, locked. A directory made here is 0700 and the file 0600, as
+    the service's own (``confine.py``): the lock is taken before the port is bound, and a
+    start that failed there left a 0755 data directory (an existing directory is not changed
+    here: the parent of a ``--db`` file outside the data directory is the user's)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -74,6 +79,8 @@ def _lock(path: Path) -> int:
         raise DataDirInUse(
             f"another dlsched service{owner} is using {path.parent} ({path.name} is locked): "
             "stop it first, or give this one another --data-dir (and --db)") from None
+    with contextlib.suppress(PermissionError):
+        os.fchmod(fd, PRIVATE_FILE)  # one an older version made 0644
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     return fd

@@ -109,6 +109,32 @@ def clock(timestamp: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(timestamp))
 
 
+def run_time(seconds: float | None) -> str:
+    """A run time or age to the second, in two units at most: ``12 s``, ``3 min 5 s``,
+    ``2 h 10 min``, ``1 d 4 h`` ("" for none); the dashboard's and ``dlsched jobs ID``'s."""
+    if seconds is None:
+        return ""
+    s = int(seconds)
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60} s"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
+def attempt_line(attempt: Any) -> str:
+    """One attempt of ``dlsched jobs ID``: ``1  2026-12-07 21:48:45  ran 12 s  failed  rank 0
+    exited with code 3``, or ``... running`` while it runs."""
+    if attempt.ended_at is None:
+        return f"{attempt.number:>3}  {clock(attempt.started_at)}  running"
+    ran = run_time(max(0.0, attempt.ended_at - attempt.started_at))
+    parts = [f"{attempt.number:>3}", clock(attempt.started_at), f"ran {ran}",
+             attempt.outcome or "ended", attempt.message]
+    return "  ".join(part for part in parts if part)
+
+
 def progress_text(progress: dict[str, Any], now: float | None = None) -> str:
     """A progress report in words: ``step 120, 35.2 samples/s on 2 workers, loss=0.31
     (4 s ago)``."""
@@ -152,6 +178,12 @@ def print_job(out: Console, job: Any, events: list[Any], last: int = 10) -> None
         out.print("GPUs: " + ", ".join(f"{escape(s.node)}:{s.index}" for s in job.allocation))
     if job.last_progress:
         out.print(escape(f"last progress: {progress_text(job.last_progress)}"))
+    history = getattr(job, "attempt_history", None) or []
+    if history:
+        shown = "" if len(history) <= last else f"last {last} of "
+        out.print(f"attempts ({shown}{len(history)}):")
+    for attempt in history[-last:]:
+        out.print(escape(f"  {attempt_line(attempt)}"))
     if events:
         out.print(f"events (last {min(last, len(events))} of {len(events)}):")
     for event in events[-last:]:

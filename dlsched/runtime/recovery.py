@@ -205,7 +205,7 @@ def _adopt(service: Service, found: _Open, alive_at: float | None) -> bool:
         service.executor.drop_adoption(row.id)  # type: ignore[attr-defined]
         service.batch.attempt_ended(row.id, attempt.number, service.clock.now(), "abandoned",
                                     "this cluster can no longer run the job")
-        service.touched.add(row.id)
+        _refused(service, row.id, adopted.pending_reason)
         return False
     service.store.adopt_attempt(row.id, attempt.number, service.generation, pids)
     service.event(row.id, "adopted", f"attempt {attempt.number} kept running through a "
@@ -261,6 +261,15 @@ def _spec(row: JobRow) -> JobSpec:
                    max_per_node=row.max_per_node or 0)
 
 
+def _refused(service: Service, job_id: str, reason: str) -> None:
+    """A stored job this cluster can never run (a restart with fewer GPUs, or without its GPU
+    type): the core failed it at its resubmission, as it refuses such a submission. Its end is
+    an event, as every other end is, and ``serve`` names it at start
+    (``Service.refused_at_start``): it ended with neither."""
+    service.event(job_id, "failed", reason)
+    service.refused_at_start.append((job_id, reason))
+
+
 def _restored(row: JobRow, queued_since: float | None = None) -> Restored:
     return Restored(row.attained_service, row.done_work, row.preemptions,
                     started=row.attempts > 0, queued_since=queued_since)
@@ -278,7 +287,10 @@ def _resubmit(service: Service, row: JobRow, requeued: dict[str, float]) -> None
     queue (one that was running goes back now)."""
     _activate(service, row)
     since = requeued.get(row.id) if row.status == "preempted" else None
-    service.core.resubmit(_spec(row), _restored(row, since))
+    job = service.core.resubmit(_spec(row), _restored(row, since))
+    if job.status.is_terminal:
+        _refused(service, row.id, job.pending_reason)
+        return
     if row.status == "running":
         service.event(row.id, "requeued", RESTARTED if row.attempts else RESTARTED_UNLAUNCHED)
     else:

@@ -251,6 +251,7 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
     with stop_on_sigterm():
         try:
             service.start()
+            print_warnings(start_warnings(service))
             _write_info(options.data_dir, url)
             if announce:
                 if worker_host != options.host:
@@ -267,9 +268,42 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
             running = len(service.core.running)
             with _signals_ignored():
                 service.shutdown()
+            _remove_info(options.data_dir)
     if announce and stopped_by is not None:
         print(f"dlsched service stopped ({stopped_by}): "
               f"{count_of(running, 'running job')} stopped and requeued", flush=True)
+
+
+def start_warnings(service: Any) -> list[str]:
+    """What the start found that this service cannot run: stored jobs that can never run on
+    its cluster (failed at start, ``recovery._refused``) and, with ``--tenants``, a flavor no
+    node of the cluster has (``tenancy.assignment.empty_flavors``, as ``simulate`` warns) and
+    jobs waiting in a queue the tenant file does not have (they wait, with that reason, until
+    a tenant file with it). A start with the wrong ``--gpus``, ``--gpu-type``, ``--cluster``
+    or ``--tenants`` said nothing: the jobs only showed failed or stuck in ``dlsched jobs``."""
+    warnings = []
+    if service.refused_at_start:
+        listed = "; ".join(f"{job_id} ({reason})" for job_id, reason in
+                           service.refused_at_start)
+        warnings.append(f"WARNING: {count_of(len(service.refused_at_start), 'stored job')} "
+                        f"can never run on this cluster and ended failed: {listed}")
+    tenants = service.tenants
+    if tenants is not None:
+        from dlsched.tenancy.assignment import empty_flavors
+
+        # as `dlsched simulate` warns: a flavor no node has admits jobs that never run
+        warnings += [f"WARNING: {warning}" for warning in
+                     empty_flavors(tenants, service.cluster, service.cluster.name)]
+        known = {*tenants.local_queues, *tenants.cluster_queues}
+        stranded = sorted((job.job_id, job.spec.queue) for job in service.core.jobs.values()
+                          if not job.status.is_terminal and job.spec.queue not in known)
+        if stranded:
+            listed = ", ".join(f"{job_id} (queue {queue!r})" for job_id, queue in stranded)
+            warnings.append(
+                f"WARNING: {count_of(len(stranded), 'stored job')} "
+                f"{'waits' if len(stranded) == 1 else 'wait'} in a queue the tenant file "
+                f"does not have, and cannot start until it has: {listed}")
+    return warnings
 
 
 def service_url(host: str, port: int) -> str:
@@ -286,6 +320,17 @@ def _tenants(path: Path | None) -> TenantConfig | None:
     from dlsched.tenancy.loader import load_tenants
 
     return load_tenants(path)
+
+
+def _remove_info(data_dir: Path) -> None:
+    """Remove ``service.json`` as the service stops, if it is this process's: it named a URL
+    and pid no service had once it stopped (a ``kill -9`` still leaves it: check its pid)."""
+    path = data_dir / "service.json"
+    try:
+        if json.loads(path.read_text()).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError, AttributeError):
+        pass  # none, or not ours to remove
 
 
 def _write_info(data_dir: Path, url: str) -> None:

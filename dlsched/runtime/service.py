@@ -128,6 +128,8 @@ class Service:
         self.active: dict[str, ActiveJob] = {}
         self.batch = Batch()
         self.touched: set[str] = set()
+        # Stored jobs this cluster can never run, failed at start (recovery.py): (id, reason)
+        self.refused_at_start: list[tuple[str, str]] = []
         self.changed = False
         self.next_seq = 1
         self.max_workers_cache: dict[tuple, int] = {}

@@ -14,6 +14,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from dlsched.errors import DlschedError
+from dlsched.runtime.cli_common import (
+    DEFAULT_URL,
+    ClientTokenOpt,
+    TokenFileOpt,
+    UrlOpt,
+    connect,
+)
 from dlsched.wording import count_of, duration_text
 
 history_app = typer.Typer(help="The service's own history: export it as a trace to replay "
@@ -105,20 +112,16 @@ def left_out_note(counts: dict[str, int]) -> str:
 @history_app.command("cluster")
 def cluster(
     out: Annotated[Path, typer.Option("--out", help="The cluster YAML to write.")],
-    url: Annotated[str, typer.Option("--url", help="The service's URL.")
-                   ] = "http://127.0.0.1:8765",
-    token: Annotated[str | None, typer.Option("--token", help="API token, if any.")] = None,
+    url: UrlOpt = DEFAULT_URL, token: ClientTokenOpt = None, token_file: TokenFileOpt = None,
 ) -> None:
     """Write the running service's cluster (nodes, GPUs, CPUs, memory, topology) as a cluster
     YAML for `dlsched simulate --cluster FILE`."""
-    from dlsched.extras import CLIENT, MissingExtra, require
+    from dlsched.extras import MissingExtra
 
     try:
-        require("runtime", "dlsched history cluster", CLIENT)
-        from dlsched.runtime.client import Client
         from dlsched.whatif.cluster import cluster_yaml
 
-        with Client(url, token) as client:
+        with connect("history cluster", url, token, token_file=token_file) as client:
             view = client.cluster()
         with writing(out):
             out.parent.mkdir(parents=True, exist_ok=True)

@@ -96,7 +96,8 @@ def test_a_refused_token_names_the_flag(live: Callable[..., Live], token: list[s
     url = live(token="the-token-0123456789").url
     code, output = cli("jobs", "--url", url, *token)
     assert code == 1
-    assert output.strip().endswith("give the service's token with --token")
+    assert output.strip().endswith("give the service's token with --token-file F, $DLSCHED_TOKEN "
+                                   "or --token T")
 
 
 def test_json_listings_and_events_with_their_times(live: Callable[..., Live], out: Path) -> None:
@@ -378,3 +379,29 @@ def test_a_jobs_command_is_shown_as_a_shell_line_that_runs_it() -> None:
     console = Console(record=True, width=200)
     print_job(console, job, [])
     assert "command: python -c 'import sys; sys.exit(3)'" in console.export_text()
+
+
+def test_a_jobs_detail_lists_its_attempts_with_their_outcomes() -> None:
+    """`dlsched jobs ID` ("show one, with why it is pending, its attempts and events") showed
+    only how many attempts there were: why attempt 1 failed, or how long each ran, was on the
+    dashboard's job page alone."""
+    from rich.console import Console
+
+    from dlsched.runtime.display import clock, print_job
+
+    attempts = [SimpleNamespace(number=1, started_at=100.0, ended_at=112.5, gpus=[0, 1],
+                                outcome="failed", message="rank 0 exited with code 3"),
+                SimpleNamespace(number=2, started_at=130.0, ended_at=None, gpus=[2, 3],
+                                outcome=None, message="")]
+    job = SimpleNamespace(id="job-1", name="", status="running", queue="q", gpus=2,
+                          attempts=2, submitted_at=0.0, finished_at=None, command=["true"],
+                          queue_position=None, pending_reason="", allocation=[],
+                          last_progress=None, gpus_held=None, min_gpus=None, max_gpus=None,
+                          gpu_share=1.0, gpu_memory_gb=0.0, mig_profile=None,
+                          cpus_per_gpu=0.0, memory_gb_per_gpu=0.0, attempt_history=attempts)
+    console = Console(record=True, width=200)
+    print_job(console, job, [])
+    text = console.export_text()
+    assert "attempts (2):" in text
+    assert f"  1  {clock(100.0)}  ran 12 s  failed  rank 0 exited with code 3" in text
+    assert f"  2  {clock(130.0)}  running" in text

@@ -351,3 +351,38 @@ def test_a_jobs_page_shows_its_command_as_a_shell_line(live: Callable[..., Live]
                                                 "gpus": 1}).json()["id"]
     shown = html.unescape(page(handle, f"/jobs/{job_id}").text)
     assert "<code>sh -c 'sleep 600; exit 3'</code>" in shown
+
+
+def test_the_submitter_filter_tells_everyone_from_the_user_anyone(
+        live: Callable[..., Live]) -> None:
+    """Without a token every job is submitted by ``anyone``: the filter listed "anyone" (no
+    filter) above "anyone" (that user), two choices alike that mean different things."""
+    import re
+
+    handle = live()
+    submit(handle, command=["true"], gpus=1)
+    html = page(handle, "/").text
+    user = html[html.index('<select name="user">'):]
+    labels = re.findall(r"<option [^>]*>([^<]*)</option>", user[:user.index("</select>")])
+    assert labels == ["everyone", "anyone (no token)"], labels
+
+
+@pytest.mark.parametrize(("query", "named", "kept"), [
+    ("state=runing&queue=q", "<code>state=runing</code>: not a state of the filter (any, "
+     "active, pending, running, preempted, finished, failed, cancelled); did you mean "
+     "&#39;running&#39;?", "/?queue=q"),
+    ("state=RUNNING", "did you mean &#39;running&#39;?", "/"),
+], ids=["typo", "case"])
+def test_a_state_the_filter_does_not_know_answers_a_page_naming_it(
+        live: Callable[..., Live], query: str, named: str, kept: str) -> None:
+    """``/?state=runing`` listed every job, the state list reading "any": the filter was
+    dropped without a word, as ``?hours=x`` no longer is (``/v1/jobs?status=runing`` is a 422
+    naming the closest state)."""
+    handle = live()
+    answer = page(handle, f"/?{query}")
+    assert answer.status_code == 422, answer.text
+    assert named in answer.text, answer.text
+    assert f'<a href="{kept}">Open the page without state</a>' in answer.text
+    assert page(handle, "/?state=active").status_code == 200
+    assert page(handle, "/?state=").status_code == 200
+    assert page(handle, "/?state=any").status_code == 200  # the choice the list names

@@ -132,3 +132,20 @@ def test_a_tokens_file_others_can_read_is_named(tmp_path: Path) -> None:
     assert any("a job can read what that user can" in w for w in warnings)
     path.chmod(0o600)
     assert not any("chmod" in w for w in exposure_warnings("127.0.0.1", 1, True, path, False))
+
+
+def test_a_start_that_fails_leaves_its_data_directory_private(tmp_path: Path) -> None:
+    """The lock is taken before the port is bound: a start that failed there (the port in
+    use) had made the data directory 0755 and its ``service.lock`` 0644 (a later start
+    tightened the directory, never the lock)."""
+    from dlsched.runtime.server import ServeOptions, bind, serve
+
+    busy = bind("127.0.0.1", 0)
+    data = tmp_path / "fresh" / "data"
+    try:
+        with pytest.raises(ConfigError, match="cannot listen"):
+            serve(ServeOptions(data, gpus=1, port=busy.getsockname()[1]), announce=False)
+    finally:
+        busy.close()
+    assert mode(data) == 0o700
+    assert mode(data / "service.lock") == 0o600

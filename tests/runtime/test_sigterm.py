@@ -153,3 +153,16 @@ def test_on_ipv6_loopback_the_url_in_service_json_reaches_the_service(tmp_path: 
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_service_json_names_a_running_service_only(serve: Serve) -> None:
+    """``DATA_DIR/service.json`` (where the service listens, for scripts) stayed after a
+    clean stop, naming a URL and pid no service had: a script that waited for the file found
+    the old one (these tests unlink it before each start for that reason)."""
+    first, url = serve.start()
+    second = serve.spawn(serve.data)  # refused: the data directory is in use
+    assert second.wait(timeout=60) == 1
+    assert service_info(serve.data / "service.json") == {"url": url, "pid": first.pid}
+    first.send_signal(signal.SIGTERM)
+    assert first.wait(timeout=30) == 0, serve.output(first)
+    assert not (serve.data / "service.json").exists()

@@ -13,6 +13,7 @@ from dlsched.runtime.dashboard.charts import Series, time_chart
 from dlsched.runtime.display import progress_text, shown_status
 from dlsched.runtime.models import ClusterView, JobSummary
 from dlsched.runtime.usage import gpu_usage
+from dlsched.wording import did_you_mean
 
 if TYPE_CHECKING:
     from dlsched.runtime.service import Service
@@ -22,6 +23,18 @@ ACTIVE = ("pending", "running", "preempted")
 HOURS = (1, 6, 24, 168)
 JOBS_SHOWN = 200
 LOG_BYTES = 16384
+
+
+def unknown_state(state: str) -> dict[str, Any] | None:
+    """Why the overview cannot filter by ``state`` (a validation error, as FastAPI's for
+    ``?hours=x``), or None: ``?state=runing`` listed every job with the state list reading
+    "any", the filter dropped without a word."""
+    if state in ("", "any", "active", *STATES):  # "any", as the list reads: no filter
+        return None
+    choices = ", ".join(("any", "active", *STATES))
+    return {"loc": ("query", "state"), "input": state,
+            "msg": f"not a state of the filter ({choices})"
+                   f"{did_you_mean(state, ('active', *STATES))}"}
 
 
 @dataclass(frozen=True)

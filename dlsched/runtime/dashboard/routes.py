@@ -29,7 +29,14 @@ from dlsched.runtime import commands
 from dlsched.runtime.auth import ANYONE, Principal, principal_of
 from dlsched.runtime.commands import RequestError
 from dlsched.runtime.dashboard import pages
-from dlsched.runtime.display import clock, command_text, listed_gpus, reason_shown, worker_asks
+from dlsched.runtime.display import (
+    clock,
+    command_text,
+    listed_gpus,
+    reason_shown,
+    run_time,
+    worker_asks,
+)
 from dlsched.runtime.limits import MAX_BODY_BYTES
 from dlsched.runtime.service import Service
 from dlsched.wording import count_of
@@ -46,7 +53,7 @@ def environment() -> Environment:
     env = Environment(loader=FileSystemLoader(HERE / "templates"),
                       autoescape=select_autoescape(default=True), trim_blocks=True,
                       lstrip_blocks=True)
-    env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=_duration,
+    env.filters.update(clock=lambda t: clock(t) if t else "", ago=_ago, duration=run_time,
                        number=lambda v: f"{v:g}", hue=_hue,
                        times=lambda n: count_of(n, "time"), why=reason_shown,
                        listed_gpus=listed_gpus, worker_asks=worker_asks,
@@ -89,20 +96,7 @@ def _quota_bar(used: float, nominal: float) -> Markup:
 
 
 def _ago(timestamp: float | None) -> str:
-    return "" if not timestamp else _duration(max(0.0, time.time() - timestamp)) + " ago"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    s = int(seconds)
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min {s % 60} s"
-    if s < 86400:
-        return f"{s // 3600} h {s % 3600 // 60} min"
-    return f"{s // 86400} d {s % 86400 // 3600} h"
+    return "" if not timestamp else run_time(max(0.0, time.time() - timestamp)) + " ago"
 
 
 def router(service: Service) -> APIRouter:
@@ -155,6 +149,9 @@ def router(service: Service) -> APIRouter:
     def home(request: Request, state: str = "", queue: str = "", user: str = "",
              hours: Annotated[float, Query(gt=0, le=pages.HOURS[-1])] = 6.0,
              fragment: bool = False) -> Response:
+        bad_state = pages.unknown_state(state)
+        if bad_state is not None:  # as ?hours=x: said before any login, like FastAPI's
+            return invalid_address(request, [bad_state])
         caller = signed_in(request)
         if isinstance(caller, Response):
             return caller
