@@ -117,14 +117,17 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
         ledger.sync()
     refused = dict(rejecting.rejections(state)) if rejecting is not None else {}
     rejections: list[Reject] = []
+    # the reason of a waiting job without a target, made once a cycle (Gavel's FIFO rounds:
+    # ~9 such jobs a round, ~390 rounds)
+    idle = f"[{allocator.name}] no GPUs in this round's allocation"
     for job in snapshot.waiting:
-        target = targets.get(job.job_id)
-        if job.job_id in refused and not (target and target.nodes):
-            rejections.append(Reject(job.job_id, f"[{allocator.name}] {refused[job.job_id]}"))
+        job_id = job.job_id
+        target = targets.get(job_id)
+        if refused and job_id in refused and not (target and target.nodes):
+            rejections.append(Reject(job_id, f"[{allocator.name}] {refused[job_id]}"))
             continue
         if target is None or not target.nodes:
-            reasons[job.job_id] = (_reason(why, job.job_id)
-                                   or f"[{allocator.name}] no GPUs in this round's allocation")
+            reasons[job_id] = (why(job_id) if why is not None else None) or idle
             continue
         outside = None if placed else _outside(state, job, target)
         if outside is not None:
