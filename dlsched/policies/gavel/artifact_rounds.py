@@ -65,7 +65,8 @@ class _Rows:
     def __init__(self, ids: list[str], book: Book) -> None:
         self.ids = ids
         self.row = dict(zip(ids, range(len(ids)), strict=True))
-        self.slots = np.array(book.slots(ids), dtype=np.intp)
+        # (``fromiter``: a list's elements read without ``np.array``'s type discovery)
+        self.slots = np.fromiter(book.slots(ids), np.intp, len(ids))
         self.speed = book.speed[self.slots]
         self.x = book.x[self.slots]
         self.allocated = self.x > 0
@@ -479,7 +480,7 @@ class ArtifactGavelRounds(GavelRounds):
         assert book is not None and credits is not None
         half = self.round_seconds / 2.0
         slots = list(book.slot.values())
-        at = np.array(slots, dtype=np.intp)  # (one index for the four reads and writes)
+        at = np.fromiter(slots, np.intp, len(slots))  # (one index for the four reads, writes)
         had = book.time[at]
         book.deficit[at] += book.x[at] * elapsed - (had - half)
         book.time[at] = half
@@ -592,6 +593,7 @@ class ArtifactGavelRounds(GavelRounds):
                 held.update((job_id, held_type(nodes, workers.get(job_id), node_kind))
                             for job_id, nodes in current.items())
             changed = ()
+        settled = self._tells_settled
         for job in {id(job): job for job in changed}.values():  # once per job
             job_id = job.job_id
             if job.run_started is None or job.status is not JobStatus.RUNNING:
@@ -599,9 +601,14 @@ class ArtifactGavelRounds(GavelRounds):
                 held.pop(job_id, None)
             else:
                 gpus = job.allocation  # one worker (most jobs): no list to sort
-                nodes = current[job_id] = ((gpu_node[gpus[0]],) if len(gpus) == 1 else
-                                           tuple(sorted([gpu_node[g] for g in gpus])))
-                if self._tells_settled:
+                if len(gpus) == 1:  # (``held_type`` of one node, inlined)
+                    node = gpu_node[gpus[0]]
+                    current[job_id] = (node,)
+                    if settled:
+                        held[job_id] = node_kind[node] if workers.get(job_id) == 1 else -1
+                    continue
+                nodes = current[job_id] = tuple(sorted([gpu_node[g] for g in gpus]))
+                if settled:
                     held[job_id] = held_type(nodes, workers.get(job_id), node_kind)
         self._journal_count = journal.count if journal is not None else -1
         return current
