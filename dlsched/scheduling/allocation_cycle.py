@@ -35,8 +35,6 @@ from dlsched.scheduling.decisions import CycleResult, Preempt, Reject, Resize, S
 from dlsched.scheduling.framework import WakeupPlugin
 from dlsched.scheduling.hooks import (
     BoundedAllocator,
-    ExplainingAllocator,
-    RejectingAllocator,
     optional,
 )
 from dlsched.scheduling.placement import pick_gpus
@@ -62,8 +60,7 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     state = CycleState.begin(snapshot)
     targets = allocator.allocate(state)
     _check(allocator, state, targets)
-    explains = optional(allocator, ExplainingAllocator)
-    why = explains.reason_for if explains is not None else None
+    why = _method(allocator, "reason_for")  # ``ExplainingAllocator``
     preemptions: list[Preempt] = []
     moving: list[tuple[Job, Assignment]] = []
     cluster = state.cluster
@@ -112,19 +109,22 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
             spreading.append((job, target, short, True))
     starts: list[Start] = []
     reasons: dict[str, str] = {}
-    rejecting = optional(allocator, RejectingAllocator)
-    if rejecting is not None and ledger is not None:
+    rejections_of = _method(allocator, "rejections")  # ``RejectingAllocator``
+    if rejections_of is not None and ledger is not None:
         ledger.sync()
-    refused = dict(rejecting.rejections(state)) if rejecting is not None else {}
+    refused = dict(rejections_of(state)) if rejections_of is not None else {}
     rejections: list[Reject] = []
+    # the reason of a waiting job without a target, made once a cycle (Gavel's FIFO rounds:
+    # ~9 such jobs a round, ~390 rounds)
+    idle = f"[{allocator.name}] no GPUs in this round's allocation"
     for job in snapshot.waiting:
-        target = targets.get(job.job_id)
-        if job.job_id in refused and not (target and target.nodes):
-            rejections.append(Reject(job.job_id, f"[{allocator.name}] {refused[job.job_id]}"))
+        job_id = job.job_id
+        target = targets.get(job_id)
+        if refused and job_id in refused and not (target and target.nodes):
+            rejections.append(Reject(job_id, f"[{allocator.name}] {refused[job_id]}"))
             continue
         if target is None or not target.nodes:
-            reasons[job.job_id] = (_reason(why, job.job_id)
-                                   or f"[{allocator.name}] no GPUs in this round's allocation")
+            reasons[job_id] = (why(job_id) if why is not None else None) or idle
             continue
         outside = None if placed else _outside(state, job, target)
         if outside is not None:
@@ -151,6 +151,14 @@ def run_allocation_cycle(allocator: AllocatePlugin, snapshot: ClusterSnapshot,
     return CycleResult(tuple(starts), tuple(preemptions), reasons,
                        min(asked) if asked else None, resizes=tuple(resizes),
                        rejections=tuple(rejections))
+
+
+def _method(plugin: object, name: str) -> Callable[..., object] | None:
+    """``optional(plugin, hook)`` of a hook of one method (``ExplainingAllocator``,
+    ``RejectingAllocator``): that method, or None; without ``optional``'s pass over the
+    hook's members (two a cycle: Gavel's FIFO runs ~390 cycles)."""
+    found = getattr(plugin, name, None)
+    return found if callable(found) else None
 
 
 class _Ledger:

@@ -112,3 +112,30 @@ def test_a_round_that_keeps_every_running_job_walks_none_and_books_nothing(
     assert _Watched.passes == (0 if live_view else 1)  # (the kept set's check of a tuple)
     with pytest.raises(AllocationError, match="not running"):
         run_allocation_cycle(Given({}, {"K", "W"}), snapshot)
+
+
+def test_the_cycle_reads_the_one_method_hooks_without_optional(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``allocation_cycle._method``: ``ExplainingAllocator`` and ``RejectingAllocator`` have
+    # one method each, read by name (``optional`` passes over a hook's members each call).
+    from dlsched.scheduling import allocation_cycle, hooks
+
+    for hook, name in ((hooks.ExplainingAllocator, "reason_for"),
+                       (hooks.RejectingAllocator, "rejections")):
+        assert [n for n, v in vars(hook).items()
+                if not n.startswith("_") and callable(v)] == [name]
+    asked = []
+    monkeypatch.setattr(allocation_cycle, "optional",
+                        lambda plugin, hook: asked.append(hook) or hooks.optional(plugin, hook))
+
+    class Explained(Given):
+        def reason_for(self, job_id: str) -> str:
+            return f"why {job_id}"
+
+    cluster = make_cluster(nodes=1, gpus=2)
+    k, w = _running("K", (0,)), Job(make_job("W").build())
+    result = run_allocation_cycle(Explained({}, {"K"}), _snapshot(cluster, [k], [w]))
+    assert result.reasons == {"W": "why W"} and asked == []
+    result = run_allocation_cycle(Given({}, {"K"}), _snapshot(cluster, [k], [w]))
+    assert result.reasons == {"W": "[given] no GPUs in this round's allocation"}
+    assert asked == []

@@ -328,3 +328,39 @@ def test_round_targets_are_built_without_the_assignment_checks(
     first_starts(policy, 60, mechanism="artifact")
     assert len(targets) > 50 and not checks
     assert all(target == Assignment(target.nodes) for target in targets)
+
+
+def test_fifo_resets_run_fifo_s_greedy_without_building_the_problem(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``_fifo_solve``: each FIFO reset gives the book the X ``fifo_hetero`` gives over the
+    # problem the reset used to build (checked here at every reset), and builds none itself.
+    import numpy as np
+
+    from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
+    from dlsched.policies.gavel.artifact_settled import single_types
+    from dlsched.policies.gavel.efficiency import fifo_hetero
+    from dlsched.policies.gavel_round import GavelRounds
+
+    problem, solve, built, checked = GavelRounds._problem, ArtifactGavelRounds._fifo_solve, \
+        [], []
+
+    def counted(self, state, jobs):  # type: ignore[no-untyped-def]
+        built.append(len(jobs))
+        return problem(self, state, jobs)
+
+    def compared(self, state, jobs):  # type: ignore[no-untyped-def]
+        answer = solve(self, state, jobs)
+        assert answer
+        full = problem(self, state, jobs)
+        x = fifo_hetero(full).x
+        at = [self._book.slot[job.job_id] for job in jobs]
+        assert np.array_equal(self._book.x[at], x)
+        assert self._solved == frozenset(full.job_ids)
+        assert self._single == single_types(full.job_ids, x, self._book.speed[at])
+        checked.append(int(x.sum()))
+        return answer
+
+    monkeypatch.setattr(GavelRounds, "_problem", counted)
+    monkeypatch.setattr(ArtifactGavelRounds, "_fifo_solve", compared)
+    first_starts("gavel-fifo", 60, mechanism="artifact")
+    assert len(checked) > 3 and max(checked) > 5 and built == []
