@@ -41,7 +41,7 @@ from dlsched.runtime.progress_log import ProgressLog
 from dlsched.runtime.recovery import recover
 from dlsched.runtime.store import Batch, Store
 from dlsched.runtime.throughput import MeasuredThroughput
-from dlsched.scheduling.registry import build_policy
+from dlsched.scheduling.registry import build_policy, load_policy_files
 from dlsched.scheduling.scheduler import CoreConfig
 from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobStatus
@@ -79,6 +79,8 @@ class ServiceConfig:
     tenants: TenantConfig | None = None  # set: the policy runs inside this tenant model
     # Seconds between checkpoints the workers are told (DLSCHED_CHECKPOINT_SECONDS; None: none)
     checkpoint_seconds: float | None = None
+    # .py files or modules imported before ``policy`` is built (``dlsched serve --policy-file``)
+    policy_files: tuple[str, ...] = ()
 
     @property
     def database(self) -> str:
@@ -106,6 +108,7 @@ class Service:
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.backoff = RetryBackoff(config.retry_backoff, config.retry_backoff_max)
+        load_policy_files(config.policy_files)  # each once: a no-op after ``check_policy``
         profile = build_policy(config.policy, dict(config.policy_options))
         self.profile = replace(profile, plugins=(*profile.plugins, self.backoff))
         self.tenants = config.tenants
