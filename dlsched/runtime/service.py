@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.errors import DlschedError, policy_file_bug
 from dlsched.job.context import CHECKPOINT_SECONDS
 from dlsched.perf.model import LinearScaling
 from dlsched.runtime.backoff import RetryBackoff
@@ -87,6 +88,13 @@ class ServiceConfig:
         return self.db_url or f"sqlite:///{self.data_dir / 'dlsched.db'}"
 
 
+def _untimed(text: str) -> str:
+    """A policy failure's text without its ``t=...`` (``errors.policy_file_bug``)."""
+    import re
+
+    return re.sub(r", t=[^,)]*", "", text)
+
+
 @dataclass
 class ActiveJob:
     """What the service keeps about a job that has not ended: how to launch it."""
@@ -143,6 +151,9 @@ class Service:
         self._stamp_alive = False  # the next commit records ``alive_at`` (``_save_running``)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        # A --policy-file's error that failed the last cycle (``_log_failure``); "" once a
+        # cycle runs. Waiting jobs show it as why they wait (views._live).
+        self.policy_failure = ""
         self.dir_lock = ServiceLock()  # held from start() to shutdown() (datadir.py)
         self.generation = 0  # this start's number (``Store.next_generation``), set by start
 
@@ -216,9 +227,29 @@ class Service:
             self.wake.clear()
             try:
                 self.iterate()
-            except Exception:  # keep scheduling; the next iteration retries the commit
-                log.exception("service loop iteration failed")
+            except Exception as exc:  # keep scheduling; the next iteration retries the commit
+                self._log_failure(exc)
                 time.sleep(self.config.poll_seconds)
+
+    def policy_bug(self, exc: Exception) -> DlschedError | None:
+        """``exc`` as one line when a ``--policy-file``'s own code raised it (its file's line,
+        the policy, the job and time: ``errors.policy_file_bug``), else None."""
+        if not self.config.policy_files:
+            return None
+        return policy_file_bug(exc, self.config.policy_files, self.config.policy)
+
+    def _log_failure(self, exc: Exception) -> None:
+        """A policy file's bug is logged as one line, once while it repeats (every iteration
+        retries the cycle: a traceback of 20 lines each 0.1 s before); anything else with its
+        traceback."""
+        bug = self.policy_bug(exc)
+        if bug is None:
+            log.exception("service loop iteration failed")
+            return
+        text = f"scheduling cycle failed: {bug}"
+        if _untimed(text) != _untimed(self.policy_failure):  # the same bug at a later time
+            log.error("%s; retried at each event, jobs wait", text)
+        self.policy_failure = text
 
     def iterate(self) -> None:
         with self.locked():
@@ -272,6 +303,7 @@ class Service:
         self.changed = False
         started = time.perf_counter()
         result = self.core.cycle()
+        self.policy_failure = ""  # a cycle ran: the policy file's bug, if any, is gone
         self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         now = self._last_cycle = self.clock.now()
         self._next_wakeup = result.next_wakeup

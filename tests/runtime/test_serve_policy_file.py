@@ -4,9 +4,12 @@ to name one."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from runtime_helpers import Live, wait_for, worker
 from typer.testing import CliRunner
 
 from dlsched.runtime.cli import runtime_app
@@ -78,3 +81,43 @@ def test_the_service_builds_the_files_policy(tmp_path: Path) -> None:
     config = ServiceConfig(local_cluster(2, "T4"), tmp_path / "data", policy="lab-serve-fewest2",
                            policy_files=(str(tmp_path / "lab2.py"),))
     assert Service(config).profile.name == "lab-serve-fewest2"
+
+
+RAISES = LAB.replace("lab-serve-fewest", "lab-serve-raises").replace(
+    "        return (job.spec.num_gpus,",
+    "        if job.job_id == 'job-000003':\n"
+    "            raise RuntimeError('boom')\n"
+    "        return (job.spec.num_gpus,").replace("static = True", "static = False")
+
+
+def test_a_policy_files_bug_in_the_service_is_one_line_and_the_jobs_reason(
+        live: Callable[..., Live], tmp_path: Path, out: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The policy file's sort_key raising in the live service: a 20-line traceback was logged
+    at each retry, the job said "not reached by the last cycle", and GET /v1/jobs/ID (its
+    place in line) answered 500."""
+    (tmp_path / "raises.py").write_text(RAISES)
+    handle = live(gpus=2, policy="lab-serve-raises",
+                  policy_files=(str(tmp_path / "raises.py"),))
+    ids = [post(handle, worker("sleep", out, 2.0), 2), post(handle, worker("sleep", out, 0.1), 1),
+           post(handle, worker("sleep", out, 0.1), 1)]
+    reason = wait_for(lambda: "boom" in (r := str(detail(handle, ids[2]).get("pending_reason")))
+                      and r, 20.0, "the policy's error as the job's reason")
+    assert reason.startswith(f"scheduling cycle failed: policy file {tmp_path / 'raises.py'}: "
+                             "line 12 in sort_key: RuntimeError: boom (policy lab-serve-raises,"
+                             " job job-000003, t="), reason
+    failures = [r for r in caplog.records if "scheduling cycle failed" in r.getMessage()]
+    assert len(failures) == 1 and not failures[0].exc_info, caplog.text
+    assert detail(handle, ids[2])["queue_position"] is None
+
+
+def post(live: Live, command: list[str], gpus: int) -> str:
+    response = live.http.post("/v1/jobs", json={"command": command, "gpus": gpus})
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def detail(live: Live, job_id: str) -> dict[str, Any]:
+    response = live.http.get(f"/v1/jobs/{job_id}")
+    assert response.status_code == 200, response.text
+    return dict(response.json())
