@@ -46,16 +46,19 @@ class ConfigError(DlschedError):
     """An inconsistent configuration (cluster, run or tenant file)."""
 
 
-def policy_file_bug(exc: BaseException, policy_files: Sequence[str]) -> DlschedError | None:
+def policy_file_bug(exc: BaseException, policy_files: Sequence[str],
+                    policy: str | None = None) -> DlschedError | None:
     """A ``--policy-file``'s own bug met while running (its ``sort_key`` raised): one line at
     the file's line, not a 150-line traceback through the core; None for any other error.
     A worker process's error comes back with its traceback as text (concurrent.futures'
-    ``__cause__``), searched the same way."""
+    ``__cause__``), searched the same way. ``policy`` (the run's) and, read from the failing
+    frame's arguments where the traceback is this process's, the job it was handling and the
+    cycle's time are added at the end: ``(policy mine, job B, t=12 s)``. A module name
+    (``mylab.policies``) is found by its file, as a ``.py`` is."""
     import re
     import traceback
-    from pathlib import Path
 
-    files = {str(Path(f).expanduser().resolve()): f for f in policy_files if f.endswith(".py")}
+    files = _policy_sources(policy_files)
     if not files:
         return None
     frames = [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(exc.__traceback__)]
@@ -64,8 +67,67 @@ def policy_file_bug(exc: BaseException, policy_files: Sequence[str]) -> DlschedE
     if not mine:
         return None
     path, line, name = mine[-1]
+    context = getattr(exc, CONTEXT, None) or _handling(exc, files, policy)
     return DlschedError(f"policy file {files[path]}: line {line} in {name}: "
-                        f"{type(exc).__name__}: {exc}")
+                        f"{type(exc).__name__}: {exc}" + (f" ({context})" if context else ""))
+
+
+CONTEXT = "dlsched_policy_context"  # the attribute ``mark_policy_file_bug`` sets
+
+
+def mark_policy_file_bug(exc: BaseException, policy_files: Sequence[str], policy: str) -> None:
+    """Where ``exc`` came from a policy file's own code: keep ``policy P, job J, t=T s`` on it
+    (an attribute, which survives a worker's pickling, and a note that a notebook's traceback
+    ends with), read while its traceback still has the frames (``policy_file_bug``)."""
+    files = _policy_sources(policy_files)
+    if not files or getattr(exc, CONTEXT, None):
+        return
+    tb, found = exc.__traceback__, False
+    while tb is not None and not found:
+        found, tb = tb.tb_frame.f_code.co_filename in files, tb.tb_next
+    if found:
+        context = _handling(exc, files, policy)
+        setattr(exc, CONTEXT, context)
+        exc.add_note(f"dlsched: raised by a policy file's code ({context})")
+
+
+def _policy_sources(policy_files: Sequence[str]) -> dict[str, str]:
+    """Each source's file (resolved) -> the source as given: a ``.py`` as is, a module by
+    where it was imported from (None where it cannot be found: left out)."""
+    import importlib.util
+    from pathlib import Path
+
+    files: dict[str, str] = {}
+    for source in policy_files:
+        if source.endswith(".py") or "/" in source or "\\" in source:
+            files[str(Path(source).expanduser().resolve())] = source
+            continue
+        try:
+            spec = importlib.util.find_spec(source)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and spec.origin.endswith(".py"):
+            files[str(Path(spec.origin).resolve())] = source
+    return files
+
+
+def _handling(exc: BaseException, files: dict[str, str], policy: str | None) -> str:
+    """``policy P, job J, t=T s``: what the deepest frame of a policy file was handling,
+    from its ``job`` and ``state`` arguments (a plugin method's, docs/scheduling.md)."""
+    parts = [f"policy {policy}"] if policy else []
+    tb, frame = exc.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename in files:
+            frame = tb.tb_frame
+        tb = tb.tb_next
+    if frame is not None:
+        job, state = frame.f_locals.get("job"), frame.f_locals.get("state")
+        if isinstance(getattr(job, "job_id", None), str):
+            parts.append(f"job {job.job_id}")
+        now = getattr(state, "now", None)
+        if isinstance(now, int | float):
+            parts.append(f"t={now:.1f}".rstrip("0").rstrip(".") + " s")
+    return ", ".join(parts)
 
 
 class ClusterWarning(UserWarning):

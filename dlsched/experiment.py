@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlsched.cluster.cluster import Cluster
-from dlsched.errors import ConfigError
+from dlsched.errors import ConfigError, DlschedError, mark_policy_file_bug
 from dlsched.gcpause import gc_paused
 from dlsched.perf.model import WORK_UNITS, get_throughput_model
 from dlsched.report.aside import aside
@@ -476,7 +476,7 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     with gc_paused():  # the simulation and its reports (gcpause.py)
         started = time.perf_counter()
         sim = Simulator(cluster, trace, profile, sim_config, progress=progress)
-        result = sim.run()
+        result = _simulated(sim, config, policy)
         result = replace(result, wall_seconds=time.perf_counter() - started)
         if simulated is not None:
             simulated()
@@ -489,6 +489,21 @@ def run_policy(config: RunConfig, policy: str, trace: Trace, cluster: Cluster, o
     _record_options(out_dir / "run.json", own, trace)
     return RunOutcome(result, summary, out_dir, fairness, trace.throughput, never,
                       unfinished_training(result, trace))
+
+
+def _simulated(sim: Simulator, config: RunConfig, policy: str) -> SimulationResult:
+    """``sim.run()``; an error raised by a ``--policy-file``'s own code is marked with the
+    policy, and the job and time it was handling (``errors.mark_policy_file_bug``), here where
+    the traceback still holds them: the CLI's line names them (``errors.policy_file_bug``),
+    from a worker process too, and a notebook's traceback ends with them."""
+    try:
+        return sim.run()
+    except DlschedError:
+        raise
+    except Exception as exc:
+        if config.policy_files:
+            mark_policy_file_bug(exc, config.policy_files, policy)
+        raise
 
 
 ASIDE_MIN_JOBS = 10_000  # runs with fewer jobs write every file on this process

@@ -32,6 +32,9 @@ def serve(
     policy: Annotated[str, typer.Option("--policy", help="See `dlsched policies`.")] = "fifo",
     policy_opt: Annotated[list[str] | None, typer.Option(
         "--policy-opt", metavar="KEY=VALUE", help="Policy option key=value; repeatable.")] = None,
+    policy_file: Annotated[list[str] | None, typer.Option(
+        "--policy-file", metavar="FILE", help="Also Python files (.py) or modules defining "
+        "policies (@register_policy), as in `simulate`; comma-separated or repeated.")] = None,
     token: TokenOpt = None,
     token_file: Annotated[Path | None, typer.Option(
         "--token-file", help="Read --token from this file (keeps it out of `ps`).")] = None,
@@ -79,7 +82,7 @@ def serve(
             _policy_options(policy_opt), _read_token(token, token_file),
             grace_seconds, max_attempts, executor, ray_address, retry_backoff,
             retry_backoff_max, tokens_file, tenants, insecure, checkpoint_seconds,
-            orphan_timeout)
+            orphan_timeout, _policy_files(policy_file))
         run_service(options)
     except (DlschedError, OSError) as exc:
         fail(exc)
@@ -94,6 +97,14 @@ def _policy_options(pairs: list[str] | None) -> dict[str, str]:
         return dict(parse_policy_options(pairs or []))
     except ConfigError as exc:
         raise ConfigError(f"--policy-opt: {exc}") from None
+
+
+def _policy_files(sources: list[str] | None) -> tuple[str, ...]:
+    """``--policy-file`` as in ``simulate``: comma-separated or repeated; imported once, at
+    start (``server.check_policy``), so a relative file is read from the current directory."""
+    from dlsched.run_config import normalized
+
+    return tuple(normalized("policy_files", sources or []))
 
 
 def _read_token(token: str | None, token_file: Path | None) -> str | None:

@@ -151,5 +151,11 @@ def positions(service: Service, job_ids: Iterable[str]) -> dict[str, int]:
                     if job_id in pending}
         wanted = set(waiting)
         state = CycleState.begin(core.snapshot())
-        return {job.job_id: place for place, job in
-                enumerate(ordered_waiting(service.profile, state), 1) if job.job_id in wanted}
+        try:
+            order = ordered_waiting(service.profile, state)
+        except Exception as exc:  # a policy file's sort_key raised: no places (not a 500)
+            if service.policy_bug(exc) is None:
+                raise
+            return {}
+        return {job.job_id: place for place, job in enumerate(order, 1)
+                if job.job_id in wanted}

@@ -50,6 +50,8 @@ class ServeOptions:
     insecure: bool = False  # listen beyond loopback without a token (exposure.py)
     checkpoint_seconds: float = 0.0  # told to the workers (DLSCHED_CHECKPOINT_SECONDS); 0: none
     orphan_timeout: float = 600.0  # Ray: a dead service's workers are released after this
+    # --policy-file: .py files or modules whose @register_policy policies --policy may name
+    policy_files: tuple[str, ...] = ()
 
 
 def local_cluster(gpus: int, gpu_type: str) -> Cluster:
@@ -206,8 +208,12 @@ def check_policy(options: ServeOptions) -> TenantConfig | None:
     """``--policy``, ``--policy-opt`` and ``--tenants`` checked before anything is bound or
     printed, so that a typo gives its error alone, naming the flag (it came after the no-token
     warning and the bind). Returns the tenant model, None without ``--tenants``."""
-    from dlsched.scheduling.registry import build_policy, policies
+    from dlsched.scheduling.registry import build_policy, load_policy_files, policies
 
+    try:  # first: their policies are what --policy may name
+        load_policy_files(options.policy_files)
+    except ConfigError as exc:
+        raise ConfigError(f"--policy-file: {exc}") from None
     flag = "--policy-opt" if options.policy in policies() else "--policy"
     try:
         build_policy(options.policy, dict(options.policy_options))  # the service builds its own
@@ -247,7 +253,8 @@ def _serve_on(sock: socket.socket, options: ServeOptions, cluster: Cluster, ray_
                                     ray_cluster=ray_cluster, tokens=tokens,
                                     tenants=tenants,
                                     checkpoint_seconds=options.checkpoint_seconds or None,
-                                    orphan_timeout=options.orphan_timeout))
+                                    orphan_timeout=options.orphan_timeout,
+                                    policy_files=options.policy_files))
     with stop_on_sigterm():
         try:
             service.start()

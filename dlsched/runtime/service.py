@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from dlsched.cluster.cluster import Cluster
+from dlsched.errors import DlschedError, policy_file_bug
 from dlsched.job.context import CHECKPOINT_SECONDS
 from dlsched.perf.model import LinearScaling
 from dlsched.runtime.backoff import RetryBackoff
@@ -41,7 +42,7 @@ from dlsched.runtime.progress_log import ProgressLog
 from dlsched.runtime.recovery import recover
 from dlsched.runtime.store import Batch, Store
 from dlsched.runtime.throughput import MeasuredThroughput
-from dlsched.scheduling.registry import build_policy
+from dlsched.scheduling.registry import build_policy, load_policy_files
 from dlsched.scheduling.scheduler import CoreConfig
 from dlsched.wording import count_of
 from dlsched.workload.job import Job, JobStatus
@@ -79,10 +80,19 @@ class ServiceConfig:
     tenants: TenantConfig | None = None  # set: the policy runs inside this tenant model
     # Seconds between checkpoints the workers are told (DLSCHED_CHECKPOINT_SECONDS; None: none)
     checkpoint_seconds: float | None = None
+    # .py files or modules imported before ``policy`` is built (``dlsched serve --policy-file``)
+    policy_files: tuple[str, ...] = ()
 
     @property
     def database(self) -> str:
         return self.db_url or f"sqlite:///{self.data_dir / 'dlsched.db'}"
+
+
+def _untimed(text: str) -> str:
+    """A policy failure's text without its ``t=...`` (``errors.policy_file_bug``)."""
+    import re
+
+    return re.sub(r", t=[^,)]*", "", text)
 
 
 @dataclass
@@ -106,6 +116,7 @@ class Service:
         self.lock = threading.RLock()
         self.wake = threading.Event()
         self.backoff = RetryBackoff(config.retry_backoff, config.retry_backoff_max)
+        load_policy_files(config.policy_files)  # each once: a no-op after ``check_policy``
         profile = build_policy(config.policy, dict(config.policy_options))
         self.profile = replace(profile, plugins=(*profile.plugins, self.backoff))
         self.tenants = config.tenants
@@ -140,6 +151,9 @@ class Service:
         self._stamp_alive = False  # the next commit records ``alive_at`` (``_save_running``)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        # A --policy-file's error that failed the last cycle (``_log_failure``); "" once a
+        # cycle runs. Waiting jobs show it as why they wait (views._live).
+        self.policy_failure = ""
         self.dir_lock = ServiceLock()  # held from start() to shutdown() (datadir.py)
         self.generation = 0  # this start's number (``Store.next_generation``), set by start
 
@@ -213,9 +227,29 @@ class Service:
             self.wake.clear()
             try:
                 self.iterate()
-            except Exception:  # keep scheduling; the next iteration retries the commit
-                log.exception("service loop iteration failed")
+            except Exception as exc:  # keep scheduling; the next iteration retries the commit
+                self._log_failure(exc)
                 time.sleep(self.config.poll_seconds)
+
+    def policy_bug(self, exc: Exception) -> DlschedError | None:
+        """``exc`` as one line when a ``--policy-file``'s own code raised it (its file's line,
+        the policy, the job and time: ``errors.policy_file_bug``), else None."""
+        if not self.config.policy_files:
+            return None
+        return policy_file_bug(exc, self.config.policy_files, self.config.policy)
+
+    def _log_failure(self, exc: Exception) -> None:
+        """A policy file's bug is logged as one line, once while it repeats (every iteration
+        retries the cycle: a traceback of 20 lines each 0.1 s before); anything else with its
+        traceback."""
+        bug = self.policy_bug(exc)
+        if bug is None:
+            log.exception("service loop iteration failed")
+            return
+        text = f"scheduling cycle failed: {bug}"
+        if _untimed(text) != _untimed(self.policy_failure):  # the same bug at a later time
+            log.error("%s; retried at each event, jobs wait", text)
+        self.policy_failure = text
 
     def iterate(self) -> None:
         with self.locked():
@@ -269,6 +303,7 @@ class Service:
         self.changed = False
         started = time.perf_counter()
         result = self.core.cycle()
+        self.policy_failure = ""  # a cycle ran: the policy file's bug, if any, is gone
         self.metrics.cycle_seconds.observe(time.perf_counter() - started)
         now = self._last_cycle = self.clock.now()
         self._next_wakeup = result.next_wakeup

@@ -73,7 +73,9 @@ def _live(service: Service, rows: list[JobRow]) -> dict[str, tuple[str, int | No
     GPUs each running job holds (an elastic job's size changes)."""
     with service.locked():
         jobs = (service.core.jobs.get(row.id) for row in rows)
-        return {job.job_id: (service.core.reason_for(job),
+        failed = service.policy_failure  # the policy file raised: no cycle, the reason is it
+        return {job.job_id: (failed if failed and job.status.is_waiting
+                             else service.core.reason_for(job),
                              len(job.allocation) if job.status is JobStatus.RUNNING else None)
                 for job in jobs if job is not None and (job.status.is_waiting
                                                         or job.status is JobStatus.RUNNING)}
@@ -134,7 +136,13 @@ def _position(service: Service, job: Job) -> int | None:
     if pending is not None and job.job_id in pending:
         return int(pending[job.job_id].position) + 1
     state = CycleState.begin(service.core.snapshot())
-    for place, other in enumerate(ordered_waiting(service.profile, state), 1):
+    try:
+        order = ordered_waiting(service.profile, state)
+    except Exception as exc:  # a policy file's sort_key raised: no place (not a 500)
+        if service.policy_bug(exc) is None:
+            raise
+        return None
+    for place, other in enumerate(order, 1):
         if other is job:
             return place
     return None

@@ -38,7 +38,8 @@ def make_service(tmp_path: Path) -> Iterator[MakeService]:
              token: str | None = None, grace: float = 2.0, max_attempts: int = 3,
              service_url: str = "", ray_cluster: Any = None,
              retry_backoff: float = 0.0, tokens: Any = None, tenants: Any = None,
-             gpu_type: str = "T4", cluster: Cluster | None = None) -> Service:
+             gpu_type: str = "T4", cluster: Cluster | None = None,
+             policy_files: tuple[str, ...] = ()) -> Service:
         if cluster is None:
             cluster = (local_cluster(gpus, gpu_type) if ray_cluster is None
                        else ray_cluster.cluster)
@@ -47,7 +48,7 @@ def make_service(tmp_path: Path) -> Iterator[MakeService]:
                                service_url=service_url, token=token, grace_seconds=grace,
                                max_attempts=max_attempts, poll_seconds=0.05,
                                retry_backoff=retry_backoff, ray_cluster=ray_cluster,
-                               tokens=tokens, tenants=tenants)
+                               tokens=tokens, tenants=tenants, policy_files=policy_files)
         service = Service(config)
         service.start()
         services.append(service)

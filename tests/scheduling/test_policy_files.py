@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import multiprocessing
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -224,3 +225,45 @@ def test_a_policy_files_own_bug_is_one_line_at_its_line(tmp_path: Path,
     said = " ".join(result.output.split())
     assert (f"error: policy file {source}: line 11 in sort_key: AttributeError: 'JobSpec' "
             "object has no attribute 'num_gpu'") in said, result.output
+
+
+@pytest.mark.parametrize("command", [["simulate", "--policy", "largest-first"],
+                                     ["compare", "--policies", "largest-first,fifo",
+                                      "--workers", "2"],
+                                     ["sweep", "--policies", "largest-first,fifo",
+                                      "--workers", "2"]],
+                         ids=["simulate", "compare-in-workers", "sweep-in-workers"])
+def test_a_policy_files_bug_names_the_policy_the_job_and_the_time(
+        tmp_path: Path, command: list[str]) -> None:
+    """The line named the file's line only: not which policy (a compare of two lab
+    policies from one file), nor the job and the cycle's time the code was handling."""
+    source, jobs, cluster = _files(tmp_path)
+    source.write_text(LARGEST.replace("static = True", "static = False")
+                      .replace("-job.spec.num_gpus", "-job.spec.num_gpu"))
+    result = CliRunner().invoke(app, [*command, "--trace", str(jobs), "--cluster",
+                                      str(cluster), "--policy-file", str(source), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert re.search(r"'num_gpu' \(policy largest-first, job A, t=0 s\)$", said), said
+
+
+def test_a_modules_own_bug_is_one_line_too(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--policy-file mylab.policies`` (an installed module, by name): its sort_key's error
+    was a full traceback through the core; only ``.py`` files were searched for."""
+    _, jobs, cluster = _files(tmp_path)
+    package = tmp_path / "site" / "lab_s34r"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "policies.py").write_text(
+        LARGEST.replace("static = True", "static = False")
+        .replace("-job.spec.num_gpus", "-job.spec.num_gpu"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    result = CliRunner().invoke(app, ["simulate", "--policy", "largest-first", "--trace",
+                                      str(jobs), "--cluster", str(cluster), "--policy-file",
+                                      "lab_s34r.policies", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert ("error: policy file lab_s34r.policies: line 11 in sort_key: "
+            "AttributeError: 'JobSpec' object has no attribute 'num_gpu'") in said, said
