@@ -9,7 +9,6 @@ because the cycle evicts and restores victims while it searches)."""
 from __future__ import annotations
 
 import bisect
-import itertools
 from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
@@ -237,10 +236,11 @@ class QuotaView:
         # Versions are ids: a change takes a new one, but holds and releases that bring the
         # usage back to values it had since the last reservation or eviction take that
         # state's id again (``_held``), where every sum is exact (``exact_sums``).
-        self._ids = itertools.count(1)
+        self._last = 0  # the last version given
         self._exact = ledger.integral and exact_sums(ledger.usage.tree)
         self._held_sig: dict[str, tuple] = {}  # queue -> what it holds, as a hashable
-        self._states: dict[frozenset, int] = {frozenset(): 0}  # holds -> version, this base
+        # holds -> version, since the last reservation or eviction (None: no hold yet)
+        self._states: dict[frozenset, int] | None = None
 
     @property
     def _grouped(self) -> dict[str, list[Admitted]]:
@@ -300,8 +300,9 @@ class QuotaView:
     def _rebase(self) -> None:
         """A reservation or an eviction changed the usage: a new version, and the states
         that holds reach from here on are new ones too."""
-        self.version = next(self._ids)
-        self._states = {frozenset(self._held_sig.items()): self.version}
+        self._last += 1
+        self.version = self._last
+        self._states = {frozenset(self._held_sig.items()): self.version} if self.holds else None
 
     def _held(self) -> None:
         """A hold or a release changed the usage: the version of the state these holds give
@@ -311,12 +312,17 @@ class QuotaView:
         made and released in, so a state seen before has the same usage to the last bit
         (Kueue's holds of a cycle: one per queue, made and released job by job)."""
         if not self._exact:
-            self.version = next(self._ids)
+            self._last += 1
+            self.version = self._last
             return
+        states = self._states
+        if states is None:  # the first hold since the last change: the state before it
+            states = self._states = {frozenset(): self.version}
         key = frozenset(self._held_sig.items())
-        version = self._states.get(key)
+        version = states.get(key)
         if version is None:
-            version = self._states[key] = next(self._ids)
+            self._last += 1
+            version = states[key] = self._last
         self.version = version
 
     def running(self) -> Mapping[str, list[Admitted]]:
@@ -335,7 +341,7 @@ def exact_sums(tree: QuotaTree) -> bool:
     """Whether whole amounts stay whole through ``Usage._shift`` over ``tree``: every
     guaranteed quota is whole (then every sum and clip is of whole numbers, exact in floats
     below 2**53)."""
-    return all(_whole(g) for g in tree.guaranteed.values())
+    return tree.whole_guaranteed
 
 
 def _whole(amounts: Mapping[str, float] | Mapping[tuple, float]) -> bool:

@@ -93,8 +93,8 @@ class _Held(view.QuotaView):
 
     def __init__(self, config: Any, tree: QuotaTree, usage: view.Usage) -> None:
         self.config, self.usage, self.holds, self.version = config, usage, {}, 0
-        self._ids, self._exact = iter(range(1, 1 << 30)), view.exact_sums(tree)
-        self._held_sig, self._states = {}, {frozenset(): 0}
+        self._last, self._exact = 0, view.exact_sums(tree)
+        self._held_sig, self._states = {}, None
 
 
 def _values(usage: view.Usage) -> dict:
