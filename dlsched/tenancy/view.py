@@ -237,7 +237,7 @@ class QuotaView:
         # usage back to values it had since the last reservation or eviction take that
         # state's id again (``_held``), where every sum is exact (``exact_sums``).
         self._last = 0  # the last version given
-        self._exact = ledger.integral and exact_sums(ledger.usage.tree)
+        self._exact = ledger.integral  # and no start or hold of the cycle has a fraction
         self._held_sig: dict[str, tuple] = {}  # queue -> what it holds, as a hashable
         # holds -> version, since the last reservation or eviction (None: no hold yet)
         self._states: dict[frozenset, int] | None = None
@@ -275,9 +275,13 @@ class QuotaView:
         return self.usage
 
     def reserve(self, admitted: Admitted) -> None:
-        if self._exact and not _whole(admitted.request):
-            self._exact = False
-        self._rebase()
+        if self._exact:
+            for amount in admitted.request.values():  # (inline: once a start)
+                if not float(amount).is_integer() or abs(amount) >= _EXACT:
+                    self._exact = False
+        self._last += 1  # ``_rebase``, inline
+        self.version = self._last
+        self._states = {frozenset(self._held_sig.items()): self.version} if self.holds else None
         self.usage.add(admitted.cq, admitted.flavor, admitted.request)
 
     def hold(self, cq: str, flavor: str, amounts: Mapping[str, float]) -> None:
@@ -311,7 +315,7 @@ class QuotaView:
         numbers), every value of the usage is the same sum whatever order the holds were
         made and released in, so a state seen before has the same usage to the last bit
         (Kueue's holds of a cycle: one per queue, made and released job by job)."""
-        if not self._exact:
+        if not (self._exact and exact_sums(self.usage.tree)):
             self._last += 1
             self.version = self._last
             return

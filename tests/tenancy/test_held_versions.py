@@ -93,7 +93,7 @@ class _Held(view.QuotaView):
 
     def __init__(self, config: Any, tree: QuotaTree, usage: view.Usage) -> None:
         self.config, self.usage, self.holds, self.version = config, usage, {}, 0
-        self._last, self._exact = 0, view.exact_sums(tree)
+        self._last, self._exact = 0, True
         self._held_sig, self._states = {}, None
 
 
