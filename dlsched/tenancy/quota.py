@@ -63,6 +63,10 @@ class QuotaTree:
         self.guaranteed: dict[str, dict[FlavorResource, float]] = {}
         for key in self.nodes:
             self._fill(key)
+        # Whether every guaranteed quota is whole: then ``Usage._shift`` adds, subtracts and
+        # clips whole amounts at whole numbers only, exactly (``QuotaView._held``)
+        self.whole_guaranteed = all(float(v).is_integer() for g in self.guaranteed.values()
+                                    for v in g.values())
 
     def _fill(self, key: str) -> None:
         if key in self.subtree:

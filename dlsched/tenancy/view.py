@@ -233,6 +233,14 @@ class QuotaView:
         self._without: tuple[frozenset[str], dict[str, list[Admitted]]] = (frozenset(), {})
         self._protected: bool | None = None
         self.holds: dict[str, list[tuple[str, Mapping[str, float]]]] = {}
+        # Versions are ids: a change takes a new one, but holds and releases that bring the
+        # usage back to values it had since the last reservation or eviction take that
+        # state's id again (``_held``), where every sum is exact (``exact_sums``).
+        self._last = 0  # the last version given
+        self._exact = ledger.integral  # and no start or hold of the cycle has a fraction
+        self._held_sig: dict[str, tuple] = {}  # queue -> what it holds, as a hashable
+        # holds -> version, since the last reservation or eviction (None: no hold yet)
+        self._states: dict[frozenset, int] | None = None
 
     @property
     def _grouped(self) -> dict[str, list[Admitted]]:
@@ -254,7 +262,7 @@ class QuotaView:
         if self.evicted.keys() == self._evicted:  # as last applied (mostly: none)
             return self.usage
         now = set(self.evicted)
-        self.version += 1
+        self._rebase()
         for job_id in now - self._evicted:
             if job_id in self.admitted:
                 a = self.admitted[job_id]
@@ -267,20 +275,59 @@ class QuotaView:
         return self.usage
 
     def reserve(self, admitted: Admitted) -> None:
-        self.version += 1
+        if self._exact:
+            for amount in admitted.request.values():  # (inline: once a start)
+                if not float(amount).is_integer() or abs(amount) >= _EXACT:
+                    self._exact = False
+        self._last += 1  # ``_rebase``, inline
+        self.version = self._last
+        self._states = {frozenset(self._held_sig.items()): self.version} if self.holds else None
         self.usage.add(admitted.cq, admitted.flavor, admitted.request)
 
     def hold(self, cq: str, flavor: str, amounts: Mapping[str, float]) -> None:
         """Keep quota of queue ``cq`` for a job that waits for it, until ``release``."""
-        self.version += 1
+        if self._exact and not _whole(amounts):
+            self._exact = False
         self.usage.add(cq, flavor, amounts)
-        self.holds.setdefault(cq, []).append((flavor, amounts))
+        held = self.holds.setdefault(cq, [])
+        held.append((flavor, amounts))
+        self._held_sig[cq] = tuple([(f, tuple(a.items())) for f, a in held])
+        self._held()
 
     def release(self, cq: str) -> None:
         """Give back what ``hold`` kept for queue ``cq``."""
-        self.version += 1
         for flavor, amounts in self.holds.pop(cq, ()):
             self.usage.add(cq, flavor, amounts, -1.0)
+        self._held_sig.pop(cq, None)
+        self._held()
+
+    def _rebase(self) -> None:
+        """A reservation or an eviction changed the usage: a new version, and the states
+        that holds reach from here on are new ones too."""
+        self._last += 1
+        self.version = self._last
+        self._states = {frozenset(self._held_sig.items()): self.version} if self.holds else None
+
+    def _held(self) -> None:
+        """A hold or a release changed the usage: the version of the state these holds give
+        over the last reservation or eviction. With exact sums (whole amounts over a tree of
+        whole guaranteed quotas: ``Usage._shift`` adds, subtracts and clips at whole
+        numbers), every value of the usage is the same sum whatever order the holds were
+        made and released in, so a state seen before has the same usage to the last bit
+        (Kueue's holds of a cycle: one per queue, made and released job by job)."""
+        if not (self._exact and exact_sums(self.usage.tree)):
+            self._last += 1
+            self.version = self._last
+            return
+        states = self._states
+        if states is None:  # the first hold since the last change: the state before it
+            states = self._states = {frozenset(): self.version}
+        key = frozenset(self._held_sig.items())
+        version = states.get(key)
+        if version is None:
+            self._last += 1
+            version = states[key] = self._last
+        self.version = version
 
     def running(self) -> Mapping[str, list[Admitted]]:
         """Running jobs by cluster queue, less those evicted so far in this cycle."""
@@ -292,6 +339,20 @@ class QuotaView:
             self._without = (key, {cq: [a for a in jobs if a.job_id not in evicted]
                                    for cq, jobs in self._grouped.items()})
         return self._without[1]
+
+
+def exact_sums(tree: QuotaTree) -> bool:
+    """Whether whole amounts stay whole through ``Usage._shift`` over ``tree``: every
+    guaranteed quota is whole (then every sum and clip is of whole numbers, exact in floats
+    below 2**53)."""
+    return tree.whole_guaranteed
+
+
+def _whole(amounts: Mapping[str, float] | Mapping[tuple, float]) -> bool:
+    return all(float(v).is_integer() and abs(v) < _EXACT for v in amounts.values())
+
+
+_EXACT = float(2 ** 50)  # whole floats below this add and subtract exactly, with room
 
 
 def admitted_of(job: Job, cq: str, flavor: str) -> Admitted:
