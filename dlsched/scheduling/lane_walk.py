@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlsched.scheduling.bucket_scan import SMALLEST_FAILED
 from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT
-from dlsched.scheduling.decisions import CycleResult, Preempt, Start
+from dlsched.scheduling.decisions import CycleResult, HandedBooks, Preempt, Start
 from dlsched.scheduling.lane_books import FreeBooks
 from dlsched.scheduling.placement import _NO_SINGLE, no_room_text
 from dlsched.scheduling.state import ClusterSnapshot
@@ -29,6 +29,7 @@ _RESULT_DEFAULTS = CycleResult().__dict__
 # ``Start(...)`` and ``Preempt(...)`` without their frozen ``__init__`` (~10^6 of each on the
 # contended Philly table)
 _new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
+_new_books = slot_builder(HandedBooks)
 
 
 class LaneWalk(FreeBooks):
@@ -82,7 +83,10 @@ class LaneWalk(FreeBooks):
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
                                next_wakeup=wakeup, blocked={}, bulk_reasons=bulk,
-                               stop_reason=self.stop_reason)
+                               stop_reason=self.stop_reason, books=_new_books(
+                                   snapshot.free, snapshot.running_changes, self.node_gpus,
+                                   self.node_free, self.taken,
+                                   self.whole_before - self.whole))
         return result
 
     def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
