@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import MISSING, dataclass, field, fields
+from typing import NamedTuple
 
 from dlsched.workload.job import HostShare
 
@@ -55,8 +56,7 @@ class Reject:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
-class HandedBooks:
+class HandedBooks(NamedTuple):
     """The free books after a cycle's starts and stops, as its walk worked them out (the
     Tiresias lane's ``lane_books.FreeBooks``): the core writes them once, node by node,
     instead of GPU by GPU for each start and stop (issue 14: ~17 GPUs change hands a cycle on
@@ -67,7 +67,8 @@ class HandedBooks:
     ``node_gpus``: each node the cycle touched, its GPUs' free shares after; ``node_free``:
     every node's wholly free GPUs after (bytes); ``taken``: the GPUs each node gave to
     starts (with the change of its count, the starts and stops that touched it:
-    ``node_version``); ``used``: the GPUs taken less those given back."""
+    ``node_version``); ``used``: the GPUs taken less those given back. A named tuple:
+    one is made a cycle, as ``tuple.__new__(HandedBooks, fields)`` (no Python-level call)."""
 
     free: object
     changes: int | None

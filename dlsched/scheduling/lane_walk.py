@@ -29,7 +29,7 @@ _RESULT_DEFAULTS = CycleResult().__dict__
 # ``Start(...)`` and ``Preempt(...)`` without their frozen ``__init__`` (~10^6 of each on the
 # contended Philly table)
 _new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
-_new_books = slot_builder(HandedBooks)
+_tuple = tuple.__new__  # ``HandedBooks(...)`` without its Python-level ``__new__``
 
 
 class LaneWalk(FreeBooks):
@@ -83,10 +83,10 @@ class LaneWalk(FreeBooks):
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
                                next_wakeup=wakeup, blocked={}, bulk_reasons=bulk,
-                               stop_reason=self.stop_reason, books=_new_books(
+                               stop_reason=self.stop_reason, books=_tuple(HandedBooks, (
                                    snapshot.free, snapshot.running_changes, self.node_gpus,
                                    self.node_free, self.taken,
-                                   self.whole_before - self.whole))
+                                   self.whole_before - self.whole)))
         return result
 
     def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
