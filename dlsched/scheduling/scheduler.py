@@ -82,6 +82,25 @@ class CoreConfig:
 
 
 class Scheduler:
+    # Every attribute ``__init__`` sets is a slot: CPython 3.11 keeps an instance's
+    # attributes as shared-key values for up to 29 names, and past that (the core has 56)
+    # every attribute read, write and method call takes a slower, unspecialized path (issue
+    # 14: the core reads its own ~10^3 times a cycle). ``__dict__`` keeps other attributes
+    # possible (a test may replace a method on an instance).
+    __slots__ = ('cluster', 'profile', 'throughput', '_rate_by_count', '_rate_alone',
+                 'clock', 'executor', 'config', 'jobs', 'submitted', 'on_terminal',
+                 '_bucketed', '_bucket_keys', 'waiting', '_waiting_ids',
+                 '_bulk_reasons', '_stopped', '_waiting_hooks', '_relaunch_hooks',
+                 '_key_changes', '_reason_seq', 'running', 'journal', 'free',
+                 'node_free', 'node_version', '_views', '_books', 'resources',
+                 '_resources_view', 'beyond_gpu_jobs', '_gpu_node', '_node_first',
+                 '_node_type', 'type_seconds', '_one_type', 'used_gpus', 'timeline',
+                 'cycles', 'cycle_seconds', '_max_workers_cache', 'queue_reasons',
+                 'fractional_jobs', 'rerater', 'sharing', 'down_nodes', 'down_changes',
+                 'resilience', 'segments', '_segment_starts', 'reconfigurer',
+                 'reshaped', '_lane', 'mig', '_snapshot_fields', '_grouped', '__dict__',
+                 '__weakref__')
+
     def __init__(self, cluster: Cluster, profile: Profile, throughput: ThroughputModel,
                  clock: Clock, executor: Executor, config: CoreConfig | None = None,
                  resilience: ResilienceBook | None = None) -> None:
@@ -624,15 +643,15 @@ class Scheduler:
         core as it still is, its starts and stops leave the books alone and they are
         written once, node by node, after them (nothing in between reads them)."""
         books = result.books
-        handed = books is not None and self._books_current(books)
-        for preempt in result.preemptions:
-            self._preempt(self.running[preempt.job_id], now, preempt.reason, True, handed)
-        if result.resizes:
-            self._resize(result, now)
-        for start in result.starts:
-            self._start(self.waiting.pop(start.job_id), start, now, handed=handed)
-        if handed:
-            self._write_books(books)  # type: ignore[arg-type]
+        if books is not None and not result.resizes and self._books_current(books):
+            self._apply_handed(result, books, now)
+        else:
+            for preempt in result.preemptions:
+                self._preempt(self.running[preempt.job_id], now, preempt.reason)
+            if result.resizes:
+                self._resize(result, now)
+            for start in result.starts:
+                self._start(self.waiting.pop(start.job_id), start, now)
         self.note_reasons(result.reasons)
         stamp = 2 * self._reason_seq
         for bucket, reason in result.bulk_reasons:
@@ -642,6 +661,16 @@ class Scheduler:
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
+
+    def _apply_handed(self, result: CycleResult, books: HandedBooks, now: float) -> None:
+        """The stops and starts of a result with handed books (and no resizes), each leaving
+        the books alone, then the books written."""
+        running, waiting = self.running, self.waiting
+        for preempt in result.preemptions:  # (positional: a call with keywords costs more)
+            self._preempt(running[preempt.job_id], now, preempt.reason, True, True)
+        for start in result.starts:
+            self._start(waiting.pop(start.job_id), start, now, False, True)
+        self._write_books(books)
 
     def _books_current(self, books: HandedBooks) -> bool:
         """Whether handed books are this core's as they are now: worked out from its snapshot
