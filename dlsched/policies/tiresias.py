@@ -49,6 +49,18 @@ class DiscretizedLas:
     thresholds in GPU-seconds."""
 
     name = "tiresias-2dlas"
+    # A waiting job's queue is fixed while it waits, but for one change: a starving job is
+    # promoted to queue 0 (once, at a time known when it starts waiting). The core keeps
+    # the waiting queue sorted and re-files the jobs ``key_changes`` names. (A class
+    # attribute: CPython 3.11 keeps an instance's attributes as shared-key values for up to
+    # 29 names; past that every attribute read, write and method call of it takes a slower,
+    # unspecialized path, issue 14. Tiresias' own are read ~10^2 times a cycle.)
+    static = True
+    # Since when cycles are quiet (``_may_sleep``), and the demotions popped since: set on the
+    # instance once a quiet cycle is met (the tenant layer's; class defaults otherwise, for
+    # the attribute count as ``static``'s)
+    _quiet_since: float | None = None
+    _popped_since_quiet: list[float]
 
     def __init__(self, thresholds: tuple[float, ...], promote_knob: float,
                  min_runtime: float = 0.0, same_queue_preemption: bool = False) -> None:
@@ -59,10 +71,6 @@ class DiscretizedLas:
         self.promote_knob = promote_knob
         self.min_runtime = min_runtime
         self.same_queue_preemption = same_queue_preemption
-        # A waiting job's queue is fixed while it waits, but for one change: a starving job is
-        # promoted to queue 0 (once, at a time known when it starts waiting). The core keeps
-        # the waiting queue sorted and re-files the jobs ``key_changes`` names.
-        self.static = True
         self._promoted: set[str] = set()  # waiting jobs starving now (their key says queue 0)
         self._promotions: list[tuple[float, int, Job, float]] = []  # (at, seq, job, queued)
         self._promotion_seq = 0
@@ -102,8 +110,6 @@ class DiscretizedLas:
         # it matters (``_next_demotion_that_matters``); the next cycle asks which wake-ups
         # were left out (``left_out``) to advance the fair-sharing history through them.
         self.quiet: Callable[[CycleState], bool] | None = None
-        self._quiet_since: float | None = None
-        self._popped_since_quiet: list[float] = []
         # Whether only this plugin's own PostFilter preempts by its queues; the tenant layer,
         # which also orders and preempts by them, sets it False (tenancy/profile.py).
         self.own_preemption_only = True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import MISSING, dataclass, field, fields
+from typing import NamedTuple
 
 from dlsched.workload.job import HostShare
 
@@ -55,6 +56,28 @@ class Reject:
     reason: str
 
 
+class HandedBooks(NamedTuple):
+    """The free books after a cycle's starts and stops, as its walk worked them out (the
+    Tiresias lane's ``lane_books.FreeBooks``): the core writes them once, node by node,
+    instead of GPU by GPU for each start and stop (issue 14: ~17 GPUs change hands a cycle on
+    the contended Philly table, each written by the walk and again by the core). Read only
+    by the core whose snapshot the walk read (``free``, the snapshot's array) while its
+    running jobs are as they were then (``changes``, the snapshot's ``running_changes``).
+
+    ``node_gpus``: each node the cycle touched, its GPUs' free shares after; ``node_free``:
+    every node's wholly free GPUs after (bytes); ``taken``: the GPUs each node gave to
+    starts (with the change of its count, the starts and stops that touched it:
+    ``node_version``); ``used``: the GPUs taken less those given back. A named tuple:
+    one is made a cycle, as ``tuple.__new__(HandedBooks, fields)`` (no Python-level call)."""
+
+    free: object
+    changes: int | None
+    node_gpus: dict[int, list[float]]
+    node_free: bytearray
+    taken: dict[int, int]
+    used: int
+
+
 @dataclass(frozen=True)
 class CycleResult:
     """Evictions are applied first, then resizes, then starts. ``reasons`` says why each
@@ -73,6 +96,9 @@ class CycleResult:
     # The walk stopped early (nothing more could start): why the jobs it did not reach wait
     # (``bucket_scan.stop_reason``; "" when it reached every job, or cannot tell).
     stop_reason: str = ""
+    # The free books after it, where the walk kept them (``HandedBooks``); not part of the
+    # decision (results compare without it)
+    books: HandedBooks | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of_starts(cls, starts: tuple[Start, ...]) -> CycleResult:

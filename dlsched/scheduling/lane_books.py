@@ -45,9 +45,10 @@ class FreeBooks:
         """A cycle's books: the wholly free GPUs per node, as the core's books have them
         (the counts, or a buffer of them as bytes)."""
         self.node_free = bytearray(node_free)
-        self.whole = sum(self.node_free)
+        self.whole = self.whole_before = sum(self.node_free)
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).
         self.node_gpus: dict[int, list[float]] = {}
+        self.taken: dict[int, int] = {}  # GPUs each node gave to starts (``HandedBooks``)
         self.marked = evicted
 
     def _gpus_of(self, node: int) -> list[float]:
@@ -102,6 +103,8 @@ class FreeBooks:
         """``pick_gpus`` for whole GPUs on a node without NVLink domains (its lowest wholly
         free GPUs), taken: their free share 0 (``take`` of a whole share clamps there)."""
         self.whole -= count
+        taken = self.taken
+        taken[node] = taken.get(node, 0) + count
         node_free = self.node_free
         room = node_free[node]
         node_free[node] = room - count

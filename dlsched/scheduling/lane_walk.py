@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlsched.scheduling.bucket_scan import SMALLEST_FAILED
 from dlsched.scheduling.cycle import _NO_CHANGE, _SMALLER_FAILED_TEXT
-from dlsched.scheduling.decisions import CycleResult, Preempt, Start
+from dlsched.scheduling.decisions import CycleResult, HandedBooks, Preempt, Start
 from dlsched.scheduling.lane_books import FreeBooks
 from dlsched.scheduling.placement import _NO_SINGLE, no_room_text
 from dlsched.scheduling.state import ClusterSnapshot
@@ -29,6 +29,7 @@ _RESULT_DEFAULTS = CycleResult().__dict__
 # ``Start(...)`` and ``Preempt(...)`` without their frozen ``__init__`` (~10^6 of each on the
 # contended Philly table)
 _new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
+_tuple = tuple.__new__  # ``HandedBooks(...)`` without its Python-level ``__new__``
 
 
 class LaneWalk(FreeBooks):
@@ -82,7 +83,10 @@ class LaneWalk(FreeBooks):
         result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
                                preemptions=tuple(self.preemptions), reasons=self.reasons,
                                next_wakeup=wakeup, blocked={}, bulk_reasons=bulk,
-                               stop_reason=self.stop_reason)
+                               stop_reason=self.stop_reason, books=_tuple(HandedBooks, (
+                                   snapshot.free, snapshot.running_changes, self.node_gpus,
+                                   self.node_free, self.taken,
+                                   self.whole_before - self.whole)))
         return result
 
     def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
@@ -92,12 +96,16 @@ class LaneWalk(FreeBooks):
         eviction a job asking more than is free that ``no_victims`` rules out (the last
         queue's heads, the most met) fails here: ``_consider``'s steps for it, inline.
         Returns the dropped buckets' bulk reasons. The known miss is kept in a local too
-        (``miss``), read back from ``self.miss`` after each ``_consider`` (which moves it)."""
+        (``miss``), read back from ``self.miss`` after each ``_consider`` (which moves it).
+        A heap entry is a head's key with its bucket and place after it, one flat tuple
+        (Tiresias' keys are (queue, submit time, job id)): a comparison of two entries
+        compares their keys' items once, where a key nested in the entry was compared for
+        equality first, then again for order (~40 comparisons a cycle)."""
         names, lists, needs, heap = [], [], [], []
         for name, entry in buckets.items():
             keys = entry[0]
             if keys:
-                heap.append((keys[0], len(names), 0))
+                heap.append(keys[0] + (len(names), 0))
                 names.append(name)
                 lists.append(entry)
                 needs.append(name[0])
@@ -108,7 +116,7 @@ class LaneWalk(FreeBooks):
         evicted, no_victims, futile = state.evicted, self.sort.no_victims, self.futile
         pop, replace, miss = heapq.heappop, heapq.heapreplace, self.miss
         while heap:
-            key, n, index = heap[0]
+            _, _, _, n, index = heap[0]
             need = needs[n]
             if need >= miss:
                 pop(heap)
@@ -130,14 +138,15 @@ class LaneWalk(FreeBooks):
                     break
                 miss = self.miss
                 if dropped and miss == _NEVER:  # an eviction cleared the known miss
+                    key = keys[index]
                     for m in dropped:
                         m_keys = lists[m][0]
                         at = bisect_right(m_keys, key)
                         if at < len(m_keys):
-                            heapq.heappush(heap, (m_keys[at], m, at))
+                            heapq.heappush(heap, m_keys[at] + (m, at))
                     dropped.clear()
             if index + 1 < len(keys):
-                replace(heap, (keys[index + 1], n, index + 1))
+                replace(heap, keys[index + 1] + (n, index + 1))
             else:
                 pop(heap)
         return tuple([(names[n], _SMALLER_FAILED_TEXT) for n in ever_dropped])

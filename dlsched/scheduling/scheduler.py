@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from array import array
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import partial
@@ -22,7 +23,7 @@ from dlsched.errors import ConfigError
 from dlsched.perf.model import Placement, ThroughputModel
 from dlsched.scheduling.bucket_scan import bucket_of, scans_by_bucket
 from dlsched.scheduling.cycle import run_cycle
-from dlsched.scheduling.decisions import CycleResult, Start
+from dlsched.scheduling.decisions import CycleResult, HandedBooks, Start
 from dlsched.scheduling.fast_start import FastLane, lane_applies
 from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
@@ -81,6 +82,25 @@ class CoreConfig:
 
 
 class Scheduler:
+    # Every attribute ``__init__`` sets is a slot: CPython 3.11 keeps an instance's
+    # attributes as shared-key values for up to 29 names, and past that (the core has 56)
+    # every attribute read, write and method call takes a slower, unspecialized path (issue
+    # 14: the core reads its own ~10^3 times a cycle). ``__dict__`` keeps other attributes
+    # possible (a test may replace a method on an instance).
+    __slots__ = ('cluster', 'profile', 'throughput', '_rate_by_count', '_rate_alone',
+                 'clock', 'executor', 'config', 'jobs', 'submitted', 'on_terminal',
+                 '_bucketed', '_bucket_keys', 'waiting', '_waiting_ids',
+                 '_bulk_reasons', '_stopped', '_waiting_hooks', '_relaunch_hooks',
+                 '_key_changes', '_reason_seq', 'running', 'journal', 'free',
+                 'node_free', 'node_version', '_views', '_books', 'resources',
+                 '_resources_view', 'beyond_gpu_jobs', '_gpu_node', '_node_first',
+                 '_node_type', 'type_seconds', '_one_type', 'used_gpus', 'timeline',
+                 'cycles', 'cycle_seconds', '_max_workers_cache', 'queue_reasons',
+                 'fractional_jobs', 'rerater', 'sharing', 'down_nodes', 'down_changes',
+                 'resilience', 'segments', '_segment_starts', 'reconfigurer',
+                 'reshaped', '_lane', 'mig', '_snapshot_fields', '_grouped', '__dict__',
+                 '__weakref__')
+
     def __init__(self, cluster: Cluster, profile: Profile, throughput: ThroughputModel,
                  clock: Clock, executor: Executor, config: CoreConfig | None = None,
                  resilience: ResilienceBook | None = None) -> None:
@@ -148,6 +168,7 @@ class Scheduler:
         self._resources_view = self.resources.read_only()
         self.beyond_gpu_jobs = 0  # submitted jobs that ask for more than GPU compute (ever)
         self._gpu_node = cluster.gpu_node.tolist()  # Python ints: cheaper to index one by one
+        self._node_first = cluster.node_first_gpu.tolist()  # each node's first GPU
         self._node_type = [node.gpu_type for node in cluster.nodes]
         # GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
         # running ones); the timeline keeps only the cluster total.
@@ -617,13 +638,20 @@ class Scheduler:
         self._apply_at(result, self.clock.now())
 
     def _apply_at(self, result: CycleResult, now: float) -> None:
-        """``apply`` at ``now``, the clock's time."""
-        for preempt in result.preemptions:
-            self._preempt(self.running[preempt.job_id], now, preempt.reason)
-        if result.resizes:
-            self._resize(result, now)
-        for start in result.starts:
-            self._start(self.waiting.pop(start.job_id), start, now)
+        """``apply`` at ``now``, the clock's time. Where the cycle's walk handed its books
+        (``HandedBooks``: the free books after its starts and stops) and they are of this
+        core as it still is, its starts and stops leave the books alone and they are
+        written once, node by node, after them (nothing in between reads them)."""
+        books = result.books
+        if books is not None and not result.resizes and self._books_current(books):
+            self._apply_handed(result, books, now)
+        else:
+            for preempt in result.preemptions:
+                self._preempt(self.running[preempt.job_id], now, preempt.reason)
+            if result.resizes:
+                self._resize(result, now)
+            for start in result.starts:
+                self._start(self.waiting.pop(start.job_id), start, now)
         self.note_reasons(result.reasons)
         stamp = 2 * self._reason_seq
         for bucket, reason in result.bulk_reasons:
@@ -633,6 +661,37 @@ class Scheduler:
         for reject in result.rejections:
             self._end(reject.job_id, JobStatus.FAILED, reject.reason)
         self.queue_reasons = result.blocked
+
+    def _apply_handed(self, result: CycleResult, books: HandedBooks, now: float) -> None:
+        """The stops and starts of a result with handed books (and no resizes), each leaving
+        the books alone, then the books written."""
+        running, waiting = self.running, self.waiting
+        for preempt in result.preemptions:  # (positional: a call with keywords costs more)
+            self._preempt(running[preempt.job_id], now, preempt.reason, True, True)
+        for start in result.starts:
+            self._start(waiting.pop(start.job_id), start, now, False, True)
+        self._write_books(books)
+
+    def _books_current(self, books: HandedBooks) -> bool:
+        """Whether handed books are this core's as they are now: worked out from its snapshot
+        (its ``free`` array), its running jobs unchanged since (the journal's count), and
+        ``used_gpus`` a whole number, which one step moves as exactly as one a GPU does."""
+        used = self.used_gpus
+        return (books.free is self._views[0] and books.changes == self.journal.count
+                and used.is_integer() and -_EXACT < used < _EXACT)
+
+    def _write_books(self, books: HandedBooks) -> None:
+        """Write handed books: each touched node's GPUs' free shares and wholly free count,
+        and its version moved by the GPUs that changed hands there, as the starts and stops
+        would have moved it one GPU at a time (gave back = the count's change + taken)."""
+        free, node_free, node_version = self._books
+        firsts, counts, taken = self._node_first, books.node_free, books.taken
+        for node, shares in books.node_gpus.items():
+            first, count = firsts[node], counts[node]
+            free[first:first + len(shares)] = array("d", shares)
+            node_version[node] += count - node_free[node] + 2 * taken.get(node, 0)
+            node_free[node] = count
+        self.used_gpus += books.used  # whole numbers below 2**52: exact, as each step was
 
     def _resize(self, result: CycleResult, now: float) -> None:
         # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
@@ -731,7 +790,8 @@ class Scheduler:
             self.reconfigurer.sizes[job.job_id] = size
             self.reshaped.discard(job.job_id)
 
-    def _start(self, job: Job, start: Start, now: float, booked: bool = False) -> None:
+    def _start(self, job: Job, start: Start, now: float, booked: bool = False,
+               handed: bool = False) -> None:
         status = job.status
         if status is _PREEMPTED or status is _PENDING:  # ``set_status``'s check, inlined
             job.status = _RUNNING
@@ -745,19 +805,22 @@ class Scheduler:
         job.first_start = now if job.first_start is None else job.first_start
         self.running[job.job_id] = job
         job.host = start.host
-        self._launch(job, start.gpus, start.shares, now, overhead, booked)
+        self._launch(job, start.gpus, start.shares, now, overhead, booked, handed)
 
     def _launch(self, job: Job, gpus: tuple[int, ...], shares: tuple[float, ...], now: float,
-                overhead: float, booked: bool = False) -> None:
+                overhead: float, booked: bool = False, handed: bool = False) -> None:
         """Give a running job its GPUs and start its workers (after a start or a resize);
-        ``booked``: its GPU shares are already taken from ``free`` (the fast lane)."""
+        ``booked``: its GPU shares are already taken from ``free`` (the fast lane);
+        ``handed``: the cycle's books are written after its starts (``_write_books``)."""
         spec = job.spec
         if (self.beyond_gpu_jobs and spec.asks_beyond_gpus) or job.host is not None:
             # it refuses (Overbooked) before anything is booked
             self.resources.take(gpus, booked_spec(job), checked=True)
         job.allocation, job.shares = gpus, shares
         whole = shares.count(_FULL) == len(shares)  # (one count for the books and sharing)
-        if spec.mig_profile:
+        if handed:
+            pass
+        elif spec.mig_profile:
             self._adjust(gpus, self._mig_take(job, now), -1.0, booked)
         elif whole and not booked:  # ``_adjust``'s own dispatch (one GPU: its own steps)
             self._adjust_whole(gpus, -1.0)
@@ -814,10 +877,11 @@ class Scheduler:
         self._settle(job, now)
         self._release(job, now)
 
-    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True) -> None:
+    def _preempt(self, job: Job, now: float, reason: str, counted: bool = True,
+                 handed: bool = False) -> None:
         self.executor.stop(job, now)
         self._settle(job, now)
-        self._release(job, now)
+        self._release(job, now, handed)
         del self.running[job.job_id]
         if self.reshaped:
             self.reshaped.discard(job.job_id)
@@ -888,12 +952,15 @@ class Scheduler:
                 self._charge_types(job, now - job.run_started, spent)
         return spent
 
-    def _release(self, job: Job, now: float | None = None) -> None:
-        """Give a job's GPUs back and close its segment (``now``: the clock's, if given)."""
+    def _release(self, job: Job, now: float | None = None, handed: bool = False) -> None:
+        """Give a job's GPUs back and close its segment (``now``: the clock's, if given;
+        ``handed``: the cycle's books are written after its stops, ``_write_books``)."""
         if now is None:
             now = self.clock.now()
         spec, allocation, shares = job.spec, job.allocation, job.shares
-        if spec.mig_profile:
+        if handed:
+            pass
+        elif spec.mig_profile:
             self._adjust(allocation, self._mig_give(job), 1.0)
         elif shares.count(_FULL) == len(allocation):
             self._adjust_whole(allocation, 1.0)  # ``_adjust``'s own dispatch, a call less
