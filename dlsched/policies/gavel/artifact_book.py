@@ -26,11 +26,14 @@ class Book:
     def __init__(self, n_types: int) -> None:
         self.slot: dict[str, int] = {}
         self._free: list[int] = []
-        self.time = np.zeros((64, n_types))
-        self.deficit = np.zeros((64, n_types))
-        self.x = np.zeros((64, n_types))
-        self.speed = np.zeros((64, n_types))
-        self.relative = np.zeros((64, n_types))
+        # the five rows of a slot in one block (``time``, ``deficit``, ``x``, ``speed``,
+        # ``relative`` are its views): a new job's rows written by one assignment
+        self._block = np.zeros((5, 64, n_types))
+        self._views()
+        self._new_rows: dict[tuple[int, int, float], tuple[np.ndarray, ...]] = {}
+
+    def _views(self) -> None:
+        self.time, self.deficit, self.x, self.speed, self.relative = self._block
 
     def add(self, job_id: str, half: float) -> int:
         """Gavel's ``add_job``: half a round on every type, no deficit, no X (the caller
@@ -49,11 +52,13 @@ class Book:
                 relative: np.ndarray) -> int:
         """``add`` with the job's speed rows written."""
         slot = self._slot_for(job_id)
-        self.time[slot] = half
-        self.deficit[slot] = 0.0
-        self.x[slot] = 0.0
-        self.speed[slot] = speed
-        self.relative[slot] = relative
+        key = (id(speed), id(relative), half)
+        known = self._new_rows.get(key)
+        if known is None or known[0] is not speed or known[1] is not relative:
+            rows = np.zeros((5, len(speed)))
+            rows[0], rows[3], rows[4] = half, speed, relative
+            known = self._new_rows[key] = (speed, relative, rows)
+        self._block[:, slot] = known[2]  # (one write for the five rows, ~1k instructions each)
         return slot
 
     def _slot_for(self, job_id: str) -> int:
@@ -63,9 +68,9 @@ class Book:
         else:
             slot = len(self.slot)
             if slot == len(self.time):
-                self.time, self.deficit, self.x, self.speed, self.relative = (
-                    np.concatenate([a, np.zeros_like(a)]) for a in (
-                        self.time, self.deficit, self.x, self.speed, self.relative))
+                self._block = np.concatenate([self._block, np.zeros_like(self._block)],
+                                             axis=1)
+                self._views()
         self.slot[job_id] = slot
         return slot
 
