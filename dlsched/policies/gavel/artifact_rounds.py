@@ -490,7 +490,7 @@ class ArtifactGavelRounds(GavelRounds):
         total = 0.0
         for _ in slots:  # the type totals as Gavel adds them: half a round per job
             total += half
-        credits.worker_time[:] = total
+        credits.restart_worker_time(total)
         self._last_reset = now
 
     def _priorities(self, rows: _Rows, seconds: np.ndarray) -> np.ndarray:
