@@ -26,11 +26,14 @@ class Book:
     def __init__(self, n_types: int) -> None:
         self.slot: dict[str, int] = {}
         self._free: list[int] = []
-        self.time = np.zeros((64, n_types))
-        self.deficit = np.zeros((64, n_types))
-        self.x = np.zeros((64, n_types))
-        self.speed = np.zeros((64, n_types))
-        self.relative = np.zeros((64, n_types))
+        # the five rows of a slot in one block (``time``, ``deficit``, ``x``, ``speed``,
+        # ``relative`` are its views): a new job's rows written by one assignment
+        self._block = np.zeros((5, 64, n_types))
+        self._views()
+        self._new_rows: dict[tuple[int, int, float], tuple[np.ndarray, ...]] = {}
+
+    def _views(self) -> None:
+        self.time, self.deficit, self.x, self.speed, self.relative = self._block
 
     def add(self, job_id: str, half: float) -> int:
         """Gavel's ``add_job``: half a round on every type, no deficit, no X (the caller
@@ -49,11 +52,13 @@ class Book:
                 relative: np.ndarray) -> int:
         """``add`` with the job's speed rows written."""
         slot = self._slot_for(job_id)
-        self.time[slot] = half
-        self.deficit[slot] = 0.0
-        self.x[slot] = 0.0
-        self.speed[slot] = speed
-        self.relative[slot] = relative
+        key = (id(speed), id(relative), half)
+        known = self._new_rows.get(key)
+        if known is None or known[0] is not speed or known[1] is not relative:
+            rows = np.zeros((5, len(speed)))
+            rows[0], rows[3], rows[4] = half, speed, relative
+            known = self._new_rows[key] = (speed, relative, rows)
+        self._block[:, slot] = known[2]  # (one write for the five rows, ~1k instructions each)
         return slot
 
     def _slot_for(self, job_id: str) -> int:
@@ -63,9 +68,9 @@ class Book:
         else:
             slot = len(self.slot)
             if slot == len(self.time):
-                self.time, self.deficit, self.x, self.speed, self.relative = (
-                    np.concatenate([a, np.zeros_like(a)]) for a in (
-                        self.time, self.deficit, self.x, self.speed, self.relative))
+                self._block = np.concatenate([self._block, np.zeros_like(self._block)],
+                                             axis=1)
+                self._views()
         self.slot[job_id] = slot
         return slot
 
@@ -90,7 +95,11 @@ class Credits:
         # reading every job again (also where a round moves most jobs, agnostic max-min)
         self.keep_moves = keep_columns and keep_moves
         self._kind_list: tuple[np.ndarray, _MovedCells] | None = None  # ``_moved_cells``
-        self.worker_time = np.zeros(n_types)  # per type: all jobs' seconds since the reset
+        self._worker_time = np.zeros(n_types)  # per type: all jobs' seconds since the reset
+        # ``_credit_all``'s additions not yet made, in order (``_flush``): (cells, seconds)
+        # to the report rows and (types, seconds) to the type totals, made when read
+        self._on_due: list[tuple[np.ndarray, float]] = []
+        self._types_due: list[tuple[np.ndarray, float]] = []
         self._since: dict[str, float] = {}  # each running job's last credited time
         self._row: dict[str, int] = {}  # a row of ``_on`` per job ever running
         self._on = np.zeros((64, n_types))
@@ -120,6 +129,24 @@ class Credits:
         if running:
             self._kept = self._credit_each(now, running, gpu_kind, book, journal)
 
+    @property
+    def worker_time(self) -> np.ndarray:
+        """Each type's seconds since the reset (the additions due made first)."""
+        if self._types_due:
+            _flush(self._worker_time, self._types_due)
+        return self._worker_time
+
+    def restart_worker_time(self, total: float) -> None:
+        """Every type's total set to ``total`` (a reset: the additions due are dropped)."""
+        self._types_due.clear()
+        self._worker_time[:] = total
+
+    def _report_rows(self) -> np.ndarray:
+        """``_on`` with the additions due made."""
+        if self._on_due:
+            _flush(self._on.reshape(-1), self._on_due)
+        return self._on
+
     def _credit_each(self, now: float, running: Collection[Job], gpu_kind: np.ndarray,
                      book: Book, journal: RunningJournal | None) -> _Running:
         """Each running job's seconds since its last credit or its start, whichever is
@@ -130,6 +157,7 @@ class Credits:
                             for job in running])
         kinds = gpu_kind[[job.allocation[0] for job in running]]
         on_rows = np.array([rows.setdefault(job_id, len(rows)) for job_id in ids])
+        self._report_rows()
         if len(rows) > len(self._on):
             self._on = np.concatenate([self._on, np.zeros((len(rows) + len(self._on),
                                                            self._on.shape[1]))])
@@ -174,11 +202,17 @@ class Credits:
     def _credit_all(self, seconds: float, kept: _Running, book: Book) -> None:
         """``_credit_each`` where every job ran ``seconds`` since ``kept.when`` and has a
         book slot: the same cells get the same sums, the type totals ``seconds`` once per
-        job of the type (``np.add.at``: element by element, unbuffered; ~10k instructions
-        against ~29k for a Python loop over 69 jobs)."""
-        self._on.reshape(-1)[kept.on_cells] += seconds
+        job of the type. The report rows and the type totals get theirs when next read
+        (``_flush``: the same additions in the same order; most credits' totals are never
+        read, a reset sets them again, and the report rows are read only for reports)."""
         book.time.reshape(-1)[kept.time_cells] += seconds
-        np.add.at(self.worker_time, kept.kind_array(len(self.worker_time)), seconds)
+        on_due, types_due = self._on_due, self._types_due
+        on_due.append((kept.on_cells, seconds))
+        types_due.append((kept.kind_array(len(self._worker_time)), seconds))
+        if len(on_due) >= _DUE_MOST:
+            self._report_rows()
+        if len(types_due) >= _DUE_MOST:
+            _flush(self._worker_time, types_due)
 
     def forget(self, job_id: str) -> None:
         """A job left: no credit start kept (its report row stays)."""
@@ -188,7 +222,24 @@ class Credits:
         """Seconds the job has run on each GPU type (cluster type order); empty before it
         first ran."""
         row = self._row.get(job_id)
-        return np.zeros(0) if row is None else self._on[row].copy()
+        return np.zeros(0) if row is None else self._report_rows()[row].copy()
+
+
+_DUE_MOST = 256  # additions kept due at most (each holds a credit's cells)
+
+
+def _flush(target: np.ndarray, due: list[tuple[np.ndarray, float]]) -> None:
+    """The additions ``due`` to ``target`` (cells or types, and seconds each) made in their
+    order and emptied: ``np.add.at`` adds element by element, unbuffered, in index order,
+    so each element gets the same floats added in the same order as one addition per
+    credit made them (each credit's cells are distinct)."""
+    if len(due) == 1:
+        cells, seconds = due[0]
+        np.add.at(target, cells, seconds)
+    else:
+        np.add.at(target, np.concatenate([cells for cells, _ in due]),
+                  np.repeat([seconds for _, seconds in due], [len(c) for c, _ in due]))
+    due.clear()
 
 
 class _MovedCells:

@@ -341,12 +341,11 @@ class ArtifactGavelRounds(GavelRounds):
                 if row is None:
                     del rows[job_id]
                     return False  # (nothing is written until every row is known)
-            speeds, need = row
-            best, fastest = -1, 0.0
-            for kind, speed in enumerate(speeds):
-                if speed > fastest and free[kind] >= need:
-                    best, fastest = kind, speed
-            if best < 0:
+            order, need = row
+            for best in order:  # the fastest type with room (of equal speeds, the first)
+                if free[best] >= need:
+                    break
+            else:
                 break
             free[best] -= need
             slot = slot_of.get(job_id)
@@ -369,10 +368,12 @@ class ArtifactGavelRounds(GavelRounds):
         return True
 
     def _fifo_row(self, job: Job, model: GavelThroughputs, type_names: Sequence[str]
-                  ) -> tuple[list[float], float] | None:
-        """A job's ``from_gavel`` throughput row (``scaled`` per worker type) and scale;
-        None where the problem would not take it (pins, an unknown type, no type to run
-        on: the problem build says why). Once per kind of job (model, batch size, GPUs)."""
+                  ) -> tuple[list[int], float] | None:
+        """A job's ``from_gavel`` throughput row (``scaled`` per worker type) as the types it
+        runs on, fastest first (of equal speeds, the first type: ``fifo_hetero`` takes a
+        type only when strictly faster than the best so far), and its scale; None where
+        the problem would not take it (pins, an unknown type, no type to run on: the
+        problem build says why). Once per kind of job (model, batch size, GPUs)."""
         spec = job.spec
         if spec.gpu_types:
             return None
@@ -384,7 +385,7 @@ class ArtifactGavelRounds(GavelRounds):
 
     @staticmethod
     def _fifo_kind_row(job: Job, model: GavelThroughputs, type_names: Sequence[str]
-                       ) -> tuple[list[float], float] | None:
+                       ) -> tuple[list[int], float] | None:
         """``_fifo_row`` of a job's kind, read from the table."""
         spec = job.spec
         try:
@@ -397,7 +398,9 @@ class ArtifactGavelRounds(GavelRounds):
             return None
         if not speeds or min(speeds) < 0 or max(speeds) <= 0:
             return None
-        return speeds, float(scale)
+        order = sorted((kind for kind, speed in enumerate(speeds) if speed > 0),
+                       key=lambda kind: (-speeds[kind], kind))
+        return order, float(scale)
 
     def _store_choices(self, job_ids: list[str], placed: list[str], slots: list[int],
                        kinds: list[int]) -> None:
@@ -487,7 +490,7 @@ class ArtifactGavelRounds(GavelRounds):
         total = 0.0
         for _ in slots:  # the type totals as Gavel adds them: half a round per job
             total += half
-        credits.worker_time[:] = total
+        credits.restart_worker_time(total)
         self._last_reset = now
 
     def _priorities(self, rows: _Rows, seconds: np.ndarray) -> np.ndarray:

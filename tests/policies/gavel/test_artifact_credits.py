@@ -46,12 +46,14 @@ def test_kept_cells_credit_the_sums_of_each_job_credited_again() -> None:
         assert kept.seconds_on(f"j{i}").tolist() == each.seconds_on(f"j{i}").tolist()
 
 
-def test_a_reused_credit_adds_the_type_totals_in_one_numpy_add_at(
+def test_reused_credits_add_the_type_totals_when_read_in_one_numpy_add_at(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # ``np.add.at`` adds element by element in order (the loop's sums): ~10k instructions
-    # a call with numpy 2.4, against ~29k for a Python loop over 69 running jobs; each
-    # reused credit makes one, indexed by its cells' types (made once, then carried when
-    # a job stops: ``_Running._without``).
+    # a call with numpy 2.4, against ~29k for a Python loop over 69 running jobs. A reused
+    # credit keeps its additions due, indexed by its cells' types (made once, then carried
+    # when a job stops: ``_Running._without``): the totals read make one call for all of
+    # them, the report rows read another.
+    expected = _credited(False)[0].worker_time.tolist()
     calls, arrays = [], []
     add_at = np.add.at
     monkeypatch.setattr(artifact_book.np, "add", SimpleNamespace(
@@ -67,7 +69,47 @@ def test_a_reused_credit_adds_the_type_totals_in_one_numpy_add_at(
 
     monkeypatch.setattr(artifact_book._Running, "kind_array", counted)
     credits, _ = _credited(True)
-    assert credits.reused == 4 and len(calls) == 5 and len(arrays) == 1
+    assert credits.reused == 4 and len(calls) == 1 and len(arrays) == 1  # _credit_each's
+    assert credits.worker_time.tolist() == expected
+    assert len(calls) == 2
+    assert credits.worker_time.tolist() == expected  # nothing due: no call
+    credits.seconds_on("j0")  # the report rows' additions: one call
+    credits.seconds_on("j2")
+    assert len(calls) == 3
+
+
+def test_additions_due_are_made_at_most_every_few_credits_to_the_same_sums(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    each, each_book = _credited(False)
+    monkeypatch.setattr(artifact_book, "_DUE_MOST", 2)
+    kept, kept_book = _credited(True)
+    assert len(kept._on_due) < 2 and len(kept._types_due) < 2
+    assert kept.worker_time.tolist() == each.worker_time.tolist()
+    for i in range(5):
+        assert kept.seconds_on(f"j{i}").tolist() == each.seconds_on(f"j{i}").tolist()
+
+
+def test_a_reset_drops_the_type_totals_due() -> None:
+    credits, _ = _credited(True)
+    credits.restart_worker_time(90.5)
+    assert credits.worker_time.tolist() == [90.5] * 3
+    assert credits.seconds_on("j0").tolist() == _credited(False)[0].seconds_on("j0").tolist()
+
+
+def test_a_book_keeps_a_new_jobs_five_rows_in_one_block() -> None:
+    book = Book(2)
+    speed, relative = np.array([2.0, 4.0]), np.array([0.5, 1.0])
+    slots = [book.add_row(f"j{i}", 180.0, speed, relative) for i in range(70)]  # grows
+    book.deficit[slots[3]] = 7.0
+    book.x[slots[3]] = 1.0
+    book.remove("j3")
+    again = book.add_row("k", 180.0, speed, relative)
+    assert again == slots[3] and book.time.base is book.speed.base is book._block
+    for slot in slots:
+        assert book.time[slot].tolist() == [180.0, 180.0]
+        assert book.deficit[slot].tolist() == book.x[slot].tolist() == [0.0, 0.0]
+        assert book.speed[slot].tolist() == [2.0, 4.0]
+        assert book.relative[slot].tolist() == [0.5, 1.0]
 
 
 def _moving(keep_moves: bool) -> tuple[Credits, Book]:
