@@ -215,16 +215,9 @@ def test_a_policy_files_own_bug_is_one_line_at_its_line(tmp_path: Path,
                                                         command: list[str]) -> None:
     """A typo in a policy file's sort_key (job.spec.num_gpu) met while running printed a
     150-line traceback through the core and the process pool."""
-    source, jobs, cluster = _files(tmp_path)
-    source.write_text(LARGEST.replace("static = True", "static = False")
-                      .replace("-job.spec.num_gpus", "-job.spec.num_gpu"))
-    result = CliRunner().invoke(app, [*command, "--trace", str(jobs), "--cluster",
-                                      str(cluster), "--policy-file", str(source), "--out",
-                                      str(tmp_path / "out")])
-    assert result.exit_code == 2, result.output
-    said = " ".join(result.output.split())
+    source, said = _run_with_a_typo(tmp_path, command)
     assert (f"error: policy file {source}: line 11 in sort_key: AttributeError: 'JobSpec' "
-            "object has no attribute 'num_gpu'") in said, result.output
+            "object has no attribute 'num_gpu'") in said, said
 
 
 @pytest.mark.parametrize("command", [["simulate", "--policy", "largest-first"],
@@ -237,14 +230,7 @@ def test_a_policy_files_bug_names_the_policy_the_job_and_the_time(
         tmp_path: Path, command: list[str]) -> None:
     """The line named the file's line only: not which policy (a compare of two lab
     policies from one file), nor the job and the cycle's time the code was handling."""
-    source, jobs, cluster = _files(tmp_path)
-    source.write_text(LARGEST.replace("static = True", "static = False")
-                      .replace("-job.spec.num_gpus", "-job.spec.num_gpu"))
-    result = CliRunner().invoke(app, [*command, "--trace", str(jobs), "--cluster",
-                                      str(cluster), "--policy-file", str(source), "--out",
-                                      str(tmp_path / "out")])
-    assert result.exit_code == 2, result.output
-    said = " ".join(result.output.split())
+    _, said = _run_with_a_typo(tmp_path, command)
     assert re.search(r"'num_gpu' \(policy largest-first, job A, t=0 s\)$", said), said
 
 
@@ -267,3 +253,16 @@ def test_a_modules_own_bug_is_one_line_too(tmp_path: Path,
     said = " ".join(result.output.split())
     assert ("error: policy file lab_s34r.policies: line 11 in sort_key: "
             "AttributeError: 'JobSpec' object has no attribute 'num_gpu'") in said, said
+
+
+def _run_with_a_typo(tmp_path: Path, command: list[str]) -> tuple[Path, str]:
+    """``command`` with a policy file whose sort_key reads ``job.spec.num_gpu`` (a typo):
+    the file and the one-line output, its white space folded; the exit code is 2."""
+    source, jobs, cluster = _files(tmp_path)
+    source.write_text(LARGEST.replace("static = True", "static = False")
+                      .replace("-job.spec.num_gpus", "-job.spec.num_gpu"))
+    result = CliRunner().invoke(app, [*command, "--trace", str(jobs), "--cluster",
+                                      str(cluster), "--policy-file", str(source), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 2, result.output
+    return source, " ".join(result.output.split())
