@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlsched.cluster.builtin import resolve_cluster
+from dlsched.cluster.cluster import Cluster
 from dlsched.perf.gavel_table import job_types
 from dlsched.policies.gavel.inputs import from_gavel
 from dlsched.policies.gavel.problem import AllocationProblem, Colocation
+from dlsched.scheduling.registry import build_policy
+from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.job import JobSpec, WorkUnit
+from dlsched.workload.trace import Trace
 
 
 def problem(throughput, counts, scale=None, **fields) -> AllocationProblem:
@@ -58,3 +63,12 @@ def gavel_problem(n_jobs: int, seed: int = 0) -> AllocationProblem:
     return from_gavel(gavel_specs(n_jobs, seed), {"k80": per_type, "p100": per_type,
                                                   "v100": per_type},
                       elapsed=rng.uniform(0, 3600, n_jobs) * (rng.random(n_jobs) < 0.5))
+
+
+def artifact_sim(policy: str, trace: Trace, cluster: Cluster | None = None) -> Simulator:
+    """A simulator of ``policy`` with Gavel's simulator rounds (``mechanism=artifact``) as
+    gavel-osdi20 sets them: 360 s rounds only, no restart overhead; on ``gavel-108`` unless
+    ``cluster`` is given. Not run yet (a test may patch before it runs)."""
+    return Simulator(cluster or resolve_cluster("gavel-108"), trace,
+                     build_policy(policy, {"mechanism": "artifact"}),
+                     SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))

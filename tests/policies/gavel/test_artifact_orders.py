@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import pytest
 from builders import records_of
+from gavel_cases import artifact_sim
 
-from dlsched.cluster.builtin import resolve_cluster
 from dlsched.policies.gavel import artifact_rounds
 from dlsched.policies.gavel.artifact_rounds import _ARRIVAL, ArtifactGavelRounds
-from dlsched.scheduling.registry import build_policy
-from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.sim.simulator import Simulator
 from dlsched.workload.bundled import resolve_trace
 from dlsched.workload.readers.base import ReaderOptions
 
 
 def run(policy: str, jobs: int = 120) -> Simulator:
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=jobs))
-    sim = Simulator(resolve_cluster("gavel-108"), trace,
-                    build_policy(policy, {"mechanism": "artifact"}),
-                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim = artifact_sim(policy, trace)
     records_of(sim)
     return sim
 

@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 from builders import cluster_of, records_of
+from gavel_cases import artifact_sim
 
 from dlsched.cluster.cluster import Node
 from dlsched.policies.gavel.artifact_rounds import ArtifactGavelRounds
 from dlsched.scheduling import allocation_cycle
 from dlsched.scheduling.allocation import Assignment, Targets
-from dlsched.scheduling.registry import build_policy
 from dlsched.scheduling.state import CycleState
-from dlsched.sim.simulator import SimConfig, Simulator
+from dlsched.sim.simulator import Simulator
 from dlsched.workload.bundled import resolve_trace
 from dlsched.workload.readers.base import ReaderOptions
 from dlsched.workload.trace import Trace
@@ -35,9 +35,7 @@ def pinned_pooled_trace(jobs: int) -> Trace:
 
 
 def simulate(policy: str) -> Simulator:
-    sim = Simulator(CLUSTER, pinned_pooled_trace(40),
-                    build_policy(policy, {"mechanism": "artifact"}),
-                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim = artifact_sim(policy, pinned_pooled_trace(40), CLUSTER)
     records_of(sim)
     return sim
 

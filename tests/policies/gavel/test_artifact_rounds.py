@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from builders import records_of
+from gavel_cases import artifact_sim
 
 from dlsched.cluster.builtin import resolve_cluster
 from dlsched.errors import ConfigError
@@ -176,9 +177,7 @@ def test_credits_reuse_the_running_columns_while_only_stopped_jobs_changed(
 
     def run() -> tuple[dict[str, object], dict[str, list[float]], int, int]:
         trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=60))
-        sim = Simulator(resolve_cluster("gavel-108"), trace,
-                        build_policy("gavel-fifo", {"mechanism": "artifact"}),
-                        SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+        sim = artifact_sim("gavel-fifo", trace)
         records = records_of(sim)
         rounds = sim.core.profile.allocators[0]
         seconds = {job_id: rounds.seconds_on(job_id).tolist() for job_id in records}
@@ -220,9 +219,7 @@ def test_credit_columns_are_kept_across_rounds_that_move_jobs(
     # session 30), and since session 32 the agnostic rounds', which move most running jobs
     # (read anew before: patching them costs fewer instructions).
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=30))
-    sim = Simulator(resolve_cluster("gavel-108"), trace,
-                    build_policy(policy, {"mechanism": "artifact"}),
-                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim = artifact_sim(policy, trace)
     result = sim.run()
     credits = sim.core.profile.allocators[0]._credits
     assert (credits.reused >= 0.8 * result.cycles) == most
@@ -235,9 +232,7 @@ def test_relative_speeds_are_computed_once_per_kind_of_job() -> None:
     import numpy as np
 
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=80))
-    sim = Simulator(resolve_cluster("gavel-108"), trace,
-                    build_policy("gavel-fifo", {"mechanism": "artifact"}),
-                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim = artifact_sim("gavel-fifo", trace)
     sim.run()
     rounds = sim.core.profile.allocators[0]
     kinds = {(spec.model, spec.batch_size, spec.num_gpus) for spec in trace.jobs}

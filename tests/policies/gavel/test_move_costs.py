@@ -9,13 +9,11 @@ import builtins
 import numpy as np
 import pytest
 from builders import cycle_state, make_cluster, make_job
+from gavel_cases import artifact_sim
 
-from dlsched.cluster.builtin import resolve_cluster
 from dlsched.policies.gavel import artifact_rounds
 from dlsched.policies.gavel.assign import place_round
 from dlsched.scheduling.plugins.filters import allows_every_node
-from dlsched.scheduling.registry import build_policy
-from dlsched.sim.simulator import SimConfig, Simulator
 from dlsched.workload.bundled import resolve_trace
 from dlsched.workload.job import Job
 from dlsched.workload.readers.base import ReaderOptions
@@ -90,9 +88,7 @@ def test_current_nodes_of_one_worker_jobs_are_not_sorted(
 
     monkeypatch.setattr(artifact_rounds, "sorted", counting, raising=False)
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=30))
-    sim = Simulator(resolve_cluster("gavel-108"), trace,
-                    build_policy("gavel-maxmin-agnostic", {"mechanism": "artifact"}),
-                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim = artifact_sim("gavel-maxmin-agnostic", trace)
     sim.run()
     assert 1 not in sorted_lists
 
@@ -130,8 +126,6 @@ def test_a_reset_reads_each_job_s_progress_only_for_objectives_that_use_it(
     monkeypatch.setattr(Job, "remaining_work", noted("remaining", remaining))
     monkeypatch.setattr(Job, "attained_service", noted("attained", attained))
     trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=20))
-    sim = Simulator(resolve_cluster("gavel-108"), trace,
-                    build_policy(policy, {"mechanism": "artifact"}),
-                    SimConfig(restart_overhead=0.0, round_seconds=360.0, rounds_only=True))
+    sim = artifact_sim(policy, trace)
     assert len(sim.run().jobs) == 20
     assert sorted(set(asked)) == (["attained", "remaining"] if reads else [])
