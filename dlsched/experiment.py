@@ -68,16 +68,19 @@ def options_for(policy: str, options: tuple[tuple[str, str], ...]) -> dict[str, 
 __all__ = ["RunConfig", "parse_policy_options"]  # re-exported: their home is run_config.py
 
 
-def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...]) -> None:
+def check_options(policies: tuple[str, ...], options: tuple[tuple[str, str], ...],
+                  flag: str = "--policy-opt") -> None:
+    """Each option targets a policy being run (``policy:key``) or one some policy has;
+    ``flag``: how the messages name the option (``policy_options`` from Python)."""
     for key, _ in options:
         target, sep, name = key.rpartition(":")
         if sep and target not in policies:
-            raise ConfigError(f"--policy-opt {key}: policy {target!r} is not being run")
+            raise ConfigError(f"{flag} {key}: policy {target!r} is not being run")
         if not sep and not any(accepts(p, key) for p in policies):
-            raise ConfigError(_no_policy_has(key, policies))
+            raise ConfigError(_no_policy_has(key, policies, flag))
 
 
-def _no_policy_has(key: str, policies: tuple[str, ...]) -> str:
+def _no_policy_has(key: str, policies: tuple[str, ...], flag: str) -> str:
     """A plain ``--policy-opt KEY`` none of the run's policies has: the closest name, and the
     options they do have (a typo read only "no policy of tiresias has it")."""
     from difflib import get_close_matches
@@ -87,7 +90,7 @@ def _no_policy_has(key: str, policies: tuple[str, ...]) -> str:
     names = list(dict.fromkeys(o for p in policies for o in option_names(p)))
     close = get_close_matches(key, names, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return (f"--policy-opt {key}: no policy of {', '.join(policies)} has it{hint}; "
+    return (f"{flag} {key}: no policy of {', '.join(policies)} has it{hint}; "
             f"their options: {', '.join(names) or 'none'}")
 
 
@@ -100,22 +103,30 @@ def refuse_services(config: RunConfig) -> None:
                           "`dlsched compare` run inference services; run them there")
 
 
-def check_run(config: RunConfig) -> None:
+# the CLI's flags of the fields ``check_run`` names in its messages
+_CHECKED_FLAGS = {"policies": "--policies", "policy_options": "--policy-opt",
+                  "throughput": "--throughput"}
+
+
+def check_run(config: RunConfig, where: Callable[[str], str] | None = None) -> None:
     """Every policy name, policy option, placement, tenant file and output format of the run
     checked before its first simulation: a typo in the last policy of a comparison fails at
-    once, not after the others ran. (The trace and cluster are loaded before it too.)"""
+    once, not after the others ran. (The trace and cluster are loaded before it too.)
+    ``where``: how the messages name a field (default its CLI flag; the notebook passes the
+    keyword, which is what its user typed)."""
     from dlsched.extras import MissingExtra, require
 
     if config.policy_files:  # their policies' options are known only once they are loaded
         load_policy_files(config.policy_files)
     twice = sorted({p for p in config.policies if config.policies.count(p) > 1})
+    named = where or _CHECKED_FLAGS.__getitem__
     if twice:  # each would write DIR/POLICY and a report row over the other's
-        raise ConfigError(f"--policies: {', '.join(twice)} listed twice")
-    check_options(config.policies, config.policy_options)
+        raise ConfigError(f"{named('policies')}: {', '.join(twice)} listed twice")
+    check_options(config.policies, config.policy_options, named("policy_options"))
     for policy in config.policies:
         build_profile(config, policy)  # unknown names and bad option values raise here
     if config.throughput is not None:
-        _known_model(config.throughput)
+        known_model(config.throughput, named("throughput"))
     if config.jobs_format == "parquet":
         try:
             require("parquet", "--jobs-format parquet")
@@ -184,7 +195,7 @@ def load_trace(config: RunConfig, cluster: Cluster) -> Trace:
         trace = resolve_traces(config.trace, config.format, options)
     trace = with_cluster_spelling(trace, cluster)  # gres/gpu:a100 means the cluster's A100
     if config.throughput is not None:
-        _check_work_unit(trace, _known_model(config.throughput))
+        _check_work_unit(trace, known_model(config.throughput))
         trace = replace(trace, throughput=config.throughput)
     if config.work_definition == "progress":
         trace = with_progress_work(trace)
@@ -233,11 +244,11 @@ def _check_work_unit(trace: Trace, model: str) -> None:
             f"{trace.throughput}): give a model of the same unit (docs/throughput-models.md)")
 
 
-def _known_model(name: str) -> str:
+def known_model(name: str, flag: str = "--throughput") -> str:
     try:
         get_throughput_model(name)
     except KeyError as exc:
-        raise ConfigError(f"--throughput: {exc.args[0]}") from None
+        raise ConfigError(f"{flag}: {exc.args[0]}") from None
     return name
 
 

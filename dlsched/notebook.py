@@ -202,19 +202,22 @@ def execute_runs(config: RunConfig, out: Path, compare: bool, workers: int | Non
     from dlsched.experiment import (
         check_run,
         input_warnings,
+        known_model,
         load_trace,
         refuse_services,
         run_policy,
     )
 
     refuse_services(config)
+    if config.throughput is not None:  # before the trace, whose reading would name the flag
+        known_model(config.throughput, "throughput")
     cluster = resolve_cluster(config.cluster)
     for warning in unknown_gpu_types(cluster, config.cluster):
         warnings.warn(warning, stacklevel=3)
     trace = load_trace(config, cluster)
     for warning in input_warnings(config, trace, cluster):
         warnings.warn(warning, stacklevel=3)
-    check_run(config)
+    check_run(config, lambda key: key)  # the keyword the user typed, not the CLI's flag
     if trace.skipped:
         warnings.warn(f"skipped {count_of(trace.skipped, 'invalid row')} (first: "
                       f"{trace.warnings[0]})",

@@ -95,7 +95,14 @@ def test_compare_writes_the_clis_summary_json(tmp_path: Path) -> None:
     # simulate's keyword is policy=: the hint named policies=, which simulate then refused
     ({"polcy": "srtf"}, "unknown option 'polcy' \\(did you mean 'policy'\\?\\); the options "
                         "are [a-z_, ]*, policy, policy_files, policy_options, "),
-], ids=["typo", "bad-value", "policies-is-compares", "policy-typo-names-policy"])
+    # a policy option's typo was reported as "--policy-opt queu: ...", a flag never typed here
+    ({"policy": "tiresias", "policy_options": {"thresholdz": "1"}},
+     "^policy_options thresholdz: no policy of tiresias has it \\(did you mean 'thresholds'"),
+    ({"policy": "tiresias", "policy_options": {"fifo:x": "1"}},
+     "^policy_options fifo:x: policy 'fifo' is not being run"),
+    ({"throughput": "bogus"}, "^throughput: unknown throughput model 'bogus'"),
+], ids=["typo", "bad-value", "policies-is-compares", "policy-typo-names-policy",
+        "policy-option-typo", "policy-option-target", "throughput"])
 def test_bad_options_name_the_keyword(options: dict, message: str) -> None:
     with pytest.raises((TypeError, ConfigError), match=message):
         dlsched.simulate(limit=5, **options)
@@ -211,6 +218,11 @@ def test_a_run_file_holds_where_no_keyword_is_given(tmp_path: Path) -> None:
     assert dlsched.simulate(config=run_file, policy="fifo").policy == "fifo"
     assert list(dlsched.compare(config=run_file).runs) == ["srtf"]
     assert list(dlsched.compare(config=run_file, policies="fifo,sjf").runs) == ["fifo", "sjf"]
+
+
+def test_a_policy_listed_twice_names_the_keyword() -> None:
+    with pytest.raises(ConfigError, match="^policies: fifo listed twice"):
+        dlsched.compare(policies=["fifo", "fifo"], limit=5)
 
 
 def test_the_defaults_without_a_run_file() -> None:
