@@ -348,7 +348,10 @@ class Service:
         record.failures += 1
         self.batch.job(end.job_id, failures=record.failures)
         reason = f"attempt {end.attempt} failed: {end.message}"
-        if record.failures >= self.config.max_attempts:
+        if not end.retryable:  # no such executable: every retry would fail the same way
+            self.core.fail(end.job_id, f"{reason} (not retried: the command cannot start)")
+            self.event(end.job_id, "failed", self.core.jobs[end.job_id].pending_reason, now)
+        elif record.failures >= self.config.max_attempts:
             self.core.fail(end.job_id, f"{reason} (gave up after {record.failures} failures)")
             self.event(end.job_id, "failed", self.core.jobs[end.job_id].pending_reason, now)
         else:

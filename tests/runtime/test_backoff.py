@@ -57,3 +57,15 @@ def test_a_backing_off_job_says_why_it_waits(live: Callable[..., Live], out: Pat
     assert job(handle, behind)["pending_reason"] == f"waiting behind {job_id} (strict FIFO)"
     assert job(handle, job_id)["status"] == detail["status"] != "running"
     assert job(handle, job_id)["attempts"] == 1
+
+
+def test_a_command_that_cannot_start_fails_at_once(live: Callable[..., Live]) -> None:
+    """No such executable: the job failed after three attempts 10 s and 20 s apart (~30 s)
+    with "exited with code 127"-like reasons; it fails at its first, saying why."""
+    handle = live(max_attempts=3, retry_backoff=30.0)
+    job_id = submit(handle, ["dlsched-no-such-program-s35"], 1)
+    detail = wait_status(handle, job_id, "failed", timeout=10)
+    assert [a["outcome"] for a in detail["attempt_history"]] == ["failed"]
+    assert detail["pending_reason"] == (
+        "attempt 1 failed: could not start its workers: dlsched-no-such-program-s35: not "
+        "found on PATH (not retried: the command cannot start)")

@@ -107,6 +107,14 @@ def test_a_command_that_cannot_start_fails_the_attempt(executor_for) -> None:
     assert launch.pids == ()
     [end] = executor.poll()
     assert end.outcome is Outcome.FAILED and "could not start" in end.message
+    assert not end.retryable  # another attempt would fail the same way
+
+
+def test_a_command_that_fails_once_started_may_be_retried(executor_for, out: Path) -> None:
+    executor = executor_for({"j": worker("fail", out)})
+    executor.start(job_on("j", (0,)), 0.0)
+    [end] = ended(executor)
+    assert end.outcome is Outcome.FAILED and end.retryable
 
 
 def test_a_restart_elsewhere_waits_for_the_jobs_previous_attempt(executor_for, out: Path) -> None:

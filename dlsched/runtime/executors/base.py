@@ -69,6 +69,28 @@ class AttemptEnd:
     attempt: int
     outcome: Outcome
     message: str
+    # False: the command cannot start at all (no such executable): another attempt would
+    # fail the same way, so the service fails the job at once instead of backing off
+    retryable: bool = True
+
+
+class CannotStart(OSError):
+    """The job's command cannot be started where it is to run (no such executable, not
+    executable): an error of the job's request, not of the moment, so not retried."""
+
+
+def check_executable(program: str, cwd: str | None, path: str | None) -> None:
+    """What ``exec`` would find (the wrapper shell would only exit 127 later): raises
+    ``CannotStart`` with the reason for a command that cannot start."""
+    import os
+    import shutil
+
+    if "/" in program:
+        found = Path(cwd or ".") / program
+        if not (found.is_file() and os.access(found, os.X_OK)):
+            raise CannotStart(f"{program}: no such executable file")
+    elif shutil.which(program, path=path) is None:
+        raise CannotStart(f"{program}: not found on PATH")
 
 
 Planner = Callable[[str], LaunchPlan]

@@ -21,7 +21,6 @@ name), ``DLSCHED_CHECKPOINT_DIR`` (per job, the same for every attempt),
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -35,10 +34,12 @@ from dlsched.runtime.executors.base import (
     AttemptBook,
     AttemptEnd,
     AttemptLaunch,
+    CannotStart,
     ExecutorSettings,
     LaunchPlan,
     Outcome,
     Planner,
+    check_executable,
     contract_env,
     describe_stopped,
     exit_text,
@@ -173,9 +174,11 @@ class LocalExecutor(AttemptBook):
             del self._active[attempt.job_id]
             self._end(attempt, Outcome.SUCCEEDED, "all workers exited with code 0")
 
-    def _end(self, attempt: _Attempt, outcome: Outcome, message: str) -> None:
+    def _end(self, attempt: _Attempt, outcome: Outcome, message: str,
+             retryable: bool = True) -> None:
         _kill(attempt)  # whatever the workers left behind in their process groups
-        self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message))
+        self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message,
+                                      retryable))
 
     def _terminate(self, attempt: _Attempt) -> None:
         for pid in attempt.groups():
@@ -188,7 +191,7 @@ class LocalExecutor(AttemptBook):
     def _launch(self, attempt: _Attempt) -> None:
         plan = self.plan(attempt.job_id)
         attempt.number = plan.attempt
-        error = None
+        error, retryable = None, True
         try:
             private_dir(plan.log_path.parent)  # DATA_DIR/jobs/ID: 0700 (confine.py)
             checkpoint = Path(plan.checkpoint_dir)
@@ -197,7 +200,7 @@ class LocalExecutor(AttemptBook):
             else:
                 checkpoint.mkdir(parents=True, exist_ok=True)
             envs = list(self._worker_envs(attempt, plan, free_port()))
-            _check_executable(plan.command[0], plan.working_dir, envs[0].get("PATH"))
+            check_executable(plan.command[0], plan.working_dir, envs[0].get("PATH"))
             with os.fdopen(open_private(plan.log_path), "ab") as log:
                 for rank, env in enumerate(envs):
                     status = status_path(plan.log_path, rank)
@@ -206,15 +209,16 @@ class LocalExecutor(AttemptBook):
                         wrapped(plan.command, status), cwd=plan.working_dir or None, env=env,
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True))
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the command's words
             error = f"could not start its workers: {exc}"
+            retryable = not isinstance(exc, CannotStart | ValueError)
         self._launched.append(AttemptLaunch(attempt.job_id, plan.attempt, attempt.gpus,
                                             tuple(p.pid for p in attempt.procs), plan.log_path))
         if error is None:
             self._active[attempt.job_id] = attempt
         else:
             _kill(attempt)
-            self._end(attempt, Outcome.FAILED, error)
+            self._end(attempt, Outcome.FAILED, error, retryable)
 
     def _worker_envs(self, attempt: _Attempt, plan: LaunchPlan,
                      port: int) -> Iterator[dict[str, str]]:
@@ -225,17 +229,6 @@ class LocalExecutor(AttemptBook):
         for rank, per_rank in enumerate(rank_envs(self.cluster, attempt.gpus)):
             yield add_sharing_env({**base, **shared, **per_rank}, attempt.sharing,
                                   self.cluster, attempt.gpus[rank], rank, plan.env)
-
-
-def _check_executable(program: str, cwd: str | None, path: str | None) -> None:
-    """What ``exec`` would find (the wrapper shell would only exit 127 later): a command that
-    cannot start fails its attempt at once, with the reason."""
-    if "/" in program:
-        found = Path(cwd or ".") / program
-        if not (found.is_file() and os.access(found, os.X_OK)):
-            raise OSError(f"{program}: no such executable file")
-    elif shutil.which(program, path=path) is None:
-        raise OSError(f"{program}: not found on PATH")
 
 
 def _kill(attempt: _Attempt) -> None:

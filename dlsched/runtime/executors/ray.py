@@ -52,6 +52,7 @@ from dlsched.runtime.executors.base import (
     AttemptBook,
     AttemptEnd,
     AttemptLaunch,
+    CannotStart,
     ExecutorSettings,
     Outcome,
     Planner,
@@ -244,18 +245,20 @@ class RayExecutor(RayAdoption, AttemptBook):
     def _collect_pids(self, attempt: RayAttempt) -> None:
         if not all_ready(self.ray, attempt.pid_refs):
             return
-        pids, errors = [], []
+        pids, errors, retryable = [], [], True
         for ref in attempt.pid_refs:
             try:
                 pids.append(int(self.ray.get(ref, timeout=RPC_TIMEOUT)))
             except self.ray.exceptions.RayError as exc:
                 errors.append(cause(exc))
+                # Ray's task error is also an instance of the actor's exception's class
+                retryable = retryable and not isinstance(exc, CannotStart)
         self._record_launch(attempt, tuple(pids))
         if errors:
             self._active.pop(attempt.job_id, None)
             self._signal(attempt, signal.SIGKILL)
             outcome = Outcome.STOPPED if attempt.phase is Phase.STOPPING else Outcome.FAILED
-            self._end(attempt, outcome, f"could not start its workers: {errors[0]}")
+            self._end(attempt, outcome, f"could not start its workers: {errors[0]}", retryable)
         elif attempt.phase is Phase.STARTING:
             attempt.phase = Phase.RUNNING
 
@@ -284,12 +287,14 @@ class RayExecutor(RayAdoption, AttemptBook):
     def _signal(self, attempt: RayAttempt, signum: signal.Signals) -> None:
         attempt.signal(signum)
 
-    def _end(self, attempt: RayAttempt, outcome: Outcome, message: str) -> None:
+    def _end(self, attempt: RayAttempt, outcome: Outcome, message: str,
+             retryable: bool = True) -> None:
         if attempt in self._stopping:
             self._stopping.remove(attempt)
         self._release(attempt)
         if attempt.launched:
-            self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message))
+            self._ended.append(AttemptEnd(attempt.job_id, attempt.number, outcome, message,
+                                          retryable))
 
     def _release(self, attempt: RayAttempt) -> None:
         attempt.release(self.ray)

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from dlsched.runtime.executors.base import CannotStart, check_executable
 from dlsched.runtime.executors.processes import free_port, signal_group
 
 PR_SET_PDEATHSIG = 1
@@ -57,6 +58,7 @@ class WorkerProcess:
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
         self._error: str | None = None
+        self._cannot_start = False  # the command cannot start at all: not worth a retry
         self._code: int | None = None
         self._started = threading.Event()
         self._exited = threading.Event()
@@ -96,7 +98,8 @@ class WorkerProcess:
                          daemon=True).start()
         self._started.wait(START_TIMEOUT)
         if self._proc is None:
-            raise OSError(self._error or "the worker did not start")
+            failure = CannotStart if self._cannot_start else OSError
+            raise failure(self._error or "the worker did not start")
         return self._proc.pid
 
     def _supervise(self, argv: list[str], env: dict[str, str], cwd: str | None,
@@ -107,12 +110,14 @@ class WorkerProcess:
                 os.makedirs(env["DLSCHED_CHECKPOINT_DIR"], exist_ok=True)
             with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600),
                            "ab") as log:
+                check_executable(argv[0], cwd, env.get("PATH"))  # on this node, as exec would
                 self._proc = subprocess.Popen(
                     argv, cwd=cwd or None, env=env, stdin=subprocess.DEVNULL, stdout=log,
                     stderr=subprocess.STDOUT, start_new_session=True,
                     preexec_fn=_die_with_parent)  # noqa: PLW1509 (only prctl, async-safe)
         except (OSError, ValueError) as exc:
             self._error = str(exc)
+            self._cannot_start = isinstance(exc, CannotStart | ValueError)
             self._code = 127
             self._started.set()
             self._exited.set()
