@@ -190,9 +190,12 @@ def _run(kwargs: dict[str, Any], out: Path, workers: int | None, ray_address: st
                              f"{out / 'done'}; the same command runs the rest"))
         raise typer.Exit(130) from None
     executed, unique = table.attrs["executed"], table["key"].nunique()
-    console.print(escape(f"{count_of(len(table), 'run')} ({executed} run now, {unique - executed} "
-                         f"found done) in {time.perf_counter() - started:.1f} s -> "
-                         f"{out / 'results.csv'}"))
+    # rows alike (a policy option's axis leaves another policy's run as it was) run once:
+    # "4 runs (3 run now, 0 found done)" did not add up
+    alike = "" if unique == len(table) else f", {unique} distinct"
+    console.print(escape(f"{count_of(len(table), 'run')}{alike} ({executed} run now, "
+                         f"{unique - executed} found done) in "
+                         f"{time.perf_counter() - started:.1f} s -> {out / 'results.csv'}"))
 
 
 def _where(workers: int, ray_address: str | None) -> str:

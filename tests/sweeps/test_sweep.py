@@ -65,6 +65,17 @@ def test_a_killed_sweep_resumes_without_redoing_finished_runs(tmp_path: Path) ->
     assert len(pd.read_csv(out / "results.csv")) == 8
 
 
+def test_the_closing_line_counts_rows_alike_once(tmp_path: Path) -> None:
+    """A tiresias axis leaves the fifo run as it was: 4 rows, 3 distinct runs (the line read
+    "4 runs (3 run now, 0 found done)", which did not add up)."""
+    result = CliRunner().invoke(app, [
+        "sweep", "--trace", "pollux-1", "--cluster", "pollux-64", "--policies",
+        "fifo,tiresias", "--set", "limit=10", "--vary", "tiresias:thresholds=600,3600",
+        "--workers", "1", "--no-plots", "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.output
+    assert "4 runs, 3 distinct (3 run now, 0 found done)" in result.output
+
+
 @pytest.mark.parametrize(("flag", "value", "message"), [
     ("--policies", "", "sweep: name at least one of policies"),
     ("--policies", " , ", "sweep: name at least one of policies"),
