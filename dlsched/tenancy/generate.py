@@ -13,6 +13,11 @@ The rule (``docs/tenancy.md``):
   some types counts on those only, an unpinned one on every type, each in proportion to the
   type's GPUs), largest remainders first (Hamilton's method), so the quotas add up to the
   cluster;
+- CPUs, host memory and GPU memory, where some job of the trace asks for them: a quota beside
+  each GPU quota, the flavor's amount per GPU times the GPUs (what its nodes have, where every
+  node of the type accounts it; else the most any job asks per GPU). A resource a job asks
+  for that its queue has no quota of is one it can never be admitted with (Kueue's rule):
+  without these, a history export's jobs with ``gpu_memory_gb`` (MPS) never ran;
 - ``borrowing``: all queues in one cohort, lending idle quota and reclaiming it
   (``reclaim_within_cohort: any``); otherwise strict quotas (no cohort).
 """
@@ -53,10 +58,13 @@ def tenants_for(trace: Trace, cluster: Cluster, sizes: Mapping[str, float] | Non
             split = apportion(gpus, {q: weight.get(q, 0.0) for q in queues})
         for queue, amount in split.items():
             quotas[queue][flavors[kind]] = amount
+    per_gpu = {flavors[kind]: amounts for kind, amounts in per_gpu_amounts(trace, cluster).items()}
     cluster_queues = []
     for queue in queues:
         entry: dict[str, Any] = {"name": queue, "quotas": {
-            flavor: {"gpu": amount} for flavor, amount in quotas[queue].items()}}
+            flavor: {"gpu": amount, **{resource: _amount(amount * each) for resource, each
+                                       in per_gpu[flavor].items()}}
+            for flavor, amount in quotas[queue].items()}}
         if borrowing:
             entry["cohort"] = COHORT
             entry["preemption"] = {"reclaim_within_cohort": "any"}
@@ -67,6 +75,34 @@ def tenants_for(trace: Trace, cluster: Cluster, sizes: Mapping[str, float] | Non
         doc["cohorts"] = [{"name": COHORT}]
     doc["cluster_queues"] = cluster_queues
     return doc
+
+
+# a job's ask per GPU (``JobSpec`` field) -> the tenant resource it is quota'd as (``quota.py``)
+ASKED = {"cpu": "cpus_per_gpu", "memory": "memory_gb_per_gpu", "gpu_memory": "gpu_memory_gb"}
+
+
+def per_gpu_amounts(trace: Trace, cluster: Cluster) -> dict[str, dict[str, float]]:
+    """GPU type -> resource -> amount per GPU, for the resources beyond GPUs that some job of
+    ``trace`` asks for: what the type's nodes have per GPU where every one of them accounts
+    it (a node's ``cpus``/``memory_gb``, 0: unaccounted; each GPU's memory), else the most
+    any job asks per GPU."""
+    asked = {r: max((getattr(spec, field) for spec in trace.jobs), default=0.0)
+             for r, field in ASKED.items()}
+    out: dict[str, dict[str, float]] = {}
+    for kind, gpus in cluster.gpus_by_type().items():
+        nodes = [n for n in cluster.nodes if n.gpu_type == kind and n.num_gpus]
+        have = {"cpu": [n.cpus for n in nodes], "memory": [n.memory_gb for n in nodes],
+                "gpu_memory": [n.memory_per_gpu * n.num_gpus for n in nodes]}
+        out[kind] = {r: (sum(have[r]) / gpus if all(have[r]) else most)
+                     for r, most in asked.items() if most > 0}
+    return out
+
+
+def _amount(value: float) -> float | int:
+    """A quota as the file shows it: whole where it is, else to 0.01 (rounded down, so the
+    quotas never add up to more than the cluster has)."""
+    value = math.floor(value * 100 + 1e-9) / 100
+    return int(value) if value.is_integer() else value
 
 
 def demand(trace: Trace) -> dict[str, float]:

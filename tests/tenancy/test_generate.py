@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,34 @@ def test_cli_makes_the_folder_of_its_out_file(tmp_path: Path) -> None:
                                     str(out)])
     assert made.exit_code == 0, made.output
     assert len(load_tenants(out).cluster_queues) >= 10
+
+
+def test_resources_beyond_gpus_a_job_asks_get_quotas_beside_the_gpus() -> None:
+    """A job asking CPUs or GPU memory in a queue with no quota of them can never be admitted
+    (Kueue's rule): the file had GPU quotas only, so a history export's MPS job (its
+    ``gpu_memory_gb``) never ran in the what-if replay. The nodes' amounts per GPU where they
+    account them (V100: 64 CPUs / 8 GPUs, 16 GB a GPU), else the most a job asks per GPU
+    (the K80 node has no CPU count: 6)."""
+    cluster = cluster_of(Node("v", "V100", 8, cpus=64), Node("k", "K80", 4))
+    trace = Trace("t", (make_job("a1").gpus(2).work(300).queue("a").build(),
+                        make_job("b1").gpus(1).work(1200).queue("b").share(0.5).build()))
+    asks = {"a1": {"cpus_per_gpu": 6.0}, "b1": {"gpu_memory_gb": 8.0}}
+    trace = Trace("t", tuple(replace(s, **asks[s.job_id]) for s in trace.jobs))
+    quotas = {q["name"]: q["quotas"] for q in tenants_for(trace, cluster)["cluster_queues"]}
+    assert quotas["a"] == {"v100": {"gpu": 3, "cpu": 24, "gpu_memory": 48},
+                           "k80": {"gpu": 1, "cpu": 6, "gpu_memory": 12}}
+    assert quotas["b"]["v100"] == {"gpu": 5, "cpu": 40, "gpu_memory": 80}
+
+
+def test_a_replayed_mps_job_runs_under_the_file_written_for_its_trace(tmp_path: Path) -> None:
+    history = tmp_path / "week.csv"
+    history.write_text("job_id,submit_time,num_gpus,duration,queue,gpu_share,gpu_memory_gb\n"
+                       "j1,0,1,10,default,1.0,0\nj2,5,1,10,default,0.5,8\n")
+    out = tmp_path / "tenants.yaml"
+    runner = CliRunner()
+    made = runner.invoke(app, ["tenants", str(history), "--cluster", "tiny-4", "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    run = runner.invoke(app, ["simulate", "--trace", str(history), "--cluster", "tiny-4",
+                              "--tenants", str(out), "--out", str(tmp_path / "run")])
+    assert run.exit_code == 0, run.output
+    assert "2/2 finished" in run.output and "never be admitted" not in run.output
