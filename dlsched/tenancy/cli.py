@@ -35,6 +35,10 @@ def tenants(
         sacct_queue: Annotated[str, typer.Option(
             "--sacct-queue", help="A Slurm sacct export's field that is each job's queue: "
             "partition, account, qos or user (docs/what-if.md).")] = "partition",
+        sacct_resources: Annotated[bool, typer.Option(
+            "--sacct-resources", help="A Slurm sacct export's jobs ask the CPUs and memory "
+            "Slurm gave them, as in simulate: the file then has cpu and memory quotas "
+            "(docs/what-if.md).")] = False,
         out: Annotated[Path | None, typer.Option(help="Write here (default: stdout).")] = None,
 ) -> None:
     """Write a tenant file for a trace: one cluster queue per queue (VC) of its jobs, quotas
@@ -48,8 +52,8 @@ def tenants(
     try:
         _check_scale(scale, sizes)
         target = resolve_cluster(cluster)
-        jobs = resolve_traces(trace, trace_format, ReaderOptions(max_gpus=target.num_gpus,
-                                                                 sacct_queue=sacct_queue))
+        jobs = resolve_traces(trace, trace_format, ReaderOptions(
+            max_gpus=target.num_gpus, sacct_queue=sacct_queue, sacct_resources=sacct_resources))
         table = read_sizes(sizes, scale) if sizes is not None else None
         if table is not None and not {j.queue for j in jobs.jobs} & set(table):
             raise DlschedError(f"{sizes}: none of its queues ({', '.join(sorted(table)[:3])}, "
@@ -57,7 +61,8 @@ def tenants(
         doc = tenants_for(jobs, target, table, borrowing=not strict)
         rule = (f"sizes from {sizes}" + (f" x {scale:g}" if scale != 1 else "")
                 if sizes is not None else "quotas in proportion to each queue's GPU-seconds")
-        asked = "" if sacct_queue == "partition" else f" --sacct-queue {sacct_queue}"
+        asked = ("" if sacct_queue == "partition" else f" --sacct-queue {sacct_queue}") + (
+            " --sacct-resources" if sacct_resources else "")
         text = (f"# dlsched tenants {trace} --cluster {cluster}{asked}: one cluster queue per "
                 f"queue of the trace;\n# {rule}; "
                 f"{'strict quotas' if strict else 'one cohort, borrowing'} (docs/tenancy.md).\n"

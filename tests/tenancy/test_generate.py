@@ -162,3 +162,33 @@ def test_a_replayed_mps_job_runs_under_the_file_written_for_its_trace(tmp_path: 
                               "--tenants", str(out), "--out", str(tmp_path / "run")])
     assert run.exit_code == 0, run.output
     assert "2/2 finished" in run.output and "never be admitted" not in run.output
+
+
+SACCT = ("JobID|Account|Partition|Submit|Start|End|State|AllocTRES\n"
+         "1|vision|gpu|2026-11-02T09:00:00+0000|2026-11-02T09:00:10+0000|"
+         "2026-11-02T10:00:10+0000|COMPLETED|cpu=32,gres/gpu:a100=4,gres/gpu=4,mem=128G\n"
+         "2|nlp|gpu|2026-11-02T09:05:00+0000|2026-11-02T09:05:05+0000|"
+         "2026-11-02T11:05:05+0000|COMPLETED|cpu=8,gres/gpu:a100=2,gres/gpu=2,mem=64G\n")
+
+
+def test_sacct_resources_gives_the_cpu_and_memory_quotas_its_replay_needs(
+        tmp_path: Path) -> None:
+    """``simulate --sacct-resources`` makes each job ask its CPUs and memory; a tenant file
+    without those quotas admits none of them (NO_QUOTA), and ``dlsched tenants`` had no way
+    to read the export that way."""
+    week, out = tmp_path / "week.sacct", tmp_path / "tenants.yaml"
+    week.write_text(SACCT)
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("name: lab\nnode_groups: [{count: 2, gpus: 8, gpu_type: A100}]\n")
+    runner = CliRunner()
+    made = runner.invoke(app, ["tenants", str(week), "--cluster", str(cluster), "--sacct-queue",
+                               "account", "--sacct-resources", "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    assert "--sacct-resources" in out.read_text().splitlines()[0]
+    quotas = load_tenants(out).cluster_queues["vision"].quotas
+    assert {r for _, r in quotas} == {"gpu", "cpu", "memory"}
+    run = runner.invoke(app, ["simulate", "--trace", str(week), "--sacct-queue", "account",
+                              "--sacct-resources", "--cluster", str(cluster), "--tenants",
+                              str(out), "--out", str(tmp_path / "run")])
+    assert run.exit_code == 0, run.output
+    assert "2/2 finished" in run.output
