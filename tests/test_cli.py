@@ -138,6 +138,10 @@ def test_the_trace_line_counts_jobs_in_english(tmp_path: Path, limit: str, told:
     (["--policy", "fifo", "--jobs-format", "xml"], "--jobs-format: 'xml'"),
     (["--policy", "fifo", "--cluster", "no-such-cluster"], "no-such-cluster"),
     (["--policy", "fifo", "--throughput", "nope"], "unknown throughput model 'nope'"),
+    # the names were a Python list's repr (['gavel', ...]), and a typo got no hint
+    (["--policy", "fifo", "--throughput", "lineer"],
+     "unknown throughput model 'lineer' (known: gavel, gavel-interference, gavel-physical,"),
+    (["--policy", "fifo", "--throughput", "lineer"], "); did you mean 'linear'?"),
     (["--policy", "fifo", "--trace", "philly-sample", "--throughput", "goodput"],
      ": the goodput model needs spec.model"),
     # Gavel's steps ran as seconds under linear: 925,982 steps took 10.7 days, silently
@@ -151,7 +155,8 @@ def test_the_trace_line_counts_jobs_in_english(tmp_path: Path, limit: str, told:
     (["--policy", "fifo", "--policy-opt", "srtf:x=1"],
      "--policy-opt srtf:x: policy 'srtf' is not being run"),
 ], ids=["unknown-policy", "option-of-no-policy", "option-typo", "bad-placement", "bad-jobs-format",
-        "unknown-cluster", "unknown-throughput-model", "model-that-cannot-rate-a-job",
+        "unknown-cluster", "unknown-throughput-model", "throughput-model-names",
+        "throughput-model-typo", "model-that-cannot-rate-a-job",
         "steps-as-seconds", "seconds-as-steps",
         "emoji-code-in-a-message"])
 def test_bad_options_get_a_clear_error(tmp_path: Path, args: list[str], message: str) -> None:

@@ -127,7 +127,12 @@ def register_throughput_model(name: str, factory: Callable[[], ThroughputModel])
 def get_throughput_model(name: str) -> ThroughputModel:
     _load_builtin_models()
     if name not in MODEL_FACTORIES:
-        raise KeyError(f"unknown throughput model {name!r} (known: {sorted(MODEL_FACTORIES)})")
+        from dlsched.wording import did_you_mean
+
+        # the known names as every other listing gives them, not a Python list's repr
+        known = ", ".join(sorted(MODEL_FACTORIES))
+        raise KeyError(f"unknown throughput model {name!r} (known: {known})"
+                       f"{did_you_mean(name, MODEL_FACTORIES)}")
     return MODEL_FACTORIES[name]()
 
 
