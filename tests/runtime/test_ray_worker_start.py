@@ -32,3 +32,34 @@ def test_a_log_that_cannot_be_written_is_not_the_commands_fault(tmp_path: Path) 
     with pytest.raises(OSError) as raised:
         WorkerProcess().start(["true"], {}, None, str(tmp_path / "taken" / "log"))
     assert not isinstance(raised.value, CannotStart)
+
+
+ACROSS_RAY = """
+import ray
+from dlsched.runtime.executors.base import CannotStart
+from dlsched.runtime.executors.ray_worker import WorkerProcess
+ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False)
+actor = ray.remote(num_cpus=0)(WorkerProcess).remote()
+try:
+    ray.get(actor.start.remote(["dlsched-no-such-program"], {}, None, LOG))
+except ray.exceptions.RayError as exc:
+    print("cannot-start" if isinstance(exc, CannotStart) else "retryable")
+ray.shutdown()
+"""
+
+
+def test_cannot_start_crosses_ray_as_its_class(tmp_path: Path) -> None:
+    """``RayExecutor._collect_pids`` tells a command that cannot start by ``isinstance(exc,
+    CannotStart)`` on Ray's task error: true only while Ray's error keeps the actor's
+    exception's class (a local Ray, in a process of its own: one driver per process)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ACROSS_RAY.replace("LOG", repr(str(tmp_path / "log")))
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+    if "cannot-start" not in done.stdout and "retryable" not in done.stdout:
+        pytest.skip(f"Ray cannot start here: {done.stderr.strip()[-300:]}")
+    assert done.stdout.split()[-1] == "cannot-start"
