@@ -5,7 +5,12 @@ phases and ``poll`` are the executor's own."""
 
 from __future__ import annotations
 
-from dlsched.runtime.executors.base import AttemptBook, ExecutorSettings, Outcome
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from dlsched.runtime.executors.base import AttemptBook, CannotStart, ExecutorSettings, Outcome
 from dlsched.runtime.executors.ray import Phase, RayExecutor, _Attempt
 from dlsched.workload.job import Job, JobSpec
 
@@ -63,3 +68,36 @@ def test_a_job_whose_gpus_ray_has_not_reserved_says_so() -> None:
     executor._active["j"].phase = Phase.RUNNING
     assert executor.unlaunched_reason("j") == ""
     assert executor.unlaunched_reason("other") == ""
+
+
+class TaskError(RuntimeError):
+    """Ray's ``RayTaskError`` stand-in (the fake ``ray.exceptions.RayError``)."""
+
+
+class CannotStartTask(TaskError, CannotStart):
+    """What Ray raises for an actor's ``CannotStart``: an instance of both classes."""
+
+
+def raising_ray(error: Exception) -> SimpleNamespace:
+    def get(ref: object, timeout: float | None = None) -> int:
+        raise error
+
+    return SimpleNamespace(wait=lambda refs, num_returns, timeout: (refs, []), get=get,
+                           exceptions=SimpleNamespace(RayError=TaskError))
+
+
+@pytest.mark.parametrize(("error", "retryable"), [
+    (CannotStartTask("dlsched-x: not found on PATH"), False),
+    (TaskError("OSError: [Errno 28] No space left on device"), True),
+], ids=["cannot-start", "other-start-error"])
+def test_a_worker_that_cannot_start_ends_its_attempt_not_retryable(
+        error: Exception, retryable: bool, tmp_path: Path) -> None:
+    executor = bare_executor([])
+    executor.ray = raising_ray(error)
+    attempt = _Attempt("j", (0,))
+    attempt.number, attempt.log_path, attempt.pid_refs = 1, tmp_path / "log", ["ref"]
+    executor._active["j"] = attempt
+    executor._collect_pids(attempt)
+    [end] = executor._ended
+    assert end.outcome is Outcome.FAILED and "could not start its workers" in end.message
+    assert end.retryable is retryable
