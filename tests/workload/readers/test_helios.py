@@ -1,6 +1,6 @@
 """Helios ``cluster_log.csv`` (HeliosData schema): VCs as queues, CPU-only and never-run jobs
 dropped and counted, errors naming file, line and field; with ``dlsched tenants`` the VCs'
-GPU counts become quotas."""
+GPU counts become quotas (and, as the jobs ask for CPUs, CPU quotas beside them)."""
 
 from __future__ import annotations
 
@@ -68,5 +68,11 @@ def test_vcs_become_queues_with_their_gpu_counts(tmp_path: Path) -> None:
                                     str(sizes), "--out", str(out)])
     assert made.exit_code == 0, made.output
     quotas = {name: cq.quotas for name, cq in load_tenants(out).cluster_queues.items()}
-    assert {name: sum(q.nominal for q in by_flavor.values())
-            for name, by_flavor in quotas.items()} == {"vcX": 4, "vcY": 12}
+    def total(resource: str) -> dict[str, float]:
+        return {name: sum(q.nominal for (_, r), q in by_flavor.items() if r == resource)
+                for name, by_flavor in quotas.items()}
+
+    assert total("gpu") == {"vcX": 4, "vcY": 12}
+    # the jobs ask for CPUs (cpu_num): a CPU quota beside each GPU quota, the nodes' CPUs per
+    # GPU (small-16: 8) times the GPUs, or no job could be admitted
+    assert total("cpu") == {"vcX": 32, "vcY": 96}
