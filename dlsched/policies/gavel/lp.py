@@ -28,6 +28,13 @@ PARETO_SLACK = 1e-9  # the second stage keeps z >= z* (1 - slack): on the optima
 LOOSER_SLACKS = (1e-6, 1e-4)
 
 
+_COLWISE, _MINIMIZE = 1, 1  # highspy.MatrixFormat.kColwise, highspy.ObjSense.kMinimize
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=float)
+
+
 class SolverError(DlschedError):
     """HiGHS did not return an optimal solution."""
 
@@ -180,24 +187,25 @@ class LinearProgram:
         n_rows, n_cols = matrix.shape
         if isinstance(matrix, Entries):
             matrix = matrix.column_form()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n_cols, n_rows
-        lp.col_cost_ = np.asarray(cost, dtype=float)
-        lp.col_lower_, lp.col_upper_ = (np.asarray(b, dtype=float) for b in col_bounds)
-        lp.row_lower_, lp.row_upper_ = (np.asarray(b, dtype=float) for b in row_bounds)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.start
-        lp.a_matrix_.index_ = matrix.index
-        lp.a_matrix_.value_ = matrix.values
         if highs is None:
             highs = new_solver()
         # a kept solver's last model may have left "simplex" (``solve``): a new one's default
         highs.setOptionValue("solver", "ipm" if n_rows > LARGE_LP_ROWS else "choose")
         self.highs = highs
-        self.highs.passModel(lp)
+        # The model as arrays (highspy's passModel of pointers): a ``HighsLp``'s fields take
+        # a numpy array element by element (a numpy scalar each); every column continuous
+        # (the pointer form reads ``integrality`` for every column: an empty one is not read
+        # as none)
+        (col_lower, col_upper), (row_lower, row_upper) = col_bounds, row_bounds
+        highs.passModel(n_cols, n_rows, len(matrix.index), _COLWISE, _MINIMIZE, 0.0,
+                        _floats(cost), _floats(col_lower), _floats(col_upper),
+                        _floats(row_lower), _floats(row_upper), matrix.start, matrix.index,
+                        _floats(matrix.values), np.zeros(n_cols, dtype=np.int32))
         self.solves = 0
+        self.col_value: np.ndarray | None = None  # the last solve's, when it was optimal
 
     def solve(self) -> np.ndarray:
+        self.col_value = None
         self.highs.run()
         self.solves += 1
         status = self.highs.getModelStatus()
@@ -211,7 +219,9 @@ class LinearProgram:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"HiGHS: {self.highs.modelStatusToString(status)}")
         self.highs.setOptionValue("solver", "simplex")  # re-solves start from the basis
-        return np.asarray(self.highs.getSolution().col_value)
+        # kept for ``StageBasis.keep`` (a solution's vector is a new list at each read)
+        self.col_value = np.asarray(self.highs.getSolution().col_value)
+        return self.col_value
 
     @property
     def objective(self) -> float:
@@ -376,10 +386,12 @@ class StageBasis:
              jobs: np.ndarray, types: np.ndarray, n_types: int) -> None:
         """Keep ``lp``'s basis for every job (``inverse``: its class)."""
         highs = lp.lp.highs
-        solution = highs.getSolution()
         basic = np.asarray(highs.getBasicVariables()[1])
-        self.cols = _codes(np.asarray(solution.col_value), *lp.col_bounds, basic[basic >= 0])
-        self.rows = _codes(np.asarray(solution.row_value), *lp.row_bounds,
+        values = lp.lp.col_value
+        if values is None:  # (a solve that raised: HiGHS' own)
+            values = np.asarray(highs.getSolution().col_value)
+        self.cols = _codes(values, *lp.col_bounds, basic[basic >= 0])
+        self.rows = _codes(np.asarray(highs.getSolution().row_value), *lp.row_bounds,
                            -1 - basic[basic < 0])
         self.n = n = (len(self.rows) - n_types) // 2
         self.col_of = np.full((n, n_types), -1, dtype=np.intp)
