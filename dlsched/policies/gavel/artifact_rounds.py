@@ -81,12 +81,14 @@ class _Rows:
                                                         ).reshape(shape)
         self.arrival = arrival
         self._needs: list[int] | None = None
+        self.one_worker = False  # every row's gang is one GPU (``needs``)
         self.type_order: list[int] | None = None  # ``_type_order``'s, types not shuffled
 
     def needs(self, workers: dict[str, int]) -> list[int]:
         """Each row's gang (GPUs), read once while the rows stay."""
         if self._needs is None:
             self._needs = [workers[job_id] for job_id in self.ids]
+            self.one_worker = self._needs.count(1) == len(self._needs)
         return self._needs
 
 
@@ -650,6 +652,9 @@ class ArtifactGavelRounds(GavelRounds):
         smallest = min(workers.values(), default=1)
         taken = bytearray(len(ids))
         chosen: dict[str, int] = {}
+        if rows.one_worker and budget is None and smallest == 1:
+            _walk_one_worker(self._type_order(view), ranked, keep, ids, left, taken, chosen)
+            return chosen
         for kind in self._type_order(view):
             room = left[kind]
             if room < smallest:
@@ -718,3 +723,24 @@ class ArtifactGavelRounds(GavelRounds):
             relative_sum = book.relative[rows.slots].sum(axis=0)
             rows.type_order = np.argsort(-relative_sum, kind="stable").tolist()
         return rows.type_order
+
+
+def _walk_one_worker(order: list[int], ranked: np.ndarray, keep: np.ndarray, ids: list[str],
+                     left: list[int], taken: bytearray, chosen: dict[str, int]) -> None:
+    """``_walk``'s loop where every gang is one GPU and no job is pooled: an entry is taken
+    when not taken by an earlier type, and a type's list is read until its room is gone
+    (the same picks; no gang or budget read per entry)."""
+    for kind in order:
+        room = left[kind]
+        if room < 1:
+            continue
+        column = ranked[:, kind]
+        for row in column[keep[column, kind]].tolist():
+            if taken[row]:
+                continue
+            taken[row] = 1
+            chosen[ids[row]] = kind
+            room -= 1
+            if not room:
+                break
+        left[kind] = room

@@ -61,3 +61,32 @@ def test_a_move_reuses_the_target_of_its_nodes(monkeypatch: pytest.MonkeyPatch) 
     moves = sum(record.resizes for record in records_of(sim).values())
     assert moves > 3 * len(built)
     assert len(built) == len(set(built))
+
+
+@pytest.mark.parametrize("policy", ["gavel-maxmin-agnostic", "gavel-las", "gavel-fifo"])
+def test_one_worker_walk_picks_as_the_gang_walk(policy: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # gavel-continuous-1000's jobs are all one GPU: ``_walk_one_worker`` reads no gang and
+    # no budget per entry; the same types as the general loop
+    trace = resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=40))
+    calls = []
+    one_worker = artifact_rounds._walk_one_worker
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return one_worker(*args)
+
+    monkeypatch.setattr(artifact_rounds, "_walk_one_worker", counted)
+    fast = records_of(artifact_sim(policy, trace))
+    assert calls
+    needs = artifact_rounds._Rows.needs
+
+    def general(self, workers):  # type: ignore[no-untyped-def]
+        answer = needs(self, workers)
+        self.one_worker = False
+        return answer
+
+    monkeypatch.setattr(artifact_rounds._Rows, "needs", general)
+    calls.clear()
+    assert records_of(artifact_sim(policy, trace)) == fast
+    assert not calls
