@@ -153,3 +153,23 @@ def test_the_model_passed_as_arrays_solves_as_a_highs_lp(seed, monkeypatch):
     assert np.array_equal(np.asarray(other.getSolution().row_value),
                           np.asarray(lp.lp.highs.getSolution().row_value))
     assert lp.lp.col_value is not None  # kept for ``StageBasis.keep``
+
+
+def test_both_stages_keep_one_job_index():
+    # (built once a reset: the dict of ~100 ids cost ~50k instructions a stage)
+    problem = random_problem(3, n_jobs=20)
+    warm = WarmStart()
+    value = problem.throughput / problem.equal_share_throughput()[:, None]
+    solve_max_min(value, np.zeros(problem.n_jobs), problem.scale, problem.counts, True, warm,
+                  problem.job_ids)
+    assert warm.first.index is warm.second.index
+    assert set(warm.first.index) == set(problem.job_ids)
+
+
+def test_a_solution_list_becomes_the_array_np_asarray_makes():
+    from dlsched.policies.gavel.lp import _array
+
+    values = [0.0, -0.0, 1.5, 1e-300, -2.25e17, float("inf"), 0.1 + 0.2]
+    made = _array(values)
+    assert made.dtype == np.float64
+    assert made.tobytes() == np.asarray(values).tobytes()
