@@ -697,7 +697,7 @@ class Scheduler:
         # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
         running = self.running
         moving = [(running[r.job_id], r) for r in result.resizes]
-        if self._one_gpu_moves(moving):
+        if self._two_pass_moves():
             self._move_one_gpu(moving, now)
             return
         for job, _ in moving:
@@ -710,37 +710,35 @@ class Scheduler:
             job.host = resize.host
             self._launch(job, resize.gpus, resize.shares, now, overhead)
 
-    def _one_gpu_moves(self, moving: list[tuple[Job, Resize]]) -> bool:
-        """Whether every move is of one whole GPU to one whole GPU, with nothing but GPUs
-        booked (no host share, MIG, CPUs or memory), nothing shared, resized or re-rated by
-        a failure book: ``_move_one_gpu`` applies them (Gavel's rounds: every move)."""
-        if (self.reconfigurer is not None or self.resilience is not None
-                or self.sharing.by_gpu):
-            return False
-        beyond = self.beyond_gpu_jobs
-        for job, resize in moving:
-            spec = job.spec
-            if (len(job.allocation) != 1 or len(resize.gpus) != 1 or job.host is not None
-                    or resize.host is not None or job.shares[0] != _FULL
-                    or resize.shares[0] != _FULL or spec.mig_profile
-                    or (beyond and spec.asks_beyond_gpus)):
-                return False
-        return True
+    def _two_pass_moves(self) -> bool:
+        """Whether ``_move_one_gpu`` may apply a cycle's moves: nothing shared, resized or
+        re-rated by a failure book (Gavel's rounds)."""
+        return (self.reconfigurer is None and self.resilience is None
+                and not self.sharing.by_gpu)
 
     def _move_one_gpu(self, moving: list[tuple[Job, Resize]], now: float) -> None:
-        """``_resize`` of one-GPU moves (``_one_gpu_moves``) in two passes over the round's
-        moves with the books, the journal and the rates read once: every halt (``_halt``:
-        the executor's stop, ``_settle``, ``_release``), then every launch (``_launch``), the
-        same operations in the same order, each worked out for one whole GPU (a share of 1:
-        ``held * 1.0`` is ``held``, ``used_gpus`` moves by 1.0 a GPU). Gavel's agnostic
-        rounds move ~60 jobs a round, ~25,000 a run: five to six calls a move less."""
+        """``_resize`` in two passes over the cycle's moves with the books, the journal and
+        the rates read once: every halt (``_halt``: the executor's stop, ``_settle``,
+        ``_release``), then every launch (``_launch``), the same operations in the same
+        order. A move of one whole GPU to one whole GPU with nothing but GPUs booked (no
+        host share, MIG, CPUs or memory) is worked out inline (a share of 1: ``held * 1.0``
+        is ``held``, ``used_gpus`` moves by 1.0 a GPU); any other takes ``_halt`` and
+        ``_launch`` in its place. Gavel's agnostic rounds move ~60 jobs a round, ~25,000 a
+        run: five to six calls a move less."""
         executor, journal_note = self.executor, self.journal.note
         stop, ended = executor.stop, self.segments.ended
         gpu_node, node_type = self._gpu_node, self._node_type
         free, node_free, node_version = self._books
         spent, one_type = self.type_seconds, self._one_type
-        used = self.used_gpus
+        beyond, used = self.beyond_gpu_jobs, self.used_gpus
         for job, _ in moving:
+            allocation = job.allocation
+            if (len(allocation) != 1 or job.host is not None or job.shares[0] != _FULL
+                    or job.spec.mig_profile or (beyond and job.spec.asks_beyond_gpus)):
+                self.used_gpus = used
+                self._halt(job, now)
+                used = self.used_gpus
+                continue
             stop(job, now)
             if job.status is _RUNNING:  # ``_settle``, one whole GPU
                 since, productive = job.progress_time, job.productive_from
@@ -756,7 +754,7 @@ class Scheduler:
             job.gpu_seconds += held  # (``held * sum(shares)``: held * 1.0)
             job.last_run_seconds = held
             job.run_seconds += held
-            gpu = (allocation := job.allocation)[0]
+            gpu = allocation[0]
             node = gpu_node[gpu]
             if held > 0:
                 kind = one_type if one_type is not None else node_type[node]
@@ -770,21 +768,30 @@ class Scheduler:
             job.rate = 0.0
             job.run_started = None
             journal_note(job)
-        self._launch_one_gpu(moving, now, used)
+        self.used_gpus = used
+        self._launch_one_gpu(moving, now)
 
-    def _launch_one_gpu(self, moving: list[tuple[Job, Resize]], now: float,
-                        used: float) -> None:
-        """``_move_one_gpu``'s launches (``used``: ``used_gpus`` after its halts)."""
+    def _launch_one_gpu(self, moving: list[tuple[Job, Resize]], now: float) -> None:
+        """``_move_one_gpu``'s launches (``_launch``; a move of other than one whole GPU
+        through it)."""
         start, journal_note = self.executor.start, self.journal.note
         gpu_node, node_type = self._gpu_node, self._node_type
         free, node_free, node_version = self._books
         opened, overhead = self._segment_starts, self.config.restart_overhead
         by_count, alone = self._rate_by_count, self._rate_alone
+        beyond, used = self.beyond_gpu_jobs, self.used_gpus
         for job, resize in moving:
             job.resizes += 1
+            gpus, spec = resize.gpus, job.spec
+            if (len(gpus) != 1 or resize.host is not None or resize.shares[0] != _FULL
+                    or spec.mig_profile or (beyond and spec.asks_beyond_gpus)):
+                job.host = resize.host
+                self.used_gpus = used
+                self._launch(job, gpus, resize.shares, now, overhead)
+                used = self.used_gpus
+                continue
             job.host = None
-            gpus = job.allocation = resize.gpus
-            job.shares = resize.shares
+            job.allocation, job.shares = gpus, resize.shares
             gpu = gpus[0]
             node = gpu_node[gpu]
             if free[gpu] >= _WHOLE:  # ``_adjust_whole`` taking one GPU
@@ -797,7 +804,6 @@ class Scheduler:
             journal_note(job)
             job.progress_time = job.attained_time = now
             job.productive_from = now + overhead
-            spec = job.spec
             if by_count is not None:
                 job.rate = by_count(spec, 1)
             elif alone is not None:

@@ -32,7 +32,7 @@ def _run(policy: str, batch: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[Sim
         patch.setattr(Scheduler, "_halt", counted_halt)
         patch.setattr(Scheduler, "_move_one_gpu", counted_batch)
         if not batch:
-            patch.setattr(Scheduler, "_one_gpu_moves", lambda self, moving: False)
+            patch.setattr(Scheduler, "_two_pass_moves", lambda self: False)
         # Gavel's simulator rounds as gavel-osdi20 sets them (360 s rounds only, no overhead)
         sim = Simulator(resolve_cluster("gavel-108"),
                         resolve_trace("gavel-continuous-1000", options=ReaderOptions(limit=60)),

@@ -174,3 +174,39 @@ def test_a_reset_reads_each_job_s_progress_only_for_objectives_that_use_it(
     # (LAS reads the attained service alone: its remaining work is no term of its LP)
     expected = ["attained"] if policy == "gavel-las" else ["attained", "remaining"]
     assert sorted(set(asked)) == (expected if reads else [])
+
+
+def test_rounds_moving_gangs_and_single_gpus_apply_as_each_halt_and_launch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # ``Scheduler._move_one_gpu`` works one-GPU moves out inline and sends a gang's (2, 4 or
+    # 8 GPUs) through ``_halt`` and ``_launch`` in its place: the same run as those alone.
+    import dataclasses
+
+    from gavel_cases import gavel_specs
+
+    from dlsched.scheduling.scheduler import Scheduler
+    from dlsched.workload.trace import Trace
+
+    specs = [dataclasses.replace(spec, submit_time=120.0 * i, work=spec.work / 20)
+             for i, spec in enumerate(gavel_specs(40, 3))]
+    trace = Trace("gangs", tuple(specs), throughput="gavel")
+    halts: list[int] = []
+    halt = Scheduler._halt
+
+    def counted(self, job, now):  # type: ignore[no-untyped-def]
+        halts.append(len(job.allocation))
+        halt(self, job, now)
+
+    def run() -> list[tuple[object, ...]]:
+        sim = artifact_sim("gavel-maxmin-agnostic", trace)
+        result = sim.run()
+        return [dataclasses.astuple(r) for r in result.jobs] + [
+            tuple(map(tuple, sim.core.segments.columns())), (sim.core.used_gpus,)]
+
+    monkeypatch.setattr(Scheduler, "_halt", counted)
+    mixed = run()
+    assert halts and all(size > 1 for size in halts)  # gangs only, one-GPU moves inline
+    monkeypatch.setattr(Scheduler, "_two_pass_moves", lambda self: False)
+    halts.clear()
+    assert run() == mixed
+    assert 1 in halts
