@@ -93,6 +93,7 @@ class GavelRounds:
         self._isolated: dict[str, float] = {}
         self._reads_isolated = reads_isolated_time(objective)  # else no t_isolated books
         self._reads_progress = reads_progress(objective)  # else no remaining work, ... read
+        self._attained_only = reads_attained_only(objective)  # LAS: no remaining, elapsed
         self._last_solve: dict[str, tuple[float, float]] = {}  # remaining, equal-share rate
         self._lookup: tuple[Cluster, list[int], list[int]] | None = None
         self._kind_rates: dict[tuple[object, ...], np.ndarray] = {}  # see ``_speed``
@@ -265,8 +266,9 @@ class GavelRounds:
         counts = {name: by_type[name] for name in cluster.type_names}
         remaining = elapsed = attained = None  # (FIFO, max-min: not read, ``reads_progress``)
         if self._reads_progress or self.refine is not None or self._reads_isolated:
-            remaining = [j.remaining_work(now) for j in jobs]
-            elapsed = [now - j.spec.submit_time for j in jobs]
+            if not self._attained_only or self.refine is not None or self._reads_isolated:
+                remaining = [j.remaining_work(now) for j in jobs]
+                elapsed = [now - j.spec.submit_time for j in jobs]
             attained = [j.attained_service(now) for j in jobs]
         model = state.snapshot.throughput
         if not isinstance(model, GavelThroughputs):
@@ -380,6 +382,16 @@ def reads_progress(objective: Objective) -> bool:
     from dlsched.policies.gavel.fairness import max_min_fairness
 
     return objective not in (fifo_hetero, max_min_fairness)
+
+
+def reads_attained_only(objective: Objective) -> bool:
+    """Whether ``objective`` reads a job's attained service but not its remaining work or
+    time since arrival: Gavel's LAS (``fairness.las``; its problem's ``remaining`` and
+    ``elapsed`` are then ``from_gavel``'s defaults: a settle of each job's progress at every
+    reset saved)."""
+    from dlsched.policies.gavel.fairness import las
+
+    return objective is las
 
 
 def warm_starts(objective: Objective) -> bool:

@@ -23,7 +23,7 @@ from dlsched.errors import ConfigError
 from dlsched.perf.model import Placement, ThroughputModel
 from dlsched.scheduling.bucket_scan import bucket_of, scans_by_bucket
 from dlsched.scheduling.cycle import run_cycle
-from dlsched.scheduling.decisions import CycleResult, HandedBooks, Start
+from dlsched.scheduling.decisions import CycleResult, HandedBooks, Resize, Start
 from dlsched.scheduling.fast_start import FastLane, lane_applies
 from dlsched.scheduling.framework import Status
 from dlsched.scheduling.interfaces import Clock, Executor
@@ -697,6 +697,9 @@ class Scheduler:
         # Every resized job lets go before any takes: two jobs may swap GPUs in one cycle.
         running = self.running
         moving = [(running[r.job_id], r) for r in result.resizes]
+        if self._two_pass_moves():
+            self._move_one_gpu(moving, now)
+            return
         for job, _ in moving:
             self._halt(job, now)
         overhead, sized = self.config.restart_overhead, self.reconfigurer is not None
@@ -706,6 +709,112 @@ class Scheduler:
                 self._sized_by_policy(job, len(resize.gpus))
             job.host = resize.host
             self._launch(job, resize.gpus, resize.shares, now, overhead)
+
+    def _two_pass_moves(self) -> bool:
+        """Whether ``_move_one_gpu`` may apply a cycle's moves: nothing shared, resized or
+        re-rated by a failure book (Gavel's rounds)."""
+        return (self.reconfigurer is None and self.resilience is None
+                and not self.sharing.by_gpu)
+
+    def _move_one_gpu(self, moving: list[tuple[Job, Resize]], now: float) -> None:
+        """``_resize`` in two passes over the cycle's moves with the books, the journal and
+        the rates read once: every halt (``_halt``: the executor's stop, ``_settle``,
+        ``_release``), then every launch (``_launch``), the same operations in the same
+        order. A move of one whole GPU to one whole GPU with nothing but GPUs booked (no
+        host share, MIG, CPUs or memory) is worked out inline (a share of 1: ``held * 1.0``
+        is ``held``, ``used_gpus`` moves by 1.0 a GPU); any other takes ``_halt`` and
+        ``_launch`` in its place. Gavel's agnostic rounds move ~60 jobs a round, ~25,000 a
+        run: five to six calls a move less."""
+        executor, journal_note = self.executor, self.journal.note
+        stop, ended = executor.stop, self.segments.ended
+        gpu_node, node_type = self._gpu_node, self._node_type
+        free, node_free, node_version = self._books
+        spent, one_type = self.type_seconds, self._one_type
+        beyond, used = self.beyond_gpu_jobs, self.used_gpus
+        for job, _ in moving:
+            allocation = job.allocation
+            if (len(allocation) != 1 or job.host is not None or job.shares[0] != _FULL
+                    or job.spec.mig_profile or (beyond and job.spec.asks_beyond_gpus)):
+                self.used_gpus = used
+                self._halt(job, now)
+                used = self.used_gpus
+                continue
+            stop(job, now)
+            if job.status is _RUNNING:  # ``_settle``, one whole GPU
+                since, productive = job.progress_time, job.productive_from
+                if productive > since:
+                    since = productive
+                ran = now - since
+                done, work = job.done_work + job.rate * (ran if ran > 0.0 else 0.0), job.spec.work
+                job.done_work = done if done < work else work
+                job.attained += now - job.attained_time  # (``len(allocation) *``: 1 *)
+            job.progress_time = now
+            held = now - (job.run_started if job.run_started is not None else now)
+            job.attained_time = now
+            job.gpu_seconds += held  # (``held * sum(shares)``: held * 1.0)
+            job.last_run_seconds = held
+            job.run_seconds += held
+            gpu = allocation[0]
+            node = gpu_node[gpu]
+            if held > 0:
+                kind = one_type if one_type is not None else node_type[node]
+                spent[kind] += held
+            if free[gpu] < _WHOLE:  # ``_release``: ``_adjust_whole`` giving one GPU
+                node_free[node] += 1
+            free[gpu] = _FULL
+            node_version[node] += 1
+            used -= 1.0
+            ended(job.job_id, now, allocation, job.shares)
+            job.rate = 0.0
+            job.run_started = None
+            journal_note(job)
+        self.used_gpus = used
+        self._launch_one_gpu(moving, now)
+
+    def _launch_one_gpu(self, moving: list[tuple[Job, Resize]], now: float) -> None:
+        """``_move_one_gpu``'s launches (``_launch``; a move of other than one whole GPU
+        through it)."""
+        start, journal_note = self.executor.start, self.journal.note
+        gpu_node, node_type = self._gpu_node, self._node_type
+        free, node_free, node_version = self._books
+        opened, overhead = self._segment_starts, self.config.restart_overhead
+        by_count, alone = self._rate_by_count, self._rate_alone
+        beyond, used = self.beyond_gpu_jobs, self.used_gpus
+        for job, resize in moving:
+            job.resizes += 1
+            gpus, spec = resize.gpus, job.spec
+            if (len(gpus) != 1 or resize.host is not None or resize.shares[0] != _FULL
+                    or spec.mig_profile or (beyond and spec.asks_beyond_gpus)):
+                job.host = resize.host
+                self.used_gpus = used
+                self._launch(job, gpus, resize.shares, now, overhead)
+                used = self.used_gpus
+                continue
+            job.host = None
+            job.allocation, job.shares = gpus, resize.shares
+            gpu = gpus[0]
+            node = gpu_node[gpu]
+            if free[gpu] >= _WHOLE:  # ``_adjust_whole`` taking one GPU
+                node_free[node] -= 1
+            free[gpu] = 0.0
+            node_version[node] += 1
+            used += 1.0
+            opened[job.job_id] = now
+            job.run_started = now
+            journal_note(job)
+            job.progress_time = job.attained_time = now
+            job.productive_from = now + overhead
+            if by_count is not None:
+                job.rate = by_count(spec, 1)
+            elif alone is not None:
+                job.rate = alone(spec, (node_type[node],), (node,))
+            else:
+                job.rate = self.throughput.rate(spec, _placement((node_type[node],), (node,),
+                                                                 (), None))
+            job.pending_reason = ""
+            job.epoch += 1
+            start(job, now)
+        self.used_gpus = used
 
     def note_reasons(self, reasons: dict[str, str]) -> None:
         """Why each job a cycle looked at still waits, stamped with the cycle's number."""

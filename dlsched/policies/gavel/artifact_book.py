@@ -9,7 +9,7 @@ the jobs makes: a round of ~70 jobs then costs a few numpy calls, not ~70 Python
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -297,6 +297,10 @@ class _Running:
                 return None
             # also when most jobs moved (agnostic max-min: ~74% a round): patching them
             # costs less than ``_credit_each``'s reading of every job (session 32)
+            table = getattr(running, "mapping", None)  # the core's running table
+            if table is not None and 3 * len(named) < len(self.ids):
+                return _changed_cells(self, {job.job_id: job for job in changed}, table,
+                                      since, moved, journal.count)
             return self._patched(named, running, since, moved, journal.count)
         positions = self._positions({job.job_id for job in changed})
         if len(self.ids) - len(positions) != len(running):
@@ -377,3 +381,57 @@ class _Running:
             except ValueError:
                 continue
         return found
+
+
+def _changed_cells(kept: _Running, named: dict[str, Job], table: Mapping[str, Job],
+                   since: dict[str, float], moved: _MovedCells, count: int
+                   ) -> _Running | None:
+    """``_Running._patched`` told by the jobs the journal names alone, where they are few
+    (max-min and LAS rounds move ~15 of ~70 jobs): a named job still in the core's running
+    ``table`` gets its cells read again where it was (moved) or at the end (started), one
+    no longer there is dropped, its gap filled by the last cells (``_without``; the cells'
+    order changes no sum). Every other kept job still runs: a job leaves the table only
+    through a change the journal names. None as ``_patched`` answers it (a named job that
+    cannot share this credit), or where the counts do not add up."""
+    ids, kinds = kept.ids.copy(), kept.kinds.copy()
+    on, time = kept.on_cells.copy(), kept.time_cells.copy()
+    position = dict(zip(ids, range(len(ids)), strict=True))
+    when, credits, slot_of, kind_of = kept.when, moved.credits, moved.slot_of, moved.kind_of
+    rows, n_types, grown = credits._row, credits._on.shape[1], len(credits._on)
+    gone, started = [], []
+    for job_id, job in named.items():
+        at = position.get(job_id)
+        if table.get(job_id) is not job:
+            if at is not None:
+                gone.append(at)
+            continue
+        slot = slot_of.get(job_id)  # ``moved(job, when)``, as ``_patched`` reads it
+        if slot is None or job.run_started != when or since.get(job_id, when) > when:
+            return None
+        kind = kind_of[job.allocation[0]]
+        row = rows.setdefault(job_id, len(rows))
+        if row >= grown:
+            credits.grow(row)
+            grown = len(credits._on)
+        if at is None:
+            started.append((job_id, kind, row * n_types + kind, slot * n_types + kind))
+        else:
+            kinds[at], on[at], time[at] = kind, row * n_types + kind, slot * n_types + kind
+    if len(ids) - len(gone) + len(started) != len(table):
+        return None
+    since.update(dict.fromkeys([ids[at] for at in gone], when))  # the jobs that left
+    for at in sorted(gone, reverse=True):  # a gap's last cells are kept (``_without``)
+        last = len(ids) - 1
+        if at != last:
+            ids[at], kinds[at], on[at], time[at] = ids[last], kinds[last], on[last], time[last]
+        ids.pop()
+        kinds.pop()
+    n = len(ids)
+    on, time = on[:n], time[:n]
+    if started:
+        new_ids, new_kinds, new_on, new_time = zip(*started, strict=True)
+        ids.extend(new_ids)
+        kinds.extend(new_kinds)
+        on = np.concatenate([on, np.array(new_on, dtype=np.intp)])
+        time = np.concatenate([time, np.array(new_time, dtype=np.intp)])
+    return _Running(ids, kinds, on, time, count, when)

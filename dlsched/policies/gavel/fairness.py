@@ -17,6 +17,7 @@ from dlsched.policies.gavel.lp import (
     MaxMinLP,
     WarmStart,
     job_classes,
+    job_index,
     single_columns,
     thread_solver,
 )
@@ -48,17 +49,18 @@ def solve_max_min(value: np.ndarray, offset: np.ndarray, gpus: np.ndarray,
     columns, jobs, types = single_columns(value[reps], gpus[reps] * counts)
     lp = MaxMinLP(columns, capacity, offset[reps], highs=thread_solver())
     rep_ids = [ids[r] for r in reps.tolist()] if warm is not None else []
+    index = job_index(ids, inverse) if warm is not None else {}  # (both stages keep it)
     if warm is not None:
         warm.first.start(lp, rep_ids, jobs, types, n_types)
     x_cols, best = lp.solve()
     if warm is not None:
-        warm.first.keep(lp, list(ids), inverse, jobs, types, n_types)
+        warm.first.keep(lp, index, jobs, types, n_types)
     if pareto:
         if warm is not None:  # HiGHS keeps a basis through the changed costs and bounds
             warm.second.start(lp, rep_ids, jobs, types, n_types)
         x_cols = lp.maximize_total(best, counts.astype(float), first=x_cols)
         if warm is not None:
-            warm.second.keep(lp, list(ids), inverse, jobs, types, n_types)
+            warm.second.keep(lp, index, jobs, types, n_types)
     x_cols = np.clip(x_cols, 0.0, 1.0)
     x_reps = np.zeros((len(reps), value.shape[1]))
     x_reps[jobs, types] = x_cols

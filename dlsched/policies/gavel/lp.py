@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -26,6 +28,19 @@ PARETO_SLACK = 1e-9  # the second stage keeps z >= z* (1 - slack): on the optima
 # Where HiGHS finds that floor infeasible (its z* lies above what its tolerances let the
 # second stage reach again), looser floors in turn, then the first stage's allocation.
 LOOSER_SLACKS = (1e-6, 1e-4)
+
+
+_COLWISE, _MINIMIZE = 1, 1  # highspy.MatrixFormat.kColwise, highspy.ObjSense.kMinimize
+
+
+def _floats(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=float)
+
+
+def _array(values: list[float]) -> np.ndarray:
+    """A solution's list of floats as an array: the same float64s ``np.asarray`` makes,
+    without its type discovery per element (~8x the instructions)."""
+    return np.fromiter(values, float, len(values))
 
 
 class SolverError(DlschedError):
@@ -180,24 +195,25 @@ class LinearProgram:
         n_rows, n_cols = matrix.shape
         if isinstance(matrix, Entries):
             matrix = matrix.column_form()
-        lp = highspy.HighsLp()
-        lp.num_col_, lp.num_row_ = n_cols, n_rows
-        lp.col_cost_ = np.asarray(cost, dtype=float)
-        lp.col_lower_, lp.col_upper_ = (np.asarray(b, dtype=float) for b in col_bounds)
-        lp.row_lower_, lp.row_upper_ = (np.asarray(b, dtype=float) for b in row_bounds)
-        lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_ = matrix.start
-        lp.a_matrix_.index_ = matrix.index
-        lp.a_matrix_.value_ = matrix.values
         if highs is None:
             highs = new_solver()
         # a kept solver's last model may have left "simplex" (``solve``): a new one's default
         highs.setOptionValue("solver", "ipm" if n_rows > LARGE_LP_ROWS else "choose")
         self.highs = highs
-        self.highs.passModel(lp)
+        # The model as arrays (highspy's passModel of pointers): a ``HighsLp``'s fields take
+        # a numpy array element by element (a numpy scalar each); every column continuous
+        # (the pointer form reads ``integrality`` for every column: an empty one is not read
+        # as none)
+        (col_lower, col_upper), (row_lower, row_upper) = col_bounds, row_bounds
+        highs.passModel(n_cols, n_rows, len(matrix.index), _COLWISE, _MINIMIZE, 0.0,
+                        _floats(cost), _floats(col_lower), _floats(col_upper),
+                        _floats(row_lower), _floats(row_upper), matrix.start, matrix.index,
+                        _floats(matrix.values), np.zeros(n_cols, dtype=np.int32))
         self.solves = 0
+        self.col_value: np.ndarray | None = None  # the last solve's, when it was optimal
 
     def solve(self) -> np.ndarray:
+        self.col_value = None
         self.highs.run()
         self.solves += 1
         status = self.highs.getModelStatus()
@@ -211,7 +227,9 @@ class LinearProgram:
         if status != highspy.HighsModelStatus.kOptimal:
             raise SolverError(f"HiGHS: {self.highs.modelStatusToString(status)}")
         self.highs.setOptionValue("solver", "simplex")  # re-solves start from the basis
-        return np.asarray(self.highs.getSolution().col_value)
+        # kept for ``StageBasis.keep`` (a solution's vector is a new list at each read)
+        self.col_value = _array(self.highs.getSolution().col_value)
+        return self.col_value
 
     @property
     def objective(self) -> float:
@@ -355,12 +373,12 @@ class StageBasis:
         if not self.index or self.col_of.shape[1] != n_types:
             return
         n, k, kept = len(ids), len(jobs), self.n
-        old = np.fromiter((self.index.get(job_id, -1) for job_id in ids), dtype=np.intp,
-                          count=n)
+        old = np.fromiter(map(self.index.get, ids, repeat(-1, n)), dtype=np.intp, count=n)
         known = old >= 0
         rows = np.full(2 * n + n_types, _BASIC, dtype=np.intp)
-        rows[:n][known] = self.rows[old[known]]
-        rows[n:2 * n][known] = self.rows[kept + old[known]]
+        were = old[known]
+        rows[:n][known] = self.rows[were]
+        rows[n:2 * n][known] = self.rows[kept + were]
         rows[2 * n:] = self.rows[2 * kept:]
         column = np.where(known[jobs], self.col_of[old[jobs], types], -1)
         cols = np.full(k + 1, _LOWER, dtype=np.intp)
@@ -372,19 +390,27 @@ class StageBasis:
         basis.alien = basis.valid = True
         lp.lp.highs.setBasis(basis)
 
-    def keep(self, lp: MaxMinLP, ids: list[str], inverse: np.ndarray,
-             jobs: np.ndarray, types: np.ndarray, n_types: int) -> None:
-        """Keep ``lp``'s basis for every job (``inverse``: its class)."""
+    def keep(self, lp: MaxMinLP, index: dict[str, int], jobs: np.ndarray, types: np.ndarray,
+             n_types: int) -> None:
+        """Keep ``lp``'s basis for every job (``index``: its class; ``job_index``'s, one for
+        both stages: read, never written)."""
         highs = lp.lp.highs
-        solution = highs.getSolution()
         basic = np.asarray(highs.getBasicVariables()[1])
-        self.cols = _codes(np.asarray(solution.col_value), *lp.col_bounds, basic[basic >= 0])
-        self.rows = _codes(np.asarray(solution.row_value), *lp.row_bounds,
+        values = lp.lp.col_value
+        if values is None:  # (a solve that raised: HiGHS' own)
+            values = np.asarray(highs.getSolution().col_value)
+        self.cols = _codes(values, *lp.col_bounds, basic[basic >= 0])
+        self.rows = _codes(_array(highs.getSolution().row_value), *lp.row_bounds,
                            -1 - basic[basic < 0])
         self.n = n = (len(self.rows) - n_types) // 2
         self.col_of = np.full((n, n_types), -1, dtype=np.intp)
         self.col_of[jobs, types] = np.arange(len(jobs))
-        self.index = dict(zip(ids, inverse.tolist(), strict=True))
+        self.index = index
+
+
+def job_index(ids: Sequence[str], inverse: np.ndarray) -> dict[str, int]:
+    """Each job's class (``inverse``) by id, as ``StageBasis.keep`` keeps it."""
+    return dict(zip(ids, inverse.tolist(), strict=True))
 
 
 _LOWER, _BASIC, _UPPER = 0, 1, 2

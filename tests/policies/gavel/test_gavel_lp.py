@@ -111,3 +111,65 @@ def test_warm_start_is_a_policy_option_of_max_min_and_las():
     # the agnostic LP is degenerate in every type: a warm start keeps a job where it ran
     with pytest.raises(ConfigError, match="warm_start"):
         build_policy("gavel-maxmin-agnostic", {"warm_start": "true"})
+
+
+def _as_highs_lp(lp: MaxMinLP):
+    """``lp``'s model as a ``HighsLp`` (the fields the old build set one by one)."""
+    import highspy
+
+    model = lp.lp.highs.getLp()
+    built = highspy.HighsLp()
+    built.num_col_, built.num_row_ = model.num_col_, model.num_row_
+    built.col_cost_, built.col_lower_, built.col_upper_ = (model.col_cost_, model.col_lower_,
+                                                           model.col_upper_)
+    built.row_lower_, built.row_upper_ = model.row_lower_, model.row_upper_
+    built.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    built.a_matrix_.start_ = model.a_matrix_.start_
+    built.a_matrix_.index_ = model.a_matrix_.index_
+    built.a_matrix_.value_ = model.a_matrix_.value_
+    return built
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_model_passed_as_arrays_solves_as_a_highs_lp(seed, monkeypatch):
+    # (a ``HighsLp``'s fields took numpy arrays element by element: ~4% of gavel-las)
+    import highspy
+
+    problem = random_problem(seed)
+    columns, _, _ = single_columns(problem.throughput, problem.scale)
+    offset = np.random.default_rng(seed).uniform(0, 1, problem.n_jobs)
+    with monkeypatch.context() as patch:
+        patch.setattr(highspy, "HighsLp", None)  # not built
+        lp = MaxMinLP(columns, problem.counts, offset, highs=new_solver())
+    model = lp.lp.highs.getLp()
+    assert model.a_matrix_.format_ == highspy.MatrixFormat.kColwise
+    assert model.sense_ == highspy.ObjSense.kMinimize and model.offset_ == 0.0
+    assert set(model.integrality_) <= {highspy.HighsVarType.kContinuous}
+    other = new_solver()
+    other.passModel(_as_highs_lp(lp))
+    x, best = lp.solve()
+    other.run()
+    assert np.array_equal(np.asarray(other.getSolution().col_value), np.append(x, best))
+    assert np.array_equal(np.asarray(other.getSolution().row_value),
+                          np.asarray(lp.lp.highs.getSolution().row_value))
+    assert lp.lp.col_value is not None  # kept for ``StageBasis.keep``
+
+
+def test_both_stages_keep_one_job_index():
+    # (built once a reset: the dict of ~100 ids cost ~50k instructions a stage)
+    problem = random_problem(3, n_jobs=20)
+    warm = WarmStart()
+    value = problem.throughput / problem.equal_share_throughput()[:, None]
+    solve_max_min(value, np.zeros(problem.n_jobs), problem.scale, problem.counts, True, warm,
+                  problem.job_ids)
+    assert warm.first.index is warm.second.index
+    assert set(warm.first.index) == set(problem.job_ids)
+
+
+def test_a_solution_list_becomes_the_array_np_asarray_makes():
+    from dlsched.policies.gavel.lp import _array
+
+    values = [0.0, -0.0, 1.5, 1e-300, -2.25e17, float("inf"), 0.1 + 0.2]
+    made = _array(values)
+    assert made.dtype == np.float64
+    assert made.tobytes() == np.asarray(values).tobytes()
