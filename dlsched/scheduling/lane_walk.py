@@ -40,7 +40,7 @@ class LaneWalk(FreeBooks):
     def __init__(self, lane: TiresiasLane) -> None:
         FreeBooks.__init__(self, lane._layout, lane.largest)  # type: ignore[arg-type]
         self.lane = lane
-        self.profile, self.sort, self.futile = lane.profile, lane.sort, lane.profile.futile
+        self.sort, self.futile = lane.sort, lane.profile.futile  # (its profile: ``lane``'s)
         self.every_node = lane.every_node  # the static mask of a whole job on any node
         self.arrays: tuple | None = None  # the core's read-only books the views are of
         self.node_versions: memoryview | None = None
@@ -86,7 +86,7 @@ class LaneWalk(FreeBooks):
                                stop_reason=self.stop_reason, books=_tuple(HandedBooks, (
                                    snapshot.free, snapshot.running_changes, self.node_gpus,
                                    self.node_free, self.taken,
-                                   self.whole_before - self.whole)))
+                                   self.whole_before - self.whole, self.moved)))
         return result
 
     def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
