@@ -919,7 +919,7 @@ class Scheduler:
         job.run_seconds += held
         if self.resilience is not None:
             self.resilience.settled(job, job.productive_from, now, total)
-        if held > 0:
+        if held > 0.0:
             spent, kind = self.type_seconds, self._one_type
             if kind is not None:  # ``_charge_types``' first case, inlined: a call a stop
                 charged = spent[kind]
