@@ -5,8 +5,9 @@ lookup and a call with the field's name per field). ``slot_builder`` writes the 
 ``__init__`` as ``dataclasses`` writes its code, over a twin class: the same slots in the same
 order, without the frozen ``__setattr__``, so each field is a plain slot store (the
 interpreter's specialized one); the finished instance is then given the class itself
-(``__class__`` assignment, which CPython allows between classes of the same slots). Where the
-class's layout does not allow it, the fields are set through the slots' own descriptors (a
+(``__class__`` assignment, which CPython allows between classes of the same slots, or of none:
+a class without slots keeps its fields in the instance's dict, as its ``__init__`` would).
+Where the class's layout does not allow it, the fields are set through the slots' own descriptors (a
 call each: a ``Start`` of four fields cost ~4,200 instructions that way, ~1,700 the twin's,
 issue 14). It skips ``__post_init__``: use it only for a class without one, or where the
 caller has already made the checks the class would (``JobSpec``'s ``plain_spec``).
@@ -31,9 +32,11 @@ def slot_builder(cls: type[T], params: Sequence[str] | None = None) -> Callable[
     scope: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": twin}
     signature, body = [], []
     for index, spec in enumerate(every):
-        if spec.default_factory is not MISSING:  # type: ignore[misc]
+        if spec.default_factory is not MISSING and (  # type: ignore[misc]
+                params is None or spec.name not in names):  # (passed: no default asked)
             raise TypeError(f"{cls.__name__}.{spec.name}: a default factory is not supported")
-        scope[f"_set{index}"] = getattr(cls, spec.name).__set__
+        if twin is None:
+            scope[f"_set{index}"] = getattr(cls, spec.name).__set__
         if spec.name in names:
             value = spec.name
         elif spec.default is MISSING:
@@ -59,13 +62,14 @@ def slot_builder(cls: type[T], params: Sequence[str] | None = None) -> Callable[
 
 
 def _twin_of(cls: type, names: list[str]) -> type | None:
-    """A class of ``cls``'s slots (its fields, in order) and nothing else, whose instances may
-    become ``cls``'s (tried once here); None where ``cls`` has other bases, other slots or a
-    layout such an assignment refuses."""
+    """A class of ``cls``'s slots (its fields, in order) and nothing else, or of no slots
+    where ``cls`` has none (its fields in the instance's dict), whose instances may become
+    ``cls``'s (tried once here); None where ``cls`` has other bases, other slots or a layout
+    such an assignment refuses."""
     slots = cls.__dict__.get("__slots__")
-    if cls.__bases__ != (object,) or slots is None or list(slots) != names:
+    if cls.__bases__ != (object,) or (slots is not None and list(slots) != names):
         return None
-    twin = type(f"_{cls.__name__}Twin", (), {"__slots__": tuple(slots)})
+    twin = type(f"_{cls.__name__}Twin", (), {} if slots is None else {"__slots__": tuple(slots)})
     try:
         probe = object.__new__(twin)
         probe.__class__ = cls

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from dlsched.perf.model import Placement
-from dlsched.scheduling.decisions import Preempt, Start
+from dlsched.scheduling.decisions import CycleResult, Preempt, Start
 from dlsched.sim.result import JobRecord
 from dlsched.slots import slot_builder
 from dlsched.workload.job import JobSpec, plain_spec
@@ -90,3 +90,19 @@ def test_builder_of_a_subclass_sets_its_fields_through_the_descriptors() -> None
     build = slot_builder(Derived)
     assert build.__globals__["_twin"] is None
     assert build(1) == Derived(1) and type(build(1, "y")) is Derived and build(1, "y").b == "y"
+
+
+def test_builder_of_a_class_without_slots_fills_its_dict_as_its_init_would() -> None:
+    """A frozen dataclass without slots (``CycleResult``, one a Tiresias lane cycle): a twin
+    of no slots, then ``__class__``; fields passed that have a default factory are taken as
+    given (one not passed still refuses: no factory is called)."""
+    build = slot_builder(CycleResult, ("starts", "reasons", "next_wakeup", "blocked"))
+    assert build.__globals__["_twin"] is not None
+    made = build((), {"j1": "why"}, 7.0, {})
+    expected = CycleResult(reasons={"j1": "why"}, next_wakeup=7.0)
+    assert type(made) is CycleResult and made == expected and repr(made) == repr(expected)
+    assert list(vars(made)) == list(vars(expected))  # the fields, in order, in its dict
+    with pytest.raises(AttributeError):
+        made.next_wakeup = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError, match="default factory"):
+        slot_builder(CycleResult, ("starts",))
