@@ -184,7 +184,7 @@ class DiscretizedLas:
         queue = bisect.bisect_right(self.thresholds, service + SERVICE_TOLERANCE)
         if queue and state is not None and self.promote_knob and job.status in _WAITING:
             executed = self._executed.get(job_id, 0.0)
-            if executed > 0 and (job_id in self._promoted or now - job.queued_since
+            if executed > 0.0 and (job_id in self._promoted or now - job.queued_since
                                  >= self.promote_knob * executed
                                  - self._waited.get(job_id, 0.0)):
                 return 0
@@ -220,7 +220,7 @@ class DiscretizedLas:
         if not knob:
             return
         executed = self._executed.get(job_id, 0.0) + job.last_run_seconds
-        if executed <= 0:
+        if executed <= 0.0:
             return
         self._executed[job_id] = executed
         if queue > 0:  # queue 0 is never promoted
@@ -320,7 +320,7 @@ class DiscretizedLas:
             return False
         job_id = job.job_id
         executed = self._executed.get(job_id, 0.0)
-        if executed <= 0:
+        if executed <= 0.0:
             return False
         if job_id in self._promoted:
             return True
@@ -408,7 +408,7 @@ class DiscretizedLas:
         ``last_pending_time`` only then). ``_starves``' test, inlined."""
         job_id = job.job_id
         executed = self._executed.get(job_id, 0.0)
-        if executed <= 0:  # neither starving nor counting its waits
+        if executed <= 0.0:  # neither starving nor counting its waits
             return False
         waited = self._waited.get(job_id, 0.0)
         if job.status in _WAITING and (job_id in self._promoted or (
@@ -492,7 +492,7 @@ class DiscretizedLas:
         is its level: ``on_waiting``; a promoted one is filed under 0)."""
         job_id = job.job_id
         executed = self._executed.get(job_id, 0.0)
-        return executed > 0 and (job_id in self._promoted or state.snapshot.now
+        return executed > 0.0 and (job_id in self._promoted or state.snapshot.now
                                  - job.queued_since >= self.promote_knob * executed
                                  - self._waited.get(job_id, 0.0))
 
@@ -511,7 +511,7 @@ class DiscretizedLas:
         if not knob or job.status not in _WAITING:
             return True
         executed = self._executed.get(job_id, 0.0)
-        if executed <= 0:
+        if executed <= 0.0:
             return True
         if job_id in self._promoted:
             return False
@@ -540,7 +540,7 @@ class DiscretizedLas:
             queue = self.queue_of(state, job)
         elif queue and self.promote_knob:  # ``_starving_now``, inlined
             executed = self._executed.get(job_id, 0.0)
-            if executed > 0 and (job_id in self._promoted or state.snapshot.now
+            if executed > 0.0 and (job_id in self._promoted or state.snapshot.now
                                  - job.queued_since >= self.promote_knob * executed
                                  - self._waited.get(job_id, 0.0)):
                 queue = 0

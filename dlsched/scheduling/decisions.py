@@ -67,7 +67,11 @@ class HandedBooks(NamedTuple):
     ``node_gpus``: each node the cycle touched, its GPUs' free shares after; ``node_free``:
     every node's wholly free GPUs after (bytes); ``taken``: the GPUs each node gave to
     starts (with the change of its count, the starts and stops that touched it:
-    ``node_version``); ``used``: the GPUs taken less those given back. A named tuple:
+    ``node_version``); ``used``: the GPUs taken less those given back; ``moved``: the GPUs
+    each stop gave back and each start took, in the walk's order, with their free share
+    after (the only GPUs of the touched nodes whose share moved: the core writes those
+    alone, in that order, a memoryview item each, where a node's slice cost ~4k
+    instructions). A named tuple:
     one is made a cycle, as ``tuple.__new__(HandedBooks, fields)`` (no Python-level call)."""
 
     free: object
@@ -76,6 +80,7 @@ class HandedBooks(NamedTuple):
     node_free: bytearray
     taken: dict[int, int]
     used: int
+    moved: list[tuple[tuple[int, ...], float]]
 
 
 @dataclass(frozen=True)

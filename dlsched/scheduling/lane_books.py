@@ -49,6 +49,8 @@ class FreeBooks:
         # Each touched node's GPUs' free shares (a cycle touches a few of its nodes).
         self.node_gpus: dict[int, list[float]] = {}
         self.taken: dict[int, int] = {}  # GPUs each node gave to starts (``HandedBooks``)
+        # The GPUs that changed hands, in order, with their share after (``HandedBooks``)
+        self.moved: list[tuple[tuple[int, ...], float]] = []
         self.marked = evicted
 
     def _gpus_of(self, node: int) -> list[float]:
@@ -60,8 +62,8 @@ class FreeBooks:
     def give_back(self, victims: Iterable[Job]) -> None:
         """``shift_free`` of each victim's shares: each of its GPUs goes from 0 free to 1 (every
         share whole, held by the victim alone), the node's whole count kept in step."""
-        node_gpus, gpu_node, first_gpu, node_free = (self.node_gpus, self.gpu_node,
-                                                     self.first_gpu, self.node_free)
+        node_gpus, gpu_node, first_gpu, node_free, moved = (
+            self.node_gpus, self.gpu_node, self.first_gpu, self.node_free, self.moved)
         whole = self.whole
         for victim in victims:
             node, shares, first = -1, [], 0
@@ -72,6 +74,7 @@ class FreeBooks:
                     shares, first = node_gpus.get(node) or self._gpus_of(node), first_gpu[node]
                 shares[gpu - first] = 1.0
                 node_free[node] += 1
+            moved.append((allocation, 1.0))
             whole += len(allocation)
         self.whole = whole
 
@@ -115,18 +118,22 @@ class FreeBooks:
             chosen = tuple(compress(ids, self.free[ids.start:ids.stop] if gpus is None
                                     else gpus))
             self.node_gpus[node] = [0.0] * len(ids)
+            self.moved.append((chosen, 0.0))
             return chosen
         gpus = self.node_gpus.get(node) or self._gpus_of(node)
         first = self.first_gpu[node]
         if room == len(gpus):  # every GPU wholly free: the lowest ``count``
             gpus[:count] = [0.0] * count
-            return tuple(range(first, first + count))
-        chosen, at, position = [], -1, gpus.index
-        for _ in range(count):  # the lowest ``count`` wholly free, found in C
-            at = position(1.0, at + 1)
-            gpus[at] = 0.0
-            chosen.append(first + at)
-        return tuple(chosen)
+            chosen = tuple(range(first, first + count))
+        else:
+            picked, at, position = [], -1, gpus.index
+            for _ in range(count):  # the lowest ``count`` wholly free, found in C
+                at = position(1.0, at + 1)
+                gpus[at] = 0.0
+                picked.append(first + at)
+            chosen = tuple(picked)
+        self.moved.append((chosen, 0.0))
+        return chosen
 
     # -- the victim search (``_fewest_victims`` with ``_enough_room``, every node usable) --
     def fewest_victims(self, need: int, candidates: Iterable[Job]) -> tuple[Job, ...]:

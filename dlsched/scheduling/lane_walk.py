@@ -25,10 +25,13 @@ if TYPE_CHECKING:
 
 _NEVER = 1 << 62
 _NO_SINGLE_TEXT = str(_NO_SINGLE)
-_RESULT_DEFAULTS = CycleResult().__dict__
 # ``Start(...)`` and ``Preempt(...)`` without their frozen ``__init__`` (~10^6 of each on the
 # contended Philly table)
 _new_start, _new_preempt = slot_builder(Start), slot_builder(Preempt)
+# ``CycleResult(...)`` of a lane cycle, one a cycle (~10^6; its ``__dict__`` updated with
+# keywords cost ~9.6k instructions, ~3.6k so)
+_new_result = slot_builder(CycleResult, ("starts", "preemptions", "reasons", "next_wakeup",
+                                         "blocked", "bulk_reasons", "stop_reason", "books"))
 _tuple = tuple.__new__  # ``HandedBooks(...)`` without its Python-level ``__new__``
 
 
@@ -40,7 +43,7 @@ class LaneWalk(FreeBooks):
     def __init__(self, lane: TiresiasLane) -> None:
         FreeBooks.__init__(self, lane._layout, lane.largest)  # type: ignore[arg-type]
         self.lane = lane
-        self.profile, self.sort, self.futile = lane.profile, lane.sort, lane.profile.futile
+        self.sort, self.futile = lane.sort, lane.profile.futile  # (its profile: ``lane``'s)
         self.every_node = lane.every_node  # the static mask of a whole job on any node
         self.arrays: tuple | None = None  # the core's read-only books the views are of
         self.node_versions: memoryview | None = None
@@ -79,15 +82,11 @@ class LaneWalk(FreeBooks):
         self._begin(snapshot)
         bulk = self._scan(buckets)
         wakeup = self.sort.next_wakeup(self.state)
-        result = object.__new__(CycleResult)  # the frozen ``__init__`` sets field by field
-        result.__dict__.update(_RESULT_DEFAULTS, starts=tuple(self.starts),
-                               preemptions=tuple(self.preemptions), reasons=self.reasons,
-                               next_wakeup=wakeup, blocked={}, bulk_reasons=bulk,
-                               stop_reason=self.stop_reason, books=_tuple(HandedBooks, (
-                                   snapshot.free, snapshot.running_changes, self.node_gpus,
-                                   self.node_free, self.taken,
-                                   self.whole_before - self.whole)))
-        return result
+        return _new_result(tuple(self.starts), tuple(self.preemptions), self.reasons, wakeup,
+                           {}, bulk, self.stop_reason, _tuple(HandedBooks, (
+                               snapshot.free, snapshot.running_changes, self.node_gpus,
+                               self.node_free, self.taken, self.whole_before - self.whole,
+                               self.moved)))
 
     def _scan(self, buckets: Any) -> tuple[tuple[Hashable, str], ...]:
         """``scan_buckets`` for jobs of one shape: a bucket is dropped at its first job

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import time
-from array import array
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from functools import partial
@@ -93,7 +92,7 @@ class Scheduler:
                  '_bulk_reasons', '_stopped', '_waiting_hooks', '_relaunch_hooks',
                  '_key_changes', '_reason_seq', 'running', 'journal', 'free',
                  'node_free', 'node_version', '_views', '_books', 'resources',
-                 '_resources_view', 'beyond_gpu_jobs', '_gpu_node', '_node_first',
+                 '_resources_view', 'beyond_gpu_jobs', '_gpu_node',
                  '_node_type', 'type_seconds', '_one_type', 'used_gpus', 'timeline',
                  'cycles', 'cycle_seconds', '_max_workers_cache', 'queue_reasons',
                  'fractional_jobs', 'rerater', 'sharing', 'down_nodes', 'down_changes',
@@ -168,7 +167,6 @@ class Scheduler:
         self._resources_view = self.resources.read_only()
         self.beyond_gpu_jobs = 0  # submitted jobs that ask for more than GPU compute (ever)
         self._gpu_node = cluster.gpu_node.tolist()  # Python ints: cheaper to index one by one
-        self._node_first = cluster.node_first_gpu.tolist()  # each node's first GPU
         self._node_type = [node.gpu_type for node in cluster.nodes]
         # GPU-seconds held per GPU type by settled runs (``gpu_seconds_by_type`` adds the
         # running ones); the timeline keeps only the cluster total.
@@ -681,14 +679,17 @@ class Scheduler:
                 and used.is_integer() and -_EXACT < used < _EXACT)
 
     def _write_books(self, books: HandedBooks) -> None:
-        """Write handed books: each touched node's GPUs' free shares and wholly free count,
-        and its version moved by the GPUs that changed hands there, as the starts and stops
-        would have moved it one GPU at a time (gave back = the count's change + taken)."""
+        """Write handed books: the free share of each GPU that changed hands (the touched
+        nodes' other GPUs keep theirs), each touched node's wholly free count, and its
+        version moved by the GPUs that changed hands there, as the starts and stops would
+        have moved it one GPU at a time (gave back = the count's change + taken)."""
         free, node_free, node_version = self._books
-        firsts, counts, taken = self._node_first, books.node_free, books.taken
-        for node, shares in books.node_gpus.items():
-            first, count = firsts[node], counts[node]
-            free[first:first + len(shares)] = array("d", shares)
+        for gpus, share in books.moved:  # (a GPU given back, then taken: taken)
+            for gpu in gpus:
+                free[gpu] = share
+        counts, taken = books.node_free, books.taken
+        for node in books.node_gpus:
+            count = counts[node]
             node_version[node] += count - node_free[node] + 2 * taken.get(node, 0)
             node_free[node] = count
         self.used_gpus += books.used  # whole numbers below 2**52: exact, as each step was
@@ -1027,7 +1028,7 @@ class Scheduler:
         job.run_seconds += held
         if self.resilience is not None:
             self.resilience.settled(job, job.productive_from, now, total)
-        if held > 0:
+        if held > 0.0:
             spent, kind = self.type_seconds, self._one_type
             if kind is not None:  # ``_charge_types``' first case, inlined: a call a stop
                 charged = spent[kind]

@@ -26,7 +26,7 @@ class SimExecutor:
         self._heap, self._numbering = events.heap, events.numbering
 
     def start(self, job: Job, now: float) -> None:
-        if job.rate <= 0:
+        if job.rate <= 0.0:  # (a float literal: a float comparison the interpreter specializes)
             return  # cannot progress here; a policy that allows this will preempt it later
         spec = job.spec
         ends_at = spec.ends_at
