@@ -386,3 +386,16 @@ def test_a_state_the_filter_does_not_know_answers_a_page_naming_it(
     assert page(handle, "/?state=active").status_code == 200
     assert page(handle, "/?state=").status_code == 200
     assert page(handle, "/?state=any").status_code == 200  # the choice the list names
+
+
+def test_a_jobs_throughput_chart_leaves_the_time_between_attempts_blank() -> None:
+    """A job that failed twice and was retried after a backoff read as one line at its
+    speed across the gaps, as if it had run meanwhile: each attempt is its own line."""
+    from dlsched.runtime.dashboard.charts import Series, time_chart
+
+    times, speeds = [0.0, 1.0, 2.0, 10.0, 11.0, 20.0], [100.0, 120.0, 110.0, 90.0, 95.0, 80.0]
+    chart = time_chart(Series(times, speeds, runs=[1, 1, 1, 2, 2, 3]), "samples per second")
+    assert chart.count('<polyline class="chart-line"') == 3
+    assert chart.count('<polygon class="chart-area"') == 3
+    single = time_chart(Series(times, speeds), "samples per second")
+    assert single.count('<polyline class="chart-line"') == 1

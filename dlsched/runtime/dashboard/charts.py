@@ -19,6 +19,20 @@ class Series:
     values: Sequence[float]
     ceiling: float | None = None  # drawn as a dashed line (capacity)
     unit: str = ""
+    # per point, the run it belongs to (a job's attempt): a new run starts a new line, so the
+    # time between two attempts (a backoff, a wait in the queue) is left blank, not drawn as
+    # a straight line across it as if the job had run meanwhile
+    runs: Sequence[int | None] = ()
+
+
+def _runs(series: Series) -> list[tuple[int, int]]:
+    """``(first, end)`` index ranges of the series' points, one per run (all one without
+    ``runs``)."""
+    if not series.runs:
+        return [(0, len(series.times))]
+    bounds = [i for i in range(1, len(series.runs)) if series.runs[i] != series.runs[i - 1]]
+    starts, ends = [0, *bounds], [*bounds, len(series.times)]
+    return list(zip(starts, ends, strict=True))
 
 
 def time_chart(series: Series, title: str) -> str:
@@ -31,14 +45,15 @@ def time_chart(series: Series, title: str) -> str:
     top = max([*series.values, series.ceiling or 0.0, 1e-9]) * 1.05
     x = _scale(t0, t1 if t1 > t0 else t0 + 1, LEFT, WIDTH - RIGHT)
     y = _scale(0.0, top, HEIGHT - BOTTOM, TOP)
-    line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(series.times, series.values,
-                                                               strict=True))
-    area = (f"{x(series.times[0]):.1f},{y(0):.1f} {line} "
-            f"{x(series.times[-1]):.1f},{y(0):.1f}")
     parts = [f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '
-             f'aria-label="{escape(title)}">',
-             f'<polygon class="chart-area" points="{area}"/>',
-             f'<polyline class="chart-line" points="{line}"/>']
+             f'aria-label="{escape(title)}">']
+    for first, end in _runs(series):
+        line = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in zip(
+            series.times[first:end], series.values[first:end], strict=True))
+        area = (f"{x(series.times[first]):.1f},{y(0):.1f} {line} "
+                f"{x(series.times[end - 1]):.1f},{y(0):.1f}")
+        parts += [f'<polygon class="chart-area" points="{area}"/>',
+                  f'<polyline class="chart-line" points="{line}"/>']
     if series.ceiling is not None:
         parts.append(f'<line class="chart-ceiling" x1="{LEFT}" x2="{WIDTH - RIGHT}" '
                      f'y1="{y(series.ceiling):.1f}" y2="{y(series.ceiling):.1f}"/>')

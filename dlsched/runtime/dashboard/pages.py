@@ -170,7 +170,8 @@ def job_page(service: Service, job_id: str) -> JobPage:
     reports = overview.progress(service, job_id)
     speeds = [r for r in reports if r.samples_per_second is not None]
     chart = time_chart(Series([r.time for r in speeds],
-                              [r.samples_per_second or 0.0 for r in speeds]),
+                              [r.samples_per_second or 0.0 for r in speeds],
+                              runs=[r.attempt for r in speeds]),
                        "samples per second")
     kinds = Counter(event.kind for event in events)
     return JobPage(job, shown_status(job), events, kinds["preempted"], kinds["resized"], reports,
