@@ -195,3 +195,29 @@ def test_an_address_with_a_bad_value_reads_as_a_page_that_leads_back(
             assert page.url == handle.url + "/?state=active"
         finally:
             browser.close()
+
+
+def test_a_phone_wide_window_keeps_the_filters_and_a_jobs_id_in_reach(
+        live: Callable[..., Live]) -> None:
+    """At 420 px the job filter's form stayed one row: "submitted by" and the Filter button
+    lay past the card's edge, out of sight; and a job's page broke its id in the heading at
+    the hyphen ('job-' above '000004')."""
+    handle = live()
+    job_id = submit(handle, [sys.executable, "-c", "import time; time.sleep(600)"], 1,
+                    name="an-elastic-run")
+    lines = ("(cell) => { const text = document.createRange(); text.selectNodeContents(cell); "
+             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
+    with sync_api.sync_playwright() as playwright:
+        browser = headless_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 420, "height": 900})
+            page.goto(handle.url + "/")
+            button = page.locator("form.filters button[type=submit]")
+            sync_api.expect(button).to_be_visible(timeout=WAIT_MS)
+            for control in (button, page.locator("form.filters select[name=user]")):
+                assert control.evaluate("(e) => e.getBoundingClientRect().right") <= 420
+            page.goto(f"{handle.url}/jobs/{job_id}")
+            sync_api.expect(page.locator("h1")).to_contain_text(job_id, timeout=WAIT_MS)
+            assert page.eval_on_selector("h1 .id", lines) == 1
+        finally:
+            browser.close()
