@@ -345,6 +345,14 @@ class Store:
         with self.session() as session:
             return sorted(name for name in session.scalars(query) if name)
 
+    def job_queues(self, queues: Iterable[str] | None = None) -> list[str]:
+        """Every queue a job was submitted to (one of ``queues``), ended jobs' too, sorted."""
+        query = select(JobRow.queue).distinct()
+        if queues is not None:
+            query = query.where(JobRow.queue.in_(tuple(queues)))
+        with self.session() as session:
+            return sorted(session.scalars(query))
+
     def unfinished(self) -> list[JobRow]:
         return self.jobs(statuses=UNFINISHED, limit=None)
 

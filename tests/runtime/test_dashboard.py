@@ -5,6 +5,7 @@ endpoint, and the API endpoints it draws from (``/v1/tenants``, ``/v1/utilizatio
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -399,3 +400,17 @@ def test_a_jobs_throughput_chart_leaves_the_time_between_attempts_blank() -> Non
     assert chart.count('<polygon class="chart-area"') == 3
     single = time_chart(Series(times, speeds), "samples per second")
     assert single.count('<polyline class="chart-line"') == 1
+
+
+def test_a_queue_whose_jobs_all_ended_is_one_the_filter_offers(
+        live: Callable[..., Live]) -> None:
+    """A queue with no job waiting or running was missing from the queue filter: its ended
+    jobs could not be picked, and ``/?queue=team-b`` read "team-b (no such queue)" above
+    team-b's own jobs."""
+    handle = live()
+    job_id = submit(handle, [sys.executable, "-c", "pass"], 1, queue="team-b", name="done")
+    wait_status(handle, job_id, "finished")
+    chosen = page(handle, "/?queue=team-b").text
+    assert '<option value="team-b" selected>team-b</option>' in chosen
+    assert "(no such queue)" not in chosen and f'href="/jobs/{job_id}"' in chosen
+    assert '<option value="team-b" >team-b</option>' in page(handle, "/").text

@@ -95,9 +95,17 @@ def overview_page(service: Service, caller: Principal, wanted: JobFilter,
     return Overview(cluster, _types(service, cluster), queues,
                     overview.tenant_views(service, caller.queues),
                     job_lines(service, caller, wanted), counts, chart, hours, wanted,
-                    sorted(q.name for q in queues), service.store.submitters(caller.queues),
+                    _queue_names(service, caller, queues),
+                    service.store.submitters(caller.queues),
                     usage.end - usage.start < hours * 3600.0 - 1.0,
                     _matching(service, caller, wanted))
+
+
+def _queue_names(service: Service, caller: Principal, queues: list[Any]) -> list[str]:
+    """The job filter's queues: those listed (with waiting or running jobs) and every queue
+    whose jobs have all ended. A queue of ended jobs only read "team-b (no such queue)" above
+    its own jobs, and could not be picked at all."""
+    return sorted({q.name for q in queues} | set(service.store.job_queues(caller.queues)))
 
 
 def _matching(service: Service, caller: Principal, wanted: JobFilter) -> int:
