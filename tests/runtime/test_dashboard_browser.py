@@ -221,3 +221,24 @@ def test_a_phone_wide_window_keeps_the_filters_and_a_jobs_id_in_reach(
             assert page.eval_on_selector("h1 .id", lines) == 1
         finally:
             browser.close()
+
+
+def test_a_phone_wide_window_keeps_the_signed_in_header_on_whole_words(
+        live: Callable[..., Live]) -> None:
+    """At 420 px, signed in, the header broke "live, updated 01:35:13" and "log out" over two
+    lines each: its items stay whole, and the row wraps, not the page sideways."""
+    handle = live(token=TOKEN)
+    lines = ("(e) => { const text = document.createRange(); text.selectNodeContents(e); "
+             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
+    with sync_api.sync_playwright() as playwright:
+        browser = headless_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 420, "height": 900})
+            page.goto(f"{handle.url}/?token={TOKEN}")
+            status = page.locator("#live-status")
+            sync_api.expect(status).to_contain_text("live, updated", timeout=WAIT_MS)
+            assert status.evaluate(lines) == 1
+            assert page.eval_on_selector("header.top button.link", lines) == 1
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= 420
+        finally:
+            browser.close()
