@@ -242,3 +242,26 @@ def test_a_phone_wide_window_keeps_the_signed_in_header_on_whole_words(
             assert page.evaluate("() => document.documentElement.scrollWidth") <= 420
         finally:
             browser.close()
+
+
+def test_a_jobs_attempt_and_event_times_stay_on_one_line(live: Callable[..., Live]) -> None:
+    """In the attempts card (half the page at 1400 px) an attempt's start read "2026-12-08"
+    over "01:34:35", on three lines beside a long message; at 420 px the events' times did."""
+    handle = live()
+    message = "import sys; print('x'); sys.exit('a rather long reason to fail ' * 4)"
+    job_id = submit(handle, [sys.executable, "-c", message], 1)
+    lines = ("(e) => { const text = document.createRange(); text.selectNodeContents(e); "
+             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
+    with sync_api.sync_playwright() as playwright:
+        browser = headless_chromium(playwright)
+        try:
+            for width in (1400, 420):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.goto(f"{handle.url}/jobs/{job_id}")
+                sync_api.expect(page.locator("#attempts td.when").first).to_be_visible(
+                    timeout=WAIT_MS)
+                assert page.eval_on_selector("#attempts td.when", lines) == 1, width
+                assert page.eval_on_selector("#events td.when", lines) == 1, width
+                page.close()
+        finally:
+            browser.close()
