@@ -409,8 +409,9 @@ class Service:
             now = self.clock.now()
             self.core.launched(launch.job_id, now)
             self.batch.attempt_launched(launch.job_id, launch.attempt, now, launch.pids)
-            self.event(launch.job_id, "started",
-                       f"attempt {launch.attempt}, pids {list(launch.pids)}", now)
+            # a command that cannot start has no worker: "pids []" read as if it ran
+            started = f"pids {list(launch.pids)}" if launch.pids else "no worker started"
+            self.event(launch.job_id, "started", f"attempt {launch.attempt}, {started}", now)
 
     # -- state changes --------------------------------------------------------------------
     def event(self, job_id: str, kind: str, message: str, now: float | None = None) -> None:

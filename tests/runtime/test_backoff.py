@@ -69,3 +69,7 @@ def test_a_command_that_cannot_start_fails_at_once(live: Callable[..., Live]) ->
     assert detail["pending_reason"] == (
         "attempt 1 failed: could not start its workers: dlsched-no-such-program-s35: not "
         "found on PATH (not retried: the command cannot start)")
+    # its "started" event read "attempt 1, pids []", as if it had run with no process
+    started = [e["message"] for e in handle.http.get(f"/v1/jobs/{job_id}/events").json()
+               if e["kind"] == "started"]
+    assert started == ["attempt 1, no worker started"]
