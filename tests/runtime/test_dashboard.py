@@ -414,3 +414,21 @@ def test_a_queue_whose_jobs_all_ended_is_one_the_filter_offers(
     assert '<option value="team-b" selected>team-b</option>' in chosen
     assert "(no such queue)" not in chosen and f'href="/jobs/{job_id}"' in chosen
     assert '<option value="team-b" >team-b</option>' in page(handle, "/").text
+
+
+def test_the_headers_api_link_opens_a_page_that_needs_no_internet(
+        live: Callable[..., Live]) -> None:
+    """The header's "API" opened ``/docs``, Swagger UI, whose scripts come from a CDN: on a
+    cluster without the internet a blank page. It opens a list of the API's paths, made on
+    the server, with the schema and ``/docs`` linked."""
+    handle = live(token=TOKEN)
+    overview = page(handle, "/", cookie=TOKEN).text
+    assert '<a class="muted" href="/api">API</a>' in overview
+    listing = page(handle, "/api")
+    assert listing.status_code == 200 and "cdn." not in listing.text.replace(
+        "cdn.jsdelivr.net:", "")  # named in the text, never loaded
+    assert "<script src=\"http" not in listing.text and 'href="/openapi.json"' in listing.text
+    assert "<td><code>GET</code></td><td class=\"path\"><code>/v1/jobs</code></td>" in (
+        listing.text)
+    assert "<td><code>DELETE</code></td><td class=\"path\"><code>/v1/jobs/{job_id}</code>" in (
+        listing.text)  # cancel

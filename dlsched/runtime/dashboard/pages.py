@@ -186,3 +186,27 @@ def job_page(service: Service, job_id: str) -> JobPage:
                    progress_text(job.last_progress) if job.last_progress else "", chart,
                    views.log_tail(service, job_id, LOG_BYTES),
                    gpu_names(service, {g for a in job.attempt_history for g in a.gpus}))
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    summary: str
+
+
+METHODS = ("get", "post", "put", "patch", "delete")
+
+
+def endpoints(schema: dict[str, Any]) -> list[Endpoint]:
+    """The REST API's operations, from its OpenAPI schema: the dashboard's "API" page lists
+    them on the server, where ``/docs`` (Swagger UI) loads its scripts from a CDN and is a
+    blank page on a cluster without the internet."""
+    found = []
+    for path, operations in schema.get("paths", {}).items():
+        for method in METHODS:
+            operation = operations.get(method)
+            if operation is not None:
+                summary = operation.get("summary") or operation.get("description", "")
+                found.append(Endpoint(method.upper(), path, summary.split("\n")[0]))
+    return found

@@ -213,6 +213,13 @@ def router(service: Service) -> APIRouter:
         answer.delete_cookie(COOKIE, path="/")
         return answer
 
+    @r.get("/api", response_class=HTMLResponse)
+    def api_page(request: Request) -> Response:
+        """The REST API's paths, listed here: ``/docs`` needs the internet (a CDN's
+        scripts). Open, as ``/openapi.json`` is: it says nothing about jobs."""
+        return render("api.html", caller=caller_of(request),
+                      endpoints=pages.endpoints(request.app.openapi()))
+
     @r.get("/static/{name}")
     def static(name: str) -> Response:
         if name not in STATIC:
