@@ -432,3 +432,22 @@ def test_the_headers_api_link_opens_a_page_that_needs_no_internet(
         listing.text)
     assert "<td><code>DELETE</code></td><td class=\"path\"><code>/v1/jobs/{job_id}</code>" in (
         listing.text)  # cancel
+
+
+def test_a_jobs_page_says_when_its_chart_shows_only_the_last_reports(
+        live: Callable[..., Live], out: Path) -> None:
+    """At the 500 reports a job keeps, the page still read "500 reports of its workers, kept
+    since the service started", as if the chart went back to the job's start."""
+    handle = live()
+    handle.service.progress_log.per_job = 3
+    job_id = submit(handle, worker("sleep", out, 600), 1)
+    wait_status(handle, job_id, "running")
+    for step in (1, 2):
+        handle.http.post(f"/v1/jobs/{job_id}/progress",
+                         json={"step": step, "samples_per_second": 10.0})
+    assert "2 reports of its workers" in page(handle, f"/jobs/{job_id}").text
+    for step in (3, 4):
+        handle.http.post(f"/v1/jobs/{job_id}/progress",
+                         json={"step": step, "samples_per_second": 10.0})
+    html = page(handle, f"/jobs/{job_id}").text
+    assert "The last 3 reports of its workers" in html and "kept since" not in html

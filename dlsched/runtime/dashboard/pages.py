@@ -162,6 +162,7 @@ class JobPage:
     chart: str
     log: str
     gpu_names: dict[int, str]  # a GPU id -> node:index, as the overview and "on" name it
+    reports_kept: int = 0  # the most reports kept per job: the chart shows the last ones
 
 
 def gpu_names(service: Service, gpus: Any) -> dict[int, str]:
@@ -185,7 +186,8 @@ def job_page(service: Service, job_id: str) -> JobPage:
     return JobPage(job, shown_status(job), events, kinds["preempted"], kinds["resized"], reports,
                    progress_text(job.last_progress) if job.last_progress else "", chart,
                    views.log_tail(service, job_id, LOG_BYTES),
-                   gpu_names(service, {g for a in job.attempt_history for g in a.gpus}))
+                   gpu_names(service, {g for a in job.attempt_history for g in a.gpus}),
+                   service.progress_log.per_job)
 
 
 @dataclass(frozen=True)
