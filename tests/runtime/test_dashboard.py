@@ -432,6 +432,7 @@ def test_the_headers_api_link_opens_a_page_that_needs_no_internet(
         listing.text)
     assert "<td><code>DELETE</code></td><td class=\"path\"><code>/v1/jobs/{job_id}</code>" in (
         listing.text)  # cancel
+    assert "GPUs held by running attempts over the last hours" in listing.text
 
 
 def test_a_jobs_page_says_when_its_chart_shows_only_the_last_reports(

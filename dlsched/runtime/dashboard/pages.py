@@ -209,6 +209,8 @@ def endpoints(schema: dict[str, Any]) -> list[Endpoint]:
         for method in METHODS:
             operation = operations.get(method)
             if operation is not None:
-                summary = operation.get("summary") or operation.get("description", "")
-                found.append(Endpoint(method.upper(), path, summary.split("\n")[0]))
+                # its docstring's first line where it has one ("Utilization" says little)
+                what = (operation.get("description") or operation.get("summary", "")
+                        ).split("\n")[0].replace("``", "")
+                found.append(Endpoint(method.upper(), path, what))
     return found
