@@ -265,3 +265,19 @@ def test_a_jobs_attempt_and_event_times_stay_on_one_line(live: Callable[..., Liv
                 page.close()
         finally:
             browser.close()
+
+
+def test_a_phone_wide_window_draws_the_charts_labels_readable(
+        live: Callable[..., Live]) -> None:
+    """A chart scales with its card: at 420 px its axis labels were about 5 px high."""
+    handle = live()
+    with sync_api.sync_playwright() as playwright:
+        browser = headless_chromium(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 420, "height": 900})
+            page.goto(handle.url + "/")
+            label = page.locator("#utilization .chart-label").first
+            sync_api.expect(label).to_be_visible(timeout=WAIT_MS)
+            assert label.evaluate("(e) => e.getBoundingClientRect().height") >= 8
+        finally:
+            browser.close()
