@@ -72,11 +72,7 @@ class DiscretizedLas:
         self.min_runtime = min_runtime
         self.same_queue_preemption = same_queue_preemption
         self._promoted: set[str] = set()  # waiting jobs starving now (their key says queue 0)
-        # Promotion entries (at, seq, job, queued) by the time they are due, each time's in
-        # ``seq`` order; a heap of those times (floats: a float compare where a tuple's was
-        # two, issue 14). Popped in (at, seq) order, as a heap of the entries would be.
-        self._promotions: list[float] = []
-        self._promotions_at: dict[float, list[tuple[float, int, Job, float]]] = {}
+        self._promotions: list[tuple[float, int, Job, float]] = []  # (at, seq, job, queued)
         self._promotion_seq = 0
         self._prune_above = PRUNE_FLOOR  # entries past which the dead ones are dropped
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
@@ -231,48 +227,22 @@ class DiscretizedLas:
             # ``_starve_wait(job_id)``, inlined (the same operations)
             at = job.queued_since + (knob * executed - self._waited.get(job_id, 0.0))
             self._promotion_seq += 1
-            self._push_promotion((at, self._promotion_seq, job, job.queued_since))
+            heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
             if len(self._promotions) > self._prune_above:
                 self._prune_promotions()
-
-    def _push_promotion(self, entry: tuple[float, int, Job, float]) -> None:
-        """File a promotion entry under its time, after the entries of that time of a lower
-        ``seq`` (a new one's is the highest)."""
-        at = entry[0]
-        same = self._promotions_at.get(at)
-        if same is None:
-            self._promotions_at[at] = [entry]
-            heapq.heappush(self._promotions, at)
-        elif same[-1] < entry:
-            same.append(entry)
-        else:
-            bisect.insort(same, entry)
-
-    def _drop_first_promotion(self, same: list[tuple[float, int, Job, float]]) -> None:
-        """Drop the earliest promotion entry (the first of ``same``, the earliest time's)."""
-        if len(same) == 1:
-            del self._promotions_at[heapq.heappop(self._promotions)]
-        else:
-            del same[0]
 
     def _prune_promotions(self) -> None:
         """Drop the promotion entries that can never be due (issue 14: memory follows the jobs
         alive, not the jobs seen): the job ended, or it has been queued again since (its
         ``queued_since`` never goes back). Popped, they would be skipped; kept, each held its
         job after the job ended (31,102 entries, every job, at the end of 10,000 contended
-        Philly jobs). Rebuilt when the times held are twice what the last rebuild kept:
-        amortized O(1) a push, and the live entries pop in the same (time, sequence) order."""
-        live = {}
-        for at, same in self._promotions_at.items():
-            kept = [entry for entry in same
-                    if not entry[2].status.is_terminal and entry[2].queued_since <= entry[3]]
-            if kept:
-                live[at] = kept
-        self._promotions_at = live
-        times = list(live)
-        heapq.heapify(times)
-        self._promotions[:] = times
-        self._prune_above = 2 * len(times) + PRUNE_FLOOR
+        Philly jobs). Rebuilt when twice what the last rebuild kept: amortized O(1) a push,
+        and the live entries pop in the same (time, sequence) order."""
+        live = [entry for entry in self._promotions
+                if not entry[2].status.is_terminal and entry[2].queued_since <= entry[3]]
+        heapq.heapify(live)
+        self._promotions[:] = live
+        self._prune_above = 2 * len(live) + PRUNE_FLOOR
 
     def _starve_wait(self, job_id: str) -> float:
         """How long the job may wait from now on before it starves (0 or less: it starves)."""
@@ -285,10 +255,8 @@ class DiscretizedLas:
         heap, changed, early = self._promotions, [], []
         # the heap's time and the test may round apart (``max(1.0, abs(now))``, a call less)
         slack = 1e-9 * (magnitude if (magnitude := abs(now)) > 1.0 else 1.0)
-        while heap and heap[0] <= now + slack:
-            same = self._promotions_at[heap[0]]
-            entry = same[0]
-            self._drop_first_promotion(same)
+        while heap and heap[0][0] <= now + slack:
+            entry = heapq.heappop(heap)
             job = entry[2]
             job_id = job.job_id
             # still waiting since it was filed, not promoted yet; ``_starve_wait``, inlined
@@ -310,35 +278,29 @@ class DiscretizedLas:
             else:
                 early.append(entry)
         for entry in early:
-            self._push_promotion(entry)
+            heapq.heappush(heap, entry)
         return changed
 
     def _next_promotion(self, now: float) -> float | None:
         """The earliest time a waiting job not yet starving will starve, after ``now``."""
         heap, seen, found, promoted = self._promotions, [], None, self._promoted
-        at_time = self._promotions_at
         while heap:
-            same = at_time[heap[0]]
-            entry = same[0]
+            entry = heap[0]
             job = entry[2]
             # still waiting since it was filed (its ``queued_since``), not promoted yet
             if (job.status not in _WAITING or job.queued_since != entry[3]
                     or job.job_id in promoted):
-                # stale: it started, or it was promoted already (``_drop_first_promotion``)
-                if len(same) == 1:
-                    del at_time[heapq.heappop(heap)]
-                else:
-                    del same[0]
+                heapq.heappop(heap)  # stale: it started, or it was promoted already
                 continue
             if entry[0] > now:
                 found = entry[0]
                 break
-            self._drop_first_promotion(same)
+            job = heapq.heappop(heap)[2]
             if now - job.queued_since < self._starve_wait(job.job_id):
                 seen.append(entry)  # not starving yet (rounding): keep it
             # else starving, and it stays so while it waits: no wake-up of its own
         for entry in seen:
-            self._push_promotion(entry)
+            heapq.heappush(heap, entry)
         return found
 
     def _service(self, state: CycleState | None, job: Job) -> float:
