@@ -44,21 +44,6 @@ _WAITING = (JobStatus.PENDING, JobStatus.PREEMPTED)  # ``JobStatus.is_waiting``,
 PRUNE_FLOOR = 1024  # promotion entries kept before dead ones are dropped (``_prune_promotions``)
 
 
-class _Due(float):
-    """A promotion entry: the time it is due (the float itself: the heap compares floats,
-    where a tuple (at, seq, job, queued) took two compares a pair; issue 14), its filing's
-    number and its job with the ``queued_since`` it was filed under."""
-
-    __slots__ = ("seq", "job", "queued")
-    seq: int
-    job: Job
-    queued: float
-
-
-def _due_order(entry: _Due) -> tuple[float, int]:
-    return float(entry), entry.seq
-
-
 class DiscretizedLas:
     """QueueSort, PostFilter (preemption), Reserve and wake-ups for 2D-LAS with queue
     thresholds in GPU-seconds."""
@@ -87,9 +72,7 @@ class DiscretizedLas:
         self.min_runtime = min_runtime
         self.same_queue_preemption = same_queue_preemption
         self._promoted: set[str] = set()  # waiting jobs starving now (their key says queue 0)
-        # Promotion entries (``_Due``), a heap by their time; those of one time pop in no set
-        # order, so ``key_changes`` orders what it names by (time, seq), as before.
-        self._promotions: list[_Due] = []
+        self._promotions: list[tuple[float, int, Job, float]] = []  # (at, seq, job, queued)
         self._promotion_seq = 0
         self._prune_above = PRUNE_FLOOR  # entries past which the dead ones are dropped
         self._offsets: dict[str, float] = {}  # service forgiven at a starvation promotion
@@ -244,9 +227,7 @@ class DiscretizedLas:
             # ``_starve_wait(job_id)``, inlined (the same operations)
             at = job.queued_since + (knob * executed - self._waited.get(job_id, 0.0))
             self._promotion_seq += 1
-            entry = _Due(at)
-            entry.seq, entry.job, entry.queued = self._promotion_seq, job, job.queued_since
-            heapq.heappush(self._promotions, entry)
+            heapq.heappush(self._promotions, (at, self._promotion_seq, job, job.queued_since))
             if len(self._promotions) > self._prune_above:
                 self._prune_promotions()
 
@@ -258,7 +239,7 @@ class DiscretizedLas:
         Philly jobs). Rebuilt when twice what the last rebuild kept: amortized O(1) a push,
         and the live entries pop in the same (time, sequence) order."""
         live = [entry for entry in self._promotions
-                if not entry.job.status.is_terminal and entry.job.queued_since <= entry.queued]
+                if not entry[2].status.is_terminal and entry[2].queued_since <= entry[3]]
         heapq.heapify(live)
         self._promotions[:] = live
         self._prune_above = 2 * len(live) + PRUNE_FLOOR
@@ -274,12 +255,12 @@ class DiscretizedLas:
         heap, changed, early = self._promotions, [], []
         # the heap's time and the test may round apart (``max(1.0, abs(now))``, a call less)
         slack = 1e-9 * (magnitude if (magnitude := abs(now)) > 1.0 else 1.0)
-        while heap and heap[0] <= now + slack:
+        while heap and heap[0][0] <= now + slack:
             entry = heapq.heappop(heap)
-            job = entry.job
+            job = entry[2]
             job_id = job.job_id
             # still waiting since it was filed, not promoted yet; ``_starve_wait``, inlined
-            if (job.status not in _WAITING or job.queued_since != entry.queued
+            if (job.status not in _WAITING or job.queued_since != entry[3]
                     or job_id in self._promoted):
                 continue
             if (now - job.queued_since >= self.promote_knob * self._executed.get(job_id, 0.0)
@@ -293,30 +274,28 @@ class DiscretizedLas:
                     self._waiting_in[0] += 1
                 else:
                     self._file_waiting(job, 0)
-                changed.append(entry)
+                changed.append(job)
             else:
                 early.append(entry)
         for entry in early:
             heapq.heappush(heap, entry)
-        if len(changed) > 1:  # the order a heap of (time, seq) tuples popped them in
-            changed.sort(key=_due_order)
-        return [entry.job for entry in changed]
+        return changed
 
     def _next_promotion(self, now: float) -> float | None:
         """The earliest time a waiting job not yet starving will starve, after ``now``."""
         heap, seen, found, promoted = self._promotions, [], None, self._promoted
         while heap:
             entry = heap[0]
-            job = entry.job
+            job = entry[2]
             # still waiting since it was filed (its ``queued_since``), not promoted yet
-            if (job.status not in _WAITING or job.queued_since != entry.queued
+            if (job.status not in _WAITING or job.queued_since != entry[3]
                     or job.job_id in promoted):
                 heapq.heappop(heap)  # stale: it started, or it was promoted already
                 continue
-            if entry > now:
-                found = float(entry)
+            if entry[0] > now:
+                found = entry[0]
                 break
-            job = heapq.heappop(heap).job
+            job = heapq.heappop(heap)[2]
             if now - job.queued_since < self._starve_wait(job.job_id):
                 seen.append(entry)  # not starving yet (rounding): keep it
             # else starving, and it stays so while it waits: no wake-up of its own
