@@ -55,3 +55,13 @@ def test_pruning_leaves_the_schedule(seed: int, monkeypatch: pytest.MonkeyPatch)
         outlines.append(sorted((r.job_id, r.first_start, r.finish_time, r.preemptions)
                                for r in records_of(sim).values()))
     assert outlines[0] == outlines[1]
+
+
+def test_jobs_due_at_one_time_are_named_in_the_order_they_were_filed() -> None:
+    # Five waits filed at one time, each due at 4 h: named in filing order, as a heap of
+    # (time, seq) tuples popped them (a heap of equal times pops them 1, 5, ...).
+    order = DiscretizedLas((3600.0,), promote_knob=2)
+    jobs = [_stopped_after_an_hour(f"j{i}", 0.0) for i in range(5)]
+    for job in jobs:
+        order.on_waiting(job)
+    assert order.key_changes(4 * 3600.0) == jobs
