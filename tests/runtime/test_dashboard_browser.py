@@ -27,6 +27,9 @@ sync_api = pytest.importorskip(
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TOKEN = "browser-token-0123456789"
 WAIT_MS = 30_000  # the page polls every 2 s; Chromium on 2 loaded cores is slow
+# the lines an element's text takes: one client rect per line box
+TEXT_LINES = ("(e) => { const text = document.createRange(); text.selectNodeContents(e); "
+              "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
 
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="no chromium executable on PATH (Debian: apt-get install -y "
@@ -116,9 +119,6 @@ def test_job_ids_and_queues_stay_on_one_line(live: Callable[..., Live]) -> None:
     handle = live()
     job_id = submit(handle, [sys.executable, "-c", "import time; time.sleep(600)"], 1,
                     queue="team-0", name="exp-1-a-rather-long-job-name-for-testing-" * 3)
-    # the lines a cell's text takes: one client rect per line box
-    lines = ("(cell) => { const text = document.createRange(); text.selectNodeContents(cell); "
-             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
     with sync_api.sync_playwright() as playwright:
         browser = headless_chromium(playwright)
         try:
@@ -127,7 +127,7 @@ def test_job_ids_and_queues_stay_on_one_line(live: Callable[..., Live]) -> None:
             row = f"#row-{job_id}"
             sync_api.expect(page.locator(row)).to_be_visible(timeout=WAIT_MS)
             id_lines, name_lines, queue_lines = (
-                page.eval_on_selector(f"{row} td:nth-child({n})", lines) for n in (1, 2, 4))
+                page.eval_on_selector(f"{row} td:nth-child({n})", TEXT_LINES) for n in (1, 2, 4))
             assert name_lines > 1  # the name wraps; the id and the queue do not
             assert (id_lines, queue_lines) == (1, 1)
         finally:
@@ -205,8 +205,6 @@ def test_a_phone_wide_window_keeps_the_filters_and_a_jobs_id_in_reach(
     handle = live()
     job_id = submit(handle, [sys.executable, "-c", "import time; time.sleep(600)"], 1,
                     name="an-elastic-run")
-    lines = ("(cell) => { const text = document.createRange(); text.selectNodeContents(cell); "
-             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
     with sync_api.sync_playwright() as playwright:
         browser = headless_chromium(playwright)
         try:
@@ -218,7 +216,7 @@ def test_a_phone_wide_window_keeps_the_filters_and_a_jobs_id_in_reach(
                 assert control.evaluate("(e) => e.getBoundingClientRect().right") <= 420
             page.goto(f"{handle.url}/jobs/{job_id}")
             sync_api.expect(page.locator("h1")).to_contain_text(job_id, timeout=WAIT_MS)
-            assert page.eval_on_selector("h1 .id", lines) == 1
+            assert page.eval_on_selector("h1 .id", TEXT_LINES) == 1
         finally:
             browser.close()
 
@@ -228,8 +226,6 @@ def test_a_phone_wide_window_keeps_the_signed_in_header_on_whole_words(
     """At 420 px, signed in, the header broke "live, updated 01:35:13" and "log out" over two
     lines each: its items stay whole, and the row wraps, not the page sideways."""
     handle = live(token=TOKEN)
-    lines = ("(e) => { const text = document.createRange(); text.selectNodeContents(e); "
-             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
     with sync_api.sync_playwright() as playwright:
         browser = headless_chromium(playwright)
         try:
@@ -237,8 +233,8 @@ def test_a_phone_wide_window_keeps_the_signed_in_header_on_whole_words(
             page.goto(f"{handle.url}/?token={TOKEN}")
             status = page.locator("#live-status")
             sync_api.expect(status).to_contain_text("live, updated", timeout=WAIT_MS)
-            assert status.evaluate(lines) == 1
-            assert page.eval_on_selector("header.top button.link", lines) == 1
+            assert status.evaluate(TEXT_LINES) == 1
+            assert page.eval_on_selector("header.top button.link", TEXT_LINES) == 1
             assert page.evaluate("() => document.documentElement.scrollWidth") <= 420
         finally:
             browser.close()
@@ -250,8 +246,6 @@ def test_a_jobs_attempt_and_event_times_stay_on_one_line(live: Callable[..., Liv
     handle = live()
     message = "import sys; print('x'); sys.exit('a rather long reason to fail ' * 4)"
     job_id = submit(handle, [sys.executable, "-c", message], 1)
-    lines = ("(e) => { const text = document.createRange(); text.selectNodeContents(e); "
-             "return new Set([...text.getClientRects()].map((r) => Math.round(r.top))).size; }")
     with sync_api.sync_playwright() as playwright:
         browser = headless_chromium(playwright)
         try:
@@ -260,8 +254,8 @@ def test_a_jobs_attempt_and_event_times_stay_on_one_line(live: Callable[..., Liv
                 page.goto(f"{handle.url}/jobs/{job_id}")
                 sync_api.expect(page.locator("#attempts td.when").first).to_be_visible(
                     timeout=WAIT_MS)
-                assert page.eval_on_selector("#attempts td.when", lines) == 1, width
-                assert page.eval_on_selector("#events td.when", lines) == 1, width
+                assert page.eval_on_selector("#attempts td.when", TEXT_LINES) == 1, width
+                assert page.eval_on_selector("#events td.when", TEXT_LINES) == 1, width
                 page.close()
         finally:
             browser.close()
